@@ -1,0 +1,139 @@
+/* The backend interface: every operation the forward schedule (engine/model.c) needs, as a struct of
+ * function pointers. The schedule is written once against it; `cpu` (plain C11 + OpenMP, fp32, the
+ * reference) and `cuda` (kernels + cuBLAS, bf16 activations and weights, fp32 accumulation) implement it.
+ *
+ * Tensors are opaque device pointers. Two element types exist per backend:
+ *   - "act": activations, weights and the KV cache (fp32 on cpu, bf16 on cuda), `act_size` bytes each;
+ *   - fp32: linear-attention state (S, z), logits.
+ * Shapes are written as comments, row-major. Every op returns 0 or a negative ORTHROS_E* code.
+ *
+ * The fused QKV layout: one projection writes rows of width (Hq + 2 Hkv) d laid out as
+ * [q: Hq x d | k: Hkv x d | v: Hkv x d], with q, k, v before RoPE. */
+#ifndef ORTHROS_BACKEND_H
+#define ORTHROS_BACKEND_H
+
+#include "orthros.h"
+
+#ifdef __CUDACC__
+#define ORTHROS_HD __host__ __device__
+#else
+#define ORTHROS_HD
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { ORTHROS_DTYPE_F32 = 0, ORTHROS_DTYPE_BF16 = 1, ORTHROS_DTYPE_F16 = 2 } orthros_dtype;
+
+/* RoPE tables and attention geometry, filled once per model. */
+typedef struct {
+    int n_heads, n_kv_heads, head_dim;
+    float *inv_freq;     /* host [head_dim / 2], llama3 scaling applied */
+} orthros_rope;
+
+/* What an attention op needs to know about its layer. */
+typedef struct {
+    int n_heads, n_kv_heads, head_dim;
+    /* full / swa: the KV cache of one layer, [B][cap][Hkv][d] act; position p lives at slot p % cap. */
+    void *k_cache, *v_cache;
+    int cap;
+    int window;          /* 0: attend to every cached position <= t; else to (t - window, t] */
+    /* linear: state of one layer, S [B][Hkv][F][d] fp32, z [B][Hkv][F] fp32. */
+    float *S, *z;
+    orthros_fmap fmap;
+    int feature_dim;     /* F (= 2 * hedgehog columns, or head_dim) */
+    const void *fmap_q;  /* hedgehog: [Hq][d][F/2] act */
+    const void *fmap_k;  /* hedgehog: [Hkv][d][F/2] act */
+    float eps;
+} orthros_attn_layer;
+
+struct orthros_backend {
+    const char *name;
+    size_t act_size;                 /* bytes of one activation / weight / cache element */
+    void *impl;
+
+    void (*destroy)(orthros_backend *be);
+
+    /* Memory. alloc returns NULL when out of memory. */
+    void *(*alloc)(orthros_backend *be, size_t bytes);
+    void (*free)(orthros_backend *be, void *p);
+    int (*zero)(orthros_backend *be, void *p, size_t bytes);
+    int (*mem_info)(orthros_backend *be, size_t *free_bytes, size_t *total_bytes);
+    int (*sync)(orthros_backend *be);
+    /* dst[dst_off + i] = convert(src[i]) for i < n, src in `dtype` on the host, dst an act tensor. */
+    int (*upload)(orthros_backend *be, void *dst, size_t dst_off, const void *src, orthros_dtype dtype, size_t n);
+    /* dst[i] = (2 u(seed, i) - 1) * scale, u the counter-based uniform of orthros_uniform(); same on every
+     * backend up to the act dtype's rounding. */
+    int (*fill_random)(orthros_backend *be, void *dst, size_t n, uint64_t seed, float scale);
+    /* dst[i] = value (act). */
+    int (*fill)(orthros_backend *be, void *dst, size_t n, float value);
+    /* host[i] = fp32 src[i]. */
+    int (*download_f32)(orthros_backend *be, float *host, const float *src, size_t n);
+
+    /* Profiling ranges (NVTX on cuda; no-ops on cpu). */
+    void (*range_push)(orthros_backend *be, const char *name);
+    void (*range_pop)(orthros_backend *be);
+
+    /* x[n][D] = table[tokens[i]] (tokens on the host, already range-checked). */
+    int (*embed)(orthros_backend *be, void *x, const int32_t *tokens, const void *table, int n, int D);
+    /* out[n][D] = rmsnorm(x) * w. */
+    int (*rmsnorm)(orthros_backend *be, void *out, const void *x, const void *w, int n, int D, float eps);
+    /* resid[n][D] += delta; out = rmsnorm(resid) * w. */
+    int (*add_rmsnorm)(orthros_backend *be, void *out, void *resid, const void *delta, const void *w, int n, int D,
+                       float eps);
+    /* out[n][M] = x[n][K] . W[M][K]^T. */
+    int (*gemm)(orthros_backend *be, void *out, const void *x, const void *W, int n, int M, int K);
+    /* out[n][F] = silu(gu[:, :F]) * gu[:, F:], gu [n][2F]. */
+    int (*swiglu)(orthros_backend *be, void *out, const void *gu, int n, int F);
+    /* out[n][V] fp32 = x[n][D] . W[V][D]^T. */
+    int (*logits)(orthros_backend *be, float *out, const void *x, const void *W, int n, int V, int D);
+    /* ids[i] = argmax_j logits[i][j] (lowest index on ties), ids on the host. */
+    int (*argmax)(orthros_backend *be, int32_t *ids, const float *logits, int n, int V);
+
+    /* For B sequences of n tokens each: rotate k of qkv [B][n][W] by position pos0[b] + i and write it with v
+     * into the layer's cache; rotate q in place for rows i >= rotate_q_from (the rows that run full
+     * attention). pos0 on the host. */
+    int (*rope_cache_write)(orthros_backend *be, void *qkv, const orthros_attn_layer *L, const orthros_rope *rope,
+                            const int *pos0, int B, int n, int rotate_q_from);
+    /* Softmax attention of the rotated q of qkv [B][n][W] at positions pos0[b] + i over cached positions
+     * s <= pos0[b] + i (within the window): out [B][n][Hq][d]. prefill: any n; decode: n == 1. */
+    int (*attn_full_prefill)(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
+                             const int *pos0, int B, int n);
+    int (*attn_full_decode)(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
+                            const int *pos0, int B, int n);
+    /* Linear attention of the un-rotated q, k, v of qkv [B][n][W], updating the layer's (S, z) token by
+     * token: out [B][n][Hq][d]. prefill: any n; decode: n == 1. */
+    int (*attn_linear_prefill)(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
+                               int B, int n);
+    int (*attn_linear_decode)(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
+                              int B, int n);
+};
+
+int orthros_backend_cpu_create(orthros_backend **out);
+/* Returns ORTHROS_EUNSUPPORTED when built without CUDA, ORTHROS_EDEVICE when no GPU is usable. */
+int orthros_backend_cuda_create(orthros_backend **out);
+/* 1 when the build has CUDA and a device is present. */
+int orthros_cuda_available(void);
+
+/* Shared helpers. */
+float orthros_bf16_to_f32(uint16_t h);
+uint16_t orthros_f32_to_bf16(float f);     /* round to nearest even; NaN stays NaN */
+float orthros_f16_to_f32(uint16_t h);
+/* Counter-based uniform in [0, 1) from (seed, i): splitmix64 of seed ^ golden * (i + 1), top 24 bits. */
+static inline ORTHROS_HD float orthros_uniform(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+/* inv_freq[head_dim / 2] for a model, llama3 scaling applied as Hugging Face does. */
+void orthros_rope_inv_freq(float *inv_freq, const orthros_model_config *cfg);
+size_t orthros_dtype_size(orthros_dtype t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,385 @@
+/* The cpu backend: plain C11 with OpenMP, fp32 everywhere. It is the reference that every cuda kernel is
+ * tested against, so each op is written for clarity and determinism first: every output element is computed
+ * in a fixed order that does not depend on the thread count or on how the caller chunks its rows. */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CPU_MAX_FEATURE 2048
+
+static inline float *fp(void *p) { return (float *)p; }
+static inline const float *cfp(const void *p) { return (const float *)p; }
+
+/* A dot product with 8 independent partial sums (so that it vectorises) reduced in a fixed order. */
+static float dot_f32(const float *a, const float *b, int K)
+{
+    float acc[8] = {0};
+    int k = 0;
+    for (; k + 8 <= K; k += 8)
+        for (int u = 0; u < 8; u++) acc[u] += a[k + u] * b[k + u];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; k < K; k++) s += a[k] * b[k];
+    return s;
+}
+
+static void cpu_destroy(orthros_backend *be)
+{
+    free(be);
+}
+
+static void *cpu_alloc(orthros_backend *be, size_t bytes)
+{
+    size_t n = (bytes + 63) / 64 * 64;
+    return aligned_alloc(64, n ? n : 64);
+}
+
+static void cpu_free(orthros_backend *be, void *p)
+{
+    free(p);
+}
+
+static int cpu_zero(orthros_backend *be, void *p, size_t bytes)
+{
+    memset(p, 0, bytes);
+    return 0;
+}
+
+static int cpu_mem_info(orthros_backend *be, size_t *free_bytes, size_t *total_bytes)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long avail = 0, total = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            unsigned long long v;
+            if (sscanf(line, "MemAvailable: %llu kB", &v) == 1) avail = v * 1024ull;
+            if (sscanf(line, "MemTotal: %llu kB", &v) == 1) total = v * 1024ull;
+        }
+        fclose(f);
+    }
+    if (!total) total = avail = (size_t)8 << 30; /* no /proc: assume a small machine */
+    *free_bytes = (size_t)avail;
+    *total_bytes = (size_t)total;
+    return 0;
+}
+
+static int cpu_sync(orthros_backend *be)
+{
+    return 0;
+}
+
+static int cpu_upload(orthros_backend *be, void *dst, size_t dst_off, const void *src, orthros_dtype dtype, size_t n)
+{
+    float *d = fp(dst) + dst_off;
+    if (dtype == ORTHROS_DTYPE_F32) {
+        memcpy(d, src, n * sizeof(float));
+    } else if (dtype == ORTHROS_DTYPE_BF16) {
+        const uint16_t *s = src;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) d[i] = orthros_bf16_to_f32(s[i]);
+    } else {
+        const uint16_t *s = src;
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) d[i] = orthros_f16_to_f32(s[i]);
+    }
+    return 0;
+}
+
+static int cpu_fill_random(orthros_backend *be, void *dst, size_t n, uint64_t seed, float scale)
+{
+    float *d = dst;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) d[i] = (2.0f * orthros_uniform(seed, i) - 1.0f) * scale;
+    return 0;
+}
+
+static int cpu_fill(orthros_backend *be, void *dst, size_t n, float value)
+{
+    float *d = dst;
+    for (size_t i = 0; i < n; i++) d[i] = value;
+    return 0;
+}
+
+static int cpu_download_f32(orthros_backend *be, float *host, const float *src, size_t n)
+{
+    if (host != src) memcpy(host, src, n * sizeof(float));
+    return 0;
+}
+
+static void cpu_range_push(orthros_backend *be, const char *name) {}
+static void cpu_range_pop(orthros_backend *be) {}
+
+static int cpu_embed(orthros_backend *be, void *x, const int32_t *tokens, const void *table, int n, int D)
+{
+    for (int i = 0; i < n; i++)
+        memcpy(fp(x) + (size_t)i * D, cfp(table) + (size_t)tokens[i] * D, (size_t)D * sizeof(float));
+    return 0;
+}
+
+/* As transformers' LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), then * w. */
+static void rmsnorm_row(float *out, const float *x, const float *w, int D, float eps)
+{
+    float ss = dot_f32(x, x, D);
+    float r = 1.0f / sqrtf(ss / (float)D + eps);
+    for (int j = 0; j < D; j++) out[j] = w[j] * (x[j] * r);
+}
+
+static int cpu_rmsnorm(orthros_backend *be, void *out, const void *x, const void *w, int n, int D, float eps)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) rmsnorm_row(fp(out) + (size_t)i * D, cfp(x) + (size_t)i * D, w, D, eps);
+    return 0;
+}
+
+static int cpu_add_rmsnorm(orthros_backend *be, void *out, void *resid, const void *delta, const void *w, int n, int D,
+                           float eps)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        float *r = fp(resid) + (size_t)i * D;
+        const float *dl = cfp(delta) + (size_t)i * D;
+        for (int j = 0; j < D; j++) r[j] += dl[j];
+        rmsnorm_row(fp(out) + (size_t)i * D, r, w, D, eps);
+    }
+    return 0;
+}
+
+/* out[n][M] = x[n][K] . W[M][K]^T, four rows of x per pass over a row of W. */
+static int cpu_gemm(orthros_backend *be, void *out, const void *x, const void *W, int n, int M, int K)
+{
+    const float *X = x, *Wt = W;
+    float *O = out;
+    for (int i0 = 0; i0 < n; i0 += 4) {
+        int rows = n - i0 < 4 ? n - i0 : 4;
+#pragma omp parallel for schedule(static)
+        for (int j = 0; j < M; j++) {
+            const float *w = Wt + (size_t)j * K;
+            for (int r = 0; r < rows; r++) O[(size_t)(i0 + r) * M + j] = dot_f32(X + (size_t)(i0 + r) * K, w, K);
+        }
+    }
+    return 0;
+}
+
+static int cpu_swiglu(orthros_backend *be, void *out, const void *gu, int n, int F)
+{
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        const float *g = cfp(gu) + (size_t)i * 2 * F, *u = g + F;
+        float *o = fp(out) + (size_t)i * F;
+        for (int j = 0; j < F; j++) o[j] = g[j] / (1.0f + expf(-g[j])) * u[j];
+    }
+    return 0;
+}
+
+static int cpu_logits(orthros_backend *be, float *out, const void *x, const void *W, int n, int V, int D)
+{
+    return cpu_gemm(be, out, x, W, n, V, D);
+}
+
+static int cpu_argmax(orthros_backend *be, int32_t *ids, const float *logits, int n, int V)
+{
+    for (int i = 0; i < n; i++) {
+        const float *l = logits + (size_t)i * V;
+        int best = 0;
+        for (int j = 1; j < V; j++)
+            if (l[j] > l[best] || (isnan(l[best]) && !isnan(l[j]))) best = j;
+        ids[i] = best;
+    }
+    return 0;
+}
+
+static inline int qkv_width(const orthros_attn_layer *L)
+{
+    return (L->n_heads + 2 * L->n_kv_heads) * L->head_dim;
+}
+
+/* Hugging Face's rotate_half convention: pairs (j, j + d/2). The angle is formed in fp32 as transformers
+ * forms it (position times inv_freq), its cosine and sine in double then rounded. */
+static void rope_row(float *dst, const float *src, const float *inv_freq, int d, int pos)
+{
+    int half = d / 2;
+    for (int j = 0; j < half; j++) {
+        float ang = (float)pos * inv_freq[j];
+        float c = (float)cos((double)ang), s = (float)sin((double)ang);
+        float x1 = src[j], x2 = src[j + half];
+        dst[j] = x1 * c - x2 * s;
+        dst[j + half] = x2 * c + x1 * s;
+    }
+}
+
+static int cpu_rope_cache_write(orthros_backend *be, void *qkv, const orthros_attn_layer *L, const orthros_rope *rope,
+                                const int *pos0, int B, int n, int rotate_q_from)
+{
+    int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < n; i++) {
+            float *row = fp(qkv) + ((size_t)b * n + i) * W;
+            int p = pos0[b] + i;
+            size_t slot = (size_t)b * L->cap + (size_t)(p % L->cap);
+            for (int h = 0; h < Hkv; h++) {
+                float *kc = fp(L->k_cache) + (slot * Hkv + h) * d;
+                float *vc = fp(L->v_cache) + (slot * Hkv + h) * d;
+                rope_row(kc, row + (size_t)(Hq + h) * d, rope->inv_freq, d, p);
+                memcpy(vc, row + (size_t)(Hq + Hkv + h) * d, (size_t)d * sizeof(float));
+            }
+            if (i >= rotate_q_from)
+                for (int h = 0; h < Hq; h++) {
+                    float tmp[ORTHROS_MAX_HEAD_DIM];
+                    rope_row(tmp, row + (size_t)h * d, rope->inv_freq, d, p);
+                    memcpy(row + (size_t)h * d, tmp, (size_t)d * sizeof(float));
+                }
+        }
+    }
+    return 0;
+}
+
+/* Softmax attention, one query row at a time, with an online (running max) softmax over the cached
+ * positions in increasing order. */
+static int cpu_attn_full(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
+                         int B, int n)
+{
+    int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L), group = Hq / Hkv;
+    float scale = 1.0f / sqrtf((float)d);
+#pragma omp parallel for collapse(3) schedule(dynamic, 4)
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < n; i++) {
+            for (int h = 0; h < Hq; h++) {
+                const float *q = cfp(qkv) + ((size_t)b * n + i) * W + (size_t)h * d;
+                float *o = fp(out) + (((size_t)b * n + i) * Hq + h) * d;
+                int p = pos0[b] + i, kv = h / group;
+                int lo = L->window > 0 ? p - L->window + 1 : 0;
+                if (lo < 0) lo = 0;
+                float acc[ORTHROS_MAX_HEAD_DIM] = {0};
+                float m = -INFINITY, l = 0.0f;
+                for (int s = lo; s <= p; s++) {
+                    size_t slot = (size_t)b * L->cap + (size_t)(s % L->cap);
+                    const float *k = cfp(L->k_cache) + (slot * Hkv + kv) * d;
+                    const float *v = cfp(L->v_cache) + (slot * Hkv + kv) * d;
+                    float sc = dot_f32(q, k, d) * scale;
+                    if (sc > m) {
+                        float r = expf(m - sc);
+                        l *= r;
+                        for (int j = 0; j < d; j++) acc[j] *= r;
+                        m = sc;
+                    }
+                    float e = expf(sc - m);
+                    l += e;
+                    for (int j = 0; j < d; j++) acc[j] += e * v[j];
+                }
+                for (int j = 0; j < d; j++) o[j] = acc[j] / l;
+            }
+        }
+    }
+    return 0;
+}
+
+/* phi(x) for one head: x [d] -> f [F]. Hedgehog: w [d][F/2]. */
+static void feature_map(float *f, const float *x, int d, orthros_fmap fmap, const float *w, int F)
+{
+    if (fmap == ORTHROS_FMAP_ELU1) {
+        for (int j = 0; j < d; j++) f[j] = x[j] > 0.0f ? x[j] + 1.0f : expf(x[j]);
+    } else if (fmap == ORTHROS_FMAP_RELU) {
+        for (int j = 0; j < d; j++) f[j] = x[j] > 0.0f ? x[j] : 0.0f;
+    } else {
+        int half = F / 2;
+        float mx = -INFINITY, mn = INFINITY;
+        for (int c = 0; c < half; c++) {
+            float u = 0.0f;
+            for (int j = 0; j < d; j++) u += x[j] * w[(size_t)j * half + c];
+            f[c] = u;
+            if (u > mx) mx = u;
+            if (u < mn) mn = u;
+        }
+        float sp = 0.0f, sn = 0.0f;
+        for (int c = 0; c < half; c++) {
+            float u = f[c];
+            f[c] = expf(u - mx);
+            f[half + c] = expf(mn - u);
+            sp += f[c];
+            sn += f[half + c];
+        }
+        for (int c = 0; c < half; c++) {
+            f[c] /= sp;
+            f[half + c] /= sn;
+        }
+    }
+}
+
+/* Linear attention, token by token in order: (S, z) += (phi(k) v^T, phi(k)), then every query head of the
+ * group reads the updated state. */
+static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, int B, int n)
+{
+    int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L), group = Hq / Hkv, F = L->feature_dim;
+    int half = F / 2;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++) {
+        for (int kv = 0; kv < Hkv; kv++) {
+            float *S = L->S + ((size_t)b * Hkv + kv) * F * d;
+            float *z = L->z + ((size_t)b * Hkv + kv) * F;
+            const float *wk = L->fmap == ORTHROS_FMAP_HEDGEHOG ? cfp(L->fmap_k) + (size_t)kv * d * half : NULL;
+            float fk[CPU_MAX_FEATURE], fq[CPU_MAX_FEATURE];
+            for (int i = 0; i < n; i++) {
+                const float *row = cfp(qkv) + ((size_t)b * n + i) * W;
+                const float *k = row + (size_t)(Hq + kv) * d, *v = row + (size_t)(Hq + Hkv + kv) * d;
+                feature_map(fk, k, d, L->fmap, wk, F);
+                for (int f = 0; f < F; f++) {
+                    z[f] += fk[f];
+                    for (int j = 0; j < d; j++) S[(size_t)f * d + j] += fk[f] * v[j];
+                }
+                for (int g = 0; g < group; g++) {
+                    int h = kv * group + g;
+                    const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? cfp(L->fmap_q) + (size_t)h * d * half : NULL;
+                    feature_map(fq, row + (size_t)h * d, d, L->fmap, wq, F);
+                    float num[ORTHROS_MAX_HEAD_DIM] = {0};
+                    float den = 0.0f;
+                    for (int f = 0; f < F; f++) {
+                        den += fq[f] * z[f];
+                        for (int j = 0; j < d; j++) num[j] += fq[f] * S[(size_t)f * d + j];
+                    }
+                    float *o = fp(out) + (((size_t)b * n + i) * Hq + h) * d;
+                    for (int j = 0; j < d; j++) o[j] = num[j] / (den + L->eps);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int orthros_backend_cpu_create(orthros_backend **out)
+{
+    orthros_backend *be = calloc(1, sizeof *be);
+    if (!be) return orthros_error(ORTHROS_ENOMEM, "out of host memory creating the cpu backend");
+    be->name = "cpu";
+    be->act_size = sizeof(float);
+    be->destroy = cpu_destroy;
+    be->alloc = cpu_alloc;
+    be->free = cpu_free;
+    be->zero = cpu_zero;
+    be->mem_info = cpu_mem_info;
+    be->sync = cpu_sync;
+    be->upload = cpu_upload;
+    be->fill_random = cpu_fill_random;
+    be->fill = cpu_fill;
+    be->download_f32 = cpu_download_f32;
+    be->range_push = cpu_range_push;
+    be->range_pop = cpu_range_pop;
+    be->embed = cpu_embed;
+    be->rmsnorm = cpu_rmsnorm;
+    be->add_rmsnorm = cpu_add_rmsnorm;
+    be->gemm = cpu_gemm;
+    be->swiglu = cpu_swiglu;
+    be->logits = cpu_logits;
+    be->argmax = cpu_argmax;
+    be->rope_cache_write = cpu_rope_cache_write;
+    be->attn_full_prefill = cpu_attn_full;
+    be->attn_full_decode = cpu_attn_full;
+    be->attn_linear_prefill = cpu_attn_linear;
+    be->attn_linear_decode = cpu_attn_linear;
+    *out = be;
+    return 0;
+}

@@ -1,0 +1,352 @@
+/* config.json parsing, presets and attention-schedule resolution (DESIGN sections 2 and 3). */
+#define _POSIX_C_SOURCE 200809L
+#include "orthros.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DIM (1 << 20)
+
+/* Reads an integer field; `required` makes absence an error, else *out keeps its default. */
+static int json_int(const cJSON *obj, const char *key, int *out, int required, long lo, long hi)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it || cJSON_IsNull(it)) {
+        if (required) return orthros_error(ORTHROS_EFORMAT, "config field \"%s\" is missing", key);
+        return 0;
+    }
+    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble))
+        return orthros_error(ORTHROS_EFORMAT, "config field \"%s\" is not an integer", key);
+    if (it->valuedouble < (double)lo || it->valuedouble > (double)hi)
+        return orthros_error(ORTHROS_EFORMAT, "config field \"%s\" = %.0f is outside [%ld, %ld]", key, it->valuedouble,
+                             lo, hi);
+    *out = (int)it->valuedouble;
+    return 0;
+}
+
+static int json_num(const cJSON *obj, const char *key, double *out, double lo, double hi)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it || cJSON_IsNull(it)) return 0;
+    if (!cJSON_IsNumber(it)) return orthros_error(ORTHROS_EFORMAT, "config field \"%s\" is not a number", key);
+    if (!(it->valuedouble >= lo && it->valuedouble <= hi))
+        return orthros_error(ORTHROS_EFORMAT, "config field \"%s\" = %g is outside [%g, %g]", key, it->valuedouble, lo,
+                             hi);
+    *out = it->valuedouble;
+    return 0;
+}
+
+static int parse_rope(orthros_model_config *cfg, const cJSON *rs)
+{
+    int rc;
+    if (!rs || cJSON_IsNull(rs)) return 0;
+    if (!cJSON_IsObject(rs)) return orthros_error(ORTHROS_EFORMAT, "config field rope_scaling is not an object");
+    if ((rc = json_num(rs, "rope_theta", &cfg->rope_theta, 1e-3, 1e12))) return rc;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    const char *type = cJSON_IsString(t) ? t->valuestring : "default";
+    if (!strcmp(type, "default")) return 0;
+    if (strcmp(type, "llama3"))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "rope_type \"%s\" is not supported (default, llama3)", type);
+    cfg->rope_llama3 = 1;
+    cfg->rope_factor = 8.0;
+    cfg->rope_low_freq_factor = 1.0;
+    cfg->rope_high_freq_factor = 4.0;
+    cfg->rope_orig_max_pos = 8192;
+    if ((rc = json_num(rs, "factor", &cfg->rope_factor, 1e-6, 1e9))) return rc;
+    if ((rc = json_num(rs, "low_freq_factor", &cfg->rope_low_freq_factor, 1e-9, 1e9))) return rc;
+    if ((rc = json_num(rs, "high_freq_factor", &cfg->rope_high_freq_factor, 1e-9, 1e9))) return rc;
+    if ((rc = json_int(rs, "original_max_position_embeddings", &cfg->rope_orig_max_pos, 0, 1, 1 << 30))) return rc;
+    if (cfg->rope_high_freq_factor <= cfg->rope_low_freq_factor)
+        return orthros_error(ORTHROS_EFORMAT, "llama3 rope scaling needs high_freq_factor > low_freq_factor");
+    return 0;
+}
+
+int orthros_config_parse(orthros_model_config *cfg, const char *json_text)
+{
+    int rc = 0;
+    memset(cfg, 0, sizeof *cfg);
+    cJSON *root = cJSON_Parse(json_text);
+    if (!root) return orthros_error(ORTHROS_EFORMAT, "config is not valid JSON");
+    if (!cJSON_IsObject(root)) {
+        rc = orthros_error(ORTHROS_EFORMAT, "config is not a JSON object");
+        goto fail;
+    }
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (mt && cJSON_IsString(mt) && strcmp(mt->valuestring, "llama")) {
+        rc = orthros_error(ORTHROS_EUNSUPPORTED, "model_type \"%s\" is not supported (llama)", mt->valuestring);
+        goto fail;
+    }
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+    if (act && cJSON_IsString(act) && strcmp(act->valuestring, "silu")) {
+        rc = orthros_error(ORTHROS_EUNSUPPORTED, "hidden_act \"%s\" is not supported (silu)", act->valuestring);
+        goto fail;
+    }
+    static const char *const biases[] = {"attention_bias", "mlp_bias"};
+    for (int i = 0; i < 2; i++)
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, biases[i]))) {
+            rc = orthros_error(ORTHROS_EUNSUPPORTED, "%s = true is not supported", biases[i]);
+            goto fail;
+        }
+    if ((rc = json_int(root, "hidden_size", &cfg->d_model, 1, 1, MAX_DIM))) goto fail;
+    if ((rc = json_int(root, "num_hidden_layers", &cfg->n_layers, 1, 1, ORTHROS_MAX_LAYERS))) goto fail;
+    if ((rc = json_int(root, "num_attention_heads", &cfg->n_heads, 1, 1, 4096))) goto fail;
+    cfg->n_kv_heads = cfg->n_heads;
+    if ((rc = json_int(root, "num_key_value_heads", &cfg->n_kv_heads, 0, 1, 4096))) goto fail;
+    if ((rc = json_int(root, "intermediate_size", &cfg->ffn, 1, 1, MAX_DIM))) goto fail;
+    if ((rc = json_int(root, "vocab_size", &cfg->vocab, 1, 1, 1 << 24))) goto fail;
+    if ((rc = json_int(root, "head_dim", &cfg->head_dim, 0, 2, ORTHROS_MAX_HEAD_DIM))) goto fail;
+    if (!cfg->head_dim) {
+        if (cfg->d_model % cfg->n_heads) {
+            rc = orthros_error(ORTHROS_EFORMAT, "hidden_size %d is not divisible by num_attention_heads %d", cfg->d_model,
+                               cfg->n_heads);
+            goto fail;
+        }
+        cfg->head_dim = cfg->d_model / cfg->n_heads;
+    }
+    if (cfg->head_dim % 2 || cfg->head_dim > ORTHROS_MAX_HEAD_DIM) {
+        rc = orthros_error(ORTHROS_EFORMAT, "head_dim %d must be even and at most %d", cfg->head_dim,
+                           ORTHROS_MAX_HEAD_DIM);
+        goto fail;
+    }
+    if (cfg->n_heads % cfg->n_kv_heads) {
+        rc = orthros_error(ORTHROS_EFORMAT, "num_attention_heads %d is not divisible by num_key_value_heads %d",
+                           cfg->n_heads, cfg->n_kv_heads);
+        goto fail;
+    }
+    cfg->max_pos = 2048;
+    if ((rc = json_int(root, "max_position_embeddings", &cfg->max_pos, 0, 1, 1 << 30))) goto fail;
+    double eps = 1e-6;
+    if ((rc = json_num(root, "rms_norm_eps", &eps, 0.0, 1.0))) goto fail;
+    cfg->norm_eps = (float)eps;
+    cfg->rope_theta = 10000.0;
+    if ((rc = json_num(root, "rope_theta", &cfg->rope_theta, 1e-3, 1e12))) goto fail;
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
+    cfg->tie_embeddings = cJSON_IsTrue(tie);
+    /* transformers 5 writes rope_parameters; earlier versions rope_theta + rope_scaling. */
+    if ((rc = parse_rope(cfg, cJSON_GetObjectItemCaseSensitive(root, "rope_scaling")))) goto fail;
+    if ((rc = parse_rope(cfg, cJSON_GetObjectItemCaseSensitive(root, "rope_parameters")))) goto fail;
+    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
+    if (cJSON_IsNumber(eos)) {
+        cfg->eos[cfg->n_eos++] = eos->valueint;
+    } else if (cJSON_IsArray(eos)) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, eos) if (cJSON_IsNumber(e) && cfg->n_eos < 8) cfg->eos[cfg->n_eos++] = e->valueint;
+    }
+fail:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int orthros_preset_config(orthros_model_config *cfg, const char *name)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->norm_eps = 1e-5f;
+    if (!strcmp(name, "tiny")) {
+        *cfg = (orthros_model_config){.d_model = 64, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 16,
+                                      .ffn = 160, .vocab = 256, .max_pos = 1 << 20, .norm_eps = 1e-5f,
+                                      .rope_theta = 10000.0};
+        return 0;
+    }
+    if (!strcmp(name, "llama3.2-1b")) {
+        *cfg = (orthros_model_config){.d_model = 2048, .n_layers = 16, .n_heads = 32, .n_kv_heads = 8, .head_dim = 64,
+                                      .ffn = 8192, .vocab = 128256, .max_pos = 131072, .tie_embeddings = 1,
+                                      .norm_eps = 1e-5f, .rope_theta = 500000.0, .rope_llama3 = 1, .rope_factor = 32.0,
+                                      .rope_low_freq_factor = 1.0, .rope_high_freq_factor = 4.0,
+                                      .rope_orig_max_pos = 8192};
+        return 0;
+    }
+    if (!strcmp(name, "llama3.1-8b")) {
+        *cfg = (orthros_model_config){.d_model = 4096, .n_layers = 32, .n_heads = 32, .n_kv_heads = 8, .head_dim = 128,
+                                      .ffn = 14336, .vocab = 128256, .max_pos = 131072, .norm_eps = 1e-5f,
+                                      .rope_theta = 500000.0, .rope_llama3 = 1, .rope_factor = 8.0,
+                                      .rope_low_freq_factor = 1.0, .rope_high_freq_factor = 4.0,
+                                      .rope_orig_max_pos = 8192};
+        return 0;
+    }
+    return orthros_error(ORTHROS_EINVAL, "unknown preset \"%s\" (tiny, llama3.2-1b, llama3.1-8b)", name);
+}
+
+void orthros_arch_opts_default(orthros_arch_opts *o)
+{
+    *o = (orthros_arch_opts){.arch = NULL, .fmap = -1, .feature_dim = -1, .tail = -1, .eps = -1.0, .window = -1,
+                             .hybrid_every = -1};
+}
+
+const char *orthros_attn_kind_name(orthros_attn_kind k)
+{
+    static const char *const names[] = {"full", "linear", "swa", "orthros"};
+    return (unsigned)k < 4 ? names[k] : "?";
+}
+
+const char *orthros_fmap_name(orthros_fmap f)
+{
+    static const char *const names[] = {"elu1", "relu", "hedgehog"};
+    return (unsigned)f < 3 ? names[f] : "?";
+}
+
+int orthros_fmap_parse(const char *s, orthros_fmap *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, orthros_fmap_name((orthros_fmap)i))) {
+            *out = (orthros_fmap)i;
+            return 0;
+        }
+    return orthros_error(ORTHROS_EINVAL, "unknown feature map \"%s\" (elu1, relu, hedgehog)", s);
+}
+
+int orthros_arch_feature_size(const orthros_arch *a, int head_dim)
+{
+    return a->fmap == ORTHROS_FMAP_HEDGEHOG ? 2 * a->feature_dim : head_dim;
+}
+
+int orthros_arch_uses_cache(const orthros_arch *a, int n_layers)
+{
+    for (int i = 0; i < n_layers; i++)
+        if (a->kind[i] != ORTHROS_ATTN_LINEAR) return 1;
+    return 0;
+}
+
+int orthros_arch_uses_state(const orthros_arch *a, int n_layers)
+{
+    for (int i = 0; i < n_layers; i++)
+        if (a->kind[i] == ORTHROS_ATTN_LINEAR || a->kind[i] == ORTHROS_ATTN_ORTHROS) return 1;
+    return 0;
+}
+
+static int kind_parse(const char *s, orthros_attn_kind *k, int *window)
+{
+    if (!strcmp(s, "full")) *k = ORTHROS_ATTN_FULL;
+    else if (!strcmp(s, "linear")) *k = ORTHROS_ATTN_LINEAR;
+    else if (!strcmp(s, "orthros")) *k = ORTHROS_ATTN_ORTHROS;
+    else if (!strcmp(s, "swa")) *k = ORTHROS_ATTN_SWA;
+    else if (!strncmp(s, "swa:", 4)) {
+        char *end;
+        long w = strtol(s + 4, &end, 10);
+        if (*end || w < 1 || w > (1L << 30))
+            return orthros_error(ORTHROS_EINVAL, "bad sliding window in \"%s\" (swa:W, W >= 1)", s);
+        *k = ORTHROS_ATTN_SWA;
+        *window = (int)w;
+    } else {
+        return orthros_error(ORTHROS_EINVAL, "unknown attention kind \"%s\" (full, linear, swa, swa:W, orthros)", s);
+    }
+    return 0;
+}
+
+static int schedule_named(orthros_arch *arch, const char *name, int n_layers)
+{
+    static const char *const names[] = {"transformer", "orthros", "linear", "swa", "hybrid"};
+    int which = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(name, names[i])) which = i;
+    if (which < 0)
+        return orthros_error(ORTHROS_EINVAL, "unknown architecture \"%s\" (transformer, orthros, linear, swa, hybrid)",
+                             name);
+    snprintf(arch->name, sizeof arch->name, "%s", name);
+    for (int i = 0; i < n_layers; i++) {
+        switch (which) {
+        case 0: arch->kind[i] = ORTHROS_ATTN_FULL; break;
+        case 1: arch->kind[i] = ORTHROS_ATTN_ORTHROS; break;
+        case 2: arch->kind[i] = ORTHROS_ATTN_LINEAR; break;
+        case 3: arch->kind[i] = ORTHROS_ATTN_SWA; break;
+        default:
+            arch->kind[i] = (i + 1) % arch->hybrid_every == 0 ? ORTHROS_ATTN_FULL : ORTHROS_ATTN_LINEAR;
+            break;
+        }
+    }
+    return 0;
+}
+
+int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, const orthros_arch_opts *opts,
+                         const char *orthros_json)
+{
+    int rc = 0;
+    cJSON *oj = NULL;
+    memset(arch, 0, sizeof *arch);
+    arch->fmap = ORTHROS_FMAP_ELU1;
+    arch->feature_dim = cfg->head_dim / 2 > 0 ? cfg->head_dim / 2 : 1;
+    arch->tail = 1;
+    arch->eps = 1e-6f;
+    arch->window = 4096;
+    arch->hybrid_every = 4;
+    const cJSON *sched = NULL;
+    if (orthros_json) {
+        oj = cJSON_Parse(orthros_json);
+        if (!oj || !cJSON_IsObject(oj)) {
+            rc = orthros_error(ORTHROS_EFORMAT, "config field \"orthros\" is not a JSON object");
+            goto fail;
+        }
+        const cJSON *fm = cJSON_GetObjectItemCaseSensitive(oj, "feature_map");
+        if (fm && (!cJSON_IsString(fm) || (rc = orthros_fmap_parse(fm->valuestring, &arch->fmap)))) {
+            if (!rc) rc = orthros_error(ORTHROS_EFORMAT, "orthros.feature_map is not a string");
+            goto fail;
+        }
+        double eps = arch->eps;
+        if ((rc = json_int(oj, "feature_dim", &arch->feature_dim, 0, 1, 1024))) goto fail;
+        if ((rc = json_int(oj, "tail", &arch->tail, 0, 1, 1 << 30))) goto fail;
+        if ((rc = json_int(oj, "window", &arch->window, 0, 1, 1 << 30))) goto fail;
+        if ((rc = json_int(oj, "hybrid_every", &arch->hybrid_every, 0, 1, ORTHROS_MAX_LAYERS))) goto fail;
+        if ((rc = json_num(oj, "eps", &eps, 0.0, 1.0))) goto fail;
+        arch->eps = (float)eps;
+        sched = cJSON_GetObjectItemCaseSensitive(oj, "architecture");
+    }
+    if (opts->fmap >= 0) arch->fmap = (orthros_fmap)opts->fmap;
+    if (opts->feature_dim >= 0) arch->feature_dim = opts->feature_dim;
+    if (opts->tail >= 0) arch->tail = opts->tail;
+    if (opts->eps >= 0) arch->eps = (float)opts->eps;
+    if (opts->window >= 0) arch->window = opts->window;
+    if (opts->hybrid_every >= 0) arch->hybrid_every = opts->hybrid_every;
+    if (arch->tail < 1) {
+        rc = orthros_error(ORTHROS_EINVAL, "tail must be at least 1 (got %d)", arch->tail);
+        goto fail;
+    }
+    if (arch->window < 1) {
+        rc = orthros_error(ORTHROS_EINVAL, "window must be at least 1 (got %d)", arch->window);
+        goto fail;
+    }
+    if (arch->hybrid_every < 1) {
+        rc = orthros_error(ORTHROS_EINVAL, "hybrid-every must be at least 1 (got %d)", arch->hybrid_every);
+        goto fail;
+    }
+    if (!(arch->eps > 0.0f)) {
+        rc = orthros_error(ORTHROS_EINVAL, "eps must be positive");
+        goto fail;
+    }
+    if (arch->feature_dim < 1 || arch->feature_dim > 1024) {
+        rc = orthros_error(ORTHROS_EINVAL, "feature dim must be in [1, 1024] (got %d)", arch->feature_dim);
+        goto fail;
+    }
+    if (opts->arch) {
+        rc = schedule_named(arch, opts->arch, cfg->n_layers);
+    } else if (cJSON_IsString(sched)) {
+        rc = schedule_named(arch, sched->valuestring, cfg->n_layers);
+    } else if (cJSON_IsArray(sched)) {
+        if (cJSON_GetArraySize(sched) != cfg->n_layers) {
+            rc = orthros_error(ORTHROS_EFORMAT, "orthros.architecture lists %d layers, the model has %d",
+                               cJSON_GetArraySize(sched), cfg->n_layers);
+            goto fail;
+        }
+        int i = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, sched)
+        {
+            if (!cJSON_IsString(e)) {
+                rc = orthros_error(ORTHROS_EFORMAT, "orthros.architecture[%d] is not a string", i);
+                goto fail;
+            }
+            if ((rc = kind_parse(e->valuestring, &arch->kind[i], &arch->window))) goto fail;
+            i++;
+        }
+        snprintf(arch->name, sizeof arch->name, "checkpoint");
+    } else if (sched) {
+        rc = orthros_error(ORTHROS_EFORMAT, "orthros.architecture is neither a name nor a list");
+    } else {
+        rc = schedule_named(arch, "transformer", cfg->n_layers);
+    }
+fail:
+    cJSON_Delete(oj);
+    return rc;
+}

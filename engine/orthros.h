@@ -1,0 +1,162 @@
+/* Public API of the Orthros engine: errors, model configuration, attention schedules, models and sessions.
+ *
+ * A model is a Hugging Face Llama-family checkpoint (or a seeded dummy preset) loaded onto a backend and
+ * run under an attention schedule (DESIGN section 2). A session owns the per-sequence state (KV cache,
+ * linear-attention state) for a batch of sequences and runs chunked prefill and batched decode.
+ * Every function that can fail returns 0 or a negative ORTHROS_E* code; orthros_last_error() then holds a
+ * one-line message naming the problem. Nothing here aborts. */
+#ifndef ORTHROS_H
+#define ORTHROS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ORTHROS_VERSION "0.1.0"
+#define ORTHROS_MAX_LAYERS 512
+#define ORTHROS_MAX_HEAD_DIM 256
+
+enum {
+    ORTHROS_OK = 0,
+    ORTHROS_EINVAL = -1,      /* bad argument or option value */
+    ORTHROS_EIO = -2,         /* a file could not be opened, read or mapped */
+    ORTHROS_EFORMAT = -3,     /* a file is malformed */
+    ORTHROS_ENOMEM = -4,      /* host or device memory exhausted, or a request that cannot fit */
+    ORTHROS_EUNSUPPORTED = -5,/* valid but not supported (dtype, backend not built) */
+    ORTHROS_EDEVICE = -6,     /* CUDA or cuBLAS failure */
+    ORTHROS_ERANGE = -7,      /* a value out of range (token id, length) */
+};
+
+const char *orthros_strerror(int code);
+/* Records a formatted message for the calling thread and returns code, so that callers can write
+ * `return orthros_error(ORTHROS_EINVAL, "...")`. */
+int orthros_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *orthros_last_error(void);
+/* Prepends "prefix: " to the recorded message (for adding the file name) and returns code. */
+int orthros_error_prefix(int code, const char *prefix);
+
+typedef enum {
+    ORTHROS_ATTN_FULL = 0,
+    ORTHROS_ATTN_LINEAR = 1,
+    ORTHROS_ATTN_SWA = 2,
+    ORTHROS_ATTN_ORTHROS = 3,
+} orthros_attn_kind;
+
+typedef enum {
+    ORTHROS_FMAP_ELU1 = 0,
+    ORTHROS_FMAP_RELU = 1,
+    ORTHROS_FMAP_HEDGEHOG = 2,
+} orthros_fmap;
+
+/* The dense model, as config.json describes it. */
+typedef struct {
+    int d_model;      /* hidden_size */
+    int n_layers;     /* num_hidden_layers */
+    int n_heads;      /* num_attention_heads (Hq) */
+    int n_kv_heads;   /* num_key_value_heads (Hkv) */
+    int head_dim;     /* d */
+    int ffn;          /* intermediate_size */
+    int vocab;        /* vocab_size */
+    int max_pos;      /* max_position_embeddings (informational: RoPE is computed for any position) */
+    int tie_embeddings;
+    float norm_eps;   /* rms_norm_eps */
+    double rope_theta;
+    int rope_llama3;  /* rope_scaling.rope_type == "llama3" */
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_orig_max_pos;
+    int n_eos;        /* eos_token_id (int or list); generation stops after emitting one */
+    int eos[8];
+} orthros_model_config;
+
+/* The attention schedule and its parameters. */
+typedef struct {
+    char name[32];                  /* transformer, orthros, linear, swa, hybrid, or "checkpoint" */
+    orthros_attn_kind kind[ORTHROS_MAX_LAYERS];
+    orthros_fmap fmap;
+    int feature_dim;                /* hedgehog: columns of W per sign (F = 2 * feature_dim) */
+    int tail;                       /* orthros: prompt positions t >= N - tail run full attention */
+    float eps;                      /* linear: denominator epsilon */
+    int window;                     /* swa: W */
+    int hybrid_every;               /* hybrid: layer i is full when (i + 1) % k == 0 */
+} orthros_arch;
+
+/* Options a user can set on the command line; a field left at its "unset" value (-1, or NULL) takes the
+ * checkpoint's value (its `orthros` object) or the default. */
+typedef struct {
+    const char *arch;   /* NULL: the checkpoint's schedule, else transformer */
+    int fmap;           /* -1 or orthros_fmap */
+    int feature_dim;    /* -1: checkpoint or head_dim / 2 */
+    int tail;           /* -1: default 1 */
+    double eps;         /* < 0: default 1e-6 */
+    int window;         /* -1: default 4096 */
+    int hybrid_every;   /* -1: default 4 */
+} orthros_arch_opts;
+
+void orthros_arch_opts_default(orthros_arch_opts *o);
+const char *orthros_attn_kind_name(orthros_attn_kind k);
+const char *orthros_fmap_name(orthros_fmap f);
+int orthros_fmap_parse(const char *s, orthros_fmap *out);
+/* Feature dimension F of phi for this schedule and head dim. */
+int orthros_arch_feature_size(const orthros_arch *a, int head_dim);
+/* True when some layer of the schedule uses the KV cache / the linear state. */
+int orthros_arch_uses_cache(const orthros_arch *a, int n_layers);
+int orthros_arch_uses_state(const orthros_arch *a, int n_layers);
+
+typedef struct orthros_backend orthros_backend;
+
+/* Backends. "auto" picks cuda when a GPU is present and the build has CUDA, else cpu. */
+int orthros_backend_create(orthros_backend **out, const char *device);
+void orthros_backend_free(orthros_backend *be);
+const char *orthros_backend_name(const orthros_backend *be);
+
+typedef struct orthros_model orthros_model;
+
+/* Loads `spec` (a model directory, or preset:tiny / preset:llama3.2-1b / preset:llama3.1-8b) onto `be`
+ * under the schedule resolved from `opts`. `seed` fills preset weights. */
+int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spec,
+                       const orthros_arch_opts *opts, uint64_t seed);
+void orthros_model_free(orthros_model *m);
+const orthros_model_config *orthros_model_get_config(const orthros_model *m);
+const orthros_arch *orthros_model_get_arch(const orthros_model *m);
+orthros_backend *orthros_model_get_backend(orthros_model *m);
+/* Bytes of weights held on the backend. */
+size_t orthros_model_weight_bytes(const orthros_model *m);
+
+/* Parses config.json text (exposed for tests). */
+int orthros_config_parse(orthros_model_config *cfg, const char *json_text);
+/* Resolves a schedule for n_layers layers from opts and an optional `orthros` object of config.json
+ * (passed as its JSON text, or NULL). */
+int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, const orthros_arch_opts *opts,
+                         const char *orthros_json);
+int orthros_preset_config(orthros_model_config *cfg, const char *name);
+
+typedef struct orthros_session orthros_session;
+
+/* A session for `batch` sequences of up to max_ctx tokens each. chunk <= 0 picks the prefill chunk size
+ * from free memory. Fails with ORTHROS_ENOMEM, naming the bytes needed, when it cannot fit. */
+int orthros_session_init(orthros_session **out, orthros_model *m, int batch, int max_ctx, int chunk);
+void orthros_session_free(orthros_session *s);
+/* Bytes a session would need (KV cache, linear state, activations); for up-front memory checks. */
+size_t orthros_session_bytes(const orthros_model *m, int batch, int max_ctx, int chunk);
+int orthros_session_chunk(const orthros_session *s);
+/* Forgets every sequence's tokens (positions back to 0, linear state zeroed). */
+int orthros_session_reset(orthros_session *s);
+int orthros_session_pos(const orthros_session *s, int seq);
+
+/* Prefills sequence `seq` with n prompt tokens. logits_all, if not NULL, receives [n][vocab] float32
+ * logits for every prompt position; next, if not NULL, receives the greedy token after the prompt. */
+int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, float *logits_all, int32_t *next);
+/* One decode step for every sequence: tokens[batch] in, greedy next[batch] out; logits, if not NULL,
+ * receives [batch][vocab] float32. */
+int orthros_decode(orthros_session *s, const int32_t *tokens, int32_t *next, float *logits);
+/* Greedy generation for sequence 0 of a batch-1 session: prefill, then max_new - 1 decode steps
+ * (the first generated token comes from the prefill). */
+int orthros_generate(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,328 @@
+/* safetensors: an 8-byte little-endian header length, a JSON header mapping tensor names to
+ * {dtype, shape, data_offsets: [begin, end]} (offsets relative to the byte after the header), then data. */
+#define _GNU_SOURCE
+#include "safetensors.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int orthros_read_text_file(char **out, const char *path, size_t max_bytes)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return orthros_error(ORTHROS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int rc = 0;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) != 0) {
+        rc = orthros_error(ORTHROS_EIO, "%s: cannot seek: %s", path, strerror(errno));
+        goto fail;
+    }
+    long size = ftell(f);
+    if (size < 0 || (size_t)size > max_bytes) {
+        rc = orthros_error(ORTHROS_EFORMAT, "%s: file is larger than %zu bytes", path, max_bytes);
+        goto fail;
+    }
+    rewind(f);
+    buf = malloc((size_t)size + 1);
+    if (!buf) {
+        rc = orthros_error(ORTHROS_ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
+        rc = orthros_error(ORTHROS_EIO, "%s: short read", path);
+        goto fail;
+    }
+    buf[size] = '\0';
+    *out = buf;
+    buf = NULL;
+fail:
+    free(buf);
+    fclose(f);
+    return rc;
+}
+
+static int dtype_parse(const char *s, orthros_dtype *t)
+{
+    if (!strcmp(s, "F32")) *t = ORTHROS_DTYPE_F32;
+    else if (!strcmp(s, "BF16")) *t = ORTHROS_DTYPE_BF16;
+    else if (!strcmp(s, "F16")) *t = ORTHROS_DTYPE_F16;
+    else {
+        static const char *const known[] = {"F64", "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8", "BOOL",
+                                            "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64"};
+        for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+            if (!strcmp(s, known[i]))
+                return orthros_error(ORTHROS_EUNSUPPORTED, "dtype %s is not supported (F32, BF16, F16)", s);
+        return orthros_error(ORTHROS_EFORMAT, "unknown dtype \"%s\"", s);
+    }
+    return 0;
+}
+
+typedef struct {
+    size_t begin, end;
+    const char *name;
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+/* Reads a non-negative integer that fits in size_t exactly. */
+static int json_size(const cJSON *it, size_t *out)
+{
+    if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble != floor(it->valuedouble) ||
+        it->valuedouble > 9007199254740992.0)
+        return -1;
+    *out = (size_t)it->valuedouble;
+    return 0;
+}
+
+static int parse_entry(orthros_st_tensor *t, const cJSON *e, size_t data_size)
+{
+    if (!cJSON_IsObject(e)) return orthros_error(ORTHROS_EFORMAT, "entry of tensor %s is not an object", e->string);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    if (!cJSON_IsString(dt)) return orthros_error(ORTHROS_EFORMAT, "tensor %s has no dtype", e->string);
+    int rc = dtype_parse(dt->valuestring, &t->dtype);
+    if (rc) return orthros_error_prefix(rc, e->string);
+    if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) > ORTHROS_ST_MAX_DIMS)
+        return orthros_error(ORTHROS_EFORMAT, "tensor %s has no valid shape", e->string);
+    size_t numel = 1;
+    t->ndim = 0;
+    const cJSON *d;
+    cJSON_ArrayForEach(d, sh)
+    {
+        size_t v;
+        if (json_size(d, &v) || v > (1ull << 40))
+            return orthros_error(ORTHROS_EFORMAT, "tensor %s has a bad dimension in its shape", e->string);
+        t->shape[t->ndim++] = (int64_t)v;
+        if (v && numel > (SIZE_MAX >> 2) / v)
+            return orthros_error(ORTHROS_EFORMAT, "tensor %s: shape too large", e->string);
+        numel *= v;
+    }
+    size_t b, en;
+    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || json_size(cJSON_GetArrayItem(off, 0), &b) ||
+        json_size(cJSON_GetArrayItem(off, 1), &en))
+        return orthros_error(ORTHROS_EFORMAT, "tensor %s has no valid data_offsets", e->string);
+    if (b > en)
+        return orthros_error(ORTHROS_EFORMAT, "tensor %s: data_offsets [%zu, %zu] are reversed", e->string, b, en);
+    if (en > data_size)
+        return orthros_error(ORTHROS_EFORMAT, "tensor %s: data_offsets [%zu, %zu] run past the end of the data (%zu bytes)",
+                             e->string, b, en, data_size);
+    size_t need = numel * orthros_dtype_size(t->dtype);
+    if (en - b != need)
+        return orthros_error(ORTHROS_EFORMAT, "tensor %s holds %zu bytes but its shape and dtype %s need %zu", e->string,
+                             en - b, dt->valuestring, need);
+    t->nbytes = need;
+    t->data = (const void *)(uintptr_t)b; /* an offset until the caller rebases it */
+    return 0;
+}
+
+int orthros_st_open_file(orthros_st *st, const char *path)
+{
+    int rc = 0, fd = -1;
+    void *map = MAP_FAILED;
+    size_t size = 0;
+    cJSON *hdr = NULL;
+    span *spans = NULL;
+    orthros_st_tensor *tensors = NULL;
+    int n_new = 0;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        rc = orthros_error(ORTHROS_EIO, "cannot open: %s", strerror(errno));
+        goto fail;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        rc = orthros_error(ORTHROS_EIO, "cannot stat: %s", strerror(errno));
+        goto fail;
+    }
+    size = (size_t)sb.st_size;
+    if (size == 0) {
+        rc = orthros_error(ORTHROS_EFORMAT, "file is empty");
+        goto fail;
+    }
+    if (size < 8) {
+        rc = orthros_error(ORTHROS_EFORMAT, "file is %zu bytes, shorter than the 8-byte header length", size);
+        goto fail;
+    }
+    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+        rc = orthros_error(ORTHROS_EIO, "cannot map: %s", strerror(errno));
+        goto fail;
+    }
+    const unsigned char *p = map;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | p[i];
+    if (hlen > size - 8) {
+        rc = orthros_error(ORTHROS_EFORMAT, "header length %llu runs past the end of the file (%zu bytes)",
+                           (unsigned long long)hlen, size);
+        goto fail;
+    }
+    if (hlen == 0) {
+        rc = orthros_error(ORTHROS_EFORMAT, "header is empty, not JSON");
+        goto fail;
+    }
+    hdr = cJSON_ParseWithLength((const char *)p + 8, (size_t)hlen);
+    if (!hdr || !cJSON_IsObject(hdr)) {
+        rc = orthros_error(ORTHROS_EFORMAT, "header is not a valid JSON object");
+        goto fail;
+    }
+    size_t data_size = size - 8 - (size_t)hlen;
+    const unsigned char *data = p + 8 + hlen;
+    int count = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, hdr) if (strcmp(e->string, "__metadata__")) count++;
+    tensors = calloc((size_t)count + 1, sizeof *tensors);
+    spans = calloc((size_t)count + 1, sizeof *spans);
+    if (!tensors || !spans) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory reading the header");
+        goto fail;
+    }
+    cJSON_ArrayForEach(e, hdr)
+    {
+        if (!strcmp(e->string, "__metadata__")) continue;
+        orthros_st_tensor *t = &tensors[n_new];
+        if ((rc = parse_entry(t, e, data_size))) goto fail;
+        size_t b = (size_t)(uintptr_t)t->data;
+        t->data = data + b;
+        t->file = st->n_files;
+        t->name = strdup(e->string);
+        n_new++;
+        if (!t->name) {
+            rc = orthros_error(ORTHROS_ENOMEM, "out of memory reading the header");
+            goto fail;
+        }
+        spans[n_new - 1] = (span){b, b + t->nbytes, t->name};
+    }
+    qsort(spans, (size_t)n_new, sizeof *spans, span_cmp);
+    for (int i = 1; i < n_new; i++)
+        if (spans[i].begin < spans[i - 1].end && spans[i].end > spans[i].begin) {
+            rc = orthros_error(ORTHROS_EFORMAT, "tensors %s and %s overlap in the data", spans[i - 1].name, spans[i].name);
+            goto fail;
+        }
+    for (int i = 0; i < n_new; i++)
+        if (orthros_st_find(st, tensors[i].name)) {
+            rc = orthros_error(ORTHROS_EFORMAT, "tensor %s appears in two files", tensors[i].name);
+            goto fail;
+        }
+
+    orthros_st_file *nf = realloc(st->files, (size_t)(st->n_files + 1) * sizeof *nf);
+    if (!nf) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto fail;
+    }
+    st->files = nf;
+    orthros_st_tensor *nt = realloc(st->tensors, (size_t)(st->n_tensors + n_new + 1) * sizeof *nt);
+    if (!nt) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto fail;
+    }
+    st->tensors = nt;
+    char *pcopy = strdup(path);
+    if (!pcopy) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(st->tensors + st->n_tensors, tensors, (size_t)n_new * sizeof *tensors);
+    st->n_tensors += n_new;
+    st->files[st->n_files++] = (orthros_st_file){pcopy, map, size};
+    free(tensors);
+    free(spans);
+    cJSON_Delete(hdr);
+    close(fd);
+    return 0;
+fail:
+    if (tensors)
+        for (int i = 0; i < n_new; i++) free(tensors[i].name);
+    free(tensors);
+    free(spans);
+    cJSON_Delete(hdr);
+    if (map != MAP_FAILED) munmap(map, size);
+    if (fd >= 0) close(fd);
+    return orthros_error_prefix(rc, path);
+}
+
+int orthros_st_open_dir(orthros_st *st, const char *dir)
+{
+    memset(st, 0, sizeof *st);
+    char path[4096], idx[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
+    if (access(path, F_OK) == 0) return orthros_st_open_file(st, path);
+    if (access(idx, F_OK) != 0)
+        return orthros_error(ORTHROS_EIO, "%s: no model.safetensors or model.safetensors.index.json", dir);
+    char *text = NULL;
+    cJSON *root = NULL;
+    int rc = orthros_read_text_file(&text, idx, 64u << 20);
+    if (rc) return rc;
+    root = cJSON_Parse(text);
+    const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
+    if (!cJSON_IsObject(wm)) {
+        rc = orthros_error(ORTHROS_EFORMAT, "%s: not valid JSON with a weight_map object", idx);
+        goto fail;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, wm)
+    {
+        if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
+            rc = orthros_error(ORTHROS_EFORMAT, "%s: weight_map entry %s is not a file name", idx, e->string);
+            goto fail;
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, e->valuestring);
+        int seen = 0;
+        for (int i = 0; i < st->n_files; i++)
+            if (!strcmp(st->files[i].path, path)) seen = 1;
+        if (!seen && (rc = orthros_st_open_file(st, path))) goto fail;
+    }
+    cJSON_ArrayForEach(e, wm)
+    {
+        const orthros_st_tensor *t = orthros_st_find(st, e->string);
+        snprintf(path, sizeof path, "%s/%s", dir, e->valuestring);
+        if (!t || strcmp(st->files[t->file].path, path)) {
+            rc = orthros_error(ORTHROS_EFORMAT, "%s: names tensor %s in %s, which does not hold it", idx, e->string,
+                               e->valuestring);
+            goto fail;
+        }
+    }
+fail:
+    cJSON_Delete(root);
+    free(text);
+    if (rc) orthros_st_close(st);
+    return rc;
+}
+
+const orthros_st_tensor *orthros_st_find(const orthros_st *st, const char *name)
+{
+    for (int i = 0; i < st->n_tensors; i++)
+        if (!strcmp(st->tensors[i].name, name)) return &st->tensors[i];
+    return NULL;
+}
+
+const char *orthros_st_tensor_file(const orthros_st *st, const orthros_st_tensor *t)
+{
+    return st->files[t->file].path;
+}
+
+void orthros_st_close(orthros_st *st)
+{
+    for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
+    for (int i = 0; i < st->n_files; i++) {
+        munmap(st->files[i].map, st->files[i].size);
+        free(st->files[i].path);
+    }
+    free(st->tensors);
+    free(st->files);
+    memset(st, 0, sizeof *st);
+}
