@@ -1,0 +1,183 @@
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tu_passed, tu_failed;
+
+int tu_finish(void)
+{
+    printf("%d passed, %d failed\n", tu_passed, tu_failed);
+    return tu_failed ? 1 : 0;
+}
+
+void tu_random(float *x, size_t n, uint64_t seed, float scale)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (2.0f * orthros_uniform(seed, i) - 1.0f) * scale;
+}
+
+double tu_max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > m || isnan(d)) m = isnan(d) ? INFINITY : d;
+    }
+    return m;
+}
+
+char *tu_config_json(const orthros_model_config *c, const char *orthros_obj)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model_type", "llama");
+    cJSON_AddNumberToObject(o, "hidden_size", c->d_model);
+    cJSON_AddNumberToObject(o, "num_hidden_layers", c->n_layers);
+    cJSON_AddNumberToObject(o, "num_attention_heads", c->n_heads);
+    cJSON_AddNumberToObject(o, "num_key_value_heads", c->n_kv_heads);
+    cJSON_AddNumberToObject(o, "head_dim", c->head_dim);
+    cJSON_AddNumberToObject(o, "intermediate_size", c->ffn);
+    cJSON_AddNumberToObject(o, "vocab_size", c->vocab);
+    cJSON_AddNumberToObject(o, "rms_norm_eps", c->norm_eps);
+    cJSON_AddNumberToObject(o, "rope_theta", c->rope_theta);
+    cJSON_AddNumberToObject(o, "max_position_embeddings", c->max_pos ? c->max_pos : 2048);
+    cJSON_AddBoolToObject(o, "tie_word_embeddings", c->tie_embeddings);
+    if (orthros_obj) cJSON_AddItemToObject(o, "orthros", cJSON_Parse(orthros_obj));
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+int tu_write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t n = strlen(text);
+    int ok = fwrite(text, 1, n, f) == n;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+int tu_write_raw_safetensors(const char *path, const char *header, uint64_t hlen_override, const void *data,
+                             size_t data_len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    uint64_t hlen = hlen_override ? hlen_override : strlen(header);
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)(hlen >> (8 * i));
+    int ok = fwrite(len8, 1, 8, f) == 8 && fwrite(header, 1, strlen(header), f) == strlen(header);
+    if (data_len) ok = ok && fwrite(data, 1, data_len, f) == data_len;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+typedef struct {
+    char name[128];
+    int ndim;
+    int64_t shape[3];
+} tu_tensor;
+
+int tu_write_checkpoint(const char *dir, const orthros_model_config *c, uint64_t seed, orthros_dtype dtype,
+                        int hedgehog_half)
+{
+    if (dtype == ORTHROS_DTYPE_F16) return -1;
+    int L = c->n_layers, n = 0, cap = 16 + 12 * L;
+    int64_t D = c->d_model, d = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads, F = c->ffn, V = c->vocab;
+    tu_tensor *ts = calloc((size_t)cap, sizeof *ts);
+#define T(nm, nd, a, b, cc)                                                                                            \
+    do {                                                                                                               \
+        snprintf(ts[n].name, sizeof ts[n].name, "%s", nm);                                                             \
+        ts[n].ndim = nd;                                                                                               \
+        ts[n].shape[0] = a;                                                                                            \
+        ts[n].shape[1] = b;                                                                                            \
+        ts[n].shape[2] = cc;                                                                                           \
+        n++;                                                                                                           \
+    } while (0)
+    char nm[128];
+    T("model.embed_tokens.weight", 2, V, D, 0);
+    T("model.norm.weight", 1, D, 0, 0);
+    if (!c->tie_embeddings) T("lm_head.weight", 2, V, D, 0);
+    for (int l = 0; l < L; l++) {
+        static const char *const p[] = {"q", "k", "v", "o"};
+        for (int j = 0; j < 4; j++) {
+            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.%s_proj.weight", l, p[j]);
+            if (j == 0) T(nm, 2, Hq * d, D, 0);
+            else if (j < 3) T(nm, 2, Hkv * d, D, 0);
+            else T(nm, 2, D, Hq * d, 0);
+        }
+        snprintf(nm, sizeof nm, "model.layers.%d.mlp.gate_proj.weight", l);
+        T(nm, 2, F, D, 0);
+        snprintf(nm, sizeof nm, "model.layers.%d.mlp.up_proj.weight", l);
+        T(nm, 2, F, D, 0);
+        snprintf(nm, sizeof nm, "model.layers.%d.mlp.down_proj.weight", l);
+        T(nm, 2, D, F, 0);
+        snprintf(nm, sizeof nm, "model.layers.%d.input_layernorm.weight", l);
+        T(nm, 1, D, 0, 0);
+        snprintf(nm, sizeof nm, "model.layers.%d.post_attention_layernorm.weight", l);
+        T(nm, 1, D, 0, 0);
+        if (hedgehog_half > 0) {
+            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.feature_map_q.weight", l);
+            T(nm, 3, Hq, d, hedgehog_half);
+            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.feature_map_k.weight", l);
+            T(nm, 3, Hkv, d, hedgehog_half);
+        }
+    }
+#undef T
+    size_t esz = orthros_dtype_size(dtype), total = 0;
+    cJSON *h = cJSON_CreateObject();
+    for (int i = 0; i < n; i++) {
+        size_t numel = 1;
+        for (int k = 0; k < ts[i].ndim; k++) numel *= (size_t)ts[i].shape[k];
+        cJSON *e = cJSON_AddObjectToObject(h, ts[i].name);
+        cJSON_AddStringToObject(e, "dtype", dtype == ORTHROS_DTYPE_F32 ? "F32" : "BF16");
+        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
+        for (int k = 0; k < ts[i].ndim; k++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)ts[i].shape[k]));
+        cJSON *off = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)total));
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(total + numel * esz)));
+        total += numel * esz;
+    }
+    unsigned char *data = malloc(total ? total : 1);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        size_t numel = 1;
+        for (int k = 0; k < ts[i].ndim; k++) numel *= (size_t)ts[i].shape[k];
+        int is_norm = strstr(ts[i].name, "norm") != NULL;
+        /* Fan-in scaling keeps activations of a random model in a sane range. */
+        float scale = strstr(ts[i].name, "embed") || ts[i].ndim < 2 ? 1.0f : 1.0f / sqrtf((float)ts[i].shape[1]);
+        for (size_t j = 0; j < numel; j++) {
+            float v = is_norm ? 1.0f + 0.1f * (2.0f * orthros_uniform(seed + (uint64_t)i, j) - 1.0f)
+                              : (2.0f * orthros_uniform(seed + (uint64_t)i, j) - 1.0f) * scale;
+            if (dtype == ORTHROS_DTYPE_F32) {
+                memcpy(data + at, &v, 4);
+            } else {
+                uint16_t b = orthros_f32_to_bf16(v);
+                memcpy(data + at, &b, 2);
+            }
+            at += esz;
+        }
+    }
+    char *htext = cJSON_PrintUnformatted(h);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = tu_write_raw_safetensors(path, htext, 0, data, total);
+    char *cfg_text = tu_config_json(c, NULL);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (!rc) rc = tu_write_text(path, cfg_text);
+    free(cfg_text);
+    free(htext);
+    free(data);
+    free(ts);
+    cJSON_Delete(h);
+    return rc;
+}
+
+char *tu_tempdir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/orthros-test-XXXXXX", base && *base ? base : "/tmp");
+    char *d = mkdtemp(tmpl);
+    return d ? strdup(d) : NULL;
+}

@@ -1,0 +1,46 @@
+/* Helpers shared by the engine tests: a tiny check framework, random data, and a writer of small
+ * Llama-format checkpoints (config.json + model.safetensors) for building test models and malformed files. */
+#ifndef ORTHROS_TESTUTIL_H
+#define ORTHROS_TESTUTIL_H
+
+#include "backend.h"
+
+#include <stdio.h>
+
+extern int tu_passed, tu_failed;
+
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (cond) {                                                                                                    \
+            tu_passed++;                                                                                               \
+        } else {                                                                                                       \
+            tu_failed++;                                                                                               \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                       \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fprintf(stderr, "\n");                                                                                     \
+        }                                                                                                              \
+    } while (0)
+
+/* Prints "N passed, N failed" and returns the exit status. */
+int tu_finish(void);
+
+/* Fills x[n] with uniform values in [-scale, scale] from a seeded generator. */
+void tu_random(float *x, size_t n, uint64_t seed, float scale);
+/* Largest |a - b| over n values. */
+double tu_max_abs_diff(const float *a, const float *b, size_t n);
+
+/* A config.json text for cfg (classic keys), with an optional raw `orthros` object appended. */
+char *tu_config_json(const orthros_model_config *cfg, const char *orthros_obj);
+/* Writes dir/config.json and dir/model.safetensors holding every tensor of cfg, random, in dtype (F32 or BF16). hedgehog_half
+ * > 0 adds feature-map tensors of that many columns. Returns 0 or -1. */
+int tu_write_checkpoint(const char *dir, const orthros_model_config *cfg, uint64_t seed, orthros_dtype dtype,
+                        int hedgehog_half);
+/* Writes a safetensors file from a raw header text and raw data bytes (header length as given in hlen_override
+ * when nonzero, else the true length). */
+int tu_write_raw_safetensors(const char *path, const char *header, uint64_t hlen_override, const void *data,
+                             size_t data_len);
+int tu_write_text(const char *path, const char *text);
+/* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
+char *tu_tempdir(void);
+
+#endif
