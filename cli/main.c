@@ -187,7 +187,6 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc, argv);
-    fprintf(stderr, "orthros: error: unknown command \"%s\"\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "orthros: error: unknown command \"%s\" (see orthros --help)\n", argv[1]);
     return 2;
 }
