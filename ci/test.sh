@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The full test suite: builds (ci/setup.sh), runs every ctest test (GPU tests skip themselves without a GPU),
+# then rebuilds the CPU engine under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ci/setup.sh
+echo "== test suite (build/) =="
+(cd build && ctest --output-on-failure -j"$(nproc)")
+echo "== test suite under ASan + UBSan (build-asan/, cpu backend) =="
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTHROS_SANITIZE=ON -DORTHROS_CUDA=OFF >/dev/null
+cmake --build build-asan -j"$(nproc)"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-asan && ctest --output-on-failure -j"$(nproc)" -L cpu)
