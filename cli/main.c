@@ -1,6 +1,7 @@
 /* The orthros command line: one binary, one subcommand per job. */
 #include "cli.h"
 #include "backend.h"
+#include "bench.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -159,6 +160,7 @@ typedef struct {
 static const command commands[] = {
     {"logits", cmd_logits, "write the logits of every prompt position"},
     {"generate", cmd_generate, "greedy generation, JSON on the last stdout line"},
+    {"bench", orthros_cmd_bench, "prefill / decode / end-to-end timing sweeps with statistics, JSON results"},
 };
 
 static void usage(FILE *f)

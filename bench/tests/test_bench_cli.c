@@ -1,0 +1,187 @@
+/* orthros bench end to end on the cpu: the CI sweep writes a complete file that validates against
+ * bench/result.schema.json; a cell that cannot fit is skipped before it runs and the sweep goes on; a killed
+ * run resumes without redoing (or losing) its finished cells; invalid lists are refused.
+ * usage: test_bench_cli PATH/TO/orthros PATH/TO/result.schema.json */
+#define _GNU_SOURCE
+#include "schema.h"
+
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int passed, failed;
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (cond) passed++;                                                                                            \
+        else {                                                                                                         \
+            failed++;                                                                                                  \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                       \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fprintf(stderr, "\n");                                                                                     \
+        }                                                                                                              \
+    } while (0)
+
+static const char *bin;
+static cJSON *schema;
+
+static cJSON *load(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    b[got] = 0;
+    fclose(f);
+    cJSON *j = cJSON_Parse(b);
+    free(b);
+    return j;
+}
+
+/* Starts `orthros bench ARGS... --json path` in a child; stderr and stdout to /dev/null. */
+static pid_t spawn(char **args, const char *quiet_log)
+{
+    fflush(NULL); /* or the child's freopen would flush our buffered stdout a second time */
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(quiet_log, "w", stdout) || !freopen(quiet_log, "a", stderr)) _exit(126);
+        execv(bin, args);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int run(char **args, const char *log)
+{
+    int st;
+    waitpid(spawn(args, log), &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int count_measured(const cJSON *root)
+{
+    int n = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(root, "measurements")) n += cJSON_GetObjectItem(m, "samples") != NULL;
+    return n;
+}
+
+static void validate(const cJSON *root, const char *what)
+{
+    char err[512];
+    int rc = orthros_schema_validate(schema, root, err, sizeof err);
+    CHECK(rc == 0, "%s does not match the schema: %s", what, err);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_bench_cli ORTHROS SCHEMA\n");
+        return 2;
+    }
+    bin = argv[1];
+    schema = load(argv[2]);
+    CHECK(schema != NULL, "cannot read schema %s", argv[2]);
+    char dir[] = "/tmp/orthros-bench-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char json[256], log[256];
+    snprintf(json, sizeof json, "%s/r.json", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+
+    /* 1. The sweep CI runs. */
+    char *a1[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer,orthros",
+                  "--ctx", "256,1024", "--phase", "prefill,decode", "--decode-tokens", "8", "--reps", "3", "--json",
+                  json, NULL};
+    time_t t0 = time(NULL);
+    CHECK(run(a1, log) == 0, "the CI bench command failed (see %s)", log);
+    cJSON *r = load(json);
+    CHECK(r != NULL, "no result file");
+    if (r) {
+        validate(r, "the CI sweep");
+        CHECK(count_measured(r) == 8, "expected 8 measured cells, got %d", count_measured(r));
+        const cJSON *m;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItem(r, "measurements"))
+            CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(m, "samples")) >= 3, "a cell has fewer than --reps samples");
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "speedups"), "cells")) == 4,
+              "expected 4 speedup cells");
+        CHECK(strlen(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "end_time")->valuestring) > 0, "no end time");
+    }
+    printf("CI sweep: %ld s, %d cells measured\n", (long)(time(NULL) - t0), r ? count_measured(r) : 0);
+    cJSON_Delete(r);
+
+    /* 2. A cell that cannot fit is skipped up front; the sweep goes on. */
+    char *a2[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx",
+                  "1073741824,128", "--phase", "prefill", "--reps", "2", "--json", json, NULL};
+    CHECK(run(a2, log) == 0, "a sweep with an impossible cell failed");
+    r = load(json);
+    if (r) {
+        validate(r, "the memory-check sweep");
+        const cJSON *big = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "measurements"), 0);
+        const cJSON *why = cJSON_GetObjectItem(big, "skipped");
+        CHECK(why && strstr(why->valuestring, "GiB"), "the 1G-token cell was not skipped with a reason");
+        CHECK(!cJSON_GetObjectItem(big, "samples"), "the skipped cell has samples");
+        CHECK(count_measured(r) == 1, "the sweep did not go on after the skipped cell");
+        if (why) printf("skipped cell: %s\n", why->valuestring);
+    }
+    cJSON_Delete(r);
+
+    /* 3. Kill a run after its first cell, then resume it. */
+    char *a3[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer,orthros",
+                  "--ctx", "512,2048", "--phase", "prefill", "--reps", "4", "--max-reps", "4", "--json", json,
+                  "--resume", NULL};
+    unlink(json);
+    pid_t pid = spawn(a3, log);
+    cJSON *before = NULL;
+    for (int i = 0; i < 3000 && !before; i++) {
+        usleep(10000);
+        cJSON *p = load(json);
+        if (p && count_measured(p) >= 1) before = p;
+        else cJSON_Delete(p);
+    }
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(before != NULL, "the run wrote no measurement before it was killed");
+    int done_before = before ? count_measured(before) : 0;
+    CHECK(done_before < 4, "the run finished before it could be killed; the resume test proves nothing");
+    CHECK(run(a3, log) == 0, "resume failed");
+    r = load(json);
+    if (r && before) {
+        validate(r, "the resumed sweep");
+        CHECK(count_measured(r) == 4, "resumed file has %d of 4 cells", count_measured(r));
+        const cJSON *m0 = cJSON_GetArrayItem(cJSON_GetObjectItem(before, "measurements"), 0);
+        const cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "measurements"), 0);
+        CHECK(cJSON_Compare(cJSON_GetObjectItem(m0, "samples"), cJSON_GetObjectItem(r0, "samples"), 1),
+              "the first cell was re-run or lost on resume");
+        printf("resume: %d cells before the kill, %d after resuming\n", done_before, count_measured(r));
+    }
+    cJSON_Delete(before);
+    cJSON_Delete(r);
+
+    /* 4. Invalid lists and names. */
+    char *bad[][20] = {
+        {(char *)bin, "bench", "--device", "cpu", "--ctx", "1k:2k:x1", "--json", json, NULL},
+        {(char *)bin, "bench", "--device", "cpu", "--arch", "transformer,mamba", "--json", json, NULL},
+        {(char *)bin, "bench", "--device", "cpu", "--phase", "prefill,train", "--json", json, NULL},
+        {(char *)bin, "bench", "--device", "cpu", "--batch", "0", "--json", json, NULL},
+        {(char *)bin, "bench", "--device", "cpu", "--ctx", "", "--json", json, NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = run(bad[i], log);
+        CHECK(rc != 0 && rc < 128, "invalid bench arguments %zu accepted (status %d)", i, rc);
+    }
+
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+    cJSON_Delete(schema);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
