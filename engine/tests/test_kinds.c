@@ -174,6 +174,31 @@ static void test_rope_op(orthros_backend *be)
     free(qkv), free(orig), free(kc), free(vc);
 }
 
+/* transformers 5 writes rope settings as one `rope_parameters` object; older versions as top-level rope_theta
+ * plus rope_scaling. Both must give the same frequencies. */
+static void test_rope_config_layouts(void)
+{
+    const char *classic = "{\"hidden_size\": 128, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                          "\"intermediate_size\": 64, \"vocab_size\": 32, \"rope_theta\": 500000.0, "
+                          "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+                          "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}}";
+    const char *v5 = "{\"hidden_size\": 128, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                     "\"intermediate_size\": 64, \"vocab_size\": 32, \"rope_parameters\": {\"rope_theta\": 500000.0, "
+                     "\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+                     "\"original_max_position_embeddings\": 64}}";
+    orthros_model_config a, b;
+    CHECK(orthros_config_parse(&a, classic) == 0 && orthros_config_parse(&b, v5) == 0, "parse rope layouts: %s",
+          orthros_last_error());
+    float fa[32], fb[32];
+    orthros_rope_inv_freq(fa, &a);
+    orthros_rope_inv_freq(fb, &b);
+    CHECK(a.head_dim == 64 && a.rope_llama3 && b.rope_llama3, "rope layouts parsed wrong");
+    CHECK(memcmp(fa, fb, sizeof fa) == 0, "rope_parameters and rope_scaling layouts give different frequencies");
+    const char *yarn = "{\"hidden_size\": 128, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                       "\"intermediate_size\": 64, \"vocab_size\": 32, \"rope_scaling\": {\"rope_type\": \"yarn\"}}";
+    CHECK(orthros_config_parse(&a, yarn) == ORTHROS_EUNSUPPORTED, "an unsupported rope type must be refused");
+}
+
 /* ---- model-level checks ---- */
 
 static orthros_backend *cpu;
@@ -420,6 +445,7 @@ int main(void)
     test_full_op(cpu, 3, 8, 1);
     test_full_op(cpu, 0, 2, 2);
     test_rope_op(cpu);
+    test_rope_config_layouts();
 
     int n = 40, V = 256;
     int32_t tok[40];
