@@ -48,8 +48,19 @@ typedef struct {
     float eps;
 } orthros_attn_layer;
 
+/* What the backend runs on, for result files. Fields that do not apply stay 0 / empty. */
+typedef struct {
+    char name[128];          /* GPU name, or the CPU model */
+    int sm_count;            /* multiprocessors (cuda) or cores (cpu) */
+    size_t mem_total;        /* bytes of device (or host) memory */
+    int clock_mhz, mem_clock_mhz;
+    int driver_version, runtime_version; /* as cudaDriverGetVersion / cudaRuntimeGetVersion report them */
+    int cc_major, cc_minor;
+} orthros_device_info;
+
 struct orthros_backend {
     const char *name;
+    orthros_device_info info;
     size_t act_size;                 /* bytes of one activation / weight / cache element */
     void *impl;
 
@@ -68,6 +79,8 @@ struct orthros_backend {
     int (*fill_random)(orthros_backend *be, void *dst, size_t n, uint64_t seed, float scale);
     /* dst[i] = value (act). */
     int (*fill)(orthros_backend *be, void *dst, size_t n, float value);
+    /* dst[0..bytes) = src[0..bytes), both on the backend (the bench's copy-bandwidth ceiling). */
+    int (*copy)(orthros_backend *be, void *dst, const void *src, size_t bytes);
     /* host[i] = fp32 src[i]. */
     int (*download_f32)(orthros_backend *be, float *host, const float *src, size_t n);
 

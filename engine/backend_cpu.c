@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CPU_MAX_FEATURE 2048
 
@@ -101,6 +102,12 @@ static int cpu_fill(orthros_backend *be, void *dst, size_t n, float value)
 {
     float *d = dst;
     for (size_t i = 0; i < n; i++) d[i] = value;
+    return 0;
+}
+
+static int cpu_copy(orthros_backend *be, void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
     return 0;
 }
 
@@ -350,11 +357,31 @@ static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, cons
     return 0;
 }
 
+static void cpu_fill_info(orthros_device_info *info)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!strncmp(line, "model name", 10) && colon) {
+            snprintf(info->name, sizeof info->name, "%s", colon + 2);
+            info->name[strcspn(info->name, "\n")] = '\0';
+            break;
+        }
+    }
+    if (f) fclose(f);
+    if (!info->name[0]) snprintf(info->name, sizeof info->name, "unknown cpu");
+    info->sm_count = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    size_t free_b = 0;
+    cpu_mem_info(NULL, &free_b, &info->mem_total);
+}
+
 int orthros_backend_cpu_create(orthros_backend **out)
 {
     orthros_backend *be = calloc(1, sizeof *be);
     if (!be) return orthros_error(ORTHROS_ENOMEM, "out of host memory creating the cpu backend");
     be->name = "cpu";
+    cpu_fill_info(&be->info);
     be->act_size = sizeof(float);
     be->destroy = cpu_destroy;
     be->alloc = cpu_alloc;
@@ -365,6 +392,7 @@ int orthros_backend_cpu_create(orthros_backend **out)
     be->upload = cpu_upload;
     be->fill_random = cpu_fill_random;
     be->fill = cpu_fill;
+    be->copy = cpu_copy;
     be->download_f32 = cpu_download_f32;
     be->range_push = cpu_range_push;
     be->range_pop = cpu_range_pop;

@@ -417,6 +417,16 @@ fail:
 int orthros_session_chunk(const orthros_session *s) { return s->chunk; }
 int orthros_session_pos(const orthros_session *s, int seq) { return seq >= 0 && seq < s->B ? s->pos[seq] : -1; }
 
+int orthros_session_rewind(orthros_session *s, int pos)
+{
+    for (int b = 0; b < s->B; b++) {
+        if (pos < 0 || pos > s->pos[b])
+            return orthros_error(ORTHROS_EINVAL, "cannot rewind sequence %d from %d to %d", b, s->pos[b], pos);
+        s->pos[b] = pos;
+    }
+    return 0;
+}
+
 int orthros_session_reset(orthros_session *s)
 {
     const orthros_model_config *c = &s->m->cfg;

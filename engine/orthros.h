@@ -145,6 +145,10 @@ int orthros_session_chunk(const orthros_session *s);
 /* Forgets every sequence's tokens (positions back to 0, linear state zeroed). */
 int orthros_session_reset(orthros_session *s);
 int orthros_session_pos(const orthros_session *s, int seq);
+/* Moves every sequence's position back to pos (<= its current one), for timing decode at a fixed cache depth.
+ * KV entries past pos are overwritten by later tokens; a linear state is NOT rewound, so only timing, not
+ * output, is meaningful after a rewind. */
+int orthros_session_rewind(orthros_session *s, int pos);
 
 /* Prefills sequence `seq` with n prompt tokens. logits_all, if not NULL, receives [n][vocab] float32
  * logits for every prompt position; next, if not NULL, receives the greedy token after the prompt. */

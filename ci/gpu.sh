@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The whole GPU run, on a machine with an NVIDIA GPU (the lent H200): configure and build with CUDA, run the
+# gpu-labelled tests, run compute-sanitizer memcheck over the GPU test program, run the kernel benchmarks,
+# and leave every log in OUTDIR. A short summary table is printed last.
+# Without --quick it also runs the PyTorch SDPA anchors (kernels/bench/anchors.py) and the end-to-end bench of
+# the Llama-3.2-1B and Llama-3.1-8B shapes (transformer against orthros), all in the same device run.
+# Usage: ci/gpu.sh OUTDIR [--quick]      (run from the repository root; cJSON from .deps/cjson if present)
+set -u -o pipefail
+
+OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick]}
+QUICK=${2:-}
+mkdir -p "$OUT"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+BUILD=${ORTHROS_GPU_BUILD:-build-gpu}
+ARCHS=${ORTHROS_CUDA_ARCHS:-90a}
+CJSON=$ROOT/.deps/cjson
+if [ -d "$CJSON" ]; then
+    export LD_LIBRARY_PATH=$CJSON/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
+declare -A status
+step() { # step NAME LOGFILE CMD...: runs CMD, tees its output to OUT/LOGFILE, records pass/fail
+    local name=$1 log=$2
+    shift 2
+    echo "=== $name: $*" | tee -a "$OUT/$log"
+    local t0=$SECONDS
+    "$@" 2>&1 | tee -a "$OUT/$log"
+    local rc=${PIPESTATUS[0]}
+    status[$name]="rc=$rc $((SECONDS - t0))s"
+    return "$rc"
+}
+
+{
+    echo "date: $(date -u +%FT%TZ)"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv 2>&1
+    nvcc --version 2>&1 | tail -2
+    cmake --version | head -1
+    git rev-parse HEAD 2>/dev/null || true
+} | tee "$OUT/env.txt"
+
+step configure build.log cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
+    -DCJSON_ROOT="$CJSON" || { echo "configure failed"; exit 1; }
+step build build.log cmake --build "$BUILD" -j"$(nproc)" --target test_cuda_ops bench_kernels || { echo "build failed"; exit 1; }
+# The rest of the project, so that ctest -L gpu sees every gpu-labelled test; its failure is reported, not fatal.
+step build_all build.log cmake --build "$BUILD" -j"$(nproc)"
+
+step ctest_gpu ctest.log ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
+TESTBIN=$BUILD/kernels/tests/test_cuda_ops
+if command -v compute-sanitizer >/dev/null; then
+    # The long cases are skipped under the sanitizer (ORTHROS_TEST_QUICK): every kernel still runs.
+    step memcheck memcheck.log env ORTHROS_TEST_QUICK=1 timeout 420 compute-sanitizer --tool memcheck \
+        --error-exitcode 9 "$TESTBIN"
+else
+    status[memcheck]="skipped (no compute-sanitizer)"
+fi
+step bench bench.log "$BUILD/kernels/tests/bench_kernels" "$OUT/bench_kernels.json" $QUICK
+
+if [ "$QUICK" != "--quick" ]; then
+    # Anchors side by side in the same run: PyTorch SDPA flash and cuDNN on the same shapes.
+    if python3 -c 'import torch' 2>/dev/null; then
+        step anchors anchors.log python3 kernels/bench/anchors.py "$OUT/anchors.json"
+    else
+        status[anchors]="skipped (no PyTorch)"
+    fi
+    # End to end: the Llama-3.2-1B shape, transformer against orthros, prefill to 128K and decode.
+    step e2e_1b e2e.log "$BUILD/orthros" bench --model preset:llama3.2-1b --device cuda --arch transformer,orthros \
+        --ctx 4k:128k:x2 --phase prefill,decode --reps 3 --max-reps 5 --timeout 20 --json "$OUT/bench-llama3.2-1b.json"
+    step e2e_8b e2e.log "$BUILD/orthros" bench --model preset:llama3.1-8b --device cuda --arch transformer,orthros \
+        --ctx 4k:32k:x2 --phase prefill,decode --reps 3 --max-reps 5 --timeout 20 --json "$OUT/bench-llama3.1-8b.json"
+fi
+
+echo
+echo "==== summary ($OUT) ===="
+printf '%-12s %s\n' step result
+for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b; do printf '%-12s %s\n' "$s" "${status[$s]:-not run}"; done
+grep -E "passed, .* failed" "$OUT/ctest.log" | tail -1
+grep -E "ERROR SUMMARY" "$OUT/memcheck.log" | tail -1
+[ -f "$OUT/bench.log" ] && grep -E "^(op|ceiling|attn)" "$OUT/bench.log"
+[ -f "$OUT/e2e.log" ] && grep -E "^(arch|transformer|orthros|speedup)" "$OUT/e2e.log"
+fail=0
+for s in configure build ctest_gpu memcheck bench; do case "${status[$s]:-}" in "rc=0 "*|skipped*) ;; *) fail=1 ;; esac; done
+exit $fail

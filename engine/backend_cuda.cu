@@ -1,0 +1,545 @@
+/* The cuda backend: bf16 activations, weights and KV cache on one GPU, fp32 accumulation, fp32 linear state
+ * and logits. GEMMs go through cuBLAS; every other op is a kernel from kernels/ (one op per file), launched
+ * on the backend's one stream. Host-side inputs (tokens, positions) travel through a ring of pinned staging
+ * buffers, so an op neither allocates nor waits for the GPU unless it returns data to the host; scratch
+ * (decode split-K partials, linear-attention chunk states) lives in one device workspace that only grows.
+ * The cpu backend (backend_cpu.c) is the specification of every op. */
+#include "backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "argmax.h"
+#include "attn_full_decode.h"
+#include "attn_full_prefill.h"
+#include "attn_linear_decode.h"
+#include "attn_linear_prefill.h"
+#include "convert.h"
+#include "cuda_common.cuh"
+#include "embed.h"
+#include "rmsnorm.h"
+#include "rope_cache.h"
+#include "swiglu.h"
+
+#define CUBLAS_CHECK(call)                                                                                    \
+    do {                                                                                                      \
+        cublasStatus_t st_ = (call);                                                                          \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                                     \
+            return orthros_error(ORTHROS_EDEVICE, "%s failed: %s (%s:%d)", #call, cublasGetStatusString(st_), \
+                                 __FILE__, __LINE__);                                                         \
+    } while (0)
+
+#define STAGE_SLOTS 16
+#define STAGE_INIT_INTS 4096
+#define CUBLAS_WS_BYTES ((size_t)32 << 20)
+#define UPLOAD_CHUNK ((size_t)8 << 20) /* elements per conversion pass */
+#define WORK_INIT_BYTES ((size_t)16 << 20)
+
+typedef struct {
+    int *host;          /* pinned */
+    int *dev;
+    size_t cap;         /* ints */
+    cudaEvent_t done;   /* the last copy out of `host` has finished */
+} stage_slot;
+
+typedef struct {
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    void *cublas_ws;
+    stage_slot slots[STAGE_SLOTS];
+    unsigned next_slot;
+    int32_t *ids_dev, *ids_host;   /* argmax results */
+    size_t ids_cap;
+    void *work;                    /* scratch shared by the attention ops (stream-ordered) */
+    size_t work_cap;
+    void *upload_buf;              /* device staging for F32/F16 uploads */
+    int num_sms;
+} cuda_impl;
+
+static cuda_impl *impl_of(orthros_backend *be) { return (cuda_impl *)be->impl; }
+
+/* Copies n host ints to device memory that stays valid until STAGE_SLOTS further stagings. */
+static int stage_ints(cuda_impl *c, const int *src, int n, const int **dev)
+{
+    stage_slot *s = &c->slots[c->next_slot++ % STAGE_SLOTS];
+    if ((size_t)n > s->cap) {
+        size_t cap = s->cap * 2 > (size_t)n ? s->cap * 2 : (size_t)n;
+        ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        ORTHROS_CUDA_CHECK(cudaFreeHost(s->host));
+        ORTHROS_CUDA_CHECK(cudaFree(s->dev));
+        s->host = NULL;
+        s->dev = NULL;
+        s->cap = 0;
+        ORTHROS_CUDA_CHECK(cudaMallocHost((void **)&s->host, cap * sizeof(int)));
+        ORTHROS_CUDA_CHECK(cudaMalloc((void **)&s->dev, cap * sizeof(int)));
+        s->cap = cap;
+    } else {
+        ORTHROS_CUDA_CHECK(cudaEventSynchronize(s->done));
+    }
+    memcpy(s->host, src, (size_t)n * sizeof(int));
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(s->dev, s->host, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, c->stream));
+    ORTHROS_CUDA_CHECK(cudaEventRecord(s->done, c->stream));
+    *dev = s->dev;
+    return 0;
+}
+
+/* Grows the workspace to at least `bytes` (only when a larger shape first appears). */
+static int work_reserve(cuda_impl *c, size_t bytes)
+{
+    if (bytes <= c->work_cap) return 0;
+    size_t cap = bytes + bytes / 4;
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    ORTHROS_CUDA_CHECK(cudaFree(c->work));
+    c->work = NULL;
+    c->work_cap = 0;
+    if (cudaMalloc(&c->work, cap) != cudaSuccess) {
+        (void)cudaGetLastError();
+        c->work = NULL;
+        return orthros_error(ORTHROS_ENOMEM, "cuda: cannot allocate %zu bytes of attention scratch", cap);
+    }
+    c->work_cap = cap;
+    return 0;
+}
+
+static void cuda_destroy(orthros_backend *be)
+{
+    if (!be) return;
+    cuda_impl *c = impl_of(be);
+    if (c) {
+        if (c->stream) cudaStreamSynchronize(c->stream);
+        for (int i = 0; i < STAGE_SLOTS; i++) {
+            if (c->slots[i].host) cudaFreeHost(c->slots[i].host);
+            if (c->slots[i].dev) cudaFree(c->slots[i].dev);
+            if (c->slots[i].done) cudaEventDestroy(c->slots[i].done);
+        }
+        if (c->ids_dev) cudaFree(c->ids_dev);
+        if (c->ids_host) cudaFreeHost(c->ids_host);
+        if (c->work) cudaFree(c->work);
+        if (c->upload_buf) cudaFree(c->upload_buf);
+        if (c->cublas) cublasDestroy(c->cublas);
+        if (c->cublas_ws) cudaFree(c->cublas_ws);
+        if (c->stream) cudaStreamDestroy(c->stream);
+        free(c);
+    }
+    free(be);
+}
+
+static void *cuda_alloc(orthros_backend *be, size_t bytes)
+{
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 256) != cudaSuccess) {
+        (void)cudaGetLastError();
+        orthros_error(ORTHROS_ENOMEM, "cuda: cannot allocate %zu bytes of device memory", bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_free(orthros_backend *be, void *p)
+{
+    if (p) cudaFree(p);
+}
+
+static int cuda_zero(orthros_backend *be, void *p, size_t bytes)
+{
+    ORTHROS_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, impl_of(be)->stream));
+    return 0;
+}
+
+static int cuda_mem_info(orthros_backend *be, size_t *free_bytes, size_t *total_bytes)
+{
+    ORTHROS_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+    return 0;
+}
+
+static int cuda_sync(orthros_backend *be)
+{
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(impl_of(be)->stream));
+    return 0;
+}
+
+/* BF16 is copied as is; F32 and F16 go through a device staging buffer and a conversion kernel. The call
+ * returns once the host buffer may be reused (load time, not the hot path). */
+static int cuda_upload(orthros_backend *be, void *dst, size_t dst_off, const void *src, orthros_dtype dtype, size_t n)
+{
+    cuda_impl *c = impl_of(be);
+    bf16 *d = (bf16 *)dst + dst_off;
+    if (dtype == ORTHROS_DTYPE_BF16) {
+        ORTHROS_CUDA_CHECK(cudaMemcpyAsync(d, src, n * sizeof(bf16), cudaMemcpyHostToDevice, c->stream));
+        ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        return 0;
+    }
+    if (dtype != ORTHROS_DTYPE_F32 && dtype != ORTHROS_DTYPE_F16)
+        return orthros_error(ORTHROS_EUNSUPPORTED, "cuda upload: dtype %d", (int)dtype);
+    if (!c->upload_buf) ORTHROS_CUDA_CHECK(cudaMalloc(&c->upload_buf, UPLOAD_CHUNK * sizeof(float)));
+    size_t es = orthros_dtype_size(dtype);
+    for (size_t i = 0; i < n; i += UPLOAD_CHUNK) {
+        size_t m = n - i < UPLOAD_CHUNK ? n - i : UPLOAD_CHUNK;
+        ORTHROS_CUDA_CHECK(cudaMemcpyAsync(c->upload_buf, (const char *)src + i * es, m * es, cudaMemcpyHostToDevice,
+                                           c->stream));
+        orthros_convert_params p = {d + i, c->upload_buf,
+                                    dtype == ORTHROS_DTYPE_F32 ? ORTHROS_CONVERT_F32 : ORTHROS_CONVERT_F16, m};
+        int rc = orthros_convert_to_bf16(&p, c->stream);
+        if (rc) return rc;
+    }
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return 0;
+}
+
+static int cuda_fill_random(orthros_backend *be, void *dst, size_t n, uint64_t seed, float scale)
+{
+    orthros_fill_params p = {dst, n, 1, seed, scale, 0.0f};
+    return orthros_fill_bf16(&p, impl_of(be)->stream);
+}
+
+static int cuda_fill(orthros_backend *be, void *dst, size_t n, float value)
+{
+    orthros_fill_params p = {dst, n, 0, 0, 0.0f, value};
+    return orthros_fill_bf16(&p, impl_of(be)->stream);
+}
+
+static int cuda_copy(orthros_backend *be, void *dst, const void *src, size_t bytes)
+{
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
+    return 0;
+}
+
+static int cuda_download_f32(orthros_backend *be, float *host, const float *src, size_t n)
+{
+    cuda_impl *c = impl_of(be);
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(host, src, n * sizeof(float), cudaMemcpyDeviceToHost, c->stream));
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return 0;
+}
+
+static void cuda_range_push(orthros_backend *be, const char *name) { nvtxRangePushA(name); }
+static void cuda_range_pop(orthros_backend *be) { nvtxRangePop(); }
+
+static int cuda_embed(orthros_backend *be, void *x, const int32_t *tokens, const void *table, int n, int D)
+{
+    if (n <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    const int *dt = NULL;
+    int rc = stage_ints(c, tokens, n, &dt);
+    if (rc) return rc;
+    orthros_embed_params p = {x, dt, table, n, D};
+    return orthros_embed_bf16(&p, c->stream);
+}
+
+static int cuda_rmsnorm(orthros_backend *be, void *out, const void *x, const void *w, int n, int D, float eps)
+{
+    orthros_rmsnorm_params p = {out, (void *)x, NULL, w, n, D, eps};
+    return orthros_rmsnorm_bf16(&p, impl_of(be)->stream);
+}
+
+static int cuda_add_rmsnorm(orthros_backend *be, void *out, void *resid, const void *delta, const void *w, int n, int D,
+                            float eps)
+{
+    orthros_rmsnorm_params p = {out, resid, delta, w, n, D, eps};
+    return orthros_rmsnorm_bf16(&p, impl_of(be)->stream);
+}
+
+/* Row-major out[n][M] = x[n][K] W[M][K]^T is column-major out^T = W^T x^T: op(A) = W^T (A = W, K x M
+ * column-major), B = x^T (K x n column-major). */
+static int gemm_rowmajor(cuda_impl *c, void *out, cudaDataType otype, const void *x, const void *W, int n, int M, int K)
+{
+    if (n <= 0 || M <= 0) return 0;
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &one, W, CUDA_R_16BF, K, x, CUDA_R_16BF, K,
+                              &zero, out, otype, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return 0;
+}
+
+static int cuda_gemm(orthros_backend *be, void *out, const void *x, const void *W, int n, int M, int K)
+{
+    return gemm_rowmajor(impl_of(be), out, CUDA_R_16BF, x, W, n, M, K);
+}
+
+static int cuda_swiglu(orthros_backend *be, void *out, const void *gu, int n, int F)
+{
+    orthros_swiglu_params p = {out, gu, n, F};
+    return orthros_swiglu_bf16(&p, impl_of(be)->stream);
+}
+
+static int cuda_logits(orthros_backend *be, float *out, const void *x, const void *W, int n, int V, int D)
+{
+    return gemm_rowmajor(impl_of(be), out, CUDA_R_32F, x, W, n, V, D);
+}
+
+static int cuda_argmax(orthros_backend *be, int32_t *ids, const float *logits, int n, int V)
+{
+    if (n <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    if ((size_t)n > c->ids_cap) {
+        ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        ORTHROS_CUDA_CHECK(cudaFree(c->ids_dev));
+        ORTHROS_CUDA_CHECK(cudaFreeHost(c->ids_host));
+        c->ids_dev = c->ids_host = NULL;
+        c->ids_cap = 0;
+        ORTHROS_CUDA_CHECK(cudaMalloc((void **)&c->ids_dev, (size_t)n * sizeof(int32_t)));
+        ORTHROS_CUDA_CHECK(cudaMallocHost((void **)&c->ids_host, (size_t)n * sizeof(int32_t)));
+        c->ids_cap = (size_t)n;
+    }
+    orthros_argmax_params p = {c->ids_dev, logits, n, V};
+    int rc = orthros_argmax_f32(&p, c->stream);
+    if (rc) return rc;
+    ORTHROS_CUDA_CHECK(
+        cudaMemcpyAsync(c->ids_host, c->ids_dev, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, c->stream));
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    memcpy(ids, c->ids_host, (size_t)n * sizeof(int32_t));
+    return 0;
+}
+
+static int check_heads(const orthros_attn_layer *L, const char *op)
+{
+    if (L->n_kv_heads <= 0 || L->n_heads % L->n_kv_heads)
+        return orthros_error(ORTHROS_EINVAL, "%s: %d query heads not a multiple of %d kv heads", op, L->n_heads,
+                             L->n_kv_heads);
+    if (L->head_dim <= 0 || L->head_dim > ORTHROS_MAX_HEAD_DIM || (L->head_dim & 7))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "%s: head_dim %d (the cuda backend needs a multiple of 8, at most %d)",
+                             op, L->head_dim, ORTHROS_MAX_HEAD_DIM);
+    return 0;
+}
+
+static int cuda_rope_cache_write(orthros_backend *be, void *qkv, const orthros_attn_layer *L, const orthros_rope *rope,
+                                 const int *pos0, int B, int n, int rotate_q_from)
+{
+    if (B <= 0 || n <= 0) return 0;
+    int rc = check_heads(L, "rope");
+    if (rc) return rc;
+    if (L->cap <= 0 || !L->k_cache || !L->v_cache) return orthros_error(ORTHROS_EINVAL, "rope: layer has no KV cache");
+    cuda_impl *c = impl_of(be);
+    orthros_rope_cache_params p;
+    memset(&p, 0, sizeof p);
+    p.qkv = qkv;
+    p.k_cache = L->k_cache;
+    p.v_cache = L->v_cache;
+    p.B = B;
+    p.n = n;
+    p.Hq = L->n_heads;
+    p.Hkv = L->n_kv_heads;
+    p.d = L->head_dim;
+    p.cap = L->cap;
+    p.rotate_q_from = rotate_q_from;
+    memcpy(p.inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
+    if ((rc = stage_ints(c, pos0, B, &p.pos0))) return rc;
+    return orthros_rope_cache_write_bf16(&p, c->stream);
+}
+
+/* Few query rows per kv head (decode, a short orthros tail) go to the split-K kernel, which spreads a long
+ * cache over the whole chip; larger chunks to the flash-attention prefill kernel. */
+static int attn_full(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
+                     int B, int n)
+{
+    if (B <= 0 || n <= 0) return 0;
+    int rc = check_heads(L, "attention");
+    if (rc) return rc;
+    if (L->cap <= 0 || !L->k_cache || !L->v_cache)
+        return orthros_error(ORTHROS_EINVAL, "attention: layer has no KV cache");
+    cuda_impl *c = impl_of(be);
+    orthros_attn_full_params p;
+    memset(&p, 0, sizeof p);
+    p.out = out;
+    p.qkv = qkv;
+    p.k_cache = L->k_cache;
+    p.v_cache = L->v_cache;
+    p.B = B;
+    p.n = n;
+    p.Hq = L->n_heads;
+    p.Hkv = L->n_kv_heads;
+    p.d = L->head_dim;
+    p.cap = L->cap;
+    p.window = L->window > 0 ? L->window : 0;
+    p.num_sms = c->num_sms;
+    for (int b = 0; b < B; b++) {
+        if (pos0[b] < 0) return orthros_error(ORTHROS_EINVAL, "attention: negative position %d", pos0[b]);
+        int lo = p.window > 0 && pos0[b] - p.window + 1 > 0 ? pos0[b] - p.window + 1 : 0;
+        int keys = pos0[b] + n - lo;
+        if (keys > p.max_keys) p.max_keys = keys;
+    }
+    if ((rc = stage_ints(c, pos0, B, &p.pos0))) return rc;
+    if (orthros_attn_full_decode_supported(&p)) {
+        size_t need = orthros_attn_full_decode_work_bytes(&p);
+        if (!need) return orthros_error(ORTHROS_EDEVICE, "decode attention: %s", orthros_last_error());
+        if ((rc = work_reserve(c, need))) return rc;
+        p.work = (float *)c->work;
+        p.work_bytes = c->work_cap;
+        return orthros_attn_full_decode_bf16(&p, c->stream);
+    }
+    return orthros_attn_full_prefill_bf16(&p, c->stream);
+}
+
+static int linear_params(orthros_attn_linear_params *p, void *out, const void *qkv, const orthros_attn_layer *L, int B,
+                         int n)
+{
+    int rc = check_heads(L, "linear attention");
+    if (rc) return rc;
+    if (!L->S || !L->z) return orthros_error(ORTHROS_EINVAL, "linear attention: layer has no state");
+    memset(p, 0, sizeof *p);
+    p->out = out;
+    p->qkv = qkv;
+    p->S = L->S;
+    p->z = L->z;
+    p->fmap_q = L->fmap_q;
+    p->fmap_k = L->fmap_k;
+    p->B = B;
+    p->n = n;
+    p->Hq = L->n_heads;
+    p->Hkv = L->n_kv_heads;
+    p->d = L->head_dim;
+    p->F = L->feature_dim;
+    p->fmap = (int)L->fmap;
+    p->eps = L->eps;
+    if (p->F <= 0) return orthros_error(ORTHROS_EINVAL, "linear attention: feature size %d", p->F);
+    return 0;
+}
+
+static int cuda_attn_linear_prefill(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, int B,
+                                    int n)
+{
+    if (B <= 0 || n <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    orthros_attn_linear_params p;
+    int rc = linear_params(&p, out, qkv, L, B, n);
+    if (rc) return rc;
+    int chunked = n > 1 && orthros_attn_linear_chunked_supported(&p);
+    size_t need = chunked ? orthros_attn_linear_chunked_work_bytes(&p) : orthros_attn_linear_recurrent_work_bytes(&p);
+    if ((rc = work_reserve(c, need))) return rc;
+    p.work = c->work;
+    p.work_bytes = c->work_cap;
+    return chunked ? orthros_attn_linear_chunked_bf16(&p, c->cublas, c->stream)
+                   : orthros_attn_linear_recurrent_bf16(&p, c->cublas, c->stream);
+}
+
+static int cuda_attn_linear_decode(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, int B,
+                                   int n)
+{
+    if (B <= 0 || n <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    orthros_attn_linear_params p;
+    int rc = linear_params(&p, out, qkv, L, B, n);
+    if (rc) return rc;
+    if ((rc = work_reserve(c, orthros_attn_linear_recurrent_work_bytes(&p)))) return rc;
+    p.work = c->work;
+    p.work_bytes = c->work_cap;
+    return orthros_attn_linear_recurrent_bf16(&p, c->cublas, c->stream);
+}
+
+int orthros_cuda_available(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count > 0;
+}
+
+static int fill_info(orthros_device_info *info, int dev)
+{
+    struct cudaDeviceProp prop;
+    ORTHROS_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    snprintf(info->name, sizeof info->name, "%.127s", prop.name);
+    info->sm_count = prop.multiProcessorCount;
+    info->mem_total = prop.totalGlobalMem;
+    info->cc_major = prop.major;
+    info->cc_minor = prop.minor;
+    /* Clock attributes may be unavailable on some drivers; they stay 0 then. */
+    if (cudaDeviceGetAttribute(&info->clock_mhz, cudaDevAttrClockRate, dev) == cudaSuccess) info->clock_mhz /= 1000;
+    else (void)cudaGetLastError();
+    if (cudaDeviceGetAttribute(&info->mem_clock_mhz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess)
+        info->mem_clock_mhz /= 1000;
+    else
+        (void)cudaGetLastError();
+    ORTHROS_CUDA_CHECK(cudaDriverGetVersion(&info->driver_version));
+    ORTHROS_CUDA_CHECK(cudaRuntimeGetVersion(&info->runtime_version));
+    return 0;
+}
+
+static int create_impl(cuda_impl *c, orthros_device_info *info)
+{
+    int dev = 0;
+    ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&c->num_sms, cudaDevAttrMultiProcessorCount, dev));
+    int rc = fill_info(info, dev);
+    if (rc) return rc;
+    ORTHROS_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&c->cublas));
+    CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
+    /* Keep fp32 accumulation end to end: no reduced-precision split-K reductions. */
+    CUBLAS_CHECK(cublasSetMathMode(c->cublas, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                                             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+    ORTHROS_CUDA_CHECK(cudaMalloc(&c->cublas_ws, CUBLAS_WS_BYTES));
+    CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WS_BYTES));
+    for (int i = 0; i < STAGE_SLOTS; i++) {
+        stage_slot *s = &c->slots[i];
+        ORTHROS_CUDA_CHECK(cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
+        ORTHROS_CUDA_CHECK(cudaMallocHost((void **)&s->host, STAGE_INIT_INTS * sizeof(int)));
+        ORTHROS_CUDA_CHECK(cudaMalloc((void **)&s->dev, STAGE_INIT_INTS * sizeof(int)));
+        s->cap = STAGE_INIT_INTS;
+    }
+    ORTHROS_CUDA_CHECK(cudaMalloc((void **)&c->ids_dev, 256 * sizeof(int32_t)));
+    ORTHROS_CUDA_CHECK(cudaMallocHost((void **)&c->ids_host, 256 * sizeof(int32_t)));
+    c->ids_cap = 256;
+    ORTHROS_CUDA_CHECK(cudaMalloc(&c->work, WORK_INIT_BYTES));
+    c->work_cap = WORK_INIT_BYTES;
+    return 0;
+}
+
+int orthros_backend_cuda_create(orthros_backend **out)
+{
+    *out = NULL;
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+        (void)cudaGetLastError();
+        return orthros_error(ORTHROS_EDEVICE, "no usable CUDA device (%s)",
+                             err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    }
+    orthros_backend *be = (orthros_backend *)calloc(1, sizeof *be);
+    cuda_impl *c = (cuda_impl *)calloc(1, sizeof *c);
+    if (!be || !c) {
+        free(be);
+        free(c);
+        return orthros_error(ORTHROS_ENOMEM, "out of host memory creating the cuda backend");
+    }
+    be->impl = c;
+    int rc = create_impl(c, &be->info);
+    if (rc) {
+        cuda_destroy(be);
+        return rc;
+    }
+    be->name = "cuda";
+    be->act_size = sizeof(bf16);
+    be->destroy = cuda_destroy;
+    be->alloc = cuda_alloc;
+    be->free = cuda_free;
+    be->zero = cuda_zero;
+    be->mem_info = cuda_mem_info;
+    be->sync = cuda_sync;
+    be->upload = cuda_upload;
+    be->fill_random = cuda_fill_random;
+    be->fill = cuda_fill;
+    be->copy = cuda_copy;
+    be->download_f32 = cuda_download_f32;
+    be->range_push = cuda_range_push;
+    be->range_pop = cuda_range_pop;
+    be->embed = cuda_embed;
+    be->rmsnorm = cuda_rmsnorm;
+    be->add_rmsnorm = cuda_add_rmsnorm;
+    be->gemm = cuda_gemm;
+    be->swiglu = cuda_swiglu;
+    be->logits = cuda_logits;
+    be->argmax = cuda_argmax;
+    be->rope_cache_write = cuda_rope_cache_write;
+    be->attn_full_prefill = attn_full;
+    be->attn_full_decode = attn_full;
+    be->attn_linear_prefill = cuda_attn_linear_prefill;
+    be->attn_linear_decode = cuda_attn_linear_decode;
+    *out = be;
+    return 0;
+}

@@ -1,0 +1,20 @@
+/* Split-K softmax attention for a few query rows against a long KV cache (decode). */
+#ifndef ORTHROS_KERNEL_ATTN_FULL_DECODE_H
+#define ORTHROS_KERNEL_ATTN_FULL_DECODE_H
+
+#include "attn_full_prefill.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when the split-K kernel takes this shape: head_dim 64 or 128 and n * Hq / Hkv <= 16 rows per kv head. */
+int orthros_attn_full_decode_supported(const orthros_attn_full_params *p);
+/* Scratch the split-K kernel needs in p->work for this shape (p->max_keys and p->num_sms set). */
+size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_params *p);
+int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,34 @@
+/* Linear attention, token by token: the recurrent form (decode, and the fallback for any shape). */
+#ifndef ORTHROS_KERNEL_ATTN_LINEAR_DECODE_H
+#define ORTHROS_KERNEL_ATTN_LINEAR_DECODE_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One layer's linear attention over qkv [B][n][(Hq + 2 Hkv) d] (q, k un-rotated), carrying (S, z). */
+typedef struct {
+    void *out;             /* [B][n][Hq][d] bf16 */
+    const void *qkv;
+    float *S;              /* [B][Hkv][F][d] fp32, updated */
+    float *z;              /* [B][Hkv][F] fp32, updated */
+    const void *fmap_q;    /* hedgehog: [Hq][d][F/2] bf16 */
+    const void *fmap_k;    /* hedgehog: [Hkv][d][F/2] bf16 */
+    int B, n, Hq, Hkv, d, F, fmap;
+    float eps;
+    void *work;            /* scratch, at least the *_work_bytes of the op */
+    size_t work_bytes;
+} orthros_attn_linear_params;
+
+size_t orthros_attn_linear_recurrent_work_bytes(const orthros_attn_linear_params *p);
+/* Any shape: tokens in order, one block per (32 columns of d, kv head, sequence). */
+int orthros_attn_linear_recurrent_bf16(const orthros_attn_linear_params *p, cublasHandle_t cublas, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,24 @@
+/* Token embedding lookup. */
+#ifndef ORTHROS_KERNEL_EMBED_H
+#define ORTHROS_KERNEL_EMBED_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    void *x;               /* [n][D] bf16 */
+    const int32_t *tokens; /* device [n], already range-checked */
+    const void *table;     /* [vocab][D] bf16 */
+    int n, D;
+} orthros_embed_params;
+
+int orthros_embed_bf16(const orthros_embed_params *p, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,30 @@
+/* The linear-attention feature map phi applied to the un-rotated q and k of a span of qkv rows. */
+#ifndef ORTHROS_KERNEL_LINEAR_FEATURIZE_H
+#define ORTHROS_KERNEL_LINEAR_FEATURIZE_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Rows i0 .. i0 + ns - 1 of each of the B sequences of qkv [B][n][(Hq + 2 Hkv) d] are mapped. */
+typedef struct {
+    void *phi_q;           /* [B][ns][Hq][F] bf16 */
+    void *phi_k;           /* [B][ns][Hkv][F] bf16 */
+    float *tmp;            /* hedgehog only: [B * ns][Hq + Hkv][F / 2] fp32 scratch */
+    const void *qkv;
+    const void *fmap_q;    /* hedgehog: [Hq][d][F/2] bf16 */
+    const void *fmap_k;    /* hedgehog: [Hkv][d][F/2] bf16 */
+    int B, n, i0, ns, Hq, Hkv, d, F, fmap; /* fmap: an orthros_fmap */
+} orthros_linear_featurize_params;
+
+size_t orthros_linear_featurize_tmp_bytes(int B, int ns, int Hq, int Hkv, int F, int fmap);
+int orthros_linear_featurize_bf16(const orthros_linear_featurize_params *p, cublasHandle_t cublas, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

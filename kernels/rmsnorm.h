@@ -1,0 +1,25 @@
+/* RMSNorm, optionally fused with the residual add that precedes it. */
+#ifndef ORTHROS_KERNEL_RMSNORM_H
+#define ORTHROS_KERNEL_RMSNORM_H
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    void *out;         /* [n][D] bf16 */
+    void *resid;       /* [n][D] bf16: the input; with delta, updated in place to resid + delta */
+    const void *delta; /* [n][D] bf16 or NULL */
+    const void *w;     /* [D] bf16 */
+    int n, D;
+    float eps;
+} orthros_rmsnorm_params;
+
+int orthros_rmsnorm_bf16(const orthros_rmsnorm_params *p, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,27 @@
+/* RoPE fused with the KV-cache write. */
+#ifndef ORTHROS_KERNEL_ROPE_CACHE_H
+#define ORTHROS_KERNEL_ROPE_CACHE_H
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ORTHROS_ROPE_MAX_HALF 128
+
+typedef struct {
+    void *qkv;             /* [B][n][(Hq + 2 Hkv) d] bf16; q rows i >= rotate_q_from rotated in place */
+    void *k_cache;         /* [B][cap][Hkv][d] bf16 */
+    void *v_cache;         /* [B][cap][Hkv][d] bf16 */
+    const int *pos0;       /* device [B] */
+    int B, n, Hq, Hkv, d, cap, rotate_q_from;
+    float inv_freq[ORTHROS_ROPE_MAX_HALF];
+} orthros_rope_cache_params;
+
+int orthros_rope_cache_write_bf16(const orthros_rope_cache_params *p, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

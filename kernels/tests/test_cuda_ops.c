@@ -1,0 +1,550 @@
+/* Every op of the cuda backend against the cpu backend (the fp32 reference) on fresh random inputs of
+ * awkward sizes: n = 1 and tails that no tile divides, B = 1 and 3, GQA 1:1, 4:1 and 8:1, head dims 64, 128
+ * and the odd 32 and 80, window on and off, each feature map, linear state carried across calls.
+ *
+ * Inputs are drawn on the host in fp32 and rounded to bf16 before both backends see them, so the two
+ * compute the same function of the same values. Outputs are poisoned (NaN) before each run; NaN never
+ * passes. Per case: max abs error, max abs error over max |ref| ("max rel"), and NMSE = |got - ref|^2 /
+ * |ref|^2. Tolerances: outputs rounded to bf16 (or computed from bf16-rounded intermediates, as the linear
+ * state is) NMSE < 1e-4, i.e. relative norm error under 1e-2; fp32 outputs from bf16 inputs with fp32
+ * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
+ * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
+ * the long cases (for compute-sanitizer). Exit 77 without a GPU. */
+#define _POSIX_C_SOURCE 200809L
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+
+#define TOL_BF16 1e-4
+#define TOL_F32 1e-8
+
+static orthros_backend *cpu, *gpu;
+static uint64_t seed_base;
+static int n_fail, n_pass, quick;
+
+static float bf16_round(float x) { return orthros_bf16_to_f32(orthros_f32_to_bf16(x)); }
+
+static void die(const char *what)
+{
+    fprintf(stderr, "FATAL: %s: %s\n", what, orthros_last_error());
+    exit(1);
+}
+
+/* One tensor on both backends: act (fp32 on cpu, bf16 on cuda) or fp32 on both. */
+typedef struct {
+    float *c;
+    void *g;
+    size_t n;
+    int f32;
+} pair;
+
+static pair pair_new(size_t n, int f32)
+{
+    pair t = {NULL, NULL, n, f32};
+    t.c = cpu->alloc(cpu, n * sizeof(float));
+    t.g = gpu->alloc(gpu, n * (f32 ? sizeof(float) : gpu->act_size));
+    if (!t.c || !t.g) die("alloc");
+    return t;
+}
+
+static void pair_free(pair *t)
+{
+    cpu->free(cpu, t->c);
+    gpu->free(gpu, t->g);
+}
+
+static void pair_set(pair *t, const float *h)
+{
+    memcpy(t->c, h, t->n * sizeof(float));
+    if (t->f32) {
+        if (gpu->sync(gpu)) die("sync");
+        /* The backend's stream does not wait for the legacy stream: finish the copy before returning. */
+        if (cudaMemcpy(t->g, h, t->n * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaDeviceSynchronize() != cudaSuccess)
+            die("cudaMemcpy");
+    } else if (gpu->upload(gpu, t->g, 0, h, ORTHROS_DTYPE_F32, t->n)) {
+        die("upload");
+    }
+}
+
+/* Uniform in [bias - scale, bias + scale], rounded to bf16 unless the tensor is fp32. */
+static void pair_random(pair *t, uint64_t salt, float scale, float bias)
+{
+    float *h = malloc(t->n * sizeof(float));
+    for (size_t i = 0; i < t->n; i++) {
+        float v = bias + (2.0f * orthros_uniform(seed_base ^ (salt * 0x100000001B3ull), i) - 1.0f) * scale;
+        h[i] = t->f32 ? v : bf16_round(v);
+    }
+    pair_set(t, h);
+    free(h);
+}
+
+static void pair_poison(pair *t)
+{
+    for (size_t i = 0; i < t->n; i++) t->c[i] = NAN;
+    if (t->f32) {
+        if (gpu->sync(gpu) || cudaMemset(t->g, 0xff, t->n * sizeof(float)) != cudaSuccess ||
+            cudaDeviceSynchronize() != cudaSuccess)
+            die("poison");
+    } else if (gpu->fill(gpu, t->g, t->n, NAN)) {
+        die("fill");
+    }
+}
+
+static float *pair_get_gpu(const pair *t)
+{
+    float *h = malloc(t->n * sizeof(float));
+    if (gpu->sync(gpu)) die("sync");
+    if (t->f32) {
+        if (gpu->download_f32(gpu, h, t->g, t->n)) die("download");
+    } else {
+        uint16_t *raw = malloc(t->n * 2);
+        if (cudaMemcpy(raw, t->g, t->n * 2, cudaMemcpyDeviceToHost) != cudaSuccess) die("cudaMemcpy");
+        for (size_t i = 0; i < t->n; i++) h[i] = orthros_bf16_to_f32(raw[i]);
+        free(raw);
+    }
+    return h;
+}
+
+static void report(const char *name, const float *ref, const float *got, size_t n, double tol)
+{
+    double se = 0, sr = 0, max_abs = 0, max_ref = 0;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(got[i]) || isnan(ref[i]) || isinf(got[i])) {
+            bad = 1;
+            continue;
+        }
+        double e = (double)got[i] - ref[i];
+        se += e * e;
+        sr += (double)ref[i] * ref[i];
+        if (fabs(e) > max_abs) max_abs = fabs(e);
+        if (fabs(ref[i]) > max_ref) max_ref = fabs(ref[i]);
+    }
+    double nmse = sr > 0 ? se / sr : se;
+    int ok = !bad && (tol == 0 ? se == 0 : nmse < tol);
+    printf("%-4s %-58s max_abs %.3e  max_rel %.3e  nmse %.3e  (tol %.0e)%s\n", ok ? "ok" : "FAIL", name, max_abs,
+           max_ref > 0 ? max_abs / max_ref : max_abs, nmse, tol, bad ? "  NaN/unwritten" : "");
+    if (ok)
+        n_pass++;
+    else
+        n_fail++;
+}
+
+static void check(const char *name, const pair *t, double tol)
+{
+    float *g = pair_get_gpu(t);
+    report(name, t->c, g, t->n, tol);
+    free(g);
+}
+
+static void op_rc(int rc, const char *name)
+{
+    if (rc) {
+        printf("FAIL %-58s returned %d: %s\n", name, rc, orthros_last_error());
+        n_fail++;
+    }
+}
+
+/* ---- element-wise and GEMM ops ---- */
+
+static void test_fill_upload(void)
+{
+    char name[128];
+    size_t n = 100003;
+    pair t = pair_new(n, 0);
+    pair_poison(&t);
+    uint64_t seed = seed_base + 17;
+    op_rc(cpu->fill_random(cpu, t.c, n, seed, 0.37f), "fill_random cpu");
+    op_rc(gpu->fill_random(gpu, t.g, n, seed, 0.37f), "fill_random gpu");
+    for (size_t i = 0; i < n; i++) t.c[i] = bf16_round(t.c[i]);
+    check("fill_random n=100003 (exact after bf16 rounding)", &t, 0);
+    pair_poison(&t);
+    cpu->fill(cpu, t.c, n, 1.5f);
+    op_rc(gpu->fill(gpu, t.g, n, 1.5f), "fill");
+    check("fill", &t, 0);
+
+    float *f = malloc(n * sizeof(float));
+    uint16_t *h16 = malloc(n * 2), *b16 = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) {
+        f[i] = (2.0f * orthros_uniform(seed, i) - 1.0f) * 3.0f;
+        b16[i] = orthros_f32_to_bf16(f[i]);
+        /* an fp16 with the same value as the bf16, built by hand: small values stay in range */
+        float v = orthros_bf16_to_f32(b16[i]);
+        h16[i] = 0;
+        if (v != 0.0f) {
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            int e = (int)((u >> 23) & 0xff) - 127 + 15;
+            if (e > 0 && e < 31) h16[i] = (uint16_t)(((u >> 16) & 0x8000u) | ((uint32_t)e << 10) | ((u >> 13) & 0x3ffu));
+        }
+    }
+    const char *names[3] = {"upload F32", "upload BF16", "upload F16"};
+    for (int k = 0; k < 3; k++) {
+        pair_poison(&t);
+        size_t off = 5;
+        const void *src = k == 0 ? (const void *)f : k == 1 ? (const void *)b16 : (const void *)h16;
+        orthros_dtype dt = k == 0 ? ORTHROS_DTYPE_F32 : k == 1 ? ORTHROS_DTYPE_BF16 : ORTHROS_DTYPE_F16;
+        op_rc(cpu->upload(cpu, t.c, off, src, dt, n - off), names[k]);
+        op_rc(gpu->upload(gpu, t.g, off, src, dt, n - off), names[k]);
+        cpu->fill(cpu, t.c, off, 0.0f);
+        op_rc(gpu->fill(gpu, t.g, off, 0.0f), "fill");
+        for (size_t i = 0; i < n; i++) t.c[i] = bf16_round(t.c[i]);
+        snprintf(name, sizeof name, "%s at offset 5 (exact)", names[k]);
+        check(name, &t, 0);
+    }
+    free(f);
+    free(h16);
+    free(b16);
+    pair_free(&t);
+}
+
+static void test_embed(int n, int D)
+{
+    int vocab = 1000;
+    pair table = pair_new((size_t)vocab * D, 0), x = pair_new((size_t)n * D, 0);
+    pair_random(&table, 1, 1.0f, 0.0f);
+    pair_poison(&x);
+    int32_t *tok = malloc(n * sizeof(int32_t));
+    for (int i = 0; i < n; i++) tok[i] = (int32_t)(orthros_uniform(seed_base, 1000 + i) * vocab);
+    op_rc(cpu->embed(cpu, x.c, tok, table.c, n, D), "embed cpu");
+    op_rc(gpu->embed(gpu, x.g, tok, table.g, n, D), "embed gpu");
+    char name[128];
+    snprintf(name, sizeof name, "embed n=%d D=%d (exact)", n, D);
+    check(name, &x, 0);
+    free(tok);
+    pair_free(&table);
+    pair_free(&x);
+}
+
+static void test_rmsnorm(int n, int D, int fused)
+{
+    pair x = pair_new((size_t)n * D, 0), dl = pair_new((size_t)n * D, 0), w = pair_new(D, 0),
+         out = pair_new((size_t)n * D, 0);
+    pair_random(&x, 2, 2.0f, 0.0f);
+    pair_random(&dl, 3, 1.0f, 0.0f);
+    pair_random(&w, 4, 0.5f, 1.0f);
+    pair_poison(&out);
+    char name[128];
+    if (fused) {
+        op_rc(cpu->add_rmsnorm(cpu, out.c, x.c, dl.c, w.c, n, D, 1e-5f), "add_rmsnorm cpu");
+        op_rc(gpu->add_rmsnorm(gpu, out.g, x.g, dl.g, w.g, n, D, 1e-5f), "add_rmsnorm gpu");
+        snprintf(name, sizeof name, "add_rmsnorm n=%d D=%d: out", n, D);
+        check(name, &out, TOL_BF16);
+        snprintf(name, sizeof name, "add_rmsnorm n=%d D=%d: resid", n, D);
+        check(name, &x, TOL_BF16);
+    } else {
+        op_rc(cpu->rmsnorm(cpu, out.c, x.c, w.c, n, D, 1e-5f), "rmsnorm cpu");
+        op_rc(gpu->rmsnorm(gpu, out.g, x.g, w.g, n, D, 1e-5f), "rmsnorm gpu");
+        snprintf(name, sizeof name, "rmsnorm n=%d D=%d", n, D);
+        check(name, &out, TOL_BF16);
+    }
+    pair_free(&x);
+    pair_free(&dl);
+    pair_free(&w);
+    pair_free(&out);
+}
+
+static void test_gemm(int n, int M, int K, int logits)
+{
+    pair x = pair_new((size_t)n * K, 0), W = pair_new((size_t)M * K, 0), out = pair_new((size_t)n * M, logits);
+    pair_random(&x, 5, 1.0f, 0.0f);
+    pair_random(&W, 6, 1.0f / sqrtf((float)K), 0.0f);
+    pair_poison(&out);
+    char name[128];
+    if (logits) {
+        op_rc(cpu->logits(cpu, out.c, x.c, W.c, n, M, K), "logits cpu");
+        op_rc(gpu->logits(gpu, out.g, x.g, W.g, n, M, K), "logits gpu");
+        snprintf(name, sizeof name, "logits n=%d V=%d D=%d (fp32 out)", n, M, K);
+        check(name, &out, TOL_F32);
+    } else {
+        op_rc(cpu->gemm(cpu, out.c, x.c, W.c, n, M, K), "gemm cpu");
+        op_rc(gpu->gemm(gpu, out.g, x.g, W.g, n, M, K), "gemm gpu");
+        snprintf(name, sizeof name, "gemm n=%d M=%d K=%d", n, M, K);
+        check(name, &out, TOL_BF16);
+    }
+    pair_free(&x);
+    pair_free(&W);
+    pair_free(&out);
+}
+
+static void test_swiglu(int n, int F)
+{
+    pair gu = pair_new((size_t)n * 2 * F, 0), out = pair_new((size_t)n * F, 0);
+    pair_random(&gu, 7, 4.0f, 0.0f);
+    pair_poison(&out);
+    op_rc(cpu->swiglu(cpu, out.c, gu.c, n, F), "swiglu cpu");
+    op_rc(gpu->swiglu(gpu, out.g, gu.g, n, F), "swiglu gpu");
+    char name[128];
+    snprintf(name, sizeof name, "swiglu n=%d F=%d", n, F);
+    check(name, &out, TOL_BF16);
+    pair_free(&gu);
+    pair_free(&out);
+}
+
+static void test_argmax(int n, int V)
+{
+    pair l = pair_new((size_t)n * V, 1);
+    float *h = malloc((size_t)n * V * sizeof(float));
+    for (size_t i = 0; i < (size_t)n * V; i++) h[i] = (float)(int)(orthros_uniform(seed_base, 77 + i) * 1000.0f);
+    /* row 1: a tie at the maximum (lowest index must win); row 2: NaNs, which lose to everything */
+    if (n > 1) {
+        h[(size_t)V + 5] = 5000.0f;
+        h[(size_t)V + V - 3] = 5000.0f;
+    }
+    if (n > 2) {
+        h[(size_t)2 * V] = NAN;
+        h[(size_t)2 * V + 9] = NAN;
+    }
+    pair_set(&l, h);
+    int32_t *ic = malloc(n * sizeof(int32_t)), *ig = malloc(n * sizeof(int32_t));
+    op_rc(cpu->argmax(cpu, ic, l.c, n, V), "argmax cpu");
+    op_rc(gpu->argmax(gpu, ig, l.g, n, V), "argmax gpu");
+    float *fc = malloc(n * sizeof(float)), *fg = malloc(n * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        fc[i] = (float)ic[i];
+        fg[i] = (float)ig[i];
+    }
+    char name[128];
+    snprintf(name, sizeof name, "argmax n=%d V=%d with ties and NaN (exact)", n, V);
+    report(name, fc, fg, n, 0);
+    free(h);
+    free(ic);
+    free(ig);
+    free(fc);
+    free(fg);
+    pair_free(&l);
+}
+
+/* ---- attention ---- */
+
+typedef struct {
+    int Hq, Hkv, d;
+} geom;
+
+static orthros_attn_layer layer_for(geom g)
+{
+    orthros_attn_layer L;
+    memset(&L, 0, sizeof L);
+    L.n_heads = g.Hq;
+    L.n_kv_heads = g.Hkv;
+    L.head_dim = g.d;
+    return L;
+}
+
+static void inv_freq_for(float *inv, int d)
+{
+    orthros_model_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.head_dim = d;
+    cfg.rope_theta = 500000.0;
+    cfg.rope_llama3 = 1;
+    cfg.rope_factor = 32.0;
+    cfg.rope_low_freq_factor = 1.0;
+    cfg.rope_high_freq_factor = 4.0;
+    cfg.rope_orig_max_pos = 8192;
+    orthros_rope_inv_freq(inv, &cfg);
+}
+
+/* rope_cache_write on random qkv into random caches, then (unless rope_only) full attention of the chunk. */
+static void test_full(geom g, int B, int n, int cap, int window, const int *pos0, int rotate_from, int decode_op)
+{
+    int W = (g.Hq + 2 * g.Hkv) * g.d;
+    pair qkv = pair_new((size_t)B * n * W, 0), kc = pair_new((size_t)B * cap * g.Hkv * g.d, 0),
+         vc = pair_new((size_t)B * cap * g.Hkv * g.d, 0), out = pair_new((size_t)B * n * g.Hq * g.d, 0);
+    pair_random(&qkv, 11, 1.5f, 0.0f);
+    pair_random(&kc, 12, 1.5f, 0.0f);
+    pair_random(&vc, 13, 1.0f, 0.0f);
+    float inv[ORTHROS_MAX_HEAD_DIM / 2];
+    inv_freq_for(inv, g.d);
+    orthros_rope rope = {g.Hq, g.Hkv, g.d, inv};
+    orthros_attn_layer Lc = layer_for(g), Lg = layer_for(g);
+    Lc.k_cache = kc.c;
+    Lc.v_cache = vc.c;
+    Lg.k_cache = kc.g;
+    Lg.v_cache = vc.g;
+    Lc.cap = Lg.cap = cap;
+    Lc.window = Lg.window = window;
+    char tag[160], name[200];
+    snprintf(tag, sizeof tag, "B=%d n=%d Hq=%d Hkv=%d d=%d cap=%d win=%d pos0[0]=%d", B, n, g.Hq, g.Hkv, g.d, cap,
+             window, pos0[0]);
+    op_rc(cpu->rope_cache_write(cpu, qkv.c, &Lc, &rope, pos0, B, n, rotate_from), "rope cpu");
+    op_rc(gpu->rope_cache_write(gpu, qkv.g, &Lg, &rope, pos0, B, n, rotate_from), "rope gpu");
+    snprintf(name, sizeof name, "rope qkv %s", tag);
+    check(name, &qkv, TOL_BF16);
+    snprintf(name, sizeof name, "rope k_cache %s", tag);
+    check(name, &kc, TOL_BF16);
+    snprintf(name, sizeof name, "rope v_cache %s", tag);
+    check(name, &vc, 0);
+    /* Both backends continue from the gpu's (bf16) rotated values, so attention is tested on equal inputs. */
+    float *h = pair_get_gpu(&qkv);
+    pair_set(&qkv, h);
+    free(h);
+    h = pair_get_gpu(&kc);
+    pair_set(&kc, h);
+    free(h);
+    pair_poison(&out);
+    int rc_c = (decode_op ? cpu->attn_full_decode : cpu->attn_full_prefill)(cpu, out.c, qkv.c, &Lc, pos0, B, n);
+    int rc_g = (decode_op ? gpu->attn_full_decode : gpu->attn_full_prefill)(gpu, out.g, qkv.g, &Lg, pos0, B, n);
+    op_rc(rc_c, "attn cpu");
+    op_rc(rc_g, "attn gpu");
+    snprintf(name, sizeof name, "attn_full_%s %s", decode_op ? "decode" : "prefill", tag);
+    check(name, &out, TOL_BF16);
+    pair_free(&qkv);
+    pair_free(&kc);
+    pair_free(&vc);
+    pair_free(&out);
+}
+
+static void full_suite(void)
+{
+    geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {8, 1, 128}, {4, 1, 80}, {6, 3, 32}, {32, 8, 128}};
+    int ng = (int)(sizeof gs / sizeof gs[0]);
+    for (int gi = 0; gi < ng; gi++) {
+        geom g = gs[gi];
+        /* first chunk of a prompt, tail chunk, odd lengths */
+        int p0[3] = {0, 0, 0};
+        test_full(g, 1, 1, 64, 0, p0, 0, 0);
+        test_full(g, 1, 77, 128, 0, p0, 0, 0);
+        int p1[3] = {130, 5, 61};
+        test_full(g, 3, 37, 256, 0, p1, 0, 0);
+        test_full(g, 3, 37, 256, 0, p1, 20, 0); /* orthros: only rows >= 20 rotated/used by full */
+        /* sliding window over a ring cache that has wrapped */
+        int p2[3] = {500, 371, 90};
+        test_full(g, 3, 45, 200, 150, p2, 0, 0);
+        /* decode: n = 1 against a long cache, sequences of different lengths; also a small n (tail) */
+        int p3[3] = {4999, 3000, 17};
+        test_full(g, 3, 1, 5000, 0, p3, 0, 1);
+        test_full(g, 3, 1, 5000, 300, p3, 0, 1);
+        int p4[1] = {2047};
+        test_full(g, 1, 2, 4096, 0, p4, 0, 0);
+    }
+    if (quick) return;
+    /* long prefill chunk against a long cache, one head geometry per mma head dim */
+    int p5[1] = {1500};
+    geom big[] = {{8, 2, 64}, {8, 2, 128}};
+    for (int i = 0; i < 2; i++) test_full(big[i], 1, 600, 2200, 0, p5, 0, 0);
+    int p6[1] = {20000};
+    geom dec[] = {{32, 8, 128}, {32, 8, 64}};
+    for (int i = 0; i < 2; i++) test_full(dec[i], 1, 1, 20001, 0, p6, 0, 1);
+}
+
+static void test_linear(geom g, orthros_fmap fmap, int F, int B, int n1, int n2, int ndec)
+{
+    int W = (g.Hq + 2 * g.Hkv) * g.d, half = F / 2;
+    int ntot = n1 > n2 ? n1 : n2;
+    pair qkv = pair_new((size_t)B * ntot * W, 0), out = pair_new((size_t)B * ntot * g.Hq * g.d, 0);
+    pair S = pair_new((size_t)B * g.Hkv * F * g.d, 1), z = pair_new((size_t)B * g.Hkv * F, 1);
+    pair fq = pair_new(fmap == ORTHROS_FMAP_HEDGEHOG ? (size_t)g.Hq * g.d * half : 1, 0);
+    pair fk = pair_new(fmap == ORTHROS_FMAP_HEDGEHOG ? (size_t)g.Hkv * g.d * half : 1, 0);
+    pair_random(&fq, 21, 1.0f / sqrtf((float)g.d), 0.0f);
+    pair_random(&fk, 22, 1.0f / sqrtf((float)g.d), 0.0f);
+    float *zero = calloc(S.n, sizeof(float));
+    pair_set(&S, zero);
+    pair_set(&z, zero);
+    free(zero);
+    orthros_attn_layer Lc = layer_for(g), Lg = layer_for(g);
+    Lc.S = S.c;
+    Lc.z = z.c;
+    Lg.S = S.g;
+    Lg.z = z.g;
+    Lc.fmap = Lg.fmap = fmap;
+    Lc.feature_dim = Lg.feature_dim = F;
+    Lc.fmap_q = fq.c;
+    Lc.fmap_k = fk.c;
+    Lg.fmap_q = fq.g;
+    Lg.fmap_k = fk.g;
+    Lc.eps = Lg.eps = 1e-6f;
+    char tag[160], name[220];
+    snprintf(tag, sizeof tag, "%s F=%d B=%d Hq=%d Hkv=%d d=%d", orthros_fmap_name(fmap), F, B, g.Hq, g.Hkv, g.d);
+    int steps[3] = {n1, n2, 0};
+    for (int call = 0; call < 2 + ndec; call++) {
+        int n = call < 2 ? steps[call] : 1, decode = call >= 2;
+        if (n <= 0) continue;
+        /* fresh q, k, v for each call; relu gets a positive bias so that denominators stay away from 0 */
+        pair_random(&qkv, 30 + call, 1.0f, fmap == ORTHROS_FMAP_RELU ? 0.3f : 0.0f);
+        pair_poison(&out);
+        int rc_c = (decode ? cpu->attn_linear_decode : cpu->attn_linear_prefill)(cpu, out.c, qkv.c, &Lc, B, n);
+        int rc_g = (decode ? gpu->attn_linear_decode : gpu->attn_linear_prefill)(gpu, out.g, qkv.g, &Lg, B, n);
+        op_rc(rc_c, "linear cpu");
+        op_rc(rc_g, "linear gpu");
+        pair o = out;
+        o.n = (size_t)B * n * g.Hq * g.d;
+        snprintf(name, sizeof name, "linear_%s call %d n=%d %s", decode ? "decode" : "prefill", call, n, tag);
+        check(name, &o, TOL_BF16);
+    }
+    snprintf(name, sizeof name, "linear state S after all calls %s", tag);
+    check(name, &S, TOL_BF16);
+    snprintf(name, sizeof name, "linear state z after all calls %s", tag);
+    check(name, &z, TOL_BF16);
+    pair_free(&qkv);
+    pair_free(&out);
+    pair_free(&S);
+    pair_free(&z);
+    pair_free(&fq);
+    pair_free(&fk);
+}
+
+static void linear_suite(void)
+{
+    geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {4, 1, 80}, {6, 3, 32}};
+    int ng = (int)(sizeof gs / sizeof gs[0]);
+    for (int gi = 0; gi < ng; gi++) {
+        geom g = gs[gi];
+        test_linear(g, ORTHROS_FMAP_ELU1, g.d, 1, 1, 70, 2);
+        test_linear(g, ORTHROS_FMAP_ELU1, g.d, 3, 130, 45, 1);
+        test_linear(g, ORTHROS_FMAP_RELU, g.d, 3, 200, 64, 1);
+        test_linear(g, ORTHROS_FMAP_HEDGEHOG, g.d, 1, 99, 1, 1);    /* F = d: chunked kernels */
+        test_linear(g, ORTHROS_FMAP_HEDGEHOG, 40, 3, 33, 70, 1);    /* F = 40: the recurrent fallback */
+    }
+    if (quick) return;
+    /* long enough for several spans of the chunked path */
+    geom gl = {8, 2, 64};
+    test_linear(gl, ORTHROS_FMAP_ELU1, 64, 1, 9000, 300, 1);
+    test_linear(gl, ORTHROS_FMAP_HEDGEHOG, 64, 3, 3000, 0, 0);
+}
+
+int main(void)
+{
+    if (!orthros_cuda_available()) {
+        printf("SKIP: no CUDA device\n");
+        return 77;
+    }
+    const char *s = getenv("ORTHROS_TEST_SEED");
+    seed_base = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
+    quick = getenv("ORTHROS_TEST_QUICK") != NULL;
+    printf("seed %llu (set ORTHROS_TEST_SEED to replay)\n", (unsigned long long)seed_base);
+    if (orthros_backend_cpu_create(&cpu)) die("cpu backend");
+    if (orthros_backend_cuda_create(&gpu)) die("cuda backend");
+
+    test_fill_upload();
+    test_embed(1, 200);
+    test_embed(77, 2048);
+    test_embed(5, 13);
+    for (int fused = 0; fused < 2; fused++) {
+        test_rmsnorm(1, 64, fused);
+        test_rmsnorm(33, 1000, fused);
+        test_rmsnorm(7, 4096, fused);
+    }
+    test_gemm(1, 96, 64, 0);
+    test_gemm(37, 1000, 200, 0);
+    test_gemm(128, 512, 4096, 0);
+    test_gemm(1, 1003, 256, 1);
+    test_gemm(5, 1003, 256, 1);
+    test_swiglu(1, 64);
+    test_swiglu(45, 1000);
+    test_argmax(3, 50000);
+    test_argmax(1, 7);
+    full_suite();
+    linear_suite();
+
+    printf("\n%d passed, %d failed\n", n_pass, n_fail);
+    gpu->destroy(gpu);
+    cpu->destroy(cpu);
+    return n_fail ? 1 : 0;
+}
