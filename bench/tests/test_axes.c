@@ -7,20 +7,8 @@
 
 #include "axes.h"
 #include "orthros.h"
+#include "testutil.h"
 
-static int n_pass, n_fail;
-
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            n_pass++;                                                                                        \
-        } else {                                                                                             \
-            n_fail++;                                                                                        \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
-            printf(__VA_ARGS__);                                                                             \
-            printf("\n");                                                                                    \
-        }                                                                                                    \
-    } while (0)
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -33,7 +21,7 @@ static void expect_ints(int line, const char *text, int64_t min_value, int64_t m
     size_t n = 12345;
     int rc = orthros_axis_parse_int_range(vals, COUNT(vals), &n, text, min_value, max_value);
     if (rc) {
-        n_fail++;
+        tu_failed++;
         printf("FAIL line %d: \"%s\" rejected: %s\n", line, text, orthros_last_error());
         return;
     }
@@ -41,10 +29,10 @@ static void expect_ints(int line, const char *text, int64_t min_value, int64_t m
     for (size_t i = 0; ok && i < n; i++)
         ok = vals[i] == want[i];
     if (ok) {
-        n_pass++;
+        tu_passed++;
         return;
     }
-    n_fail++;
+    tu_failed++;
     printf("FAIL line %d: \"%s\" gave %zu values:", line, text, n);
     for (size_t i = 0; i < n && i < 16; i++)
         printf(" %lld", (long long)vals[i]);
@@ -273,6 +261,5 @@ int main(void)
     test_reject();
     test_scalar();
     test_names();
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return tu_finish();
 }

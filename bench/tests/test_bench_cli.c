@@ -4,6 +4,7 @@
  * usage: test_bench_cli PATH/TO/orthros PATH/TO/result.schema.json */
 #define _GNU_SOURCE
 #include "schema.h"
+#include "testutil.h"
 
 #include <cjson/cJSON.h>
 #include <signal.h>
@@ -14,17 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (cond) passed++;                                                                                            \
-        else {                                                                                                         \
-            failed++;                                                                                                  \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                       \
-            fprintf(stderr, __VA_ARGS__);                                                                              \
-            fprintf(stderr, "\n");                                                                                     \
-        }                                                                                                              \
-    } while (0)
 
 static const char *bin;
 static cJSON *schema;
@@ -182,6 +172,5 @@ int main(int argc, char **argv)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0, "cleanup");
     cJSON_Delete(schema);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return tu_finish();
 }

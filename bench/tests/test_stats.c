@@ -6,21 +6,9 @@
 #include <string.h>
 
 #include "orthros.h"
+#include "testutil.h"
 #include "stats.h"
 
-static int n_pass, n_fail;
-
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (cond) {                                                                                          \
-            n_pass++;                                                                                        \
-        } else {                                                                                             \
-            n_fail++;                                                                                        \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                      \
-            printf(__VA_ARGS__);                                                                             \
-            printf("\n");                                                                                    \
-        }                                                                                                    \
-    } while (0)
 
 #define CHECK_NEAR(got, want, tol)                                                                           \
     CHECK(fabs((double)(got) - (double)(want)) <= (tol), "%s = %.17g, want %.17g (tol %g)", #got,           \
@@ -450,6 +438,5 @@ int main(void)
     test_mann_whitney();
     test_holm();
     test_wilson();
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail ? 1 : 0;
+    return tu_finish();
 }
