@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "cost.h"
+#include "report.h"
 #include "results.h"
 #include "stats.h"
 
@@ -26,9 +27,9 @@ static const char *const phase_names[] = {"prefill", "decode", "e2e", NULL};
 
 typedef struct {
     cli_model_opts mo;
-    const char *archs, *ctxs, *phases, *batches, *json, *recipe, *report;
+    const char *archs, *ctxs, *phases, *batches, *json, *recipe, *out_dir, *anchors, *models;
     int decode_tokens, warmup, reps, max_reps, resume;
-    double max_noise, timeout;
+    double max_noise, timeout, cell_budget;
 } bench_opts;
 
 static double now_s(void)
@@ -160,19 +161,46 @@ static cJSON *stats_json(const orthros_stats *st)
     return o;
 }
 
-/* Runs one cell; returns its measurement object (with "skipped" set when it could not run). */
-static cJSON *run_cell(orthros_model *m, const cell *c, const bench_opts *o, const cJSON *ceil, uint64_t seed)
+/* A measurement object holding only the cell's coordinates. */
+static cJSON *cell_json(const cell *c, const bench_opts *o)
 {
-    orthros_backend *be = orthros_model_get_backend(m);
-    const orthros_model_config *cfg = orthros_model_get_config(m);
     cJSON *out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "arch", c->arch);
     cJSON_AddStringToObject(out, "phase", c->phase);
     cJSON_AddNumberToObject(out, "ctx", c->ctx);
     cJSON_AddNumberToObject(out, "batch", c->batch);
+    cJSON_AddNumberToObject(out, "decode_tokens", strcmp(c->phase, "prefill") ? o->decode_tokens : 0);
+    return out;
+}
+
+/* The stated cost of one sample of a cell, and the tokens it processes. */
+static orthros_cost cell_cost(orthros_model *m, const cell *c, int extra, int chunk, double *tokens)
+{
+    const orthros_model_config *cfg = orthros_model_get_config(m);
+    const orthros_arch *a = orthros_model_get_arch(m);
+    double act = (double)orthros_model_get_backend(m)->act_size;
+    if (!strcmp(c->phase, "decode")) {
+        *tokens = c->batch;
+        return orthros_cost_decode(cfg, a, c->ctx, c->batch, act);
+    }
+    orthros_cost k = orthros_cost_prefill(cfg, a, c->ctx, c->batch, act, chunk);
+    *tokens = (double)c->batch * c->ctx;
+    for (int i = 0; i < extra; i++) {
+        orthros_cost d = orthros_cost_decode(cfg, a, c->ctx + i, c->batch, act);
+        k.flops += d.flops, k.attn_flops += d.attn_flops, k.bytes += d.bytes;
+    }
+    *tokens += (double)c->batch * extra;
+    return k;
+}
+
+/* Runs one cell; returns its measurement object (with "skipped" set when it could not run). */
+static cJSON *run_cell(orthros_model *m, const cell *c, const bench_opts *o, const cJSON *ceil, uint64_t seed)
+{
+    orthros_backend *be = orthros_model_get_backend(m);
+    const orthros_model_config *cfg = orthros_model_get_config(m);
+    cJSON *out = cell_json(c, o);
     int is_decode = !strcmp(c->phase, "decode");
     int extra = strcmp(c->phase, "prefill") ? o->decode_tokens : 0;
-    cJSON_AddNumberToObject(out, "decode_tokens", extra);
     size_t free_b = 0, total_b = 0;
     be->mem_info(be, &free_b, &total_b);
     int chunk = o->mo.chunk;
@@ -226,23 +254,8 @@ static cJSON *run_cell(orthros_model *m, const cell *c, const bench_opts *o, con
     cJSON_AddItemToObject(out, "stats", stats_json(&st));
 
     /* Cost model and throughput, per sample unit (a prefill, a decode step, or prefill + N steps). */
-    const orthros_arch *a = orthros_model_get_arch(m);
-    orthros_cost k;
     double tokens;
-    if (is_decode) {
-        k = orthros_cost_decode(cfg, a, c->ctx, c->batch, (double)be->act_size);
-        tokens = c->batch;
-    } else {
-        k = orthros_cost_prefill(cfg, a, c->ctx, c->batch, (double)be->act_size, orthros_session_chunk(s));
-        tokens = (double)c->batch * c->ctx;
-        if (extra) {
-            for (int i = 0; i < extra; i++) {
-                orthros_cost d = orthros_cost_decode(cfg, a, c->ctx + i, c->batch, (double)be->act_size);
-                k.flops += d.flops, k.attn_flops += d.attn_flops, k.bytes += d.bytes;
-            }
-            tokens += (double)c->batch * extra;
-        }
-    }
+    orthros_cost k = cell_cost(m, c, extra, orthros_session_chunk(s), &tokens);
     cJSON *cost = cJSON_AddObjectToObject(out, "cost");
     cJSON_AddNumberToObject(cost, "flops", k.flops);
     cJSON_AddNumberToObject(cost, "attn_flops", k.attn_flops);
@@ -377,6 +390,31 @@ static cJSON *speedups(const cJSON *meas, uint64_t seed)
     return out;
 }
 
+/* Predicted seconds of a cell (warm-up plus the minimum repetitions), extrapolating the FLOP rate measured in
+ * the longest shorter cell of the same arch, phase and batch; 0 when there is none to extrapolate from. */
+static double predict_cell_seconds(orthros_model *m, const cJSON *meas, const cell *c, const bench_opts *o,
+                                   int *from_ctx, double *rate)
+{
+    const cJSON *best = NULL, *e;
+    cJSON_ArrayForEach(e, meas)
+    {
+        if (!cJSON_GetObjectItem(e, "samples") || strcmp(cJSON_GetObjectItem(e, "arch")->valuestring, c->arch) ||
+            strcmp(cJSON_GetObjectItem(e, "phase")->valuestring, c->phase) ||
+            cJSON_GetObjectItem(e, "batch")->valueint != c->batch || cJSON_GetObjectItem(e, "ctx")->valueint >= c->ctx)
+            continue;
+        if (!best || cJSON_GetObjectItem(e, "ctx")->valueint > cJSON_GetObjectItem(best, "ctx")->valueint) best = e;
+    }
+    if (!best) return 0;
+    double flops_prev = cJSON_GetObjectItem(cJSON_GetObjectItem(best, "cost"), "flops")->valuedouble;
+    double t_prev = cJSON_GetObjectItem(cJSON_GetObjectItem(best, "stats"), "median")->valuedouble;
+    double tokens;
+    int extra = strcmp(c->phase, "prefill") ? o->decode_tokens : 0;
+    orthros_cost k = cell_cost(m, c, extra, o->mo.chunk, &tokens);
+    *from_ctx = cJSON_GetObjectItem(best, "ctx")->valueint;
+    *rate = flops_prev / t_prev;
+    return k.flops / *rate * (o->warmup + o->reps);
+}
+
 /* ---- the sweep ---- */
 
 static int parse_names(char (*out)[ORTHROS_AXIS_NAME_MAX], size_t *n, const char *text, const char *const *allowed)
@@ -427,6 +465,7 @@ static cJSON *config_json(const bench_opts *o, const char *device)
     cJSON_AddNumberToObject(c, "max_reps", o->max_reps);
     cJSON_AddNumberToObject(c, "max_noise_pct", o->max_noise);
     cJSON_AddNumberToObject(c, "timeout_s", o->timeout);
+    cJSON_AddNumberToObject(c, "cell_budget_s", o->cell_budget);
     cJSON_AddNumberToObject(c, "chunk", o->mo.chunk);
     cJSON_AddNumberToObject(c, "tail", o->mo.tail);
     cJSON_AddNumberToObject(c, "window", o->mo.window);
@@ -499,7 +538,20 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
                     double el = now_s() - t0;
                     fprintf(stderr, "[%zu/%zu] %s %s ctx %d batch %d (elapsed %.0f s)...\n", idx, total, c.arch,
                             c.phase, c.ctx, c.batch, el);
-                    cJSON *res = run_cell(m, &c, o, ceil, (uint64_t)o->mo.seed);
+                    int from = 0;
+                    double rate = 0, pred = o->cell_budget > 0 ? predict_cell_seconds(m, meas, &c, o, &from, &rate) : 0;
+                    cJSON *res;
+                    if (pred > o->cell_budget) {
+                        char why[256];
+                        snprintf(why, sizeof why,
+                                 "predicted %.0f s (warm-up + %d reps at the %.1f TFLOP/s measured at ctx %d) exceeds "
+                                 "--cell-budget %.0f s",
+                                 pred, o->reps, rate / 1e12, from, o->cell_budget);
+                        res = cell_json(&c, o);
+                        cJSON_AddStringToObject(res, "skipped", why);
+                    } else {
+                        res = run_cell(m, &c, o, ceil, (uint64_t)o->mo.seed);
+                    }
                     /* Drop an earlier skipped/failed record of the same cell. */
                     for (int k = cJSON_GetArraySize(meas) - 1; k >= 0; k--)
                         if (cell_matches(cJSON_GetArrayItem(meas, k), &c)) cJSON_DeleteItemFromArray(meas, k);
@@ -541,6 +593,64 @@ fail:
     return rc ? 1 : 0;
 }
 
+/* The named sweep behind the paper's headline claim: every model's sweep is resumable (a long run can be
+ * split over several calls), and the report is rewritten from whatever the result files hold. */
+static int run_recipe(bench_opts *o, int argc, char **argv)
+{
+    if (strcmp(o->recipe, "reproduce-21.9x")) {
+        fprintf(stderr, "orthros bench: error: unknown recipe \"%s\" (reproduce-21.9x)\n", o->recipe);
+        return 2;
+    }
+    char models[8][ORTHROS_AXIS_NAME_MAX * 4];
+    int n_models = 0;
+    {
+        /* Model specs hold '/' and ':' (paths, presets), so split by hand rather than as names. */
+        const char *p = o->models ? o->models : "preset:llama3.2-1b,preset:llama3.1-8b";
+        while (*p && n_models < 8) {
+            size_t len = strcspn(p, ",");
+            if (!len || len >= sizeof models[0]) {
+                fprintf(stderr, "orthros bench: error: bad --models list \"%s\"\n", o->models);
+                return 2;
+            }
+            memcpy(models[n_models], p, len);
+            models[n_models++][len] = '\0';
+            p += len + (p[len] == ',');
+        }
+    }
+    const char *dir = o->out_dir ? o->out_dir : "data/results/reproduce-21.9x";
+    char paths[8][4096], md[4096];
+    const char *list[8];
+    char mk[4200];
+    snprintf(mk, sizeof mk, "mkdir -p '%s'", dir);
+    if (system(mk) != 0) {
+        fprintf(stderr, "orthros bench: error: cannot create %s\n", dir);
+        return 1;
+    }
+    o->archs = "transformer,orthros";
+    o->phases = "prefill";
+    o->batches = "1";
+    if (!o->ctxs) o->ctxs = "4k:1m:x2";
+    o->resume = 1;
+    if (o->cell_budget <= 0) o->cell_budget = 240;
+    int status = 0;
+    for (int i = 0; i < n_models; i++) {
+        const char *base = strrchr(models[i], ':') ? strrchr(models[i], ':') + 1 : models[i];
+        if (strrchr(base, '/')) base = strrchr(base, '/') + 1;
+        snprintf(paths[i], sizeof paths[i], "%s/%s.json", dir, base);
+        list[i] = paths[i];
+        o->mo.model = models[i];
+        o->json = paths[i];
+        fprintf(stderr, "recipe reproduce-21.9x: %s -> %s\n", models[i], paths[i]);
+        status = run_sweep(o, argc, argv);
+        if (status) break;
+    }
+    snprintf(md, sizeof md, "%s/report.md", dir);
+    int rc = orthros_bench_report(md, list, n_models, o->anchors);
+    if (rc) return cli_fail("bench", rc);
+    fprintf(stderr, "recipe reproduce-21.9x: report in %s\n", md);
+    return status;
+}
+
 int orthros_cmd_bench(int argc, char **argv)
 {
     bench_opts o = {.archs = "transformer,orthros", .ctxs = NULL, .phases = "prefill,decode", .batches = "1",
@@ -565,6 +675,17 @@ int orthros_cmd_bench(int argc, char **argv)
     t[n++] = (cli_opt){"timeout", CLI_DOUBLE, &o.timeout, "S", "stop repeating a cell after S seconds (default 10)"};
     t[n++] = (cli_opt){"json", CLI_STR, &o.json, "FILE", "result file, rewritten after every cell (default orthros-bench.json)"};
     t[n++] = (cli_opt){"resume", CLI_FLAG, &o.resume, NULL, "keep the cells already in --json and run only the rest"};
+    t[n++] = (cli_opt){"cell-budget", CLI_DOUBLE, &o.cell_budget, "S",
+                       "skip a cell predicted (from the FLOP rate of the longest shorter cell) to take more than S seconds"};
+    t[n++] = (cli_opt){"recipe", CLI_STR, &o.recipe, "NAME",
+                       "a named sweep: reproduce-21.9x (Llama-3.2-1B and 3.1-8B shapes, transformer vs orthros, prefill "
+                       "4K to 1M, resumable, with a markdown report)"};
+    t[n++] = (cli_opt){"models", CLI_STR, &o.models, "LIST",
+                       "recipe: models to run (default preset:llama3.2-1b,preset:llama3.1-8b)"};
+    t[n++] = (cli_opt){"out-dir", CLI_STR, &o.out_dir, "DIR", "recipe: where its result files and report go "
+                                                               "(default data/results/reproduce-21.9x)"};
+    t[n++] = (cli_opt){"anchors", CLI_STR, &o.anchors, "FILE",
+                       "recipe: anchors.json of kernels/bench/anchors.py (same GPU) to quote in the report"};
     const char *pos[1];
     int npos, pr = cli_parse(argc, argv, 2, t, n, "bench",
                              "Times prefill, decode and end-to-end generation over a sweep of architectures, context "
@@ -573,6 +694,7 @@ int orthros_cmd_bench(int argc, char **argv)
                              pos, 0, &npos);
     if (pr) return pr > 0 ? 0 : 2;
     int gpu = strcmp(o.mo.device, "cpu") && (strcmp(o.mo.device, "auto") || orthros_cuda_available());
+    if (o.recipe) return run_recipe(&o, argc, argv);
     if (!o.mo.model) o.mo.model = gpu ? "preset:llama3.2-1b" : "preset:tiny";
     if (!o.ctxs) o.ctxs = gpu ? "4k:64k:x2" : "256:2k:x2";
     return run_sweep(&o, argc, argv);

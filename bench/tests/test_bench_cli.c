@@ -155,7 +155,37 @@ int main(int argc, char **argv)
     cJSON_Delete(before);
     cJSON_Delete(r);
 
-    /* 4. Invalid lists and names. */
+    /* 4. The recipe on a tiny model: a resumable sweep, a cell skipped by --cell-budget, and the report. */
+    char rdir[300], rjson[400], rmd[400];
+    snprintf(rdir, sizeof rdir, "%s/recipe", dir);
+    snprintf(rjson, sizeof rjson, "%s/tiny.json", rdir);
+    snprintf(rmd, sizeof rmd, "%s/report.md", rdir);
+    char *a4[] = {(char *)bin, "bench", "--recipe", "reproduce-21.9x", "--models", "preset:tiny", "--device", "cpu",
+                  "--ctx", "128,256,1m", "--reps", "2", "--cell-budget", "5", "--out-dir", rdir, NULL};
+    CHECK(run(a4, log) == 0, "the recipe failed (see %s)", log);
+    r = load(rjson);
+    CHECK(r != NULL, "the recipe wrote no result file");
+    if (r) {
+        validate(r, "the recipe's sweep");
+        const cJSON *m, *skipped = NULL;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItem(r, "measurements")) if (cJSON_GetObjectItem(m, "ctx")->valueint == 1048576 &&
+                                                                           !strcmp(cJSON_GetObjectItem(m, "arch")->valuestring, "transformer")) skipped = m;
+        const cJSON *why = skipped ? cJSON_GetObjectItem(skipped, "skipped") : NULL;
+        CHECK(why && strstr(why->valuestring, "--cell-budget"), "the 1M transformer cell was not skipped by the budget");
+        CHECK(count_measured(r) >= 4, "the recipe measured %d cells, expected the 4 short ones", count_measured(r));
+    }
+    cJSON_Delete(r);
+    FILE *rf = fopen(rmd, "r");
+    char text[8192] = "";
+    size_t got = rf ? fread(text, 1, sizeof text - 1, rf) : 0;
+    text[got] = '\0';
+    if (rf) fclose(rf);
+    CHECK(strstr(text, "# Reproducing the 21.9x prefill speedup") && strstr(text, "| 256 |") && strstr(text, "not run: predicted"),
+          "the report lacks its title, a measured row or the skipped cell");
+    char *a5[] = {(char *)bin, "bench", "--recipe", "reproduce-22x", "--device", "cpu", NULL};
+    CHECK(run(a5, log) == 2, "an unknown recipe was accepted");
+
+    /* 5. Invalid lists and names. */
     char *bad[][20] = {
         {(char *)bin, "bench", "--device", "cpu", "--ctx", "1k:2k:x1", "--json", json, NULL},
         {(char *)bin, "bench", "--device", "cpu", "--arch", "transformer,mamba", "--json", json, NULL},
