@@ -24,6 +24,8 @@
 extern "C" {
 #endif
 
+#define ORTHROS_TIMER_SLOTS 4
+
 typedef enum { ORTHROS_DTYPE_F32 = 0, ORTHROS_DTYPE_BF16 = 1, ORTHROS_DTYPE_F16 = 2 } orthros_dtype;
 
 /* RoPE tables and attention geometry, filled once per model. */
@@ -83,6 +85,12 @@ struct orthros_backend {
     int (*copy)(orthros_backend *be, void *dst, const void *src, size_t bytes);
     /* host[i] = fp32 src[i]. */
     int (*download_f32)(orthros_backend *be, float *host, const float *src, size_t n);
+
+    /* Timing: timer_mark records the point the backend's queued work has reached in slot (0 to
+     * ORTHROS_TIMER_SLOTS - 1); timer_seconds waits for mark b and gives the seconds from mark a to mark b
+     * (CUDA events on cuda; a monotonic clock read when the work is done, on cpu). */
+    int (*timer_mark)(orthros_backend *be, int slot);
+    int (*timer_seconds)(orthros_backend *be, int a, int b, double *seconds);
 
     /* Profiling ranges (NVTX on cuda; no-ops on cpu). */
     void (*range_push)(orthros_backend *be, const char *name);

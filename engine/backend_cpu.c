@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CPU_MAX_FEATURE 2048
@@ -27,9 +28,34 @@ static float dot_f32(const float *a, const float *b, int K)
     return s;
 }
 
+/* The cpu backend's only state: its timer marks. */
+typedef struct {
+    double marks[ORTHROS_TIMER_SLOTS];
+} cpu_impl;
+
 static void cpu_destroy(orthros_backend *be)
 {
+    free(be->impl);
     free(be);
+}
+
+/* Work on the cpu is done when the call returns, so a mark is the clock now. */
+static int cpu_timer_mark(orthros_backend *be, int slot)
+{
+    if (slot < 0 || slot >= ORTHROS_TIMER_SLOTS) return orthros_error(ORTHROS_EINVAL, "timer slot %d", slot);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ((cpu_impl *)be->impl)->marks[slot] = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return 0;
+}
+
+static int cpu_timer_seconds(orthros_backend *be, int a, int b, double *seconds)
+{
+    if (a < 0 || b < 0 || a >= ORTHROS_TIMER_SLOTS || b >= ORTHROS_TIMER_SLOTS)
+        return orthros_error(ORTHROS_EINVAL, "timer slots %d, %d", a, b);
+    const double *m = ((cpu_impl *)be->impl)->marks;
+    *seconds = m[b] - m[a];
+    return 0;
 }
 
 static void *cpu_alloc(orthros_backend *be, size_t bytes)
@@ -379,7 +405,13 @@ static void cpu_fill_info(orthros_device_info *info)
 int orthros_backend_cpu_create(orthros_backend **out)
 {
     orthros_backend *be = calloc(1, sizeof *be);
-    if (!be) return orthros_error(ORTHROS_ENOMEM, "out of host memory creating the cpu backend");
+    cpu_impl *impl = calloc(1, sizeof *impl);
+    if (!be || !impl) {
+        free(be);
+        free(impl);
+        return orthros_error(ORTHROS_ENOMEM, "out of host memory creating the cpu backend");
+    }
+    be->impl = impl;
     be->name = "cpu";
     cpu_fill_info(&be->info);
     be->act_size = sizeof(float);
@@ -394,6 +426,8 @@ int orthros_backend_cpu_create(orthros_backend **out)
     be->fill = cpu_fill;
     be->copy = cpu_copy;
     be->download_f32 = cpu_download_f32;
+    be->timer_mark = cpu_timer_mark;
+    be->timer_seconds = cpu_timer_seconds;
     be->range_push = cpu_range_push;
     be->range_pop = cpu_range_pop;
     be->embed = cpu_embed;

@@ -58,6 +58,7 @@ typedef struct {
     size_t work_cap;
     void *upload_buf;              /* device staging for F32/F16 uploads */
     int num_sms;
+    cudaEvent_t marks[ORTHROS_TIMER_SLOTS]; /* timer_mark / timer_seconds */
 } cuda_impl;
 
 static cuda_impl *impl_of(orthros_backend *be) { return (cuda_impl *)be->impl; }
@@ -120,6 +121,8 @@ static void cuda_destroy(orthros_backend *be)
         if (c->ids_host) cudaFreeHost(c->ids_host);
         if (c->work) cudaFree(c->work);
         if (c->upload_buf) cudaFree(c->upload_buf);
+        for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++)
+            if (c->marks[i]) cudaEventDestroy(c->marks[i]);
         if (c->cublas) cublasDestroy(c->cublas);
         if (c->cublas_ws) cudaFree(c->cublas_ws);
         if (c->stream) cudaStreamDestroy(c->stream);
@@ -487,6 +490,27 @@ static int create_impl(cuda_impl *c, orthros_device_info *info)
     c->ids_cap = 256;
     ORTHROS_CUDA_CHECK(cudaMalloc(&c->work, WORK_INIT_BYTES));
     c->work_cap = WORK_INIT_BYTES;
+    for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++) ORTHROS_CUDA_CHECK(cudaEventCreate(&c->marks[i]));
+    return 0;
+}
+
+static int cuda_timer_mark(orthros_backend *be, int slot)
+{
+    if (slot < 0 || slot >= ORTHROS_TIMER_SLOTS) return orthros_error(ORTHROS_EINVAL, "timer slot %d", slot);
+    cuda_impl *c = impl_of(be);
+    ORTHROS_CUDA_CHECK(cudaEventRecord(c->marks[slot], c->stream));
+    return 0;
+}
+
+static int cuda_timer_seconds(orthros_backend *be, int a, int b, double *seconds)
+{
+    if (a < 0 || b < 0 || a >= ORTHROS_TIMER_SLOTS || b >= ORTHROS_TIMER_SLOTS)
+        return orthros_error(ORTHROS_EINVAL, "timer slots %d, %d", a, b);
+    cuda_impl *c = impl_of(be);
+    float ms = 0.0f;
+    ORTHROS_CUDA_CHECK(cudaEventSynchronize(c->marks[b]));
+    ORTHROS_CUDA_CHECK(cudaEventElapsedTime(&ms, c->marks[a], c->marks[b]));
+    *seconds = 1e-3 * (double)ms;
     return 0;
 }
 
@@ -526,6 +550,8 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->fill = cuda_fill;
     be->copy = cuda_copy;
     be->download_f32 = cuda_download_f32;
+    be->timer_mark = cuda_timer_mark;
+    be->timer_seconds = cuda_timer_seconds;
     be->range_push = cuda_range_push;
     be->range_pop = cuda_range_pop;
     be->embed = cuda_embed;
