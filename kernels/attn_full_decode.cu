@@ -12,7 +12,23 @@
  * H200, B=1, Hq=32, Hkv=8, 128K cache: d=128 0.170 ms (3.15 TB/s), d=64 0.139 ms (1.93 TB/s).
  * v2: the tile is 128 keys (32 per warp) for head dim 64, so a stage moves 32 KB at either head dim and the
  * per-tile overhead (barrier, softmax) is paid per 32 KB; 3 stages for both.
- * 128K cache: d=128 0.166-0.168 ms (3.2 TB/s, 75% of copy), d=64 0.096 ms (2.8 TB/s, 65%). */
+ * 128K cache: d=128 0.166-0.168 ms (3.2 TB/s, 75% of copy), d=64 0.096 ms (2.8 TB/s, 65%).
+ * v3: (a) the split count minimises (waves of resident blocks) x (keys per split) instead of rounding "one
+ * wave" up: B * Hkv = 64 or 128 heads now take 4 or 2 splits (exactly one wave of 264 blocks) where they took
+ * 5 or 3 (1.2 / 1.45 waves). B=8 32K d128: 0.478 -> 0.303 ms (2.25 -> 3.55 TB/s). (b) the combine reads all
+ * splits' (m, l) at once with a block reduction, then sums float4 columns over interleaved splits with
+ * precomputed weights (was nsplit dependent scalar loads per thread), one block per valid row only:
+ * B=1 128K d64 0.096 -> 0.086 ms (2.8 -> 3.1 TB/s), d128 0.168 -> 0.158 ms (3.2 -> 3.4 TB/s), 64K d64
+ * 0.059 -> 0.049 ms.
+ * v4 (default): the K/V cp.async carry an L2::256B prefetch hint. Within noise of v3 (0-1%).
+ * Last run (H200, copy 4.22 TB/s; anchors PyTorch 2.11 SDPA in the same device session, one call each, so
+ * their B=1 figures carry launch overhead and moved 30% between two runs): B=1: 64K d64 0.048 ms (66% of
+ * copy; cuDNN 0.053-0.075), 128K d64 0.085 ms (75%; cuDNN 0.082-0.116), 64K d128 0.087 ms (73%), 128K d128
+ * 0.157 ms (81%; cuDNN 0.144-0.178). B=16: 64K/128K d64 0.589 / 1.163 ms (86 / 87%; cuDNN 0.554-0.622 /
+ * 1.092-1.150), d128 1.152 / 2.303 ms (88%; cuDNN 0.966-1.024 / 1.897-1.951, 4.2-4.5 TB/s: a pure read
+ * stream goes past the copy figure). Gap at B=1: a fixed ~15 us per call (two launches, the first tile's
+ * latency, the partials) on a 32-64 us floor; at B=16, 12-15% of bandwidth: next, a block per (split, all
+ * kv heads) so that each stage is one contiguous Hkv * d row run, and the combine fused into the last block. */
 #include "attn_full_decode.h"
 
 #include <math.h>
@@ -32,7 +48,7 @@ template <int D> struct dec_cfg {
     static constexpr size_t bytes = (size_t)(DEC_ROWS + 2 * NST * BN) * LD * sizeof(bf16);
 };
 
-template <int D>
+template <int D, bool PF>
 static __global__ void __launch_bounds__(DEC_WARPS * 32)
     attn_decode_split_kernel(orthros_attn_full_params p, int split_len, int nsplit)
 {
@@ -68,8 +84,13 @@ static __global__ void __launch_bounds__(DEC_WARPS * 32)
             int r = c / CH, ch = c % CH, s = ts + r;
             int ok = s < k_end;
             size_t off = ok ? (((size_t)b * p.cap + (size_t)(s % p.cap)) * p.Hkv + kv) * D + ch * 8 : 0;
-            cp_async16(sK + (buf * DEC_BN + r) * LD + ch * 8, kc + off, ok ? 16 : 0);
-            cp_async16(sV + (buf * DEC_BN + r) * LD + ch * 8, vc + off, ok ? 16 : 0);
+            if (PF) {
+                cp_async16_pf256(sK + (buf * DEC_BN + r) * LD + ch * 8, kc + off, ok ? 16 : 0);
+                cp_async16_pf256(sV + (buf * DEC_BN + r) * LD + ch * 8, vc + off, ok ? 16 : 0);
+            } else {
+                cp_async16(sK + (buf * DEC_BN + r) * LD + ch * 8, kc + off, ok ? 16 : 0);
+                cp_async16(sV + (buf * DEC_BN + r) * LD + ch * 8, vc + off, ok ? 16 : 0);
+            }
         }
     };
     // Group st holds tile st (the first also Q); empty groups keep the wait count uniform.
@@ -219,31 +240,74 @@ static __global__ void __launch_bounds__(DEC_WARPS * 32)
     }
 }
 
-/* One block per (b, kv head, row): merge the nsplit partials of that row. */
-static __global__ void attn_decode_combine_kernel(orthros_attn_full_params p, int nsplit)
+/* One block per (b, kv head, valid row): merge the nsplit partials of that row. v3: the splits' (m, l) are read
+ * by all threads at once and reduced in shared memory, then thread t sums 4 columns (one float4) over every
+ * (128 / (D / 4))-th split, with the weights exp2(m_s - M) / L precomputed, and the column groups are reduced
+ * in shared memory: a handful of independent 16-byte loads per thread instead of nsplit dependent 4-byte ones. */
+#define DEC_COMBINE_THREADS 128
+#define DEC_COMBINE_MAXW 1024
+static __global__ void __launch_bounds__(DEC_COMBINE_THREADS) attn_decode_combine_kernel(orthros_attn_full_params p, int nsplit)
 {
-    int g = p.Hq / p.Hkv, D = p.d;
-    int r = blockIdx.x % DEC_ROWS, bh = blockIdx.x / DEC_ROWS, kv = bh % p.Hkv, b = bh / p.Hkv;
-    if (r >= p.n * g) return;
-    size_t nparts = (size_t)p.B * p.Hkv * nsplit;
+    __shared__ float sw[DEC_COMBINE_MAXW];
+    __shared__ float4 sacc[DEC_COMBINE_THREADS];
+    __shared__ float red[DEC_COMBINE_THREADS / 32];
+    const int g = p.Hq / p.Hkv, D = p.d, rows = p.n * g;
+    const int r = blockIdx.x % rows, bh = blockIdx.x / rows, kv = bh % p.Hkv, b = bh / p.Hkv;
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const size_t nparts = (size_t)p.B * p.Hkv * nsplit;
     const float *pml = p.work + nparts * DEC_ROWS * D;
+    const size_t part0 = (size_t)bh * nsplit;
     float M = -INFINITY;
-    for (int s = 0; s < nsplit; s++) M = fmaxf(M, pml[(((size_t)bh * nsplit + s) * DEC_ROWS + r) * 2]);
+    for (int s = tid; s < nsplit; s += blockDim.x) M = fmaxf(M, pml[((part0 + s) * DEC_ROWS + r) * 2]);
+    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    if (lane == 0) red[warp] = M;
+    __syncthreads();
+    M = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
+    __syncthreads();
     float L = 0.0f;
-    for (int s = 0; s < nsplit; s++) {
-        const float *ml = pml + (((size_t)bh * nsplit + s) * DEC_ROWS + r) * 2;
-        if (ml[0] != -INFINITY) L += ml[1] * exp2f(ml[0] - M);
+    for (int s = tid; s < nsplit; s += blockDim.x) {
+        const float *ml = pml + ((part0 + s) * DEC_ROWS + r) * 2;
+        float w = ml[0] == -INFINITY ? 0.0f : exp2f(ml[0] - M);
+        if (s < DEC_COMBINE_MAXW) sw[s] = w;
+        L += ml[1] * w;
     }
-    float inv = L > 0.0f ? 1.0f / L : 0.0f;
-    bf16 *out = (bf16 *)p.out + (((size_t)b * p.n + r / g) * p.Hq + kv * g + r % g) * D;
-    for (int c = threadIdx.x; c < D; c += blockDim.x) {
-        float acc = 0.0f;
-        for (int s = 0; s < nsplit; s++) {
-            size_t part = (size_t)bh * nsplit + s;
-            float m = pml[(part * DEC_ROWS + r) * 2];
-            if (m != -INFINITY) acc += p.work[(part * DEC_ROWS + r) * D + c] * exp2f(m - M);
+    for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+    if (lane == 0) red[warp] = L;
+    __syncthreads();
+    L = red[0] + red[1] + red[2] + red[3];
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    const int quads = D / 4, groups = DEC_COMBINE_THREADS / quads, c4 = tid % quads, grp = tid / quads;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (grp < groups) {
+#pragma unroll 4
+        for (int s = grp; s < nsplit; s += groups) {
+            float w;
+            if (s < DEC_COMBINE_MAXW) {
+                w = sw[s];
+            } else {
+                float m = pml[((part0 + s) * DEC_ROWS + r) * 2];
+                w = m == -INFINITY ? 0.0f : exp2f(m - M);
+            }
+            float4 x = *(const float4 *)(p.work + ((part0 + s) * DEC_ROWS + r) * D + c4 * 4);
+            acc.x += w * x.x;
+            acc.y += w * x.y;
+            acc.z += w * x.z;
+            acc.w += w * x.w;
         }
-        out[c] = f2bf(acc * inv);
+    }
+    sacc[tid] = acc;
+    __syncthreads();
+    if (tid < quads) {
+        for (int j = 1; j < groups; j++) {
+            float4 x = sacc[j * quads + tid];
+            acc.x += x.x;
+            acc.y += x.y;
+            acc.z += x.z;
+            acc.w += x.w;
+        }
+        bf16 *out = (bf16 *)p.out + (((size_t)b * p.n + r / g) * p.Hq + kv * g + r % g) * D + tid * 4;
+        *(__nv_bfloat162 *)out = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
+        *(__nv_bfloat162 *)(out + 2) = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
     }
 }
 
@@ -251,9 +315,11 @@ template <int D> static int blocks_per_sm(int *out)
 {
     static int cached = 0;
     if (!cached) {
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_split_kernel<D>,
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_split_kernel<D, false>,
                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec_cfg<D>::bytes));
-        ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&cached, attn_decode_split_kernel<D>,
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_split_kernel<D, true>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec_cfg<D>::bytes));
+        ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&cached, attn_decode_split_kernel<D, true>,
                                                                          DEC_WARPS * 32, dec_cfg<D>::bytes));
         if (cached < 1) cached = 1;
     }
@@ -261,20 +327,39 @@ template <int D> static int blocks_per_sm(int *out)
     return 0;
 }
 
-/* Split length (a multiple of the tile) and count so that the blocks fill about one wave of the chip. */
+/* Split length (a multiple of the tile) and count: the blocks run in waves of per_sm * SMs, and a launch takes
+ * about (waves) x (one split's keys), so the count minimising that product wins (the fewest splits on a tie,
+ * which keeps the partials and the combine small). With B * Hkv = 64 or 128 heads this picks 4 or 2 splits
+ * (one full wave) where "about one wave" rounded up to 1.2 or 1.45 waves. */
 static int decode_plan(const orthros_attn_full_params *p, int *split_len, int *nsplit)
 {
     int per_sm = 1, rc = p->d == 64 ? blocks_per_sm<64>(&per_sm) : blocks_per_sm<128>(&per_sm);
     if (rc) return rc;
     int sms = p->num_sms > 0 ? p->num_sms : 132;
+    long slots = (long)per_sm * sms;
     int heads = p->B * p->Hkv;
-    int want = ceil_div(per_sm * sms, heads);
     int keys = p->max_keys > 0 ? p->max_keys : 1;
     int bn = p->d == 64 ? dec_cfg<64>::BN : dec_cfg<128>::BN;
-    int len = ceil_div(ceil_div(keys, want), bn) * bn;
-    if (len < DEC_MIN_SPLIT) len = DEC_MIN_SPLIT;
-    *split_len = len;
-    *nsplit = ceil_div(keys, len);
+    int max_ns = ceil_div(keys, DEC_MIN_SPLIT), cap_ns = (int)(4 * slots / heads) + 1;
+    if (max_ns > cap_ns) max_ns = cap_ns;
+    long best = -1;
+    int best_len = keys, best_ns = 1;
+    for (int ns = 1; ns <= max_ns; ns++) {
+        int len = ceil_div(ceil_div(keys, ns), bn) * bn;
+        if (len < DEC_MIN_SPLIT) len = DEC_MIN_SPLIT;
+        int real_ns = ceil_div(keys, len);
+        if (real_ns != ns) continue;
+        long waves = ((long)heads * ns + slots - 1) / slots;
+        /* A fixed cost per block (its first load's latency and the partial it writes), in keys. */
+        long cost = waves * ((long)len + 2 * bn);
+        if (best < 0 || cost < best) {
+            best = cost;
+            best_len = len;
+            best_ns = ns;
+        }
+    }
+    *split_len = best_len;
+    *nsplit = best_ns;
     return 0;
 }
 
@@ -290,6 +375,17 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_params *p)
     return (size_t)p->B * p->Hkv * nsplit * DEC_ROWS * (p->d + 2) * sizeof(float);
 }
 
+static int decode_version = ORTHROS_ATTN_DECODE_LATEST;
+
+int orthros_attn_full_decode_set_version(int version)
+{
+    if (version < 3 || version > ORTHROS_ATTN_DECODE_LATEST)
+        return orthros_error(ORTHROS_EINVAL, "decode attention: no kernel version %d (3 .. %d kept)", version,
+                             ORTHROS_ATTN_DECODE_LATEST);
+    decode_version = version;
+    return 0;
+}
+
 int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_t stream)
 {
     if (p->n <= 0 || p->B <= 0) return 0;
@@ -303,12 +399,21 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_
         return orthros_error(ORTHROS_EINVAL, "decode attention: %zu bytes of scratch given, %zu needed", p->work_bytes,
                              need);
     unsigned blocks = (unsigned)(p->B * p->Hkv * nsplit);
-    if (p->d == 64)
-        attn_decode_split_kernel<64><<<blocks, DEC_WARPS * 32, dec_cfg<64>::bytes, stream>>>(*p, split_len, nsplit);
-    else
-        attn_decode_split_kernel<128><<<blocks, DEC_WARPS * 32, dec_cfg<128>::bytes, stream>>>(*p, split_len, nsplit);
+    const bool pf = decode_version >= 4;
+    if (p->d == 64) {
+        if (pf)
+            attn_decode_split_kernel<64, true><<<blocks, DEC_WARPS * 32, dec_cfg<64>::bytes, stream>>>(*p, split_len, nsplit);
+        else
+            attn_decode_split_kernel<64, false><<<blocks, DEC_WARPS * 32, dec_cfg<64>::bytes, stream>>>(*p, split_len, nsplit);
+    } else {
+        if (pf)
+            attn_decode_split_kernel<128, true><<<blocks, DEC_WARPS * 32, dec_cfg<128>::bytes, stream>>>(*p, split_len, nsplit);
+        else
+            attn_decode_split_kernel<128, false><<<blocks, DEC_WARPS * 32, dec_cfg<128>::bytes, stream>>>(*p, split_len, nsplit);
+    }
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_split_kernel");
-    attn_decode_combine_kernel<<<(unsigned)(p->B * p->Hkv * DEC_ROWS), 128, 0, stream>>>(*p, nsplit);
+    attn_decode_combine_kernel<<<(unsigned)(p->B * p->Hkv * p->n * (p->Hq / p->Hkv)), DEC_COMBINE_THREADS, 0,
+                                 stream>>>(*p, nsplit);
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_combine_kernel");
     return 0;
 }

@@ -12,6 +12,10 @@ extern "C" {
 int orthros_attn_full_decode_supported(const orthros_attn_full_params *p);
 /* Scratch the split-K kernel needs in p->work for this shape (p->max_keys and p->num_sms set). */
 size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_params *p);
+/* The numbered kernel version used (3 .. ORTHROS_ATTN_DECODE_LATEST, the default latest; earlier ones are in
+ * the .cu history only), process-wide: for benchmarks that compare versions. */
+#define ORTHROS_ATTN_DECODE_LATEST 4
+int orthros_attn_full_decode_set_version(int version);
 int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -1,15 +1,34 @@
 /* Causal GQA softmax attention of a chunk of queries against the KV cache, flash-attention-2 style.
  *
- * v1 (this file): mma.sync m16n8k16 bf16 -> fp32. A block of 4 warps takes 64 "rows", a row being one
- * (query, head-of-the-GQA-group) pair, so the Hq/Hkv query heads that share a kv head share every K/V tile
- * load. Each warp owns 16 rows: Q fragments stay in registers, S = Q K^T and O += P V run on tensor cores,
- * P is re-packed from the S accumulators without touching shared memory, and the softmax is online in the
- * log2 domain. K/V tiles of 64 keys are double-buffered through cp.async; out-of-range keys are zero-filled
- * and masked. Row tiles are the grid's slow axis, in reverse, so that the heaviest (latest positions) start first.
- * Floor (H200, causal n=16K, Hq=32, Hkv=8): 2 n^2 Hq d FLOPs over the measured 795 TFLOP/s cuBLAS rate:
- * 1.38 ms at d=64, 2.76 ms at d=128. v1 measured 5.7 ms (191 TFLOP/s) and 12.2 ms (180 TFLOP/s). Known gap:
- * every warp re-reads the whole K and V tile from shared memory for its 16 rows (ldmatrix bandwidth bound);
- * next: 32 rows per warp or wgmma (sm_90a).
+ * A "row" is one (query, head-of-the-GQA-group) pair, so the Hq/Hkv query heads that share a kv head share
+ * every K/V tile load. Row tiles are the grid's slow axis, in reverse, so the heaviest (latest positions)
+ * start first. Floor (H200, causal n=16K, Hq=32, Hkv=8): 2 n^2 Hq d FLOPs over the measured ~785 TFLOP/s
+ * cuBLAS rate: 1.40 ms at d=64, 2.80 ms at d=128 (the K/V bytes are negligible: each tile is reused by
+ * n g / 128 row blocks, from L2). All figures: one H200 (132 SMs), batch 1, Hq=32, Hkv=8, causal, pos0=0.
+ *
+ * v1: mma.sync m16n8k16 bf16 -> fp32, 4 warps x 16 rows = 64 rows per block, K/V tiles of 64 keys
+ *     double-buffered through cp.async, Q fragments in registers, P re-packed from the S accumulators as the
+ *     A operand of P V (no shared-memory round trip), online softmax in the log2 domain, masking only on
+ *     tiles that cross a causal edge / window start. 16K: d64 5.65-5.73 ms (192-195 TFLOP/s), d128
+ *     12.4 ms (178). Gap: each warp reads the whole K and V tile from shared memory for only 16 rows
+ *     (one ldmatrix.x4 per 2 mma), and the exp/softmax chain between the two GEMMs stalls the tensor cores.
+ * v2: 32 rows per warp (two m16 tiles share every K and V fragment: one ldmatrix.x4 per 4 mma), 128 rows
+ *     per block; 3-stage cp.async ring; exp2 as ex2.approx.ftz with the 1/sqrt(d) log2(e) scale folded into
+ *     one FFMA; a warp skips tiles wholly outside its rows' causal/window range; d64: BN 64, Q in registers;
+ *     d128: BN 32, Q re-read from shared memory (the 32 x 128 fp32 accumulator already takes 128
+ *     registers); 237-246 registers, no spills, 2 blocks/SM. 16K: d64 4.33-4.39 ms (250-254), d128
+ *     8.34-8.36 ms (263-264); 64K: d64 260, d128 268.
+ * v3: v2 with a lazy rescale: O is multiplied by exp2(m_old - m_new) only when some row of the warp changed
+ *     its max in this tile (warp vote), which after the first tiles is rare. 16K: d64 4.26 ms (258), d128
+ *     8.01 ms (274).
+ * v4 (default): v3 with 2x larger key tiles, fewer barriers and rescale/max rounds per key: d64 BN 128 with
+ *     Q re-read from shared memory, d128 BN 64; 2 stages; 255 registers with small spills (8 B at d64, 96 B
+ *     at d128) that still pay off. 16K: d64 4.14 ms (266), d128 7.63 ms (288); 64K: d64 64.1 ms (274),
+ *     d128 121.5 ms (290). Same run, PyTorch 2.11 SDPA: flash 291 / 313 (d64 16K / 64K), 343 / 350 (d128);
+ *     cuDNN 465 / 457, 634 / 600. So v4 is at 85-91% of flash and 45-58% of cuDNN, 35-37% of the floor.
+ *     Known gap: one warp does QK^T, softmax and PV in sequence, so with 2 warps per scheduler the tensor
+ *     cores idle during the softmax; next: issue QK^T of tile t+1 before the softmax of tile t (needs the
+ *     registers of a second S tile), or wgmma (sm_90a) with two ping-ponging warpgroups as cuDNN/FA3 do.
  * The plain kernel handles head dims other than 64 and 128: one warp per row, fp32, online softmax. */
 #include "attn_full_prefill.h"
 
@@ -206,6 +225,261 @@ template <int D> static int launch_mma(const orthros_attn_full_params *p, cudaSt
     return 0;
 }
 
+/* ---- v2-v4: 32 rows per warp (two m16 tiles), 128 rows per block ---- */
+
+static __device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* Tile shapes of v2-v4: BN keys per K/V stage, NST stages, Q kept in registers or re-read from shared memory
+ * every tile (v2's d 128 and v4, where the accumulators leave no room for it). */
+template <int D, int BN_, int NST_, bool QREG_> struct fa2_cfg {
+    static constexpr int BM = 128, MT = 2, BN = BN_, NST = NST_;
+    static constexpr bool QREG = QREG_;
+    static constexpr int LD = D + SMEM_PAD;
+    static constexpr size_t bytes = (size_t)(BM + 2 * NST * BN) * LD * sizeof(bf16);
+};
+
+template <int D, int BN_, int NST_, bool QREG_, bool LAZY>
+static __global__ void __launch_bounds__(FA_WARPS * 32, 2) attn_prefill_mma2_kernel(orthros_attn_full_params p)
+{
+    using C = fa2_cfg<D, BN_, NST_, QREG_>;
+    constexpr int LD = C::LD, KT = D / 16, DT = D / 8, CH = D / 8, BM = C::BM, BN = C::BN, MT = C::MT, NST = C::NST;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16 *sQ = (bf16 *)smem_raw;   // [BM][LD]
+    bf16 *sK = sQ + BM * LD;       // [NST][BN][LD]
+    bf16 *sV = sK + NST * BN * LD; // [NST][BN][LD]
+
+    const int g = p.Hq / p.Hkv, rows = p.n * g;
+    const int tile = gridDim.y - 1 - blockIdx.y, kv = blockIdx.x % p.Hkv, b = blockIdx.x / p.Hkv;
+    const int r0 = tile * BM;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, tid = threadIdx.x;
+    const int W = (p.Hq + 2 * p.Hkv) * D;
+    const int pos0 = p.pos0[b];
+    const int r_last = min(r0 + BM, rows) - 1;
+    const int t_first = pos0 + r0 / g, t_last = pos0 + r_last / g;
+    const int s_begin = p.window > 0 ? max(0, t_first - p.window + 1) : 0;
+    const int s_end = t_last + 1;
+    const int ntiles = (s_end - s_begin + BN - 1) / BN;
+    // This warp's rows: [wr0, wr1]; the keys they can see: [wlo, wt1]. Tiles outside are skipped by the warp.
+    const int wr0 = min(r0 + warp * 32, r_last), wr1 = min(r0 + warp * 32 + 31, r_last);
+    const int wt0 = pos0 + wr0 / g, wt1 = pos0 + wr1 / g;
+    const int wlo0 = p.window > 0 ? max(0, wt0 - p.window + 1) : 0;
+    const int wlo1 = p.window > 0 ? max(0, wt1 - p.window + 1) : 0;
+
+    const bf16 *qkv = (const bf16 *)p.qkv + (size_t)b * p.n * W;
+    for (int c = tid; c < BM * CH; c += blockDim.x) {
+        int r = c / CH, ch = c % CH, rr = r0 + r;
+        const bf16 *src = qkv;
+        int ok = rr < rows;
+        if (ok) src = qkv + (size_t)(rr / g) * W + (kv * g + rr % g) * D + ch * 8;
+        cp_async16(sQ + r * LD + ch * 8, src, ok ? 16 : 0);
+    }
+    const bf16 *kc = (const bf16 *)p.k_cache + (size_t)b * p.cap * p.Hkv * D + (size_t)kv * D;
+    const bf16 *vc = (const bf16 *)p.v_cache + (size_t)b * p.cap * p.Hkv * D + (size_t)kv * D;
+    const size_t rstride = (size_t)p.Hkv * D;
+    auto load_kv = [&](int t) {
+        int ts = s_begin + t * BN, buf = t % NST;
+#pragma unroll 1
+        for (int i = 0; i < BN * CH / (FA_WARPS * 32); i++) {
+            int c = tid + i * FA_WARPS * 32, r = c / CH, ch = c % CH, s = ts + r;
+            int ok = s < s_end;
+            size_t off = ok ? (size_t)(s % p.cap) * rstride + ch * 8 : 0;
+            cp_async16(sK + (buf * BN + r) * LD + ch * 8, kc + off, ok ? 16 : 0);
+            cp_async16(sV + (buf * BN + r) * LD + ch * 8, vc + off, ok ? 16 : 0);
+        }
+    };
+#pragma unroll
+    for (int st = 0; st < NST - 1; st++) {
+        if (st < ntiles) load_kv(st);
+        cp_async_commit();
+    }
+
+    // Thread rows: m-tile mt holds rows wbase + mt*16 + lane/4 (A) and + 8 (B).
+    const int wbase = r0 + warp * 32 + lane / 4;
+    int tq[MT][2], lo[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int r = wbase + mt * 16 + h * 8;
+            tq[mt][h] = r < rows ? pos0 + r / g : -1;
+            lo[mt][h] = p.window > 0 ? max(0, tq[mt][h] - p.window + 1) : 0;
+        }
+    const float sl2 = 1.4426950408889634f / sqrtf((float)D);
+
+    uint32_t qf[C::QREG ? MT : 1][C::QREG ? KT : 1][4];
+    float o[MT][DT][4];
+    float m[MT][2], l[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int i = 0; i < DT; i++) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.0f;
+        m[mt][0] = m[mt][1] = -INFINITY;
+        l[mt][0] = l[mt][1] = 0.0f;
+    }
+    const bf16 *qw = sQ + (warp * 32 + lane % 16) * LD + (lane / 16) * 8;
+
+    for (int t = 0; t < ntiles; t++) {
+        cp_async_wait<NST - 2>();
+        __syncthreads();
+        if (t + NST - 1 < ntiles) load_kv(t + NST - 1);
+        cp_async_commit();
+        if (C::QREG && t == 0) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int kk = 0; kk < KT; kk++)
+                    ldmatrix_x4(qf[mt][kk][0], qf[mt][kk][1], qf[mt][kk][2], qf[mt][kk][3],
+                                qw + mt * 16 * LD + kk * 16);
+        }
+        const int ts = s_begin + t * BN;
+        // The whole tile is past this warp's last row, or before its first row's window: nothing to add.
+        if (ts > wt1 || ts + BN - 1 < wlo0) continue;
+        const bf16 *k = sK + (t % NST) * BN * LD, *v = sV + (t % NST) * BN * LD;
+        float s[MT][BN / 8][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KT; kk++) {
+            uint32_t qa[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                if (C::QREG) {
+#pragma unroll
+                    for (int j = 0; j < 4; j++) qa[mt][j] = qf[C::QREG ? mt : 0][C::QREG ? kk : 0][j];
+                } else {
+                    ldmatrix_x4(qa[mt][0], qa[mt][1], qa[mt][2], qa[mt][3], qw + mt * 16 * LD + kk * 16);
+                }
+            }
+#pragma unroll
+            for (int nt = 0; nt < BN / 8; nt += 2) {
+                uint32_t bb[4];
+                ldmatrix_x4(bb[0], bb[1], bb[2], bb[3],
+                            k + (nt * 8 + (lane % 8) + (lane / 16) * 8) * LD + kk * 16 + ((lane / 8) % 2) * 8);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    mma_bf16_16816(s[mt][nt], qa[mt], bb);
+                    mma_bf16_16816(s[mt][nt + 1], qa[mt], bb + 2);
+                }
+            }
+        }
+        // Masking only where the tile crosses one of this warp's rows' causal edge or window start.
+        const bool need_mask = ts + BN - 1 > wt0 || ts < wlo1;
+        if (need_mask) {
+            const int kb = ts + (lane % 4) * 2;
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++) {
+                        int key = kb + nt * 8 + (c & 1);
+                        if (key > tq[mt][c / 2] || key < lo[mt][c / 2]) s[mt][nt][c] = -INFINITY;
+                    }
+        }
+        float fs[MT][2];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float mx = -INFINITY;
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; nt++) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                float mn = fmaxf(m[mt][h], mx);
+                // A row with every key masked so far keeps m = -inf; 0 as its reference gives exp2 = 0, not NaN.
+                float u = mn == -INFINITY ? 0.0f : mn * sl2;
+                float f = ex2(m[mt][h] * sl2 - u);
+                m[mt][h] = mn;
+                float sum = 0.0f;
+#pragma unroll
+                for (int nt = 0; nt < BN / 8; nt++) {
+                    s[mt][nt][2 * h] = ex2(fmaf(s[mt][nt][2 * h], sl2, -u));
+                    s[mt][nt][2 * h + 1] = ex2(fmaf(s[mt][nt][2 * h + 1], sl2, -u));
+                    sum += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
+                }
+                l[mt][h] = l[mt][h] * f + sum;
+                fs[mt][h] = f;
+            }
+        }
+        // Once the row maxima settle, most tiles change none of the warp's 32 of them: skip the rescale then.
+        if (!LAZY || __any_sync(0xffffffffu, fs[0][0] != 1.0f || fs[0][1] != 1.0f || fs[MT - 1][0] != 1.0f ||
+                                        fs[MT - 1][1] != 1.0f)) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int i = 0; i < DT; i++) {
+                    o[mt][i][0] *= fs[mt][0];
+                    o[mt][i][1] *= fs[mt][0];
+                    o[mt][i][2] *= fs[mt][1];
+                    o[mt][i][3] *= fs[mt][1];
+                }
+        }
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) {
+            uint32_t a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                a[mt][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                a[mt][1] = pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                a[mt][2] = pack_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                a[mt][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dt = 0; dt < DT; dt += 2) {
+                uint32_t bb[4];
+                ldmatrix_x4_trans(bb[0], bb[1], bb[2], bb[3],
+                                  v + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LD + dt * 8 + (lane / 16) * 8);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    mma_bf16_16816(o[mt][dt], a[mt], bb);
+                    mma_bf16_16816(o[mt][dt + 1], a[mt], bb + 2);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+    bf16 *out = (bf16 *)p.out + (size_t)b * p.n * p.Hq * D;
+    const int col = (lane % 4) * 2;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float lt = l[mt][h];
+            lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+            lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
+            int r = wbase + mt * 16 + h * 8;
+            if (r < rows) {
+                bf16 *dst = out + ((size_t)(r / g) * p.Hq + kv * g + r % g) * D + col;
+#pragma unroll
+                for (int i = 0; i < DT; i++)
+                    *(__nv_bfloat162 *)(dst + i * 8) =
+                        __floats2bfloat162_rn(o[mt][i][2 * h] * inv, o[mt][i][2 * h + 1] * inv);
+            }
+        }
+}
+
+template <int D, int BN, int NST, bool QREG, bool LAZY>
+static int launch_mma2(const orthros_attn_full_params *p, cudaStream_t stream)
+{
+    size_t smem = fa2_cfg<D, BN, NST, QREG>::bytes;
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_mma2_kernel<D, BN, NST, QREG, LAZY>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    int g = p->Hq / p->Hkv;
+    dim3 grid(p->Hkv * p->B, ceil_div(p->n * g, fa2_cfg<D, BN, NST, QREG>::BM));
+    attn_prefill_mma2_kernel<D, BN, NST, QREG, LAZY><<<grid, FA_WARPS * 32, smem, stream>>>(*p);
+    ORTHROS_CUDA_LAUNCH_CHECK("attn_prefill_mma2_kernel");
+    return 0;
+}
+
 /* One warp per (b, i, h) row; lane j holds dims j, j + 32, ... of q and of the accumulator. */
 #define GEN_MAXE (ORTHROS_MAX_HEAD_DIM / 32)
 static __global__ void attn_generic_kernel(orthros_attn_full_params p)
@@ -270,12 +544,36 @@ int orthros_attn_full_generic_bf16(const orthros_attn_full_params *p, cudaStream
     return 0;
 }
 
+static int prefill_version = ORTHROS_ATTN_PREFILL_LATEST;
+
+int orthros_attn_full_prefill_set_version(int version)
+{
+    if (version < 1 || version > ORTHROS_ATTN_PREFILL_LATEST)
+        return orthros_error(ORTHROS_EINVAL, "attention prefill: no kernel version %d", version);
+    prefill_version = version;
+    return 0;
+}
+
 int orthros_attn_full_prefill_bf16(const orthros_attn_full_params *p, cudaStream_t stream)
 {
     if (p->n <= 0 || p->B <= 0) return 0;
     if (p->Hkv <= 0 || p->Hq % p->Hkv)
         return orthros_error(ORTHROS_EINVAL, "attention: %d query heads not a multiple of %d kv heads", p->Hq, p->Hkv);
-    if (p->d == 64) return launch_mma<64>(p, stream);
-    if (p->d == 128) return launch_mma<128>(p, stream);
+    if (p->d == 64) {
+        switch (prefill_version) {
+        case 1: return launch_mma<64>(p, stream);
+        case 2: return launch_mma2<64, 64, 3, true, false>(p, stream);
+        case 3: return launch_mma2<64, 64, 3, true, true>(p, stream);
+        default: return launch_mma2<64, 128, 2, false, true>(p, stream);
+        }
+    }
+    if (p->d == 128) {
+        switch (prefill_version) {
+        case 1: return launch_mma<128>(p, stream);
+        case 2: return launch_mma2<128, 32, 3, false, false>(p, stream);
+        case 3: return launch_mma2<128, 32, 3, false, true>(p, stream);
+        default: return launch_mma2<128, 64, 2, false, true>(p, stream);
+        }
+    }
     return orthros_attn_full_generic_bf16(p, stream);
 }

@@ -44,6 +44,13 @@ static __device__ __forceinline__ void cp_async16(void *dst, const void *src, in
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
+/* The same with a 256-byte L2 prefetch hint: streaming reads of long rows (the decode KV cache) ask DRAM for
+ * whole 256-byte sectors groups at once. */
+static __device__ __forceinline__ void cp_async16_pf256(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(src_bytes));
+}
 static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> static __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "attn_full_decode.h"
+#include "attn_full_prefill.h"
 #include "backend.h"
 
 #define SAMPLES 7
@@ -202,37 +204,49 @@ static void free_attn(attn_ctx *a)
     if (a->L.z) be->free(be, a->L.z);
 }
 
-static void bench_decode(int d, int B, int L)
+/* version 0: the default (latest) kernel; else that numbered version of attn_full_decode.cu. */
+static void bench_decode_v(int d, int B, int L, int version)
 {
     attn_ctx a;
     double samples[SAMPLES];
     setup_attn(&a, 32, 8, d, B, 1, L);
     a.decode = 1;
     for (int b = 0; b < B; b++) a.pos0[b] = L - 1;
+    if (version) must(orthros_attn_full_decode_set_version(version), "decode version");
     double t = time_op(run_attn, &a, samples);
     double bytes = 2.0 * B * (double)L * 8 * d * 2;
     double flops = 4.0 * B * (double)L * 32 * d;
     char shape[96];
     snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d", B, L, d);
+    if (version) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " v%d", version);
     record("attn_full_decode", shape, flops, bytes, t, samples);
     free_attn(&a);
+    must(orthros_attn_full_decode_set_version(ORTHROS_ATTN_DECODE_LATEST), "decode version");
 }
 
-static void bench_prefill(int d, int n, int pos0)
+static void bench_decode(int d, int B, int L) { bench_decode_v(d, B, L, 0); }
+
+/* version 0: the default (latest) kernel; else that numbered version of attn_full_prefill.cu. */
+static void bench_prefill_v(int d, int n, int pos0, int version)
 {
     attn_ctx a;
     double samples[SAMPLES];
     setup_attn(&a, 32, 8, d, 1, n, pos0 + n);
     a.pos0[0] = pos0;
+    if (version) must(orthros_attn_full_prefill_set_version(version), "prefill version");
     double t = time_op(run_attn, &a, samples);
     /* QK^T and PV over the causal triangle (and the full block of earlier positions). */
     double flops = 4.0 * n * 32.0 * d * ((double)pos0 + n / 2.0);
     double bytes = 2.0 * (pos0 + n) * 8.0 * d * 2 + 2.0 * n * 32.0 * d * 2;
     char shape[96];
     snprintf(shape, sizeof shape, "n=%d pos0=%d Hq=32 Hkv=8 d=%d", n, pos0, d);
+    if (version) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " v%d", version);
     record("attn_full_prefill", shape, flops, bytes, t, samples);
     free_attn(&a);
+    must(orthros_attn_full_prefill_set_version(ORTHROS_ATTN_PREFILL_LATEST), "prefill version");
 }
+
+static void bench_prefill(int d, int n, int pos0) { bench_prefill_v(d, n, pos0, 0); }
 
 static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode)
 {
@@ -315,6 +329,20 @@ int main(int argc, char **argv)
         bench_prefill(d, quick ? 4096 : 16384, 0);
         bench_prefill(d, 4096, 28672);
         bench_prefill(d, 1, 131071);
+    }
+    /* The causal prefill sweep of the issue (16K to 128K, one sequence), each kernel version at 16K. */
+    for (int di = 0; di < 2; di++) {
+        int d = di ? 128 : 64;
+        for (int v = 1; v <= ORTHROS_ATTN_PREFILL_LATEST; v++) bench_prefill_v(d, 16384, 0, v);
+        bench_prefill(d, 65536, 0);
+        if (!quick) bench_prefill(d, 131072, 0);
+    }
+    /* Decode at the issue's shapes (64K and 128K caches, batch 1 and 16), each kept kernel version. */
+    for (int di = 0; di < 2; di++) {
+        int d = di ? 128 : 64;
+        for (int li = 0; li < 2; li++)
+            for (int bi = 0; bi < 2; bi++)
+                for (int v = 3; v <= ORTHROS_ATTN_DECODE_LATEST; v++) bench_decode_v(d, bi ? 16 : 1, li ? 131072 : 65536, v);
     }
     for (int di = 0; di < 2; di++) {
         int d = di ? 128 : 64;

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "attn_full_decode.h"
+#include "attn_full_prefill.h"
 #include "backend.h"
 
 #define TOL_BF16 1e-4
@@ -423,6 +425,30 @@ static void full_suite(void)
         test_full(g, 3, 1, 5000, 300, p3, 0, 1);
         int p4[1] = {2047};
         test_full(g, 1, 2, 4096, 0, p4, 0, 0);
+    }
+    /* The prefill kernel's tile edges: 128 (query, head) rows per block and 32 per warp, so with GQA 1:1 a
+     * block holds 128 queries, with 16:1 only 8; chunks not a multiple of either, windows that start inside a
+     * key tile, ring caches that have wrapped, and n = 1 with 32 rows per kv head (too many for decode). */
+    /* Every kept version of the prefill kernel (they differ in tile shapes), the default last. */
+    geom edge[] = {{4, 4, 64}, {2, 2, 128}, {16, 1, 128}, {16, 1, 64}, {32, 1, 64}, {8, 2, 64}};
+    for (int v = 1; v <= ORTHROS_ATTN_PREFILL_LATEST; v++) {
+        if (orthros_attn_full_prefill_set_version(v)) die("prefill version");
+        printf("prefill kernel version %d\n", v);
+        for (int i = 0; i < 6; i++) {
+            int pa[3] = {0, 0, 0}, pb[3] = {700, 129, 3}, pc[1] = {1000};
+            test_full(edge[i], 1, 300, 300, 0, pa, 0, 0);
+            test_full(edge[i], 3, 130, 900, 0, pb, 0, 0);
+            test_full(edge[i], 3, 161, 300, 97, pb, 0, 0);
+            test_full(edge[i], 1, 1, 1001, 0, pc, 0, 0);
+            test_full(edge[i], 1, 3, 1003, 0, pc, 0, 0);
+        }
+    }
+    /* The decode kernel's kept versions (v3 without, v4 with the L2 prefetch hint), the default last. */
+    for (int v = 3; v <= ORTHROS_ATTN_DECODE_LATEST; v++) {
+        if (orthros_attn_full_decode_set_version(v)) die("decode version");
+        int p3[3] = {4999, 3000, 17};
+        test_full(gs[1], 3, 1, 5000, 0, p3, 0, 1);
+        test_full(gs[0], 3, 1, 5000, 300, p3, 0, 1);
     }
     if (quick) return;
     /* long prefill chunk against a long cache, one head geometry per mma head dim */
