@@ -1,0 +1,672 @@
+/* orthros compare: per cell, a one-sided Mann-Whitney U test in each direction on the raw samples (Holm-
+ * corrected across cells, per direction) and a percentile-bootstrap 95% interval of median(NEW) /
+ * median(BASE); the verdict needs both (docs/compare.md). The statistics are those of stats.c. */
+#define _GNU_SOURCE
+#include "compare.h"
+#include "cli.h"
+#include "results.h"
+#include "stats.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FILES 64
+#define CONFIG_KEYS_N 8
+
+/* Run-configuration fields of bench files that must agree, where both files carry them. */
+static const char *const config_keys[CONFIG_KEYS_N] = {"model",  "decode_tokens", "device",      "tail",
+                                                       "window", "hybrid_every",  "feature_map", "chunk"};
+
+static const char *const verdict_names[] = {"SAME", "FAST", "SLOW", "AMBIGUOUS", "UNMATCHED"};
+
+const char *orthros_verdict_name(orthros_verdict v)
+{
+    return (unsigned)v < 5 ? verdict_names[v] : "?";
+}
+
+void orthros_compare_opts_default(orthros_compare_opts *o)
+{
+    *o = (orthros_compare_opts){.threshold_pct = 5.0, .alpha = 0.05, .resamples = 5000, .seed = 1};
+}
+
+/* ---- collecting cells ---- */
+
+/* One cell of one side: its samples pooled over the side's files (seconds). */
+typedef struct {
+    char key[192];
+    double *x;
+    size_t n, cap;
+    int files_measured; /* files of the side in which the cell has samples */
+    int files_seen;     /* files in which the cell appears at all */
+    char why[96];       /* skipped / error text of an unmeasured record */
+} side_cell;
+
+typedef struct {
+    side_cell *c;
+    size_t n, cap;
+    int n_files;
+} side;
+
+static void side_free(side *s)
+{
+    for (size_t i = 0; i < s->n; i++) free(s->c[i].x);
+    free(s->c);
+    memset(s, 0, sizeof *s);
+}
+
+static side_cell *side_find(const side *s, const char *key)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->c[i].key, key)) return &s->c[i];
+    return NULL;
+}
+
+static int side_get(side_cell **out, side *s, const char *key)
+{
+    if ((*out = side_find(s, key))) return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 32;
+        side_cell *c = realloc(s->c, cap * sizeof *c);
+        if (!c) return orthros_error(ORTHROS_ENOMEM, "out of memory collecting cells");
+        s->c = c, s->cap = cap;
+    }
+    *out = &s->c[s->n++];
+    memset(*out, 0, sizeof **out);
+    snprintf((*out)->key, sizeof (*out)->key, "%s", key);
+    return 0;
+}
+
+/* Appends a file's record of a cell: samples times scale (to seconds), or the reason it has none. */
+static int side_add(side *s, const char *key, const cJSON *samples, double scale, const char *why, const char *name,
+                    int *seen_in_file)
+{
+    side_cell *c;
+    int rc = side_get(&c, s, key);
+    if (rc) return rc;
+    /* A cell repeated within one file counts once toward files_seen / files_measured. */
+    int first = !*seen_in_file;
+    *seen_in_file = 1;
+    if (first) c->files_seen++;
+    int n = cJSON_GetArraySize(samples);
+    if (!cJSON_IsArray(samples) || n == 0) {
+        if (!c->why[0]) snprintf(c->why, sizeof c->why, "%s", why && why[0] ? why : "not measured");
+        return 0;
+    }
+    if (c->n + (size_t)n > c->cap) {
+        size_t cap = 2 * (c->n + (size_t)n);
+        double *x = realloc(c->x, cap * sizeof *x);
+        if (!x) return orthros_error(ORTHROS_ENOMEM, "out of memory collecting samples");
+        c->x = x, c->cap = cap;
+    }
+    const cJSON *v;
+    cJSON_ArrayForEach(v, samples)
+    {
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+            return orthros_error(ORTHROS_EFORMAT, "%s: cell %s has a sample that is not a finite number", name, key);
+        c->x[c->n++] = v->valuedouble * scale;
+    }
+    if (first || c->files_measured < c->files_seen) c->files_measured++;
+    return 0;
+}
+
+typedef enum { KIND_BENCH, KIND_KERNELS } file_kind;
+
+static int detect_kind(file_kind *k, const cJSON *root, const char *name)
+{
+    const cJSON *kind = cJSON_GetObjectItem(root, "kind");
+    if (cJSON_IsString(kind)) {
+        if (!strcmp(kind->valuestring, "bench") && cJSON_IsArray(cJSON_GetObjectItem(root, "measurements"))) {
+            *k = KIND_BENCH;
+            return 0;
+        }
+        return orthros_error(ORTHROS_EFORMAT,
+                             "%s is a \"%s\" result file; compare takes bench result files (orthros bench, or "
+                             "bench_kernels)",
+                             name, kind->valuestring);
+    }
+    const cJSON *res = cJSON_GetObjectItem(root, "results"), *first = cJSON_GetArrayItem(res, 0);
+    if (cJSON_IsArray(res) && (!first || (cJSON_GetObjectItem(first, "op") && cJSON_GetObjectItem(first, "samples_ms")))) {
+        *k = KIND_KERNELS;
+        return 0;
+    }
+    return orthros_error(ORTHROS_EFORMAT, "%s is neither an orthros bench result file nor a bench_kernels file", name);
+}
+
+static const char *str_item(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int collect(side *s, const cJSON *root, file_kind kind, const char *name)
+{
+    const cJSON *m;
+    size_t start = s->n;
+    int rc;
+    s->n_files++;
+    /* seen[] flags, per cell of this side, whether this file already had it. */
+    size_t nseen = 0, capseen = 0;
+    char **keys = NULL;
+    int *seen = NULL;
+    const cJSON *list = cJSON_GetObjectItem(root, kind == KIND_BENCH ? "measurements" : "results");
+    (void)start;
+    cJSON_ArrayForEach(m, list)
+    {
+        char key[192];
+        if (kind == KIND_BENCH) {
+            const char *arch = str_item(m, "arch"), *phase = str_item(m, "phase");
+            const cJSON *ctx = cJSON_GetObjectItem(m, "ctx"), *batch = cJSON_GetObjectItem(m, "batch");
+            if (!arch || !phase || !cJSON_IsNumber(ctx) || !cJSON_IsNumber(batch)) {
+                rc = orthros_error(ORTHROS_EFORMAT, "%s: a measurement lacks arch, phase, ctx or batch", name);
+                goto done;
+            }
+            snprintf(key, sizeof key, "%s %s ctx %d batch %d", arch, phase, ctx->valueint, batch->valueint);
+        } else {
+            const char *op = str_item(m, "op"), *shape = str_item(m, "shape");
+            if (!op || !shape) {
+                rc = orthros_error(ORTHROS_EFORMAT, "%s: a result lacks op or shape", name);
+                goto done;
+            }
+            snprintf(key, sizeof key, "%s %s", op, shape);
+        }
+        int *flag = NULL;
+        for (size_t i = 0; i < nseen; i++)
+            if (!strcmp(keys[i], key)) flag = &seen[i];
+        if (!flag) {
+            if (nseen == capseen) {
+                capseen = capseen ? 2 * capseen : 32;
+                char **k2 = realloc(keys, capseen * sizeof *k2);
+                if (k2) keys = k2;
+                int *s2 = realloc(seen, capseen * sizeof *s2);
+                if (s2) seen = s2;
+                if (!k2 || !s2) {
+                    rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+                    goto done;
+                }
+            }
+            keys[nseen] = strdup(key);
+            seen[nseen] = 0;
+            if (!keys[nseen]) {
+                rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+                goto done;
+            }
+            flag = &seen[nseen++];
+        }
+        const char *why = str_item(m, "skipped");
+        if (!why) why = str_item(m, "error");
+        const cJSON *samples = cJSON_GetObjectItem(m, kind == KIND_BENCH ? "samples" : "samples_ms");
+        if ((rc = side_add(s, key, samples, kind == KIND_BENCH ? 1.0 : 1e-3, why, name, flag))) goto done;
+    }
+    rc = 0;
+done:
+    for (size_t i = 0; i < nseen; i++) free(keys[i]);
+    free(keys);
+    free(seen);
+    return rc;
+}
+
+/* The configuration fields that must agree between two bench files, where both have them. */
+static int check_config(const cJSON *a, const char *an, const cJSON *b, const char *bn)
+{
+    const cJSON *ca = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "run"), "config");
+    const cJSON *cb = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "run"), "config");
+    for (int i = 0; i < CONFIG_KEYS_N; i++) {
+        const cJSON *va = cJSON_GetObjectItem(ca, config_keys[i]), *vb = cJSON_GetObjectItem(cb, config_keys[i]);
+        if (!va || !vb) continue;
+        int same = cJSON_Compare(va, vb, 1);
+        if (!same && cJSON_IsNumber(va) && cJSON_IsNumber(vb)) same = va->valuedouble == vb->valuedouble;
+        if (!same) {
+            char *ta = cJSON_PrintUnformatted(va), *tb = cJSON_PrintUnformatted(vb);
+            int rc = orthros_error(ORTHROS_EINVAL, "the files do not match: run.config.%s is %s in %s but %s in %s",
+                                   config_keys[i], ta ? ta : "?", an, tb ? tb : "?", bn);
+            free(ta);
+            free(tb);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- statistics per cell ---- */
+
+/* log of the number of ways to split nb + nn values into the two samples: the exact test's smallest p is
+ * 1 / C(nb + nn, nb). */
+static double log_binom(size_t n, size_t k)
+{
+    return lgamma((double)n + 1) - lgamma((double)k + 1) - lgamma((double)(n - k) + 1);
+}
+
+static void set_note(orthros_compare_cell *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_note(orthros_compare_cell *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->note, sizeof c->note, fmt, ap);
+    va_end(ap);
+}
+
+static int test_cell(orthros_compare_cell *c, const side_cell *b, const side_cell *n, const orthros_compare_opts *o)
+{
+    int rc;
+    orthros_mwu slow, fast;
+    c->n_base = b->n, c->n_new = n->n;
+    if ((rc = orthros_stats_median(&c->median_base, b->x, b->n)) || (rc = orthros_stats_median(&c->median_new, n->x, n->n)))
+        return rc;
+    c->ratio = c->median_new / c->median_base;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->x[i] <= 0) {
+            set_note(c, "a BASE sample is not positive");
+            return 0;
+        }
+    if ((rc = orthros_stats_bootstrap_ratio_ci(&c->ci_lo, &c->ci_hi, n->x, n->n, b->x, b->n, 0.95, o->resamples,
+                                               o->seed)))
+        return rc;
+    if ((rc = orthros_stats_mann_whitney(&slow, n->x, n->n, b->x, b->n)) ||
+        (rc = orthros_stats_mann_whitney(&fast, b->x, b->n, n->x, n->n)))
+        return rc;
+    c->u_slow = slow.u, c->p_slow = slow.p, c->p_fast = fast.p, c->exact = slow.exact;
+    if (-log_binom(b->n + n->n, b->n) >= log(o->alpha) - 1e-9) {
+        set_note(c, "too few samples: with %zu and %zu the test cannot reach p < %g", b->n, n->n, o->alpha);
+        return 0;
+    }
+    c->tested = 1;
+    return 0;
+}
+
+static void decide(orthros_compare_cell *c, const orthros_compare_opts *o)
+{
+    double up = 1.0 + o->threshold_pct / 100.0, down = 1.0 / up;
+    if (!c->tested) {
+        c->verdict = ORTHROS_VERDICT_AMBIGUOUS;
+        return;
+    }
+    int sig_slow = c->p_slow_holm < o->alpha, sig_fast = c->p_fast_holm < o->alpha;
+    if (sig_slow && c->ci_lo > up) {
+        c->verdict = ORTHROS_VERDICT_SLOW;
+    } else if (sig_fast && c->ci_hi < down) {
+        c->verdict = ORTHROS_VERDICT_FAST;
+    } else if (c->ci_lo >= down && c->ci_hi <= up) {
+        c->verdict = ORTHROS_VERDICT_SAME;
+    } else {
+        c->verdict = ORTHROS_VERDICT_AMBIGUOUS;
+        if (c->ci_lo > up || c->ci_hi < down)
+            set_note(c, "interval beyond the threshold but the test is not significant after Holm");
+        else if (c->ci_hi - c->ci_lo > up - down)
+            set_note(c, "too noisy: the interval is wider than the band [%.3f, %.3f]", down, up);
+        else
+            set_note(c, "the interval straddles the threshold");
+    }
+}
+
+int orthros_compare_run(orthros_compare_result *out, const cJSON *const *base, const char *const *base_names,
+                        size_t n_base, const cJSON *const *cmp, const char *const *cmp_names, size_t n_cmp,
+                        const orthros_compare_opts *o)
+{
+    side sb = {0}, sn = {0};
+    file_kind k0 = KIND_BENCH, k = KIND_BENCH;
+    int rc = 0;
+    double *p = NULL, *adj = NULL;
+    size_t *idx = NULL;
+    memset(out, 0, sizeof *out);
+    if (!n_base || !n_cmp) return orthros_error(ORTHROS_EINVAL, "each side needs at least one file");
+    if (!(o->alpha > 0 && o->alpha < 1) || !(o->threshold_pct >= 0) || o->resamples < 100 ||
+        o->resamples > ORTHROS_STATS_MAX_RESAMPLES)
+        return orthros_error(ORTHROS_EINVAL, "need 0 < alpha < 1, threshold >= 0 and 100 <= resamples <= %d",
+                             ORTHROS_STATS_MAX_RESAMPLES);
+    for (size_t side_i = 0; side_i < 2; side_i++) {
+        const cJSON *const *f = side_i ? cmp : base;
+        const char *const *names = side_i ? cmp_names : base_names;
+        size_t nf = side_i ? n_cmp : n_base;
+        for (size_t i = 0; i < nf; i++) {
+            if ((rc = detect_kind(&k, f[i], names[i]))) goto fail;
+            if (!side_i && !i) k0 = k;
+            if (k != k0) {
+                rc = orthros_error(ORTHROS_EINVAL, "the files do not match: %s and %s are of different kinds", base_names[0],
+                                   names[i]);
+                goto fail;
+            }
+            if (k == KIND_BENCH && (rc = check_config(base[0], base_names[0], f[i], names[i]))) goto fail;
+            if ((rc = collect(side_i ? &sn : &sb, f[i], k, names[i]))) goto fail;
+        }
+    }
+    out->kind = k0 == KIND_BENCH ? "bench" : "kernels";
+
+    /* Every cell of either side, BASE's order first. */
+    size_t cap = sb.n + sn.n;
+    out->cells = calloc(cap ? cap : 1, sizeof *out->cells);
+    p = malloc((cap ? cap : 1) * sizeof *p);
+    adj = malloc((cap ? cap : 1) * sizeof *adj);
+    idx = malloc((cap ? cap : 1) * sizeof *idx);
+    if (!out->cells || !p || !adj || !idx) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t s = 0; s < 2; s++) {
+        const side *here = s ? &sn : &sb, *there = s ? &sb : &sn;
+        for (size_t i = 0; i < here->n; i++) {
+            const side_cell *hc = &here->c[i], *tc = side_find(there, hc->key);
+            if (s && tc) continue; /* already taken from BASE */
+            orthros_compare_cell *c = &out->cells[out->n_cells++];
+            const side_cell *b = s ? tc : hc, *n = s ? hc : tc;
+            snprintf(c->key, sizeof c->key, "%s", hc->key);
+            c->median_base = c->median_new = c->ratio = c->ci_lo = c->ci_hi = NAN;
+            c->u_slow = c->p_slow = c->p_fast = c->p_slow_holm = c->p_fast_holm = NAN;
+            c->n_base = b ? b->n : 0, c->n_new = n ? n->n : 0;
+            int b_all = b && b->files_measured == sb.n_files, n_all = n && n->files_measured == sn.n_files;
+            int b_none = !b || b->files_measured == 0, n_none = !n || n->files_measured == 0;
+            if (b_none && n_none) {
+                /* Not measured anywhere (e.g. skipped for memory on both sides): not a mismatch. */
+                c->verdict = ORTHROS_VERDICT_UNMATCHED;
+                set_note(c, "not measured in either: %s", b && b->why[0] ? b->why : n && n->why[0] ? n->why : "absent");
+                continue;
+            }
+            if (!b_all || !n_all) out->mismatch = 1;
+            if (b_none || n_none) {
+                c->verdict = ORTHROS_VERDICT_UNMATCHED;
+                const side_cell *miss = b_none ? b : n;
+                set_note(c, "measured in %s only%s%s", b_none ? "NEW" : "BASE", miss && miss->why[0] ? "; other side: " : "",
+                         miss && miss->why[0] ? miss->why : "");
+                continue;
+            }
+            if ((rc = test_cell(c, b, n, o))) goto fail;
+            if (!b_all || !n_all) set_note(c, "missing from some of the %s files", !b_all ? "BASE" : "NEW");
+        }
+    }
+    /* Holm across the tested cells, each direction on its own. */
+    for (int dir = 0; dir < 2; dir++) {
+        size_t m = 0;
+        for (size_t i = 0; i < out->n_cells; i++)
+            if (out->cells[i].tested) {
+                idx[m] = i;
+                p[m++] = dir ? out->cells[i].p_fast : out->cells[i].p_slow;
+            }
+        if (m && (rc = orthros_stats_holm(adj, p, m))) goto fail;
+        for (size_t j = 0; j < m; j++) {
+            if (dir) out->cells[idx[j]].p_fast_holm = adj[j];
+            else out->cells[idx[j]].p_slow_holm = adj[j];
+        }
+    }
+    for (size_t i = 0; i < out->n_cells; i++) {
+        orthros_compare_cell *c = &out->cells[i];
+        if (c->verdict != ORTHROS_VERDICT_UNMATCHED) {
+            char keep[sizeof c->note];
+            snprintf(keep, sizeof keep, "%s", c->note);
+            c->note[0] = '\0';
+            decide(c, o);
+            if (!c->tested || !c->note[0]) snprintf(c->note, sizeof c->note, "%s", keep);
+            else if (keep[0]) {
+                char both[2 * sizeof c->note + 4];
+                snprintf(both, sizeof both, "%s; %s", keep, c->note);
+                memcpy(c->note, both, sizeof c->note - 1); /* truncated to the note's size */
+                c->note[sizeof c->note - 1] = '\0';
+            }
+        }
+        out->count[c->verdict]++;
+    }
+    rc = 0;
+    goto done;
+fail:
+    orthros_compare_result_free(out);
+done:
+    free(p);
+    free(adj);
+    free(idx);
+    side_free(&sb);
+    side_free(&sn);
+    return rc;
+}
+
+void orthros_compare_result_free(orthros_compare_result *r)
+{
+    free(r->cells);
+    memset(r, 0, sizeof *r);
+}
+
+int orthros_compare_exit_code(const orthros_compare_result *r)
+{
+    if (r->count[ORTHROS_VERDICT_SLOW]) return 1;
+    if (r->mismatch || r->count[ORTHROS_VERDICT_SAME] + r->count[ORTHROS_VERDICT_FAST] == 0) return 2;
+    return 0;
+}
+
+/* ---- the command ---- */
+
+/* A time with a unit that keeps three or four significant digits. */
+static void fmt_time(char *buf, size_t n, double s)
+{
+    if (isnan(s)) snprintf(buf, n, "-");
+    else if (s >= 1.0) snprintf(buf, n, "%.4g s", s);
+    else if (s >= 1e-3) snprintf(buf, n, "%.4g ms", s * 1e3);
+    else snprintf(buf, n, "%.4g us", s * 1e6);
+}
+
+static void fmt_num(char *buf, size_t n, const char *f, double v)
+{
+    if (isnan(v)) snprintf(buf, n, "-");
+    else snprintf(buf, n, f, v);
+}
+
+/* "commit abc1234567 on NVIDIA H200" for a file's header line. */
+static void describe(char *buf, size_t n, const cJSON *root)
+{
+    const char *commit = str_item(cJSON_GetObjectItem(root, "tool"), "git_commit");
+    const cJSON *dev = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "environment"), "device");
+    if (!dev) dev = cJSON_GetObjectItem(root, "device");
+    const char *gpu = str_item(dev, "name");
+    snprintf(buf, n, "commit %.10s on %s", commit ? commit : "unknown", gpu ? gpu : "unknown device");
+}
+
+static const char *rule_text(char *buf, size_t n, const orthros_compare_opts *o)
+{
+    double up = 1 + o->threshold_pct / 100;
+    snprintf(buf, n,
+             "SLOW: Holm-adjusted one-sided Mann-Whitney p(NEW slower) < %g and the 95%% bootstrap interval of "
+             "median(NEW)/median(BASE) entirely above %.4g; FAST: p(NEW faster) < %g and the interval entirely below "
+             "%.4g; SAME: the interval within [%.4g, %.4g]; AMBIGUOUS otherwise (too few samples, too noisy)",
+             o->alpha, up, o->alpha, 1 / up, 1 / up, up);
+    return buf;
+}
+
+static void print_table(FILE *f, const orthros_compare_result *r, int markdown)
+{
+    if (markdown)
+        fprintf(f, "| cell | n base | n new | median base | median new | ratio | 95%% CI | p slow (Holm) | p fast (Holm) "
+                   "| verdict | note |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- |\n");
+    else
+        fprintf(f, "%-44s %6s %6s %11s %11s %7s %17s %8s %8s  %-9s %s\n", "cell", "n_base", "n_new", "base", "new",
+                "ratio", "95% CI", "p_slow", "p_fast", "verdict", "note");
+    for (size_t i = 0; i < r->n_cells; i++) {
+        const orthros_compare_cell *c = &r->cells[i];
+        char mb[32], mn[32], ra[32], ci[48], ps[32], pf[32];
+        fmt_time(mb, sizeof mb, c->n_base ? c->median_base : NAN);
+        fmt_time(mn, sizeof mn, c->n_new ? c->median_new : NAN);
+        fmt_num(ra, sizeof ra, "%.4f", c->ratio);
+        if (isnan(c->ci_lo)) snprintf(ci, sizeof ci, "-");
+        else snprintf(ci, sizeof ci, "[%.4f, %.4f]", c->ci_lo, c->ci_hi);
+        fmt_num(ps, sizeof ps, "%.2g", c->p_slow_holm);
+        fmt_num(pf, sizeof pf, "%.2g", c->p_fast_holm);
+        if (markdown)
+            fprintf(f, "| %s | %zu | %zu | %s | %s | %s | %s | %s | %s | **%s** | %s |\n", c->key, c->n_base, c->n_new, mb, mn,
+                    ra, ci, ps, pf, orthros_verdict_name(c->verdict), c->note);
+        else
+            fprintf(f, "%-44s %6zu %6zu %11s %11s %7s %17s %8s %8s  %-9s %s\n", c->key, c->n_base, c->n_new, mb, mn, ra, ci,
+                    ps, pf, orthros_verdict_name(c->verdict), c->note);
+    }
+}
+
+static void summary_line(char *buf, size_t n, const orthros_compare_result *r)
+{
+    snprintf(buf, n, "%zu SLOW, %zu FAST, %zu SAME, %zu AMBIGUOUS, %zu unmatched%s -> exit %d",
+             r->count[ORTHROS_VERDICT_SLOW], r->count[ORTHROS_VERDICT_FAST], r->count[ORTHROS_VERDICT_SAME],
+             r->count[ORTHROS_VERDICT_AMBIGUOUS], r->count[ORTHROS_VERDICT_UNMATCHED],
+             r->mismatch ? " (the files' cells do not match)" : "", orthros_compare_exit_code(r));
+}
+
+static cJSON *result_json(const orthros_compare_result *r, const orthros_compare_opts *o, const char *base_arg,
+                          const char *new_arg)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "kind", "compare");
+    cJSON_AddStringToObject(root, "files_kind", r->kind);
+    cJSON_AddStringToObject(root, "base", base_arg);
+    cJSON_AddStringToObject(root, "new", new_arg);
+    cJSON_AddNumberToObject(root, "threshold_pct", o->threshold_pct);
+    cJSON_AddNumberToObject(root, "alpha", o->alpha);
+    cJSON_AddNumberToObject(root, "resamples", (double)o->resamples);
+    cJSON_AddNumberToObject(root, "seed", (double)o->seed);
+    cJSON *cells = cJSON_AddArrayToObject(root, "cells");
+    for (size_t i = 0; i < r->n_cells; i++) {
+        const orthros_compare_cell *c = &r->cells[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "cell", c->key);
+        cJSON_AddNumberToObject(e, "n_base", (double)c->n_base);
+        cJSON_AddNumberToObject(e, "n_new", (double)c->n_new);
+        cJSON_AddNumberToObject(e, "median_base", c->median_base); /* cJSON writes NAN as null */
+        cJSON_AddNumberToObject(e, "median_new", c->median_new);
+        cJSON_AddNumberToObject(e, "ratio", c->ratio);
+        cJSON_AddNumberToObject(e, "ci95_lo", c->ci_lo);
+        cJSON_AddNumberToObject(e, "ci95_hi", c->ci_hi);
+        cJSON_AddNumberToObject(e, "u_slow", c->u_slow);
+        cJSON_AddNumberToObject(e, "p_slow", c->p_slow);
+        cJSON_AddNumberToObject(e, "p_fast", c->p_fast);
+        cJSON_AddNumberToObject(e, "p_slow_holm", c->p_slow_holm);
+        cJSON_AddNumberToObject(e, "p_fast_holm", c->p_fast_holm);
+        cJSON_AddBoolToObject(e, "exact", c->exact);
+        cJSON_AddBoolToObject(e, "tested", c->tested);
+        cJSON_AddStringToObject(e, "verdict", orthros_verdict_name(c->verdict));
+        cJSON_AddStringToObject(e, "note", c->note);
+        cJSON_AddItemToArray(cells, e);
+    }
+    cJSON *s = cJSON_AddObjectToObject(root, "summary");
+    for (int v = 0; v < 5; v++) cJSON_AddNumberToObject(s, verdict_names[v], (double)r->count[v]);
+    cJSON_AddBoolToObject(s, "mismatch", r->mismatch);
+    cJSON_AddNumberToObject(root, "exit_code", orthros_compare_exit_code(r));
+    return root;
+}
+
+/* Splits a comma-separated list of files into names[] (pointers into buf) and loads each. */
+static int load_side(cJSON **roots, const char **names, size_t *n, char *buf)
+{
+    *n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (*n == MAX_FILES) return orthros_error(ORTHROS_EINVAL, "more than %d files on one side", MAX_FILES);
+        names[*n] = t;
+        int rc = orthros_result_load(&roots[*n], t);
+        if (rc) return rc;
+        if (!roots[*n]) return orthros_error(ORTHROS_EIO, "%s: no such file", t);
+        (*n)++;
+    }
+    if (!*n) return orthros_error(ORTHROS_EINVAL, "an empty list of files");
+    return 0;
+}
+
+int orthros_cmd_compare(int argc, char **argv)
+{
+    const char *cmd = "compare", *md_path = NULL, *json_path = NULL;
+    orthros_compare_opts o;
+    orthros_compare_opts_default(&o);
+    int resamples = (int)o.resamples, seed = (int)o.seed;
+    cli_opt t[8];
+    int n = 0;
+    t[n++] = (cli_opt){"threshold", CLI_DOUBLE, &o.threshold_pct, "PCT",
+                       "smallest change that counts, in percent of the BASE median (default 5)"};
+    t[n++] = (cli_opt){"alpha", CLI_DOUBLE, &o.alpha, "A", "level of each one-sided test after Holm's correction (default 0.05)"};
+    t[n++] = (cli_opt){"markdown", CLI_STR, &md_path, "FILE", "also write the table as markdown"};
+    t[n++] = (cli_opt){"json", CLI_STR, &json_path, "FILE", "also write every cell's statistics as JSON"};
+    t[n++] = (cli_opt){"resamples", CLI_INT, &resamples, "N", "bootstrap resamples of the ratio of medians (default 5000)"};
+    t[n++] = (cli_opt){"seed", CLI_INT, &seed, "S", "bootstrap seed (default 1)"};
+    const char *pos[3];
+    int npos, pr = cli_parse(
+                  argc, argv, 2, t, n, cmd,
+                  "orthros compare BASE.json NEW.json: compares two benchmark result files (orthros bench, or\n"
+                  "kernels/bench/bench_kernels) cell by cell.\n"
+                  "Cells are matched by (arch, phase, ctx, batch) (kernel files: by op and shape); run.config's model,\n"
+                  "decode_tokens, device and schedule options must agree. BASE and NEW may each be a comma-separated\n"
+                  "list of files of one configuration (rounds of an interleaved run): samples are pooled per cell.\n\n"
+                  "Per cell, with r = median(NEW) / median(BASE), t = threshold / 100:\n"
+                  "  p_slow, p_fast: one-sided Mann-Whitney U tests on the raw samples (NEW slower; NEW faster),\n"
+                  "                  each Holm-corrected across the tested cells;\n"
+                  "  [lo, hi]:       percentile-bootstrap 95% interval of r (seeded);\n"
+                  "  SLOW       when p_slow < alpha and lo > 1 + t;\n"
+                  "  FAST       when p_fast < alpha and hi < 1 / (1 + t);\n"
+                  "  SAME       when 1 / (1 + t) <= lo and hi <= 1 + t;\n"
+                  "  AMBIGUOUS  otherwise, and whenever the exact test could not reach alpha with the sample counts\n"
+                  "             (1 / C(n_base + n_new, n_base) >= alpha: too few samples).\n"
+                  "Exit status: 1 when some cell is SLOW; else 2 when the files do not match (a cell measured on one\n"
+                  "side only, different configurations, not bench files) or no cell is SAME or FAST; else 0.\n"
+                  "See docs/compare.md.",
+                  pos, 3, &npos);
+    if (pr) return pr > 0 ? 0 : 2;
+    if (npos != 2) {
+        fprintf(stderr, "orthros %s: error: need two arguments, BASE.json and NEW.json (see --help)\n", cmd);
+        return 2;
+    }
+    if (resamples < 100 || seed < 0) {
+        fprintf(stderr, "orthros %s: error: --resamples must be at least 100 and --seed non-negative\n", cmd);
+        return 2;
+    }
+    o.resamples = (size_t)resamples, o.seed = (uint64_t)seed;
+    cJSON *rb[MAX_FILES] = {0}, *rn[MAX_FILES] = {0};
+    const char *nb_names[MAX_FILES], *nn_names[MAX_FILES];
+    size_t nb = 0, nn = 0;
+    char *bbuf = strdup(pos[0]), *nbuf = strdup(pos[1]);
+    orthros_compare_result r = {0};
+    int rc, status = 2;
+    if (!bbuf || !nbuf) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = load_side(rb, nb_names, &nb, bbuf)) || (rc = load_side(rn, nn_names, &nn, nbuf))) goto fail;
+    if ((rc = orthros_compare_run(&r, (const cJSON *const *)rb, nb_names, nb, (const cJSON *const *)rn, nn_names, nn, &o)))
+        goto fail;
+    status = orthros_compare_exit_code(&r);
+
+    char db[160], dn[160], rule[512], sum[160];
+    describe(db, sizeof db, rb[0]);
+    describe(dn, sizeof dn, rn[0]);
+    rule_text(rule, sizeof rule, &o);
+    summary_line(sum, sizeof sum, &r);
+    printf("compare (%s files): BASE %s (%zu file%s, %s) vs NEW %s (%zu file%s, %s)\nrule: %s\n\n", r.kind, pos[0], nb,
+           nb > 1 ? "s" : "", db, pos[1], nn, nn > 1 ? "s" : "", dn, rule);
+    print_table(stdout, &r, 0);
+    printf("\nsummary: %s\n", sum);
+    if (md_path) {
+        FILE *f = fopen(md_path, "w");
+        if (!f) {
+            rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing", md_path);
+            status = 2;
+            goto fail;
+        }
+        fprintf(f, "### orthros compare\n\nBASE `%s` (%s) vs NEW `%s` (%s).\n\nRule: %s.\n\n", pos[0], db, pos[1], dn, rule);
+        print_table(f, &r, 1);
+        fprintf(f, "\n**%s**\n", sum);
+        if (fclose(f)) {
+            rc = orthros_error(ORTHROS_EIO, "%s: write failed", md_path);
+            status = 2;
+            goto fail;
+        }
+    }
+    if (json_path) {
+        cJSON *j = result_json(&r, &o, pos[0], pos[1]);
+        rc = orthros_result_write(json_path, j);
+        cJSON_Delete(j);
+        if (rc) {
+            status = 2;
+            goto fail;
+        }
+    }
+    rc = 0;
+fail:
+    if (rc) fprintf(stderr, "orthros %s: error: %s\n", cmd, orthros_last_error());
+    orthros_compare_result_free(&r);
+    for (size_t i = 0; i < MAX_FILES; i++) {
+        cJSON_Delete(rb[i]);
+        cJSON_Delete(rn[i]);
+    }
+    free(bbuf);
+    free(nbuf);
+    return status;
+}

@@ -1,0 +1,261 @@
+/* orthros plot end to end: a small cpu bench run plus hand-made eval and anchor files are turned into every
+ * figure, in PNG and in SVG; each file must exist and be a valid image of its format. Figures whose data is
+ * absent are skipped with a message, and a missing gnuplot is a clear error.
+ * The eval files are written here by hand, in the shape planned for `orthros eval` (a JSON object with
+ * "kind": "eval", the bench files' tool / run / environment header, and "cells" of {task, arch, ctx, depth |
+ * pairs, n, accuracy, ci95_lo, ci95_hi}), because that command does not exist yet.
+ * usage: test_plot PATH/TO/orthros PATH/TO/plots [KEEP_DIR] */
+#define _GNU_SOURCE
+#include "stats.h"
+#include "testutil.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The figures of issue 6, as orthros plot names them. */
+#define N_FIGURES 6
+static const char *const figures[N_FIGURES] = {"prefill_latency", "speedup", "decode_latency", "throughput", "niah", "mqar"};
+
+static const char *bin, *scripts;
+static char dir[4096];
+
+/* Runs argv with stdout and stderr into log; returns the exit status. */
+static int run(char **args, const char *log)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr)) _exit(126);
+        execv(args[0], args);
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)n + 1);
+    size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (!b) return NULL;
+    b[got] = 0;
+    if (len) *len = got;
+    return b;
+}
+
+static int log_has(const char *log, const char *text)
+{
+    char *s = slurp(log, NULL);
+    int found = s && strstr(s, text);
+    free(s);
+    return found;
+}
+
+static void write_json(const char *path, cJSON *root)
+{
+    char *text = cJSON_Print(root);
+    CHECK(text && tu_write_text(path, text) == 0, "cannot write %s", path);
+    free(text);
+    cJSON_Delete(root);
+}
+
+/* The header every result file carries (results.h), filled by hand. */
+static cJSON *header(const char *kind)
+{
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "schema_version", 1);
+    cJSON_AddStringToObject(r, "kind", kind);
+    cJSON *tool = cJSON_AddObjectToObject(r, "tool");
+    cJSON_AddStringToObject(tool, "name", "orthros");
+    cJSON_AddStringToObject(tool, "git_commit", "0123456789abcdef");
+    cJSON_AddBoolToObject(tool, "dirty", 0);
+    cJSON *run = cJSON_AddObjectToObject(r, "run");
+    cJSON_AddArrayToObject(run, "argv");
+    cJSON_AddNumberToObject(run, "seed", 1);
+    cJSON *cfg = cJSON_AddObjectToObject(run, "config");
+    cJSON_AddStringToObject(cfg, "model", "preset:tiny");
+    cJSON *env = cJSON_AddObjectToObject(r, "environment");
+    cJSON_AddStringToObject(env, "backend", "cpu");
+    cJSON *dev = cJSON_AddObjectToObject(env, "device");
+    cJSON_AddStringToObject(dev, "name", "hand-made eval file");
+    return r;
+}
+
+static void add_eval_cell(cJSON *cells, const char *task, const char *arch, int ctx, const char *key, int value, int n,
+                          int k)
+{
+    cJSON *c = cJSON_CreateObject();
+    double lo = 0, hi = 1;
+    orthros_stats_wilson(&lo, &hi, k, n, ORTHROS_STATS_Z95);
+    cJSON_AddStringToObject(c, "task", task);
+    cJSON_AddStringToObject(c, "arch", arch);
+    cJSON_AddNumberToObject(c, "ctx", ctx);
+    cJSON_AddNumberToObject(c, key, value);
+    cJSON_AddNumberToObject(c, "n", n);
+    cJSON_AddNumberToObject(c, "accuracy", (double)k / n);
+    cJSON_AddNumberToObject(c, "ci95_lo", lo);
+    cJSON_AddNumberToObject(c, "ci95_hi", hi);
+    cJSON_AddItemToArray(cells, c);
+}
+
+/* NIAH: transformer recalls everywhere, linear fails past its state's reach, orthros in between; one cell
+ * left out to check that a hole in the grid is drawn as '-'. MQAR: accuracy falls with the number of pairs,
+ * faster for linear attention. */
+static void write_eval(const char *path, int niah, int mqar)
+{
+    static const char *const archs[] = {"transformer", "orthros", "linear"};
+    static const int ctxs[] = {256, 512, 1024, 2048}, depths[] = {0, 25, 50, 75, 100}, pairs[] = {4, 8, 16, 32, 64};
+    cJSON *r = header("eval"), *cells = cJSON_AddArrayToObject(r, "cells");
+    for (int a = 0; a < 3; a++) {
+        for (int c = 0; niah && c < 4; c++)
+            for (int d = 0; d < 5; d++) {
+                if (a == 1 && c == 3 && d == 2) continue;
+                int n = 20, k = a == 0 ? 20 - (c + d) % 2 : a == 1 ? 20 - c * 2 - (d == 0) : 20 - c * 5 - d;
+                add_eval_cell(cells, "niah", archs[a], ctxs[c], "depth", depths[d], n, k < 0 ? 0 : k);
+            }
+        for (int p = 0; mqar && p < 5; p++) {
+            int n = 64, k = a == 0 ? 64 - p : a == 1 ? 62 - 3 * p : 60 - 13 * p;
+            add_eval_cell(cells, "mqar", archs[a], 512, "pairs", pairs[p], n, k < 0 ? 0 : k);
+        }
+    }
+    write_json(path, r);
+}
+
+/* An anchor file in the shape of kernels/bench/anchors.py's: SDPA prefill times (made up, small lengths). */
+static void write_anchors(const char *path)
+{
+    cJSON *r = cJSON_CreateObject(), *cases = cJSON_AddArrayToObject(r, "cases");
+    cJSON_AddStringToObject(r, "device", "hand-made");
+    for (int ctx = 64; ctx <= 256; ctx *= 2) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "op", "prefill");
+        cJSON_AddStringToObject(c, "backend", "flash");
+        cJSON_AddNumberToObject(c, "head_dim", 64);
+        cJSON_AddNumberToObject(c, "ctx", ctx);
+        cJSON_AddNumberToObject(c, "batch", 1);
+        cJSON_AddNumberToObject(c, "median_s", 1e-6 * ctx * ctx / 64.0);
+        cJSON_AddItemToArray(cases, c);
+    }
+    write_json(path, r);
+}
+
+static void check_image(const char *fig, const char *fmt, int want)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s/%s.%s", dir, fmt, fig, fmt);
+    size_t len = 0;
+    char *s = slurp(path, &len);
+    if (!want) {
+        CHECK(!s, "%s should not have been made", path);
+        free(s);
+        return;
+    }
+    CHECK(s && len > 100, "%s is missing or tiny", path);
+    if (s && !strcmp(fmt, "png")) {
+        static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+        CHECK(len > 8 && !memcmp(s, sig, 8), "%s does not start with the PNG signature", path);
+    } else if (s) {
+        const char *p = s;
+        while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+        CHECK(!strncmp(p, "<?xml", 5) || !strncmp(p, "<svg", 4), "%s does not start with <?xml or <svg", path);
+        CHECK(strstr(s, "<svg") && strstr(s, "</svg>"), "%s lacks an <svg> element or its end", path);
+    }
+    free(s);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_plot ORTHROS PLOTS_DIR [KEEP_DIR]\n");
+        return 2;
+    }
+    bin = argv[1], scripts = argv[2];
+    if (argc > 3) {
+        snprintf(dir, sizeof dir, "%s", argv[3]);
+        mkdir(dir, 0777);
+    } else {
+        char *t = tu_tempdir();
+        snprintf(dir, sizeof dir, "%s", t ? t : "/tmp");
+        free(t);
+    }
+    char bench[4200], eval[4200], anchors[4200], niah_only[4200], log[4200], out_png[4200], out_svg[4200], out3[4200];
+    snprintf(bench, sizeof bench, "%s/bench.json", dir);
+    snprintf(eval, sizeof eval, "%s/eval.json", dir);
+    snprintf(niah_only, sizeof niah_only, "%s/eval-niah.json", dir);
+    snprintf(anchors, sizeof anchors, "%s/anchors.json", dir);
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    snprintf(out_png, sizeof out_png, "%s/png", dir);
+    snprintf(out_svg, sizeof out_svg, "%s/svg", dir);
+    snprintf(out3, sizeof out3, "%s/partial", dir);
+
+    char *b[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer,orthros,linear",
+                 "--ctx", "64:256:x2", "--phase", "prefill,decode", "--reps", "3", "--max-reps", "3", "--decode-tokens",
+                 "4", "--json", bench, NULL};
+    int rc = run(b, log);
+    CHECK(rc == 0, "bench exited %d (log %s)", rc, log);
+    write_eval(eval, 1, 1);
+    write_eval(niah_only, 1, 0);
+    write_anchors(anchors);
+
+    /* Every figure, PNG then SVG. */
+    char *p1[] = {(char *)bin, "plot", bench, eval, anchors, "--out", out_png, "--scripts", (char *)scripts, NULL};
+    rc = run(p1, log);
+    CHECK(rc == 0, "plot --format png exited %d (log %s)", rc, log);
+    char *p2[] = {(char *)bin, "plot", bench, eval, anchors, "--out", out_svg, "--format", "svg", "--scripts", (char *)scripts, NULL};
+    rc = run(p2, log);
+    CHECK(rc == 0, "plot --format svg exited %d (log %s)", rc, log);
+    for (int f = 0; f < N_FIGURES; f++) {
+        check_image(figures[f], "png", 1);
+        check_image(figures[f], "svg", 1);
+        char dat[4300];
+        struct stat sb;
+        snprintf(dat, sizeof dat, "%s/%s.dat", out_png, figures[f]);
+        CHECK(stat(dat, &sb) == 0 && sb.st_size > 0, "%s is missing", dat);
+    }
+    /* The anchors reach the prefill figure's data, the hole in the NIAH grid is NaN. */
+    char path[4300];
+    snprintf(path, sizeof path, "%s/prefill_latency.dat", out_png);
+    CHECK(log_has(path, "SDPA flash attention op, d=64 (anchors)"), "the anchor series is not in %s", path);
+    snprintf(path, sizeof path, "%s/niah.dat", out_png);
+    CHECK(log_has(path, "NaN"), "the missing NIAH cell is not NaN in %s", path);
+
+    /* Absent data: the figure is skipped, with its name on stderr; the rest are made. */
+    char *p3[] = {(char *)bin, "plot", niah_only, "--out", out3, "--scripts", (char *)scripts, NULL};
+    rc = run(p3, log);
+    CHECK(rc == 0, "plot of a NIAH-only eval file exited %d", rc);
+    CHECK(log_has(log, "prefill_latency skipped") && log_has(log, "mqar skipped"), "skipped figures are not named");
+    snprintf(path, sizeof path, "%s/niah.png", out3);
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0, "%s is missing", path);
+    snprintf(path, sizeof path, "%s/mqar.png", out3);
+    CHECK(stat(path, &sb) != 0, "%s should not exist", path);
+
+    /* A missing gnuplot, an unknown format, a file of unknown kind, no inputs. */
+    char *p4[] = {(char *)bin, "plot", bench, "--out", out3, "--scripts", (char *)scripts, "--gnuplot",
+                  "/nonexistent/gnuplot", NULL};
+    rc = run(p4, log);
+    CHECK(rc == 1 && log_has(log, "cannot run /nonexistent/gnuplot") && log_has(log, "gnuplot-nox"),
+          "a missing gnuplot: exit %d, want 1 and a clear message", rc);
+    char *p5[] = {(char *)bin, "plot", bench, "--out", out3, "--format", "jpg", NULL};
+    CHECK(run(p5, log) == 2, "an unknown format is a usage error");
+    snprintf(path, sizeof path, "%s/other.json", dir);
+    tu_write_text(path, "{\"hello\": 1}");
+    char *p6[] = {(char *)bin, "plot", path, "--out", out3, "--scripts", (char *)scripts, NULL};
+    CHECK(run(p6, log) == 1 && log_has(log, "not a result file"), "a file of unknown kind is refused");
+    char *p7[] = {(char *)bin, "plot", "--out", out3, NULL};
+    CHECK(run(p7, log) == 2, "no inputs is a usage error");
+    if (argc > 3) fprintf(stderr, "files kept in %s\n", dir);
+    return tu_finish();
+}
