@@ -2,6 +2,9 @@
 #include "cli.h"
 #include "backend.h"
 #include "bench.h"
+#include "compare.h"
+#include "eval.h"
+#include "plot.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -161,6 +164,10 @@ static const command commands[] = {
     {"logits", cmd_logits, "write the logits of every prompt position"},
     {"generate", cmd_generate, "greedy generation, JSON on the last stdout line"},
     {"bench", orthros_cmd_bench, "prefill / decode / end-to-end timing sweeps with statistics, JSON results"},
+    {"plot", orthros_cmd_plot, "PNG / SVG figures from result files (gnuplot)"},
+    {"compare", orthros_cmd_compare, "two bench result files cell by cell: FAST / SLOW / SAME / AMBIGUOUS"},
+    {"eval", orthros_cmd_eval, "recall evals on an analytic checkpoint: niah (context x depth), mqar (context x pairs)"},
+    {"make-model", orthros_cmd_make_model, "write a checkpoint built by construction (analytic-recall)"},
 };
 
 static void usage(FILE *f)
