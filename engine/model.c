@@ -476,6 +476,15 @@ static orthros_attn_layer attn_view(const orthros_session *s, int l, int b0)
         if (rc_) return rc_;                                                                                           \
     } while (0)
 
+/* One op inside a profiling range named after it (NVTX on cuda, nothing on cpu). */
+#define OP(name, call)                                                                                                 \
+    do {                                                                                                               \
+        be->range_push(be, name);                                                                                      \
+        int rc_ = (call);                                                                                              \
+        be->range_pop(be);                                                                                             \
+        if (rc_) return rc_;                                                                                           \
+    } while (0)
+
 /* Attention of layer l for B sequences starting at b0 with n new tokens each, at positions pos0[b] + i.
  * `lin_rows` (orthros prefill only) is how many leading rows are linear-phase positions. */
 static int attention(orthros_session *s, int l, int b0, int B, int n, const int *pos0, int lin_rows, int decode)
@@ -514,20 +523,19 @@ static int forward_layers(orthros_session *s, int b0, int B, int n, const int *p
         layer_weights *w = &m->layers[l];
         snprintf(label, sizeof label, "layer %d", l);
         be->range_push(be, label);
-        if (l == 0) TRY(be->rmsnorm(be, s->xn, s->x, w->attn_norm, rows, D, c->norm_eps));
-        else TRY(be->add_rmsnorm(be, s->xn, s->x, s->delta, w->attn_norm, rows, D, c->norm_eps));
-        TRY(be->gemm(be, s->qkv, s->xn, w->wqkv, rows, Wqkv, D));
-        be->range_push(be, "attention");
-        TRY(attention(s, l, b0, B, n, pos0, lin_rows, decode));
-        be->range_pop(be);
-        TRY(be->gemm(be, s->delta, s->attn, w->wo, rows, D, Hd));
-        TRY(be->add_rmsnorm(be, s->xn, s->x, s->delta, w->mlp_norm, rows, D, c->norm_eps));
-        TRY(be->gemm(be, s->gu, s->xn, w->w_gu, rows, 2 * c->ffn, D));
-        TRY(be->swiglu(be, s->act, s->gu, rows, c->ffn));
-        TRY(be->gemm(be, s->delta, s->act, w->w_down, rows, D, c->ffn));
+        if (l == 0) OP("rmsnorm", be->rmsnorm(be, s->xn, s->x, w->attn_norm, rows, D, c->norm_eps));
+        else OP("add_rmsnorm", be->add_rmsnorm(be, s->xn, s->x, s->delta, w->attn_norm, rows, D, c->norm_eps));
+        OP("qkv_proj", be->gemm(be, s->qkv, s->xn, w->wqkv, rows, Wqkv, D));
+        OP("attention", attention(s, l, b0, B, n, pos0, lin_rows, decode));
+        OP("o_proj", be->gemm(be, s->delta, s->attn, w->wo, rows, D, Hd));
+        OP("add_rmsnorm", be->add_rmsnorm(be, s->xn, s->x, s->delta, w->mlp_norm, rows, D, c->norm_eps));
+        OP("gate_up_proj", be->gemm(be, s->gu, s->xn, w->w_gu, rows, 2 * c->ffn, D));
+        OP("swiglu", be->swiglu(be, s->act, s->gu, rows, c->ffn));
+        OP("down_proj", be->gemm(be, s->delta, s->act, w->w_down, rows, D, c->ffn));
         be->range_pop(be);
     }
-    return be->add_rmsnorm(be, s->xn, s->x, s->delta, m->final_norm, rows, D, c->norm_eps);
+    OP("final_norm", be->add_rmsnorm(be, s->xn, s->x, s->delta, m->final_norm, rows, D, c->norm_eps));
+    return 0;
 }
 
 static int check_tokens(const orthros_session *s, const int32_t *tokens, int n)
@@ -547,7 +555,7 @@ static int rows_logits(orthros_session *s, int r0, int rows, float *host, int32_
     size_t V = (size_t)c->vocab;
     for (int i = 0; i < rows; i += s->logit_rows) {
         int nb = rows - i < s->logit_rows ? rows - i : s->logit_rows;
-        TRY(be->logits(be, s->logits, offset(s, s->xn, (size_t)(r0 + i) * (size_t)c->d_model), s->m->lm_head, nb,
+        OP("logits", be->logits(be, s->logits, offset(s, s->xn, (size_t)(r0 + i) * (size_t)c->d_model), s->m->lm_head, nb,
                        c->vocab, c->d_model));
         if (host) TRY(be->download_f32(be, host + (size_t)i * V, s->logits, (size_t)nb * V));
         if (next_of_last && i + nb == rows)
@@ -574,7 +582,7 @@ int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, f
         int lin_rows = lin_end - c0;
         lin_rows = lin_rows < 0 ? 0 : lin_rows > rows ? rows : lin_rows;
         be->range_push(be, "chunk");
-        TRY(be->embed(be, s->x, tokens + c0, s->m->embed, rows, c->d_model));
+        OP("embed", be->embed(be, s->x, tokens + c0, s->m->embed, rows, c->d_model));
         TRY(forward_layers(s, seq, 1, rows, &pos0, lin_rows, 0));
         int last = c0 + rows == n;
         if (logits_all) TRY(rows_logits(s, 0, rows, logits_all + (size_t)c0 * (size_t)c->vocab, last ? next : NULL));
@@ -595,11 +603,11 @@ int orthros_decode(orthros_session *s, const int32_t *tokens, int32_t *next, flo
             return orthros_error(ORTHROS_ERANGE, "sequence %d is full (context %d)", b, s->max_ctx);
     TRY(check_tokens(s, tokens, s->B));
     be->range_push(be, "decode");
-    TRY(be->embed(be, s->x, tokens, s->m->embed, s->B, c->d_model));
+    OP("embed", be->embed(be, s->x, tokens, s->m->embed, s->B, c->d_model));
     TRY(forward_layers(s, 0, s->B, 1, s->pos, 0, 1));
     for (int i = 0; i < s->B; i += s->logit_rows) {
         int nb = s->B - i < s->logit_rows ? s->B - i : s->logit_rows;
-        TRY(be->logits(be, s->logits, offset(s, s->xn, (size_t)i * (size_t)c->d_model), s->m->lm_head, nb, c->vocab,
+        OP("logits", be->logits(be, s->logits, offset(s, s->xn, (size_t)i * (size_t)c->d_model), s->m->lm_head, nb, c->vocab,
                        c->d_model));
         if (logits) TRY(be->download_f32(be, logits + (size_t)i * (size_t)c->vocab, s->logits, (size_t)nb * (size_t)c->vocab));
         TRY(be->argmax(be, next + i, s->logits, nb, c->vocab));
