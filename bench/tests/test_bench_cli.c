@@ -19,42 +19,6 @@
 static const char *bin;
 static cJSON *schema;
 
-static cJSON *load(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    b[got] = 0;
-    fclose(f);
-    cJSON *j = cJSON_Parse(b);
-    free(b);
-    return j;
-}
-
-/* Starts `orthros bench ARGS... --json path` in a child; stderr and stdout to /dev/null. */
-static pid_t spawn(char **args, const char *quiet_log)
-{
-    fflush(NULL); /* or the child's freopen would flush our buffered stdout a second time */
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (!freopen(quiet_log, "w", stdout) || !freopen(quiet_log, "a", stderr)) _exit(126);
-        execv(bin, args);
-        _exit(127);
-    }
-    return pid;
-}
-
-static int run(char **args, const char *log)
-{
-    int st;
-    waitpid(spawn(args, log), &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static int count_measured(const cJSON *root)
 {
     int n = 0;
@@ -77,7 +41,7 @@ int main(int argc, char **argv)
         return 2;
     }
     bin = argv[1];
-    schema = load(argv[2]);
+    schema = tu_load_json(argv[2]);
     CHECK(schema != NULL, "cannot read schema %s", argv[2]);
     char dir[] = "/tmp/orthros-bench-XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
@@ -90,8 +54,8 @@ int main(int argc, char **argv)
                   "--ctx", "256,1024", "--phase", "prefill,decode", "--decode-tokens", "8", "--reps", "3", "--json",
                   json, NULL};
     time_t t0 = time(NULL);
-    CHECK(run(a1, log) == 0, "the CI bench command failed (see %s)", log);
-    cJSON *r = load(json);
+    CHECK(tu_run(a1, log) == 0, "the CI bench command failed (see %s)", log);
+    cJSON *r = tu_load_json(json);
     CHECK(r != NULL, "no result file");
     if (r) {
         validate(r, "the CI sweep");
@@ -109,8 +73,8 @@ int main(int argc, char **argv)
     /* 2. A cell that cannot fit is skipped up front; the sweep goes on. */
     char *a2[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx",
                   "1073741824,128", "--phase", "prefill", "--reps", "2", "--json", json, NULL};
-    CHECK(run(a2, log) == 0, "a sweep with an impossible cell failed");
-    r = load(json);
+    CHECK(tu_run(a2, log) == 0, "a sweep with an impossible cell failed");
+    r = tu_load_json(json);
     if (r) {
         validate(r, "the memory-check sweep");
         const cJSON *big = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "measurements"), 0);
@@ -127,11 +91,11 @@ int main(int argc, char **argv)
                   "--ctx", "512,2048", "--phase", "prefill", "--reps", "4", "--max-reps", "4", "--json", json,
                   "--resume", NULL};
     unlink(json);
-    pid_t pid = spawn(a3, log);
+    pid_t pid = tu_spawn(a3, log);
     cJSON *before = NULL;
     for (int i = 0; i < 3000 && !before; i++) {
         usleep(10000);
-        cJSON *p = load(json);
+        cJSON *p = tu_load_json(json);
         if (p && count_measured(p) >= 1) before = p;
         else cJSON_Delete(p);
     }
@@ -141,8 +105,8 @@ int main(int argc, char **argv)
     CHECK(before != NULL, "the run wrote no measurement before it was killed");
     int done_before = before ? count_measured(before) : 0;
     CHECK(done_before < 4, "the run finished before it could be killed; the resume test proves nothing");
-    CHECK(run(a3, log) == 0, "resume failed");
-    r = load(json);
+    CHECK(tu_run(a3, log) == 0, "resume failed");
+    r = tu_load_json(json);
     if (r && before) {
         validate(r, "the resumed sweep");
         CHECK(count_measured(r) == 4, "resumed file has %d of 4 cells", count_measured(r));
@@ -162,8 +126,8 @@ int main(int argc, char **argv)
     snprintf(rmd, sizeof rmd, "%s/report.md", rdir);
     char *a4[] = {(char *)bin, "bench", "--recipe", "reproduce-21.9x", "--models", "preset:tiny", "--device", "cpu",
                   "--ctx", "128,256,1m", "--reps", "2", "--cell-budget", "5", "--out-dir", rdir, NULL};
-    CHECK(run(a4, log) == 0, "the recipe failed (see %s)", log);
-    r = load(rjson);
+    CHECK(tu_run(a4, log) == 0, "the recipe failed (see %s)", log);
+    r = tu_load_json(rjson);
     CHECK(r != NULL, "the recipe wrote no result file");
     if (r) {
         validate(r, "the recipe's sweep");
@@ -183,7 +147,7 @@ int main(int argc, char **argv)
     CHECK(strstr(text, "# Reproducing the 21.9x prefill speedup") && strstr(text, "| 256 |") && strstr(text, "not run: predicted"),
           "the report lacks its title, a measured row or the skipped cell");
     char *a5[] = {(char *)bin, "bench", "--recipe", "reproduce-22x", "--device", "cpu", NULL};
-    CHECK(run(a5, log) == 2, "an unknown recipe was accepted");
+    CHECK(tu_run(a5, log) == 2, "an unknown recipe was accepted");
 
     /* 5. Invalid lists and names. */
     char *bad[][20] = {
@@ -194,7 +158,7 @@ int main(int argc, char **argv)
         {(char *)bin, "bench", "--device", "cpu", "--ctx", "", "--json", json, NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        int rc = run(bad[i], log);
+        int rc = tu_run(bad[i], log);
         CHECK(rc != 0 && rc < 128, "invalid bench arguments %zu accepted (status %d)", i, rc);
     }
 

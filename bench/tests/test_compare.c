@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define N_CELLS 8
@@ -36,36 +35,6 @@ static double noise(double sigma)
 {
     double u = uniform01(), v = uniform01();
     return exp(sigma * sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v));
-}
-
-static int run(char **args)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (!freopen(log_path, "w", stdout) || !freopen(log_path, "a", stderr)) _exit(126);
-        execv(args[0], args);
-        _exit(127);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static cJSON *load(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    b[got] = 0;
-    fclose(f);
-    cJSON *j = cJSON_Parse(b);
-    free(b);
-    return j;
 }
 
 static int log_has(const char *text)
@@ -152,8 +121,8 @@ static int compare(cJSON **out, const char *base, const char *cmp, const char *e
     unlink(json);
     char *args[] = {(char *)bin, "compare", (char *)base, (char *)cmp, "--json", json, (char *)extra_opt, (char *)extra_val,
                     NULL};
-    int rc = run(args);
-    *out = load(json);
+    int rc = tu_run(args, log_path);
+    *out = tu_load_json(json);
     return rc;
 }
 
@@ -336,8 +305,8 @@ int main(int argc, char **argv)
 
     /* Usage errors. */
     char *u1[] = {(char *)bin, "compare", (char *)base, NULL};
-    CHECK(run(u1) == 2, "one file is a usage error");
+    CHECK(tu_run(u1, log_path) == 2, "one file is a usage error");
     char *u2[] = {(char *)bin, "compare", (char *)base, (char *)base, "--alpha", "2", NULL};
-    CHECK(run(u2) == 2, "alpha 2 is refused");
+    CHECK(tu_run(u2, log_path) == 2, "alpha 2 is refused");
     return tu_finish();
 }

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 int tu_passed, tu_failed;
 
@@ -180,4 +182,48 @@ char *tu_tempdir(void)
     snprintf(tmpl, sizeof tmpl, "%s/orthros-test-XXXXXX", base && *base ? base : "/tmp");
     char *d = mkdtemp(tmpl);
     return d ? strdup(d) : NULL;
+}
+
+char *tu_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (!b) return NULL;
+    b[got] = '\0';
+    if (len) *len = got;
+    return b;
+}
+
+cJSON *tu_load_json(const char *path)
+{
+    char *t = tu_slurp(path, NULL);
+    cJSON *j = t ? cJSON_Parse(t) : NULL;
+    free(t);
+    return j;
+}
+
+int tu_spawn(char *const *argv, const char *log)
+{
+    fflush(NULL); /* or the child's freopen would flush our buffered output a second time */
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr)) _exit(126);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+int tu_run(char *const *argv, const char *log)
+{
+    int st;
+    pid_t pid = tu_spawn(argv, log);
+    if (pid < 0 || waitpid(pid, &st, 0) < 0) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -5,6 +5,7 @@
 
 #include "backend.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 
 extern int tu_passed, tu_failed;
@@ -40,6 +41,15 @@ int tu_write_checkpoint(const char *dir, const orthros_model_config *cfg, uint64
 int tu_write_raw_safetensors(const char *path, const char *header, uint64_t hlen_override, const void *data,
                              size_t data_len);
 int tu_write_text(const char *path, const char *text);
+/* A whole file as a NUL-terminated string (malloc'd; *len, if not NULL, gets its length), or NULL. */
+char *tu_slurp(const char *path, size_t *len);
+/* A file parsed as JSON, or NULL. */
+cJSON *tu_load_json(const char *path);
+/* Starts argv (argv[0] the program) with stdout and stderr into log; tu_run waits and returns its exit status
+ * (128 + the signal when killed). */
+int tu_spawn(char *const *argv, const char *log);
+int tu_run(char *const *argv, const char *log);
+
 /* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
 char *tu_tempdir(void);
 

@@ -11,34 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *bin;
 static char *dir, logpath[4200], model[4200], out[4200];
 static cJSON *schema;
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    b[got] = 0;
-    fclose(f);
-    return b;
-}
-
-static cJSON *load(const char *path)
-{
-    char *t = slurp(path);
-    cJSON *j = t ? cJSON_Parse(t) : NULL;
-    free(t);
-    return j;
-}
 
 /* Runs orthros with the NULL-terminated arguments; stdout and stderr go to logpath. */
 static int run(const char *first, ...)
@@ -51,21 +28,12 @@ static int run(const char *first, ...)
     for (const char *a = first; a && n < 63; a = va_arg(ap, const char *)) args[n++] = (char *)a;
     va_end(ap);
     args[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (!freopen(logpath, "w", stdout) || !freopen(logpath, "a", stderr)) _exit(126);
-        execv(bin, args);
-        _exit(127);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return tu_run(args, logpath);
 }
 
 static int log_has(const char *needle)
 {
-    char *t = slurp(logpath);
+    char *t = tu_slurp(logpath, NULL);
     int yes = t && strstr(t, needle);
     if (!yes) fprintf(stderr, "log does not say \"%s\":\n%s\n", needle, t ? t : "(none)");
     free(t);
@@ -95,7 +63,7 @@ static void test_niah(void)
     int rc = run("eval", "niah", "--model", model, "--device", "cpu", "--arch", "transformer,linear", "--ctx", "32,64",
                  "--depths", "0,100", "--samples", "2", "--json", out, NULL);
     CHECK(rc == 0, "eval niah exited %d", rc);
-    cJSON *root = load(out);
+    cJSON *root = tu_load_json(out);
     validate(root, "niah result");
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(root, "cells")) == 8, "want 8 cells");
     const cJSON *t = find_cell(root, "transformer", 64, "depth", 100), *l = find_cell(root, "linear", 64, "depth", 0);
@@ -113,7 +81,7 @@ static void test_niah(void)
     rc = run("eval", "niah", "--model", model, "--device", "cpu", "--arch", "transformer,linear", "--ctx", "32,64",
              "--depths", "0,50,100", "--samples", "2", "--json", out, "--resume", NULL);
     CHECK(rc == 0 && log_has("already in"), "resume exited %d", rc);
-    root = load(out);
+    root = tu_load_json(out);
     validate(root, "resumed niah result");
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(root, "cells")) == 12, "want 12 cells after resume");
     t = find_cell(root, "transformer", 64, "depth", 100);
@@ -126,7 +94,7 @@ static void test_niah(void)
     snprintf(out, sizeof out, "%s/multivalue.json", dir);
     rc = run("eval", "niah", "--model", model, "--device", "cpu", "--arch", "orthros", "--ctx", "48", "--depths", "30",
              "--variant", "multivalue", "--samples", "2", "--json", out, NULL);
-    root = load(out);
+    root = tu_load_json(out);
     validate(root, "multivalue result");
     t = root ? find_cell(root, "orthros", 48, "depth", 30) : NULL;
     CHECK(rc == 0 && t && cJSON_GetObjectItem(t, "accuracy")->valuedouble == 1.0, "orthros multivalue not 1.0");
@@ -139,7 +107,7 @@ static void test_mqar(void)
     int rc = run("eval", "mqar", "--model", model, "--device", "cpu", "--arch", "orthros,swa", "--window", "16",
                  "--ctx", "80", "--pairs", "1,16", "--samples", "2", "--json", out, NULL);
     CHECK(rc == 0, "eval mqar exited %d", rc);
-    cJSON *root = load(out);
+    cJSON *root = tu_load_json(out);
     validate(root, "mqar result");
     const cJSON *o = find_cell(root, "orthros", 80, "pairs", 16), *s = find_cell(root, "swa", 80, "pairs", 16);
     CHECK(o && cJSON_GetObjectItem(o, "accuracy")->valuedouble == 1.0 && cJSON_GetObjectItem(o, "n")->valueint == 32,
@@ -184,7 +152,7 @@ int main(int argc, char **argv)
         return 2;
     }
     bin = argv[1];
-    schema = load(argv[2]);
+    schema = tu_load_json(argv[2]);
     CHECK(schema != NULL, "cannot read %s", argv[2]);
     dir = tu_tempdir();
     if (!schema || !dir) return tu_finish();

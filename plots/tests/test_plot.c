@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* The figures of issue 6, as orthros plot names them. */
@@ -24,40 +23,9 @@ static const char *const figures[N_FIGURES] = {"prefill_latency", "speedup", "de
 static const char *bin, *scripts;
 static char dir[4096];
 
-/* Runs argv with stdout and stderr into log; returns the exit status. */
-static int run(char **args, const char *log)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr)) _exit(126);
-        execv(args[0], args);
-        _exit(127);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *b = malloc((size_t)n + 1);
-    size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!b) return NULL;
-    b[got] = 0;
-    if (len) *len = got;
-    return b;
-}
-
 static int log_has(const char *log, const char *text)
 {
-    char *s = slurp(log, NULL);
+    char *s = tu_slurp(log, NULL);
     int found = s && strstr(s, text);
     free(s);
     return found;
@@ -156,7 +124,7 @@ static void check_image(const char *fig, const char *fmt, int want)
     char path[4300];
     snprintf(path, sizeof path, "%s/%s/%s.%s", dir, fmt, fig, fmt);
     size_t len = 0;
-    char *s = slurp(path, &len);
+    char *s = tu_slurp(path, &len);
     if (!want) {
         CHECK(!s, "%s should not have been made", path);
         free(s);
@@ -203,7 +171,7 @@ int main(int argc, char **argv)
     char *b[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer,orthros,linear",
                  "--ctx", "64:256:x2", "--phase", "prefill,decode", "--reps", "3", "--max-reps", "3", "--decode-tokens",
                  "4", "--json", bench, NULL};
-    int rc = run(b, log);
+    int rc = tu_run(b, log);
     CHECK(rc == 0, "bench exited %d (log %s)", rc, log);
     write_eval(eval, 1, 1);
     write_eval(niah_only, 1, 0);
@@ -211,10 +179,10 @@ int main(int argc, char **argv)
 
     /* Every figure, PNG then SVG. */
     char *p1[] = {(char *)bin, "plot", bench, eval, anchors, "--out", out_png, "--scripts", (char *)scripts, NULL};
-    rc = run(p1, log);
+    rc = tu_run(p1, log);
     CHECK(rc == 0, "plot --format png exited %d (log %s)", rc, log);
     char *p2[] = {(char *)bin, "plot", bench, eval, anchors, "--out", out_svg, "--format", "svg", "--scripts", (char *)scripts, NULL};
-    rc = run(p2, log);
+    rc = tu_run(p2, log);
     CHECK(rc == 0, "plot --format svg exited %d (log %s)", rc, log);
     for (int f = 0; f < N_FIGURES; f++) {
         check_image(figures[f], "png", 1);
@@ -233,7 +201,7 @@ int main(int argc, char **argv)
 
     /* Absent data: the figure is skipped, with its name on stderr; the rest are made. */
     char *p3[] = {(char *)bin, "plot", niah_only, "--out", out3, "--scripts", (char *)scripts, NULL};
-    rc = run(p3, log);
+    rc = tu_run(p3, log);
     CHECK(rc == 0, "plot of a NIAH-only eval file exited %d", rc);
     CHECK(log_has(log, "prefill_latency skipped") && log_has(log, "mqar skipped"), "skipped figures are not named");
     snprintf(path, sizeof path, "%s/niah.png", out3);
@@ -245,17 +213,17 @@ int main(int argc, char **argv)
     /* A missing gnuplot, an unknown format, a file of unknown kind, no inputs. */
     char *p4[] = {(char *)bin, "plot", bench, "--out", out3, "--scripts", (char *)scripts, "--gnuplot",
                   "/nonexistent/gnuplot", NULL};
-    rc = run(p4, log);
+    rc = tu_run(p4, log);
     CHECK(rc == 1 && log_has(log, "cannot run /nonexistent/gnuplot") && log_has(log, "gnuplot-nox"),
           "a missing gnuplot: exit %d, want 1 and a clear message", rc);
     char *p5[] = {(char *)bin, "plot", bench, "--out", out3, "--format", "jpg", NULL};
-    CHECK(run(p5, log) == 2, "an unknown format is a usage error");
+    CHECK(tu_run(p5, log) == 2, "an unknown format is a usage error");
     snprintf(path, sizeof path, "%s/other.json", dir);
     tu_write_text(path, "{\"hello\": 1}");
     char *p6[] = {(char *)bin, "plot", path, "--out", out3, "--scripts", (char *)scripts, NULL};
-    CHECK(run(p6, log) == 1 && log_has(log, "not a result file"), "a file of unknown kind is refused");
+    CHECK(tu_run(p6, log) == 1 && log_has(log, "not a result file"), "a file of unknown kind is refused");
     char *p7[] = {(char *)bin, "plot", "--out", out3, NULL};
-    CHECK(run(p7, log) == 2, "no inputs is a usage error");
+    CHECK(tu_run(p7, log) == 2, "no inputs is a usage error");
     if (argc > 3) fprintf(stderr, "files kept in %s\n", dir);
     return tu_finish();
 }
