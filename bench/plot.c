@@ -476,6 +476,19 @@ static const cJSON *anchor_cases(const input *in)
     return cJSON_IsArray(a) ? a : cJSON_GetObjectItem(a, "cases");
 }
 
+/* Writes a figure's series to DIR/FIG.dat (cols columns, a header line) and draws it with plots/FIG.gp under the
+ * given subtitle. */
+static int draw_series(const plot_ctx *c, const char *fig, series_list *l, vars *v, int cols, const char *header,
+                       const char *sub)
+{
+    char *dat = path_join(c->o->out_dir, fig, ".dat");
+    int rc = dat ? write_blocks(dat, l, cols, header) : ORTHROS_ENOMEM;
+    free(dat);
+    if (!rc && !(rc = var_styles(v, l)) && !(rc = var_tics_of(v, l)) && !(rc = var_str(v, "subtitle", sub)))
+        rc = run_gnuplot(c, fig, v);
+    return rc;
+}
+
 static int fig_prefill(const plot_ctx *c, const char *fig, const char **why)
 {
     series_list l = {0};
@@ -520,11 +533,7 @@ static int fig_prefill(const plot_ctx *c, const char *fig, const char **why)
     models_of(models, sizeof models, c, NULL);
     snprintf(sub, sizeof sub, "%s\nmedian with bootstrap 95%% interval%s", models,
              have_anchor ? "; dashed: PyTorch SDPA attention op alone (one layer)" : "");
-    char *dat = path_join(c->o->out_dir, fig, ".dat");
-    if (!rc) rc = dat ? write_blocks(dat, &l, 4, "prefill: ctx median_s ci95_lo_s ci95_hi_s") : ORTHROS_ENOMEM;
-    free(dat);
-    if (!rc && !(rc = var_styles(&v, &l)) && !(rc = var_tics_of(&v, &l)) && !(rc = var_str(&v, "subtitle", sub)))
-        rc = run_gnuplot(c, fig, &v);
+    if (!rc) rc = draw_series(c, fig, &l, &v, 4, "prefill: ctx median_s ci95_lo_s ci95_hi_s", sub);
 done:
     vars_free(&v);
     series_list_free(&l);
@@ -559,11 +568,7 @@ static int fig_speedup(const plot_ctx *c, const char *fig, const char **why)
     }
     models_of(models, sizeof models, c, NULL);
     snprintf(sub, sizeof sub, "%s\nmedian(transformer) / median(arch); band: bootstrap 95%% interval of the ratio", models);
-    char *dat = path_join(c->o->out_dir, fig, ".dat");
-    if (!rc) rc = dat ? write_blocks(dat, &l, 4, "speedup over transformer: ctx speedup ci95_lo ci95_hi") : ORTHROS_ENOMEM;
-    free(dat);
-    if (!rc && !(rc = var_styles(&v, &l)) && !(rc = var_tics_of(&v, &l)) && !(rc = var_str(&v, "subtitle", sub)))
-        rc = run_gnuplot(c, fig, &v);
+    if (!rc) rc = draw_series(c, fig, &l, &v, 4, "speedup over transformer: ctx speedup ci95_lo ci95_hi", sub);
 done:
     vars_free(&v);
     series_list_free(&l);
@@ -597,12 +602,9 @@ static int fig_decode(const plot_ctx *c, const char *fig, const char **why)
     }
     models_of(models, sizeof models, c, NULL);
     snprintf(sub, sizeof sub, "%s\none decode step at the given cache depth; median with bootstrap 95%% interval", models);
-    char *dat = path_join(c->o->out_dir, fig, ".dat");
-    if (!rc) rc = dat ? write_blocks(dat, &l, 4, "decode: ctx median_s ci95_lo_s ci95_hi_s (one step)") : ORTHROS_ENOMEM;
-    free(dat);
-    if (!rc && !(rc = var_styles(&v, &l)) && !(rc = var_tics_of(&v, &l)) && !(rc = var_str(&v, "subtitle", sub)) &&
-        !(rc = var_str(&v, "ylab", max_batch > 1 ? "time per decode step of the whole batch (ms)" : "time per generated token (ms)")))
-        rc = run_gnuplot(c, fig, &v);
+    if (!rc)
+        rc = var_str(&v, "ylab", max_batch > 1 ? "time per decode step of the whole batch (ms)" : "time per generated token (ms)");
+    if (!rc) rc = draw_series(c, fig, &l, &v, 4, "decode: ctx median_s ci95_lo_s ci95_hi_s (one step)", sub);
 done:
     vars_free(&v);
     series_list_free(&l);
