@@ -244,7 +244,7 @@ static cJSON *run_cell(orthros_model *m, const cell *c, const bench_opts *o, con
             stop = "noise_target";
             break;
         }
-        if (now_s() - t_start >= o->timeout) {
+        if (count >= o->reps && now_s() - t_start >= o->timeout) { /* --reps is a floor, even on a slow machine */
             stop = "timeout";
             break;
         }
@@ -678,7 +678,7 @@ int orthros_cmd_bench(int argc, char **argv)
     t[n++] = (cli_opt){"max-reps", CLI_INT, &o.max_reps, "N", "maximum repetitions per cell (default 100)"};
     t[n++] = (cli_opt){"max-noise", CLI_DOUBLE, &o.max_noise, "PCT",
                        "stop repeating once the samples' noise (IQR / 1.349 / median) is under PCT (default 2)"};
-    t[n++] = (cli_opt){"timeout", CLI_DOUBLE, &o.timeout, "S", "stop repeating a cell after S seconds (default 10)"};
+    t[n++] = (cli_opt){"timeout", CLI_DOUBLE, &o.timeout, "S", "stop repeating a cell after S seconds, once --reps are done (default 10)"};
     t[n++] = (cli_opt){"json", CLI_STR, &o.json, "FILE", "result file, rewritten after every cell (default orthros-bench.json)"};
     t[n++] = (cli_opt){"resume", CLI_FLAG, &o.resume, NULL, "keep the cells already in --json and run only the rest"};
     t[n++] = (cli_opt){"cell-budget", CLI_DOUBLE, &o.cell_budget, "S",

@@ -163,7 +163,7 @@ static void rmsnorm_row(float *out, const float *x, const float *w, int D, float
 
 static int cpu_rmsnorm(orthros_backend *be, void *out, const void *x, const void *w, int n, int D, float eps)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)n * D > 16384)
     for (int i = 0; i < n; i++) rmsnorm_row(fp(out) + (size_t)i * D, cfp(x) + (size_t)i * D, w, D, eps);
     return 0;
 }
@@ -171,7 +171,7 @@ static int cpu_rmsnorm(orthros_backend *be, void *out, const void *x, const void
 static int cpu_add_rmsnorm(orthros_backend *be, void *out, void *resid, const void *delta, const void *w, int n, int D,
                            float eps)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)n * D > 16384)
     for (int i = 0; i < n; i++) {
         float *r = fp(resid) + (size_t)i * D;
         const float *dl = cfp(delta) + (size_t)i * D;
@@ -186,20 +186,22 @@ static int cpu_gemm(orthros_backend *be, void *out, const void *x, const void *W
 {
     const float *X = x, *Wt = W;
     float *O = out;
-    for (int i0 = 0; i0 < n; i0 += 4) {
-        int rows = n - i0 < 4 ? n - i0 : 4;
-#pragma omp parallel for schedule(static)
+    int nb = (n + 3) / 4;
+    /* One parallel region for the whole product (not one per block of rows), and none for a product too small
+     * to pay for waking the threads: on a loaded machine each region waits for its slowest, descheduled thread. */
+#pragma omp parallel for collapse(2) schedule(static) if ((double)n * M * K > 262144.0)
+    for (int b = 0; b < nb; b++)
         for (int j = 0; j < M; j++) {
+            int i0 = 4 * b, rows = n - i0 < 4 ? n - i0 : 4;
             const float *w = Wt + (size_t)j * K;
             for (int r = 0; r < rows; r++) O[(size_t)(i0 + r) * M + j] = dot_f32(X + (size_t)(i0 + r) * K, w, K);
         }
-    }
     return 0;
 }
 
 static int cpu_swiglu(orthros_backend *be, void *out, const void *gu, int n, int F)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((size_t)n * F > 16384)
     for (int i = 0; i < n; i++) {
         const float *g = cfp(gu) + (size_t)i * 2 * F, *u = g + F;
         float *o = fp(out) + (size_t)i * F;

@@ -93,7 +93,7 @@ int main(int argc, char **argv)
     unlink(json);
     pid_t pid = tu_spawn(a3, log);
     cJSON *before = NULL;
-    for (int i = 0; i < 3000 && !before; i++) {
+    for (int i = 0; i < 30000 && !before; i++) { /* up to 300 s for the first cell on a loaded machine */
         usleep(10000);
         cJSON *p = tu_load_json(json);
         if (p && count_measured(p) >= 1) before = p;
