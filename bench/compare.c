@@ -1,6 +1,7 @@
 /* orthros compare: per cell, a one-sided Mann-Whitney U test in each direction on the raw samples (Holm-
  * corrected across cells, per direction) and a percentile-bootstrap 95% interval of median(NEW) /
- * median(BASE); the verdict needs both (docs/compare.md). The statistics are those of stats.c. */
+ * median(BASE), two-stage (rounds, then samples) when a side has several rounds; the verdict needs both
+ * (docs/compare.md). The statistics are those of stats.c. */
 #define _GNU_SOURCE
 #include "compare.h"
 #include "cli.h"
@@ -42,6 +43,8 @@ typedef struct {
     int files_measured; /* files of the side in which the cell has samples */
     int files_seen;     /* files in which the cell appears at all */
     char why[96];       /* skipped / error text of an unmeasured record */
+    size_t ends[MAX_FILES]; /* x cut by file (round): ends[j] is one past round j's last sample */
+    int k, k_file;      /* rounds so far; the file (side's n_files) that the last round came from */
 } side_cell;
 
 typedef struct {
@@ -108,6 +111,12 @@ static int side_add(side *s, const char *key, const cJSON *samples, double scale
             return orthros_error(ORTHROS_EFORMAT, "%s: cell %s has a sample that is not a finite number", name, key);
         c->x[c->n++] = v->valuedouble * scale;
     }
+    if (c->k == 0 || c->k_file != s->n_files) {
+        if (c->k == MAX_FILES) return orthros_error(ORTHROS_EINVAL, "more than %d files on one side", MAX_FILES);
+        c->k_file = s->n_files;
+        c->k++;
+    }
+    c->ends[c->k - 1] = c->n;
     if (first || c->files_measured < c->files_seen) c->files_measured++;
     return 0;
 }
@@ -261,8 +270,9 @@ static int test_cell(orthros_compare_cell *c, const side_cell *b, const side_cel
             set_note(c, "a BASE sample is not positive");
             return 0;
         }
-    if ((rc = orthros_stats_bootstrap_ratio_ci(&c->ci_lo, &c->ci_hi, n->x, n->n, b->x, b->n, 0.95, o->resamples,
-                                               o->seed)))
+    c->rounds_base = b->k, c->rounds_new = n->k;
+    if ((rc = orthros_stats_bootstrap_ratio_ci_grouped(&c->ci_lo, &c->ci_hi, n->x, n->n, n->ends, (size_t)n->k, b->x,
+                                                       b->n, b->ends, (size_t)b->k, 0.95, o->resamples, o->seed)))
         return rc;
     if ((rc = orthros_stats_mann_whitney(&slow, n->x, n->n, b->x, b->n)) ||
         (rc = orthros_stats_mann_whitney(&fast, b->x, b->n, n->x, n->n)))
@@ -463,7 +473,8 @@ static const char *rule_text(char *buf, size_t n, const orthros_compare_opts *o)
 {
     double up = 1 + o->threshold_pct / 100;
     snprintf(buf, n,
-             "SLOW: Holm-adjusted one-sided Mann-Whitney p(NEW slower) < %g and the 95%% bootstrap interval of "
+             "SLOW: Holm-adjusted one-sided Mann-Whitney p(NEW slower) < %g and the 95%% bootstrap interval (rounds, then "
+             "samples within rounds) of "
              "median(NEW)/median(BASE) entirely above %.4g; FAST: p(NEW faster) < %g and the interval entirely below "
              "%.4g; SAME: the interval within [%.4g, %.4g]; AMBIGUOUS otherwise (too few samples, too noisy)",
              o->alpha, up, o->alpha, 1 / up, 1 / up, up);
@@ -524,6 +535,8 @@ static cJSON *result_json(const orthros_compare_result *r, const orthros_compare
         cJSON_AddStringToObject(e, "cell", c->key);
         cJSON_AddNumberToObject(e, "n_base", (double)c->n_base);
         cJSON_AddNumberToObject(e, "n_new", (double)c->n_new);
+        cJSON_AddNumberToObject(e, "rounds_base", c->rounds_base);
+        cJSON_AddNumberToObject(e, "rounds_new", c->rounds_new);
         cJSON_AddNumberToObject(e, "median_base", c->median_base); /* cJSON writes NAN as null */
         cJSON_AddNumberToObject(e, "median_new", c->median_new);
         cJSON_AddNumberToObject(e, "ratio", c->ratio);

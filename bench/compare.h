@@ -1,7 +1,8 @@
 /* orthros compare: two sets of result files matched cell by cell, with a verdict per cell (DESIGN section 5;
  * the rule is stated in docs/compare.md). Bench files (`orthros bench`) are matched by (arch, phase, ctx,
  * batch); kernel benchmark files (bench_kernels) by (op, shape). Each side may hold several files of one
- * configuration (the rounds of an interleaved run): their samples are pooled per cell. */
+ * configuration (the rounds of an interleaved run): their samples are pooled per cell for the medians and the
+ * test, and the ratio's interval resamples rounds, then samples within rounds. */
 #ifndef ORTHROS_COMPARE_H
 #define ORTHROS_COMPARE_H
 
@@ -30,6 +31,7 @@ typedef struct {
 typedef struct {
     char key[192];
     size_t n_base, n_new;
+    int rounds_base, rounds_new; /* files (rounds) each side's samples came from */
     double median_base, median_new, ratio, ci_lo, ci_hi;
     double u_slow, p_slow, p_fast, p_slow_holm, p_fast_holm;
     int exact;  /* 1 when the p values are exact (no ties, both sides <= ORTHROS_STATS_MWU_EXACT_MAX) */

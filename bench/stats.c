@@ -314,11 +314,46 @@ int orthros_stats_bootstrap_median_ci(double *lo, double *hi, const double *x, s
     return 0;
 }
 
-int orthros_stats_bootstrap_ratio_ci(double *lo, double *hi, const double *x_new, size_t n_new,
-                                     const double *x_base, size_t n_base, double level, size_t n_resamples,
-                                     uint64_t seed)
+/* Two-stage resample of x[n] cut into k groups (ends[j] is one past group j's last index, ends[k-1] == n):
+ * k groups drawn with replacement, then each drawn group's own number of samples drawn with replacement from
+ * it. With one group no group is drawn, so this is resample_into. Returns the resample's length. */
+static size_t resample_grouped_into(double *dst, const double *x, const size_t *ends, size_t k, stats_rng *r)
+{
+    size_t m = 0;
+    for (size_t j = 0; j < k; j++) {
+        size_t g = k > 1 ? rng_below(r, k) : 0, lo = g ? ends[g - 1] : 0;
+        resample_into(dst + m, x + lo, ends[g] - lo, r);
+        m += ends[g] - lo;
+    }
+    return m;
+}
+
+/* Checks the group ends of one side and returns its largest group in *max_group. */
+static int check_groups(size_t *max_group, const size_t *ends, size_t k, size_t n, const char *what, const char *side)
+{
+    *max_group = 0;
+    if (k == 0) return orthros_error(ORTHROS_EINVAL, "%s: no groups in the %s samples", what, side);
+    for (size_t j = 0; j < k; j++) {
+        size_t lo = j ? ends[j - 1] : 0;
+        if (ends[j] <= lo || ends[j] > n)
+            return orthros_error(ORTHROS_EINVAL, "%s: group %zu of the %s samples is empty or out of range", what, j,
+                                 side);
+        if (ends[j] - lo > *max_group) *max_group = ends[j] - lo;
+    }
+    if (ends[k - 1] != n)
+        return orthros_error(ORTHROS_EINVAL, "%s: the %s groups end at %zu, not at %zu", what, side, ends[k - 1], n);
+    return 0;
+}
+
+int orthros_stats_bootstrap_ratio_ci_grouped(double *lo, double *hi, const double *x_new, size_t n_new,
+                                             const size_t *ends_new, size_t k_new, const double *x_base,
+                                             size_t n_base, const size_t *ends_base, size_t k_base, double level,
+                                             size_t n_resamples, uint64_t seed)
 {
     const char *what = "bootstrap ratio interval";
+    size_t one_new = n_new, one_base = n_base, max_new = 0, max_base = 0;
+    if (!ends_new) ends_new = &one_new, k_new = 1;
+    if (!ends_base) ends_base = &one_base, k_base = 1;
     int rc = check_samples(x_new, n_new, what);
     if (!rc)
         rc = check_samples(x_base, n_base, what);
@@ -326,27 +361,41 @@ int orthros_stats_bootstrap_ratio_ci(double *lo, double *hi, const double *x_new
         rc = check_level(level, what);
     if (!rc)
         rc = check_resamples(n_resamples, what);
+    if (!rc)
+        rc = check_groups(&max_new, ends_new, k_new, n_new, what, "new");
+    if (!rc)
+        rc = check_groups(&max_base, ends_base, k_base, n_base, what, "base");
     if (rc)
         return rc;
     /* Positive base samples keep every resample median, the denominator, positive. */
     for (size_t i = 0; i < n_base; i++)
         if (!(x_base[i] > 0.0))
             return orthros_error(ORTHROS_EINVAL, "%s: base sample %zu is %g, not > 0", what, i, x_base[i]);
-    double *buf = malloc((n_new + n_base + n_resamples) * sizeof *buf);
+    /* A resample of a side holds at most k times its largest group. */
+    size_t cap_new = k_new * max_new, cap_base = k_base * max_base;
+    double *buf = malloc((cap_new + cap_base + n_resamples) * sizeof *buf);
     if (!buf)
         return orthros_error(ORTHROS_ENOMEM, "%s: cannot allocate %zu doubles", what,
-                             n_new + n_base + n_resamples);
-    double *rs_new = buf, *rs_base = buf + n_new, *stat = buf + n_new + n_base;
+                             cap_new + cap_base + n_resamples);
+    double *rs_new = buf, *rs_base = buf + cap_new, *stat = buf + cap_new + cap_base;
     stats_rng r;
     rng_seed(&r, seed);
     for (size_t b = 0; b < n_resamples; b++) {
-        resample_into(rs_new, x_new, n_new, &r);
-        resample_into(rs_base, x_base, n_base, &r);
-        stat[b] = median_inplace(rs_new, n_new) / median_inplace(rs_base, n_base);
+        size_t m_new = resample_grouped_into(rs_new, x_new, ends_new, k_new, &r);
+        size_t m_base = resample_grouped_into(rs_base, x_base, ends_base, k_base, &r);
+        stat[b] = median_inplace(rs_new, m_new) / median_inplace(rs_base, m_base);
     }
     percentile_interval(lo, hi, stat, n_resamples, level);
     free(buf);
     return 0;
+}
+
+int orthros_stats_bootstrap_ratio_ci(double *lo, double *hi, const double *x_new, size_t n_new,
+                                     const double *x_base, size_t n_base, double level, size_t n_resamples,
+                                     uint64_t seed)
+{
+    return orthros_stats_bootstrap_ratio_ci_grouped(lo, hi, x_new, n_new, NULL, 1, x_base, n_base, NULL, 1, level,
+                                                    n_resamples, seed);
 }
 
 /* ---- Mann-Whitney U ---- */

@@ -75,6 +75,17 @@ int orthros_stats_bootstrap_ratio_ci(double *lo, double *hi, const double *x_new
                                      const double *x_base, size_t n_base, double level, size_t n_resamples,
                                      uint64_t seed);
 
+/* The same for samples that come in groups (the rounds of an interleaved benchmark run): a two-stage
+ * bootstrap that draws each side's groups with replacement, then samples with replacement within each drawn
+ * group, so that a drift between rounds widens the interval instead of passing for a difference. ends[j] is
+ * one past the last index of group j (ends[k - 1] == n); ends == NULL means one group, and then the result is
+ * exactly orthros_stats_bootstrap_ratio_ci's. Scratch: k times the largest group per side, plus n_resamples
+ * doubles. */
+int orthros_stats_bootstrap_ratio_ci_grouped(double *lo, double *hi, const double *x_new, size_t n_new,
+                                             const size_t *ends_new, size_t k_new, const double *x_base,
+                                             size_t n_base, const size_t *ends_base, size_t k_base, double level,
+                                             size_t n_resamples, uint64_t seed);
+
 /* One-sided Mann-Whitney U test of "x stochastically greater than y", with average ranks for ties. Exact
  * (dynamic programming over the null distribution) when nx, ny <= ORTHROS_STATS_MWU_EXACT_MAX and no value
  * is tied; otherwise the normal approximation with tie and continuity corrections (p = 1 when every value

@@ -9,7 +9,7 @@
 # revisions alike: each round runs the kernel benchmarks (bench_kernels --quick, GPU only, when both revisions
 # have them) and a short `orthros bench` of each revision, each writing its own file. Finally
 # `orthros compare` (from HEAD_REF's build, or $ORTHROS_COMPARE) compares the rounds of base against those of
-# head, pooling each side's samples per cell, and the gate exits with its code:
+# head (rounds kept apart in the interval: docs/compare.md), and the gate exits with its code:
 #   0 nothing SLOW, 1 something SLOW (a regression), 2 inconclusive (cells do not match, all ambiguous);
 #   3 the gate itself could not run (no GPU, a build or a benchmark failed).
 # Without an NVIDIA GPU it stops with exit 3 unless --device cpu is given (a CPU dry run of the same steps).

@@ -15,6 +15,9 @@
 
 #define N_CELLS 8
 #define N_SAMPLES 15
+#define MAX_SAMPLES 32
+#define ROUNDS 4
+#define ROUND_SAMPLES 5
 
 static const char *bin;
 static char dir[4096], log_path[4200];
@@ -50,7 +53,7 @@ static int log_has(const char *text)
 /* samples[cell][i] of a bench file with cells (arch, phase, ctx) = {transformer, orthros} x {prefill,
  * decode} x {256, 1024}, batch 1; ns samples per cell. */
 typedef struct {
-    double x[N_CELLS][N_SAMPLES];
+    double x[N_CELLS][MAX_SAMPLES];
     int ns;
 } sample_set;
 
@@ -138,6 +141,29 @@ static double cell_num(const cJSON *r, int i, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), i), k);
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* One side of an interleaved run: ROUNDS files of ROUND_SAMPLES samples per cell, every sample of a round
+ * scaled by that round's drift (lognormal, relative spread `drift`: clocks or temperature that stay put for a
+ * round, then move) and by `factor`. Writes the files, returns them comma-separated in list[] and all the
+ * samples pooled as one set in *pooled. */
+static void rounds_side(char *list, size_t n, const char *prefix, uint64_t seed, double drift, double factor,
+                        sample_set *pooled)
+{
+    list[0] = 0;
+    pooled->ns = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        sample_set one;
+        draw(&one, seed * 131 + (uint64_t)r, 0.01, ROUND_SAMPLES);
+        double k = factor * noise(drift); /* after draw(): the generator continues from the round's seed */
+        for (int c = 0; c < N_CELLS; c++)
+            for (int i = 0; i < ROUND_SAMPLES; i++) pooled->x[c][pooled->ns + i] = one.x[c][i] *= k;
+        pooled->ns += ROUND_SAMPLES;
+        char name[64];
+        snprintf(name, sizeof name, "%s-r%d.json", prefix, r);
+        const char *f = save(name, bench_file(&one, "preset:tiny", -1));
+        snprintf(list + strlen(list), n - strlen(list), "%s%s", r ? "," : "", f);
+    }
 }
 
 static int near(double a, double b)
@@ -246,6 +272,42 @@ int main(int argc, char **argv)
     rc = compare(&r, base, "/nonexistent.json", NULL, NULL);
     CHECK(rc == 2 && log_has("no such file"), "a missing file: exit %d, want 2", rc);
     cJSON_Delete(r);
+
+    /* A/A across rounds with drift: each round's clock moves by ~6% (lognormal) while samples within a round
+     * vary by 1%. Compared as 4 rounds a side (the interval resamples rounds), no cell is ever SLOW or FAST over
+     * ten seeds. The same samples pooled as one file a side look like 20 precise samples and some cells come
+     * out SLOW or FAST: that the pooled comparison is fooled is what makes this test able to fail. */
+    {
+        char lb[8 * 4200], ln[8 * 4200];
+        sample_set pb, pn;
+        int fooled = 0;
+        for (uint64_t seed = 20; seed < 30; seed++) {
+            rounds_side(lb, sizeof lb, "drift-base", seed, 0.06, 1.0, &pb);
+            rounds_side(ln, sizeof ln, "drift-new", seed + 1000, 0.06, 1.0, &pn);
+            rc = compare(&r, lb, ln, NULL, NULL);
+            CHECK(rc != 1 && r && count_verdict(r, "SLOW") == 0 && count_verdict(r, "FAST") == 0,
+                  "A/A with drift, seed %d: exit %d, %d SLOW, %d FAST", (int)seed, rc,
+                  r ? count_verdict(r, "SLOW") : -1, r ? count_verdict(r, "FAST") : -1);
+            CHECK(r && near(cell_num(r, 0, "rounds_base"), ROUNDS) && near(cell_num(r, 0, "n_new"), ROUNDS * ROUND_SAMPLES),
+                  "rounds: %g, samples %g", cell_num(r, 0, "rounds_base"), cell_num(r, 0, "n_new"));
+            cJSON_Delete(r);
+            const char *fb = save("drift-pooled-base.json", bench_file(&pb, "preset:tiny", -1));
+            const char *fn = save("drift-pooled-new.json", bench_file(&pn, "preset:tiny", -1));
+            rc = compare(&r, fb, fn, NULL, NULL);
+            if (r) fooled += count_verdict(r, "SLOW") + count_verdict(r, "FAST");
+            cJSON_Delete(r);
+        }
+        printf("A/A with drift: pooled as one file a side, %d of %d cells SLOW or FAST; as rounds, none\n", fooled,
+               10 * N_CELLS);
+        CHECK(fooled > 0, "the pooled comparison was never fooled: the drift test proves nothing");
+        /* A real 20% slowdown still shows through the same drift: every cell SLOW. */
+        rounds_side(lb, sizeof lb, "drift-base", 40, 0.06, 1.0, &pb);
+        rounds_side(ln, sizeof ln, "drift-new", 41, 0.06, 1.2, &pn);
+        rc = compare(&r, lb, ln, NULL, NULL);
+        CHECK(rc == 1 && r && count_verdict(r, "SLOW") == N_CELLS, "x1.2 with drift: exit %d, %d SLOW", rc,
+              r ? count_verdict(r, "SLOW") : -1);
+        cJSON_Delete(r);
+    }
 
     /* Two samples per cell: the exact test's smallest p is 1 / C(4, 2) = 1/6 > 0.05, so every cell is
      * AMBIGUOUS (too few samples), even at x1.2: exit 2. */

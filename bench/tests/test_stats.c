@@ -180,6 +180,40 @@ static void test_bootstrap_ratio(void)
     CHECK_RC(orthros_stats_bootstrap_ratio_ci(&lo, &hi, six, 3, nonpos, 2, 0.9, 50, 0), ORTHROS_EINVAL);
 }
 
+/* Grouped (two-stage) bootstrap, by hand. NEW = three rounds of 30 samples, constant 1, 2 and 3; BASE = ten
+ * samples of 1. A two-stage resample draws 3 rounds with replacement and then 30 samples within each, so its
+ * median (the mean of the 45th and 46th of 90 sorted values) is the middle one of the 3 drawn constants: 1 with
+ * probability P(at least two 1s) = (3 * 2 + 1) / 27 = 7/27 = 0.26, likewise 3, else 2. Both tails are far above
+ * 2.5%: the 95% interval is [1, 3]. Pooled as one round, a resample median is 1 only when 46 of 90 draws are 1s
+ * (a Binomial(90, 1/3) count, mean 30, sd 4.5: 3.5 sd out, p ~ 3e-4), likewise 3: the interval is [2, 2]. The
+ * rounds disagree by 2x, so only the grouped interval is honest. */
+static void test_bootstrap_ratio_grouped(void)
+{
+    double x[90], one[10], lo, hi, lo2, hi2;
+    for (int i = 0; i < 90; i++) x[i] = 1.0 + (double)(i / 30);
+    for (int i = 0; i < 10; i++) one[i] = 1.0;
+    const size_t ends[3] = {30, 60, 90}, all = 90, ten = 10;
+    CHECK_RC(orthros_stats_bootstrap_ratio_ci_grouped(&lo, &hi, x, 90, ends, 3, one, 10, NULL, 1, 0.95, 5000, 3), 0);
+    CHECK(lo == 1 && hi == 3, "grouped interval [%g, %g], want [1, 3]", lo, hi);
+    CHECK_RC(orthros_stats_bootstrap_ratio_ci_grouped(&lo, &hi, x, 90, &all, 1, one, 10, &ten, 1, 0.95, 5000, 3), 0);
+    CHECK(lo == 2 && hi == 2, "one group: [%g, %g], want [2, 2]", lo, hi);
+    /* One group is exactly the ungrouped function, same seed, same draws. */
+    CHECK_RC(orthros_stats_bootstrap_ratio_ci(&lo2, &hi2, x, 90, one, 10, 0.95, 5000, 3), 0);
+    CHECK(lo == lo2 && hi == hi2, "one group [%g, %g] differs from ungrouped [%g, %g]", lo, hi, lo2, hi2);
+    /* Base grouped too: BASE rounds of 1 and 2 against NEW constant 2 give ratios 2, 4/3 or 1 (2 / median of
+     * the two drawn base rounds: 1 1 -> 2, 1 2 -> 2 / 1.5, 2 2 -> 1), each tail 1/4: [1, 2]. */
+    const double base2[6] = {1, 1, 1, 2, 2, 2}, two[4] = {2, 2, 2, 2};
+    const size_t bends[2] = {3, 6};
+    CHECK_RC(orthros_stats_bootstrap_ratio_ci_grouped(&lo, &hi, two, 4, NULL, 1, base2, 6, bends, 2, 0.95, 5000, 9), 0);
+    CHECK(lo == 1 && hi == 2, "grouped base: [%g, %g], want [1, 2]", lo, hi);
+    /* Groups that do not cover the samples, or an empty one, are refused. */
+    const size_t short_ends[2] = {30, 60}, empty[3] = {30, 30, 90};
+    CHECK_RC(orthros_stats_bootstrap_ratio_ci_grouped(&lo, &hi, x, 90, short_ends, 2, one, 10, NULL, 1, 0.95, 50, 1),
+             ORTHROS_EINVAL);
+    CHECK_RC(orthros_stats_bootstrap_ratio_ci_grouped(&lo, &hi, x, 90, empty, 3, one, 10, NULL, 1, 0.95, 50, 1),
+             ORTHROS_EINVAL);
+}
+
 /* ---- Mann-Whitney: independent references ---- */
 
 /* U of x over y by counting pairs (no ranks): x > y counts 1, a tie 1/2. */
@@ -435,6 +469,7 @@ int main(void)
     test_fill();
     test_bootstrap_median();
     test_bootstrap_ratio();
+    test_bootstrap_ratio_grouped();
     test_mann_whitney();
     test_holm();
     test_wilson();
