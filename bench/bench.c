@@ -395,8 +395,8 @@ static cJSON *speedups(const cJSON *meas, uint64_t seed)
     return out;
 }
 
-/* Predicted seconds of a cell (warm-up plus the minimum repetitions), extrapolating the FLOP rate measured in
- * the longest shorter cell of the same arch, phase and batch; 0 when there is none to extrapolate from. */
+/* Predicted seconds of one repetition of a cell, extrapolating the FLOP rate measured in the longest shorter
+ * cell of the same arch, phase and batch; 0 when there is none to extrapolate from. */
 static double predict_cell_seconds(orthros_model *m, const cJSON *meas, const cell *c, const bench_opts *o,
                                    int *from_ctx, double *rate)
 {
@@ -417,7 +417,7 @@ static double predict_cell_seconds(orthros_model *m, const cJSON *meas, const ce
     orthros_cost k = cell_cost(m, c, extra, o->mo.chunk, &tokens);
     *from_ctx = cJSON_GetObjectItem(best, "ctx")->valueint;
     *rate = flops_prev / t_prev;
-    return k.flops / *rate * (o->warmup + o->reps);
+    return k.flops / *rate;
 }
 
 /* ---- the sweep ---- */
@@ -545,18 +545,33 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
                     fprintf(stderr, "[%zu/%zu] %s %s ctx %d batch %d (elapsed %.0f s)...\n", idx, total, c.arch,
                             c.phase, c.ctx, c.batch, el);
                     int from = 0;
-                    double rate = 0, pred = o->cell_budget > 0 ? predict_cell_seconds(m, meas, &c, o, &from, &rate) : 0;
-                    cJSON *res;
-                    if (pred > o->cell_budget) {
-                        char why[256];
+                    double rate = 0, one = o->cell_budget > 0 ? predict_cell_seconds(m, meas, &c, o, &from, &rate) : 0;
+                    bench_opts oc = *o; /* this cell's repetitions */
+                    char why[256] = "";
+                    if (one > o->cell_budget) {
                         snprintf(why, sizeof why,
-                                 "predicted %.0f s (warm-up + %d reps at the %.1f TFLOP/s measured at ctx %d) exceeds "
+                                 "predicted %.0f s for one repetition (at the %.3g TFLOP/s measured at ctx %d) exceeds "
                                  "--cell-budget %.0f s",
-                                 pred, o->reps, rate / 1e12, from, o->cell_budget);
+                                 one, rate / 1e12, from, o->cell_budget);
+                    } else if (one * (o->warmup + o->reps) > o->cell_budget) {
+                        /* One repetition fits but warm-up + --reps do not: as many as fit, no warm-up (a
+                         * repetition this long is its own warm-up many times over). */
+                        oc.warmup = 0;
+                        oc.reps = oc.max_reps = (int)fmin(o->reps, fmax(1.0, floor(o->cell_budget / one)));
+                    }
+                    cJSON *res;
+                    if (why[0]) {
                         res = cell_json(&c, o);
                         cJSON_AddStringToObject(res, "skipped", why);
                     } else {
-                        res = run_cell(m, &c, o, ceil, (uint64_t)o->mo.seed);
+                        res = run_cell(m, &c, &oc, ceil, (uint64_t)o->mo.seed);
+                        if (oc.reps != o->reps) {
+                            snprintf(why, sizeof why,
+                                     "predicted %.0f s a repetition (at the %.3g TFLOP/s measured at ctx %d): %d "
+                                     "repetition%s and no warm-up, to fit --cell-budget %.0f s",
+                                     one, rate / 1e12, from, oc.reps, oc.reps > 1 ? "s" : "", o->cell_budget);
+                            cJSON_AddStringToObject(res, "reps_reduced", why);
+                        }
                     }
                     /* Drop an earlier skipped/failed record of the same cell. */
                     for (int k = cJSON_GetArraySize(meas) - 1; k >= 0; k--)

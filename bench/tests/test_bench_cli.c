@@ -119,6 +119,46 @@ int main(int argc, char **argv)
     cJSON_Delete(before);
     cJSON_Delete(r);
 
+    /* 3b. --cell-budget with room for one repetition but not for warm-up + --reps: as many as fit, no warm-up.
+     * Made deterministic by resuming from a file whose 256-token cell claims 100 s a run, so the prediction for
+     * 1024 tokens is exactly 100 s x flops(1024) / flops(256); the budget is 2.5 times that: 2 repetitions. */
+    {
+        char *a5[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx",
+                      "256,1024", "--phase", "prefill", "--reps", "3", "--json", json, NULL};
+        unlink(json);
+        CHECK(tu_run(a5, log) == 0, "the two-cell sweep failed (see %s)", log);
+        cJSON *f = tu_load_json(json);
+        cJSON *meas = cJSON_GetObjectItem(f, "measurements");
+        cJSON *c256 = cJSON_GetArrayItem(meas, 0), *c1024 = cJSON_GetArrayItem(meas, 1);
+        CHECK(c256 && c1024 && cJSON_GetObjectItem(c1024, "ctx")->valueint == 1024, "unexpected cells");
+        if (c256 && c1024) {
+            double f256 = cJSON_GetObjectItem(cJSON_GetObjectItem(c256, "cost"), "flops")->valuedouble;
+            double f1024 = cJSON_GetObjectItem(cJSON_GetObjectItem(c1024, "cost"), "flops")->valuedouble;
+            cJSON_SetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(c256, "stats"), "median"), 100.0);
+            cJSON_DeleteItemFromArray(meas, 1);
+            char *text = cJSON_Print(f);
+            tu_write_text(json, text);
+            free(text);
+            char budget[64];
+            snprintf(budget, sizeof budget, "%.6f", 2.5 * 100.0 * f1024 / f256);
+            char *a6[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer",
+                          "--ctx", "256,1024", "--phase", "prefill", "--warmup", "1", "--reps", "5", "--cell-budget",
+                          budget, "--json", json, "--resume", NULL};
+            CHECK(tu_run(a6, log) == 0, "the budgeted resume failed (see %s)", log);
+            cJSON *g = tu_load_json(json);
+            const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(g, "measurements"), 1);
+            const cJSON *red = cJSON_GetObjectItem(m, "reps_reduced");
+            CHECK(m && !cJSON_GetObjectItem(m, "skipped") && cJSON_GetArraySize(cJSON_GetObjectItem(m, "samples")) == 2,
+                  "the 1024 cell should run exactly 2 repetitions, has %d",
+                  m ? cJSON_GetArraySize(cJSON_GetObjectItem(m, "samples")) : -1);
+            CHECK(red && strstr(red->valuestring, "2 repetitions and no warm-up"), "no reps_reduced note");
+            if (g) validate(g, "the budgeted sweep");
+            if (red) printf("reduced: %s\n", red->valuestring);
+            cJSON_Delete(g);
+        }
+        cJSON_Delete(f);
+    }
+
     /* 4. The recipe on a tiny model: a resumable sweep, a cell skipped by --cell-budget, and the report. */
     char rdir[300], rjson[400], rmd[400];
     snprintf(rdir, sizeof rdir, "%s/recipe", dir);
