@@ -2,7 +2,11 @@
 # The CI performance gate: builds two revisions, benchmarks them interleaved on the same machine, compares.
 #
 # Usage: ci/perf-gate.sh BASE_REF HEAD_REF [OUTDIR] [--device cpu]
+#        ci/perf-gate.sh --prebuilt BASE_BUILD_DIR HEAD_BUILD_DIR [OUTDIR] [--device cpu]
 #
+# --prebuilt skips git and the builds and runs the rounds with two existing build folders (each with orthros
+# and, for the kernel comparison, kernels/tests/bench_kernels): for a tree without git history (a copy on a
+# lent GPU machine), or an A/A check of the gate itself (the same folder twice: nothing may come out SLOW).
 # Each ref gets a git worktree under a temporary directory and its own Release build (CUDA architectures from
 # ORTHROS_CUDA_ARCHS, default 90a; --device cpu builds without CUDA). Then PERF_GATE_ROUNDS rounds (default 4)
 # run, in ABBA order (base, head, head, base, ...) so that drift of clocks and temperature falls on both
@@ -21,14 +25,16 @@
 # OUTDIR (default perf-gate-out) receives every round's JSON, the logs, compare-*.txt and compare-*.md.
 set -u -o pipefail
 
-usage() { echo "usage: ci/perf-gate.sh BASE_REF HEAD_REF [OUTDIR] [--device cpu]" >&2; exit 3; }
+usage() { echo "usage: ci/perf-gate.sh [--prebuilt] BASE HEAD [OUTDIR] [--device cpu]  (refs, or build folders with --prebuilt)" >&2; exit 3; }
 DEVICE=cuda
+PREBUILT=0
 ARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --device) [ $# -ge 2 ] || usage; DEVICE=$2; shift 2 ;;
         --device=*) DEVICE=${1#--device=}; shift ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        --prebuilt) PREBUILT=1; shift ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) ARGS+=("$1"); shift ;;
     esac
 done
@@ -44,12 +50,18 @@ if [ "$DEVICE" = cuda ] && ! nvidia-smi -L >/dev/null 2>&1; then
     fail "no NVIDIA GPU here (nvidia-smi -L failed): run the gate on a GPU runner, or pass --device cpu for a CPU dry run"
 fi
 
-REPO=$(git rev-parse --show-toplevel 2>/dev/null) || fail "not inside a git repository"
-cd "$REPO"
-BASE_SHA=$(git rev-parse --verify "$BASE_REF^{commit}" 2>/dev/null) || fail "unknown ref $BASE_REF"
-HEAD_SHA=$(git rev-parse --verify "$HEAD_REF^{commit}" 2>/dev/null) || fail "unknown ref $HEAD_REF"
 mkdir -p "$OUT" || fail "cannot create $OUT"
 OUT=$(cd "$OUT" && pwd)
+if [ $PREBUILT = 1 ]; then
+    for d in "$BASE_REF" "$HEAD_REF"; do [ -x "$d/orthros" ] || fail "--prebuilt: $d/orthros is not an executable"; done
+    BASE_SHA=$(cd "$BASE_REF" && pwd)
+    HEAD_SHA=$(cd "$HEAD_REF" && pwd)
+else
+    REPO=$(git rev-parse --show-toplevel 2>/dev/null) || fail "not inside a git repository"
+    cd "$REPO"
+    BASE_SHA=$(git rev-parse --verify "$BASE_REF^{commit}" 2>/dev/null) || fail "unknown ref $BASE_REF"
+    HEAD_SHA=$(git rev-parse --verify "$HEAD_REF^{commit}" 2>/dev/null) || fail "unknown ref $HEAD_REF"
+fi
 ROUNDS=${PERF_GATE_ROUNDS:-4}
 REPS=${PERF_GATE_REPS:-5}
 ARCHS=${ORTHROS_CUDA_ARCHS:-90a}
@@ -63,8 +75,10 @@ fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/perf-gate.XXXXXX") || fail "mktemp failed"
 cleanup() {
-    git -C "$REPO" worktree remove --force "$TMP/base" >/dev/null 2>&1
-    git -C "$REPO" worktree remove --force "$TMP/head" >/dev/null 2>&1
+    if [ $PREBUILT = 0 ]; then
+        git -C "$REPO" worktree remove --force "$TMP/base" >/dev/null 2>&1
+        git -C "$REPO" worktree remove --force "$TMP/head" >/dev/null 2>&1
+    fi
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -81,19 +95,27 @@ build() { # build NAME SHA: worktree and Release build of SHA in $TMP/NAME
             echo "perf-gate: $name has no bench_kernels target; kernels are not compared" >&2
     fi
 }
-build base "$BASE_SHA"
-build head "$HEAD_SHA"
+declare -A BUILD_DIR
+if [ $PREBUILT = 1 ]; then
+    BUILD_DIR[base]=$BASE_SHA
+    BUILD_DIR[head]=$HEAD_SHA
+else
+    build base "$BASE_SHA"
+    build head "$HEAD_SHA"
+    BUILD_DIR[base]=$TMP/base/build
+    BUILD_DIR[head]=$TMP/head/build
+fi
 
 KERNELS=0
-if [ "$DEVICE" = cuda ] && [ -x "$TMP/base/build/kernels/tests/bench_kernels" ] && [ -x "$TMP/head/build/kernels/tests/bench_kernels" ]; then
+if [ "$DEVICE" = cuda ] && [ -x "${BUILD_DIR[base]}/kernels/tests/bench_kernels" ] && [ -x "${BUILD_DIR[head]}/kernels/tests/bench_kernels" ]; then
     KERNELS=1
 fi
 
 run_one() { # run_one NAME ROUND
-    local name=$1 r=$2 bin=$TMP/$1/build/orthros
+    local name=$1 r=$2 bin=${BUILD_DIR[$1]}/orthros
     mkdir -p "$OUT/$name"
     if [ $KERNELS = 1 ]; then
-        "$TMP/$name/build/kernels/tests/bench_kernels" "$OUT/$name/kernels-r$r.json" --quick >>"$OUT/$name/kernels.log" 2>&1 ||
+        "${BUILD_DIR[$name]}/kernels/tests/bench_kernels" "$OUT/$name/kernels-r$r.json" --quick >>"$OUT/$name/kernels.log" 2>&1 ||
             fail "bench_kernels of $name failed in round $r (see $OUT/$name/kernels.log)"
     fi
     # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
@@ -111,7 +133,7 @@ list() { # list NAME KIND: the round files, comma-separated
     for r in $(seq 1 "$ROUNDS"); do files+=("$OUT/$1/$2-r$r.json"); done
     (IFS=,; echo "${files[*]}")
 }
-COMPARE=${ORTHROS_COMPARE:-$TMP/head/build/orthros}
+COMPARE=${ORTHROS_COMPARE:-${BUILD_DIR[head]}/orthros}
 "$COMPARE" compare --help >/dev/null 2>&1 || fail "$COMPARE has no compare command (set ORTHROS_COMPARE to an orthros that has)"
 status=0
 kinds=(bench)
