@@ -16,11 +16,18 @@
  *     d=64 3.28 ms, d=128 16.4 ms.
  * v3: the loads that were one-at-a-time latency chains (the S_c fp32 -> hi/lo conversion in chunk_out, the
  *     chunk loop of the scan) are batched, several 16-byte loads in flight per thread.
- *     d=64 2.59 ms, d=128 8.1 ms (flash-linear-attention's normalised chunk kernels: 5.80 and 9.59 ms). */
+ *     d=64 2.59 ms, d=128 8.1 ms (flash-linear-attention's normalised chunk kernels: 5.80 and 9.59 ms).
+ * v4 (opt-in until measured on the GPU): for the element-wise maps (elu1, relu; F = d) no featurize pass:
+ *     chunk_state and chunk_out load the raw k and q rows of qkv and apply phi in shared memory
+ *     (linear_phi.cuh, the same fp32 -> bf16 rounding as linear_featurize, so the results are identical).
+ *     This drops a write and a read of phi_q and phi_k, 2 x (Hq + Hkv) d bf16 per token: at 128K, d=64,
+ *     Hq=32, Hkv=8, 1.34 GB of traffic, about 0.32 ms at the 4.2 TB/s copy rate (less where phi stayed in L2).
+ *     Hedgehog keeps v3's path. Not yet run on the GPU. */
 #include "attn_linear_prefill.h"
 
 #include "cuda_common.cuh"
 #include "linear_featurize.h"
+#include "linear_phi.cuh"
 
 #define LC 64
 #define LC_WARPS 4
@@ -34,6 +41,27 @@ struct lin_work {
     float *tmp, *dS, *dz;
 };
 
+/* cp.async of a chunk's 64 phi_k rows of kv head kv into sPk (row stride ldf), rows past ns zero-filled: from
+ * the featurized w.phi_k, or (FUSED) the raw k of qkv, to be mapped in place once it has landed. */
+template <bool FUSED>
+static __device__ __forceinline__ void load_phi_k(bf16 *sPk, int ldf, const orthros_attn_linear_params &p,
+                                                  const lin_work &w, const bf16 *qkv, int W, int b, int kv, int i0,
+                                                  int ns, int t0)
+{
+    const int F = p.F;
+    for (int e = threadIdx.x; e < LC * (F / 8); e += blockDim.x) {
+        int r = e / (F / 8), ch = e % (F / 8), ok = t0 + r < ns;
+        const bf16 *src;
+        if (FUSED)
+            src = ok ? qkv + ((size_t)b * p.n + i0 + t0 + r) * W + (size_t)(p.Hq + kv) * p.d + ch * 8 : qkv;
+        else
+            src = ok ? w.phi_k + (((size_t)b * ns + t0 + r) * p.Hkv + kv) * F + ch * 8 : w.phi_k;
+        cp_async16(sPk + r * ldf + ch * 8, src, ok ? 16 : 0);
+    }
+}
+
+/* FUSED: phi_k is made here from the raw k of qkv (element-wise maps, F == d) instead of read from w.phi_k. */
+template <bool FUSED>
 static __global__ void __launch_bounds__(LC_WARPS * 32)
     lin_chunk_state_kernel(orthros_attn_linear_params p, lin_work w, int i0, int ns, int nc)
 {
@@ -43,12 +71,8 @@ static __global__ void __launch_bounds__(LC_WARPS * 32)
     bf16 *sV = sPk + LC * LDF;     // [64][LDD]
     int c = blockIdx.x, kv = blockIdx.y, b = blockIdx.z, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     int W = (p.Hq + 2 * p.Hkv) * d, t0 = c * LC;
-    for (int e = tid; e < LC * (F / 8); e += blockDim.x) {
-        int r = e / (F / 8), ch = e % (F / 8), ok = t0 + r < ns;
-        const bf16 *src = ok ? w.phi_k + (((size_t)b * ns + t0 + r) * p.Hkv + kv) * F + ch * 8 : w.phi_k;
-        cp_async16(sPk + r * LDF + ch * 8, src, ok ? 16 : 0);
-    }
     const bf16 *qkv = (const bf16 *)p.qkv;
+    load_phi_k<FUSED>(sPk, LDF, p, w, qkv, W, b, kv, i0, ns, t0);
     for (int e = tid; e < LC * (d / 8); e += blockDim.x) {
         int r = e / (d / 8), ch = e % (d / 8), ok = t0 + r < ns;
         const bf16 *src = ok ? qkv + ((size_t)b * p.n + i0 + t0 + r) * W + (size_t)(p.Hq + p.Hkv + kv) * d + ch * 8 : qkv;
@@ -57,6 +81,10 @@ static __global__ void __launch_bounds__(LC_WARPS * 32)
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
+    if (FUSED) {
+        phi_tile_inplace(sPk, LDF, LC, ns - t0, F, p.fmap);
+        __syncthreads();
+    }
     size_t part = ((size_t)b * p.Hkv + kv) * nc + c;
     for (int f = tid; f < F; f += blockDim.x) {
         float s = 0.0f;
@@ -141,6 +169,8 @@ static size_t chunk_out_smem(int F, int d)
            (size_t)F * sizeof(float);
 }
 
+/* FUSED: phi_q and phi_k are made here from the raw q and k of qkv, as in lin_chunk_state_kernel. */
+template <bool FUSED>
 static __global__ void __launch_bounds__(LCO_WARPS * 32)
     lin_chunk_out_kernel(orthros_attn_linear_params p, lin_work w, int i0, int ns, int nc)
 {
@@ -156,12 +186,8 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
     int wg = tid / 128, warp = (tid / 32) % 4;
     bf16 *sPq = sPq2 + wg * LC * LDF;
     int g = p.Hq / p.Hkv, W = (p.Hq + 2 * p.Hkv) * d, t0 = c * LC;
-    for (int e = tid; e < LC * (F / 8); e += blockDim.x) {
-        int r = e / (F / 8), ch = e % (F / 8), ok = t0 + r < ns;
-        const bf16 *src = ok ? w.phi_k + (((size_t)b * ns + t0 + r) * p.Hkv + kv) * F + ch * 8 : w.phi_k;
-        cp_async16(sPk + r * LDF + ch * 8, src, ok ? 16 : 0);
-    }
     const bf16 *qkv = (const bf16 *)p.qkv;
+    load_phi_k<FUSED>(sPk, LDF, p, w, qkv, W, b, kv, i0, ns, t0);
     for (int e = tid; e < LC * (d / 8); e += blockDim.x) {
         int r = e / (d / 8), ch = e % (d / 8), ok = t0 + r < ns;
         const bf16 *src = ok ? qkv + ((size_t)b * p.n + i0 + t0 + r) * W + (size_t)(p.Hq + p.Hkv + kv) * d + ch * 8 : qkv;
@@ -202,12 +228,23 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
     for (int j0 = 0; j0 < g; j0 += 2) {
         for (int e = tid; e < 2 * LC * (F / 8); e += blockDim.x) {
             int hh = e / (LC * (F / 8)), r = (e / (F / 8)) % LC, ch = e % (F / 8), ok = t0 + r < ns && j0 + hh < g;
-            const bf16 *src = ok ? w.phi_q + (((size_t)b * ns + t0 + r) * p.Hq + kv * g + j0 + hh) * F + ch * 8 : w.phi_q;
+            const bf16 *src;
+            if (FUSED)
+                src = ok ? qkv + ((size_t)b * p.n + i0 + t0 + r) * W + (size_t)(kv * g + j0 + hh) * d + ch * 8 : qkv;
+            else
+                src = ok ? w.phi_q + (((size_t)b * ns + t0 + r) * p.Hq + kv * g + j0 + hh) * F + ch * 8 : w.phi_q;
             cp_async16(sPq2 + (hh * LC + r) * LDF + ch * 8, src, ok ? 16 : 0);
         }
         cp_async_commit();
         cp_async_wait<0>();
         __syncthreads();
+        if (FUSED) {
+            /* Both query tiles (a missing second head's rows are zero and stay zero: phi of nothing is not
+             * needed), and the keys on the first pass. */
+            for (int hh = 0; hh < 2 && j0 + hh < g; hh++) phi_tile_inplace(sPq2 + hh * LC * LDF, LDF, LC, ns - t0, F, p.fmap);
+            if (j0 == 0) phi_tile_inplace(sPk, LDF, LC, ns - t0, F, p.fmap);
+            __syncthreads();
+        }
         const int h = kv * g + j0 + wg;
         if (j0 + wg < g) {
             // Intra-chunk scores A = Phi_q Phi_k^T for this warp's 16 tokens against the chunk's 64.
@@ -341,6 +378,26 @@ size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *
     return total;
 }
 
+static int linear_prefill_version = ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT;
+
+int orthros_attn_linear_prefill_set_version(int version)
+{
+    if (version < 3 || version > ORTHROS_ATTN_LINEAR_PREFILL_LATEST)
+        return orthros_error(ORTHROS_EINVAL, "linear prefill: no kernel version %d (3 .. %d kept)", version,
+                             ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
+    linear_prefill_version = version;
+    return 0;
+}
+
+template <bool FUSED> static int set_smem(size_t smem_state, size_t smem_out)
+{
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin_chunk_state_kernel<FUSED>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)smem_state));
+    ORTHROS_CUDA_CHECK(
+        cudaFuncSetAttribute(lin_chunk_out_kernel<FUSED>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_out));
+    return 0;
+}
+
 int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublasHandle_t cublas, cudaStream_t stream)
 {
     if (p->n <= 0 || p->B <= 0) return 0;
@@ -355,23 +412,30 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
                              total);
     size_t smem_state = (size_t)LC * (p->F + SMEM_PAD + p->d + SMEM_PAD) * sizeof(bf16);
     size_t smem_out = chunk_out_smem(p->F, p->d);
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin_chunk_state_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)smem_state));
-    ORTHROS_CUDA_CHECK(
-        cudaFuncSetAttribute(lin_chunk_out_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_out));
+    const bool fused = linear_prefill_version >= 4 && p->F == p->d &&
+                       (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
+    int rc = fused ? set_smem<true>(smem_state, smem_out) : set_smem<false>(smem_state, smem_out);
+    if (rc) return rc;
     for (int i0 = 0; i0 < p->n; i0 += span) {
         int ns = p->n - i0 < span ? p->n - i0 : span, nc = ceil_div(ns, LC);
-        orthros_linear_featurize_params fp = {w.phi_q, w.phi_k, w.tmp, p->qkv, p->fmap_q, p->fmap_k, p->B, p->n, i0, ns,
-                                              p->Hq, p->Hkv, p->d, p->F, p->fmap};
-        int rc = orthros_linear_featurize_bf16(&fp, cublas, stream);
-        if (rc) return rc;
+        if (!fused) {
+            orthros_linear_featurize_params fp = {w.phi_q, w.phi_k, w.tmp, p->qkv, p->fmap_q, p->fmap_k, p->B, p->n,
+                                                  i0, ns, p->Hq, p->Hkv, p->d, p->F, p->fmap};
+            if ((rc = orthros_linear_featurize_bf16(&fp, cublas, stream))) return rc;
+        }
         dim3 grid(nc, p->Hkv, p->B);
-        lin_chunk_state_kernel<<<grid, LC_WARPS * 32, smem_state, stream>>>(*p, w, i0, ns, nc);
+        if (fused)
+            lin_chunk_state_kernel<true><<<grid, LC_WARPS * 32, smem_state, stream>>>(*p, w, i0, ns, nc);
+        else
+            lin_chunk_state_kernel<false><<<grid, LC_WARPS * 32, smem_state, stream>>>(*p, w, i0, ns, nc);
         ORTHROS_CUDA_LAUNCH_CHECK("lin_chunk_state_kernel");
         dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
         lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, nc);
         ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
-        lin_chunk_out_kernel<<<grid, LCO_WARPS * 32, smem_out, stream>>>(*p, w, i0, ns, nc);
+        if (fused)
+            lin_chunk_out_kernel<true><<<grid, LCO_WARPS * 32, smem_out, stream>>>(*p, w, i0, ns, nc);
+        else
+            lin_chunk_out_kernel<false><<<grid, LCO_WARPS * 32, smem_out, stream>>>(*p, w, i0, ns, nc);
         ORTHROS_CUDA_LAUNCH_CHECK("lin_chunk_out_kernel");
     }
     return 0;

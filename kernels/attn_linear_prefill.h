@@ -13,6 +13,12 @@ extern "C" {
 int orthros_attn_linear_chunked_supported(const orthros_attn_linear_params *p);
 size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *p);
 int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublasHandle_t cublas, cudaStream_t stream);
+/* The numbered version the chunked path uses, process-wide, for tests and benchmarks that compare versions:
+ * 3 (the default) featurizes q and k into scratch first; 4 applies elu1 / relu inside the chunk kernels (not
+ * yet measured on the GPU: the default moves to it once it is tested and faster). */
+#define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 3
+#define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 4
+int orthros_attn_linear_prefill_set_version(int version);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "linear_phi.cuh"
 
 static __global__ void featurize_elementwise_kernel(orthros_linear_featurize_params p)
 {
@@ -16,7 +17,7 @@ static __global__ void featurize_elementwise_kernel(orthros_linear_featurize_par
     int total = (p.Hq + p.Hkv) * d;
     for (int e = threadIdx.x; e < total; e += blockDim.x) {
         float x = bf2f(row[e]);
-        float f = p.fmap == ORTHROS_FMAP_ELU1 ? (x > 0.0f ? x + 1.0f : expf(x)) : fmaxf(x, 0.0f);
+        float f = phi_elementwise(x, p.fmap);
         if (e < p.Hq * d)
             pq[e] = f2bf(f);
         else

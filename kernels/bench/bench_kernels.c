@@ -17,6 +17,7 @@
 
 #include "attn_full_decode.h"
 #include "attn_full_prefill.h"
+#include "attn_linear_prefill.h"
 #include "backend.h"
 
 #define SAMPLES 7
@@ -248,7 +249,8 @@ static void bench_prefill_v(int d, int n, int pos0, int version)
 
 static void bench_prefill(int d, int n, int pos0) { bench_prefill_v(d, n, pos0, 0); }
 
-static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode)
+/* version 0: the default chunked prefill; else that numbered version of attn_linear_prefill.cu. */
+static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode, int version)
 {
     attn_ctx a;
     double samples[SAMPLES];
@@ -273,7 +275,9 @@ static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode)
         a.L.fmap_q = wq;
         a.L.fmap_k = wk;
     }
+    if (version) must(orthros_attn_linear_prefill_set_version(version), "linear prefill version");
     double t = time_op(run_attn, &a, samples);
+    must(orthros_attn_linear_prefill_set_version(ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT), "linear prefill version");
     double flops, bytes;
     if (decode) {
         flops = 2.0 * B * 8 * F * d + 2.0 * B * 32 * F * d;
@@ -286,6 +290,7 @@ static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode)
     }
     char shape[96];
     snprintf(shape, sizeof shape, "B=%d n=%d Hq=32 Hkv=8 d=%d %s", B, n, d, orthros_fmap_name(fmap));
+    if (version) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " v%d", version);
     record(decode ? "attn_linear_decode" : "attn_linear_prefill", shape, flops, bytes, t, samples);
     if (wq) be->free(be, wq);
     if (wk) be->free(be, wk);
@@ -346,10 +351,13 @@ int main(int argc, char **argv)
     }
     for (int di = 0; di < 2; di++) {
         int d = di ? 128 : 64;
-        bench_linear(d, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0);
-        bench_linear(d, 1, 16384, ORTHROS_FMAP_HEDGEHOG, 0);
-        bench_linear(d, 1, 1, ORTHROS_FMAP_ELU1, 1);
-        bench_linear(d, 16, 1, ORTHROS_FMAP_ELU1, 1);
+        bench_linear(d, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, 0);
+        /* Each kept version of the chunked prefill (the default above, then every version by name). */
+        for (int v = 3; v <= ORTHROS_ATTN_LINEAR_PREFILL_LATEST; v++)
+            bench_linear(d, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, v);
+        bench_linear(d, 1, 16384, ORTHROS_FMAP_HEDGEHOG, 0, 0);
+        bench_linear(d, 1, 1, ORTHROS_FMAP_ELU1, 1, 0);
+        bench_linear(d, 16, 1, ORTHROS_FMAP_ELU1, 1, 0);
     }
 
     if (json_path) {

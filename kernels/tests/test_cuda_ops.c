@@ -20,6 +20,7 @@
 
 #include "attn_full_decode.h"
 #include "attn_full_prefill.h"
+#include "attn_linear_prefill.h"
 #include "backend.h"
 
 #define TOL_BF16 1e-4
@@ -518,21 +519,30 @@ static void test_linear(geom g, orthros_fmap fmap, int F, int B, int n1, int n2,
 
 static void linear_suite(void)
 {
-    geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {4, 1, 80}, {6, 3, 32}};
+    geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {4, 1, 80}, {6, 3, 32}, {6, 2, 64}};
     int ng = (int)(sizeof gs / sizeof gs[0]);
-    for (int gi = 0; gi < ng; gi++) {
-        geom g = gs[gi];
-        test_linear(g, ORTHROS_FMAP_ELU1, g.d, 1, 1, 70, 2);
-        test_linear(g, ORTHROS_FMAP_ELU1, g.d, 3, 130, 45, 1);
-        test_linear(g, ORTHROS_FMAP_RELU, g.d, 3, 200, 64, 1);
-        test_linear(g, ORTHROS_FMAP_HEDGEHOG, g.d, 1, 99, 1, 1);    /* F = d: chunked kernels */
-        test_linear(g, ORTHROS_FMAP_HEDGEHOG, 40, 3, 33, 70, 1);    /* F = 40: the recurrent fallback */
+    /* Every kept version of the chunked prefill (4 maps elu1 / relu inside the chunk kernels); chunks of 64
+     * with tails of 6, 2, 8, 35 and 0 rows, GQA groups of 1, 2, 3, 4 and 8 (a group of 3 leaves the second
+     * query tile of chunk_out's last pair empty). */
+    for (int v = 3; v <= ORTHROS_ATTN_LINEAR_PREFILL_LATEST; v++) {
+        if (orthros_attn_linear_prefill_set_version(v)) die("linear prefill version");
+        printf("linear prefill version %d\n", v);
+        for (int gi = 0; gi < ng; gi++) {
+            geom g = gs[gi];
+            test_linear(g, ORTHROS_FMAP_ELU1, g.d, 1, 1, 70, 2);
+            test_linear(g, ORTHROS_FMAP_ELU1, g.d, 3, 130, 45, 1);
+            test_linear(g, ORTHROS_FMAP_RELU, g.d, 3, 200, 64, 1);
+            test_linear(g, ORTHROS_FMAP_HEDGEHOG, g.d, 1, 99, 1, 1);    /* F = d: chunked kernels */
+            test_linear(g, ORTHROS_FMAP_HEDGEHOG, 40, 3, 33, 70, 1);    /* F = 40: the recurrent fallback */
+        }
+        if (quick) continue;
+        /* long enough for several spans of the chunked path */
+        geom gl = {8, 2, 64};
+        test_linear(gl, ORTHROS_FMAP_ELU1, 64, 1, 9000, 300, 1);
+        test_linear(gl, ORTHROS_FMAP_RELU, 64, 2, 8300, 0, 0);
+        test_linear(gl, ORTHROS_FMAP_HEDGEHOG, 64, 3, 3000, 0, 0);
     }
-    if (quick) return;
-    /* long enough for several spans of the chunked path */
-    geom gl = {8, 2, 64};
-    test_linear(gl, ORTHROS_FMAP_ELU1, 64, 1, 9000, 300, 1);
-    test_linear(gl, ORTHROS_FMAP_HEDGEHOG, 64, 3, 3000, 0, 0);
+    if (orthros_attn_linear_prefill_set_version(ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT)) die("linear prefill version");
 }
 
 int main(void)
