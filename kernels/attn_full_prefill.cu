@@ -29,11 +29,14 @@
  *     Known gap: one warp does QK^T, softmax and PV in sequence, so with 2 warps per scheduler the tensor
  *     cores idle during the softmax; next: issue QK^T of tile t+1 before the softmax of tile t (needs the
  *     registers of a second S tile), or wgmma (sm_90a) with two ping-ponging warpgroups as cuDNN/FA3 do.
+ * v5 (attn_full_prefill_wgmma.cu, not the default until run on a GPU): wgmma + TMA + warp specialization
+ *     (FA3 style) on sm_90a, window == 0 only; other shapes fall back to v4. See that file's top comment.
  * The plain kernel handles head dims other than 64 and 128: one warp per row, fp32, online softmax. */
 #include "attn_full_prefill.h"
 
 #include <math.h>
 
+#include "attn_full_prefill_wgmma.cuh"
 #include "cuda_common.cuh"
 
 #define FA_WARPS 4
@@ -118,17 +121,7 @@ template <int D> static __global__ void __launch_bounds__(FA_WARPS * 32) attn_pr
         float s[FA_BN / 8][4];
 #pragma unroll
         for (int nt = 0; nt < FA_BN / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < KT; kk++) {
-#pragma unroll
-            for (int nt = 0; nt < FA_BN / 8; nt += 2) {
-                uint32_t bb[4];
-                ldmatrix_x4(bb[0], bb[1], bb[2], bb[3],
-                            k + (nt * 8 + (lane % 8) + (lane / 16) * 8) * LD + kk * 16 + ((lane / 8) % 2) * 8);
-                mma_bf16_16816(s[nt], qf[kk], bb);
-                mma_bf16_16816(s[nt + 1], qf[kk], bb + 2);
-            }
-        }
+        warp_qk<KT, FA_BN / 8, LD>(s, qf, k, lane);
         const int ts = s_begin + t * FA_BN;
         // Masking only where the tile crosses a row's causal edge, a window start or the range's end.
         const bool need_mask = ts + FA_BN - 1 > t_first || ts < lo_last || ts + FA_BN > s_end;
@@ -148,48 +141,8 @@ template <int D> static __global__ void __launch_bounds__(FA_WARPS * 32) attn_pr
             mxA = fmaxf(mxA, fmaxf(s[nt][0], s[nt][1]));
             mxB = fmaxf(mxB, fmaxf(s[nt][2], s[nt][3]));
         }
-        mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 1));
-        mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 2));
-        mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 1));
-        mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 2));
-        float mnA = fmaxf(mA, mxA), mnB = fmaxf(mB, mxB);
-        // A row with every key masked so far keeps m = -inf; use 0 as its reference so exp2 gives 0, not NaN.
-        float uA = mnA == -INFINITY ? 0.0f : mnA, uB = mnB == -INFINITY ? 0.0f : mnB;
-        float fA = exp2f(mA - uA), fB = exp2f(mB - uB);
-        mA = mnA;
-        mB = mnB;
-        lA *= fA;
-        lB *= fB;
-#pragma unroll
-        for (int i = 0; i < DT; i++) {
-            o[i][0] *= fA;
-            o[i][1] *= fA;
-            o[i][2] *= fB;
-            o[i][3] *= fB;
-        }
-#pragma unroll
-        for (int nt = 0; nt < FA_BN / 8; nt++) {
-            s[nt][0] = exp2f(s[nt][0] - uA);
-            s[nt][1] = exp2f(s[nt][1] - uA);
-            s[nt][2] = exp2f(s[nt][2] - uB);
-            s[nt][3] = exp2f(s[nt][3] - uB);
-            lA += s[nt][0] + s[nt][1];
-            lB += s[nt][2] + s[nt][3];
-        }
-#pragma unroll
-        for (int kk = 0; kk < FA_BN / 16; kk++) {
-            uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                             pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-            for (int dt = 0; dt < DT; dt += 2) {
-                uint32_t bb[4];
-                ldmatrix_x4_trans(bb[0], bb[1], bb[2], bb[3],
-                                  v + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LD + dt * 8 + (lane / 16) * 8);
-                mma_bf16_16816(o[dt], a, bb);
-                mma_bf16_16816(o[dt + 1], a, bb + 2);
-            }
-        }
+        warp_online_softmax(s, o, mxA, mxB, mA, mB, lA, lB);
+        warp_pv<FA_BN / 8, DT, LD>(o, s, v, lane);
         __syncthreads();
     }
     lA += __shfl_xor_sync(0xffffffffu, lA, 1);
@@ -544,12 +497,16 @@ int orthros_attn_full_generic_bf16(const orthros_attn_full_params *p, cudaStream
     return 0;
 }
 
-static int prefill_version = ORTHROS_ATTN_PREFILL_LATEST;
+static int prefill_version = ORTHROS_ATTN_PREFILL_DEFAULT;
 
 int orthros_attn_full_prefill_set_version(int version)
 {
     if (version < 1 || version > ORTHROS_ATTN_PREFILL_LATEST)
         return orthros_error(ORTHROS_EINVAL, "attention prefill: no kernel version %d", version);
+    if (version == 5 && !orthros_attn_prefill_wgmma_available())
+        return orthros_error(ORTHROS_EUNSUPPORTED, "attention prefill v5 (wgmma): this binary has no sm_90a code "
+                                                   "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device "
+                                                   "is not sm_90");
     prefill_version = version;
     return 0;
 }
@@ -559,6 +516,8 @@ int orthros_attn_full_prefill_bf16(const orthros_attn_full_params *p, cudaStream
     if (p->n <= 0 || p->B <= 0) return 0;
     if (p->Hkv <= 0 || p->Hq % p->Hkv)
         return orthros_error(ORTHROS_EINVAL, "attention: %d query heads not a multiple of %d kv heads", p->Hq, p->Hkv);
+    /* v5 takes window == 0 with head dim 64 or 128; a sliding window (a wrapped ring of slots) goes to v4. */
+    if (prefill_version == 5 && orthros_attn_prefill_wgmma_supported(p)) return orthros_attn_prefill_wgmma_bf16(p, stream);
     if (p->d == 64) {
         switch (prefill_version) {
         case 1: return launch_mma<64>(p, stream);

@@ -27,9 +27,12 @@ typedef struct {
 
 /* Any n, any head_dim up to 256: tensor cores (mma.sync) for head_dim 64 and 128, a plain kernel otherwise. */
 int orthros_attn_full_prefill_bf16(const orthros_attn_full_params *p, cudaStream_t stream);
-/* The numbered kernel version the head dims 64 and 128 use (1 .. ORTHROS_ATTN_PREFILL_LATEST, the default
- * latest), process-wide: for benchmarks and tests that compare versions. */
-#define ORTHROS_ATTN_PREFILL_LATEST 4
+/* The numbered kernel version the head dims 64 and 128 use (1 .. ORTHROS_ATTN_PREFILL_LATEST), process-wide,
+ * ORTHROS_ATTN_PREFILL_DEFAULT until set: for benchmarks and tests that compare versions. Version 5 (wgmma,
+ * attn_full_prefill_wgmma.cu) needs sm_90a code in the binary: without it, setting 5 returns
+ * ORTHROS_EUNSUPPORTED and leaves the version unchanged. It stays off by default until run on a GPU. */
+#define ORTHROS_ATTN_PREFILL_LATEST 5
+#define ORTHROS_ATTN_PREFILL_DEFAULT 4
 int orthros_attn_full_prefill_set_version(int version);
 /* The plain kernel alone (one warp per query row), exposed for tests and as the fallback. */
 int orthros_attn_full_generic_bf16(const orthros_attn_full_params *p, cudaStream_t stream);

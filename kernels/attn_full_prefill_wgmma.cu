@@ -1,0 +1,565 @@
+/* Causal GQA prefill attention, version 5: wgmma (sm_90a) with TMA-fed K/V and warp specialization, in the
+ * style of FlashAttention-3. Head dims 64 and 128, window == 0 only (the full-attention layers; a sliding
+ * window reads a wrapped ring of slots, which v4 handles). attn_full_prefill.cu dispatches here when version 5
+ * is selected and orthros_attn_prefill_wgmma_supported() holds, and to v4 otherwise.
+ *
+ * Status: written and compiled without a GPU; NOT yet run. Every layout below is derived from the PTX ISA
+ * (sections cited) and checked only by a host emulation (the swizzle and fragment maps are bijections and the
+ * descriptors address what the copies wrote), not on hardware.
+ *
+ * Work split. As in v1-v4 a "row" is one (query, head-of-the-GQA-group) pair of one kv head, so the g = Hq/Hkv
+ * heads sharing a kv head share every K/V tile. A block takes BM = 128 consecutive rows of one (b, kv head)
+ * (grid: x = B * Hkv, y = row tiles, the latest rows first since they have the most keys) and is 3 warpgroups:
+ *   WG0, producer: setmaxnreg 24; one thread issues the TMA copies of the K and V tiles into an NST-deep ring
+ *       (NST = 3 at d 64, 2 at d 128), each tile on its own "full" mbarrier (arrive.expect_tx + complete_tx),
+ *       waiting on the tile's "empty" mbarrier (one arrival per consumer warp) before refilling a slot.
+ *   WG1, WG2, consumers: setmaxnreg 240; each owns 64 of the 128 rows: S = Q K^T with wgmma m64n128k16 (Q and
+ *       K both from shared memory), online softmax in registers, O += P V with wgmma m64n{d}k16 with P from
+ *       registers (the S accumulator re-packed to bf16, no shared-memory round trip) and V from shared memory.
+ * Pipelining (FA3 "intra-warpgroup overlap"): iteration j issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1},
+ * waits only for S_j (wgmma.wait_group 1), runs the softmax of S_j while P_{j-1} V_{j-1} is still on the
+ * tensor cores, then waits for it, rescales O and packs P_j. Across the two consumer warpgroups (FA3
+ * "ping-pong"): named barriers 3 and 4 hand the right to issue wgmma back and forth, so one warpgroup's GEMMs
+ * run while the other does its softmax. Both consumers walk the same key tiles (the block's), so the numbers of
+ * turns match: WG1 opens WG0's first turn, and skips its own last hand-over so no barrier is left half-arrived.
+ *
+ * Key tiles: BN = 128 keys. The block's keys are [0, s_end), s_end = (position of its last row) + 1, cut into
+ * ceil(s_end / BN) tiles aligned to the END: tile j starts at ts0 + j BN, ts0 = s_end - ntiles BN in (-BN, 0].
+ * So the diagonal (the keys only some rows see) sits in the last tile, and the only partial tile is the first,
+ * whose negative key coordinates the TMA fills with zeros (out-of-bounds box elements are zero-filled, also
+ * for negative coordinates; a key < 0 is masked). No tile reads a slot at or past s_end, so cache slots never
+ * written (possibly NaN garbage, which 0 * NaN in P V would spread) are never read. Masking (key > t or
+ * key < 0 -> -inf) runs only on tiles a warp's rows do not all see wholly: the first (if partial) and the
+ * diagonal ones. Out-of-range rows (past n g) read zero Q (cp.async src-size 0), get t = -1 and are never
+ * written. Lazy rescale as in v3/v4 (O is multiplied only when some row of the warp changed its max).
+ * Softmax in the exp2 domain: p = ex2(s * log2(e)/sqrt(d) - m * log2(e)/sqrt(d)), one FFMA + ex2.approx.
+ *
+ * Shared memory (bytes): Q BM*d*2, K and V NST*BN*d*2 each, 4*NST mbarriers, + 1024 to align the base:
+ * d 64: 16384 + 2*3*16384 = 114688 (+1120); d 128: 32768 + 2*2*32768 = 163840 (+1056). One block per SM.
+ *
+ * Layouts relied on (PTX ISA 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"):
+ *  - Accumulator D of wgmma .m64nNk16 .f32 (9.7.15.5.1.1.1, Figure "WGMMA .m64nNk16 register fragment layout
+ *    for accumulator matrix D"): thread t of the warpgroup, warp w = t/32, lane l, register i in [0, N/2):
+ *      row = 16 w + l/4 + 8 ((i/2) % 2),  col = 8 (i/4) + 2 (l%4) + (i%2).
+ *    So each thread holds two rows (l/4 and l/4 + 8) and, per 8 columns, the pair (i, i+1) of each row.
+ *  - A from registers, .m64nNk16 bf16 (same section, Figure "... layout for matrix A"): four .b32 registers,
+ *    element a_e (e in [0,8)): row = 16 w + l/4 + 8 ((e/2) % 2), col = 8 (e/4) + 2 (l%4) + (e%2), i.e. the
+ *    accumulator layout of an m64n16 tile. Hence P's A fragment for keys [16 kk, 16 kk + 16) is the S registers
+ *    8 kk .. 8 kk + 7 packed pairwise: a[r] = bf16x2(s[8 kk + 2 r], s[8 kk + 2 r + 1]).
+ *  - 128-byte swizzle (9.7.15.5.1.2 "Shared Memory Matrix Layout", and CU_TENSOR_MAP_SWIZZLE_128B): rows of 128
+ *    bytes, 8-row atoms of 1024 bytes that start 1024-aligned; the 16-byte chunk c of row r sits at chunk
+ *    c ^ (r % 8), i.e. byte-address bits [4,6] ^= bits [7,9]. A [rows][64] bf16 box copied by the TMA with that
+ *    swizzle into a 1024-aligned buffer is exactly this layout; Q is written in it by cp.async (swz128 below).
+ *  - Matrix descriptor (9.7.15.5.1.2.2): bits 0-13 start address >> 4, 16-29 leading byte offset >> 4, 32-45
+ *    stride byte offset >> 4, 49-51 base offset (0: every atom is 1024-aligned), 62-63 swizzle (1 = 128B).
+ *    K-major operands (Q as A, K as B of S = Q K^T; imm-trans 0): a row is one query/key, 64 elements per
+ *    128-byte row, 8-row groups SBO = 1024 bytes apart, LBO unused for swizzled K-major (set to 16). The k-th
+ *    16-element step inside a 64-element chunk starts 32 k bytes further (the hardware applies the XOR on the
+ *    final address bits, as for every swizzled K-major GEMM that advances its descriptor this way); d 128 is two
+ *    64-column chunks stored as separate [rows][64] regions.
+ *    MN-major operand (V as B of O = P V; imm-trans-b 1, allowed for bf16): V is stored as TMA wrote it,
+ *    [keys][64 d-columns] per 128-byte row, i.e. the canonical MN-major SW128 layout
+ *    ((8,8,m),(8,k)):((1,8,LBO),(64,SBO)) in elements: 64 consecutive N (= d) elements per row, the next 64 d
+ *    columns LBO = BN * 128 bytes away (the second d chunk at d 128), 8-key groups SBO = 1024 bytes apart; a
+ *    16-key step is 2048 bytes further. No transposition while staging.
+ *  - Ordering: wgmma.fence before each batch of wgmma (its accumulators and A registers were written by
+ *    ordinary instructions); Q, written by cp.async (generic proxy), is published to the async proxy with
+ *    fence.proxy.async.shared::cta before the warpgroup barrier; TMA writes and wgmma reads are both async
+ *    proxy, ordered by the mbarriers; a stage is released (empty arrive, one per warp) only after
+ *    wgmma.wait_group says the warp's reads of it are done.
+ *
+ * Build: the kernel body exists only where __CUDA_ARCH_FEAT_SM90_ALL is defined (an sm_90a target, e.g.
+ * -DCMAKE_CUDA_ARCHITECTURES=90a); under plain sm_90 (CI) it is empty, and the host side finds that out with a
+ * one-thread probe kernel compiled with the same targets, so it returns ORTHROS_EUNSUPPORTED instead of
+ * launching an empty kernel. The tensor maps are encoded on the host with cuTensorMapEncodeTiled, reached
+ * through cudaGetDriverEntryPointByVersion (no link against libcuda).
+ * Measured: nothing yet (no GPU when written). */
+#include "attn_full_prefill_wgmma.cuh"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda_common.cuh"
+
+/* Tile shapes of v5 (see the top comment). */
+template <int D> struct wg_cfg {
+    static constexpr int BN = 128;                  // keys per K/V tile
+    static constexpr int NWG = 2;                   // consumer warpgroups, 64 rows each
+    static constexpr int BM = 64 * NWG;             // rows per block
+    static constexpr int NST = D == 64 ? 3 : 2;     // K/V ring depth
+    static constexpr int THREADS = 128 * (NWG + 1); // + the producer warpgroup
+    static constexpr int Q_BYTES = BM * D * 2;
+    static constexpr int KV_BYTES = BN * D * 2;     // one K (or V) tile
+    static constexpr int OFF_K = Q_BYTES;
+    static constexpr int OFF_V = OFF_K + NST * KV_BYTES;
+    static constexpr int OFF_BAR = OFF_V + NST * KV_BYTES;
+    static constexpr size_t SMEM = (size_t)OFF_BAR + 4 * NST * 8 + 1024;
+    static_assert(SMEM <= 227 * 1024, "v5 tiles exceed the 227 KB of shared memory a block can have");
+    static_assert(NWG == 2, "the ping-pong hand-over is written for two consumer warpgroups");
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+static __device__ __forceinline__ float wg_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* Where the 16-byte chunk ch (of 8 elements) of row r of a [rows][64] bf16 region lands under the 128-byte
+ * swizzle (region start 1024-aligned): byte r * 128 + ((ch ^ (r % 8)) * 16). */
+static __device__ __forceinline__ uint32_t swz128(int r, int ch) { return (uint32_t)(r * 128 + ((ch ^ (r & 7)) << 4)); }
+
+static __device__ __forceinline__ void cp_async16_s(uint32_t dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
+static __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+/* Waits until the phase of the given parity has completed (acquire). A fresh barrier counts as having
+ * completed the phase before phase 0, so waiting for parity 1 on it returns at once (the producer's first
+ * pass over the empty barriers). */
+static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* TMA: the box at coordinates (c0 innermost .. c3) of the tensor map into shared memory at dst, completing
+ * its bytes on the mbarrier. */
+static __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0, int c1,
+                                                   int c2, int c3)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+                 "%5}], [%6];\n" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+                 : "memory");
+}
+static __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+static __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+
+static __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+static __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+/* Ties every register of r to this point of the program: reads after a wgmma.wait_group cannot be hoisted
+ * above it. */
+template <int N> static __device__ __forceinline__ void reg_fence(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+/* A 128-byte-swizzle matrix descriptor (PTX ISA 9.7.15.5.1.2.2). */
+static __device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+
+/* D[64 x 128] (+)= A[64 x 16] B[16 x 128], A and B both K-major in shared memory (descriptors); acc = 0: D = A B. */
+static __device__ __forceinline__ void wgmma_ss_m64n128(float (&d)[64], uint64_t da, uint64_t db, int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db), "r"(acc));
+}
+
+/* D[64 x 64] += A[64 x 16] B[16 x 64], A from registers (bf16x2 fragments), B MN-major in shared memory
+ * (imm-trans-b = 1). */
+static __device__ __forceinline__ void wgmma_rs_m64n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+
+/* D[64 x 128] += A[64 x 16] B[16 x 128], A from registers (bf16x2 fragments), B MN-major in shared memory
+ * (imm-trans-b = 1). */
+static __device__ __forceinline__ void wgmma_rs_m64n128(float (&d)[64], const uint32_t (&a)[4], uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+
+template <int D> static __device__ __forceinline__ void wgmma_rs(float (&o)[D / 2], const uint32_t (&a)[4], uint64_t db)
+{
+    if constexpr (D == 64)
+        wgmma_rs_m64n64(o, a, db);
+    else
+        wgmma_rs_m64n128(o, a, db);
+}
+
+#endif /* __CUDA_ARCH_FEAT_SM90_ALL */
+
+template <int D>
+static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
+    attn_prefill_wgmma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
+                              const orthros_attn_full_params p)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using C = wg_cfg<D>;
+    constexpr int BN = C::BN, BM = C::BM, NST = C::NST, NWG = C::NWG, KVB = C::KV_BYTES;
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sQ = base, sK = base + C::OFF_K, sV = base + C::OFF_V, bars = base + C::OFF_BAR;
+    // mbarriers: full K, full V, empty K, empty V, NST of each.
+    auto fullK = [&](int s) { return bars + 8u * (uint32_t)s; };
+    auto fullV = [&](int s) { return bars + 8u * (uint32_t)(NST + s); };
+    auto emptyK = [&](int s) { return bars + 8u * (uint32_t)(2 * NST + s); };
+    auto emptyV = [&](int s) { return bars + 8u * (uint32_t)(3 * NST + s); };
+
+    const int g = p.Hq / p.Hkv, rows = p.n * g;
+    const int tile = gridDim.y - 1 - blockIdx.y, kv = blockIdx.x % p.Hkv, b = blockIdx.x / p.Hkv;
+    const int r0 = tile * BM;
+    const int pos0 = p.pos0[b];
+    const int r_last = min(r0 + BM, rows) - 1;
+    const int s_end = pos0 + r_last / g + 1;       // the block reads keys [0, s_end)
+    const int ntiles = (s_end + BN - 1) / BN;
+    const int ts0 = s_end - ntiles * BN;           // tiles end-aligned: tile j = [ts0 + j BN, ts0 + (j+1) BN)
+    const int wg = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < NST; s++) {
+            mbar_init(fullK(s), 1);
+            mbar_init(fullV(s), 1);
+            mbar_init(emptyK(s), 4 * NWG);
+            mbar_init(emptyV(s), 4 * NWG);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        // ---- producer ----
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+        if (threadIdx.x == 0) {
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmK) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmV) : "memory");
+            for (int j = 0; j < ntiles; j++) {
+                const int s = j % NST, ts = ts0 + j * BN;
+                const uint32_t ph = (uint32_t)(j / NST) & 1u;
+                mbar_wait(emptyK(s), ph ^ 1u);
+                mbar_expect_tx(fullK(s), KVB);
+#pragma unroll
+                for (int c = 0; c < D / 64; c++)
+                    tma_load_4d(sK + s * KVB + c * BN * 128, &tmK, fullK(s), 64 * c, kv, ts, b);
+                mbar_wait(emptyV(s), ph ^ 1u);
+                mbar_expect_tx(fullV(s), KVB);
+#pragma unroll
+                for (int c = 0; c < D / 64; c++)
+                    tma_load_4d(sV + s * KVB + c * BN * 128, &tmV, fullV(s), 64 * c, kv, ts, b);
+            }
+        }
+    } else {
+        // ---- consumers ----
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+        const int cw = wg - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+
+        // This warpgroup's 64 rows of Q, swizzled, zeros past the last row.
+        const int W = (p.Hq + 2 * p.Hkv) * D;
+        const bf16 *qkv = (const bf16 *)p.qkv + (size_t)b * p.n * W;
+#pragma unroll
+        for (int it = 0; it < 64 * (D / 8) / 128; it++) {
+            const int c = tid + it * 128, r = c / (D / 8), ch = c % (D / 8);
+            const int rl = cw * 64 + r, rr = r0 + rl;
+            const bf16 *src = qkv;
+            const int ok = rr < rows;
+            if (ok) src = qkv + (size_t)(rr / g) * W + (size_t)(kv * g + rr % g) * D + ch * 8;
+            cp_async16_s(sQ + (ch / 8) * (BM * 128) + swz128(rl, ch % 8), src, ok ? 16 : 0);
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        bar_sync(1 + cw, 128);
+
+        // Ping-pong: named barrier 3 + w is warpgroup w's turn to issue; WG 1 opens WG 0's first turn.
+        if (cw == 1) bar_arrive(3, 256);
+
+        // The two rows this thread holds accumulator elements of, their positions (-1: past the end).
+        const int rA = r0 + cw * 64 + warp * 16 + lane / 4, rB = rA + 8;
+        const int tA = rA < rows ? pos0 + rA / g : -1, tB = rB < rows ? pos0 + rB / g : -1;
+        // The first row of this warp (clamped to the block's last): tiles wholly at or before it need no mask.
+        const int wt0 = pos0 + min(r0 + cw * 64 + warp * 16, r_last) / g;
+        const float sl2 = 1.4426950408889634f / sqrtf((float)D);
+
+        const uint64_t dQ = sw128_desc(sQ + cw * 64 * 128, 16, 1024);
+        const uint64_t dK = sw128_desc(sK, 16, 1024);
+        const uint64_t dV = sw128_desc(sV, BN * 128, 1024);
+
+        float o[D / 2], s[BN / 2];
+        uint32_t pf[BN / 16][4];
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) o[i] = 0.0f;
+        float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f, fA = 1.0f, fB = 1.0f;
+
+        // S = Q K^T of stage st: d/16 steps of k = 16; the k-th starts (k/4) 64-column chunks and (k%4) 32 bytes in.
+        auto issue_qk = [&](int st) {
+            const uint64_t dk = dK + (uint64_t)((st * KVB) >> 4);
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const uint32_t qo = (uint32_t)((kk / 4) * BM * 128 + (kk % 4) * 32) >> 4;
+                const uint32_t ko = (uint32_t)((kk / 4) * BN * 128 + (kk % 4) * 32) >> 4;
+                wgmma_ss_m64n128(s, dQ + qo, dk + ko, kk > 0);
+            }
+        };
+        // O += P V of stage st: BN/16 steps of 16 keys, 2048 bytes apart.
+        auto issue_pv = [&](int st) {
+            const uint64_t dv = dV + (uint64_t)((st * KVB) >> 4);
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) wgmma_rs<D>(o, pf[kk], dv + (uint64_t)((kk * 16 * 128) >> 4));
+        };
+        // Mask (only where needed), new row maxima, p = exp2 in place, row sums; fA/fB: the factors the old
+        // accumulators must be multiplied by.
+        auto softmax = [&](int ts) {
+            if (ts < 0 || ts + BN - 1 > wt0) {
+                const int kb = ts + (lane % 4) * 2;
+#pragma unroll
+                for (int i = 0; i < BN / 2; i++) {
+                    const int key = kb + (i / 4) * 8 + (i & 1);
+                    if (key > ((i & 2) ? tB : tA) || key < 0) s[i] = -INFINITY;
+                }
+            }
+            float mxA = -INFINITY, mxB = -INFINITY;
+#pragma unroll
+            for (int i = 0; i < BN / 2; i += 4) {
+                mxA = fmaxf(mxA, fmaxf(s[i], s[i + 1]));
+                mxB = fmaxf(mxB, fmaxf(s[i + 2], s[i + 3]));
+            }
+            mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 1));
+            mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 2));
+            mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 1));
+            mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 2));
+            const float mnA = fmaxf(mA, mxA), mnB = fmaxf(mB, mxB);
+            // A row with every key masked so far keeps m = -inf; 0 as its reference gives exp2 = 0, not NaN.
+            const float uA = mnA == -INFINITY ? 0.0f : mnA * sl2, uB = mnB == -INFINITY ? 0.0f : mnB * sl2;
+            fA = wg_ex2(mA * sl2 - uA);
+            fB = wg_ex2(mB * sl2 - uB);
+            mA = mnA;
+            mB = mnB;
+            float sA = 0.0f, sB = 0.0f;
+#pragma unroll
+            for (int i = 0; i < BN / 2; i += 4) {
+                s[i] = wg_ex2(fmaf(s[i], sl2, -uA));
+                s[i + 1] = wg_ex2(fmaf(s[i + 1], sl2, -uA));
+                s[i + 2] = wg_ex2(fmaf(s[i + 2], sl2, -uB));
+                s[i + 3] = wg_ex2(fmaf(s[i + 3], sl2, -uB));
+                sA += s[i] + s[i + 1];
+                sB += s[i + 2] + s[i + 3];
+            }
+            lA = lA * fA + sA;
+            lB = lB * fB + sB;
+        };
+        // P's A fragments: keys [16 kk, 16 kk + 16) are S registers 8 kk .. 8 kk + 7, packed pairwise.
+        auto pack = [&]() {
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) pf[kk][r] = pack_bf16x2(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+        };
+        auto release = [&](uint32_t bar) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(bar);
+        };
+
+        // Turn 0: S_0.
+        bar_sync(3 + cw, 256);
+        mbar_wait(fullK(0), 0);
+        wg_fence();
+        issue_qk(0);
+        wg_commit();
+        bar_arrive(3 + (cw ^ 1), 256);
+        wg_wait<0>();
+        reg_fence(s);
+        release(emptyK(0));
+        softmax(ts0);
+        pack();
+
+        // Turn j: S_j and P_{j-1} V_{j-1}; the softmax of S_j overlaps the second GEMM.
+        for (int j = 1; j < ntiles; j++) {
+            const int sk = j % NST, sv = (j - 1) % NST;
+            bar_sync(3 + cw, 256);
+            mbar_wait(fullK(sk), (uint32_t)(j / NST) & 1u);
+            wg_fence();
+            issue_qk(sk);
+            wg_commit();
+            mbar_wait(fullV(sv), (uint32_t)((j - 1) / NST) & 1u);
+            issue_pv(sv);
+            wg_commit();
+            bar_arrive(3 + (cw ^ 1), 256);
+            wg_wait<1>();
+            reg_fence(s);
+            release(emptyK(sk));
+            softmax(ts0 + j * BN);
+            wg_wait<0>();
+            reg_fence(o);
+            reg_fence(s);
+            release(emptyV(sv));
+            // Once the row maxima settle, most tiles change none of the warp's 32 rows: skip the rescale then.
+            if (__any_sync(0xffffffffu, fA != 1.0f || fB != 1.0f)) {
+#pragma unroll
+                for (int i = 0; i < D / 2; i++) o[i] *= (i & 2) ? fB : fA;
+            }
+            pack();
+        }
+
+        // Last turn: P_{n-1} V_{n-1}. WG 1 hands over no more (WG 0 takes no further turn).
+        {
+            const int sv = (ntiles - 1) % NST;
+            bar_sync(3 + cw, 256);
+            mbar_wait(fullV(sv), (uint32_t)((ntiles - 1) / NST) & 1u);
+            wg_fence();
+            issue_pv(sv);
+            wg_commit();
+            if (cw == 0) bar_arrive(4, 256);
+            wg_wait<0>();
+            reg_fence(o);
+            release(emptyV(sv));
+        }
+
+        lA += __shfl_xor_sync(0xffffffffu, lA, 1);
+        lA += __shfl_xor_sync(0xffffffffu, lA, 2);
+        lB += __shfl_xor_sync(0xffffffffu, lB, 1);
+        lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+        const float iA = lA > 0.0f ? 1.0f / lA : 0.0f, iB = lB > 0.0f ? 1.0f / lB : 0.0f;
+        bf16 *out = (bf16 *)p.out + (size_t)b * p.n * p.Hq * D;
+        const int col = (lane % 4) * 2;
+        if (rA < rows) {
+            bf16 *dst = out + ((size_t)(rA / g) * p.Hq + kv * g + rA % g) * D + col;
+#pragma unroll
+            for (int c8 = 0; c8 < D / 8; c8++)
+                *(__nv_bfloat162 *)(dst + c8 * 8) = __floats2bfloat162_rn(o[4 * c8] * iA, o[4 * c8 + 1] * iA);
+        }
+        if (rB < rows) {
+            bf16 *dst = out + ((size_t)(rB / g) * p.Hq + kv * g + rB % g) * D + col;
+#pragma unroll
+            for (int c8 = 0; c8 < D / 8; c8++)
+                *(__nv_bfloat162 *)(dst + c8 * 8) = __floats2bfloat162_rn(o[4 * c8 + 2] * iB, o[4 * c8 + 3] * iB);
+        }
+    }
+#endif
+}
+
+/* ---- host side ---- */
+
+static __device__ int wgmma_probe_flag;
+static __global__ void attn_prefill_wgmma_probe_kernel(void)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_probe_flag = 1;
+#else
+    wgmma_probe_flag = 0;
+#endif
+}
+
+int orthros_attn_prefill_wgmma_available(void)
+{
+    static int cached = -1;
+    if (cached >= 0) return cached;
+    int dev = 0, major = 0, minor = 0, flag = 0;
+    cached = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess || major != 9 ||
+        minor != 0) {
+        cudaGetLastError();
+        return cached;
+    }
+    attn_prefill_wgmma_probe_kernel<<<1, 1>>>();
+    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
+        cudaMemcpyFromSymbol(&flag, wgmma_probe_flag, sizeof flag) != cudaSuccess) {
+        cudaGetLastError();  // no kernel image for this device: not sticky, clear it
+        return cached;
+    }
+    cached = flag == 1;
+    return cached;
+}
+
+int orthros_attn_prefill_wgmma_supported(const orthros_attn_full_params *p)
+{
+    return (p->d == 64 || p->d == 128) && p->window == 0 && p->max_keys > 0 && p->max_keys <= p->cap &&
+           p->Hkv > 0 && p->Hq % p->Hkv == 0 && ((uintptr_t)p->k_cache % 16) == 0 &&
+           ((uintptr_t)p->v_cache % 16) == 0;
+}
+
+static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
+    if (!fn) {
+        void *ptr = NULL;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = (PFN_cuTensorMapEncodeTiled_v12000)ptr;
+        cudaGetLastError();
+    }
+    return fn;
+}
+
+/* The cache [B][cap][Hkv][D] as a 4-d tensor (D innermost), read in boxes of 64 columns x 1 head x BN
+ * positions x 1 sequence, 128-byte swizzled, zeros outside. */
+static int cache_tensor_map(CUtensorMap *m, const void *cache, const orthros_attn_full_params *p, int D, int BN)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
+    if (!enc) return orthros_error(ORTHROS_EDEVICE, "attention prefill v5: no cuTensorMapEncodeTiled in the driver");
+    cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)p->Hkv, (cuuint64_t)p->cap, (cuuint64_t)p->B};
+    cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)p->Hkv * D * 2, (cuuint64_t)p->cap * p->Hkv * D * 2};
+    cuuint32_t box[4] = {64, 1, (cuuint32_t)BN, 1};
+    cuuint32_t estr[4] = {1, 1, 1, 1};
+    CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, (void *)cache, dims, strides, box, estr,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return orthros_error(ORTHROS_EDEVICE, "attention prefill v5: cuTensorMapEncodeTiled failed (%d)", (int)r);
+    return 0;
+}
+
+template <int D> static int launch_wgmma(const orthros_attn_full_params *p, cudaStream_t stream)
+{
+    using C = wg_cfg<D>;
+    CUtensorMap tk, tv;
+    int rc = cache_tensor_map(&tk, p->k_cache, p, D, C::BN);
+    if (!rc) rc = cache_tensor_map(&tv, p->v_cache, p, D, C::BN);
+    if (rc) return rc;
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_wgmma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)C::SMEM));
+    int g = p->Hq / p->Hkv;
+    dim3 grid(p->Hkv * p->B, ceil_div(p->n * g, C::BM));
+    attn_prefill_wgmma_kernel<D><<<grid, C::THREADS, C::SMEM, stream>>>(tk, tv, *p);
+    ORTHROS_CUDA_LAUNCH_CHECK("attn_prefill_wgmma_kernel");
+    return 0;
+}
+
+int orthros_attn_prefill_wgmma_bf16(const orthros_attn_full_params *p, cudaStream_t stream)
+{
+    if (!orthros_attn_prefill_wgmma_available())
+        return orthros_error(ORTHROS_EUNSUPPORTED,
+                             "attention prefill v5 (wgmma): this binary was built without sm_90a code "
+                             "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device is not sm_90");
+    if (!orthros_attn_prefill_wgmma_supported(p))
+        return orthros_error(ORTHROS_EINVAL, "attention prefill v5: unsupported shape (d %d, window %d)", p->d,
+                             p->window);
+    if (p->n <= 0 || p->B <= 0) return 0;
+    return p->d == 64 ? launch_wgmma<64>(p, stream) : launch_wgmma<128>(p, stream);
+}
