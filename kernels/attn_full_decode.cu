@@ -125,17 +125,7 @@ static __global__ void __launch_bounds__(DEC_WARPS * 32)
         float s[KW / 8][4];
 #pragma unroll
         for (int nt = 0; nt < KW / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < KT; kk++) {
-#pragma unroll
-            for (int nt = 0; nt < KW / 8; nt += 2) {
-                uint32_t bb[4];
-                ldmatrix_x4(bb[0], bb[1], bb[2], bb[3],
-                            k + (nt * 8 + (lane % 8) + (lane / 16) * 8) * LD + kk * 16 + ((lane / 8) % 2) * 8);
-                mma_bf16_16816(s[nt], qf[kk], bb);
-                mma_bf16_16816(s[nt + 1], qf[kk], bb + 2);
-            }
-        }
+        warp_qk<KT, KW / 8, LD>(s, qf, k, lane);
         const int kbase = k_begin + t * DEC_BN + warp * KW + (lane % 4) * 2;
         float mxA = -INFINITY, mxB = -INFINITY;
 #pragma unroll
@@ -149,47 +139,8 @@ static __global__ void __launch_bounds__(DEC_WARPS * 32)
             mxA = fmaxf(mxA, fmaxf(s[nt][0], s[nt][1]));
             mxB = fmaxf(mxB, fmaxf(s[nt][2], s[nt][3]));
         }
-        mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 1));
-        mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 2));
-        mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 1));
-        mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 2));
-        float mnA = fmaxf(mA, mxA), mnB = fmaxf(mB, mxB);
-        float uA = mnA == -INFINITY ? 0.0f : mnA, uB = mnB == -INFINITY ? 0.0f : mnB;
-        float fA = exp2f(mA - uA), fB = exp2f(mB - uB);
-        mA = mnA;
-        mB = mnB;
-        lA *= fA;
-        lB *= fB;
-#pragma unroll
-        for (int i = 0; i < DT; i++) {
-            o[i][0] *= fA;
-            o[i][1] *= fA;
-            o[i][2] *= fB;
-            o[i][3] *= fB;
-        }
-#pragma unroll
-        for (int nt = 0; nt < KW / 8; nt++) {
-            s[nt][0] = exp2f(s[nt][0] - uA);
-            s[nt][1] = exp2f(s[nt][1] - uA);
-            s[nt][2] = exp2f(s[nt][2] - uB);
-            s[nt][3] = exp2f(s[nt][3] - uB);
-            lA += s[nt][0] + s[nt][1];
-            lB += s[nt][2] + s[nt][3];
-        }
-#pragma unroll
-        for (int kk = 0; kk < KW / 16; kk++) {
-            uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                             pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-            for (int dt = 0; dt < DT; dt += 2) {
-                uint32_t bb[4];
-                ldmatrix_x4_trans(bb[0], bb[1], bb[2], bb[3],
-                                  v + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LD + dt * 8 + (lane / 16) * 8);
-                mma_bf16_16816(o[dt], a, bb);
-                mma_bf16_16816(o[dt + 1], a, bb + 2);
-            }
-        }
+        warp_online_softmax(s, o, mxA, mxB, mA, mB, lA, lB);
+        warp_pv<KW / 8, DT, LD>(o, s, v, lane);
     }
     cp_async_wait<0>();
     lA += __shfl_xor_sync(0xffffffffu, lA, 1);

@@ -81,6 +81,84 @@ static __device__ __forceinline__ void mma_bf16_16816(float *c, const uint32_t *
  * start in 8 different 16-byte bank groups. */
 #define SMEM_PAD 8
 
+/* ---- one warp's flash-attention step on an m16 tile of query rows (mma.sync layouts) ----
+ * A thread holds, of each n8 tile of S and each n8 column tile of O, the elements [0], [1] of row A = lane / 4
+ * and [2], [3] of row B = A + 8, at columns (lane % 4) * 2 and + 1. Shared by the v1 prefill kernel
+ * (attn_full_prefill.cu) and the decode split kernel (attn_full_decode.cu). */
+
+/* s[NT][4] += Q K^T: the 16 query rows in fragments qf[KT] against NT * 8 keys, rows of the tile k (row stride
+ * LD bf16) in shared memory. */
+template <int KT, int NT, int LD>
+static __device__ __forceinline__ void warp_qk(float (&s)[NT][4], const uint32_t (&qf)[KT][4], const bf16 *k, int lane)
+{
+#pragma unroll
+    for (int kk = 0; kk < KT; kk++) {
+#pragma unroll
+        for (int nt = 0; nt < NT; nt += 2) {
+            uint32_t bb[4];
+            ldmatrix_x4(bb[0], bb[1], bb[2], bb[3], k + (nt * 8 + (lane % 8) + (lane / 16) * 8) * LD + kk * 16 + ((lane / 8) % 2) * 8);
+            mma_bf16_16816(s[nt], qf[kk], bb);
+            mma_bf16_16816(s[nt + 1], qf[kk], bb + 2);
+        }
+    }
+}
+
+/* The online softmax over one tile of scores s (log2 units, masked keys -inf), given this thread's partial
+ * row maxima mxA, mxB over it: the maxima are reduced over the 4 threads of a row, the running max m and sum
+ * l move on, the accumulators o are rescaled, and s becomes exp2(s - m). A row with every key masked so far
+ * keeps m = -inf and uses 0 as its reference, so that exp2 gives 0, not NaN. */
+template <int NT, int DT>
+static __device__ __forceinline__ void warp_online_softmax(float (&s)[NT][4], float (&o)[DT][4], float mxA, float mxB,
+                                                           float &mA, float &mB, float &lA, float &lB)
+{
+    mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 1));
+    mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 2));
+    mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 1));
+    mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 2));
+    float mnA = fmaxf(mA, mxA), mnB = fmaxf(mB, mxB);
+    float uA = mnA == -INFINITY ? 0.0f : mnA, uB = mnB == -INFINITY ? 0.0f : mnB;
+    float fA = exp2f(mA - uA), fB = exp2f(mB - uB);
+    mA = mnA;
+    mB = mnB;
+    lA *= fA;
+    lB *= fB;
+#pragma unroll
+    for (int i = 0; i < DT; i++) {
+        o[i][0] *= fA;
+        o[i][1] *= fA;
+        o[i][2] *= fB;
+        o[i][3] *= fB;
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) {
+        s[nt][0] = exp2f(s[nt][0] - uA);
+        s[nt][1] = exp2f(s[nt][1] - uA);
+        s[nt][2] = exp2f(s[nt][2] - uB);
+        s[nt][3] = exp2f(s[nt][3] - uB);
+        lA += s[nt][0] + s[nt][1];
+        lB += s[nt][2] + s[nt][3];
+    }
+}
+
+/* o[DT][4] += P V: the probabilities s (NT * 8 keys, re-packed as bf16 A fragments, no shared-memory round
+ * trip) against the tile's V rows v (row stride LD bf16) in shared memory. */
+template <int NT, int DT, int LD>
+static __device__ __forceinline__ void warp_pv(float (&o)[DT][4], const float (&s)[NT][4], const bf16 *v, int lane)
+{
+#pragma unroll
+    for (int kk = 0; kk < NT / 2; kk++) {
+        uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
+                         pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+        for (int dt = 0; dt < DT; dt += 2) {
+            uint32_t bb[4];
+            ldmatrix_x4_trans(bb[0], bb[1], bb[2], bb[3], v + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LD + dt * 8 + (lane / 16) * 8);
+            mma_bf16_16816(o[dt], a, bb);
+            mma_bf16_16816(o[dt + 1], a, bb + 2);
+        }
+    }
+}
+
 static inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 #endif
