@@ -26,7 +26,10 @@ static void cell_time(FILE *f, const cJSON *m)
 {
     if (m && get(m, "stats")) {
         const cJSON *st = get(m, "stats");
-        fprintf(f, " %.4g [%.4g, %.4g] |", num(st, "median"), num(st, "ci95_lo"), num(st, "ci95_hi"));
+        fprintf(f, " %.4g [%.4g, %.4g]", num(st, "median"), num(st, "ci95_lo"), num(st, "ci95_hi"));
+        /* Fewer repetitions than asked (--cell-budget): say how many, since the interval then says little. */
+        if (get(m, "reps_reduced")) fprintf(f, " (%d rep%s, no warm-up)", (int)num(st, "n"), num(st, "n") == 1 ? "" : "s");
+        fprintf(f, " |");
     } else if (m && (get(m, "skipped") || get(m, "error"))) {
         fprintf(f, " not run: %s |", get(m, "skipped") ? str(m, "skipped") : str(m, "error"));
     } else {
