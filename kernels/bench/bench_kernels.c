@@ -85,6 +85,23 @@ static double time_op(run_fn fn, void *ctx, double *samples)
     return sorted[SAMPLES / 2];
 }
 
+/* The result file, rewritten after every record so that a kernel that hangs or faults (the process is then
+ * killed) loses only its own figure. */
+static cJSON *out_root;
+static const char *out_path;
+
+static int save_json(void)
+{
+    if (!out_path) return 0;
+    char *txt = cJSON_Print(out_root);
+    FILE *f = fopen(out_path, "w");
+    int ok = f && txt && fputs(txt, f) >= 0;
+    if (f && fclose(f)) ok = 0;
+    free(txt);
+    if (!ok) fprintf(stderr, "bench: cannot write %s\n", out_path);
+    return ok ? 0 : 1;
+}
+
 static void record(const char *op, const char *shape, double flops, double bytes, double sec, const double *samples)
 {
     double floor_s = fmax(flops / (ceil_tflops * 1e12), bytes / (ceil_tbps * 1e12));
@@ -105,6 +122,7 @@ static void record(const char *op, const char *shape, double flops, double bytes
     cJSON *arr = cJSON_AddArrayToObject(r, "samples_ms");
     for (int i = 0; i < SAMPLES; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(samples[i] * 1e3));
     cJSON_AddItemToArray(results, r);
+    save_json();
 }
 
 /* ---- ceilings ---- */
@@ -328,6 +346,8 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(dev, "driver_version", be->info.driver_version);
     cJSON_AddNumberToObject(dev, "runtime_version", be->info.runtime_version);
     results = cJSON_AddArrayToObject(root, "results");
+    out_root = root;
+    out_path = json_path;
     printf("device: %s, %d SMs\n", be->info.name, be->info.sm_count);
     printf("%-22s %-40s %10s %10s %8s %8s %7s\n", "op", "shape", "ms", "floor_ms", "TFLOP/s", "TB/s", "floor%");
 
@@ -369,16 +389,7 @@ int main(int argc, char **argv)
         bench_linear(d, 16, 1, ORTHROS_FMAP_ELU1, 1, 0);
     }
 
-    if (json_path) {
-        char *txt = cJSON_Print(root);
-        FILE *f = fopen(json_path, "w");
-        if (!f || !txt || fputs(txt, f) < 0) {
-            fprintf(stderr, "bench: cannot write %s\n", json_path);
-            return 1;
-        }
-        fclose(f);
-        free(txt);
-    }
+    if (save_json()) return 1;
     cJSON_Delete(root);
     be->destroy(be);
     return 0;
