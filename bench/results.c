@@ -80,6 +80,7 @@ cJSON *orthros_result_new(const char *kind, int argc, char **argv, uint64_t seed
     char cc[16];
     snprintf(cc, sizeof cc, "%d.%d", be->info.cc_major, be->info.cc_minor);
     cJSON_AddStringToObject(dev, "compute_capability", be->info.cc_major ? cc : "");
+    cJSON_AddStringToObject(dev, "kernels", be->info.kernels);
     return root;
 }
 

@@ -58,6 +58,7 @@ typedef struct {
     int clock_mhz, mem_clock_mhz;
     int driver_version, runtime_version; /* as cudaDriverGetVersion / cudaRuntimeGetVersion report them */
     int cc_major, cc_minor;
+    char kernels[96];        /* cuda: the numbered attention kernel versions in use; empty on cpu */
 } orthros_device_info;
 
 struct orthros_backend {

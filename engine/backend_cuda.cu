@@ -463,12 +463,53 @@ static int fill_info(orthros_device_info *info, int dev)
     return 0;
 }
 
+/* The attention kernel versions: ORTHROS_ATTN_PREFILL_VERSION, ORTHROS_ATTN_DECODE_VERSION and
+ * ORTHROS_LINEAR_PREFILL_VERSION in the environment choose a kept version of each (to compare versions end to
+ * end, or to try one not yet the default); unset, the defaults. Applied process-wide at backend creation and
+ * written into info->kernels for result files. */
+static int select_kernels(orthros_device_info *info)
+{
+    static const struct {
+        const char *env, *tag;
+        int (*set)(int);
+        int def;
+    } k[3] = {{"ORTHROS_ATTN_PREFILL_VERSION", "attn_prefill", orthros_attn_full_prefill_set_version,
+               ORTHROS_ATTN_PREFILL_DEFAULT},
+              {"ORTHROS_ATTN_DECODE_VERSION", "attn_decode", orthros_attn_full_decode_set_version,
+               ORTHROS_ATTN_DECODE_LATEST},
+              {"ORTHROS_LINEAR_PREFILL_VERSION", "linear_prefill", orthros_attn_linear_prefill_set_version,
+               ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT}};
+    size_t used = 0;
+    info->kernels[0] = '\0';
+    for (int i = 0; i < 3; i++) {
+        const char *text = getenv(k[i].env);
+        int v = k[i].def;
+        if (text && *text) {
+            char *end;
+            long x = strtol(text, &end, 10);
+            if (*end || x < 1 || x > 99)
+                return orthros_error(ORTHROS_EINVAL, "%s=%s is not a kernel version number", k[i].env, text);
+            v = (int)x;
+        }
+        int rc = k[i].set(v);
+        if (rc) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", orthros_last_error());
+            return orthros_error(rc, "%s=%d: %s", k[i].env, v, why);
+        }
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, "%s%s v%d", i ? ", " : "", k[i].tag, v);
+        if (used >= sizeof info->kernels) used = sizeof info->kernels - 1;
+    }
+    return 0;
+}
+
 static int create_impl(cuda_impl *c, orthros_device_info *info)
 {
     int dev = 0;
     ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&c->num_sms, cudaDevAttrMultiProcessorCount, dev));
     int rc = fill_info(info, dev);
+    if (!rc) rc = select_kernels(info);
     if (rc) return rc;
     ORTHROS_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&c->cublas));
