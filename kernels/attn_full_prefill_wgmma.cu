@@ -18,7 +18,10 @@
  *       registers (the S accumulator re-packed to bf16, no shared-memory round trip) and V from shared memory.
  * Pipelining (FA3 "intra-warpgroup overlap"): iteration j issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1},
  * waits only for S_j (wgmma.wait_group 1), runs the softmax of S_j while P_{j-1} V_{j-1} is still on the
- * tensor cores, then waits for it, rescales O and packs P_j. Across the two consumer warpgroups (FA3
+ * tensor cores, then waits for it, rescales O and packs P_j. That last wait sits at the top of the next
+ * iteration: ptxas hoists a wgmma wait to the start of its basic block, and in one block with the softmax it
+ * serialized them (seen in the SASS); now the ex2 of S_j lie between WARPGROUP.DEPBAR.LE gsb0 0x1 and 0x0.
+ * Across the two consumer warpgroups (FA3
  * "ping-pong"): named barriers 3 and 4 hand the right to issue wgmma back and forth, so one warpgroup's GEMMs
  * run while the other does its softmax. Both consumers walk the same key tiles (the block's), so the numbers of
  * turns match: WG1 opens WG0's first turn, and skips its own last hand-over so no barrier is left half-arrived.
@@ -73,6 +76,10 @@
  * one-thread probe kernel compiled with the same targets, so it returns ORTHROS_EUNSUPPORTED instead of
  * launching an empty kernel. The tensor maps are encoded on the host with cuTensorMapEncodeTiled, reached
  * through cudaGetDriverEntryPointByVersion (no link against libcuda).
+ * ptxas (CUDA 13.0, sm_90a): no spills, no stack; 168 registers at entry (384 threads, 1 block/SM), consumer
+ * code up to R183 (d 128) / R151 (d 64) under its setmaxnreg 240; SASS has HGMMA.64x128x16 (S, both d; P V at
+ * d 128) and HGMMA.64x64x16 (P V at d 64), UTMALDG.4D, SYNCS mbarrier ops; one "warpgroup.arrive injected"
+ * note (C7519) at the last P V, where the loop's registers are merged.
  * Measured: nothing yet (no GPU when written). */
 #include "attn_full_prefill_wgmma.cuh"
 
@@ -165,6 +172,15 @@ template <int N> static __device__ __forceinline__ void reg_fence(float (&r)[N])
 {
 #pragma unroll
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+/* The same for the A fragments of an in-flight wgmma: fenced after its wait, they stay live (their registers
+ * untouched) while it runs, so ptxas need not wait for it early before reusing them. */
+template <int N> static __device__ __forceinline__ void reg_fence(uint32_t (&r)[N][4])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(r[i][j])::"memory");
 }
 
 /* A 128-byte-swizzle matrix descriptor (PTX ISA 9.7.15.5.1.2.2). */
@@ -382,7 +398,15 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
             if (lane == 0) mbar_arrive(bar);
         };
 
-        // Turn 0: S_0.
+        // Once the row maxima settle, most tiles change none of the warp's 32 rows: skip the rescale then.
+        auto rescale = [&]() {
+            if (__any_sync(0xffffffffu, fA != 1.0f || fB != 1.0f)) {
+#pragma unroll
+                for (int i = 0; i < D / 2; i++) o[i] *= (i & 2) ? fB : fA;
+            }
+        };
+
+        // Turn 0: S_0 (nothing to overlap it with).
         bar_sync(3 + cw, 256);
         mbar_wait(fullK(0), 0);
         wg_fence();
@@ -393,10 +417,19 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
         reg_fence(s);
         release(emptyK(0));
         softmax(ts0);
-        pack();
 
-        // Turn j: S_j and P_{j-1} V_{j-1}; the softmax of S_j overlaps the second GEMM.
+        // Turn j: S_j and P_{j-1} V_{j-1}; the softmax of S_j runs while P_{j-1} V_{j-1} is on the tensor cores.
+        // The wait for that GEMM is at the top of the next iteration, not after the softmax in the same basic
+        // block: ptxas hoists a wgmma wait to the top of its block (seen in the SASS), which would serialize them.
+        // (The loop condition is uniform over the warpgroup, as wgmma.wait_group's .aligned requires.)
         for (int j = 1; j < ntiles; j++) {
+            wg_wait<0>();  // P_{j-2} V_{j-2} (none pending at j = 1)
+            reg_fence(o);
+            reg_fence(pf);
+            reg_fence(s);
+            if (j >= 2) release(emptyV((j - 2) % NST));
+            rescale();
+            pack();
             const int sk = j % NST, sv = (j - 1) % NST;
             bar_sync(3 + cw, 256);
             mbar_wait(fullK(sk), (uint32_t)(j / NST) & 1u);
@@ -407,21 +440,18 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
             issue_pv(sv);
             wg_commit();
             bar_arrive(3 + (cw ^ 1), 256);
-            wg_wait<1>();
+            wg_wait<1>();  // S_j
             reg_fence(s);
             release(emptyK(sk));
             softmax(ts0 + j * BN);
-            wg_wait<0>();
-            reg_fence(o);
-            reg_fence(s);
-            release(emptyV(sv));
-            // Once the row maxima settle, most tiles change none of the warp's 32 rows: skip the rescale then.
-            if (__any_sync(0xffffffffu, fA != 1.0f || fB != 1.0f)) {
-#pragma unroll
-                for (int i = 0; i < D / 2; i++) o[i] *= (i & 2) ? fB : fA;
-            }
-            pack();
         }
+        wg_wait<0>();
+        reg_fence(o);
+        reg_fence(pf);
+        reg_fence(s);
+        if (ntiles >= 2) release(emptyV((ntiles - 2) % NST));
+        rescale();
+        pack();
 
         // Last turn: P_{n-1} V_{n-1}. WG 1 hands over no more (WG 0 takes no further turn).
         {
