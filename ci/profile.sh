@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One op's kernels under Nsight Compute, on a machine with an NVIDIA GPU: builds bench_kernels (sm_90a) if
+# needed, runs `bench_kernels --quick --only OP` under ncu, and leaves the report and a per-kernel text
+# summary (duration, achieved DRAM throughput, SM and tensor-pipe utilisation) in OUTDIR. For the questions a
+# timing cannot answer: which of an op's launches takes the time, and whether it is bound by memory,
+# latency or math.
+# Usage: ci/profile.sh OUTDIR OP [KERNEL_REGEX] [LAUNCHES]
+#   OP            attn_full_prefill, attn_full_decode, attn_linear_prefill, attn_linear_decode
+#   KERNEL_REGEX  which kernels to profile (ncu -k regex:...; default: the op's own kernels)
+#   LAUNCHES      how many launches to profile (default 24)
+set -u -o pipefail
+OUT=${1:?usage: ci/profile.sh OUTDIR OP [KERNEL_REGEX] [LAUNCHES]}
+OP=${2:?usage: ci/profile.sh OUTDIR OP [KERNEL_REGEX] [LAUNCHES]}
+case "$OP" in # the op's own kernels (not the ceilings' copy and GEMM that every run starts with)
+    attn_full_prefill) DEFAULT_REGEX='attn_prefill' ;;
+    attn_full_decode) DEFAULT_REGEX='attn_decode' ;;
+    attn_linear_prefill) DEFAULT_REGEX='lin_|featurize' ;;
+    attn_linear_decode) DEFAULT_REGEX='linear|lin_' ;;
+    *) echo "profile: unknown op $OP" >&2; exit 2 ;;
+esac
+REGEX=${3:-$DEFAULT_REGEX}
+COUNT=${4:-24}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+BUILD=${ORTHROS_GPU_BUILD:-build-gpu}
+CJSON=$ROOT/.deps/cjson
+[ -d "$CJSON" ] && export LD_LIBRARY_PATH=$CJSON/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+command -v ncu >/dev/null || { echo "profile: no ncu (Nsight Compute) on PATH" >&2; exit 3; }
+if [ ! -x "$BUILD/kernels/tests/bench_kernels" ]; then
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ORTHROS_CUDA_ARCHS:-90a}" \
+        -DCJSON_ROOT="$CJSON" >"$OUT/build.log" 2>&1 &&
+        cmake --build "$BUILD" -j"$(nproc)" --target bench_kernels >>"$OUT/build.log" 2>&1 ||
+        { echo "profile: build failed (see $OUT/build.log)" >&2; exit 3; }
+fi
+# --set basic: duration, throughput breakdown, launch and occupancy figures; -c bounds the replays.
+timeout -k 10 "${ORTHROS_PROFILE_TIMEOUT:-420}" ncu --set basic -k "regex:$REGEX" -c "$COUNT" \
+    -o "$OUT/$OP" -f "$BUILD/kernels/tests/bench_kernels" "$OUT/$OP-bench.json" --quick --only "$OP" \
+    >"$OUT/$OP-ncu.log" 2>&1
+rc=$?
+[ -f "$OUT/$OP.ncu-rep" ] && ncu -i "$OUT/$OP.ncu-rep" --print-summary per-kernel >"$OUT/$OP-summary.txt" 2>&1
+tail -40 "$OUT/$OP-summary.txt" 2>/dev/null
+echo "profile: ncu exit $rc; report $OUT/$OP.ncu-rep, summary $OUT/$OP-summary.txt"
+exit $rc
