@@ -476,7 +476,7 @@ static int select_kernels(orthros_device_info *info)
     } k[3] = {{"ORTHROS_ATTN_PREFILL_VERSION", "attn_prefill", orthros_attn_full_prefill_set_version,
                ORTHROS_ATTN_PREFILL_DEFAULT},
               {"ORTHROS_ATTN_DECODE_VERSION", "attn_decode", orthros_attn_full_decode_set_version,
-               ORTHROS_ATTN_DECODE_LATEST},
+               ORTHROS_ATTN_DECODE_DEFAULT},
               {"ORTHROS_LINEAR_PREFILL_VERSION", "linear_prefill", orthros_attn_linear_prefill_set_version,
                ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT}};
     size_t used = 0;

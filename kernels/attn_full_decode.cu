@@ -28,7 +28,13 @@
  * 1.092-1.150), d128 1.152 / 2.303 ms (88%; cuDNN 0.966-1.024 / 1.897-1.951, 4.2-4.5 TB/s: a pure read
  * stream goes past the copy figure). Gap at B=1: a fixed ~15 us per call (two launches, the first tile's
  * latency, the partials) on a 32-64 us floor; at B=16, 12-15% of bandwidth: next, a block per (split, all
- * kv heads) so that each stage is one contiguous Hkv * d row run, and the combine fused into the last block. */
+ * kv heads) so that each stage is one contiguous Hkv * d row run, and the combine fused into the last block.
+ * v5 (opt-in until measured; not yet run on a GPU): the combine fused into the split kernel. Each block, after
+ * writing its partial, takes a ticket from a per-(b, kv head) counter (threadfence, then atomicAdd, the CUDA
+ * threadFenceReduction pattern); the block that draws the last ticket merges the nsplit partials of that head,
+ * one warp per row, writes the output and resets the counter to 0 for the next call. No second launch, no
+ * kernel boundary between the split pass and the merge: aimed at the fixed ~15 us per call at batch 1. The
+ * counters are a module-owned device array (one process, one device, calls ordered on one stream). */
 #include "attn_full_decode.h"
 
 #include <math.h>
@@ -48,9 +54,11 @@ template <int D> struct dec_cfg {
     static constexpr size_t bytes = (size_t)(DEC_ROWS + 2 * NST * BN) * LD * sizeof(bf16);
 };
 
-template <int D, bool PF>
+template <int D> static __device__ void merge_head_rows(const orthros_attn_full_params &p, int nsplit, int bh);
+
+template <int D, bool PF, bool FUSED>
 static __global__ void __launch_bounds__(DEC_WARPS * 32)
-    attn_decode_split_kernel(orthros_attn_full_params p, int split_len, int nsplit)
+    attn_decode_split_kernel(orthros_attn_full_params p, int split_len, int nsplit, unsigned *counters)
 {
     constexpr int NST = dec_cfg<D>::NST, LD = dec_cfg<D>::LD, KT = D / 16, DT = D / 8, CH = D / 8;
     constexpr int DEC_BN = dec_cfg<D>::BN, KW = dec_cfg<D>::KW;
@@ -189,6 +197,63 @@ static __global__ void __launch_bounds__(DEC_WARPS * 32)
         pml[tid * 2] = M;
         pml[tid * 2 + 1] = L;
     }
+    if constexpr (FUSED) {
+        // Every thread's partial writes are made visible device-wide before the ticket is drawn; the block with
+        // the last ticket sees every other block's partials (each fenced before its own ticket).
+        __shared__ int last;
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) last = atomicAdd(counters + bh, 1u) == (unsigned)(nsplit - 1);
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        merge_head_rows<D>(p, nsplit, bh);
+        if (tid == 0) counters[bh] = 0u; // the next call's blocks start after this kernel ends (stream order)
+    }
+}
+
+/* v5's merge, by the last block of head bh (4 warps): warp w merges rows w, w + 4, ... of the head; each lane
+ * owns D / 32 consecutive columns. Per split s: weight exp2(m_s - M) (0 for a split that saw no key), so
+ * out = sum_s w_s O_s / sum_s w_s l_s, as attn_decode_combine_kernel computes it. */
+template <int D> static __device__ void merge_head_rows(const orthros_attn_full_params &p, int nsplit, int bh)
+{
+    constexpr int C = D / 32;
+    const int g = p.Hq / p.Hkv, rows = p.n * g, kv = bh % p.Hkv, b = bh / p.Hkv;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const size_t nparts = (size_t)gridDim.x;
+    const size_t part0 = (size_t)bh * nsplit;
+    const float *pml = p.work + nparts * DEC_ROWS * D;
+    for (int r = warp; r < rows; r += DEC_WARPS) {
+        float M = -INFINITY;
+        // __ldcg: the partials come from other blocks of this launch; read them from L2, never from L1.
+        for (int s = lane; s < nsplit; s += 32) M = fmaxf(M, __ldcg(pml + ((part0 + s) * DEC_ROWS + r) * 2));
+        for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+        float L = 0.0f, acc[C];
+#pragma unroll
+        for (int c = 0; c < C; c++) acc[c] = 0.0f;
+#pragma unroll 4
+        for (int s = 0; s < nsplit; s++) {
+            const float2 ml = __ldcg((const float2 *)(pml + ((part0 + s) * DEC_ROWS + r) * 2));
+            const float w = ml.x == -INFINITY ? 0.0f : exp2f(ml.x - M);
+            L += w * ml.y;
+            const float *x = p.work + ((part0 + s) * DEC_ROWS + r) * D + lane * C;
+            if constexpr (C == 2) {
+                const float2 v = __ldcg((const float2 *)x);
+                acc[0] += w * v.x;
+                acc[1] += w * v.y;
+            } else {
+                const float4 v = __ldcg((const float4 *)x);
+                acc[0] += w * v.x;
+                acc[1] += w * v.y;
+                acc[2] += w * v.z;
+                acc[3] += w * v.w;
+            }
+        }
+        const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+        bf16 *out = (bf16 *)p.out + (((size_t)b * p.n + r / g) * p.Hq + kv * g + r % g) * D + lane * C;
+#pragma unroll
+        for (int c = 0; c < C; c += 2) *(__nv_bfloat162 *)(out + c) = __floats2bfloat162_rn(acc[c] * inv, acc[c + 1] * inv);
+    }
 }
 
 /* One block per (b, kv head, valid row): merge the nsplit partials of that row. v3: the splits' (m, l) are read
@@ -262,19 +327,54 @@ static __global__ void __launch_bounds__(DEC_COMBINE_THREADS) attn_decode_combin
     }
 }
 
-template <int D> static int blocks_per_sm(int *out)
+template <int D, bool PF, bool FUSED> static int set_smem()
 {
-    static int cached = 0;
-    if (!cached) {
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_split_kernel<D, false>,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec_cfg<D>::bytes));
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_split_kernel<D, true>,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec_cfg<D>::bytes));
-        ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&cached, attn_decode_split_kernel<D, true>,
-                                                                         DEC_WARPS * 32, dec_cfg<D>::bytes));
-        if (cached < 1) cached = 1;
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_split_kernel<D, PF, FUSED>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec_cfg<D>::bytes));
+    return 0;
+}
+
+/* Resident blocks per SM of the split kernel (every version has the same shared memory; v5 may differ in
+ * registers, so the count is taken from the version in use). */
+template <int D> static int blocks_per_sm(int *out, bool fused)
+{
+    static int cached[2] = {0, 0};
+    int &c = cached[fused ? 1 : 0];
+    if (!c) {
+        int rc = set_smem<D, false, false>();
+        if (!rc) rc = set_smem<D, true, false>();
+        if (!rc) rc = set_smem<D, true, true>();
+        if (rc) return rc;
+        if (fused)
+            ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c, attn_decode_split_kernel<D, true, true>,
+                                                                             DEC_WARPS * 32, dec_cfg<D>::bytes));
+        else
+            ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c, attn_decode_split_kernel<D, true, false>,
+                                                                             DEC_WARPS * 32, dec_cfg<D>::bytes));
+        if (c < 1) c = 1;
     }
-    *out = cached;
+    *out = c;
+    return 0;
+}
+
+static int decode_version = ORTHROS_ATTN_DECODE_DEFAULT;
+
+/* v5's tickets: one counter per (b, kv head), zero between calls (the last block of a head resets its own).
+ * Grown (and zeroed on the stream) when a call has more heads than any before it. */
+static unsigned *ticket_counters;
+static size_t ticket_count;
+
+static int tickets(unsigned **out, size_t heads, cudaStream_t stream)
+{
+    if (heads > ticket_count) {
+        if (ticket_counters) ORTHROS_CUDA_CHECK(cudaFree(ticket_counters)); /* synchronises: no call still uses it */
+        ticket_counters = NULL;
+        ticket_count = 0;
+        ORTHROS_CUDA_CHECK(cudaMalloc((void **)&ticket_counters, heads * sizeof(unsigned)));
+        ORTHROS_CUDA_CHECK(cudaMemsetAsync(ticket_counters, 0, heads * sizeof(unsigned), stream));
+        ticket_count = heads;
+    }
+    *out = ticket_counters;
     return 0;
 }
 
@@ -284,7 +384,8 @@ template <int D> static int blocks_per_sm(int *out)
  * (one full wave) where "about one wave" rounded up to 1.2 or 1.45 waves. */
 static int decode_plan(const orthros_attn_full_params *p, int *split_len, int *nsplit)
 {
-    int per_sm = 1, rc = p->d == 64 ? blocks_per_sm<64>(&per_sm) : blocks_per_sm<128>(&per_sm);
+    const bool fused = decode_version >= 5;
+    int per_sm = 1, rc = p->d == 64 ? blocks_per_sm<64>(&per_sm, fused) : blocks_per_sm<128>(&per_sm, fused);
     if (rc) return rc;
     int sms = p->num_sms > 0 ? p->num_sms : 132;
     long slots = (long)per_sm * sms;
@@ -326,8 +427,6 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_params *p)
     return (size_t)p->B * p->Hkv * nsplit * DEC_ROWS * (p->d + 2) * sizeof(float);
 }
 
-static int decode_version = ORTHROS_ATTN_DECODE_LATEST;
-
 int orthros_attn_full_decode_set_version(int version)
 {
     if (version < 3 || version > ORTHROS_ATTN_DECODE_LATEST)
@@ -350,17 +449,27 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_
         return orthros_error(ORTHROS_EINVAL, "decode attention: %zu bytes of scratch given, %zu needed", p->work_bytes,
                              need);
     unsigned blocks = (unsigned)(p->B * p->Hkv * nsplit);
+    if (decode_version >= 5) {
+        unsigned *counters = NULL;
+        if ((rc = tickets(&counters, (size_t)p->B * p->Hkv, stream))) return rc;
+        if (p->d == 64)
+            attn_decode_split_kernel<64, true, true><<<blocks, DEC_WARPS * 32, dec_cfg<64>::bytes, stream>>>(*p, split_len, nsplit, counters);
+        else
+            attn_decode_split_kernel<128, true, true><<<blocks, DEC_WARPS * 32, dec_cfg<128>::bytes, stream>>>(*p, split_len, nsplit, counters);
+        ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_split_kernel");
+        return 0;
+    }
     const bool pf = decode_version >= 4;
     if (p->d == 64) {
         if (pf)
-            attn_decode_split_kernel<64, true><<<blocks, DEC_WARPS * 32, dec_cfg<64>::bytes, stream>>>(*p, split_len, nsplit);
+            attn_decode_split_kernel<64, true, false><<<blocks, DEC_WARPS * 32, dec_cfg<64>::bytes, stream>>>(*p, split_len, nsplit, nullptr);
         else
-            attn_decode_split_kernel<64, false><<<blocks, DEC_WARPS * 32, dec_cfg<64>::bytes, stream>>>(*p, split_len, nsplit);
+            attn_decode_split_kernel<64, false, false><<<blocks, DEC_WARPS * 32, dec_cfg<64>::bytes, stream>>>(*p, split_len, nsplit, nullptr);
     } else {
         if (pf)
-            attn_decode_split_kernel<128, true><<<blocks, DEC_WARPS * 32, dec_cfg<128>::bytes, stream>>>(*p, split_len, nsplit);
+            attn_decode_split_kernel<128, true, false><<<blocks, DEC_WARPS * 32, dec_cfg<128>::bytes, stream>>>(*p, split_len, nsplit, nullptr);
         else
-            attn_decode_split_kernel<128, false><<<blocks, DEC_WARPS * 32, dec_cfg<128>::bytes, stream>>>(*p, split_len, nsplit);
+            attn_decode_split_kernel<128, false, false><<<blocks, DEC_WARPS * 32, dec_cfg<128>::bytes, stream>>>(*p, split_len, nsplit, nullptr);
     }
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_split_kernel");
     attn_decode_combine_kernel<<<(unsigned)(p->B * p->Hkv * p->n * (p->Hq / p->Hkv)), DEC_COMBINE_THREADS, 0,

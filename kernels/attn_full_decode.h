@@ -12,9 +12,11 @@ extern "C" {
 int orthros_attn_full_decode_supported(const orthros_attn_full_params *p);
 /* Scratch the split-K kernel needs in p->work for this shape (p->max_keys and p->num_sms set). */
 size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_params *p);
-/* The numbered kernel version used (3 .. ORTHROS_ATTN_DECODE_LATEST, the default latest; earlier ones are in
- * the .cu history only), process-wide: for benchmarks that compare versions. */
-#define ORTHROS_ATTN_DECODE_LATEST 4
+/* The numbered kernel version used (3 .. ORTHROS_ATTN_DECODE_LATEST; earlier ones are in the .cu history only),
+ * process-wide, ORTHROS_ATTN_DECODE_DEFAULT until set: for benchmarks that compare versions. v5 (the merge fused
+ * into the split kernel) is not the default until it has run on a GPU. */
+#define ORTHROS_ATTN_DECODE_LATEST 5
+#define ORTHROS_ATTN_DECODE_DEFAULT 4
 int orthros_attn_full_decode_set_version(int version);
 int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_t stream);
 

@@ -246,7 +246,7 @@ static void bench_decode_v(int d, int B, int L, int version)
     if (version) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " v%d", version);
     record("attn_full_decode", shape, flops, bytes, t, samples);
     free_attn(&a);
-    must(orthros_attn_full_decode_set_version(ORTHROS_ATTN_DECODE_LATEST), "decode version");
+    must(orthros_attn_full_decode_set_version(ORTHROS_ATTN_DECODE_DEFAULT), "decode version");
 }
 
 static void bench_decode(int d, int B, int L) { bench_decode_v(d, B, L, 0); }

@@ -489,13 +489,25 @@ static void full_suite(void)
      * yet run on hardware when written, go last in main (prefill_new_versions), so that a hang there leaves
      * every other result printed. */
     prefill_versions(1, ORTHROS_ATTN_PREFILL_DEFAULT);
-    /* The decode kernel's kept versions (v3 without, v4 with the L2 prefetch hint), the default last. */
+    /* The decode kernel's kept versions (v3 without, v4 with the L2 prefetch hint, v5 with the merge fused into
+     * the split kernel), then back to the default. v5: every head geometry, GQA 1:1 to 16:1, B up to 3 (one
+     * ticket counter per (b, kv head)), n > 1 rows per query, a window, and one split (a short cache). */
     for (int v = 3; v <= ORTHROS_ATTN_DECODE_LATEST; v++) {
         if (orthros_attn_full_decode_set_version(v)) die("decode version");
+        printf("decode kernel version %d\n", v);
         int p3[3] = {4999, 3000, 17};
         test_full(gs[1], 3, 1, 5000, 0, p3, 0, 1);
         test_full(gs[0], 3, 1, 5000, 300, p3, 0, 1);
+        if (v == 5) {
+            for (int gi = 0; gi < ng; gi++) {
+                test_full(gs[gi], 3, 1, 5000, 0, p3, 0, 1);
+                test_full(gs[gi], 2, 2, 5001, 0, p3, 0, 1);
+                int p5[1] = {40};
+                test_full(gs[gi], 1, 1, 41, 0, p5, 0, 1);
+            }
+        }
     }
+    if (orthros_attn_full_decode_set_version(ORTHROS_ATTN_DECODE_DEFAULT)) die("decode version");
     if (quick) return;
     /* long prefill chunk against a long cache, one head geometry per mma head dim */
     int p5[1] = {1500};
