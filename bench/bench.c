@@ -565,7 +565,7 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
                         cJSON_AddStringToObject(res, "skipped", why);
                     } else {
                         res = run_cell(m, &c, &oc, ceil, (uint64_t)o->mo.seed);
-                        if (oc.reps != o->reps) {
+                        if (oc.reps != o->reps || oc.warmup != o->warmup || oc.max_reps != o->max_reps) {
                             snprintf(why, sizeof why,
                                      "predicted %.0f s a repetition (at the %.3g TFLOP/s measured at ctx %d): %d "
                                      "repetition%s and no warm-up, to fit --cell-budget %.0f s",
