@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #define CPU_MAX_FEATURE 2048
+/* Below about this many elements (or multiply-adds) an op runs on one thread: waking the team costs more, and
+ * on a loaded machine a parallel region waits for its slowest thread, which may wait a whole time slice. */
+#define CPU_PAR_MIN 16384
 
 static inline float *fp(void *p) { return (float *)p; }
 static inline const float *cfp(const void *p) { return (const float *)p; }
@@ -106,11 +109,11 @@ static int cpu_upload(orthros_backend *be, void *dst, size_t dst_off, const void
         memcpy(d, src, n * sizeof(float));
     } else if (dtype == ORTHROS_DTYPE_BF16) {
         const uint16_t *s = src;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > CPU_PAR_MIN)
         for (size_t i = 0; i < n; i++) d[i] = orthros_bf16_to_f32(s[i]);
     } else {
         const uint16_t *s = src;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > CPU_PAR_MIN)
         for (size_t i = 0; i < n; i++) d[i] = orthros_f16_to_f32(s[i]);
     }
     return 0;
@@ -119,7 +122,7 @@ static int cpu_upload(orthros_backend *be, void *dst, size_t dst_off, const void
 static int cpu_fill_random(orthros_backend *be, void *dst, size_t n, uint64_t seed, float scale)
 {
     float *d = dst;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > CPU_PAR_MIN)
     for (size_t i = 0; i < n; i++) d[i] = (2.0f * orthros_uniform(seed, i) - 1.0f) * scale;
     return 0;
 }
@@ -163,7 +166,7 @@ static void rmsnorm_row(float *out, const float *x, const float *w, int D, float
 
 static int cpu_rmsnorm(orthros_backend *be, void *out, const void *x, const void *w, int n, int D, float eps)
 {
-#pragma omp parallel for schedule(static) if ((size_t)n * D > 16384)
+#pragma omp parallel for schedule(static) if ((size_t)n * D > CPU_PAR_MIN)
     for (int i = 0; i < n; i++) rmsnorm_row(fp(out) + (size_t)i * D, cfp(x) + (size_t)i * D, w, D, eps);
     return 0;
 }
@@ -171,7 +174,7 @@ static int cpu_rmsnorm(orthros_backend *be, void *out, const void *x, const void
 static int cpu_add_rmsnorm(orthros_backend *be, void *out, void *resid, const void *delta, const void *w, int n, int D,
                            float eps)
 {
-#pragma omp parallel for schedule(static) if ((size_t)n * D > 16384)
+#pragma omp parallel for schedule(static) if ((size_t)n * D > CPU_PAR_MIN)
     for (int i = 0; i < n; i++) {
         float *r = fp(resid) + (size_t)i * D;
         const float *dl = cfp(delta) + (size_t)i * D;
@@ -189,7 +192,7 @@ static int cpu_gemm(orthros_backend *be, void *out, const void *x, const void *W
     int nb = (n + 3) / 4;
     /* One parallel region for the whole product (not one per block of rows), and none for a product too small
      * to pay for waking the threads: on a loaded machine each region waits for its slowest, descheduled thread. */
-#pragma omp parallel for collapse(2) schedule(static) if ((double)n * M * K > 262144.0)
+#pragma omp parallel for collapse(2) schedule(static) if ((double)n * M * K > 16.0 * CPU_PAR_MIN)
     for (int b = 0; b < nb; b++)
         for (int j = 0; j < M; j++) {
             int i0 = 4 * b, rows = n - i0 < 4 ? n - i0 : 4;
@@ -201,7 +204,7 @@ static int cpu_gemm(orthros_backend *be, void *out, const void *x, const void *W
 
 static int cpu_swiglu(orthros_backend *be, void *out, const void *gu, int n, int F)
 {
-#pragma omp parallel for schedule(static) if ((size_t)n * F > 16384)
+#pragma omp parallel for schedule(static) if ((size_t)n * F > CPU_PAR_MIN)
     for (int i = 0; i < n; i++) {
         const float *g = cfp(gu) + (size_t)i * 2 * F, *u = g + F;
         float *o = fp(out) + (size_t)i * F;
@@ -250,7 +253,7 @@ static int cpu_rope_cache_write(orthros_backend *be, void *qkv, const orthros_at
                                 const int *pos0, int B, int n, int rotate_q_from)
 {
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * n * (Hq + Hkv) * d > CPU_PAR_MIN)
     for (int b = 0; b < B; b++) {
         for (int i = 0; i < n; i++) {
             float *row = fp(qkv) + ((size_t)b * n + i) * W;
@@ -280,7 +283,11 @@ static int cpu_attn_full(orthros_backend *be, void *out, const void *qkv, const 
 {
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L), group = Hq / Hkv;
     float scale = 1.0f / sqrtf((float)d);
-#pragma omp parallel for collapse(3) schedule(dynamic, 4)
+    /* Work bound: every row reads at most its position + 1 keys (or the window). */
+    int keys = 0;
+    for (int b = 0; b < B; b++) keys = pos0[b] + n > keys ? pos0[b] + n : keys;
+    if (L->window > 0 && L->window < keys) keys = L->window;
+#pragma omp parallel for collapse(3) schedule(dynamic, 4) if ((double)B * n * Hq * keys * d > 16.0 * CPU_PAR_MIN)
     for (int b = 0; b < B; b++) {
         for (int i = 0; i < n; i++) {
             for (int h = 0; h < Hq; h++) {
@@ -351,7 +358,7 @@ static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, cons
 {
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L), group = Hq / Hkv, F = L->feature_dim;
     int half = F / 2;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * n * Hq * F * d > CPU_PAR_MIN)
     for (int b = 0; b < B; b++) {
         for (int kv = 0; kv < Hkv; kv++) {
             float *S = L->S + ((size_t)b * Hkv + kv) * F * d;
