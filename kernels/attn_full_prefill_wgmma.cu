@@ -34,7 +34,9 @@
  * written (possibly NaN garbage, which 0 * NaN in P V would spread) are never read. Masking (key > t or
  * key < 0 -> -inf) runs only on tiles a warp's rows do not all see wholly: the first (if partial) and the
  * diagonal ones. Out-of-range rows (past n g) read zero Q (cp.async src-size 0), get t = -1 and are never
- * written. Lazy rescale as in v3/v4 (O is multiplied only when some row of the warp changed its max).
+ * written. Lazy rescale as in v3/v4 (O is multiplied only when some row of the warp changed its max; the
+ * factor is set to exactly 1 for an unchanged max rather than computed, since the contracted FFMA in
+ * ex2(m_old * c - m_new * c) does not give exactly 0).
  * Softmax in the exp2 domain: p = ex2(s * log2(e)/sqrt(d) - m * log2(e)/sqrt(d)), one FFMA + ex2.approx.
  *
  * Shared memory (bytes): Q BM*d*2, K and V NST*BN*d*2 each, 4*NST mbarriers, + 1024 to align the base:
@@ -369,8 +371,12 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
             const float mnA = fmaxf(mA, mxA), mnB = fmaxf(mB, mxB);
             // A row with every key masked so far keeps m = -inf; 0 as its reference gives exp2 = 0, not NaN.
             const float uA = mnA == -INFINITY ? 0.0f : mnA * sl2, uB = mnB == -INFINITY ? 0.0f : mnB * sl2;
-            fA = wg_ex2(mA * sl2 - uA);
-            fB = wg_ex2(mB * sl2 - uB);
+            // Exactly 1 when the max did not move, so that the lazy rescale can skip: ptxas contracts
+            // mA * sl2 - uA into one FFMA, whose result is the rounding error of uA = mnA * sl2 (seen in the
+            // SASS), not 0, so ex2 of it is in general not exactly 1 and the fA != 1 test nearly always fired.
+            // (A row with every key masked so far has mA = mnA = -inf and o = l = 0: 1 is as good as 0 there.)
+            fA = mA == mnA ? 1.0f : wg_ex2(mA * sl2 - uA);
+            fB = mB == mnB ? 1.0f : wg_ex2(mB * sl2 - uB);
             mA = mnA;
             mB = mnB;
             float sA = 0.0f, sB = 0.0f;
