@@ -25,14 +25,6 @@
 #include "rope_cache.h"
 #include "swiglu.h"
 
-#define CUBLAS_CHECK(call)                                                                                    \
-    do {                                                                                                      \
-        cublasStatus_t st_ = (call);                                                                          \
-        if (st_ != CUBLAS_STATUS_SUCCESS)                                                                     \
-            return orthros_error(ORTHROS_EDEVICE, "%s failed: %s (%s:%d)", #call, cublasGetStatusString(st_), \
-                                 __FILE__, __LINE__);                                                         \
-    } while (0)
-
 #define STAGE_SLOTS 16
 #define STAGE_INIT_INTS 4096
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)

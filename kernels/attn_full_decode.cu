@@ -345,12 +345,9 @@ template <int D> static int blocks_per_sm(int *out, bool fused)
         if (!rc) rc = set_smem<D, true, false>();
         if (!rc) rc = set_smem<D, true, true>();
         if (rc) return rc;
-        if (fused)
-            ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c, attn_decode_split_kernel<D, true, true>,
-                                                                             DEC_WARPS * 32, dec_cfg<D>::bytes));
-        else
-            ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c, attn_decode_split_kernel<D, true, false>,
-                                                                             DEC_WARPS * 32, dec_cfg<D>::bytes));
+        const void *fn = fused ? (const void *)attn_decode_split_kernel<D, true, true>
+                               : (const void *)attn_decode_split_kernel<D, true, false>;
+        ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c, fn, DEC_WARPS * 32, dec_cfg<D>::bytes));
         if (c < 1) c = 1;
     }
     *out = c;

@@ -19,6 +19,15 @@
                                  __FILE__, __LINE__);                                                         \
     } while (0)
 
+/* The same for cuBLAS calls (in files that include cublas_v2.h). */
+#define CUBLAS_CHECK(call)                                                                                    \
+    do {                                                                                                      \
+        cublasStatus_t st_ = (call);                                                                          \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                                     \
+            return orthros_error(ORTHROS_EDEVICE, "%s failed: %s (%s:%d)", #call, cublasGetStatusString(st_), \
+                                 __FILE__, __LINE__);                                                         \
+    } while (0)
+
 /* After a launch: a bad configuration shows up here, not at the launch. */
 #define ORTHROS_CUDA_LAUNCH_CHECK(name) ORTHROS_CUDA_CHECK(cudaGetLastError())
 

@@ -64,14 +64,6 @@ size_t orthros_linear_featurize_tmp_bytes(int B, int ns, int Hq, int Hkv, int F,
     return fmap == ORTHROS_FMAP_HEDGEHOG ? (size_t)B * ns * (Hq + Hkv) * (F / 2) * sizeof(float) : 0;
 }
 
-#define CUBLAS_CHECK(call)                                                                                    \
-    do {                                                                                                      \
-        cublasStatus_t st_ = (call);                                                                          \
-        if (st_ != CUBLAS_STATUS_SUCCESS)                                                                     \
-            return orthros_error(ORTHROS_EDEVICE, "%s failed: %s (%s:%d)", #call, cublasGetStatusString(st_), \
-                                 __FILE__, __LINE__);                                                         \
-    } while (0)
-
 int orthros_linear_featurize_bf16(const orthros_linear_featurize_params *p, cublasHandle_t cublas, cudaStream_t stream)
 {
     int rows = p->B * p->ns;
