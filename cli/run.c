@@ -24,14 +24,12 @@ static void runner_free(runner *r)
     memset(r, 0, sizeof *r);
 }
 
-static int runner_open(runner *r, const orthros_model_opts *mo, int ctx)
+static int runner_open(runner *r, const orthros_model_opts *mo, const orthros_arch_opts *ao, int ctx)
 {
-    orthros_arch_opts ao;
     int rc;
     memset(r, 0, sizeof *r);
-    if ((rc = orthros_model_opts_resolve(&ao, mo))) return rc;
     if ((rc = orthros_backend_create(&r->be, mo->device))) return rc;
-    if ((rc = orthros_model_load(&r->m, r->be, mo->model, &ao, (uint64_t)mo->seed))) goto fail;
+    if ((rc = orthros_model_load(&r->m, r->be, mo->model, ao, (uint64_t)mo->seed))) goto fail;
     if ((rc = orthros_session_init(&r->s, r->m, 1, ctx, mo->chunk))) goto fail;
     return 0;
 fail:
@@ -39,9 +37,12 @@ fail:
     return rc;
 }
 
-/* The prompt's token ids from --tokens or --tokens-file (exactly one). Returns an exit status, or -1 to go on. */
-static int prompt_tokens(int32_t **tokens, int *n, const orthros_cmd *c, const char *list, const char *file)
+/* The resolved model options and the prompt's token ids from --tokens or --tokens-file (exactly one). Returns an
+ * exit status, or -1 to go on. */
+static int prompt_tokens(int32_t **tokens, int *n, orthros_arch_opts *ao, const orthros_cmd *c,
+                         const orthros_model_opts *mo, const char *list, const char *file)
 {
+    if (orthros_model_opts_resolve(ao, mo)) return orthros_cmd_fail_usage(c->name, ORTHROS_EINVAL);
     if (!list == !file) return orthros_cmd_usage(c, "give the prompt as --tokens LIST or --tokens-file FILE (see --help)");
     int rc = list ? orthros_opt_parse_tokens(tokens, n, list) : orthros_opt_read_tokens(tokens, n, file);
     return rc ? orthros_cmd_fail_usage(c->name, rc) : -1;
@@ -75,8 +76,9 @@ int orthros_cmd_logits(int argc, char **argv)
     int nt = 0, rc = 0, status = 1;
     float *logits = NULL;
     runner r = {0};
-    if ((pr = prompt_tokens(&tokens, &nt, &c, tokens_arg, tokens_file)) >= 0) return pr;
-    if ((rc = runner_open(&r, &mo, nt))) goto fail;
+    orthros_arch_opts ao;
+    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, tokens_arg, tokens_file)) >= 0) return pr;
+    if ((rc = runner_open(&r, &mo, &ao, nt))) goto fail;
     int V = orthros_model_get_config(r.m)->vocab;
     size_t bytes = (size_t)nt * (size_t)V * sizeof(float);
     if (!(logits = malloc(bytes))) {
@@ -113,7 +115,8 @@ int orthros_cmd_generate(int argc, char **argv)
     int32_t *tokens = NULL, *gen = NULL;
     int nt = 0, rc = 0, status = 1;
     runner r = {0};
-    if ((pr = prompt_tokens(&tokens, &nt, &c, tokens_arg, tokens_file)) >= 0) return pr;
+    orthros_arch_opts ao;
+    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, tokens_arg, tokens_file)) >= 0) return pr;
     if (nt > INT_MAX - max_new) {
         free(tokens);
         return orthros_cmd_usage(&c, "a %d-token prompt plus --max-new %d is past the longest context", nt, max_new);
@@ -122,7 +125,7 @@ int orthros_cmd_generate(int argc, char **argv)
         rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = runner_open(&r, &mo, nt + max_new))) goto fail;
+    if ((rc = runner_open(&r, &mo, &ao, nt + max_new))) goto fail;
     int count = orthros_generate(r.s, tokens, nt, max_new, gen);
     if (count < 0) {
         rc = count;
