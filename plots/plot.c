@@ -709,7 +709,7 @@ static int fig_throughput(const plot_ctx *c, const char *fig, const char **why)
     texts t = {0};
     char lab[LABEL_MAX];
     int rc = 0;
-    double gemm = NAN, copy = NAN, xmin = INFINITY, xmax = 0;
+    double gemm = NAN, copy = NAN;
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (!is_model_bench(in)) continue;
@@ -721,7 +721,6 @@ static int fig_throughput(const plot_ctx *c, const char *fig, const char **why)
             bench_label(lab, sizeof lab, c, in, m->arch, m->phase, m->batch);
             rc = series_add(series_get(&l, lab, arch_color(m->arch, mi), phase_dash(m->phase), arch_point(m->arch, mi)),
                             (point){m->ctx, m->tflops, m->tbps, 0, 0});
-            xmin = fmin(xmin, m->ctx), xmax = fmax(xmax, m->ctx);
         }
     }
     if (!rc && !l.n) {
