@@ -452,6 +452,11 @@ static int fill_info(orthros_device_info *info, int dev)
         (void)cudaGetLastError();
     ORTHROS_CUDA_CHECK(cudaDriverGetVersion(&info->driver_version));
     ORTHROS_CUDA_CHECK(cudaRuntimeGetVersion(&info->runtime_version));
+    /* The PCI address names the same GPU to NVML, whose numbering can differ from CUDA's. */
+    if (cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        info->pci_bus_id[0] = '\0';
+    }
     return 0;
 }
 
