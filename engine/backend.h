@@ -14,12 +14,6 @@
 
 #include "orthros.h"
 
-#ifdef __CUDACC__
-#define ORTHROS_HD __host__ __device__
-#else
-#define ORTHROS_HD
-#endif
-
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -84,6 +78,8 @@ struct orthros_backend {
     int (*fill)(orthros_backend *be, void *dst, size_t n, float value);
     /* dst[0..bytes) = src[0..bytes), both on the backend (the bench's copy-bandwidth ceiling). */
     int (*copy)(orthros_backend *be, void *dst, const void *src, size_t bytes);
+    /* Reads src[0..bytes) and nothing else of note (the read-bandwidth ceiling); NULL where not implemented. */
+    int (*read)(orthros_backend *be, const void *src, size_t bytes);
     /* host[i] = fp32 src[i]. */
     int (*download_f32)(orthros_backend *be, float *host, const float *src, size_t n);
 
@@ -138,19 +134,7 @@ int orthros_backend_cuda_create(orthros_backend **out);
 /* 1 when the build has CUDA and a device is present. */
 int orthros_cuda_available(void);
 
-/* Shared helpers. */
-float orthros_bf16_to_f32(uint16_t h);
-uint16_t orthros_f32_to_bf16(float f);     /* round to nearest even; NaN stays NaN */
-float orthros_f16_to_f32(uint16_t h);
-/* Counter-based uniform in [0, 1) from (seed, i): splitmix64 of seed ^ golden * (i + 1), top 24 bits. */
-static inline ORTHROS_HD float orthros_uniform(uint64_t seed, uint64_t i)
-{
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (1.0f / 16777216.0f);
-}
+/* Shared helpers (the bf16 / fp16 conversions and orthros_uniform are in base/orthros_base.h). */
 /* inv_freq[head_dim / 2] for a model, llama3 scaling applied as Hugging Face does. */
 void orthros_rope_inv_freq(float *inv_freq, const orthros_model_config *cfg);
 size_t orthros_dtype_size(orthros_dtype t);

@@ -382,12 +382,15 @@ static int linear_prefill_version = ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT;
 
 int orthros_attn_linear_prefill_set_version(int version)
 {
+    if (version == 0) version = ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT;
     if (version < 3 || version > ORTHROS_ATTN_LINEAR_PREFILL_LATEST)
         return orthros_error(ORTHROS_EINVAL, "linear prefill: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
     linear_prefill_version = version;
     return 0;
 }
+
+int orthros_attn_linear_prefill_version(void) { return linear_prefill_version; }
 
 template <bool FUSED> static int set_smem(size_t smem_state, size_t smem_out)
 {

@@ -18,7 +18,9 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
  * yet measured on the GPU: the default moves to it once it is tested and faster). */
 #define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 3
 #define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 4
+/* 0 selects the default. */
 int orthros_attn_linear_prefill_set_version(int version);
+int orthros_attn_linear_prefill_version(void);
 
 #ifdef __cplusplus
 }
