@@ -590,6 +590,29 @@ static bool dec6_shape(const orthros_attn_full_decode_params *p)
            ((uintptr_t)p->v_cache % 16) == 0;
 }
 
+/* The split count in 1 .. max_ns minimising (waves of `slots` resident blocks) x (split length + a fixed cost of
+ * two tiles per block: its first load's latency and the partial it writes), with blocks_per_ns blocks per split
+ * and split lengths a multiple of the tile bn, at least min_len; the fewest splits on a tie. */
+static void split_search(int keys, int bn, int min_len, int max_ns, long blocks_per_ns, long slots, int *split_len,
+                         int *nsplit)
+{
+    long best = -1;
+    *split_len = ceil_div(keys, bn) * bn;
+    *nsplit = 1;
+    for (int ns = 1; ns <= max_ns; ns++) {
+        int len = ceil_div(ceil_div(keys, ns), bn) * bn;
+        if (len < min_len) len = min_len;
+        if (ceil_div(keys, len) != ns) continue;
+        long waves = (blocks_per_ns * ns + slots - 1) / slots;
+        long cost = waves * ((long)len + 2 * bn);
+        if (best < 0 || cost < best) {
+            best = cost;
+            *split_len = len;
+            *nsplit = ns;
+        }
+    }
+}
+
 /* v6's split plan: blocks = B * (Hkv / HB) * nsplit, one per SM (its ring takes ~193 KB); the count minimising
  * (waves) x (split length + a fixed cost of two stages) wins, as in decode_plan. The partials are nsplit * WPH
  * per head, at most DEC_COMBINE_MAXW. */
@@ -603,21 +626,7 @@ static int dec6_plan(const orthros_attn_full_decode_params *p, int *split_len, i
     int max_ns = ceil_div(keys, bn), cap_ns = (int)(4 * slots / blocks_per_ns) + 1;
     if (max_ns > cap_ns) max_ns = cap_ns;
     if (max_ns > DEC_COMBINE_MAXW / WPH) max_ns = DEC_COMBINE_MAXW / WPH;
-    long best = -1;
-    int best_len = ceil_div(keys, bn) * bn, best_ns = 1;
-    for (int ns = 1; ns <= max_ns; ns++) {
-        int len = ceil_div(ceil_div(keys, ns), bn) * bn;
-        if (ceil_div(keys, len) != ns) continue;
-        long waves = (blocks_per_ns * ns + slots - 1) / slots;
-        long cost = waves * ((long)len + 2 * bn);
-        if (best < 0 || cost < best) {
-            best = cost;
-            best_len = len;
-            best_ns = ns;
-        }
-    }
-    *split_len = best_len;
-    *nsplit = best_ns;
+    split_search(keys, bn, bn, max_ns, blocks_per_ns, slots, split_len, nsplit);
     return 0;
 }
 
@@ -705,24 +714,7 @@ static int decode_plan(const orthros_attn_full_decode_params *p, int version, in
     int bn = p->d == 64 ? dec_cfg<64>::BN : dec_cfg<128>::BN;
     int max_ns = ceil_div(keys, DEC_MIN_SPLIT), cap_ns = (int)(4 * slots / heads) + 1;
     if (max_ns > cap_ns) max_ns = cap_ns;
-    long best = -1;
-    int best_len = keys, best_ns = 1;
-    for (int ns = 1; ns <= max_ns; ns++) {
-        int len = ceil_div(ceil_div(keys, ns), bn) * bn;
-        if (len < DEC_MIN_SPLIT) len = DEC_MIN_SPLIT;
-        int real_ns = ceil_div(keys, len);
-        if (real_ns != ns) continue;
-        long waves = ((long)heads * ns + slots - 1) / slots;
-        /* A fixed cost per block (its first load's latency and the partial it writes), in keys. */
-        long cost = waves * ((long)len + 2 * bn);
-        if (best < 0 || cost < best) {
-            best = cost;
-            best_len = len;
-            best_ns = ns;
-        }
-    }
-    *split_len = best_len;
-    *nsplit = best_ns;
+    split_search(keys, bn, DEC_MIN_SPLIT, max_ns, heads, slots, split_len, nsplit);
     return 0;
 }
 

@@ -10,7 +10,7 @@
  * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
- * prefill5, read, prefill6, decode6). Kernel versions not yet run on a GPU when written come last. Exit 77
+ * prefill5, read, prefill6, decode6, linear5). Kernel versions not yet run on a GPU when written come last. Exit 77
  * without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
@@ -619,14 +619,16 @@ static void test_linear(geom g, orthros_fmap fmap, int F, int B, int n1, int n2,
     pair_free(&fk);
 }
 
-static void linear_suite(void)
+/* Linear prefill versions first .. last (the chunked path), then back to the default. */
+static void linear_suite(int first, int last)
 {
     geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {4, 1, 80}, {6, 3, 32}, {6, 2, 64}};
     int ng = (int)(sizeof gs / sizeof gs[0]);
-    /* Every kept version of the chunked prefill (4 maps elu1 / relu inside the chunk kernels); chunks of 64
-     * with tails of 6, 2, 8, 35 and 0 rows, GQA groups of 1, 2, 3, 4 and 8 (a group of 3 leaves the second
-     * query tile of chunk_out's last pair empty). */
-    for (int v = 3; v <= ORTHROS_ATTN_LINEAR_PREFILL_LATEST; v++) {
+    /* The kept versions of the chunked prefill (4 maps elu1 / relu inside the chunk kernels, 5 walks segments
+     * with the state in registers); chunks of 64 with tails of 6, 2, 8, 35 and 0 rows, GQA groups of 1, 2, 3, 4
+     * and 8 (a group of 3 leaves the second query tile of chunk_out's last pair empty, and v5's last head pair
+     * one head), state carried over calls of different lengths (v5: segments that start inside the state). */
+    for (int v = first; v <= last; v++) {
         if (orthros_attn_linear_prefill_set_version(v)) die("linear prefill version");
         printf("linear prefill version %d\n", v);
         for (int gi = 0; gi < ng; gi++) {
@@ -721,8 +723,8 @@ static void test_read(void)
     free(hp);
 }
 
-/* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6 (to rerun the
- * last ones alone when an earlier one hangs). */
+/* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5 (to
+ * rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -765,13 +767,14 @@ int main(void)
         test_argmax(1, 7);
     }
     if (section("full")) full_suite();
-    if (section("linear")) linear_suite();
+    if (section("linear")) linear_suite(3, 4);
     /* The wgmma versions (sm_90a builds): v5, run on the H200 and the default there, then the versions not yet
      * run on a GPU when written, last, so that a hang or fault in one of them leaves every other result printed. */
     if (section("prefill5")) prefill_versions(5, 5);
     if (section("read")) test_read();
     if (section("prefill6")) prefill_versions(6, 6);
     if (section("decode6")) decode_v6();
+    if (section("linear5")) linear_suite(5, 5);
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);
