@@ -78,7 +78,7 @@ if [ $TESTS = 0 ]; then
 else
 # timeout signals the whole process group, so a kernel that hangs (a deadlocked barrier in an untested
 # kernel) costs minutes, not the whole 10-minute device call, and the steps after it still run.
-step ctest_gpu ctest.log timeout -k 10 "${ORTHROS_GPU_TEST_TIMEOUT:-180}" ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
+step ctest_gpu ctest.log timeout -k 10 "${ORTHROS_GPU_TEST_TIMEOUT:-300}" ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
 if [ "${status[ctest_gpu]%% *}" = rc=124 ]; then
     status[memcheck]="skipped (the gpu tests timed out: a kernel hangs)"
 elif skipped memcheck; then
