@@ -190,6 +190,59 @@ static size_t chunk_out_smem(int F, int d)
            (size_t)F * sizeof(float);
 }
 
+/* One warp's intra-chunk scores s = tril(Phi_q Phi_k^T) (mma.sync accumulator layout) of the 16 query rows at q
+ * (row stride ld; this thread's rows rA and rB = rA + 8 of the chunk) against the chunk's 64 keys in sPk, kf = F / 16
+ * k-steps (a loop unrolled where kf is a compile-time constant), and the row sums of the kept scores. */
+static __device__ __forceinline__ void lin_intra_scores(float (&s)[LC / 8][4], float &denA, float &denB, const bf16 *q,
+                                                        const bf16 *sPk, int ld, int kf, int rA, int rB, int lane)
+{
+#pragma unroll
+    for (int nt = 0; nt < LC / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kf; kk++) {
+        uint32_t a[4];
+        ldmatrix_x4(a[0], a[1], a[2], a[3], q + (lane % 16) * ld + kk * 16 + (lane / 16) * 8);
+#pragma unroll
+        for (int nt = 0; nt < LC / 8; nt += 2) {
+            uint32_t bb[4];
+            ldmatrix_x4(bb[0], bb[1], bb[2], bb[3], sPk + (nt * 8 + (lane % 8) + (lane / 16) * 8) * ld + kk * 16 + ((lane / 8) % 2) * 8);
+            mma_bf16_16816(s[nt], a, bb);
+            mma_bf16_16816(s[nt + 1], a, bb + 2);
+        }
+    }
+    denA = 0.0f;
+    denB = 0.0f;
+    const int col = (lane % 4) * 2;
+#pragma unroll
+    for (int nt = 0; nt < LC / 8; nt++) {
+        const int key = nt * 8 + col;
+        if (key > rA) s[nt][0] = 0.0f;
+        if (key + 1 > rA) s[nt][1] = 0.0f;
+        if (key > rB) s[nt][2] = 0.0f;
+        if (key + 1 > rB) s[nt][3] = 0.0f;
+        denA += s[nt][0] + s[nt][1];
+        denB += s[nt][2] + s[nt][3];
+    }
+}
+
+/* The denominators' inverses of rows rA and rB: the intra-chunk row sums denA, denB plus Phi_q z (z [F] fp32 in
+ * shared memory, the query rows of the tile q with row stride ld), reduced over the row's 4 threads, + eps. */
+static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, float denA, float denB, const bf16 *q,
+                                                       int ld, const float *sz, int F, float eps, int rA, int rB,
+                                                       int lane)
+{
+    for (int f = lane % 4; f < F; f += 4) {
+        denA += bf2f(q[rA * ld + f]) * sz[f];
+        denB += bf2f(q[rB * ld + f]) * sz[f];
+    }
+    denA += __shfl_xor_sync(0xffffffffu, denA, 1);
+    denA += __shfl_xor_sync(0xffffffffu, denA, 2);
+    denB += __shfl_xor_sync(0xffffffffu, denB, 1);
+    denB += __shfl_xor_sync(0xffffffffu, denB, 2);
+    iA = 1.0f / (denA + eps);
+    iB = 1.0f / (denB + eps);
+}
+
 /* FUSED: phi_q and phi_k are made here from the raw q and k of qkv, as in lin_chunk_state_kernel. */
 template <bool FUSED>
 static __global__ void __launch_bounds__(LCO_WARPS * 32)
@@ -269,32 +322,8 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
         const int h = kv * g + j0 + wg;
         if (j0 + wg < g) {
             // Intra-chunk scores A = Phi_q Phi_k^T for this warp's 16 tokens against the chunk's 64.
-            float s[LC / 8][4];
-#pragma unroll
-            for (int nt = 0; nt < LC / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-            for (int kk = 0; kk < KF; kk++) {
-                uint32_t a[4];
-                ldmatrix_x4(a[0], a[1], a[2], a[3], sPq + (warp * 16 + lane % 16) * LDF + kk * 16 + (lane / 16) * 8);
-#pragma unroll
-                for (int nt = 0; nt < LC / 8; nt += 2) {
-                    uint32_t bb[4];
-                    ldmatrix_x4(bb[0], bb[1], bb[2], bb[3],
-                                sPk + (nt * 8 + (lane % 8) + (lane / 16) * 8) * LDF + kk * 16 + ((lane / 8) % 2) * 8);
-                    mma_bf16_16816(s[nt], a, bb);
-                    mma_bf16_16816(s[nt + 1], a, bb + 2);
-                }
-            }
-            float denA = 0.0f, denB = 0.0f;
-#pragma unroll
-            for (int nt = 0; nt < LC / 8; nt++) {
-                int key = nt * 8 + col;
-                if (key > rA) s[nt][0] = 0.0f;
-                if (key + 1 > rA) s[nt][1] = 0.0f;
-                if (key > rB) s[nt][2] = 0.0f;
-                if (key + 1 > rB) s[nt][3] = 0.0f;
-                denA += s[nt][0] + s[nt][1];
-                denB += s[nt][2] + s[nt][3];
-            }
+            float s[LC / 8][4], denA, denB;
+            lin_intra_scores(s, denA, denB, sPq + warp * 16 * LDF, sPk, LDF, KF, rA, rB, lane);
             float o[LC_MAX_DT][4];
 #pragma unroll
             for (int i = 0; i < LC_MAX_DT; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
@@ -332,15 +361,8 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
                     }
                 }
             }
-            for (int f = lane % 4; f < F; f += 4) {
-                denA += bf2f(sPq[rA * LDF + f]) * sz[f];
-                denB += bf2f(sPq[rB * LDF + f]) * sz[f];
-            }
-            denA += __shfl_xor_sync(0xffffffffu, denA, 1);
-            denA += __shfl_xor_sync(0xffffffffu, denA, 2);
-            denB += __shfl_xor_sync(0xffffffffu, denB, 1);
-            denB += __shfl_xor_sync(0xffffffffu, denB, 2);
-            float iA = 1.0f / (denA + p.eps), iB = 1.0f / (denB + p.eps);
+            float iA, iB;
+            lin_den_inverse(iA, iB, denA, denB, sPq, LDF, sz, F, p.eps, rA, rB, lane);
             bf16 *out = (bf16 *)p.out;
             if (t0 + rA < ns) {
                 bf16 *dst = out + (((size_t)b * p.n + i0 + t0 + rA) * p.Hq + h) * d + col;
@@ -550,42 +572,10 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
         __syncthreads();
         if (hh < nq) {
             // Intra-chunk scores A = Phi_q Phi_k^T of this warp's 16 tokens against the chunk's 64.
-            float sc[LC / 8][4];
-#pragma unroll
-            for (int nt = 0; nt < LC / 8; nt++) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
-#pragma unroll
-            for (int kk = 0; kk < KF; kk++) {
-                uint32_t a[4];
-                ldmatrix_x4(a[0], a[1], a[2], a[3], sPq + ((warp % 4) * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
-#pragma unroll
-                for (int nt = 0; nt < LC / 8; nt += 2) {
-                    uint32_t bb[4];
-                    ldmatrix_x4(bb[0], bb[1], bb[2], bb[3],
-                                sPk + (nt * 8 + (lane % 8) + (lane / 16) * 8) * LD + kk * 16 + ((lane / 8) % 2) * 8);
-                    mma_bf16_16816(sc[nt], a, bb);
-                    mma_bf16_16816(sc[nt + 1], a, bb + 2);
-                }
-            }
-            float denA = 0.0f, denB = 0.0f;
-#pragma unroll
-            for (int nt = 0; nt < LC / 8; nt++) {
-                const int key = nt * 8 + col;
-                if (key > rA) sc[nt][0] = 0.0f;
-                if (key + 1 > rA) sc[nt][1] = 0.0f;
-                if (key > rB) sc[nt][2] = 0.0f;
-                if (key + 1 > rB) sc[nt][3] = 0.0f;
-                denA += sc[nt][0] + sc[nt][1];
-                denB += sc[nt][2] + sc[nt][3];
-            }
-            for (int f = lane % 4; f < D; f += 4) {
-                denA += bf2f(sPq[rA * LD + f]) * sz[f];
-                denB += bf2f(sPq[rB * LD + f]) * sz[f];
-            }
-            denA += __shfl_xor_sync(0xffffffffu, denA, 1);
-            denA += __shfl_xor_sync(0xffffffffu, denA, 2);
-            denB += __shfl_xor_sync(0xffffffffu, denB, 1);
-            denB += __shfl_xor_sync(0xffffffffu, denB, 2);
-            const float iA = 1.0f / (denA + p.eps), iB = 1.0f / (denB + p.eps);
+            float sc[LC / 8][4], denA, denB;
+            lin_intra_scores(sc, denA, denB, sPq + (warp % 4) * 16 * LD, sPk, LD, KF, rA, rB, lane);
+            float iA, iB;
+            lin_den_inverse(iA, iB, denA, denB, sPq, LD, sz, D, p.eps, rA, rB, lane);
             // A as bf16 A fragments (16 registers instead of the 32 of sc), then the output in 64-column halves:
             // with S's 64 accumulator registers per thread at d 128, o for all 128 columns would not fit.
             uint32_t pa[LC / 16][4];
