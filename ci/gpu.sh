@@ -18,7 +18,7 @@
 # A device command is limited to 10 minutes: split a long session into calls with these switches.
 set -u -o pipefail
 
-OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--gate] [--recipe BUDGET_S]}
+OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]}
 shift
 QUICK= TESTS=1 GATE=0 RECIPE= SKIP=,
 while [ $# -gt 0 ]; do
@@ -137,14 +137,15 @@ echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b gate recipe; do printf '%-12s %s\n' "$s" "${status[$s]:-not run}"; done
 grep -E "passed, .* failed" "$OUT/ctest.log" 2>/dev/null | tail -1
-grep -E "^(FAIL|SKIP)" "$OUT/ctest.log" 2>/dev/null | head -20
+# (ctest -V prefixes each line of a test's output with its number.)
+grep -E "^([0-9]+: )?(FAIL|SKIP)" "$OUT/ctest.log" 2>/dev/null | head -20
 grep -E "ERROR SUMMARY" "$OUT/memcheck.log" 2>/dev/null | tail -1
-grep -E "^prefill kernel version|^decode kernel version|^linear prefill version" "$OUT/ctest.log" 2>/dev/null | sort | uniq -c
+grep -E "^([0-9]+: )?(prefill kernel version|decode kernel version|linear prefill version)" "$OUT/ctest.log" 2>/dev/null
 # The kernel table: ours (default and best version) against flash and cuDNN of the same run, as ratios.
 if [ -f "$OUT/bench_kernels.json" ] && command -v python3 >/dev/null; then
     anchors_json=()
     [ -f "$OUT/anchors.json" ] && anchors_json=("$OUT/anchors.json")
-    python3 kernels/bench/summary.py "$OUT/bench_kernels.json" "${anchors_json[@]}" >"$OUT/summary.txt" 2>&1
+    python3 kernels/bench/summary.py "$OUT/bench_kernels.json" ${anchors_json[@]+"${anchors_json[@]}"} >"$OUT/summary.txt" 2>&1
     echo
     cat "$OUT/summary.txt"
 elif [ -f "$OUT/bench.log" ]; then
