@@ -251,6 +251,7 @@ static __device__ __forceinline__ void produce_ring(const CUtensorMap &tmK, cons
                 }
             } else {
                 if (ptid == 0) mbar_wait(empty, ph ^ 1u);
+                __syncwarp();  // bar.sync is .aligned: warp 0 reconverged after its lane 0's wait
                 bar_sync(5, 128);
                 // The slot's last use was async-proxy (TMA writes, wgmma reads); these are generic-proxy writes.
                 asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
