@@ -10,8 +10,9 @@
 # Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]
 #   (run from the repository root; cJSON from .deps/cjson if present)
 #   --no-tests   skip ctest and memcheck (a later call of the same session, after a run that tested this tree)
-#   --skip S     skip the comma-separated steps S of: tests, memcheck, bench, anchors, e2e (to split a run over
-#                two 10-minute calls, e.g. --skip e2e, then --no-tests --skip bench,anchors)
+#   --skip S     skip the comma-separated steps S of: tests (ctest only), memcheck, bench, anchors, e2e (to split
+#                a run over 10-minute calls: --skip memcheck,bench,anchors,e2e; then --skip tests,bench,anchors,e2e;
+#                then --no-tests --skip e2e; then --no-tests --skip bench,anchors)
 #   --gate       the perf gate's A/A check: ci/perf-gate.sh --prebuilt on this build twice (nothing may be SLOW)
 #   --recipe S   orthros bench --recipe reproduce-21.9x --cell-budget S, resuming data/results/reproduce-21.9x
 #                (copy OUTDIR/recipe back into the repository to keep it)
@@ -34,7 +35,6 @@ while [ $# -gt 0 ]; do
     esac
 done
 skipped() { case "$SKIP" in *",$1,"*) return 0 ;; esac; return 1; }
-skipped tests && TESTS=0
 mkdir -p "$OUT"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -78,7 +78,11 @@ if [ $TESTS = 0 ]; then
 else
 # timeout signals the whole process group, so a kernel that hangs (a deadlocked barrier in an untested
 # kernel) costs minutes, not the whole 10-minute device call, and the steps after it still run.
-step ctest_gpu ctest.log timeout -k 10 "${ORTHROS_GPU_TEST_TIMEOUT:-300}" ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
+if skipped tests; then
+    status[ctest_gpu]="skipped (--skip)"
+else
+    step ctest_gpu ctest.log timeout -k 10 "${ORTHROS_GPU_TEST_TIMEOUT:-300}" ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
+fi
 if [ "${status[ctest_gpu]%% *}" = rc=124 ]; then
     status[memcheck]="skipped (the gpu tests timed out: a kernel hangs)"
 elif skipped memcheck; then
