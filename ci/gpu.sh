@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
         --quick) QUICK=--quick; shift ;;
         --no-tests) TESTS=0; shift ;;
         --skip) [ $# -ge 2 ] || { echo "--skip needs a list of steps" >&2; exit 2; }
-            case ",$2," in *[!a-z,]*) echo "--skip: steps are tests, memcheck, bench, anchors, e2e" >&2; exit 2 ;; esac
+            case ",$2," in *[!a-z0-9,]*) echo "--skip: steps are tests, memcheck, bench, anchors, e2e" >&2; exit 2 ;; esac
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;

@@ -747,7 +747,8 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
 
 int orthros_attn_full_decode_set_version(int version)
 {
-    if (version == 0) version = ORTHROS_ATTN_DECODE_DEFAULT;
+    /* The default needs sm_90 code and a Hopper device; elsewhere it is v4, the fastest of the portable ones. */
+    if (version == 0) version = ORTHROS_ATTN_DECODE_DEFAULT == 6 && !tma_available() ? 4 : ORTHROS_ATTN_DECODE_DEFAULT;
     if (version < 3 || version > ORTHROS_ATTN_DECODE_LATEST)
         return orthros_error(ORTHROS_EINVAL, "decode attention: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_DECODE_LATEST);

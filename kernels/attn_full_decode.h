@@ -45,7 +45,7 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
  *      go to 4).
  * Once measured, flip ORTHROS_ATTN_DECODE_DEFAULT to the fastest; ORTHROS_ATTN_DECODE_VERSION selects one. */
 #define ORTHROS_ATTN_DECODE_LATEST 6
-#define ORTHROS_ATTN_DECODE_DEFAULT 4
+#define ORTHROS_ATTN_DECODE_DEFAULT 6
 /* 0 selects the default; 6 on a device without TMA (compute capability < 9.0) returns ORTHROS_EUNSUPPORTED. */
 int orthros_attn_full_decode_set_version(int version);
 int orthros_attn_full_decode_version(void);

@@ -43,7 +43,7 @@ int orthros_attn_full_prefill_bf16(const orthros_attn_full_prefill_params *p, cu
  * instantiation as v5, so only the swa shapes change). Until then ORTHROS_ATTN_PREFILL_VERSION=6 selects it. */
 #define ORTHROS_ATTN_PREFILL_LATEST 6
 #define ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT 4
-#define ORTHROS_ATTN_PREFILL_SM90A_DEFAULT 5
+#define ORTHROS_ATTN_PREFILL_SM90A_DEFAULT 6
 /* The default for this binary and device (the first call probes the device). */
 int orthros_attn_full_prefill_default_version(void);
 /* 0 selects the default. Versions 5 and 6 need sm_90a code in the binary and a 9.0 device: without, setting

@@ -24,7 +24,7 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
  * chunk with the state in registers (elu1 / relu, head dim 64 or 128; NOT yet run on a GPU; other shapes take
  * 4's path). Once measured, flip ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT to the fastest;
  * ORTHROS_LINEAR_PREFILL_VERSION selects one for a process. */
-#define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 3
+#define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 5
 #define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 5
 /* 0 selects the default. */
 int orthros_attn_linear_prefill_set_version(int version);
