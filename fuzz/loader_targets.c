@@ -62,10 +62,11 @@ int orthros_fuzz_st_file(const uint8_t *data, size_t size)
 static char model_dir[4096];
 static orthros_backend *cpu_backend;
 
-static void remove_model_dir(void)
+/* Removes every file of the model directory; -1 when it cannot be read. */
+static int clear_model_dir(void)
 {
     DIR *d = opendir(model_dir);
-    if (!d) return;
+    if (!d) return -1;
     struct dirent *e;
     char path[4400];
     while ((e = readdir(d)))
@@ -74,7 +75,12 @@ static void remove_model_dir(void)
             unlink(path);
         }
     closedir(d);
-    rmdir(model_dir);
+    return 0;
+}
+
+static void remove_model_dir(void)
+{
+    if (!clear_model_dir()) rmdir(model_dir);
     orthros_backend_free(cpu_backend);
     cpu_backend = NULL;
 }
@@ -87,20 +93,6 @@ static void write_file(const char *name, const uint8_t *data, size_t size)
     if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) finding("cannot write the model directory", path);
 }
 
-static void clear_model_dir(void)
-{
-    DIR *d = opendir(model_dir);
-    if (!d) finding("the model directory is gone", model_dir);
-    struct dirent *e;
-    char path[4400];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(path, sizeof path, "%s/%s", model_dir, e->d_name);
-            unlink(path);
-        }
-    closedir(d);
-}
-
 int orthros_fuzz_model_dir(const uint8_t *data, size_t size)
 {
     if (!model_dir[0]) {
@@ -111,7 +103,7 @@ int orthros_fuzz_model_dir(const uint8_t *data, size_t size)
         if (orthros_backend_cpu_create(&cpu_backend)) finding("cannot create the cpu backend", orthros_last_error());
         atexit(remove_model_dir);
     }
-    clear_model_dir();
+    if (clear_model_dir()) finding("the model directory is gone", model_dir);
     /* Split at the separators: config.json, index, shards. */
     enum { MAX_PARTS = 10 };
     const uint8_t *part[MAX_PARTS];

@@ -79,8 +79,6 @@ static orthros_model_config small_cfg(void)
     return c;
 }
 
-static orthros_model_config c_tiny;
-
 /* A directory holding a valid config and a safetensors file made of `header` and `data_len` bytes of data. */
 static char *raw_case(const char *name, const char *header, uint64_t hlen, size_t data_len)
 {
@@ -124,11 +122,11 @@ static char *tiny_config(const char *extra)
     return t;
 }
 
-/* A valid tiny checkpoint whose config.json is tiny_config(extra). */
+/* A valid tiny checkpoint whose config.json is tiny_config(extra), or `extra` itself when it starts with '{'. */
 static char *config_case(const char *name, const char *extra)
 {
     orthros_model_config c = small_cfg();
-    char *d = valid_case(name, &c), *t = tiny_config(extra);
+    char *d = valid_case(name, &c), *t = extra && extra[0] == '{' ? strdup(extra) : tiny_config(extra);
     set_config(d, t);
     free(t);
     return d;
@@ -209,59 +207,45 @@ static void test_loader_leniency(void)
     expect_model_error("newline in a tensor name", d, "unknown dtype", "model.safetensors");
     free(d);
 
-    /* config.json */
-    d = config_case("cfgdup", ", \"hidden_size\": 128");
-    expect_model_error("config key twice", d, "key \"hidden_size\" appears twice", "config.json");
-    free(d);
-    d = config_case("cfgdupnested", ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"factor\": 16}");
-    expect_model_error("config nested key twice", d, "key \"factor\" appears twice in object \"rope_scaling\"",
-                       "config.json");
-    free(d);
-    d = config_case("cfgdupor", ", \"orthros\": {\"tail\": 2, \"tail\": 3}");
-    expect_model_error("orthros key twice", d, "key \"tail\" appears twice", "config.json");
-    free(d);
-    d = config_case("cfgtrailing", "} {");
-    expect_model_error("config with bytes after it", d, "bytes follow the value", "config.json");
-    free(d);
-    d = config_case("bias1", ", \"attention_bias\": 1");
-    expect_model_error("attention_bias 1", d, "\"attention_bias\" is not a boolean", "config.json");
-    free(d);
-    d = config_case("tiestr", ", \"tie_word_embeddings\": \"yes\"");
-    expect_model_error("tie_word_embeddings string", d, "\"tie_word_embeddings\" is not a boolean", "config.json");
-    free(d);
-    d = config_case("mtype", ", \"model_type\": 5");
-    expect_model_error("model_type a number", d, "\"model_type\" is not a string", "config.json");
-    free(d);
-    d = config_case("ropetype", ", \"rope_scaling\": {\"rope_type\": 3}");
-    expect_model_error("rope_type a number", d, "\"rope_type\" is not a string", "config.json");
-    free(d);
-    d = config_case("eosbig", ", \"eos_token_id\": 1e30");
-    expect_model_error("eos_token_id out of range", d, "eos_token_id", "config.json");
-    free(d);
-    d = config_case("eosstr", ", \"eos_token_id\": [2, \"x\"]");
-    expect_model_error("eos_token_id list with a string", d, "eos_token_id", "config.json");
-    free(d);
-    d = valid_case("heads45", &c_tiny);
-    set_config(d, "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4.5, "
-                  "\"intermediate_size\": 160, \"vocab_size\": 256}");
-    expect_model_error("4.5 heads", d, "\"num_attention_heads\" is not an integer", "config.json");
-    free(d);
-    d = valid_case("vocabbig", &c_tiny);
-    set_config(d, "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
-                  "\"intermediate_size\": 160, \"vocab_size\": 4294967296}");
-    expect_model_error("vocab beyond int", d, "\"vocab_size\" = 4294967296 is outside", "config.json");
-    free(d);
-    d = config_case("epszero", ", \"orthros\": {\"eps\": 0}");
-    expect_model_error("orthros eps 0", d, "eps", "config.json");
-    free(d);
-    d = config_case("swawindows", ", \"orthros\": {\"architecture\": [\"swa:3\", \"swa:5\"]}");
-    expect_model_error("two swa windows", d, "different windows", "config.json");
-    free(d);
-    d = config_case("missingnamed", NULL);
-    set_config(d, "{\"hidden_size\": 64, \"num_hidden_layers\": 3, \"num_attention_heads\": 4, "
-                  "\"num_key_value_heads\": 2, \"intermediate_size\": 160, \"vocab_size\": 256}");
-    expect_model_error("missing tensor names the file", d, "model.safetensors: missing tensor model.layers.2.", NULL);
-    free(d);
+    /* config.json: `config` is appended to the tiny config's fields, or replaces them when it starts with '{'. */
+    static const struct {
+        const char *name, *config, *label, *want, *want2;
+    } cfg_cases[] = {
+        {"cfgdup", ", \"hidden_size\": 128", "config key twice", "key \"hidden_size\" appears twice", "config.json"},
+        {"cfgdupnested", ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"factor\": 16}",
+         "config nested key twice", "key \"factor\" appears twice in object \"rope_scaling\"", "config.json"},
+        {"cfgdupor", ", \"orthros\": {\"tail\": 2, \"tail\": 3}", "orthros key twice", "key \"tail\" appears twice",
+         "config.json"},
+        {"cfgtrailing", "} {", "config with bytes after it", "bytes follow the value", "config.json"},
+        {"bias1", ", \"attention_bias\": 1", "attention_bias 1", "\"attention_bias\" is not a boolean", "config.json"},
+        {"tiestr", ", \"tie_word_embeddings\": \"yes\"", "tie_word_embeddings string",
+         "\"tie_word_embeddings\" is not a boolean", "config.json"},
+        {"mtype", ", \"model_type\": 5", "model_type a number", "\"model_type\" is not a string", "config.json"},
+        {"ropetype", ", \"rope_scaling\": {\"rope_type\": 3}", "rope_type a number", "\"rope_type\" is not a string",
+         "config.json"},
+        {"eosbig", ", \"eos_token_id\": 1e30", "eos_token_id out of range", "eos_token_id", "config.json"},
+        {"eosstr", ", \"eos_token_id\": [2, \"x\"]", "eos_token_id list with a string", "eos_token_id", "config.json"},
+        {"heads45",
+         "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4.5, \"intermediate_size\": 160, "
+         "\"vocab_size\": 256}",
+         "4.5 heads", "\"num_attention_heads\" is not an integer", "config.json"},
+        {"vocabbig",
+         "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": 160, "
+         "\"vocab_size\": 4294967296}",
+         "vocab beyond int", "\"vocab_size\" = 4294967296 is outside", "config.json"},
+        {"epszero", ", \"orthros\": {\"eps\": 0}", "orthros eps 0", "eps", "config.json"},
+        {"swawindows", ", \"orthros\": {\"architecture\": [\"swa:3\", \"swa:5\"]}", "two swa windows",
+         "different windows", "config.json"},
+        {"missingnamed",
+         "{\"hidden_size\": 64, \"num_hidden_layers\": 3, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+         "\"intermediate_size\": 160, \"vocab_size\": 256}",
+         "missing tensor names the file", "model.safetensors: missing tensor model.layers.2.", NULL},
+    };
+    for (size_t i = 0; i < sizeof cfg_cases / sizeof *cfg_cases; i++) {
+        d = config_case(cfg_cases[i].name, cfg_cases[i].config);
+        expect_model_error(cfg_cases[i].label, d, cfg_cases[i].want, cfg_cases[i].want2);
+        free(d);
+    }
 
     /* model.safetensors.index.json */
     d = sharded_case("idxdup", "{\"weight_map\": {\"model.norm.weight\": \"shard.safetensors\", "
@@ -279,9 +263,8 @@ static void test_loader_leniency(void)
     free(d);
 
     /* Shapes are checked before any weight is allocated: a 60-byte config must not claim memory. */
-    d = config_case("claim", NULL);
-    set_config(d, "{\"hidden_size\": 8192, \"num_hidden_layers\": 2, \"num_attention_heads\": 64, "
-                  "\"num_key_value_heads\": 8, \"intermediate_size\": 16384, \"vocab_size\": 16384}");
+    d = config_case("claim", "{\"hidden_size\": 8192, \"num_hidden_layers\": 2, \"num_attention_heads\": 64, "
+                             "\"num_key_value_heads\": 8, \"intermediate_size\": 16384, \"vocab_size\": 16384}");
     orthros_backend *cpu = NULL;
     orthros_backend_cpu_create(&cpu);
     counting = *cpu;
@@ -383,7 +366,6 @@ int main(int argc, char **argv)
     bin = argv[1];
     root = tu_tempdir();
     orthros_model_config c = small_cfg();
-    c_tiny = c;
     char *d, path[4300];
 
     /* safetensors files */
