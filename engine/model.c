@@ -204,8 +204,10 @@ static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n)
 static int read_model_config(orthros_model_config *cfg, char **orthros_json, const char *dir)
 {
     char path[4096], *text = NULL;
-    snprintf(path, sizeof path, "%s/config.json", dir);
     *orthros_json = NULL;
+    if (strlen(dir) + sizeof "/config.json" > sizeof path)
+        return orthros_error(ORTHROS_EINVAL, "%.64s...: the model directory's path is too long", dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
     int rc = orthros_read_text_file(&text, path, 16u << 20);
     if (rc) return rc;
     rc = orthros_config_parse_text(cfg, orthros_json, text, strlen(text));

@@ -329,6 +329,8 @@ fail:
 int orthros_st_open_dir(orthros_st *st, const char *dir)
 {
     memset(st, 0, sizeof *st);
+    if (strlen(dir) > 4096 - 2 - NAME_MAX)
+        return orthros_error(ORTHROS_EINVAL, "%.64s...: the model directory's path is too long", dir);
     char path[4096], idx[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
@@ -352,8 +354,9 @@ int orthros_st_open_dir(orthros_st *st, const char *dir)
     const cJSON *e;
     cJSON_ArrayForEach(e, wm)
     {
-        if (!cJSON_IsString(e) || !e->valuestring[0] || strchr(e->valuestring, '/') || !strcmp(e->valuestring, ".") ||
-            !strcmp(e->valuestring, "..")) {
+        /* A name longer than NAME_MAX would be cut by snprintf below and could then stand for another file. */
+        if (!cJSON_IsString(e) || !e->valuestring[0] || strlen(e->valuestring) > NAME_MAX ||
+            strchr(e->valuestring, '/') || !strcmp(e->valuestring, ".") || !strcmp(e->valuestring, "..")) {
             rc = orthros_error(ORTHROS_EFORMAT, "weight_map entry %s is not a file name", e->string);
             goto fail_idx;
         }

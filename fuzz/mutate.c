@@ -245,12 +245,15 @@ static void mutate_once(buf *b, const orthros_fuzz_corpus *c)
 }
 
 /* Input i of target t: a seed and its mutations, a function of (seed, t, i) only. */
-static int make_input(buf *b, const orthros_fuzz_corpus *c, uint64_t seed, int t, uint64_t i, size_t max_len)
+static int make_input(buf *b, const orthros_fuzz_corpus *c, int generated, uint64_t seed, int t, uint64_t i,
+                      size_t max_len)
 {
     rng_state = seed * 0x2545F4914F6CDD1Dull ^ ((uint64_t)t << 56) ^ i * 0x9E3779B97F4A7C15ull;
     rnd();
-    /* The fixtures are megabytes, the generated seeds kilobytes: one input in 8 starts from a big seed. */
-    int s = (int)below((size_t)c->n);
+    /* Half the inputs start from a generated seed (valid models, which reach the forward pass), half from the
+     * committed corpus (mostly near-misses that libFuzzer found). The fixtures are megabytes, the generated seeds
+     * kilobytes: one input in 8 may start from a big seed. */
+    int s = generated > 0 && below(2) ? (int)below((size_t)generated) : (int)below((size_t)c->n);
     for (int tries = 0; below(8) && c->size[s] > (64u << 10) && tries < 64; tries++) s = (int)below((size_t)c->n);
     b->n = 0;
     if (buf_splice(b, 0, 0, c->data[s], c->size[s])) return -1;
@@ -451,7 +454,7 @@ int main(int argc, char **argv)
         double t0 = now(), slowest = 0;
         for (uint64_t i = replay >= 0 ? (uint64_t)replay : 0;; i++) {
             if (replay >= 0 ? n == 1 : runs >= 0 ? n >= (unsigned long long)runs : now() - t0 >= share) break;
-            if (make_input(&b, &c, seed, t, i, max_len)) {
+            if (make_input(&b, &c, generated, seed, t, i, max_len)) {
                 fprintf(stderr, "orthros_fuzz: out of memory\n");
                 return 1;
             }
