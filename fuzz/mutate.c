@@ -336,7 +336,7 @@ static void usage(FILE *f)
                "  --replay I        run input I of --target only (after a crash report)\n"
                "  --root DIR        source tree, for data/fixtures and fuzz/ (default %s)\n"
                "  --corpus DIR      seeds from DIR/NAME/ (default ROOT/fuzz/corpus)\n"
-               "  --write-seeds DIR write every target's seeds to DIR/NAME/ and stop (a start for libFuzzer)\n",
+               "  --write-seeds DIR write every target's generated seeds to DIR/NAME/ and stop (a start for libFuzzer)\n",
             ORTHROS_SOURCE_DIR);
 }
 
@@ -428,7 +428,7 @@ int main(int argc, char **argv)
         int generated = c.n;
         snprintf(path, sizeof path, "%s/%s", corpus ? corpus : "", tg->name);
         if (!corpus) snprintf(path, sizeof path, "%s/fuzz/corpus/%s", root, tg->name);
-        load_corpus_dir(&c, path);
+        if (!write_seeds) load_corpus_dir(&c, path);
         if (!c.n) {
             fprintf(stderr, "orthros_fuzz: %s: no seeds (generated none, and %s is empty)\n", tg->name, path);
             return 1;
