@@ -340,7 +340,8 @@ static void test_tail_longer_than_prompt(const char *good)
                   strstr(orthros_last_error(), "prompt of 3"),
               "tail 5 over a 3-token prompt: got %d \"%s\"", rc, rc ? orthros_last_error() : "accepted");
         printf("%-32s -> %s\n", "tail 5, prompt 3 (library)", rc ? orthros_last_error() : "accepted");
-        CHECK(orthros_session_pos(s, 0) == 0, "a refused prefill must not advance the sequence");
+        /* Rewinding to position 1 fails only while the sequence is still at 0. */
+        CHECK(orthros_session_rewind(s, 1) != 0, "a refused prefill must not advance the sequence");
         CHECK(orthros_prefill(s, 0, tok, 5, NULL, &next) == 0, "tail == prompt length runs: %s", orthros_last_error());
     }
     orthros_session_free(s);
@@ -476,7 +477,7 @@ int main(int argc, char **argv)
     char *a4[] = {(char *)bin, "logits", "--model", good, "--tokens", "1,2", "--out", out, "--arch", "mamba", NULL};
     expect_cli_error("unknown architecture", a4, "unknown architecture \"mamba\"", NULL);
     char *a5[] = {(char *)bin, "generate", "--model", good, "--tokens", "1,2", "--arch", "orthros", "--tail", "0", NULL};
-    expect_cli_error("tail 0", a5, "tail must be at least 1", NULL);
+    expect_cli_error("tail 0", a5, "--tail must be in 1..", NULL);
     char *a6[] = {(char *)bin, "generate", "--model", good, "--tokens", "1,2", "--frobnicate", NULL};
     expect_cli_error("unknown option", a6, "unknown option \"--frobnicate\"", NULL);
     char *a7[] = {(char *)bin, "generate", "--model", good, "--tokens", "1,2", "--max-new", "ten", NULL};
