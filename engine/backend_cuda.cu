@@ -554,8 +554,11 @@ int orthros_backend_cuda_create(orthros_backend **out)
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
         (void)cudaGetLastError();
-        return orthros_error(ORTHROS_EDEVICE, "no usable CUDA device (%s)",
-                             err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+        /* Without a GPU (or its driver) the runtime says "driver version is insufficient": say what it means. */
+        if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice || count == 0)
+            return orthros_error(ORTHROS_EDEVICE, "no GPU found (the CUDA runtime reports: %s); use --device cpu",
+                                 err != cudaSuccess ? cudaGetErrorString(err) : "no devices");
+        return orthros_error(ORTHROS_EDEVICE, "no usable GPU: %s", cudaGetErrorString(err));
     }
     orthros_backend *be = (orthros_backend *)calloc(1, sizeof *be);
     cuda_impl *c = (cuda_impl *)calloc(1, sizeof *c);

@@ -183,6 +183,35 @@ int orthros_result_load(cJSON **out, const char *path, int missing_ok)
     return 0;
 }
 
+int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *, const char *), const char *path,
+                              int missing_ok, int *exists)
+{
+    cJSON *root = NULL;
+    if (exists) *exists = 1;
+    int rc = orthros_result_load(&root, path, missing_ok);
+    if (rc) return rc;
+    if (!root) {
+        if (exists) *exists = 0;
+        return 0;
+    }
+    rc = from_json(obj, root, path);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int orthros_result_same_str(const char *a_name, const char *b_name, const char *label, const char *a, const char *b)
+{
+    if (!strcmp(a ? a : "", b ? b : "")) return 0;
+    return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: \"%s\" against \"%s\"", a_name, b_name, label, a ? a : "",
+                         b ? b : "");
+}
+
+int orthros_result_same_num(const char *a_name, const char *b_name, const char *label, double a, double b)
+{
+    if (a == b) return 0;
+    return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: %g against %g", a_name, b_name, label, a, b);
+}
+
 int orthros_result_header_read(orthros_result_header *h, const cJSON *root, const char *path)
 {
     orthros_jr j;
