@@ -345,11 +345,12 @@ int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, co
     if (opts->window != ORTHROS_UNSET) arch->window = opts->window;
     if (opts->hybrid_every != ORTHROS_UNSET) arch->hybrid_every = opts->hybrid_every;
     if (opts->eps != ORTHROS_UNSET) {
-        arch->eps = (float)opts->eps;
-        if (!(opts->eps > 0.0 && opts->eps <= 1.0 && arch->eps > 0.0f)) {
+        /* Checked before the conversion: a double out of float's range does not convert. */
+        if (!(opts->eps > 0.0 && opts->eps <= 1.0) || !((float)opts->eps > 0.0f)) {
             rc = orthros_error(ORTHROS_EINVAL, "eps must be in (0, 1] and representable as a float (got %g)", opts->eps);
             goto fail;
         }
+        arch->eps = (float)opts->eps;
     }
     if (arch->tail < 1) {
         rc = orthros_error(ORTHROS_EINVAL, "tail must be at least 1 (got %d)", arch->tail);
