@@ -247,6 +247,13 @@ static void test_loader_leniency(void)
         free(d);
     }
 
+    /* config.json a directory (a FIFO would hang a plain open; both are refused as not regular files). */
+    d = config_case("cfgdir", NULL);
+    snprintf(path, sizeof path, "%s/config.json", d);
+    CHECK(unlink(path) == 0 && mkdir(path, 0755) == 0, "make %s a directory", path);
+    expect_model_error("config.json a directory", d, "config.json: not a regular file", NULL);
+    free(d);
+
     /* model.safetensors.index.json */
     d = sharded_case("idxdup", "{\"weight_map\": {\"model.norm.weight\": \"shard.safetensors\", "
                                "\"model.norm.weight\": \"shard.safetensors\"}}");
