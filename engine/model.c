@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include "safetensors.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,99 +117,134 @@ int orthros_model_set_arch(orthros_model *m, const char *arch)
     return 0;
 }
 
-/* Loads one checkpoint tensor into dst at element offset `off`, after checking its shape. */
-static int load_tensor(orthros_model *m, const orthros_st *st, const char *name, void *dst, size_t off, int ndim,
-                       const int64_t *shape)
-{
-    const orthros_st_tensor *t = orthros_st_find(st, name);
-    if (!t) return orthros_error(ORTHROS_EFORMAT, "missing tensor %s", name);
-    int same = t->ndim == ndim;
-    for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
-    if (!same) {
-        char got[128] = "", want[128] = "";
-        for (int i = 0; i < t->ndim; i++)
-            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-        for (int i = 0; i < ndim; i++)
-            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? ", " : "", (long long)shape[i]);
-        return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], config.json implies [%s]",
-                             orthros_st_tensor_file(st, t), name, got, want);
-    }
-    size_t esz = orthros_dtype_size(t->dtype), numel = t->nbytes / esz;
-    /* Data need not be aligned in a safetensors file; realign through a copy where it is not. */
-    if ((uintptr_t)t->data % esz) {
-        void *tmp = malloc(t->nbytes);
-        if (!tmp) return orthros_error(ORTHROS_ENOMEM, "out of host memory realigning %s", name);
-        memcpy(tmp, t->data, t->nbytes);
-        int rc = m->be->upload(m->be, dst, off, tmp, t->dtype, numel);
-        free(tmp);
-        return rc;
-    }
-    return m->be->upload(m->be, dst, off, t->data, t->dtype, numel);
-}
+/* One checkpoint tensor the model needs, and where its elements go. */
+typedef struct {
+    char name[80];
+    void **dst;       /* a weight buffer of weight_slots(), allocated after every need is checked */
+    size_t off;       /* element offset inside it */
+    int ndim;
+    int64_t shape[3];
+    const orthros_st_tensor *t; /* set by checkpoint_check */
+} tensor_need;
 
-static int load_checkpoint(orthros_model *m, const orthros_st *st)
+/* The tensors a checkpoint must hold for m's config and schedule, in load order; returns how many (at most
+ * 11 per layer + 3). */
+static int checkpoint_needs(orthros_model *m, tensor_need *needs)
 {
     const orthros_model_config *c = &m->cfg;
     int64_t D = c->d_model, d = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads, F = c->ffn, V = c->vocab;
     int64_t half = m->arch.feature_dim;
-    char name[256];
-    int rc;
-    if ((rc = load_tensor(m, st, "model.embed_tokens.weight", m->embed, 0, 2, (int64_t[]){V, D}))) return rc;
-    if ((rc = load_tensor(m, st, "model.norm.weight", m->final_norm, 0, 1, (int64_t[]){D}))) return rc;
-    if (!c->tie_embeddings && (rc = load_tensor(m, st, "lm_head.weight", m->lm_head, 0, 2, (int64_t[]){V, D})))
-        return rc;
+    int n = 0;
+#define NEED(dst_, off_, nd, a, b, cc, ...)                                                                            \
+    do {                                                                                                               \
+        tensor_need *t_ = &needs[n++];                                                                                 \
+        *t_ = (tensor_need){.dst = (void **)&(dst_), .off = (off_), .ndim = (nd), .shape = {a, b, cc}};               \
+        snprintf(t_->name, sizeof t_->name, __VA_ARGS__);                                                              \
+    } while (0)
+    NEED(m->embed, 0, 2, V, D, 0, "model.embed_tokens.weight");
+    NEED(m->final_norm, 0, 1, D, 0, 0, "model.norm.weight");
+    if (!c->tie_embeddings) NEED(m->lm_head, 0, 2, V, D, 0, "lm_head.weight");
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *L = &m->layers[l];
-        static const char *const qkv[] = {"q", "k", "v"};
         size_t off = 0;
+        static const char *const qkv[] = {"q", "k", "v"};
         for (int j = 0; j < 3; j++) {
             int64_t rows = (j ? Hkv : Hq) * d;
-            snprintf(name, sizeof name, "model.layers.%d.self_attn.%s_proj.weight", l, qkv[j]);
-            if ((rc = load_tensor(m, st, name, L->wqkv, off, 2, (int64_t[]){rows, D}))) return rc;
+            NEED(L->wqkv, off, 2, rows, D, 0, "model.layers.%d.self_attn.%s_proj.weight", l, qkv[j]);
             off += (size_t)(rows * D);
         }
-        snprintf(name, sizeof name, "model.layers.%d.self_attn.o_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->wo, 0, 2, (int64_t[]){D, Hq * d}))) return rc;
-        snprintf(name, sizeof name, "model.layers.%d.mlp.gate_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->w_gu, 0, 2, (int64_t[]){F, D}))) return rc;
-        snprintf(name, sizeof name, "model.layers.%d.mlp.up_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->w_gu, (size_t)(F * D), 2, (int64_t[]){F, D}))) return rc;
-        snprintf(name, sizeof name, "model.layers.%d.mlp.down_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->w_down, 0, 2, (int64_t[]){D, F}))) return rc;
-        snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", l);
-        if ((rc = load_tensor(m, st, name, L->attn_norm, 0, 1, (int64_t[]){D}))) return rc;
-        snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
-        if ((rc = load_tensor(m, st, name, L->mlp_norm, 0, 1, (int64_t[]){D}))) return rc;
+        NEED(L->wo, 0, 2, D, Hq * d, 0, "model.layers.%d.self_attn.o_proj.weight", l);
+        NEED(L->w_gu, 0, 2, F, D, 0, "model.layers.%d.mlp.gate_proj.weight", l);
+        NEED(L->w_gu, (size_t)(F * D), 2, F, D, 0, "model.layers.%d.mlp.up_proj.weight", l);
+        NEED(L->w_down, 0, 2, D, F, 0, "model.layers.%d.mlp.down_proj.weight", l);
+        NEED(L->attn_norm, 0, 1, D, 0, 0, "model.layers.%d.input_layernorm.weight", l);
+        NEED(L->mlp_norm, 0, 1, D, 0, 0, "model.layers.%d.post_attention_layernorm.weight", l);
         if (m->has_fmap_weights) {
-            snprintf(name, sizeof name, "model.layers.%d.self_attn.feature_map_q.weight", l);
-            if (!orthros_st_find(st, name))
-                return orthros_error(ORTHROS_EFORMAT,
-                                     "feature map hedgehog needs learned weights, but the checkpoint has no %s", name);
-            if ((rc = load_tensor(m, st, name, L->fmap_q, 0, 3, (int64_t[]){Hq, d, half}))) return rc;
-            snprintf(name, sizeof name, "model.layers.%d.self_attn.feature_map_k.weight", l);
-            if ((rc = load_tensor(m, st, name, L->fmap_k, 0, 3, (int64_t[]){Hkv, d, half}))) return rc;
+            NEED(L->fmap_q, 0, 3, Hq, d, half, "model.layers.%d.self_attn.feature_map_q.weight", l);
+            NEED(L->fmap_k, 0, 3, Hkv, d, half, "model.layers.%d.self_attn.feature_map_k.weight", l);
+        }
+    }
+#undef NEED
+    return n;
+}
+
+/* Finds every needed tensor and checks its shape against config.json, before anything is allocated: a small
+ * file must not make the loader claim memory that its config.json promises. (The dtype was checked when the
+ * file was opened: F32, BF16 or F16, all of which upload converts.) */
+static int checkpoint_check(const orthros_st *st, tensor_need *needs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        tensor_need *w = &needs[i];
+        const orthros_st_tensor *t = w->t = orthros_st_find(st, w->name);
+        if (!t) {
+            if (strstr(w->name, ".feature_map_"))
+                return orthros_error(ORTHROS_EFORMAT, "%s: feature map hedgehog needs learned weights, but the checkpoint has no %s",
+                                     st->source, w->name);
+            return orthros_error(ORTHROS_EFORMAT, "%s: missing tensor %s", st->source, w->name);
+        }
+        int same = t->ndim == w->ndim;
+        for (int k = 0; same && k < w->ndim; k++) same = t->shape[k] == w->shape[k];
+        if (!same) {
+            char got[256] = "", want[128] = "";
+            for (int k = 0; k < t->ndim; k++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "", (long long)t->shape[k]);
+            for (int k = 0; k < w->ndim; k++)
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? ", " : "", (long long)w->shape[k]);
+            return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], config.json implies [%s]",
+                                 orthros_st_tensor_file(st, t), w->name, got, want);
         }
     }
     return 0;
 }
 
-/* Reads DIR/config.json: the model config and the text of its optional `orthros` object. */
+/* Uploads every checked tensor into its (now allocated) weight buffer. */
+static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const orthros_st_tensor *t = needs[i].t;
+        size_t esz = orthros_dtype_size(t->dtype), numel = t->nbytes / esz;
+        int rc;
+        /* Data need not be aligned in a safetensors file; realign through a copy where it is not. */
+        if ((uintptr_t)t->data % esz) {
+            void *tmp = malloc(t->nbytes);
+            if (!tmp) return orthros_error(ORTHROS_ENOMEM, "out of host memory realigning %s", needs[i].name);
+            memcpy(tmp, t->data, t->nbytes);
+            rc = m->be->upload(m->be, *needs[i].dst, needs[i].off, tmp, t->dtype, numel);
+            free(tmp);
+        } else {
+            rc = m->be->upload(m->be, *needs[i].dst, needs[i].off, t->data, t->dtype, numel);
+        }
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Reads DIR/config.json: the model config and the text of its optional `orthros` object, which is checked here
+ * (without the caller's options) so that its errors name the file. */
 static int read_model_config(orthros_model_config *cfg, char **orthros_json, const char *dir)
 {
     char path[4096], *text = NULL;
-    snprintf(path, sizeof path, "%s/config.json", dir);
     *orthros_json = NULL;
+    if (strlen(dir) + sizeof "/config.json" > sizeof path)
+        return orthros_error(ORTHROS_EINVAL, "%.64s...: the model directory's path is too long", dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
     int rc = orthros_read_text_file(&text, path, 16u << 20);
     if (rc) return rc;
-    if ((rc = orthros_config_parse(cfg, text))) {
-        free(text);
+    rc = orthros_config_parse_text(cfg, orthros_json, text, strlen(text));
+    free(text);
+    if (!rc && *orthros_json) {
+        orthros_arch *scratch = malloc(sizeof *scratch);
+        orthros_arch_opts none;
+        orthros_arch_opts_default(&none);
+        rc = scratch ? orthros_arch_resolve(scratch, cfg, &none, *orthros_json)
+                     : orthros_error(ORTHROS_ENOMEM, "out of host memory");
+        free(scratch);
+    }
+    if (rc) {
+        free(*orthros_json);
+        *orthros_json = NULL;
         return orthros_error_prefix(rc, path);
     }
-    cJSON *root = cJSON_Parse(text);
-    const cJSON *o = root ? cJSON_GetObjectItemCaseSensitive(root, "orthros") : NULL;
-    if (o) *orthros_json = cJSON_PrintUnformatted(o);
-    cJSON_Delete(root);
-    free(text);
     return 0;
 }
 
@@ -222,6 +256,8 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     orthros_st st = {0};
     int preset = !strncmp(spec, "preset:", 7);
     weight_slot *slots = NULL;
+    tensor_need *needs = NULL;
+    int n_needs = 0;
     *out = NULL;
     orthros_model *m = calloc(1, sizeof *m);
     if (!m) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
@@ -248,9 +284,28 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
         rc = orthros_error(ORTHROS_ENOMEM, "out of host memory");
         goto fail;
     }
+    /* A checkpoint is checked in full (files, then every needed tensor's presence, dtype and shape) before
+     * any weight memory is claimed. */
+    if (!preset) {
+        if ((rc = orthros_st_open_dir(&st, spec))) goto fail;
+        needs = malloc(sizeof *needs * (size_t)(11 * m->cfg.n_layers + 3));
+        if (!needs) {
+            rc = orthros_error(ORTHROS_ENOMEM, "out of host memory");
+            goto fail;
+        }
+        n_needs = checkpoint_needs(m, needs);
+        if ((rc = checkpoint_check(&st, needs, n_needs))) goto fail;
+    }
     int n_slots = weight_slots(m, slots, max_slots);
     size_t total = 0;
-    for (int i = 0; i < n_slots; i++) total += slots[i].numel * be->act_size;
+    for (int i = 0; i < n_slots; i++) {
+        /* The config limits keep this far from overflowing; the check keeps that true if they change. */
+        if (slots[i].numel > (SIZE_MAX - total) / be->act_size) {
+            rc = orthros_error(ORTHROS_ENOMEM, "the weights' size overflows size_t");
+            goto fail;
+        }
+        total += slots[i].numel * be->act_size;
+    }
     size_t free_b = 0, total_b = 0;
     be->mem_info(be, &free_b, &total_b);
     if (total > free_b) {
@@ -258,7 +313,6 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
                            (double)total / (1 << 30), be->name, (double)free_b / (1 << 30));
         goto fail;
     }
-    if (!preset && (rc = orthros_st_open_dir(&st, spec))) goto fail;
     for (int i = 0; i < n_slots; i++) {
         *slots[i].dst = be->alloc(be, slots[i].numel * be->act_size);
         if (!*slots[i].dst) {
@@ -274,17 +328,19 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
             else rc = be->fill_random(be, *slots[i].dst, slots[i].numel, seed * 1000003ull + (uint64_t)i, slots[i].scale);
             if (rc) goto fail;
         }
-    } else if ((rc = load_checkpoint(m, &st))) {
+    } else if ((rc = checkpoint_upload(m, needs, n_needs))) {
         goto fail;
     }
     if (m->cfg.tie_embeddings) m->lm_head = m->embed;
     if ((rc = be->sync(be))) goto fail;
+    free(needs);
     free(slots);
     m->orthros_json = orthros_json;
     orthros_st_close(&st);
     *out = m;
     return 0;
 fail:
+    free(needs);
     free(slots);
     free(orthros_json);
     orthros_st_close(&st);
@@ -596,7 +652,14 @@ int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, f
         return orthros_error(ORTHROS_ERANGE, "a prompt of %d tokens after %d cached exceeds the context of %d", n,
                              s->pos[seq], s->max_ctx);
     TRY(check_tokens(s, tokens, n));
-    int lin_end = n - s->m->arch.tail; /* prompt rows before the orthros tail */
+    const orthros_arch *a = &s->m->arch;
+    for (int l = 0; l < c->n_layers; l++)
+        if (a->kind[l] == ORTHROS_ATTN_ORTHROS && a->tail > n)
+            return orthros_error(ORTHROS_EINVAL,
+                                 "an orthros tail of %d is longer than the prompt of %d tokens: every position would "
+                                 "run full attention (a transformer); use a tail of at most %d",
+                                 a->tail, n, n);
+    int lin_end = n - a->tail; /* prompt rows before the orthros tail */
     be->range_push(be, "prefill");
     for (int c0 = 0; c0 < n; c0 += s->chunk) {
         int rows = n - c0 < s->chunk ? n - c0 : s->chunk;
