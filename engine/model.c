@@ -1,6 +1,7 @@
 /* Models and sessions: weight loading (checkpoints and presets) and the one forward schedule, written
  * against the backend interface (DESIGN section 4). */
 #define _GNU_SOURCE
+#include "gguf.h"
 #include "safetensors.h"
 
 #include <cjson/cJSON.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     void *wqkv;      /* [(Hq + 2 Hkv) d][D] */
@@ -98,20 +100,70 @@ void orthros_model_free(orthros_model *m)
     free(m);
 }
 
+/* Where checkpoint weights come from: a safetensors checkpoint (Hugging Face names) or a GGUF file (llama.cpp
+ * names, mapped from the Hugging Face ones). */
+typedef struct {
+    const orthros_st *st;
+    const orthros_gguf *g;
+} weight_source;
+
+static void shape_text(char *buf, size_t cap, int ndim, const int64_t *shape, int reverse)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < ndim; i++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%lld", i ? ", " : "",
+                 (long long)shape[reverse ? ndim - 1 - i : i]);
+}
+
+/* A GGUF tensor: shape checked (ggml lists dimensions innermost first), dequantised to float32, the RoPE row
+ * permutation of q / k undone, uploaded. */
+static int load_gguf_tensor(orthros_model *m, const orthros_gguf *g, const char *hf, void *dst, size_t off, int ndim,
+                            const int64_t *shape)
+{
+    char name[160], got[128], want[128];
+    int heads = 0, rc;
+    if (orthros_gguf_tensor_name(name, sizeof name, hf, &m->cfg, &heads))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "%s: a GGUF file holds no %s", g->name, hf);
+    const orthros_gguf_tensor *t = orthros_gguf_find_tensor(g, name);
+    if (!t) return orthros_error(ORTHROS_EFORMAT, "%s: missing tensor %s", g->name, name);
+    int same = t->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++) same = t->ne[i] == shape[ndim - 1 - i];
+    if (!same) {
+        shape_text(got, sizeof got, t->ndim, t->ne, 0);
+        shape_text(want, sizeof want, ndim, shape, 1);
+        return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], the metadata implies [%s] (ggml order)",
+                             g->name, name, got, want);
+    }
+    if (!orthros_ggml_type_supported(t->type)) return orthros_error_prefix(orthros_gguf_dequantize(NULL, t), g->name);
+    size_t numel = orthros_gguf_numel(t);
+    float *w = malloc(numel * sizeof *w), *tmp = heads ? malloc(numel * sizeof *tmp) : NULL;
+    if (!w || (heads && !tmp)) {
+        free(w);
+        free(tmp);
+        return orthros_error(ORTHROS_ENOMEM, "out of host memory dequantising %s", name);
+    }
+    rc = orthros_gguf_dequantize(w, t);
+    if (!rc && heads) orthros_gguf_unpermute_rows(w, tmp, heads, m->cfg.head_dim, (size_t)shape[1]);
+    if (!rc) rc = m->be->upload(m->be, dst, off, w, ORTHROS_DTYPE_F32, numel);
+    free(w);
+    free(tmp);
+    return rc;
+}
+
 /* Loads one checkpoint tensor into dst at element offset `off`, after checking its shape. */
-static int load_tensor(orthros_model *m, const orthros_st *st, const char *name, void *dst, size_t off, int ndim,
+static int load_tensor(orthros_model *m, const weight_source *src, const char *name, void *dst, size_t off, int ndim,
                        const int64_t *shape)
 {
+    if (src->g) return load_gguf_tensor(m, src->g, name, dst, off, ndim, shape);
+    const orthros_st *st = src->st;
     const orthros_st_tensor *t = orthros_st_find(st, name);
     if (!t) return orthros_error(ORTHROS_EFORMAT, "missing tensor %s", name);
     int same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
     if (!same) {
-        char got[128] = "", want[128] = "";
-        for (int i = 0; i < t->ndim; i++)
-            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-        for (int i = 0; i < ndim; i++)
-            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? ", " : "", (long long)shape[i]);
+        char got[128], want[128];
+        shape_text(got, sizeof got, t->ndim, t->shape, 0);
+        shape_text(want, sizeof want, ndim, shape, 0);
         return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], config.json implies [%s]",
                              orthros_st_tensor_file(st, t), name, got, want);
     }
@@ -128,16 +180,16 @@ static int load_tensor(orthros_model *m, const orthros_st *st, const char *name,
     return m->be->upload(m->be, dst, off, t->data, t->dtype, numel);
 }
 
-static int load_checkpoint(orthros_model *m, const orthros_st *st)
+static int load_checkpoint(orthros_model *m, const weight_source *src)
 {
     const orthros_model_config *c = &m->cfg;
     int64_t D = c->d_model, d = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads, F = c->ffn, V = c->vocab;
     int64_t half = m->arch.feature_dim;
     char name[256];
     int rc;
-    if ((rc = load_tensor(m, st, "model.embed_tokens.weight", m->embed, 0, 2, (int64_t[]){V, D}))) return rc;
-    if ((rc = load_tensor(m, st, "model.norm.weight", m->final_norm, 0, 1, (int64_t[]){D}))) return rc;
-    if (!c->tie_embeddings && (rc = load_tensor(m, st, "lm_head.weight", m->lm_head, 0, 2, (int64_t[]){V, D})))
+    if ((rc = load_tensor(m, src, "model.embed_tokens.weight", m->embed, 0, 2, (int64_t[]){V, D}))) return rc;
+    if ((rc = load_tensor(m, src, "model.norm.weight", m->final_norm, 0, 1, (int64_t[]){D}))) return rc;
+    if (!c->tie_embeddings && (rc = load_tensor(m, src, "lm_head.weight", m->lm_head, 0, 2, (int64_t[]){V, D})))
         return rc;
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *L = &m->layers[l];
@@ -146,29 +198,29 @@ static int load_checkpoint(orthros_model *m, const orthros_st *st)
         for (int j = 0; j < 3; j++) {
             int64_t rows = (j ? Hkv : Hq) * d;
             snprintf(name, sizeof name, "model.layers.%d.self_attn.%s_proj.weight", l, qkv[j]);
-            if ((rc = load_tensor(m, st, name, L->wqkv, off, 2, (int64_t[]){rows, D}))) return rc;
+            if ((rc = load_tensor(m, src, name, L->wqkv, off, 2, (int64_t[]){rows, D}))) return rc;
             off += (size_t)(rows * D);
         }
         snprintf(name, sizeof name, "model.layers.%d.self_attn.o_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->wo, 0, 2, (int64_t[]){D, Hq * d}))) return rc;
+        if ((rc = load_tensor(m, src, name, L->wo, 0, 2, (int64_t[]){D, Hq * d}))) return rc;
         snprintf(name, sizeof name, "model.layers.%d.mlp.gate_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->w_gu, 0, 2, (int64_t[]){F, D}))) return rc;
+        if ((rc = load_tensor(m, src, name, L->w_gu, 0, 2, (int64_t[]){F, D}))) return rc;
         snprintf(name, sizeof name, "model.layers.%d.mlp.up_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->w_gu, (size_t)(F * D), 2, (int64_t[]){F, D}))) return rc;
+        if ((rc = load_tensor(m, src, name, L->w_gu, (size_t)(F * D), 2, (int64_t[]){F, D}))) return rc;
         snprintf(name, sizeof name, "model.layers.%d.mlp.down_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->w_down, 0, 2, (int64_t[]){D, F}))) return rc;
+        if ((rc = load_tensor(m, src, name, L->w_down, 0, 2, (int64_t[]){D, F}))) return rc;
         snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", l);
-        if ((rc = load_tensor(m, st, name, L->attn_norm, 0, 1, (int64_t[]){D}))) return rc;
+        if ((rc = load_tensor(m, src, name, L->attn_norm, 0, 1, (int64_t[]){D}))) return rc;
         snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
-        if ((rc = load_tensor(m, st, name, L->mlp_norm, 0, 1, (int64_t[]){D}))) return rc;
+        if ((rc = load_tensor(m, src, name, L->mlp_norm, 0, 1, (int64_t[]){D}))) return rc;
         if (arch_needs_hedgehog(m)) {
             snprintf(name, sizeof name, "model.layers.%d.self_attn.feature_map_q.weight", l);
-            if (!orthros_st_find(st, name))
+            if (!src->st || !orthros_st_find(src->st, name))
                 return orthros_error(ORTHROS_EFORMAT,
                                      "feature map hedgehog needs learned weights, but the checkpoint has no %s", name);
-            if ((rc = load_tensor(m, st, name, L->fmap_q, 0, 3, (int64_t[]){Hq, d, half}))) return rc;
+            if ((rc = load_tensor(m, src, name, L->fmap_q, 0, 3, (int64_t[]){Hq, d, half}))) return rc;
             snprintf(name, sizeof name, "model.layers.%d.self_attn.feature_map_k.weight", l);
-            if ((rc = load_tensor(m, st, name, L->fmap_k, 0, 3, (int64_t[]){Hkv, d, half}))) return rc;
+            if ((rc = load_tensor(m, src, name, L->fmap_k, 0, 3, (int64_t[]){Hkv, d, half}))) return rc;
         }
     }
     return 0;
@@ -200,7 +252,11 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     int rc = 0;
     char *orthros_json = NULL;
     orthros_st st = {0};
+    orthros_gguf *g = NULL;
     int preset = !strncmp(spec, "preset:", 7);
+    struct stat sb;
+    /* A file is a GGUF (a directory is a Hugging Face checkpoint). */
+    int gguf = !preset && stat(spec, &sb) == 0 && !S_ISDIR(sb.st_mode);
     weight_slot *slots = NULL;
     *out = NULL;
     orthros_model *m = calloc(1, sizeof *m);
@@ -208,6 +264,12 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     m->be = be;
     if (preset) {
         if ((rc = orthros_preset_config(&m->cfg, spec + 7))) goto fail;
+    } else if (gguf) {
+        if ((rc = orthros_gguf_open(&g, spec))) goto fail;
+        if ((rc = orthros_gguf_model_config(&m->cfg, g))) {
+            rc = orthros_error_prefix(rc, spec);
+            goto fail;
+        }
     } else if ((rc = read_model_config(&m->cfg, &orthros_json, spec))) {
         goto fail;
     }
@@ -217,6 +279,10 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
         goto fail;
     }
     orthros_rope_inv_freq(m->inv_freq, &m->cfg);
+    if (g && (rc = orthros_gguf_rope_adjust(m->inv_freq, m->cfg.head_dim / 2, g))) {
+        rc = orthros_error_prefix(rc, spec);
+        goto fail;
+    }
     m->rope = (orthros_rope){m->cfg.n_heads, m->cfg.n_kv_heads, m->cfg.head_dim, m->inv_freq};
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     int max_slots = 8 * m->cfg.n_layers + 8;
@@ -235,7 +301,7 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
                            (double)total / (1 << 30), be->name, (double)free_b / (1 << 30));
         goto fail;
     }
-    if (!preset && (rc = orthros_st_open_dir(&st, spec))) goto fail;
+    if (!preset && !gguf && (rc = orthros_st_open_dir(&st, spec))) goto fail;
     for (int i = 0; i < n_slots; i++) {
         *slots[i].dst = be->alloc(be, slots[i].numel * be->act_size);
         if (!*slots[i].dst) {
@@ -251,7 +317,7 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
             else rc = be->fill_random(be, *slots[i].dst, slots[i].numel, seed * 1000003ull + (uint64_t)i, slots[i].scale);
             if (rc) goto fail;
         }
-    } else if ((rc = load_checkpoint(m, &st))) {
+    } else if ((rc = load_checkpoint(m, &(weight_source){&st, g}))) {
         goto fail;
     }
     if (m->cfg.tie_embeddings) m->lm_head = m->embed;
@@ -259,12 +325,14 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     free(slots);
     free(orthros_json);
     orthros_st_close(&st);
+    orthros_gguf_free(g);
     *out = m;
     return 0;
 fail:
     free(slots);
     free(orthros_json);
     orthros_st_close(&st);
+    orthros_gguf_free(g);
     orthros_model_free(m);
     return rc;
 }
