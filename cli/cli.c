@@ -98,8 +98,8 @@ void cli_model_opts_default(cli_model_opts *o)
 
 int cli_model_opts_table(cli_opt *t, int n, cli_model_opts *o)
 {
-    t[n++] = (cli_opt){"model", CLI_STR, &o->model, "DIR|preset:NAME",
-                       "checkpoint directory, or preset:tiny|llama3.2-1b|llama3.1-8b (default preset:tiny)"};
+    t[n++] = (cli_opt){"model", CLI_STR, &o->model, "DIR|FILE.gguf|preset:NAME",
+                       "checkpoint directory, GGUF file, or preset:tiny|llama3.2-1b|llama3.1-8b (default preset:tiny)"};
     t[n++] = (cli_opt){"arch", CLI_STR, &o->arch, "ARCH",
                        "transformer|orthros|linear|swa|hybrid (default: the checkpoint's, else transformer)"};
     t[n++] = (cli_opt){"device", CLI_STR, &o->device, "DEV", "cpu|cuda|auto (default auto: cuda when a GPU is present)"};

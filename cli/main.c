@@ -5,6 +5,7 @@
 #include "compare.h"
 #include "eval.h"
 #include "plot.h"
+#include "text.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -46,12 +47,14 @@ fail:
 
 static int cmd_logits(int argc, char **argv)
 {
-    const char *cmd = "logits", *tokens_arg = NULL, *out_path = NULL;
+    const char *cmd = "logits", *tokens_arg = NULL, *prompt = NULL, *prompt_file = NULL, *out_path = NULL;
     cli_model_opts mo;
     cli_model_opts_default(&mo);
     cli_opt t[MAX_OPTS];
     int n = cli_model_opts_table(t, 0, &mo);
-    t[n++] = (cli_opt){"tokens", CLI_STR, &tokens_arg, "LIST", "prompt token ids, comma-separated (required)"};
+    t[n++] = (cli_opt){"tokens", CLI_STR, &tokens_arg, "LIST", "prompt token ids, comma-separated"};
+    t[n++] = (cli_opt){"prompt", CLI_STR, &prompt, "TEXT", "prompt text, encoded with the model's tokenizer"};
+    t[n++] = (cli_opt){"prompt-file", CLI_STR, &prompt_file, "FILE", "prompt text from a file"};
     t[n++] = (cli_opt){"out", CLI_STR, &out_path, "FILE",
                        "write float32 little-endian logits [position][vocab] of every prompt position (required)"};
     const char *pos[1];
@@ -61,15 +64,18 @@ static int cmd_logits(int argc, char **argv)
                              "linear-phase outputs).",
                              pos, 0, &npos);
     if (pr) return pr > 0 ? 0 : 2;
-    if (!tokens_arg || !out_path) {
-        fprintf(stderr, "orthros %s: error: --tokens and --out are required (see --help)\n", cmd);
+    if (!out_path) {
+        fprintf(stderr, "orthros %s: error: --out is required (see --help)\n", cmd);
         return 2;
     }
     int32_t *tokens = NULL;
-    int nt = 0, rc, status = 1;
+    int nt = 0, rc, status = 1, usage = 0;
     float *logits = NULL;
     runner r = {0};
-    if ((rc = cli_parse_tokens(&tokens, &nt, tokens_arg))) return cli_fail(cmd, rc);
+    if ((rc = cli_prompt_tokens(&tokens, &nt, mo.model, tokens_arg, prompt, prompt_file, &usage))) {
+        cli_fail(cmd, rc);
+        return usage ? 2 : 1;
+    }
     if ((rc = runner_open(&r, &mo, nt))) goto fail;
     int V = orthros_model_get_config(r.m)->vocab;
     logits = malloc((size_t)nt * (size_t)V * sizeof(float));
@@ -101,32 +107,34 @@ fail:
 
 static int cmd_generate(int argc, char **argv)
 {
-    const char *cmd = "generate", *tokens_arg = NULL;
+    const char *cmd = "generate", *tokens_arg = NULL, *prompt = NULL, *prompt_file = NULL;
     int max_new = 16;
     cli_model_opts mo;
     cli_model_opts_default(&mo);
     cli_opt t[MAX_OPTS];
     int n = cli_model_opts_table(t, 0, &mo);
-    t[n++] = (cli_opt){"tokens", CLI_STR, &tokens_arg, "LIST", "prompt token ids, comma-separated (required)"};
+    t[n++] = (cli_opt){"tokens", CLI_STR, &tokens_arg, "LIST", "prompt token ids, comma-separated"};
+    t[n++] = (cli_opt){"prompt", CLI_STR, &prompt, "TEXT", "prompt text, encoded with the model's tokenizer"};
+    t[n++] = (cli_opt){"prompt-file", CLI_STR, &prompt_file, "FILE", "prompt text from a file"};
     t[n++] = (cli_opt){"max-new", CLI_INT, &max_new, "N",
                        "tokens to generate greedily (default 16; stops early after an end-of-sequence token)"};
     const char *pos[1];
     int npos, pr = cli_parse(argc, argv, 2, t, n, cmd,
-                             "Greedy generation. The last stdout line is a JSON object {\"generated\": [ids...]}.", pos,
+                             "Greedy generation. The last stdout line is a JSON object {\"generated\": [ids...]}, "
+                             "with \"text\" (the decoded continuation) when the model has a tokenizer.", pos,
                              0, &npos);
     if (pr) return pr > 0 ? 0 : 2;
-    if (!tokens_arg) {
-        fprintf(stderr, "orthros %s: error: --tokens is required (see --help)\n", cmd);
-        return 2;
-    }
     if (max_new < 1) {
         fprintf(stderr, "orthros %s: error: --max-new must be at least 1 (got %d)\n", cmd, max_new);
         return 2;
     }
     int32_t *tokens = NULL, *gen = NULL;
-    int nt = 0, rc, status = 1;
+    int nt = 0, rc, status = 1, usage = 0;
     runner r = {0};
-    if ((rc = cli_parse_tokens(&tokens, &nt, tokens_arg))) return cli_fail(cmd, rc);
+    if ((rc = cli_prompt_tokens(&tokens, &nt, mo.model, tokens_arg, prompt, prompt_file, &usage))) {
+        cli_fail(cmd, rc);
+        return usage ? 2 : 1;
+    }
     gen = malloc((size_t)max_new * sizeof *gen);
     if (!gen) {
         rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
@@ -141,6 +149,9 @@ static int cmd_generate(int argc, char **argv)
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "generated");
     for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(gen[i]));
+    char *decoded = cli_decode_text(mo.model, gen, count);
+    if (decoded) cJSON_AddStringToObject(o, "text", decoded);
+    free(decoded);
     char *text = cJSON_PrintUnformatted(o);
     printf("%s\n", text);
     free(text);
@@ -163,6 +174,7 @@ typedef struct {
 static const command commands[] = {
     {"logits", cmd_logits, "write the logits of every prompt position"},
     {"generate", cmd_generate, "greedy generation, JSON on the last stdout line"},
+    {"tokenize", orthros_cmd_tokenize, "text to token ids (or ids to text) with a model's tokenizer"},
     {"bench", orthros_cmd_bench, "prefill / decode / end-to-end timing sweeps with statistics, JSON results"},
     {"plot", orthros_cmd_plot, "PNG / SVG figures from result files (gnuplot)"},
     {"compare", orthros_cmd_compare, "two bench result files cell by cell: FAST / SLOW / SAME / AMBIGUOUS"},

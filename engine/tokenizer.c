@@ -6,8 +6,9 @@
  *      individual_digits, llama.cpp's smollm pre-tokenizer) and then splits the rest as gpt2;
  *   3. each piece's bytes become symbols (one per byte, GPT-2's byte-to-unicode alphabet) and the lowest-ranked
  *      merge is applied first, leftmost on ties (a binary heap, as HF's word.rs), O(k log k) per piece of k bytes.
- * Invalid UTF-8 (which HF cannot take) is split as punctuation, one byte per character, so every byte is still
- * encoded and decode(encode(x)) == x. Tokens are stored as the bytes they decode to. */
+ * Invalid UTF-8 (which HF cannot take) is split as punctuation, one byte per character, and each byte is encoded
+ * by its byte token, so decode(encode(x)) == x for every byte the vocabulary has a token for (a byte without one
+ * is dropped, as HF does). Tokens are stored as the bytes they decode to. */
 #define _GNU_SOURCE
 #include "tokenizer.h"
 #include "gguf.h"
@@ -49,6 +50,7 @@ struct orthros_tokenizer {
     uint8_t added_first[256]; /* 1 where some added token starts with that byte */
     int pre, ignore_merges;
     int32_t bos, eos, unk, pad;
+    int32_t bpe_unk;          /* what a byte without a token becomes: the BPE model's unk_token, or -1 (dropped) */
     int n_prefix, n_suffix;
     int32_t prefix[MAX_AFFIX], suffix[MAX_AFFIX];
     char *chat_template;
@@ -210,7 +212,7 @@ static int tok_alloc(orthros_tokenizer **out, int n_vocab)
     t->off = calloc((size_t)n_vocab, sizeof *t->off);
     t->len = calloc((size_t)n_vocab, sizeof *t->len);
     t->flags = calloc((size_t)n_vocab, 1);
-    t->bos = t->eos = t->unk = t->pad = -1;
+    t->bos = t->eos = t->unk = t->pad = t->bpe_unk = -1;
     if (!t->off || !t->len || !t->flags) {
         orthros_tokenizer_free(t);
         return orthros_error(ORTHROS_ENOMEM, "out of memory");
@@ -548,8 +550,10 @@ static int bpe_piece(const orthros_tokenizer *t, bpe_work *w, id_list *out, cons
     if ((rc = work_reserve(w, n))) return rc;
     int m = 0;
     for (size_t i = 0; i < n; i++) {
-        /* A byte without a token becomes unk, or is dropped when there is none (as HF's BPE does). */
-        int32_t id = t->byte_id[s[i]] >= 0 ? t->byte_id[s[i]] : t->unk;
+        /* A byte without a token becomes the BPE model's unk, or is dropped when it has none (as HF's BPE does:
+         * SmolLM2's vocabulary has no token for 0x04, 0xc0, 0xff, ..., and both HF tokenizers and transformers'
+         * GGUF tokenizer drop those bytes). */
+        int32_t id = t->byte_id[s[i]] >= 0 ? t->byte_id[s[i]] : t->bpe_unk;
         if (id < 0) continue;
         w->id[m] = id;
         w->prev[m] = m - 1;
@@ -1038,7 +1042,7 @@ int orthros_tokenizer_from_json(orthros_tokenizer **out, const char *json_text)
             goto fail;
     }
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
-    if (cJSON_IsString(unk)) t->unk = orthros_tokenizer_token_id(t, unk->valuestring, strlen(unk->valuestring));
+    if (cJSON_IsString(unk)) t->unk = t->bpe_unk = orthros_tokenizer_token_id(t, unk->valuestring, strlen(unk->valuestring));
     if ((rc = json_post(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor")))) goto fail;
     *out = t;
     t = NULL;
