@@ -8,11 +8,9 @@
 /* orthros tokenize --model M (--text STR | --text-file F | --ids LIST) */
 int orthros_cmd_tokenize(int argc, char **argv);
 
-/* The prompt's token ids from exactly one of tokens_arg ("1,2,3"), prompt (text) or prompt_file (a file's
- * bytes), the text ones encoded with the tokenizer of `model`. Returns 0, ORTHROS_EINVAL with a usage message
- * (exit 2) when not exactly one is given, or another error. *tokens is malloc'd. */
-int cli_prompt_tokens(int32_t **tokens, int *n, const char *model, const char *tokens_arg, const char *prompt,
-                      const char *prompt_file, int *usage_error);
+/* The ids of prompt (text) or, when it is NULL, of prompt_file's bytes, encoded with the tokenizer of `model`
+ * (what the tokenizer adds around a text included). *tokens is malloc'd; no tokens is an error. */
+int cli_text_tokens(int32_t **tokens, int *n, const char *model, const char *prompt, const char *prompt_file);
 
 /* The text of ids decoded with the tokenizer of `model` (special tokens left out, invalid UTF-8 replaced by
  * U+FFFD), or NULL when the model has no tokenizer. malloc'd. */

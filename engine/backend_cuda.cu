@@ -571,6 +571,8 @@ int orthros_backend_cuda_create(orthros_backend **out)
         return rc;
     }
     be->name = "cuda";
+    be->caps = ORTHROS_CAP_GPU;
+    be->default_chunk = 4096;
     be->act_size = sizeof(bf16);
     be->destroy = cuda_destroy;
     be->alloc = cuda_alloc;

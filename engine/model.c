@@ -33,16 +33,20 @@ struct orthros_model {
     void *lm_head;     /* [V][D]; == embed when tied */
     layer_weights *layers;
     size_t weight_bytes;
+    int has_fmap_weights;      /* hedgehog feature-map weights are held (the schedule at load needed them) */
+    orthros_arch_opts opts;    /* the options the schedule was resolved from (arch name excepted) */
+    char *orthros_json;        /* config.json's `orthros` object, or NULL */
 };
 
 const orthros_model_config *orthros_model_get_config(const orthros_model *m) { return &m->cfg; }
 const orthros_arch *orthros_model_get_arch(const orthros_model *m) { return &m->arch; }
 orthros_backend *orthros_model_get_backend(orthros_model *m) { return m->be; }
 size_t orthros_model_weight_bytes(const orthros_model *m) { return m->weight_bytes; }
+size_t orthros_model_act_size(const orthros_model *m) { return m->be->act_size; }
 
-static int arch_needs_hedgehog(const orthros_model *m)
+static int arch_needs_hedgehog(const orthros_arch *a, int n_layers)
 {
-    return m->arch.fmap == ORTHROS_FMAP_HEDGEHOG && orthros_arch_uses_state(&m->arch, m->cfg.n_layers);
+    return a->fmap == ORTHROS_FMAP_HEDGEHOG && orthros_arch_uses_state(a, n_layers);
 }
 
 /* One slot per tensor the model holds, in a fixed order, so that allocation, loading, filling and freeing
@@ -75,7 +79,7 @@ static int weight_slots(orthros_model *m, weight_slot *slots, int max)
         SLOT(L->w_down, D * F, 1.0f / sqrtf((float)F));
         SLOT(L->attn_norm, D, 0.0f);
         SLOT(L->mlp_norm, D, 0.0f);
-        if (arch_needs_hedgehog(m)) {
+        if (m->has_fmap_weights) {
             SLOT(L->fmap_q, Hq * d * half, 1.0f / sqrtf((float)d));
             SLOT(L->fmap_k, Hkv * d * half, 1.0f / sqrtf((float)d));
         }
@@ -97,7 +101,23 @@ void orthros_model_free(orthros_model *m)
         }
         free(m->layers);
     }
+    free(m->orthros_json);
     free(m);
+}
+
+int orthros_model_set_arch(orthros_model *m, const char *arch)
+{
+    orthros_arch_opts o = m->opts;
+    orthros_arch a;
+    o.arch = arch;
+    int rc = orthros_arch_resolve(&a, &m->cfg, &o, m->orthros_json);
+    if (rc) return rc;
+    if (arch_needs_hedgehog(&a, m->cfg.n_layers) && !m->has_fmap_weights)
+        return orthros_error(ORTHROS_EUNSUPPORTED,
+                             "architecture %s needs the hedgehog feature-map weights, which were not loaded: load the "
+                             "model under it", a.name);
+    m->arch = a;
+    return 0;
 }
 
 /* Where checkpoint weights come from: a safetensors checkpoint (Hugging Face names) or a GGUF file (llama.cpp
@@ -213,7 +233,7 @@ static int load_checkpoint(orthros_model *m, const weight_source *src)
         if ((rc = load_tensor(m, src, name, L->attn_norm, 0, 1, (int64_t[]){D}))) return rc;
         snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
         if ((rc = load_tensor(m, src, name, L->mlp_norm, 0, 1, (int64_t[]){D}))) return rc;
-        if (arch_needs_hedgehog(m)) {
+        if (m->has_fmap_weights) {
             snprintf(name, sizeof name, "model.layers.%d.self_attn.feature_map_q.weight", l);
             if (!src->st || !orthros_st_find(src->st, name))
                 return orthros_error(ORTHROS_EFORMAT,
@@ -274,6 +294,9 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
         goto fail;
     }
     if ((rc = orthros_arch_resolve(&m->arch, &m->cfg, opts, orthros_json))) goto fail;
+    m->opts = *opts;
+    m->opts.arch = NULL;
+    m->has_fmap_weights = arch_needs_hedgehog(&m->arch, m->cfg.n_layers);
     if (m->arch.fmap != ORTHROS_FMAP_HEDGEHOG && orthros_arch_feature_size(&m->arch, m->cfg.head_dim) > 2048) {
         rc = orthros_error(ORTHROS_EINVAL, "feature size too large");
         goto fail;
@@ -323,7 +346,7 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     if (m->cfg.tie_embeddings) m->lm_head = m->embed;
     if ((rc = be->sync(be))) goto fail;
     free(slots);
-    free(orthros_json);
+    m->orthros_json = orthros_json;
     orthros_st_close(&st);
     orthros_gguf_free(g);
     *out = m;
@@ -418,9 +441,9 @@ int orthros_session_init(orthros_session **out, orthros_model *m, int batch, int
     size_t free_b = 0, total_b = 0;
     be->mem_info(be, &free_b, &total_b);
     if (chunk <= 0) {
-        /* The largest power-of-two chunk up to 4096 (cuda) or 256 (cpu) whose session fits in 90% of free
-         * memory: bigger chunks only help the GEMMs, and their activations grow linearly. */
-        chunk = strcmp(be->name, "cpu") ? 4096 : 256;
+        /* The largest power-of-two chunk up to the backend's default (4096 on cuda, 256 on cpu) whose session
+         * fits in 90% of free memory: bigger chunks only help the GEMMs, and their activations grow linearly. */
+        chunk = be->default_chunk;
         if (chunk > max_ctx) chunk = max_ctx;
         while (chunk > 64 && orthros_session_bytes(m, batch, max_ctx, chunk) > free_b / 10 * 9) chunk /= 2;
     }
@@ -483,7 +506,6 @@ fail:
 }
 
 int orthros_session_chunk(const orthros_session *s) { return s->chunk; }
-int orthros_session_pos(const orthros_session *s, int seq) { return seq >= 0 && seq < s->B ? s->pos[seq] : -1; }
 
 int orthros_session_rewind(orthros_session *s, int pos)
 {
