@@ -34,6 +34,7 @@ typedef struct {
 
 static void put(buf *b, const void *src, size_t n)
 {
+    if (n == 0) return;
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 64;
         b->p = realloc(b->p, b->cap);
@@ -128,7 +129,7 @@ static void write_file(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
     if (f) {
-        fwrite(p, 1, n, f);
+        if (n) fwrite(p, 1, n, f);
         fclose(f);
     }
 }
