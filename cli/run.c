@@ -25,14 +25,12 @@ static void runner_free(runner *r)
     memset(r, 0, sizeof *r);
 }
 
-static int runner_open(runner *r, const orthros_model_opts *mo, int ctx)
+static int runner_open(runner *r, const orthros_model_opts *mo, const orthros_arch_opts *ao, int ctx)
 {
-    orthros_arch_opts ao;
     int rc;
     memset(r, 0, sizeof *r);
-    if ((rc = orthros_model_opts_resolve(&ao, mo))) return rc;
     if ((rc = orthros_backend_create(&r->be, mo->device))) return rc;
-    if ((rc = orthros_model_load(&r->m, r->be, mo->model, &ao, (uint64_t)mo->seed))) goto fail;
+    if ((rc = orthros_model_load(&r->m, r->be, mo->model, ao, (uint64_t)mo->seed))) goto fail;
     if ((rc = orthros_session_init(&r->s, r->m, 1, ctx, mo->chunk))) goto fail;
     return 0;
 fail:
@@ -46,13 +44,15 @@ typedef struct {
     const char *list, *file, *text, *text_file;
 } prompt_opts;
 
-/* The prompt's token ids. Returns an exit status, or -1 to go on. */
-static int prompt_tokens(int32_t **tokens, int *n, const orthros_cmd *c, const prompt_opts *p, const char *model)
+/* The resolved model options and the prompt's token ids. Returns an exit status, or -1 to go on. */
+static int prompt_tokens(int32_t **tokens, int *n, orthros_arch_opts *ao, const orthros_cmd *c,
+                         const orthros_model_opts *mo, const prompt_opts *p)
 {
+    if (orthros_model_opts_resolve(ao, mo)) return orthros_cmd_fail_usage(c->name, ORTHROS_EINVAL);
     if ((p->list != NULL) + (p->file != NULL) + (p->text != NULL) + (p->text_file != NULL) != 1)
         return orthros_cmd_usage(c, "give the prompt as one of --tokens, --tokens-file, --prompt, --prompt-file (see --help)");
     if (p->text || p->text_file) {
-        int rc = cli_text_tokens(tokens, n, model, p->text, p->text_file);
+        int rc = cli_text_tokens(tokens, n, mo->model, p->text, p->text_file);
         return rc ? orthros_cmd_fail(c->name, rc) : -1;
     }
     int rc = p->list ? orthros_opt_parse_tokens(tokens, n, p->list) : orthros_opt_read_tokens(tokens, n, p->file);
@@ -91,8 +91,9 @@ int orthros_cmd_logits(int argc, char **argv)
     int nt = 0, rc = 0, status = 1;
     float *logits = NULL;
     runner r = {0};
-    if ((pr = prompt_tokens(&tokens, &nt, &c, &po, mo.model)) >= 0) return pr;
-    if ((rc = runner_open(&r, &mo, nt))) goto fail;
+    orthros_arch_opts ao;
+    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, &po)) >= 0) return pr;
+    if ((rc = runner_open(&r, &mo, &ao, nt))) goto fail;
     int V = orthros_model_get_config(r.m)->vocab;
     size_t bytes = (size_t)nt * (size_t)V * sizeof(float);
     if (!(logits = malloc(bytes))) {
@@ -133,7 +134,8 @@ int orthros_cmd_generate(int argc, char **argv)
     int32_t *tokens = NULL, *gen = NULL;
     int nt = 0, rc = 0, status = 1;
     runner r = {0};
-    if ((pr = prompt_tokens(&tokens, &nt, &c, &po, mo.model)) >= 0) return pr;
+    orthros_arch_opts ao;
+    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, &po)) >= 0) return pr;
     if (nt > INT_MAX - max_new) {
         free(tokens);
         return orthros_cmd_usage(&c, "a %d-token prompt plus --max-new %d is past the longest context", nt, max_new);
@@ -142,7 +144,7 @@ int orthros_cmd_generate(int argc, char **argv)
         rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = runner_open(&r, &mo, nt + max_new))) goto fail;
+    if ((rc = runner_open(&r, &mo, &ao, nt + max_new))) goto fail;
     int count = orthros_generate(r.s, tokens, nt, max_new, gen);
     if (count < 0) {
         rc = count;

@@ -139,6 +139,7 @@ typedef struct {
     int driver_version, runtime_version; /* as cudaDriverGetVersion / cudaRuntimeGetVersion report them */
     int cc_major, cc_minor;
     char kernels[96];        /* cuda: the numbered attention kernel versions in use; empty on cpu */
+    char pci_bus_id[32];     /* cuda: the GPU's PCI address (as NVML and nvidia-smi name it); empty on cpu */
 } orthros_device_info;
 
 void orthros_backend_device_info(const orthros_backend *be, orthros_device_info *out);

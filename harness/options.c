@@ -171,6 +171,15 @@ int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts 
 {
     orthros_arch_opts_default(out);
     out->arch = o->arch;
+    if (o->arch) {
+        int known = 0;
+        for (int i = 0; orthros_arch_names[i]; i++) known |= !strcmp(o->arch, orthros_arch_names[i]);
+        if (!known)
+            return orthros_error(ORTHROS_EINVAL, "unknown architecture \"%s\" (transformer, orthros, linear, swa, hybrid)",
+                                 o->arch);
+    }
+    if (strcmp(o->device, "cpu") && strcmp(o->device, "cuda") && strcmp(o->device, "auto"))
+        return orthros_error(ORTHROS_EINVAL, "unknown device \"%s\" (cpu, cuda, auto)", o->device);
     if (o->feature_map) {
         orthros_fmap f;
         int rc = orthros_fmap_parse(o->feature_map, &f);

@@ -124,33 +124,23 @@ const char *orthros_bench_model_label(const orthros_bench_file *f)
     return slash && slash[1] ? slash + 1 : m;
 }
 
-static int str_differs(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : ""); }
-
 int orthros_bench_config_check_same(const orthros_bench_config *a, const char *a_name, const orthros_bench_config *b,
                                     const char *b_name)
 {
-#define SAME_STR(field, label)                                                                                         \
-    if (str_differs(a->field, b->field))                                                                               \
-        return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: \"%s\" against \"%s\"", a_name, b_name, label,   \
-                             a->field ? a->field : "", b->field ? b->field : "");
-#define SAME_NUM(field, label)                                                                                         \
-    if (a->field != b->field)                                                                                          \
-        return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: %g against %g", a_name, b_name, label,           \
-                             (double)a->field, (double)b->field);
-    SAME_STR(model, "the model")
-    SAME_STR(device, "the device")
-    SAME_STR(feature_map, "--feature-map")
-    SAME_NUM(seed, "--seed")
-    SAME_NUM(decode_tokens, "--decode-tokens")
-    SAME_NUM(chunk, "--chunk")
-    SAME_NUM(tail, "--tail")
-    SAME_NUM(window, "--window")
-    SAME_NUM(hybrid_every, "--hybrid-every")
-    SAME_NUM(feature_dim, "--feature-dim")
-    SAME_NUM(eps, "--eps")
-    SAME_NUM(max_noise_pct, "--max-noise")
-#undef SAME_STR
-#undef SAME_NUM
+    int rc;
+    if ((rc = orthros_result_same_str(a_name, b_name, "the model", a->model, b->model)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "the device", a->device, b->device)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "--feature-map", a->feature_map, b->feature_map)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--seed", a->seed, b->seed)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--decode-tokens", a->decode_tokens, b->decode_tokens)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--chunk", a->chunk, b->chunk)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--tail", a->tail, b->tail)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--window", a->window, b->window)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--hybrid-every", a->hybrid_every, b->hybrid_every)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--feature-dim", a->feature_dim, b->feature_dim)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--max-noise", a->max_noise_pct, b->max_noise_pct)))
+        return rc;
     return 0;
 }
 
@@ -486,20 +476,15 @@ int orthros_bench_file_from_json(orthros_bench_file *f, const cJSON *root, const
     return rc;
 }
 
+static int from_json_any(void *f, const cJSON *root, const char *name)
+{
+    return orthros_bench_file_from_json(f, root, name);
+}
+
 int orthros_bench_file_read(orthros_bench_file *f, const char *path, int missing_ok, int *exists)
 {
-    cJSON *root = NULL;
     orthros_bench_file_init(f);
-    if (exists) *exists = 1;
-    int rc = orthros_result_load(&root, path, missing_ok);
-    if (rc) return rc;
-    if (!root) {
-        if (exists) *exists = 0;
-        return 0;
-    }
-    rc = orthros_bench_file_from_json(f, root, path);
-    cJSON_Delete(root);
-    return rc;
+    return orthros_result_read_typed(f, from_json_any, path, missing_ok, exists);
 }
 
 /* ---- writing ---- */

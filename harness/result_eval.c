@@ -57,34 +57,24 @@ const orthros_eval_cell *orthros_eval_file_find(const orthros_eval_file *f, cons
     return NULL;
 }
 
-static int str_differs(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : ""); }
-
 int orthros_eval_config_check_same(const orthros_eval_config *a, const char *a_name, const orthros_eval_config *b,
                                    const char *b_name)
 {
-#define SAME_STR(field, label)                                                                                         \
-    if (str_differs(a->field, b->field))                                                                               \
-        return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: \"%s\" against \"%s\"", a_name, b_name, label,   \
-                             a->field ? a->field : "", b->field ? b->field : "");
-#define SAME_NUM(field, label)                                                                                         \
-    if (a->field != b->field)                                                                                          \
-        return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: %g against %g", a_name, b_name, label,           \
-                             (double)a->field, (double)b->field);
-    SAME_STR(task, "the task")
-    SAME_STR(variant, "the variant")
-    SAME_STR(model, "the model")
-    SAME_STR(device, "the device")
-    SAME_STR(feature_map, "--feature-map")
-    SAME_NUM(samples, "--samples")
-    SAME_NUM(seed, "--seed")
-    SAME_NUM(chunk, "--chunk")
-    SAME_NUM(tail, "--tail")
-    SAME_NUM(window, "--window")
-    SAME_NUM(hybrid_every, "--hybrid-every")
-    SAME_NUM(feature_dim, "--feature-dim")
-    SAME_NUM(eps, "--eps")
-#undef SAME_STR
-#undef SAME_NUM
+    int rc;
+    if ((rc = orthros_result_same_str(a_name, b_name, "the task", a->task, b->task)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "the variant", a->variant, b->variant)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "the model", a->model, b->model)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "the device", a->device, b->device)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "--feature-map", a->feature_map, b->feature_map)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--samples", a->samples, b->samples)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--seed", a->seed, b->seed)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--chunk", a->chunk, b->chunk)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--tail", a->tail, b->tail)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--window", a->window, b->window)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--hybrid-every", a->hybrid_every, b->hybrid_every)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--feature-dim", a->feature_dim, b->feature_dim)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)))
+        return rc;
     return 0;
 }
 
@@ -214,20 +204,15 @@ int orthros_eval_file_from_json(orthros_eval_file *f, const cJSON *root, const c
     return rc;
 }
 
+static int from_json_any(void *f, const cJSON *root, const char *name)
+{
+    return orthros_eval_file_from_json(f, root, name);
+}
+
 int orthros_eval_file_read(orthros_eval_file *f, const char *path, int missing_ok, int *exists)
 {
-    cJSON *root = NULL;
     orthros_eval_file_init(f);
-    if (exists) *exists = 1;
-    int rc = orthros_result_load(&root, path, missing_ok);
-    if (rc) return rc;
-    if (!root) {
-        if (exists) *exists = 0;
-        return 0;
-    }
-    rc = orthros_eval_file_from_json(f, root, path);
-    cJSON_Delete(root);
-    return rc;
+    return orthros_result_read_typed(f, from_json_any, path, missing_ok, exists);
 }
 
 /* ---- writing ---- */

@@ -2,6 +2,7 @@
  * kind-specific readers (result_bench.c, result_eval.c) are built from. */
 #define _GNU_SOURCE
 #include "results.h"
+#include "gpu_state.h"
 #include "util.h"
 #include "version.h"
 
@@ -105,6 +106,9 @@ cJSON *orthros_result_new(const char *kind, int argc, char **argv, uint64_t seed
     snprintf(cc, sizeof cc, "%d.%d", info.cc_major, info.cc_minor);
     cJSON_AddStringToObject(dev, "compute_capability", info.cc_major ? cc : "");
     cJSON_AddStringToObject(dev, "kernels", info.kernels);
+    cJSON_AddStringToObject(dev, "pci_bus_id", info.pci_bus_id);
+    cJSON *gs = orthros_gpu_state_json(info.pci_bus_id);
+    if (gs) cJSON_AddItemToObject(dev, "state_start", gs);
     return root;
 }
 
@@ -120,6 +124,13 @@ void orthros_result_finish(cJSON *root)
     if (env) {
         cJSON_DeleteItemFromObject(env, "loadavg_end");
         add_loadavg(env, "loadavg_end");
+        cJSON *dev = cJSON_GetObjectItem(env, "device");
+        const cJSON *bus = cJSON_GetObjectItem(dev, "pci_bus_id");
+        cJSON *gs = cJSON_IsString(bus) ? orthros_gpu_state_json(bus->valuestring) : NULL;
+        if (gs) {
+            cJSON_DeleteItemFromObject(dev, "state_end");
+            cJSON_AddItemToObject(dev, "state_end", gs);
+        }
     }
 }
 
@@ -181,6 +192,35 @@ int orthros_result_load(cJSON **out, const char *path, int missing_ok)
     }
     *out = root;
     return 0;
+}
+
+int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *, const char *), const char *path,
+                              int missing_ok, int *exists)
+{
+    cJSON *root = NULL;
+    if (exists) *exists = 1;
+    int rc = orthros_result_load(&root, path, missing_ok);
+    if (rc) return rc;
+    if (!root) {
+        if (exists) *exists = 0;
+        return 0;
+    }
+    rc = from_json(obj, root, path);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int orthros_result_same_str(const char *a_name, const char *b_name, const char *label, const char *a, const char *b)
+{
+    if (!strcmp(a ? a : "", b ? b : "")) return 0;
+    return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: \"%s\" against \"%s\"", a_name, b_name, label, a ? a : "",
+                         b ? b : "");
+}
+
+int orthros_result_same_num(const char *a_name, const char *b_name, const char *label, double a, double b)
+{
+    if (a == b) return 0;
+    return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: %g against %g", a_name, b_name, label, a, b);
 }
 
 int orthros_result_header_read(orthros_result_header *h, const cJSON *root, const char *path)

@@ -48,6 +48,15 @@ int orthros_result_load(cJSON **out, const char *path, int missing_ok);
  * by their "cases" list) and its header. */
 int orthros_result_header_read(orthros_result_header *h, const cJSON *root, const char *path);
 
+/* Reads path and fills a typed file with from_json(obj, root, path) (the kind's reader). With missing_ok, a
+ * missing file gives *exists = 0 (exists may be NULL otherwise) and 0. */
+int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *, const char *), const char *path,
+                              int missing_ok, int *exists);
+/* For the configuration checks of resume and compare: 0 when the two values agree, else ORTHROS_EINVAL with
+ * "A and B differ in LABEL: a against b". */
+int orthros_result_same_str(const char *a_name, const char *b_name, const char *label, const char *a, const char *b);
+int orthros_result_same_num(const char *a_name, const char *b_name, const char *label, double a, double b);
+
 /* The header objects of a parsed file kept as written (tool, run without its config, environment), for rewriting
  * the file; NULL when out of memory. */
 cJSON *orthros_result_header_keep(const cJSON *root);

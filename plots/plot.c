@@ -518,8 +518,9 @@ static int run_gnuplot(const plot_ctx *c, const char *fig, const prelude *p, con
         if (!m) return orthros_error(ORTHROS_ENOMEM, "out of memory");
         /* Figure sizes in pixels; the heatmaps size themselves by their panel grid (w, h in the prelude). */
         int w = !strcmp(fig, "throughput") ? 1500 : 1100, h = !strcmp(fig, "throughput") ? 640 : 620;
-        fprintf(m, "w = %d\nh = %d\nfmt = '%s'\nout = '%s.%s'\ndat = '%s.dat'\ntxt = '%s.txt'\n%s", w, h, ext[f], fig,
-                ext[f], fig, fig, p->text);
+        /* gnuplot writes NAME.part.EXT, renamed to NAME.EXT once it succeeded: no half-drawn image under the name. */
+        fprintf(m, "w = %d\nh = %d\nfmt = '%s'\nout = '%s.part.%s'\ndat = '%s.dat'\ntxt = '%s.txt'\n%s", w, h, ext[f],
+                fig, ext[f], fig, fig, p->text);
         rc = append_script(m, o->scripts_dir, "common.gp");
         if (!rc) {
             char name[64];
@@ -531,13 +532,24 @@ static int run_gnuplot(const plot_ctx *c, const char *fig, const prelude *p, con
         if (fclose(m) != 0 && !rc) rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
         if (!rc) rc = spawn_gnuplot(o, text, len);
         free(text);
-        if (rc) break;
-        char *out = NULL;
+        if (rc) {
+            char *part = NULL;
+            if (asprintf(&part, "%s/%s.part.%s", o->out_dir, fig, ext[f]) >= 0) unlink(part);
+            free(part);
+            break;
+        }
+        char *out = NULL, *part = NULL;
         struct stat sb;
-        if (asprintf(&out, "%s/%s.%s", o->out_dir, fig, ext[f]) < 0) return orthros_error(ORTHROS_ENOMEM, "out of memory");
-        if (stat(out, &sb) != 0 || sb.st_size == 0) rc = orthros_error(ORTHROS_EIO, "gnuplot wrote no %s", out);
+        if (asprintf(&out, "%s/%s.%s", o->out_dir, fig, ext[f]) < 0 || asprintf(&part, "%s/%s.part.%s", o->out_dir, fig, ext[f]) < 0) {
+            free(out);
+            return orthros_error(ORTHROS_ENOMEM, "out of memory");
+        }
+        if (stat(part, &sb) != 0 || sb.st_size == 0) rc = orthros_error(ORTHROS_EIO, "gnuplot wrote no %s", part);
+        else if (rename(part, out) != 0) rc = orthros_error(ORTHROS_EIO, "%s: cannot rename it to %s: %s", part, out, strerror(errno));
         else fprintf(stderr, "plot: %s\n", out);
+        if (rc) unlink(part);
         free(out);
+        free(part);
     }
     return rc;
 }
@@ -709,7 +721,7 @@ static int fig_throughput(const plot_ctx *c, const char *fig, const char **why)
     texts t = {0};
     char lab[LABEL_MAX];
     int rc = 0;
-    double gemm = NAN, copy = NAN, xmin = INFINITY, xmax = 0;
+    double gemm = NAN, copy = NAN;
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (!is_model_bench(in)) continue;
@@ -721,7 +733,6 @@ static int fig_throughput(const plot_ctx *c, const char *fig, const char **why)
             bench_label(lab, sizeof lab, c, in, m->arch, m->phase, m->batch);
             rc = series_add(series_get(&l, lab, arch_color(m->arch, mi), phase_dash(m->phase), arch_point(m->arch, mi)),
                             (point){m->ctx, m->tflops, m->tbps, 0, 0});
-            xmin = fmin(xmin, m->ctx), xmax = fmax(xmax, m->ctx);
         }
     }
     if (!rc && !l.n) {
