@@ -70,24 +70,25 @@ static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
 static size_t left(const reader *r) { return r->size - r->pos; }
 
-static int rd_u32(reader *r, uint32_t *v, const char *what)
+/* A little-endian integer of `bytes` (4 or 8) bytes. */
+static int rd_uint(reader *r, uint64_t *v, size_t bytes, const char *what)
 {
-    if (left(r) < 4)
+    if (left(r) < bytes)
         return orthros_error(ORTHROS_EFORMAT, "truncated: %s at byte %zu runs past the end of the file (%zu bytes)",
                              what, r->pos, r->size);
-    *v = le32(r->p + r->pos);
-    r->pos += 4;
+    *v = bytes == 4 ? le32(r->p + r->pos) : le64(r->p + r->pos);
+    r->pos += bytes;
     return 0;
 }
 
-static int rd_u64(reader *r, uint64_t *v, const char *what)
+static int rd_u64(reader *r, uint64_t *v, const char *what) { return rd_uint(r, v, 8, what); }
+
+static int rd_u32(reader *r, uint32_t *v, const char *what)
 {
-    if (left(r) < 8)
-        return orthros_error(ORTHROS_EFORMAT, "truncated: %s at byte %zu runs past the end of the file (%zu bytes)",
-                             what, r->pos, r->size);
-    *v = le64(r->p + r->pos);
-    r->pos += 8;
-    return 0;
+    uint64_t x = 0;
+    int rc = rd_uint(r, &x, 4, what);
+    *v = (uint32_t)x;
+    return rc;
 }
 
 static int rd_str(reader *r, orthros_gguf_str *s, uint64_t max_len, const char *what)
