@@ -1,12 +1,14 @@
 /* Models and sessions: weight loading (checkpoints and presets) and the one forward schedule, written
  * against the backend interface (DESIGN section 4). */
 #define _GNU_SOURCE
+#include "gguf.h"
 #include "safetensors.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     void *wqkv;      /* [(Hq + 2 Hkv) d][D] */
@@ -117,15 +119,67 @@ int orthros_model_set_arch(orthros_model *m, const char *arch)
     return 0;
 }
 
+/* Where checkpoint weights come from: a safetensors checkpoint (Hugging Face names) or a GGUF file (llama.cpp
+ * names, mapped from the Hugging Face ones). */
+typedef struct {
+    const orthros_st *st;
+    const orthros_gguf *g;
+} weight_source;
+
 /* One checkpoint tensor the model needs, and where its elements go. */
 typedef struct {
-    char name[80];
+    char name[80];    /* the Hugging Face name */
     void **dst;       /* a weight buffer of weight_slots(), allocated after every need is checked */
     size_t off;       /* element offset inside it */
     int ndim;
     int64_t shape[3];
-    const orthros_st_tensor *t; /* set by checkpoint_check */
+    const orthros_st_tensor *t;    /* safetensors: set by checkpoint_check */
+    const orthros_gguf_tensor *gt; /* GGUF: set by checkpoint_check */
+    int heads;        /* GGUF q / k: the heads whose RoPE row permutation is undone at upload; else 0 */
 } tensor_need;
+
+static void shape_text(char *buf, size_t cap, int ndim, const int64_t *shape, int reverse)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < ndim; i++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%lld", i ? ", " : "", (long long)shape[reverse ? ndim - 1 - i : i]);
+}
+
+/* A GGUF need: its llama.cpp tensor, present, of a type that dequantises, its shape (ggml lists dimensions
+ * innermost first) the metadata's. */
+static int gguf_check(const orthros_model *m, const orthros_gguf *g, tensor_need *w)
+{
+    char name[160], got[128], want[128];
+    if (orthros_gguf_tensor_name(name, sizeof name, w->name, &m->cfg, &w->heads))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "%s: a GGUF file holds no %s", g->name, w->name);
+    const orthros_gguf_tensor *t = w->gt = orthros_gguf_find_tensor(g, name);
+    if (!t) return orthros_error(ORTHROS_EFORMAT, "%s: missing tensor %s", g->name, name);
+    int same = t->ndim == w->ndim;
+    for (int i = 0; same && i < w->ndim; i++) same = t->ne[i] == w->shape[w->ndim - 1 - i];
+    if (!same) {
+        shape_text(got, sizeof got, t->ndim, t->ne, 0);
+        shape_text(want, sizeof want, w->ndim, w->shape, 1);
+        return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], the metadata implies [%s] (ggml order)",
+                             g->name, name, got, want);
+    }
+    if (!orthros_ggml_type_supported(t->type)) return orthros_error_prefix(orthros_gguf_dequantize(NULL, t), g->name);
+    return 0;
+}
+
+/* A GGUF tensor dequantised to float32, the RoPE row permutation of q / k undone, uploaded. */
+static int gguf_upload(orthros_model *m, const tensor_need *w)
+{
+    size_t numel = orthros_gguf_numel(w->gt);
+    float *x = malloc(numel * sizeof *x), *tmp = w->heads ? malloc(numel * sizeof *tmp) : NULL;
+    int rc = 0;
+    if (!x || (w->heads && !tmp)) rc = orthros_error(ORTHROS_ENOMEM, "out of host memory dequantising %s", w->name);
+    if (!rc) rc = orthros_gguf_dequantize(x, w->gt);
+    if (!rc && w->heads) orthros_gguf_unpermute_rows(x, tmp, w->heads, m->cfg.head_dim, (size_t)w->shape[1]);
+    if (!rc) rc = m->be->upload(m->be, *w->dst, w->off, x, ORTHROS_DTYPE_F32, numel);
+    free(x);
+    free(tmp);
+    return rc;
+}
 
 /* The tensors a checkpoint must hold for m's config and schedule, in load order; returns how many (at most
  * 11 per layer + 3). */
@@ -171,10 +225,19 @@ static int checkpoint_needs(orthros_model *m, tensor_need *needs)
 /* Finds every needed tensor and checks its shape against config.json, before anything is allocated: a small
  * file must not make the loader claim memory that its config.json promises. (The dtype was checked when the
  * file was opened: F32, BF16 or F16, all of which upload converts.) */
-static int checkpoint_check(const orthros_st *st, tensor_need *needs, int n)
+static int checkpoint_check(const orthros_model *m, const weight_source *src, tensor_need *needs, int n)
 {
     for (int i = 0; i < n; i++) {
         tensor_need *w = &needs[i];
+        if (strstr(w->name, ".feature_map_") && src->g)
+            return orthros_error(ORTHROS_EUNSUPPORTED,
+                                 "%s: feature map hedgehog needs learned weights, which GGUF files do not hold", src->g->name);
+        if (src->g) {
+            int rc = gguf_check(m, src->g, w);
+            if (rc) return rc;
+            continue;
+        }
+        const orthros_st *st = src->st;
         const orthros_st_tensor *t = w->t = orthros_st_find(st, w->name);
         if (!t) {
             if (strstr(w->name, ".feature_map_"))
@@ -185,11 +248,9 @@ static int checkpoint_check(const orthros_st *st, tensor_need *needs, int n)
         int same = t->ndim == w->ndim;
         for (int k = 0; same && k < w->ndim; k++) same = t->shape[k] == w->shape[k];
         if (!same) {
-            char got[256] = "", want[128] = "";
-            for (int k = 0; k < t->ndim; k++)
-                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "", (long long)t->shape[k]);
-            for (int k = 0; k < w->ndim; k++)
-                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? ", " : "", (long long)w->shape[k]);
+            char got[256], want[128];
+            shape_text(got, sizeof got, t->ndim, t->shape, 0);
+            shape_text(want, sizeof want, w->ndim, w->shape, 0);
             return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], config.json implies [%s]",
                                  orthros_st_tensor_file(st, t), w->name, got, want);
         }
@@ -201,6 +262,11 @@ static int checkpoint_check(const orthros_st *st, tensor_need *needs, int n)
 static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n)
 {
     for (int i = 0; i < n; i++) {
+        if (needs[i].gt) {
+            int rc = gguf_upload(m, &needs[i]);
+            if (rc) return rc;
+            continue;
+        }
         const orthros_st_tensor *t = needs[i].t;
         size_t esz = orthros_dtype_size(t->dtype), numel = t->nbytes / esz;
         int rc;
@@ -254,7 +320,11 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     int rc = 0;
     char *orthros_json = NULL;
     orthros_st st = {0};
+    orthros_gguf *g = NULL;
     int preset = !strncmp(spec, "preset:", 7);
+    struct stat sb;
+    /* A file is a GGUF (a directory is a Hugging Face checkpoint). */
+    int gguf = !preset && stat(spec, &sb) == 0 && !S_ISDIR(sb.st_mode);
     weight_slot *slots = NULL;
     tensor_need *needs = NULL;
     int n_needs = 0;
@@ -264,6 +334,12 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     m->be = be;
     if (preset) {
         if ((rc = orthros_preset_config(&m->cfg, spec + 7))) goto fail;
+    } else if (gguf) {
+        if ((rc = orthros_gguf_open(&g, spec))) goto fail;
+        if ((rc = orthros_gguf_model_config(&m->cfg, g))) {
+            rc = orthros_error_prefix(rc, spec);
+            goto fail;
+        }
     } else if ((rc = read_model_config(&m->cfg, &orthros_json, spec))) {
         goto fail;
     }
@@ -276,6 +352,10 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
         goto fail;
     }
     orthros_rope_inv_freq(m->inv_freq, &m->cfg);
+    if (g && (rc = orthros_gguf_rope_adjust(m->inv_freq, m->cfg.head_dim / 2, g))) {
+        rc = orthros_error_prefix(rc, spec);
+        goto fail;
+    }
     m->rope = (orthros_rope){m->cfg.n_heads, m->cfg.n_kv_heads, m->cfg.head_dim, m->inv_freq};
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     int max_slots = 8 * m->cfg.n_layers + 8;
@@ -287,14 +367,14 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     /* A checkpoint is checked in full (files, then every needed tensor's presence, dtype and shape) before
      * any weight memory is claimed. */
     if (!preset) {
-        if ((rc = orthros_st_open_dir(&st, spec))) goto fail;
+        if (!gguf && (rc = orthros_st_open_dir(&st, spec))) goto fail;
         needs = malloc(sizeof *needs * (size_t)(11 * m->cfg.n_layers + 3));
         if (!needs) {
             rc = orthros_error(ORTHROS_ENOMEM, "out of host memory");
             goto fail;
         }
         n_needs = checkpoint_needs(m, needs);
-        if ((rc = checkpoint_check(&st, needs, n_needs))) goto fail;
+        if ((rc = checkpoint_check(m, &(weight_source){&st, g}, needs, n_needs))) goto fail;
     }
     int n_slots = weight_slots(m, slots, max_slots);
     size_t total = 0;
@@ -337,6 +417,7 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     free(slots);
     m->orthros_json = orthros_json;
     orthros_st_close(&st);
+    orthros_gguf_free(g);
     *out = m;
     return 0;
 fail:
@@ -344,6 +425,7 @@ fail:
     free(slots);
     free(orthros_json);
     orthros_st_close(&st);
+    orthros_gguf_free(g);
     orthros_model_free(m);
     return rc;
 }
