@@ -156,8 +156,9 @@ static int read_stats(orthros_stats *st, orthros_jr *j, const cJSON *o)
         const char *key;
         double *dst;
         int flags;
-    } f[] = {{"median", &st->median, ORTHROS_JR_REQUIRED},  {"q1", &st->q1, 0},       {"q3", &st->q3, 0},
-             {"min", &st->min, 0},                           {"max", &st->max, 0},     {"mean", &st->mean, 0},
+    } f[] = {{"median", &st->median, ORTHROS_JR_REQUIRED},  {"q1", &st->q1, ORTHROS_JR_NULL_NAN},
+             {"q3", &st->q3, ORTHROS_JR_NULL_NAN},           {"min", &st->min, ORTHROS_JR_NULL_NAN},
+             {"max", &st->max, ORTHROS_JR_NULL_NAN},         {"mean", &st->mean, ORTHROS_JR_NULL_NAN},
              {"stdev", &st->stdev, ORTHROS_JR_NULL_NAN},     {"cv", &st->cv, ORTHROS_JR_NULL_NAN},
              {"ci95_lo", &st->ci_lo, ORTHROS_JR_NULL_NAN},   {"ci95_hi", &st->ci_hi, ORTHROS_JR_NULL_NAN}};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
