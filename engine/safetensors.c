@@ -19,52 +19,16 @@
 
 int orthros_read_text_file(char **out, const char *path, size_t max_bytes)
 {
-    *out = NULL;
-    /* O_NONBLOCK: a FIFO in place of the file must not hang the open; a regular file ignores the flag. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return orthros_error(ORTHROS_EIO, "%s: cannot open: %s", path, strerror(errno));
-    int rc = 0;
-    char *buf = NULL;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        rc = orthros_error(ORTHROS_EIO, "%s: cannot stat: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        rc = orthros_error(ORTHROS_EIO, "%s: not a regular file", path);
-        goto fail;
-    }
-    if ((uint64_t)sb.st_size > max_bytes) {
-        rc = orthros_error(ORTHROS_EFORMAT, "%s: file is larger than %zu bytes", path, max_bytes);
-        goto fail;
-    }
-    size_t size = (size_t)sb.st_size, got = 0;
-    buf = malloc(size + 1);
-    if (!buf) {
-        rc = orthros_error(ORTHROS_ENOMEM, "%s: out of memory", path);
-        goto fail;
-    }
-    while (got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            rc = orthros_error(ORTHROS_EIO, "%s: short read%s%s", path, r < 0 ? ": " : "", r < 0 ? strerror(errno) : "");
-            goto fail;
-        }
-        got += (size_t)r;
-    }
-    buf[size] = '\0';
+    size_t len = 0;
+    int rc = orthros_read_file(out, &len, path, max_bytes, NULL);
+    if (rc) return rc;
     /* Text read as a C string must not end early: what follows a NUL would be silently ignored. */
-    const char *z = memchr(buf, '\0', size);
+    const char *z = memchr(*out, '\0', len);
     if (z) {
-        rc = orthros_error(ORTHROS_EFORMAT, "%s: holds a NUL byte at offset %zu, not text", path, (size_t)(z - buf));
-        goto fail;
+        rc = orthros_error(ORTHROS_EFORMAT, "%s: holds a NUL byte at offset %zu, not text", path, (size_t)(z - *out));
+        free(*out);
+        *out = NULL;
     }
-    *out = buf;
-    buf = NULL;
-fail:
-    free(buf);
-    close(fd);
     return rc;
 }
 

@@ -15,10 +15,6 @@ int orthros_mkdir_p(const char *dir);
  * to disk (fsync), renamed over path, and the folder synced, so that a reader sees the old file or the new one,
  * never a mix; the temporary file is removed on every failure. path "-" writes to stdout instead. */
 int orthros_write_file_atomic(const char *path, const void *data, size_t n);
-/* Reads a whole regular file (a folder or a device is refused with a message naming it). *out is
- * NUL-terminated; the caller frees it. Fails with ORTHROS_EIO naming the file when it cannot be read, and with
- * ORTHROS_EFORMAT when it is larger than max_bytes. *exists (when not NULL) is set to 0 instead of failing when
- * the file does not exist. */
-int orthros_read_file(char **out, size_t *len, const char *path, size_t max_bytes, int *exists);
+/* (Reading a whole file: orthros_read_file in orthros.h.) */
 
 #endif
