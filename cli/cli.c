@@ -93,13 +93,14 @@ int cli_parse(int argc, char **argv, int first, const cli_opt *opts, int n_opts,
 void cli_model_opts_default(cli_model_opts *o)
 {
     *o = (cli_model_opts){.model = "preset:tiny", .arch = NULL, .device = "auto", .feature_map = NULL, .tail = -1,
-                          .window = -1, .hybrid_every = -1, .feature_dim = -1, .chunk = 0, .seed = 1, .eps = -1.0};
+                          .window = -1, .hybrid_every = -1, .feature_dim = -1, .chunk = 0, .seed = 1, .eps = -1.0,
+                          .tp = 1};
 }
 
 int cli_model_opts_table(cli_opt *t, int n, cli_model_opts *o)
 {
     t[n++] = (cli_opt){"model", CLI_STR, &o->model, "DIR|preset:NAME",
-                       "checkpoint directory, or preset:tiny|llama3.2-1b|llama3.1-8b (default preset:tiny)"};
+                       "checkpoint directory, or preset:tiny|llama3.2-1b|llama3.1-8b|llama3.1-70b (default preset:tiny)"};
     t[n++] = (cli_opt){"arch", CLI_STR, &o->arch, "ARCH",
                        "transformer|orthros|linear|swa|hybrid (default: the checkpoint's, else transformer)"};
     t[n++] = (cli_opt){"device", CLI_STR, &o->device, "DEV", "cpu|cuda|auto (default auto: cuda when a GPU is present)"};
@@ -111,6 +112,8 @@ int cli_model_opts_table(cli_opt *t, int n, cli_model_opts *o)
     t[n++] = (cli_opt){"eps", CLI_DOUBLE, &o->eps, "E", "linear attention denominator epsilon (default 1e-6)"};
     t[n++] = (cli_opt){"chunk", CLI_INT, &o->chunk, "N", "prefill chunk size (default: from free memory)"};
     t[n++] = (cli_opt){"seed", CLI_INT, &o->seed, "S", "seed of preset weights (default 1)"};
+    t[n++] = (cli_opt){"tp", CLI_INT, &o->tp, "N",
+                       "tensor-parallel ranks: threads on cpu, one process per GPU on cuda (default 1)"};
     return n;
 }
 
@@ -146,6 +149,8 @@ int cli_model_opts_resolve(orthros_arch_opts *out, const cli_model_opts *o)
         out->eps = o->eps;
     }
     if (o->chunk < 0) return orthros_error(ORTHROS_EINVAL, "chunk must be positive");
+    if (o->tp < 1) return orthros_error(ORTHROS_EINVAL, "--tp must be at least 1 (got %d)", o->tp);
+    out->tp = o->tp;
     return 0;
 }
 

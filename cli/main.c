@@ -194,6 +194,8 @@ int main(int argc, char **argv)
                ORTHROS_HAVE_CUDA ? "built" : "not built");
         return 0;
     }
+    int tp_status;
+    if (orthros_tp_main(argc, argv, &tp_status)) return tp_status; /* the ranks of a --tp run on cuda */
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc, argv);
     fprintf(stderr, "orthros: error: unknown command \"%s\" (see orthros --help)\n", argv[1]);

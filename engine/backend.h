@@ -26,6 +26,9 @@ extern "C" {
 
 #define ORTHROS_TIMER_SLOTS 4
 
+/* The ranks of a tensor-parallel model and how they meet (engine/tp.h). */
+typedef struct orthros_comm orthros_comm;
+
 typedef enum { ORTHROS_DTYPE_F32 = 0, ORTHROS_DTYPE_BF16 = 1, ORTHROS_DTYPE_F16 = 2 } orthros_dtype;
 
 /* RoPE tables and attention geometry, filled once per model. */
@@ -130,6 +133,10 @@ struct orthros_backend {
                                int B, int n);
     int (*attn_linear_decode)(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
                               int B, int n);
+
+    /* Tensor parallel: x[n][D] = the sum over the ranks of `comm` of their x, in place, the same on every rank
+     * (cpu: fp32 in rank order; cuda: bf16 through NCCL, which adds in fp32 and rounds to bf16 per step). */
+    int (*allreduce_sum)(orthros_backend *be, orthros_comm *comm, void *x, int n, int D);
 };
 
 int orthros_backend_cpu_create(orthros_backend **out);
@@ -137,6 +144,12 @@ int orthros_backend_cpu_create(orthros_backend **out);
 int orthros_backend_cuda_create(orthros_backend **out);
 /* 1 when the build has CUDA and a device is present. */
 int orthros_cuda_available(void);
+/* GPUs visible to this process (0 without CUDA), and the one this thread's later CUDA work uses. */
+int orthros_cuda_device_count(void);
+int orthros_cuda_set_device(int device);
+
+/* The devices a model runs on, rank by rank: fills out[0 .. min(max, world)) and returns the world size. */
+int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int max);
 
 /* Shared helpers. */
 float orthros_bf16_to_f32(uint16_t h);
