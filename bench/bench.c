@@ -23,7 +23,7 @@
 #define RESAMPLES 2000
 
 static const char *const arch_names[] = {"transformer", "orthros", "linear", "swa", "hybrid", NULL};
-static const char *const phase_names[] = {"prefill", "decode", "e2e", NULL};
+static const char *const phase_names[] = {"prefill", "decode", "e2e", "allreduce", NULL};
 
 typedef struct {
     cli_model_opts mo;
@@ -198,9 +198,113 @@ static orthros_cost cell_cost(orthros_model *m, const cell *c, int extra, int ch
     return k;
 }
 
+/* Warm-up, then repetitions of one(arg) (seconds, < 0 on failure) until the noise target, the time-out (once --reps
+ * are done) or --max-reps; adds stop_reason, noise, samples and stats to out. Returns the count, or -1. */
+static int take_samples(cJSON *out, const bench_opts *o, double (*one)(void *arg), void *arg, double *samples,
+                        uint64_t seed, orthros_stats *st)
+{
+    int count = 0;
+    const char *stop = "max_reps";
+    for (int w = 0; w < o->warmup; w++)
+        if (one(arg) < 0) return -1;
+    double t_start = now_s();
+    while (count < o->max_reps) {
+        double t = one(arg);
+        if (t < 0) return -1;
+        samples[count++] = t;
+        if (count >= o->reps && robust_noise(samples, count) * 100.0 <= o->max_noise) {
+            stop = "noise_target";
+            break;
+        }
+        if (count >= o->reps && now_s() - t_start >= o->timeout) { /* --reps is a floor, even on a slow machine */
+            stop = "timeout";
+            break;
+        }
+    }
+    cJSON_AddStringToObject(out, "stop_reason", stop);
+    cJSON_AddNumberToObject(out, "noise", count >= 2 ? robust_noise(samples, count) : 0);
+    cJSON *arr = cJSON_AddArrayToObject(out, "samples");
+    for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(samples[i]));
+    orthros_stats_fill(st, samples, (size_t)count, 0.95, RESAMPLES, seed);
+    cJSON_AddItemToObject(out, "stats", stats_json(st));
+    return count;
+}
+
+typedef struct {
+    orthros_backend *be;
+    orthros_session *s;
+    const cell *c;
+    const int32_t *tok;
+    int decode_tokens;
+} sample_once_args;
+
+static double sample_once(void *arg)
+{
+    sample_once_args *a = arg;
+    return run_once(a->be, a->s, a->c, a->tok, a->decode_tokens);
+}
+
+/* The all-reduce of the model's ranks alone, on a [ctx x batch][d_model] activation: the message of a prefill
+ * chunk of ctx tokens of batch sequences, or of a decode step of batch sequences (ctx 1). A sample is the time
+ * per all-reduce, the mean of 20 back to back; bus bandwidth as nccl-tests define it, 2 (N - 1) / N x bytes /
+ * time, next to the link bandwidth the cost model assumes. */
+typedef struct {
+    orthros_model *m;
+    int rows;
+} allreduce_args;
+
+static double allreduce_once(void *arg)
+{
+    allreduce_args *a = arg;
+    double t = -1;
+    return orthros_tp_allreduce_time(a->m, a->rows, 20, &t) ? -1 : t;
+}
+
+static cJSON *run_allreduce_cell(orthros_model *m, const cell *c, const bench_opts *o, uint64_t seed)
+{
+    cJSON *out = cell_json(c, o);
+    int world = orthros_model_tp(m);
+    long rows = (long)c->ctx * c->batch;
+    if (world < 2 || rows > (1L << 30)) {
+        cJSON_AddStringToObject(out, "skipped", world < 2 ? "one rank (--tp 1): there is no all-reduce"
+                                                          : "ctx x batch rows exceed 2^30");
+        return out;
+    }
+    double *samples = malloc(sizeof(double) * (size_t)o->max_reps);
+    allreduce_args args = {m, (int)rows};
+    orthros_stats st;
+    if (!samples) {
+        cJSON_AddStringToObject(out, "error", "out of host memory");
+        return out;
+    }
+    if (take_samples(out, o, allreduce_once, &args, samples, seed, &st) < 0) {
+        cJSON_AddStringToObject(out, "error", orthros_last_error());
+        free(samples);
+        return out;
+    }
+    double bytes = (double)rows * orthros_model_get_config(m)->d_model * (double)orthros_model_get_backend(m)->act_size;
+    double bus = 2.0 * (world - 1) / world * bytes;
+    cJSON *cost = cJSON_AddObjectToObject(out, "cost");
+    cJSON_AddNumberToObject(cost, "flops", 0);
+    cJSON_AddNumberToObject(cost, "attn_flops", 0);
+    cJSON_AddNumberToObject(cost, "bytes", bytes);
+    cJSON_AddNumberToObject(cost, "allreduce_seconds_model", orthros_cost_allreduce_seconds(bytes, world));
+    cJSON *thr = cJSON_AddObjectToObject(out, "throughput");
+    cJSON_AddNumberToObject(thr, "tokens_per_s", (double)rows / st.median);
+    cJSON_AddNumberToObject(thr, "tflops", 0);
+    cJSON_AddNumberToObject(thr, "tbps", bytes / st.median / 1e12);
+    cJSON_AddNumberToObject(thr, "algbw_gbps", bytes / st.median / 1e9);
+    cJSON_AddNumberToObject(thr, "busbw_gbps", bus / st.median / 1e9);
+    cJSON_AddNumberToObject(thr, "model_busbw_gbps", ORTHROS_COST_LINK_BUS_BYTES_PER_S / 1e9);
+    cJSON_AddNumberToObject(thr, "frac_model_busbw", bus / st.median / ORTHROS_COST_LINK_BUS_BYTES_PER_S);
+    free(samples);
+    return out;
+}
+
 /* Runs one cell; returns its measurement object (with "skipped" set when it could not run). */
 static cJSON *run_cell(orthros_model *m, const cell *c, const bench_opts *o, const cJSON *ceil, uint64_t seed)
 {
+    if (!strcmp(c->phase, "allreduce")) return run_allreduce_cell(m, c, o, seed);
     orthros_backend *be = orthros_model_get_backend(m);
     const orthros_model_config *cfg = orthros_model_get_config(m);
     cJSON *out = cell_json(c, o);
@@ -220,8 +324,7 @@ static cJSON *run_cell(orthros_model *m, const cell *c, const bench_opts *o, con
     orthros_session *s = NULL;
     int32_t *tok = malloc(sizeof *tok * (size_t)c->ctx);
     double *samples = malloc(sizeof(double) * (size_t)o->max_reps);
-    int count = 0;
-    const char *stop = "max_reps";
+    orthros_stats st;
     if (!tok || !samples) goto oom;
     for (int i = 0; i < c->ctx; i++) tok[i] = (int32_t)(orthros_uniform(seed, (uint64_t)i) * (float)cfg->vocab) % cfg->vocab;
     if (orthros_session_init(&s, m, c->batch, c->ctx + extra, chunk)) {
@@ -233,30 +336,9 @@ static cJSON *run_cell(orthros_model *m, const cell *c, const bench_opts *o, con
         for (int b = 0; b < c->batch; b++)
             if (orthros_prefill(s, b, tok, c->ctx, NULL, &nx)) goto fail;
     }
-    for (int w = 0; w < o->warmup; w++)
-        if (run_once(be, s, c, tok, o->decode_tokens) < 0) goto fail;
-    double t_start = now_s();
-    while (count < o->max_reps) {
-        double t = run_once(be, s, c, tok, o->decode_tokens);
-        if (t < 0) goto fail;
-        samples[count++] = t;
-        if (count >= o->reps && robust_noise(samples, count) * 100.0 <= o->max_noise) {
-            stop = "noise_target";
-            break;
-        }
-        if (count >= o->reps && now_s() - t_start >= o->timeout) { /* --reps is a floor, even on a slow machine */
-            stop = "timeout";
-            break;
-        }
-    }
-    cJSON_AddStringToObject(out, "stop_reason", stop);
-    cJSON_AddNumberToObject(out, "noise", count >= 2 ? robust_noise(samples, count) : 0);
+    sample_once_args args = {be, s, c, tok, o->decode_tokens};
+    if (take_samples(out, o, sample_once, &args, samples, seed, &st) < 0) goto fail;
     cJSON_AddNumberToObject(out, "chunk", orthros_session_chunk(s));
-    cJSON *arr = cJSON_AddArrayToObject(out, "samples");
-    for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(samples[i]));
-    orthros_stats st;
-    orthros_stats_fill(&st, samples, (size_t)count, 0.95, RESAMPLES, seed);
-    cJSON_AddItemToObject(out, "stats", stats_json(&st));
 
     /* Cost model and throughput, per sample unit (a prefill, a decode step, or prefill + N steps). */
     double tokens;
@@ -265,14 +347,22 @@ static cJSON *run_cell(orthros_model *m, const cell *c, const bench_opts *o, con
     cJSON_AddNumberToObject(cost, "flops", k.flops);
     cJSON_AddNumberToObject(cost, "attn_flops", k.attn_flops);
     cJSON_AddNumberToObject(cost, "bytes", k.bytes);
+    int world = orthros_model_tp(m);
+    if (world > 1) { /* two all-reduces of [rows][d_model] per layer and token */
+        double ar = 2.0 * cfg->n_layers * tokens * cfg->d_model * (double)be->act_size;
+        cJSON_AddNumberToObject(cost, "allreduce_bytes", ar);
+        cJSON_AddNumberToObject(cost, "allreduce_seconds_model", orthros_cost_allreduce_seconds(ar, world));
+    }
     cJSON *thr = cJSON_AddObjectToObject(out, "throughput");
     cJSON_AddNumberToObject(thr, "tokens_per_s", tokens / st.median);
     double tflops = k.flops / st.median / 1e12, tbps = k.bytes / st.median / 1e12;
     cJSON_AddNumberToObject(thr, "tflops", tflops);
     cJSON_AddNumberToObject(thr, "tbps", tbps);
     const cJSON *g = cJSON_GetObjectItem(ceil, "gemm_tflops"), *cp = cJSON_GetObjectItem(ceil, "copy_tbps");
-    if (g) cJSON_AddNumberToObject(thr, "frac_gemm_ceiling", tflops / g->valuedouble);
-    if (cp) cJSON_AddNumberToObject(thr, "frac_copy_ceiling", tbps / cp->valuedouble);
+    /* The ceilings are one GPU's; a tensor-parallel cell runs on `world` of them (cpu ranks share one cpu). */
+    int devices = strcmp(be->name, "cpu") ? world : 1;
+    if (g) cJSON_AddNumberToObject(thr, "frac_gemm_ceiling", tflops / g->valuedouble / devices);
+    if (cp) cJSON_AddNumberToObject(thr, "frac_copy_ceiling", tbps / cp->valuedouble / devices);
     cJSON *mem = cJSON_AddObjectToObject(out, "memory");
     cJSON_AddNumberToObject(mem, "weights_bytes", (double)orthros_model_weight_bytes(m));
     cJSON_AddNumberToObject(mem, "session_bytes",
@@ -320,7 +410,9 @@ static cJSON *speedups(const cJSON *meas, uint64_t seed)
     cJSON_ArrayForEach(m, meas)
     {
         const char *arch = cJSON_GetObjectItem(m, "arch")->valuestring;
-        if (!strcmp(arch, "transformer") || !cJSON_GetObjectItem(m, "samples")) continue;
+        if (!strcmp(arch, "transformer") || !cJSON_GetObjectItem(m, "samples") ||
+            !strcmp(cJSON_GetObjectItem(m, "phase")->valuestring, "allreduce"))
+            continue;
         cell base = {"transformer", cJSON_GetObjectItem(m, "phase")->valuestring, cJSON_GetObjectItem(m, "ctx")->valueint,
                      cJSON_GetObjectItem(m, "batch")->valueint};
         const cJSON *b = find_meas(meas, &base);
@@ -401,6 +493,7 @@ static double predict_cell_seconds(orthros_model *m, const cJSON *meas, const ce
                                    int *from_ctx, double *rate)
 {
     const cJSON *best = NULL, *e;
+    if (!strcmp(c->phase, "allreduce")) return 0;
     cJSON_ArrayForEach(e, meas)
     {
         if (!cJSON_GetObjectItem(e, "samples") || strcmp(cJSON_GetObjectItem(e, "arch")->valuestring, c->arch) ||
@@ -447,6 +540,15 @@ static void print_row(const cJSON *m)
         printf("%s\n", why ? why->valuestring : "not measured");
         return;
     }
+    const cJSON *bus = cJSON_GetObjectItem(thr, "busbw_gbps");
+    if (bus) {
+        printf("%11.4f [%9.4f, %9.4f] %5.1f%%   busbw %.1f GB/s (%.0f%% of the cost model's %.0f GB/s)\n",
+               cJSON_GetObjectItem(st, "median")->valuedouble * 1e3, cJSON_GetObjectItem(st, "ci95_lo")->valuedouble * 1e3,
+               cJSON_GetObjectItem(st, "ci95_hi")->valuedouble * 1e3, cJSON_GetObjectItem(st, "cv")->valuedouble * 100,
+               bus->valuedouble, cJSON_GetObjectItem(thr, "frac_model_busbw")->valuedouble * 100,
+               cJSON_GetObjectItem(thr, "model_busbw_gbps")->valuedouble);
+        return;
+    }
     const cJSON *fg = cJSON_GetObjectItem(thr, "frac_gemm_ceiling"), *fc = cJSON_GetObjectItem(thr, "frac_copy_ceiling");
     printf("%11.4f [%9.4f, %9.4f] %5.1f%% %12.1f %9.3f %6.1f%% %8.3f %6.1f%%\n",
            cJSON_GetObjectItem(st, "median")->valuedouble * 1e3, cJSON_GetObjectItem(st, "ci95_lo")->valuedouble * 1e3,
@@ -472,6 +574,7 @@ static cJSON *config_json(const bench_opts *o, const char *device)
     cJSON_AddNumberToObject(c, "timeout_s", o->timeout);
     cJSON_AddNumberToObject(c, "cell_budget_s", o->cell_budget);
     cJSON_AddNumberToObject(c, "chunk", o->mo.chunk);
+    cJSON_AddNumberToObject(c, "tp", o->mo.tp);
     cJSON_AddNumberToObject(c, "tail", o->mo.tail);
     cJSON_AddNumberToObject(c, "window", o->mo.window);
     cJSON_AddNumberToObject(c, "hybrid_every", o->mo.hybrid_every);
@@ -684,7 +787,9 @@ int orthros_cmd_bench(int argc, char **argv)
     t[1] = (cli_opt){"arch", CLI_STR, &o.archs, "LIST", "architectures, comma-separated (default transformer,orthros)"};
     t[n++] = (cli_opt){"ctx", CLI_STR, &o.ctxs, "LIST",
                        "context lengths: 1k,4k or ranges 1k:1m:x2, 0:4k:+1k (default 256:2k:x2 on cpu, 4k:64k:x2 on cuda)"};
-    t[n++] = (cli_opt){"phase", CLI_STR, &o.phases, "LIST", "prefill,decode,e2e (default prefill,decode)"};
+    t[n++] = (cli_opt){"phase", CLI_STR, &o.phases, "LIST",
+                       "prefill,decode,e2e,allreduce (default prefill,decode; allreduce: --tp ranks' all-reduce of "
+                       "ctx x batch rows)"};
     t[n++] = (cli_opt){"batch", CLI_STR, &o.batches, "LIST", "batch sizes (default 1)"};
     t[n++] = (cli_opt){"decode-tokens", CLI_INT, &o.decode_tokens, "N",
                        "decode steps per decode sample, and generated tokens of e2e (default 16)"};

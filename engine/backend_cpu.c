@@ -393,9 +393,11 @@ static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, cons
     return 0;
 }
 
-/* The ranks of a cpu model are threads of this process: they sum in memory, in rank order. */
+/* The ranks of a cpu model are threads of this process: they sum in memory, in rank order (or, run as
+ * processes for testing, through rank 0 in the same order). */
 static int cpu_allreduce_sum(orthros_backend *be, orthros_comm *comm, void *x, int n, int D)
 {
+    if (comm && comm->tcp) return orthros_comm_allreduce_tcp_f32(comm, x, (size_t)n * (size_t)D);
     return orthros_comm_allreduce_f32(comm, x, (size_t)n * (size_t)D);
 }
 

@@ -306,9 +306,9 @@ static int shard_geometry(orthros_model *m, int rank, int world)
     if (world < 1) return orthros_error(ORTHROS_EINVAL, "tensor-parallel size (--tp) must be at least 1 (got %d)", world);
     if (world > c->n_kv_heads)
         return orthros_error(ORTHROS_EINVAL,
-                             "tensor-parallel size (--tp) %d is larger than the model's %d kv heads: each rank needs "
+                             "tensor-parallel size (--tp) %d is larger than the model's %d kv head%s: each rank needs "
                              "at least one",
-                             world, c->n_kv_heads);
+                             world, c->n_kv_heads, c->n_kv_heads == 1 ? "" : "s");
     if (c->n_kv_heads % world)
         return orthros_error(ORTHROS_EINVAL, "tensor-parallel size (--tp) %d does not divide the model's %d kv heads",
                              world, c->n_kv_heads);
@@ -434,11 +434,11 @@ fail:
 static int load_as_process(orthros_model **out, orthros_backend *be, const char *spec, const orthros_arch_opts *opts,
                            uint64_t seed, orthros_comm *world)
 {
-    if (!strcmp(be->name, "cpu"))
+    if (!strcmp(be->name, "cpu") != !!world->tcp)
         return orthros_error(ORTHROS_EINVAL,
-                             "this process is rank %d of %d launched ranks (WORLD_SIZE): it runs its shard on the cuda "
-                             "backend, not on cpu (--device cpu runs every rank as a thread of one process)",
-                             world->rank, world->world);
+                             "this process is rank %d of %d launched ranks (WORLD_SIZE): its shard runs on the %s "
+                             "backend, not on %s",
+                             world->rank, world->world, world->tcp ? "cpu" : "cuda", be->name);
     if (opts->tp != world->world)
         return orthros_error(ORTHROS_EINVAL, "--tp %d, but this process is one of %d launched ranks (WORLD_SIZE=%d)",
                              opts->tp, world->world, world->world);

@@ -23,6 +23,7 @@ struct orthros_comm {
     int rank, world;
     struct tp_group *group; /* in-process ranks (cpu): the state they share */
     void *nccl;             /* ranks as processes (cuda): the ncclComm_t */
+    int tcp;                /* cpu ranks as processes (ORTHROS_TP_PROCESSES=1): sums over the control channel */
 };
 
 /* ---- in-process ranks (tp.c) ---- */
@@ -53,6 +54,11 @@ int orthros_nccl_comm_init(void **comm, int world, const unsigned char id[128], 
 int orthros_comm_allreduce_bf16(orthros_comm *c, void *x, size_t n, void *stream);
 
 /* ---- ranks as processes (tp_proc.c) ---- */
+
+/* cpu ranks as processes: x[n] = the sum of every rank's x, added by rank 0 in rank order (the same bits as
+ * orthros_comm_allreduce_f32) and sent back over the control connections. For testing the process machinery
+ * without GPUs; slow. */
+int orthros_comm_allreduce_tcp_f32(orthros_comm *c, float *x, size_t n);
 
 /* This process's communicator when it runs as a rank of a launched world (after orthros_tp_main), else NULL. */
 orthros_comm *orthros_tp_world(void);

@@ -10,7 +10,9 @@
  *   - the control channel: rank 0 runs the command; ranks 1..N-1 run serve() until rank 0 sends EXIT (at its
  *     exit) or goes away, making on their shard every model and session call rank 0 makes on its own.
  * NVLink SHARP (multicast objects) is never used: NCCL_NVLS_ENABLE=0 is set in every rank's environment before
- * NCCL starts. */
+ * NCCL starts.
+ * With ORTHROS_TP_PROCESSES=1, `--device cpu` runs its ranks the same way, as processes, with an all-reduce over
+ * the control connections instead of NCCL: the whole machinery above, tested without GPUs. */
 #define _GNU_SOURCE
 #include "tp.h"
 
@@ -140,6 +142,32 @@ int orthros_tp_gather_status(void)
         }
     }
     return rc ? orthros_error(rc, "%s", why) : 0;
+}
+
+int orthros_comm_allreduce_tcp_f32(orthros_comm *c, float *x, size_t n)
+{
+    static float *tmp;
+    static size_t cap;
+    if (!world.active || !c || !c->tcp) return orthros_error(ORTHROS_EINVAL, "all-reduce: not a socket communicator");
+    size_t bytes = n * sizeof(float);
+    if (c->rank > 0) {
+        if (write_all(world.socks[0], x, bytes) || read_all(world.socks[0], x, bytes))
+            return orthros_error(ORTHROS_EDEVICE, "all-reduce: rank 0 is gone");
+        return 0;
+    }
+    if (n > cap) {
+        free(tmp);
+        cap = 0;
+        if (!(tmp = malloc(bytes))) return orthros_error(ORTHROS_ENOMEM, "out of host memory for the all-reduce");
+        cap = n;
+    }
+    for (int r = 1; r < c->world; r++) {
+        if (read_all(world.socks[r], tmp, bytes)) return orthros_error(ORTHROS_EDEVICE, "all-reduce: rank %d is gone", r);
+        for (size_t i = 0; i < n; i++) x[i] += tmp[i];
+    }
+    for (int r = 1; r < c->world; r++)
+        if (write_all(world.socks[r], x, bytes)) return orthros_error(ORTHROS_EDEVICE, "all-reduce: rank %d is gone", r);
+    return 0;
 }
 
 /* ---- the environment ---- */
@@ -309,30 +337,41 @@ static void world_shutdown(void)
     for (int r = 1; r < world.comm.world; r++) close(world.socks[r]);
 }
 
+static int needs_nccl(int rc, int tp)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "--tp %d needs NCCL", tp);
+    return orthros_error_prefix(rc, prefix);
+}
+
 /* Joins the launched world as rank e->rank: its GPU, the bootstrap, the NCCL communicator. Ranks > 0 create
  * their backend here (*be) and send its device description to rank 0. */
-static int join_world(const tp_env *e, orthros_backend **be)
+static int join_world(const tp_env *e, int cpu, orthros_backend **be)
 {
     *be = NULL;
-    setenv("NCCL_NVLS_ENABLE", "0", 1);
-    int rc = orthros_nccl_load();
-    if (rc) return orthros_error(rc, "--tp %d needs NCCL: %s", e->world, orthros_last_error());
-    int count = orthros_cuda_device_count(), dev = e->local_rank;
-    if (count < 1) return orthros_error(ORTHROS_EDEVICE, "rank %d: no usable CUDA device", e->rank);
-    if (dev >= count) {
-        if (count != 1) /* one GPU visible per process (CUDA_VISIBLE_DEVICES set per rank) is fine */
-            return orthros_error(ORTHROS_EDEVICE, "rank %d has LOCAL_RANK %d, but this host has %d GPUs", e->rank, dev,
-                                 count);
-        dev = 0;
+    int rc = 0;
+    if (cpu) {
+        if (e->rank > 0 && (rc = orthros_backend_cpu_create(be))) return rc;
+    } else {
+        setenv("NCCL_NVLS_ENABLE", "0", 1);
+        if ((rc = orthros_nccl_load())) return needs_nccl(rc, e->world);
+        int count = orthros_cuda_device_count(), dev = e->local_rank;
+        if (count < 1) return orthros_error(ORTHROS_EDEVICE, "rank %d: no usable CUDA device", e->rank);
+        if (dev >= count) {
+            if (count != 1) /* one GPU visible per process (CUDA_VISIBLE_DEVICES set per rank) is fine */
+                return orthros_error(ORTHROS_EDEVICE, "rank %d has LOCAL_RANK %d, but this host has %d GPUs", e->rank,
+                                     dev, count);
+            dev = 0;
+        }
+        if ((rc = orthros_cuda_set_device(dev))) return rc;
+        if (e->rank > 0 && (rc = orthros_backend_cuda_create(be))) return rc;
     }
-    if ((rc = orthros_cuda_set_device(dev))) return rc;
-    if (e->rank > 0 && (rc = orthros_backend_cuda_create(be))) return rc;
-    unsigned char id[128];
+    unsigned char id[128] = {0};
     tp_welcome w = {TP_MAGIC, e->world, {0}};
     for (int r = 0; r < ORTHROS_TP_MAX_WORLD; r++) world.socks[r] = -1;
     if (e->rank == 0) {
         if (e->world > 1 && (rc = accept_ranks(e))) return rc;
-        if ((rc = orthros_nccl_unique_id(id))) return rc;
+        if (!cpu && (rc = orthros_nccl_unique_id(id))) return rc;
         memcpy(w.id, id, sizeof id);
         for (int r = 1; r < e->world; r++)
             if (write_all(world.socks[r], &w, sizeof w))
@@ -344,11 +383,11 @@ static int join_world(const tp_env *e, orthros_backend **be)
         memcpy(id, w.id, sizeof id);
     }
     void *comm = NULL;
-    if ((rc = orthros_nccl_comm_init(&comm, e->world, id, e->rank))) return rc;
+    if (!cpu && (rc = orthros_nccl_comm_init(&comm, e->world, id, e->rank))) return rc;
     /* From here on a rank waits as long as it takes (a 70B load, a 1M-token prefill): no timeouts. */
     for (int r = 0; r < e->world; r++)
         if (world.socks[r] >= 0) set_timeout(world.socks[r], 0);
-    world.comm = (orthros_comm){.rank = e->rank, .world = e->world, .nccl = comm};
+    world.comm = (orthros_comm){.rank = e->rank, .world = e->world, .nccl = comm, .tcp = cpu};
     world.active = 1;
     if (e->rank == 0) atexit(world_shutdown);
     return 0;
@@ -651,12 +690,14 @@ int orthros_tp_main(int argc, char **argv, int *status)
     if (help || !tp_arg || parse_nonneg(tp_arg, INT_MAX, &tp) || tp < 1) return 0;
     if (!device || !strcmp(device, "auto")) device = orthros_cuda_available() ? "cuda" : "cpu";
     int launched = env_is_launched();
-    if (strcmp(device, "cuda")) {
+    const char *procs = getenv("ORTHROS_TP_PROCESSES");
+    int cpu = !strcmp(device, "cpu") && procs && !strcmp(procs, "1");
+    if (strcmp(device, "cuda") && !cpu) {
         const char *ws = env_first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE");
         if (launched && !strcmp(device, "cpu") && strcmp(ws, "1")) {
             fprintf(stderr,
                     "orthros %s: error: --device cpu runs every rank as a thread of one process; do not start it as "
-                    "%s ranks (WORLD_SIZE)\n",
+                    "%s ranks (WORLD_SIZE) unless ORTHROS_TP_PROCESSES=1\n",
                     argv[1], ws);
             *status = 2;
             return 1;
@@ -667,10 +708,12 @@ int orthros_tp_main(int argc, char **argv, int *status)
     if (!launched) {
         if (tp == 1) return 0;
         int count = orthros_cuda_device_count();
-        if (!ORTHROS_HAVE_CUDA)
+        if (cpu)
+            rc = 0;
+        else if (!ORTHROS_HAVE_CUDA)
             rc = orthros_error(ORTHROS_EUNSUPPORTED, "this build has no CUDA backend (configure with nvcc on the PATH)");
         else if ((rc = orthros_nccl_load()))
-            rc = orthros_error(rc, "--tp %d needs NCCL: %s", tp, orthros_last_error());
+            rc = needs_nccl(rc, tp);
         else if (count < tp)
             rc = orthros_error(ORTHROS_EINVAL, "--tp %d needs %d GPUs, %d found (one process per GPU)", tp, tp, count);
         if (rc) {
@@ -685,7 +728,7 @@ int orthros_tp_main(int argc, char **argv, int *status)
     orthros_backend *be = NULL;
     if (!(rc = env_read(&e)) && tp != e.world)
         rc = orthros_error(ORTHROS_EINVAL, "--tp %d, but the launcher started %d ranks (WORLD_SIZE=%d)", tp, e.world, e.world);
-    if (!rc) rc = join_world(&e, &be);
+    if (!rc) rc = join_world(&e, cpu, &be);
     if (!rc && e.rank == 0) return 0; /* rank 0 runs the command */
     if (!rc) rc = serve(be);
     orthros_backend_free(be);
