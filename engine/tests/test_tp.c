@@ -14,7 +14,6 @@
 #include "testutil.h"
 #include "tp.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,32 +25,9 @@
 static orthros_backend *cpu;
 static const char *bin;
 
-typedef struct {
-    const char *label, *arch;
-    int fmap, tail, window, hybrid_every;
-} arch_case;
-
-static const arch_case cases[] = {
-    {"transformer", "transformer", -1, -1, -1, -1},
-    {"orthros tail 1", "orthros", -1, 1, -1, -1},
-    {"orthros tail 5", "orthros", -1, 5, -1, -1},
-    {"linear elu1", "linear", ORTHROS_FMAP_ELU1, -1, -1, -1},
-    {"linear relu", "linear", ORTHROS_FMAP_RELU, -1, -1, -1},
-    {"linear hedgehog", "linear", ORTHROS_FMAP_HEDGEHOG, -1, -1, -1},
-    {"orthros hedgehog", "orthros", ORTHROS_FMAP_HEDGEHOG, 3, -1, -1},
-    {"swa 5", "swa", -1, -1, 5, -1},
-    {"hybrid every 2", "hybrid", -1, -1, -1, 2},
-};
-
-static orthros_arch_opts case_opts(const arch_case *c, int tp)
+static orthros_arch_opts case_opts(const tu_arch_case *c, int tp)
 {
-    orthros_arch_opts o;
-    orthros_arch_opts_default(&o);
-    o.arch = c->arch;
-    o.fmap = c->fmap;
-    o.tail = c->tail;
-    o.window = c->window;
-    o.hybrid_every = c->hybrid_every;
+    orthros_arch_opts o = tu_arch_case_opts(c);
     o.tp = tp;
     return o;
 }
@@ -132,12 +108,12 @@ static void test_model(const char *spec, int has_hedgehog)
     int32_t tok[30];
     CHECK(kv > 0, "%s: cannot read its config", spec);
     for (int i = 0; i < n; i++) tok[i] = (int32_t)(orthros_uniform(42, (uint64_t)i) * 90.0f);
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        if (cases[c].fmap == ORTHROS_FMAP_HEDGEHOG && !has_hedgehog) continue;
-        orthros_arch_opts ao = case_opts(&cases[c], 1);
+    for (size_t c = 0; c < tu_n_arch_cases; c++) {
+        if (tu_arch_cases[c].fmap == ORTHROS_FMAP_HEDGEHOG && !has_hedgehog) continue;
+        orthros_arch_opts ao = case_opts(&tu_arch_cases[c], 1);
         outputs ref;
         int rc = run_model(&ref, spec, &ao, tok, n, steps);
-        CHECK(rc == 0, "%s %s tp 1: %s", spec, cases[c].label, orthros_last_error());
+        CHECK(rc == 0, "%s %s tp 1: %s", spec, tu_arch_cases[c].label, orthros_last_error());
         if (rc) continue;
         size_t V = 0;
         {
@@ -150,14 +126,14 @@ static void test_model(const char *spec, int has_hedgehog)
             ao.tp = N;
             outputs got;
             rc = run_model(&got, spec, &ao, tok, n, steps);
-            CHECK(rc == 0, "%s %s tp %d: %s", spec, cases[c].label, N, orthros_last_error());
+            CHECK(rc == 0, "%s %s tp %d: %s", spec, tu_arch_cases[c].label, N, orthros_last_error());
             if (rc) continue;
             double e1 = rel_err(ref.whole, got.whole, (size_t)n * V), e2 = rel_err(ref.chunked, got.chunked, (size_t)n * V);
             double e3 = rel_err(ref.decode, got.decode, 3 * (size_t)steps * V);
-            printf("%-40s %-17s tp %d: rel err prefill %.2g, chunked %.2g, batch-3 decode %.2g\n", spec, cases[c].label,
+            printf("%-40s %-17s tp %d: rel err prefill %.2g, chunked %.2g, batch-3 decode %.2g\n", spec, tu_arch_cases[c].label,
                    N, e1, e2, e3);
             CHECK(e1 <= TOL && e2 <= TOL && e3 <= TOL, "%s %s tp %d: logits differ from tp 1 (%.3g, %.3g, %.3g)", spec,
-                  cases[c].label, N, e1, e2, e3);
+                  tu_arch_cases[c].label, N, e1, e2, e3);
             outputs_free(&got);
         }
         outputs_free(&ref);
@@ -267,14 +243,6 @@ static char *cli_logits(const char *dir, const char *out, int procs, size_t *len
     return st == 0 ? tu_slurp(out, len) : NULL;
 }
 
-static char *last_line(const char *path)
-{
-    char *t = tu_slurp(path, NULL), *l = t ? strstr(t, "{\"generated\"") : NULL;
-    char *r = l ? strndup(l, strcspn(l, "\n")) : NULL;
-    free(t);
-    return r;
-}
-
 static void test_processes(const char *dir)
 {
     char *tmp = tu_tempdir(), a[4200], b[4200], log[4200];
@@ -294,7 +262,7 @@ static void test_processes(const char *dir)
                    "--device", "cpu", "--tp", "2", NULL};
     snprintf(log, sizeof log, "%s/threads.log", tmp);
     CHECK(tu_run(gen, log) == 0, "generate --tp 2");
-    char *want = last_line(log);
+    char *want = tu_line_starting(log, "{\"generated\"");
     setenv("ORTHROS_TP_PROCESSES", "1", 1);
     setenv("WORLD_SIZE", "2", 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
@@ -306,7 +274,7 @@ static void test_processes(const char *dir)
     snprintf(log, sizeof log, "%s/rank0.log", tmp);
     int st0 = tu_run(gen, log), st1 = -1;
     waitpid(r1, &st1, 0);
-    char *got = last_line(log);
+    char *got = tu_line_starting(log, "{\"generated\"");
     CHECK(st0 == 0 && WIFEXITED(st1) && WEXITSTATUS(st1) == 0, "torchrun-style ranks: exit %d and %d", st0,
           WIFEXITED(st1) ? WEXITSTATUS(st1) : -1);
     CHECK(want && got && !strcmp(want, got), "torchrun-style ranks generate %s, in-process ranks %s", got ? got : "",
@@ -352,28 +320,17 @@ static void expect_load_error(const char *spec, int tp, const char *want1, const
     printf("%s --tp %d: %s\n", spec, tp, e);
 }
 
-/* Runs the CLI with extra environment; exactly one stderr line holding `want`, a non-zero exit, no signal. */
+/* Runs the CLI with extra environment; exactly one stderr line holding `want`, the exit status `want_status`. */
 static void expect_cli(const char *label, char *const argv[], const char *env, const char *want, int want_status)
 {
     char *dir = tu_tempdir(), errpath[4200];
     snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644), nul = open("/dev/null", O_WRONLY);
-        dup2(fd, 2);
-        dup2(nul, 1);
-        if (env) putenv((char *)env);
-        execv(bin, argv);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
+    int st = tu_run_capture(argv, env, NULL, errpath);
     size_t len = 0;
     char *err = tu_slurp(errpath, &len);
     int lines = 0;
     for (size_t i = 0; err && i < len; i++) lines += err[i] == '\n';
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == want_status, "%s: exit %d, want %d", label,
-          WIFEXITED(st) ? WEXITSTATUS(st) : -1, want_status);
+    CHECK(st == want_status, "%s: exit %d, want %d", label, st, want_status);
     CHECK(err && lines == 1 && strstr(err, want), "%s: stderr \"%s\" is not one line with \"%s\"", label,
           err ? err : "", want);
     printf("%-36s -> %s", label, err && *err ? err : "(nothing)\n");

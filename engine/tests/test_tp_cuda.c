@@ -14,7 +14,6 @@
 #include "testutil.h"
 #include "tp.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,21 +58,10 @@ static float *logits(const char *dir, const char *arch, int tp, int world1, int 
 
 static void compare(const char *label, const float *ref, const float *got, int V, int exact)
 {
-    int agree = 0;
-    double err = 0, lo = INFINITY, hi = -INFINITY;
-    for (int i = 0; i < NTOK; i++) {
-        const float *r = ref + (size_t)i * V, *g = got + (size_t)i * V;
-        int ar = 0, ag = 0;
-        for (int j = 0; j < V; j++) {
-            if (r[j] > r[ar]) ar = j;
-            if (g[j] > g[ag]) ag = j;
-            err = fmax(err, isnan(g[j]) ? INFINITY : fabs((double)r[j] - g[j]));
-            lo = fmin(lo, r[j]);
-            hi = fmax(hi, r[j]);
-        }
-        agree += ar == ag;
-    }
-    double rel = err / (hi - lo);
+    int agree;
+    double err, range;
+    tu_logit_agreement(ref, got, NTOK, V, &agree, &err, &range);
+    double rel = err / range;
     printf("%-50s argmax agreement %2d/%2d, max abs err %.4g (%.3f%% of the logit range)\n", label, agree, NTOK, err,
            100 * rel);
     if (exact) {
@@ -109,11 +97,9 @@ static char *generate(const char *dir, int tp, int world1)
     int st = tu_run(argv, log);
     unsetenv("WORLD_SIZE");
     unsetenv("RANK");
-    char *text = tu_slurp(log, NULL), *line = text ? strstr(text, "{\"generated\"") : NULL;
-    CHECK(st == 0 && line, "generate --tp %d%s: exit %d: %s", tp, world1 ? " (WORLD_SIZE=1)" : "", st, text ? text : "");
-    char *out = line ? strndup(line, strcspn(line, "\n")) : NULL;
-    free(text);
-    return out;
+    char *line = tu_line_starting(log, "{\"generated\"");
+    CHECK(st == 0 && line, "generate --tp %d%s: exit %d (log %s)", tp, world1 ? " (WORLD_SIZE=1)" : "", st, log);
+    return line;
 }
 
 int main(int argc, char **argv)
