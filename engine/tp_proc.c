@@ -354,6 +354,9 @@ static int join_world(const tp_env *e, int cpu, orthros_backend **be)
         if (e->rank > 0 && (rc = orthros_backend_cpu_create(be))) return rc;
     } else {
         setenv("NCCL_NVLS_ENABLE", "0", 1);
+        /* NCCL's buffers at init rather than at the first all-reduce, so that the free memory a session is sized
+         * from already counts them. */
+        setenv("NCCL_RUNTIME_CONNECT", "0", 0);
         if ((rc = orthros_nccl_load())) return needs_nccl(rc, e->world);
         int count = orthros_cuda_device_count(), dev = e->local_rank;
         if (count < 1) return orthros_error(ORTHROS_EDEVICE, "rank %d: no usable CUDA device", e->rank);
@@ -613,9 +616,11 @@ static int launch(char **argv, int world_size)
     free(envp);
     if (status)
         for (int r = 0; r < started; r++) kill(pids[r], SIGTERM);
-    /* Wait. A rank that fails, or a signal to this process, stops the rest (SIGKILL 10 s after SIGTERM); after
-     * rank 0 ends the others get 60 s to finish serving it. */
-    int remaining = started, first_fail = -1, stopping = status != 0, killed = 0;
+    /* Wait. Rank 0 tells the others to exit when it does (its atexit), so after a normal exit of rank 0 they get
+     * a grace period (60 s after success, 10 s after a failure, when one may be stuck in a collective waiting for
+     * it); a rank > 0 that fails, rank 0 killed by a signal, or a signal to this process stops the rest at once
+     * (SIGTERM, then SIGKILL 10 s later). */
+    int remaining = started, first_fail = -1, stopping = status != 0, killed = 0, grace = 10;
     struct timespec t_stop = {0}, now;
     if (stopping) clock_gettime(CLOCK_MONOTONIC, &t_stop);
     while (remaining > 0) {
@@ -625,16 +630,18 @@ static int launch(char **argv, int world_size)
             done[r] = 1;
             remaining--;
             codes[r] = exit_code(st);
-            if ((codes[r] || r == 0) && !stopping) {
-                if (codes[r]) {
-                    first_fail = r;
-                    if (remaining) fprintf(stderr, "orthros: rank %d exited with status %d; stopping the other ranks\n", r, codes[r]);
-                    for (int q = 0; q < started; q++)
-                        if (!done[q]) kill(pids[q], SIGTERM);
-                }
-                stopping = 1;
-                clock_gettime(CLOCK_MONOTONIC, &t_stop);
+            if (stopping || (!codes[r] && r > 0)) continue;
+            if (codes[r] && first_fail < 0) first_fail = r;
+            if (r > 0 || !WIFEXITED(st)) {
+                if (remaining)
+                    fprintf(stderr, "orthros: rank %d exited with status %d; stopping the other ranks\n", r, codes[r]);
+                for (int q = 0; q < started; q++)
+                    if (!done[q]) kill(pids[q], SIGTERM);
+            } else {
+                grace = codes[r] ? 10 : 60;
             }
+            stopping = 1;
+            clock_gettime(CLOCK_MONOTONIC, &t_stop);
         }
         if (launch_signal && !stopping) {
             for (int q = 0; q < started; q++)
@@ -644,7 +651,7 @@ static int launch(char **argv, int world_size)
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
         long waited = stopping ? (long)(now.tv_sec - t_stop.tv_sec) : 0;
-        if (stopping && remaining && !killed && waited >= (first_fail >= 0 || launch_signal ? 10 : 60)) {
+        if (stopping && remaining && !killed && waited >= grace) {
             for (int q = 0; q < started; q++)
                 if (!done[q]) kill(pids[q], SIGKILL);
             killed = 1;
