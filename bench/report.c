@@ -1,118 +1,134 @@
 /* The reproduce-21.9x report: the paper's claim, the measured speedup per length with its interval, where 21.9x is
  * reached (or not), and how fast the Transformer baseline is against the anchors, since a slow baseline inflates
- * every speedup. */
+ * every speedup. Written from result files only. */
 #define _GNU_SOURCE
 #include "report.h"
-#include "results.h"
+#include "result_bench.h"
+#include "util.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItem(o, k); }
-static double num(const cJSON *o, const char *k) { return cJSON_IsNumber(get(o, k)) ? get(o, k)->valuedouble : NAN; }
-static const char *str(const cJSON *o, const char *k) { return cJSON_IsString(get(o, k)) ? get(o, k)->valuestring : ""; }
-
-static const cJSON *find(const cJSON *meas, const char *arch, int ctx)
+static void cell_time(FILE *f, const orthros_bench_cell *c)
 {
-    const cJSON *m;
-    cJSON_ArrayForEach(m, meas) if (!strcmp(str(m, "arch"), arch) && !strcmp(str(m, "phase"), "prefill") &&
-                                    (int)num(m, "ctx") == ctx && (int)num(m, "batch") == 1) return m;
-    return NULL;
-}
-
-static void cell_time(FILE *f, const cJSON *m)
-{
-    if (m && get(m, "stats")) {
-        const cJSON *st = get(m, "stats");
-        fprintf(f, " %.4g [%.4g, %.4g]", num(st, "median"), num(st, "ci95_lo"), num(st, "ci95_hi"));
+    if (c && c->state == ORTHROS_CELL_MEASURED) {
+        fprintf(f, " %.4g [%.4g, %.4g]", c->stats.median, c->stats.ci_lo, c->stats.ci_hi);
         /* Fewer repetitions than asked (--cell-budget): say how many, since the interval then says little. */
-        if (get(m, "reps_reduced")) fprintf(f, " (%d rep%s, no warm-up)", (int)num(st, "n"), num(st, "n") == 1 ? "" : "s");
+        if (c->reps_reduced) fprintf(f, " (%zu rep%s, no warm-up)", c->n_samples, c->n_samples == 1 ? "" : "s");
+        if (c->noisy) fprintf(f, " (noisy: %.1f%%)", c->noise * 100);
         fprintf(f, " |");
-    } else if (m && (get(m, "skipped") || get(m, "error"))) {
-        fprintf(f, " not run: %s |", get(m, "skipped") ? str(m, "skipped") : str(m, "error"));
+    } else if (c) {
+        fprintf(f, " not run: %s |", c->reason ? c->reason : "unknown");
     } else {
         fprintf(f, " not run |");
     }
 }
 
-static void model_section(FILE *f, const cJSON *r, const cJSON *anchors)
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The context at which the series y(ctx) first reaches `level`, interpolated in log length and log y; NAN when
+ * it does not. */
+static double reach(const int *ctx, const double *y, int n, double level)
 {
-    const cJSON *cfg = get(get(r, "run"), "config"), *meas = get(r, "measurements"), *dev = get(get(r, "environment"), "device");
-    fprintf(f, "## %s\n\n", str(cfg, "model"));
-    fprintf(f, "Device: %s (%s backend), commit %s%s, run %s to %s. Ceilings measured in the run: GEMM %.3g TFLOP/s, "
-               "copy %.3g TB/s. Timer: %s.\n\n",
-            str(dev, "name"), str(get(r, "environment"), "backend"), str(get(r, "tool"), "git_commit"),
-            cJSON_IsTrue(get(get(r, "tool"), "dirty")) ? " (dirty)" : "", str(get(r, "run"), "start_time"),
-            str(get(r, "run"), "end_time"), num(get(r, "ceilings"), "gemm_tflops"), num(get(r, "ceilings"), "copy_tbps"),
-            str(cfg, "timer"));
+    for (int j = 0; j < n; j++) {
+        if (!(y[j] >= level)) continue;
+        if (j == 0 || !(y[j - 1] > 0)) return ctx[j];
+        double t = (log(level) - log(y[j - 1])) / (log(y[j]) - log(y[j - 1]));
+        return exp(log(ctx[j - 1]) + t * (log(ctx[j]) - log(ctx[j - 1])));
+    }
+    return NAN;
+}
+
+/* The SDPA anchor of (op, backend, head_dim, ctx), or NULL. */
+static const orthros_anchor_case *anchor(const orthros_anchor_file *a, const char *backend, int hd, int ctx)
+{
+    for (size_t i = 0; a && i < a->n; i++)
+        if (!strcmp(a->cases[i].op, "prefill") && !strcmp(a->cases[i].backend, backend) && a->cases[i].head_dim == hd &&
+            a->cases[i].ctx == ctx && a->cases[i].batch == 1)
+            return &a->cases[i];
+    return NULL;
+}
+
+static void model_section(FILE *f, const orthros_bench_file *r, const orthros_anchor_file *anchors, int head_dim)
+{
+    fprintf(f, "## %s\n\n", r->cfg.model);
+    fprintf(f, "Device: %s (%s backend), commit %s%s. Ceilings measured in the run: GEMM %.3g TFLOP/s, copy %.3g TB/s, "
+               "read %.3g TB/s. Timer: %s.\n\n",
+            r->hdr.device_name, r->hdr.backend, r->hdr.git_commit, r->hdr.dirty ? " (dirty)" : "", r->ceilings.gemm_tflops,
+            r->ceilings.copy_tbps, r->ceilings.read_tbps, r->cfg.timer);
     fprintf(f, "| context | transformer prefill, s [95%% CI] | orthros prefill, s [95%% CI] | speedup [95%% CI] | "
                "transformer TFLOP/s |\n| --- | --- | --- | --- | --- |\n");
-    int ctxs[256], n = 0;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, meas)
-    {
-        int c = (int)num(m, "ctx"), seen = 0;
-        for (int i = 0; i < n; i++) seen |= ctxs[i] == c;
-        if (!seen && n < 256 && !strcmp(str(m, "phase"), "prefill")) ctxs[n++] = c;
+    int ctxs[512], n = 0;
+    double sp[512] = {0}, lo[512] = {0}, hi[512] = {0};
+    for (size_t i = 0; i < r->n_cells && n < 512; i++) {
+        const orthros_bench_cell *c = &r->cells[i];
+        int seen = 0;
+        for (int k = 0; k < n; k++) seen |= ctxs[k] == c->ctx;
+        if (!seen && !strcmp(c->phase, "prefill") && c->batch == 1) ctxs[n++] = c->ctx;
     }
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && ctxs[j - 1] > ctxs[j]; j--) {
-            int t = ctxs[j];
-            ctxs[j] = ctxs[j - 1];
-            ctxs[j - 1] = t;
-        }
+    qsort(ctxs, (size_t)n, sizeof *ctxs, cmp_int);
+    int m = 0, mctx[512] = {0};
     for (int i = 0; i < n; i++) {
-        const cJSON *t = find(meas, "transformer", ctxs[i]), *o = find(meas, "orthros", ctxs[i]), *sp = NULL, *e;
-        cJSON_ArrayForEach(e, get(get(r, "speedups"), "cells")) if (!strcmp(str(e, "arch"), "orthros") &&
-                                                                     !strcmp(str(e, "phase"), "prefill") &&
-                                                                     (int)num(e, "ctx") == ctxs[i] && num(e, "batch") == 1) sp = e;
+        const orthros_bench_cell *t = orthros_bench_file_find(r, "transformer", "prefill", ctxs[i], 1, 0);
+        const orthros_bench_cell *o = orthros_bench_file_find(r, "orthros", "prefill", ctxs[i], 1, 0);
+        const orthros_speedup *s = NULL;
+        for (size_t k = 0; k < r->n_speedups; k++)
+            if (!strcmp(r->speedups[k].arch, "orthros") && !strcmp(r->speedups[k].phase, "prefill") &&
+                r->speedups[k].ctx == ctxs[i] && r->speedups[k].batch == 1)
+                s = &r->speedups[k];
         fprintf(f, "| %d |", ctxs[i]);
         cell_time(f, t);
         cell_time(f, o);
-        if (sp) fprintf(f, " %.2fx [%.2f, %.2f] |", num(sp, "speedup"), num(sp, "ci95_lo"), num(sp, "ci95_hi"));
-        else fprintf(f, " - |");
-        if (t && get(t, "throughput")) fprintf(f, " %.3g |\n", num(get(t, "throughput"), "tflops"));
+        if (s) {
+            fprintf(f, " %.2fx [%.2f, %.2f] |", s->speedup, s->ci_lo, s->ci_hi);
+            mctx[m] = ctxs[i], sp[m] = s->speedup, lo[m] = s->ci_lo, hi[m] = s->ci_hi, m++;
+        } else {
+            fprintf(f, " - |");
+        }
+        if (t && t->state == ORTHROS_CELL_MEASURED) fprintf(f, " %.3g |\n", t->tflops);
         else fprintf(f, " - |\n");
     }
-    const cJSON *s;
-    cJSON_ArrayForEach(s, get(get(r, "speedups"), "summary"))
-    {
-        if (strcmp(str(s, "arch"), "orthros") || strcmp(str(s, "phase"), "prefill") || num(s, "batch") != 1) continue;
-        if (cJSON_IsTrue(get(s, "reached_21_9x")))
-            fprintf(f, "\n**21.9x is reached** at a context of about %.0f tokens (interpolated in log length between the "
-                       "measured points).\n",
-                    num(s, "ctx_at_21_9x"));
+    double at = reach(mctx, sp, m, 21.9), at_early = reach(mctx, hi, m, 21.9), at_late = reach(mctx, lo, m, 21.9);
+    double best = 0;
+    for (int i = 0; i < m; i++) best = sp[i] > best ? sp[i] : best;
+    if (isfinite(at)) {
+        fprintf(f, "\n**21.9x is reached** at a context of about %.0f tokens (interpolated in log length and log speedup "
+                   "between the measured points)",
+                at);
+        if (isfinite(at_early) && isfinite(at_late))
+            fprintf(f, "; from the 95%% intervals, between %.0f and %.0f tokens.\n", at_early, at_late);
+        else if (isfinite(at_early))
+            fprintf(f, "; the interval's upper end reaches it from %.0f tokens, its lower end not in the measured range.\n",
+                    at_early);
         else
-            fprintf(f, "\n**21.9x is not reached** in the measured lengths; the largest measured speedup is %.2fx.\n",
-                    num(s, "max_speedup"));
-        if (cJSON_IsNumber(get(s, "crossover_ctx")))
-            fprintf(f, "Orthros is faster from %.0f tokens on (the shortest measured length with speedup >= 1).\n",
-                    num(s, "crossover_ctx"));
+            fprintf(f, ".\n");
+    } else {
+        fprintf(f, "\n**21.9x is not reached** in the measured lengths; the largest measured speedup is %.2fx%s.\n", best,
+                isfinite(at_early) ? " (the upper end of an interval reaches it)" : "");
     }
+    for (size_t k = 0; k < r->n_summary; k++)
+        if (!strcmp(r->summary[k].arch, "orthros") && !strcmp(r->summary[k].phase, "prefill") && r->summary[k].batch == 1 &&
+            isfinite(r->summary[k].crossover_ctx))
+            fprintf(f, "Orthros is faster from %.0f tokens on (the shortest measured length with speedup >= 1).\n",
+                    r->summary[k].crossover_ctx);
     /* The baseline against the anchors. */
-    const cJSON *t128 = find(meas, "transformer", 131072);
-    if (!strcmp(str(cfg, "model"), "preset:llama3.2-1b") && t128 && get(t128, "stats"))
+    const orthros_bench_cell *t128 = orthros_bench_file_find(r, "transformer", "prefill", 131072, 1, 1);
+    if (!strcmp(r->cfg.model, "preset:llama3.2-1b") && t128)
         fprintf(f, "\nBaseline check: this Transformer prefills 128K tokens of the Llama-3.2-1B shape in %.2f s; Hugging "
-                   "Face transformers with SDPA takes 3.07 s on the same GPU (DESIGN section 6), so our baseline is "
-                   "%.2fx %s than that anchor.\n",
-                num(get(t128, "stats"), "median"), fmax(num(get(t128, "stats"), "median") / 3.07, 3.07 / num(get(t128, "stats"), "median")),
-                num(get(t128, "stats"), "median") > 3.07 ? "slower" : "faster");
-    if (anchors) {
-        fprintf(f, "\nAttention anchors measured on %s (PyTorch %s, causal SDPA, 32 query / 8 kv heads), TFLOP/s:\n\n"
-                   "| head dim | context | flash | cuDNN |\n| --- | --- | --- | --- |\n",
-                str(anchors, "device"), str(anchors, "torch"));
-        const cJSON *a, *b;
-        cJSON_ArrayForEach(a, get(anchors, "cases"))
-        {
-            if (strcmp(str(a, "op"), "prefill") || strcmp(str(a, "backend"), "flash")) continue;
-            double cud = NAN;
-            cJSON_ArrayForEach(b, get(anchors, "cases")) if (!strcmp(str(b, "op"), "prefill") &&
-                                                             !strcmp(str(b, "backend"), "cudnn") &&
-                                                             num(b, "ctx") == num(a, "ctx") &&
-                                                             num(b, "head_dim") == num(a, "head_dim")) cud = num(b, "tflops");
-            fprintf(f, "| %.0f | %.0f | %.0f | %.0f |\n", num(a, "head_dim"), num(a, "ctx"), num(a, "tflops"), cud);
+                   "Face transformers with SDPA takes 3.07 s on the same kind of GPU (DESIGN section 6), so our baseline "
+                   "is %.2fx %s than that anchor.\n",
+                t128->stats.median, fmax(t128->stats.median / 3.07, 3.07 / t128->stats.median),
+                t128->stats.median > 3.07 ? "slower" : "faster");
+    if (anchors && anchors->n) {
+        fprintf(f, "\nAttention anchors of this shape (head dim %d) measured on %s, causal SDPA, one layer's attention "
+                   "op, TFLOP/s:\n\n| context | flash | cuDNN |\n| --- | --- | --- |\n",
+                head_dim, anchors->device_name);
+        for (int i = 0; i < n; i++) {
+            const orthros_anchor_case *fl = anchor(anchors, "flash", head_dim, ctxs[i]), *cu = anchor(anchors, "cudnn", head_dim, ctxs[i]);
+            if (!fl && !cu) continue;
+            fprintf(f, "| %d | %.0f | %.0f |\n", ctxs[i], fl ? fl->tflops : NAN, cu ? cu->tflops : NAN);
         }
     }
     fprintf(f, "\n");
@@ -120,17 +136,17 @@ static void model_section(FILE *f, const cJSON *r, const cJSON *anchors)
 
 int orthros_bench_report(const char *md_path, const char *const *json_paths, int n, const char *anchors_path)
 {
-    cJSON *anchors = NULL;
-    int rc = anchors_path ? orthros_result_load(&anchors, anchors_path) : 0;
+    orthros_anchor_file anchors = {0};
+    int rc = anchors_path ? orthros_anchor_file_read(&anchors, anchors_path) : 0;
     if (rc) return rc;
-    if (anchors_path && !anchors) return orthros_error(ORTHROS_EIO, "%s: no such anchors file", anchors_path);
-    FILE *f = fopen(md_path, "w");
+    char *buf = NULL, now[64];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
     if (!f) {
-        cJSON_Delete(anchors);
-        return orthros_error(ORTHROS_EIO, "%s: cannot open for writing: %s", md_path, strerror(errno));
+        orthros_anchor_file_free(&anchors);
+        return orthros_error(ORTHROS_ENOMEM, "out of memory");
     }
-    char now[64];
-    orthros_result_now(now, sizeof now);
+    orthros_utc_now(now, sizeof now);
     fprintf(f, "# Reproducing the 21.9x prefill speedup\n\n"
                "Claim (Orthros, arXiv 2610.13735): Orthros attention, linear while prefilling and full softmax attention "
                "while decoding, prefills 21.9x faster than a Transformer of the same size. This report is written by "
@@ -138,18 +154,22 @@ int orthros_bench_report(const char *md_path, const char *const *json_paths, int
                "each time the median of the repetitions with a bootstrap 95%% interval; cells that were not run say why. "
                "Dummy weights (speed does not depend on their values); batch 1.\n\n",
             now);
-    for (int i = 0; i < n; i++) {
-        cJSON *r = NULL;
-        if ((rc = orthros_result_load(&r, json_paths[i]))) break;
-        if (!r) {
+    for (int i = 0; i < n && !rc; i++) {
+        orthros_bench_file r;
+        int exists = 0;
+        if ((rc = orthros_bench_file_read(&r, json_paths[i], 1, &exists))) break;
+        if (!exists) {
             fprintf(f, "## %s\n\nNot run.\n\n", json_paths[i]);
             continue;
         }
-        model_section(f, r, anchors);
-        cJSON_Delete(r);
+        orthros_model_config mc;
+        int hd = !strncmp(r.cfg.model, "preset:", 7) && !orthros_preset_config(&mc, r.cfg.model + 7) ? mc.head_dim : 0;
+        model_section(f, &r, anchors_path ? &anchors : NULL, hd);
+        orthros_bench_file_free(&r);
     }
-    int ok = fclose(f) == 0;
-    cJSON_Delete(anchors);
-    if (!rc && !ok) rc = orthros_error(ORTHROS_EIO, "%s: write failed", md_path);
+    int bad = fclose(f) != 0;
+    if (!rc) rc = bad ? orthros_error(ORTHROS_ENOMEM, "out of memory") : orthros_write_file_atomic(md_path, buf, len);
+    free(buf);
+    orthros_anchor_file_free(&anchors);
     return rc;
 }

@@ -10,7 +10,8 @@
 #              activation, 1 to 64K rows: bus bandwidth next to the cost model's 450 GB/s
 #   bench1b    the Llama-3.2-1B shape, transformer and orthros, prefill and decode, 32K-128K, TP=1 and TP=2
 #   bench8b    the same for the Llama-3.1-8B shape
-#   1m         the 8B shape, orthros then transformer, prefill at 1M tokens with TP=2 (one repetition each)
+#   1m         the 8B shape, orthros then transformer, prefill at 1M tokens with TP=2 (one repetition each; the
+#              transformer cell is about 2.6e17 attention FLOPs, some 7 minutes at 300 TFLOP/s a GPU)
 # Usage: ci/gpu-tp.sh OUTDIR [--steps LIST] [--tp N]
 #   --steps LIST  comma-separated steps from the list above (default: all)
 #   --tp N        the tensor-parallel size to compare with TP=1 (default 2)
@@ -163,8 +164,8 @@ if os.path.exists(ar):
     print(f"## All-reduce, [rows][4096] bf16 over {tp} GPUs\n\n| rows | bytes | median us | bus GB/s | of the cost model's 450 GB/s |\n|---|---|---|---|---|")
     for m in json.load(open(ar)).get("measurements", []):
         if "stats" in m:
-            t = m["throughput"]
-            print(f"| {m['ctx']} | {m['cost']['bytes']:.0f} | {1e6 * m['stats']['median']:.1f} | {t['busbw_gbps']:.1f} | {100 * t['frac_model_busbw']:.0f}% |")
+            bus = 2 * (tp - 1) / tp * m["cost"]["bytes"] / m["stats"]["median"] / 1e9
+            print(f"| {m['ctx']} | {m['cost']['bytes']:.0f} | {1e6 * m['stats']['median']:.1f} | {bus:.1f} | {100 * bus / 450:.0f}% |")
     print()
 one = cells(f"{out}/bench-llama3.1-8b-1m-tp{tp}.json")
 if one:

@@ -14,17 +14,9 @@
 
 #include "orthros.h"
 
-#ifdef __CUDACC__
-#define ORTHROS_HD __host__ __device__
-#else
-#define ORTHROS_HD
-#endif
-
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define ORTHROS_TIMER_SLOTS 4
 
 /* The ranks of a tensor-parallel model and how they meet (engine/tp.h). */
 typedef struct orthros_comm orthros_comm;
@@ -53,20 +45,11 @@ typedef struct {
     float eps;
 } orthros_attn_layer;
 
-/* What the backend runs on, for result files. Fields that do not apply stay 0 / empty. */
-typedef struct {
-    char name[128];          /* GPU name, or the CPU model */
-    int sm_count;            /* multiprocessors (cuda) or cores (cpu) */
-    size_t mem_total;        /* bytes of device (or host) memory */
-    int clock_mhz, mem_clock_mhz;
-    int driver_version, runtime_version; /* as cudaDriverGetVersion / cudaRuntimeGetVersion report them */
-    int cc_major, cc_minor;
-    char kernels[96];        /* cuda: the numbered attention kernel versions in use; empty on cpu */
-} orthros_device_info;
-
 struct orthros_backend {
     const char *name;
     orthros_device_info info;
+    unsigned caps;                   /* ORTHROS_CAP_* */
+    int default_chunk;               /* the prefill chunk when none is asked for (orthros_backend_default_chunk) */
     size_t act_size;                 /* bytes of one activation / weight / cache element */
     void *impl;
 
@@ -87,6 +70,8 @@ struct orthros_backend {
     int (*fill)(orthros_backend *be, void *dst, size_t n, float value);
     /* dst[0..bytes) = src[0..bytes), both on the backend (the bench's copy-bandwidth ceiling). */
     int (*copy)(orthros_backend *be, void *dst, const void *src, size_t bytes);
+    /* Reads src[0..bytes) and nothing else of note (the read-bandwidth ceiling); NULL where not implemented. */
+    int (*read)(orthros_backend *be, const void *src, size_t bytes);
     /* host[i] = fp32 src[i]. */
     int (*download_f32)(orthros_backend *be, float *host, const float *src, size_t n);
 
@@ -142,28 +127,14 @@ struct orthros_backend {
 int orthros_backend_cpu_create(orthros_backend **out);
 /* Returns ORTHROS_EUNSUPPORTED when built without CUDA, ORTHROS_EDEVICE when no GPU is usable. */
 int orthros_backend_cuda_create(orthros_backend **out);
-/* 1 when the build has CUDA and a device is present. */
-int orthros_cuda_available(void);
 /* GPUs visible to this process (0 without CUDA), and the one this thread's later CUDA work uses. */
 int orthros_cuda_device_count(void);
 int orthros_cuda_set_device(int device);
-
-/* The devices a model runs on, rank by rank: fills out[0 .. min(max, world)) and returns the world size. */
-int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int max);
 
 /* Shared helpers. */
 float orthros_bf16_to_f32(uint16_t h);
 uint16_t orthros_f32_to_bf16(float f);     /* round to nearest even; NaN stays NaN */
 float orthros_f16_to_f32(uint16_t h);
-/* Counter-based uniform in [0, 1) from (seed, i): splitmix64 of seed ^ golden * (i + 1), top 24 bits. */
-static inline ORTHROS_HD float orthros_uniform(uint64_t seed, uint64_t i)
-{
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (1.0f / 16777216.0f);
-}
 /* inv_freq[head_dim / 2] for a model, llama3 scaling applied as Hugging Face does. */
 void orthros_rope_inv_freq(float *inv_freq, const orthros_model_config *cfg);
 size_t orthros_dtype_size(orthros_dtype t);

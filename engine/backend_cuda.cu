@@ -477,6 +477,11 @@ static int fill_info(orthros_device_info *info, int dev)
         (void)cudaGetLastError();
     ORTHROS_CUDA_CHECK(cudaDriverGetVersion(&info->driver_version));
     ORTHROS_CUDA_CHECK(cudaRuntimeGetVersion(&info->runtime_version));
+    /* The PCI address names the same GPU to NVML, whose numbering can differ from CUDA's. */
+    if (cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        info->pci_bus_id[0] = '\0';
+    }
     return 0;
 }
 
@@ -579,8 +584,11 @@ int orthros_backend_cuda_create(orthros_backend **out)
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
         (void)cudaGetLastError();
-        return orthros_error(ORTHROS_EDEVICE, "no usable CUDA device (%s)",
-                             err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+        /* Without a GPU (or its driver) the runtime says "driver version is insufficient": say what it means. */
+        if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice || count == 0)
+            return orthros_error(ORTHROS_EDEVICE, "no GPU found (the CUDA runtime reports: %s); use --device cpu",
+                                 err != cudaSuccess ? cudaGetErrorString(err) : "no devices");
+        return orthros_error(ORTHROS_EDEVICE, "no usable GPU: %s", cudaGetErrorString(err));
     }
     orthros_backend *be = (orthros_backend *)calloc(1, sizeof *be);
     cuda_impl *c = (cuda_impl *)calloc(1, sizeof *c);
@@ -596,6 +604,8 @@ int orthros_backend_cuda_create(orthros_backend **out)
         return rc;
     }
     be->name = "cuda";
+    be->caps = ORTHROS_CAP_GPU;
+    be->default_chunk = 4096;
     be->act_size = sizeof(bf16);
     be->destroy = cuda_destroy;
     be->alloc = cuda_alloc;

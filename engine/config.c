@@ -185,12 +185,6 @@ void orthros_arch_opts_default(orthros_arch_opts *o)
                              .hybrid_every = -1, .tp = 1};
 }
 
-const char *orthros_attn_kind_name(orthros_attn_kind k)
-{
-    static const char *const names[] = {"full", "linear", "swa", "orthros"};
-    return (unsigned)k < 4 ? names[k] : "?";
-}
-
 const char *orthros_fmap_name(orthros_fmap f)
 {
     static const char *const names[] = {"elu1", "relu", "hedgehog"};
@@ -210,13 +204,6 @@ int orthros_fmap_parse(const char *s, orthros_fmap *out)
 int orthros_arch_feature_size(const orthros_arch *a, int head_dim)
 {
     return a->fmap == ORTHROS_FMAP_HEDGEHOG ? 2 * a->feature_dim : head_dim;
-}
-
-int orthros_arch_uses_cache(const orthros_arch *a, int n_layers)
-{
-    for (int i = 0; i < n_layers; i++)
-        if (a->kind[i] != ORTHROS_ATTN_LINEAR) return 1;
-    return 0;
 }
 
 int orthros_arch_uses_state(const orthros_arch *a, int n_layers)
@@ -245,12 +232,13 @@ static int kind_parse(const char *s, orthros_attn_kind *k, int *window)
     return 0;
 }
 
+const char *const orthros_arch_names[] = {"transformer", "orthros", "linear", "swa", "hybrid", NULL};
+
 static int schedule_named(orthros_arch *arch, const char *name, int n_layers)
 {
-    static const char *const names[] = {"transformer", "orthros", "linear", "swa", "hybrid"};
     int which = -1;
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(name, names[i])) which = i;
+    for (int i = 0; orthros_arch_names[i]; i++)
+        if (!strcmp(name, orthros_arch_names[i])) which = i;
     if (which < 0)
         return orthros_error(ORTHROS_EINVAL, "unknown architecture \"%s\" (transformer, orthros, linear, swa, hybrid)",
                              name);

@@ -33,6 +33,9 @@ struct orthros_model {
     void *lm_head;     /* [V][D]; == embed when tied; replicated */
     layer_weights *layers;
     size_t weight_bytes;
+    int has_fmap_weights;      /* hedgehog feature-map weights are held (the schedule at load needed them) */
+    orthros_arch_opts opts;    /* the options the schedule was resolved from (arch name excepted) */
+    char *orthros_json;        /* config.json's `orthros` object, or NULL */
     /* Tensor parallel: this shard is rank `rank` of `world`; it holds query heads [q0, q0 + hq), kv heads
      * [kv0, kv0 + hkv) and MLP columns [f0, f0 + ffn). With world 1 these are the whole model. */
     int world, rank, hq, hkv, q0, kv0, f0, ffn;
@@ -68,10 +71,11 @@ int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int 
     }
     return m->world;
 }
+size_t orthros_model_act_size(const orthros_model *m) { return m->be->act_size; }
 
-static int arch_needs_hedgehog(const orthros_model *m)
+static int arch_needs_hedgehog(const orthros_arch *a, int n_layers)
 {
-    return m->arch.fmap == ORTHROS_FMAP_HEDGEHOG && orthros_arch_uses_state(&m->arch, m->cfg.n_layers);
+    return a->fmap == ORTHROS_FMAP_HEDGEHOG && orthros_arch_uses_state(a, n_layers);
 }
 
 /* The part of a whole weight tensor that a rank holds: `runs` runs of `len` elements, run i read from element
@@ -134,7 +138,7 @@ static int weight_slots(orthros_model *m, weight_slot *slots, int max)
         SLOT(L->w_down, D * ffn, 1.0f / sqrtf((float)F), part_cols(f0, ffn, D, F));
         SLOT(L->attn_norm, D, 0.0f, part_all(D));
         SLOT(L->mlp_norm, D, 0.0f, part_all(D));
-        if (arch_needs_hedgehog(m)) {
+        if (m->has_fmap_weights) {
             SLOT(L->fmap_q, hq * d * half, 1.0f / sqrtf((float)d), part_rows(q0, hq, d * half, 0));
             SLOT(L->fmap_k, hkv * d * half, 1.0f / sqrtf((float)d), part_rows(kv0, hkv, d * half, 0));
         }
@@ -187,7 +191,43 @@ void orthros_model_free(orthros_model *m)
         free(m->layers);
     }
     if (m->owns_be) orthros_backend_free(m->be);
+    free(m->orthros_json);
     free(m);
+}
+
+static int set_arch_shard(orthros_model *m, const char *arch)
+{
+    orthros_arch_opts o = m->opts;
+    orthros_arch a;
+    o.arch = arch;
+    int rc = orthros_arch_resolve(&a, &m->cfg, &o, m->orthros_json);
+    if (rc) return rc;
+    if (arch_needs_hedgehog(&a, m->cfg.n_layers) && !m->has_fmap_weights)
+        return orthros_error(ORTHROS_EUNSUPPORTED,
+                             "architecture %s needs the hedgehog feature-map weights, which were not loaded: load the "
+                             "model under it", a.name);
+    m->arch = a;
+    return 0;
+}
+
+int orthros_model_set_arch(orthros_model *m, const char *arch)
+{
+    /* Every rank takes the schedule: the in-process ranks here, the other processes through rank 0. */
+    int rc = 0;
+    if (m->remote) {
+        size_t la = arch ? strlen(arch) + 1 : 1;
+        orthros_tp_cmd cmd = {.op = ORTHROS_TP_SET_ARCH, .id = m->id, .payload_bytes = la};
+        if ((rc = orthros_tp_send(&cmd, arch ? arch : ""))) return rc;
+    }
+    for (int r = 0; !rc && r < (m->ranks ? m->world : 1); r++) rc = set_arch_shard(m->ranks ? m->ranks[r] : m, arch);
+    if (m->remote) {
+        char mine[1024];
+        snprintf(mine, sizeof mine, "%s", orthros_last_error());
+        int rc_others = orthros_tp_gather_status();
+        if (rc) orthros_error(rc, "%s", mine);
+        else rc = rc_others;
+    }
+    return rc;
 }
 
 /* Loads this rank's part of one checkpoint tensor into dst, after checking the whole tensor's shape. */
@@ -261,7 +301,7 @@ static int load_checkpoint(orthros_model *m, const orthros_st *st)
         if ((rc = load_tensor(m, st, name, L->attn_norm, 1, (int64_t[]){D}, part_all(sD)))) return rc;
         snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
         if ((rc = load_tensor(m, st, name, L->mlp_norm, 1, (int64_t[]){D}, part_all(sD)))) return rc;
-        if (arch_needs_hedgehog(m)) {
+        if (m->has_fmap_weights) {
             snprintf(name, sizeof name, "model.layers.%d.self_attn.feature_map_q.weight", l);
             if (!orthros_st_find(st, name))
                 return orthros_error(ORTHROS_EFORMAT,
@@ -343,6 +383,9 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     }
     if ((rc = shard_geometry(m, rank, world))) goto fail;
     if ((rc = orthros_arch_resolve(&m->arch, &m->cfg, opts, orthros_json))) goto fail;
+    m->opts = *opts;
+    m->opts.arch = NULL;
+    m->has_fmap_weights = arch_needs_hedgehog(&m->arch, m->cfg.n_layers);
     if (m->arch.fmap != ORTHROS_FMAP_HEDGEHOG && orthros_arch_feature_size(&m->arch, m->cfg.head_dim) > 2048) {
         rc = orthros_error(ORTHROS_EINVAL, "feature size too large");
         goto fail;
@@ -385,7 +428,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     if (m->cfg.tie_embeddings) m->lm_head = m->embed;
     if ((rc = be->sync(be))) goto fail;
     free(slots);
-    free(orthros_json);
+    m->orthros_json = orthros_json;
     orthros_st_close(&st);
     *out = m;
     return 0;
@@ -434,7 +477,7 @@ fail:
 static int load_as_process(orthros_model **out, orthros_backend *be, const char *spec, const orthros_arch_opts *opts,
                            uint64_t seed, orthros_comm *world)
 {
-    if (!strcmp(be->name, "cpu") != !!world->tcp)
+    if (!!(orthros_backend_caps(be) & ORTHROS_CAP_GPU) == !!world->tcp)
         return orthros_error(ORTHROS_EINVAL,
                              "this process is rank %d of %d launched ranks (WORLD_SIZE): its shard runs on the %s "
                              "backend, not on %s",
@@ -495,7 +538,7 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
     orthros_comm *pw = orthros_tp_world();
     if (pw) return load_as_process(out, be, spec, opts, seed, pw);
     if (world == 1) return load_shard(out, be, spec, opts, seed, 0, 1);
-    if (strcmp(be->name, "cpu"))
+    if (orthros_backend_caps(be) & ORTHROS_CAP_GPU)
         return orthros_error(ORTHROS_EINVAL,
                              "--tp %d on the %s backend runs one process per GPU: start it with the orthros command "
                              "(which starts them), torchrun or mpirun, not through the library alone",
@@ -682,9 +725,9 @@ int orthros_session_init(orthros_session **out, orthros_model *m, int batch, int
     size_t free_b = 0, total_b = 0;
     be->mem_info(be, &free_b, &total_b);
     if (chunk <= 0) {
-        /* The largest power-of-two chunk up to 4096 (cuda) or 256 (cpu) whose session fits in 90% of free
-         * memory: bigger chunks only help the GEMMs, and their activations grow linearly. */
-        chunk = strcmp(be->name, "cpu") ? 4096 : 256;
+        /* The largest power-of-two chunk up to the backend's default (4096 on cuda, 256 on cpu) whose session
+         * fits in 90% of free memory: bigger chunks only help the GEMMs, and their activations grow linearly. */
+        chunk = be->default_chunk;
         if (chunk > max_ctx) chunk = max_ctx;
         while (chunk > 64 && orthros_session_bytes(m, batch, max_ctx, chunk) > free_b / 10 * 9) chunk /= 2;
     }
@@ -730,7 +773,6 @@ int orthros_session_init(orthros_session **out, orthros_model *m, int batch, int
 }
 
 int orthros_session_chunk(const orthros_session *s) { return s->chunk; }
-int orthros_session_pos(const orthros_session *s, int seq) { return seq >= 0 && seq < s->B ? s->pos[seq] : -1; }
 
 int orthros_session_rewind(orthros_session *s, int pos)
 {

@@ -15,6 +15,12 @@
 extern "C" {
 #endif
 
+#ifdef __CUDACC__
+#define ORTHROS_HD __host__ __device__
+#else
+#define ORTHROS_HD
+#endif
+
 #define ORTHROS_VERSION "0.1.0"
 #define ORTHROS_MAX_LAYERS 512
 #define ORTHROS_MAX_HEAD_DIM 256
@@ -97,21 +103,78 @@ typedef struct {
 } orthros_arch_opts;
 
 void orthros_arch_opts_default(orthros_arch_opts *o);
-const char *orthros_attn_kind_name(orthros_attn_kind k);
+/* The named schedules ("transformer", "orthros", "linear", "swa", "hybrid"), NULL-terminated. */
+extern const char *const orthros_arch_names[];
 const char *orthros_fmap_name(orthros_fmap f);
 int orthros_fmap_parse(const char *s, orthros_fmap *out);
 /* Feature dimension F of phi for this schedule and head dim. */
 int orthros_arch_feature_size(const orthros_arch *a, int head_dim);
-/* True when some layer of the schedule uses the KV cache / the linear state. */
-int orthros_arch_uses_cache(const orthros_arch *a, int n_layers);
+/* True when some layer of the schedule uses the linear state. */
 int orthros_arch_uses_state(const orthros_arch *a, int n_layers);
 
 typedef struct orthros_backend orthros_backend;
+
+/* 1 when the build has CUDA and a GPU is present. */
+int orthros_cuda_available(void);
+/* Counter-based uniform in [0, 1) from (seed, i): splitmix64 of seed ^ golden * (i + 1), top 24 bits. */
+static inline ORTHROS_HD float orthros_uniform(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
 
 /* Backends. "auto" picks cuda when a GPU is present and the build has CUDA, else cpu. */
 int orthros_backend_create(orthros_backend **out, const char *device);
 void orthros_backend_free(orthros_backend *be);
 const char *orthros_backend_name(const orthros_backend *be);
+
+/* What a backend runs on, for result files. Fields that do not apply stay 0 / empty. */
+typedef struct {
+    char name[128];          /* GPU name, or the CPU model */
+    int sm_count;            /* multiprocessors (cuda) or cores (cpu) */
+    size_t mem_total;        /* bytes of device (or host) memory */
+    int clock_mhz, mem_clock_mhz;
+    int driver_version, runtime_version; /* as cudaDriverGetVersion / cudaRuntimeGetVersion report them */
+    int cc_major, cc_minor;
+    char kernels[96];        /* cuda: the numbered attention kernel versions in use; empty on cpu */
+    char pci_bus_id[32];     /* cuda: the GPU's PCI address (as NVML and nvidia-smi name it); empty on cpu */
+} orthros_device_info;
+
+void orthros_backend_device_info(const orthros_backend *be, orthros_device_info *out);
+/* Capabilities, instead of checks of the backend's name. */
+#define ORTHROS_CAP_GPU 1u   /* a GPU: its own memory, work queued on a stream (sync before a host clock) */
+unsigned orthros_backend_caps(const orthros_backend *be);
+/* The prefill chunk a session takes when none is asked for and memory allows (4096 on cuda, 256 on cpu). */
+int orthros_backend_default_chunk(const orthros_backend *be);
+/* Free and total bytes of the memory the backend allocates from (device memory on cuda). */
+int orthros_backend_mem_info(orthros_backend *be, size_t *free_bytes, size_t *total_bytes);
+/* Waits until the backend's queued work is done. */
+int orthros_backend_sync(orthros_backend *be);
+/* OpenMP threads the cpu backend (and the host side of every backend) uses. */
+int orthros_cpu_threads(void);
+
+/* Timing of queued work: orthros_timer_mark records the point the backend's work has reached in slot
+ * (0 .. ORTHROS_TIMER_SLOTS - 1); orthros_timer_seconds waits for mark `to` and gives the seconds from mark
+ * `from` to it (CUDA events on cuda; a monotonic clock read when the work is done, on cpu). */
+#define ORTHROS_TIMER_SLOTS 4
+int orthros_timer_mark(orthros_backend *be, int slot);
+int orthros_timer_seconds(orthros_backend *be, int from, int to, double *seconds);
+
+/* The ceilings a run's measurements are judged against, measured on the backend itself: a square GEMM in the
+ * act dtype (bf16 on cuda, n = 8192; fp32 on cpu, n = 512), a device-to-device copy (bytes read + written over
+ * time) and a read-only pass (bytes read over time). Each the median of 10 timed runs after warm-up; NAN where a
+ * measurement could not be made (not enough memory). */
+typedef struct {
+    double gemm_tflops;
+    int gemm_n;
+    double copy_tbps, copy_bytes;
+    double read_tbps, read_bytes;
+} orthros_ceilings;
+
+int orthros_measure_ceilings(orthros_backend *be, orthros_ceilings *out);
 
 typedef struct orthros_model orthros_model;
 
@@ -123,13 +186,21 @@ typedef struct orthros_model orthros_model;
 int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spec,
                        const orthros_arch_opts *opts, uint64_t seed);
 void orthros_model_free(orthros_model *m);
+/* Runs the same weights under another named schedule (transformer, orthros, ...), resolved with the options the
+ * model was loaded with. Sessions made before keep the old layout: free them first. Fails with
+ * ORTHROS_EUNSUPPORTED when the schedule needs weights that were not loaded (hedgehog feature maps). */
+int orthros_model_set_arch(orthros_model *m, const char *arch);
 const orthros_model_config *orthros_model_get_config(const orthros_model *m);
 const orthros_arch *orthros_model_get_arch(const orthros_model *m);
 orthros_backend *orthros_model_get_backend(orthros_model *m);
 /* Bytes of weights held on this process's backends (every in-process rank's, on cpu). */
 size_t orthros_model_weight_bytes(const orthros_model *m);
+/* Bytes of one activation, weight or KV-cache element on the model's backend (2 for bf16 on cuda, 4 on cpu). */
+size_t orthros_model_act_size(const orthros_model *m);
 /* The tensor-parallel world size of the model (1 when it is not sharded). */
 int orthros_model_tp(const orthros_model *m);
+/* The devices a model runs on, rank by rank: fills out[0 .. min(max, world)) and returns the world size. */
+int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int max);
 
 /* Parses config.json text (exposed for tests). */
 int orthros_config_parse(orthros_model_config *cfg, const char *json_text);
@@ -150,7 +221,6 @@ size_t orthros_session_bytes(const orthros_model *m, int batch, int max_ctx, int
 int orthros_session_chunk(const orthros_session *s);
 /* Forgets every sequence's tokens (positions back to 0, linear state zeroed). */
 int orthros_session_reset(orthros_session *s);
-int orthros_session_pos(const orthros_session *s, int seq);
 /* Moves every sequence's position back to pos (<= its current one), for timing decode at a fixed cache depth.
  * KV entries past pos are overwritten by later tokens; a linear state is NOT rewound, so only timing, not
  * output, is meaningful after a rewind. */

@@ -77,6 +77,7 @@ enum {
     ORTHROS_TP_PREFILL,      /* id: session; a: seq, n; payload: tokens[n] */
     ORTHROS_TP_DECODE,       /* id: session; a: batch; payload: tokens[batch] */
     ORTHROS_TP_ALLREDUCE,    /* id: model; a: rows, iters */
+    ORTHROS_TP_SET_ARCH,     /* id: model; payload: the schedule's name ("" for the checkpoint's) */
     ORTHROS_TP_EXIT,
 };
 
@@ -91,7 +92,7 @@ typedef struct {
 
 /* Rank 0: sends cmd (and payload_bytes of payload) to every other rank. */
 int orthros_tp_send(orthros_tp_cmd *cmd, const void *payload);
-/* Rank 0: after a command the others answer (load, session init), waits for every answer; the first failure
+/* Rank 0: after a command the others answer (load, set arch, session init), waits for every answer; the first failure
  * becomes this call's error, named by its rank. */
 int orthros_tp_gather_status(void);
 

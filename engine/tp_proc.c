@@ -474,6 +474,12 @@ static int serve_one(orthros_backend *be, const orthros_tp_cmd *cmd, const char 
             o->obj = NULL;
         }
         return 0;
+    case ORTHROS_TP_SET_ARCH:
+        if (!payload || !memchr(payload, '\0', (size_t)cmd->payload_bytes))
+            return orthros_error(ORTHROS_EFORMAT, "a malformed set-arch command from rank 0");
+        if (!(o = object_find(models, cmd->id))) rc = orthros_error(ORTHROS_EINVAL, "no model %d on this rank", cmd->id);
+        else rc = orthros_model_set_arch(o->obj, *payload ? payload : NULL);
+        return reply(rc);
     case ORTHROS_TP_ALLREDUCE: {
         double t;
         if (!(o = object_find(models, cmd->id))) return orthros_error(ORTHROS_EINVAL, "no model %d on this rank", cmd->id);

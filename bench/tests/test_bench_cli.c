@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -32,6 +33,94 @@ static void validate(const cJSON *root, const char *what)
     char err[512];
     int rc = orthros_schema_validate(schema, root, err, sizeof err);
     CHECK(rc == 0, "%s does not match the schema: %s", what, err);
+}
+
+/* A file's bytes, for checking that a refused run left it as it was. */
+static char *bytes_of(const char *path, size_t *len) { return tu_slurp(path, len); }
+
+static int same_bytes(const char *path, const char *old, size_t old_len)
+{
+    size_t len = 0;
+    char *now = bytes_of(path, &len);
+    int same = now && len == old_len && !memcmp(now, old, len);
+    free(now);
+    return same;
+}
+
+/* Results are never lost and never mixed: nothing replaces an existing file before a cell is measured; a resume
+ * with another configuration, or of a file that does not match the schema, is refused and rewrites nothing;
+ * --json - writes the file to stdout; out-of-range values and NaN are usage errors. */
+static void file_safety(const char *json, const char *log)
+{
+    char *base[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx",
+                    "64", "--phase", "prefill", "--reps", "2", "--max-reps", "2", "--json", (char *)json, NULL};
+    unlink(json);
+    CHECK(tu_run(base, log) == 0, "the base run failed (see %s)", log);
+    size_t len = 0;
+    char *orig = bytes_of(json, &len);
+    CHECK(orig != NULL, "no result file");
+    if (!orig) return;
+    /* A model that does not exist: the run fails, the file stays. */
+    char *a1[] = {(char *)bin, "bench", "--model", "/nonexistent", "--device", "cpu", "--json", (char *)json, NULL};
+    CHECK(tu_run(a1, log) == 1 && same_bytes(json, orig, len), "a failed run replaced the existing result file");
+    /* Resume with another seed / tail / chunk / noise target: refused, naming the field; the file stays. */
+    const char *other[][2] = {{"--seed", "5"}, {"--tail", "2"}, {"--chunk", "32"}, {"--max-noise", "7"}, {"--window", "16"}};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        char *a[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx",
+                     "64,128", "--phase", "prefill", "--reps", "2", "--max-reps", "2", "--json", (char *)json, "--resume",
+                     (char *)other[i][0], (char *)other[i][1], NULL};
+        int rc = tu_run(a, log);
+        char *l = tu_slurp(log, NULL);
+        CHECK(rc == 1 && l && strstr(l, "cannot resume") && strstr(l, other[i][0]) && same_bytes(json, orig, len),
+              "resume with %s %s: status %d, log: %s", other[i][0], other[i][1], rc, l ? l : "");
+        free(l);
+    }
+    /* A file with a malformed cell: refused by its path, not rewritten. */
+    cJSON *r = tu_load_json(json);
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "measurements"), 0), "stats", cJSON_CreateNull());
+    char *t = cJSON_Print(r);
+    tu_write_text(json, t);
+    free(t);
+    cJSON_Delete(r);
+    size_t blen = 0;
+    char *broken = bytes_of(json, &blen);
+    char *a2[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx", "64",
+                  "--phase", "prefill", "--reps", "2", "--json", (char *)json, "--resume", NULL};
+    char *l = NULL;
+    CHECK(tu_run(a2, log) == 1 && (l = tu_slurp(log, NULL)) && strstr(l, "measurements[0].stats: not an object") &&
+              same_bytes(json, broken, blen),
+          "resuming a malformed file: %s", l ? l : "");
+    free(l);
+    free(broken);
+    /* --json -: the result file on stdout, the table on stderr, no file named "-". */
+    char *a3[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx", "64",
+                  "--phase", "prefill", "--reps", "2", "--max-reps", "2", "--json", "-", "--quiet", "--table-out", "/dev/null", NULL};
+    CHECK(tu_run(a3, log) == 0, "--json - failed");
+    cJSON *j = tu_load_json(log);
+    CHECK(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "measurements")) == 1, "--json - did not print a result file");
+    cJSON_Delete(j);
+    struct stat sb;
+    CHECK(stat("-", &sb) != 0, "--json - made a file named -");
+    /* Out of range and not-a-number values are usage errors (exit 2). */
+    const char *bad[][2] = {{"--timeout", "nan"}, {"--max-noise", "inf"}, {"--cell-budget", "-1"}, {"--eps", "nan"},
+                            {"--window", "-1"}, {"--tail", "-1"},        {"--hybrid-every", "-1"}, {"--feature-dim", "-1"},
+                            {"--decode-tokens", "2147483647"}, {"--reps", "0"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *a[] = {(char *)bin, "bench", "--device", "cpu", (char *)bad[i][0], (char *)bad[i][1], "--json", (char *)json, NULL};
+        int rc = tu_run(a, log);
+        CHECK(rc == 2, "%s %s: status %d, want 2", bad[i][0], bad[i][1], rc);
+    }
+    /* A folder as --json: a clear message, not "out of memory". */
+    char folder[4200];
+    snprintf(folder, sizeof folder, "%s.d", json);
+    mkdir(folder, 0777);
+    char *a4[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx", "64",
+                  "--phase", "prefill", "--reps", "2", "--max-reps", "2", "--json", folder, NULL};
+    CHECK(tu_run(a4, log) == 1 && (l = tu_slurp(log, NULL)) && (strstr(l, "not a regular file") || strstr(l, "is a folder")),
+          "a folder as --json: %s", l ? l : "");
+    free(l);
+    rmdir(folder);
+    free(orig);
 }
 
 int main(int argc, char **argv)
@@ -199,8 +288,9 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = tu_run(bad[i], log);
-        CHECK(rc != 0 && rc < 128, "invalid bench arguments %zu accepted (status %d)", i, rc);
+        CHECK(rc == 2, "invalid bench arguments %zu: status %d, want 2 (a usage error)", i, rc);
     }
+    file_safety(json, log);
 
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -16,9 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The figures of issue 6, as orthros plot names them. */
-#define N_FIGURES 6
-static const char *const figures[N_FIGURES] = {"prefill_latency", "speedup", "decode_latency", "throughput", "niah", "mqar"};
+/* The figures, as orthros plot names them. */
+#define N_FIGURES 7
+static const char *const figures[N_FIGURES] = {"prefill_latency", "speedup",   "decode_latency", "throughput",
+                                               "attention_op",    "niah",      "mqar"};
 
 static const char *bin, *scripts;
 static char dir[4096];
@@ -54,6 +55,8 @@ static cJSON *header(const char *kind)
     cJSON_AddNumberToObject(run, "seed", 1);
     cJSON *cfg = cJSON_AddObjectToObject(run, "config");
     cJSON_AddStringToObject(cfg, "model", "preset:tiny");
+    cJSON_AddStringToObject(cfg, "task", "niah");
+    cJSON_AddNumberToObject(cfg, "samples", 20);
     cJSON *env = cJSON_AddObjectToObject(r, "environment");
     cJSON_AddStringToObject(env, "backend", "cpu");
     cJSON *dev = cJSON_AddObjectToObject(env, "device");
@@ -68,10 +71,13 @@ static void add_eval_cell(cJSON *cells, const char *task, const char *arch, int 
     double lo = 0, hi = 1;
     orthros_stats_wilson(&lo, &hi, k, n, ORTHROS_STATS_Z95);
     cJSON_AddStringToObject(c, "task", task);
+    cJSON_AddStringToObject(c, "variant", strcmp(task, "niah") ? "mqar" : "single");
     cJSON_AddStringToObject(c, "arch", arch);
     cJSON_AddNumberToObject(c, "ctx", ctx);
     cJSON_AddNumberToObject(c, key, value);
+    cJSON_AddNumberToObject(c, "samples", n);
     cJSON_AddNumberToObject(c, "n", n);
+    cJSON_AddNumberToObject(c, "correct", k);
     cJSON_AddNumberToObject(c, "accuracy", (double)k / n);
     cJSON_AddNumberToObject(c, "ci95_lo", lo);
     cJSON_AddNumberToObject(c, "ci95_hi", hi);
@@ -131,7 +137,9 @@ static void check_image(const char *fig, const char *fmt, int want)
         return;
     }
     CHECK(s && len > 100, "%s is missing or tiny", path);
-    if (s && !strcmp(fmt, "png")) {
+    if (s && !strcmp(fmt, "pdf")) {
+        CHECK(len > 5 && !memcmp(s, "%PDF-", 5), "%s does not start with %%PDF-", path);
+    } else if (s && !strcmp(fmt, "png")) {
         static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
         CHECK(len > 8 && !memcmp(s, sig, 8), "%s does not start with the PNG signature", path);
     } else if (s) {
@@ -141,6 +149,60 @@ static void check_image(const char *fig, const char *fmt, int want)
         CHECK(strstr(s, "<svg") && strstr(s, "</svg>"), "%s lacks an <svg> element or its end", path);
     }
     free(s);
+}
+
+/* Strings from result files and the output folder's name never run as commands: a device name, a model, an arch
+ * and an output folder carrying backticks and $(...) that would create a file if gnuplot or a shell evaluated
+ * them. Malformed cells are refused with the path of the field, and nothing is drawn. */
+static void hostile_inputs(const char *bench, const char *eval)
+{
+    char pwned[4400], path[4400], out[4300], log[4300];
+    snprintf(log, sizeof log, "%s/hostile.log", dir);
+    /* Short enough for an arch name; a command it ran would create PWNED in gnuplot's or the shell's folder. */
+    const char *evil = "x`touch PWNED`$(touch PWNED)\" #";
+    cJSON *b = tu_load_json(bench), *e = tu_load_json(eval);
+    CHECK(b && e, "cannot reload the inputs");
+    if (!b || !e) return;
+    cJSON *dev = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "environment"), "device");
+    cJSON_ReplaceItemInObject(dev, "name", cJSON_CreateString(evil));
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "run"), "config"), "model", cJSON_CreateString(evil));
+    cJSON *m0 = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "measurements"), 0);
+    cJSON_ReplaceItemInObject(m0, "arch", cJSON_CreateString(evil));
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "cells"), 0), "arch", cJSON_CreateString(evil));
+    char hb[4300], he[4300];
+    snprintf(hb, sizeof hb, "%s/hostile-bench.json", dir);
+    snprintf(he, sizeof he, "%s/hostile-eval.json", dir);
+    write_json(hb, b);
+    write_json(he, e);
+    snprintf(out, sizeof out, "%s/out`touch PWNED`$(touch PWNED)", dir);
+    char *a[] = {(char *)bin, "plot", hb, he, "--out", out, "--scripts", (char *)scripts, NULL};
+    int rc = tu_run(a, log);
+    struct stat sb;
+    CHECK(rc == 0, "plot of hostile strings exited %d (log %s)", rc, log);
+    snprintf(pwned, sizeof pwned, "%s/PWNED", out);
+    CHECK(stat(pwned, &sb) != 0 && stat("PWNED", &sb) != 0, "a string from a result file or --out was run as a command");
+    snprintf(pwned, sizeof pwned, "%s/PWNED", dir);
+    CHECK(stat(pwned, &sb) != 0, "a string from a result file or --out was run as a command");
+    snprintf(path, sizeof path, "%s/speedup.png", out);
+    CHECK(stat(path, &sb) == 0, "%s is missing", path);
+
+    /* A NIAH cell with an empty arch, a measurement without arch, a negative sample: refused, naming the field. */
+    e = tu_load_json(eval);
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "cells"), 0), "arch", cJSON_CreateString(""));
+    write_json(he, e);
+    char *a2[] = {(char *)bin, "plot", he, "--out", out, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(a2, log) == 1 && log_has(log, "cells[0].arch: empty"), "an empty arch is not refused by its path");
+    b = tu_load_json(bench);
+    cJSON_DeleteItemFromObject(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "measurements"), 1), "arch");
+    write_json(hb, b);
+    char *a3[] = {(char *)bin, "plot", hb, "--out", out, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(a3, log) == 1 && log_has(log, "measurements[1].arch: missing"), "a missing arch is not refused by its path");
+    b = tu_load_json(bench);
+    cJSON *s0 = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "measurements"), 2), "samples");
+    cJSON_ReplaceItemInArray(s0, 0, cJSON_CreateNumber(-1));
+    write_json(hb, b);
+    CHECK(tu_run(a3, log) == 1 && log_has(log, "measurements[2].samples: item 0 is not a positive finite number"),
+          "a negative sample is not refused");
 }
 
 int main(int argc, char **argv)
@@ -177,8 +239,9 @@ int main(int argc, char **argv)
     write_eval(niah_only, 1, 0);
     write_anchors(anchors);
 
-    /* Every figure, PNG then SVG. */
-    char *p1[] = {(char *)bin, "plot", bench, eval, anchors, "--out", out_png, "--scripts", (char *)scripts, NULL};
+    /* Every figure, PNG then SVG (and PDF beside the PNG). */
+    char *p1[] = {(char *)bin, "plot", bench, eval, anchors, "--out", out_png, "--format", "png,pdf", "--scripts",
+                  (char *)scripts, NULL};
     rc = tu_run(p1, log);
     CHECK(rc == 0, "plot --format png exited %d (log %s)", rc, log);
     char *p2[] = {(char *)bin, "plot", bench, eval, anchors, "--out", out_svg, "--format", "svg", "--scripts", (char *)scripts, NULL};
@@ -187,15 +250,21 @@ int main(int argc, char **argv)
     for (int f = 0; f < N_FIGURES; f++) {
         check_image(figures[f], "png", 1);
         check_image(figures[f], "svg", 1);
+        char pdf[4300];
+        snprintf(pdf, sizeof pdf, "%s/%s.pdf", out_png, figures[f]);
+        struct stat pb;
+        CHECK(stat(pdf, &pb) == 0 && pb.st_size > 100, "%s is missing", pdf);
         char dat[4300];
         struct stat sb;
         snprintf(dat, sizeof dat, "%s/%s.dat", out_png, figures[f]);
         CHECK(stat(dat, &sb) == 0 && sb.st_size > 0, "%s is missing", dat);
     }
-    /* The anchors reach the prefill figure's data, the hole in the NIAH grid is NaN. */
+    /* The anchors reach the attention-op figure's data (not the model's prefill), the hole in the NIAH grid is NaN. */
     char path[4300];
+    snprintf(path, sizeof path, "%s/attention_op.dat", out_png);
+    CHECK(log_has(path, "SDPA flash, head dim 64"), "the anchor series is not in %s", path);
     snprintf(path, sizeof path, "%s/prefill_latency.dat", out_png);
-    CHECK(log_has(path, "SDPA flash attention op, d=64 (anchors)"), "the anchor series is not in %s", path);
+    CHECK(!log_has(path, "SDPA"), "the anchors are drawn with the model's prefill in %s", path);
     snprintf(path, sizeof path, "%s/niah.dat", out_png);
     CHECK(log_has(path, "NaN"), "the missing NIAH cell is not NaN in %s", path);
 
@@ -221,7 +290,8 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/other.json", dir);
     tu_write_text(path, "{\"hello\": 1}");
     char *p6[] = {(char *)bin, "plot", path, "--out", out3, "--scripts", (char *)scripts, NULL};
-    CHECK(tu_run(p6, log) == 1 && log_has(log, "not a result file"), "a file of unknown kind is refused");
+    CHECK(tu_run(p6, log) == 1 && log_has(log, "not an orthros result file"), "a file of unknown kind is refused");
+    hostile_inputs(bench, eval);
     char *p7[] = {(char *)bin, "plot", "--out", out3, NULL};
     CHECK(tu_run(p7, log) == 2, "no inputs is a usage error");
     if (argc > 3) fprintf(stderr, "files kept in %s\n", dir);

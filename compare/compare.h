@@ -6,6 +6,8 @@
 #ifndef ORTHROS_COMPARE_H
 #define ORTHROS_COMPARE_H
 
+#include "result_bench.h"
+
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +47,7 @@ typedef struct {
     size_t n_cells;
     const char *kind;  /* "bench" or "kernels" */
     int mismatch;      /* some cell is measured on one side (or in some of a side's files) only */
+    int max_rounds_base, max_rounds_new; /* most rounds of any one cell per side (1: no interleaving) */
     size_t count[5];   /* cells per verdict, indexed by orthros_verdict */
 } orthros_compare_result;
 
@@ -54,12 +57,15 @@ void orthros_compare_opts_default(orthros_compare_opts *o);
  * files that are not bench or kernel result files (an eval file included), and with ORTHROS_EINVAL when the
  * files are of different kinds or their run configurations (model, decode_tokens, device, schedule options)
  * disagree. On success *out owns its cells: free with orthros_compare_result_free. */
-int orthros_compare_run(orthros_compare_result *out, const cJSON *const *base, const char *const *base_names,
-                        size_t n_base, const cJSON *const *cmp, const char *const *cmp_names, size_t n_cmp,
-                        const orthros_compare_opts *o);
+int orthros_compare_run(orthros_compare_result *out, const orthros_bench_file *const *base,
+                        const char *const *base_names, size_t n_base, const orthros_bench_file *const *cmp,
+                        const char *const *cmp_names, size_t n_cmp, const orthros_compare_opts *o);
 void orthros_compare_result_free(orthros_compare_result *r);
 
-/* 1 when some cell is SLOW; else 2 when the cells do not match or no cell is SAME or FAST; else 0. */
+/* 1 when more than half of the judged cells are AMBIGUOUS. */
+int orthros_compare_mostly_ambiguous(const orthros_compare_result *r);
+/* 1 when some cell is SLOW; else 2 when the cells do not match, most are AMBIGUOUS, or none is SAME or FAST;
+ * else 0. */
 int orthros_compare_exit_code(const orthros_compare_result *r);
 const char *orthros_verdict_name(orthros_verdict v);
 

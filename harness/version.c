@@ -1,5 +1,5 @@
 /* Build facts baked in by CMake. */
-#include "cli.h"
+#include "version.h"
 
 #ifndef ORTHROS_GIT_COMMIT
 #define ORTHROS_GIT_COMMIT "unknown"

@@ -4,8 +4,10 @@
  * (docs/compare.md). The statistics are those of stats.c. */
 #define _GNU_SOURCE
 #include "compare.h"
-#include "cli.h"
-#include "results.h"
+#include "options.h"
+#include "result_bench.h"
+#include "util.h"
+#include <limits.h>
 #include "stats.h"
 
 #include <math.h>
@@ -15,11 +17,7 @@
 #include <string.h>
 
 #define MAX_FILES 64
-#define CONFIG_KEYS_N 8
-
-/* Run-configuration fields of bench files that must agree, where both files carry them. */
-static const char *const config_keys[CONFIG_KEYS_N] = {"model",  "decode_tokens", "device",      "tail",
-                                                       "window", "hybrid_every",  "feature_map", "chunk"};
+#define MAX_ROUNDS 1024
 
 static const char *const verdict_names[] = {"SAME", "FAST", "SLOW", "AMBIGUOUS", "UNMATCHED"};
 
@@ -43,8 +41,8 @@ typedef struct {
     int files_measured; /* files of the side in which the cell has samples */
     int files_seen;     /* files in which the cell appears at all */
     char why[96];       /* skipped / error text of an unmeasured record */
-    size_t ends[MAX_FILES]; /* x cut by file (round): ends[j] is one past round j's last sample */
-    int k, k_file;      /* rounds so far; the file (side's n_files) that the last round came from */
+    size_t ends[MAX_ROUNDS]; /* x cut by round (a file's cell holds one or more): one past each round's last sample */
+    int k;              /* rounds so far */
 } side_cell;
 
 typedef struct {
@@ -82,162 +80,53 @@ static int side_get(side_cell **out, side *s, const char *key)
     return 0;
 }
 
-/* Appends a file's record of a cell: samples times scale (to seconds), or the reason it has none. */
-static int side_add(side *s, const char *key, const cJSON *samples, double scale, const char *why, const char *name,
-                    int *seen_in_file)
+/* Appends a file's record of a cell: its samples as one round per round of the cell, or the reason it has none. */
+static int side_add(side *s, const orthros_bench_cell *cell, int *seen_in_file)
 {
     side_cell *c;
+    char key[192];
+    orthros_bench_cell_key(key, sizeof key, cell);
     int rc = side_get(&c, s, key);
     if (rc) return rc;
     /* A cell repeated within one file counts once toward files_seen / files_measured. */
     int first = !*seen_in_file;
     *seen_in_file = 1;
     if (first) c->files_seen++;
-    int n = cJSON_GetArraySize(samples);
-    if (!cJSON_IsArray(samples) || n == 0) {
-        if (!c->why[0]) snprintf(c->why, sizeof c->why, "%s", why && why[0] ? why : "not measured");
+    if (cell->state != ORTHROS_CELL_MEASURED) {
+        if (!c->why[0]) snprintf(c->why, sizeof c->why, "%s", cell->reason ? cell->reason : "not measured");
         return 0;
     }
-    if (c->n + (size_t)n > c->cap) {
-        size_t cap = 2 * (c->n + (size_t)n);
+    if (c->n + cell->n_samples > c->cap) {
+        size_t cap = 2 * (c->n + cell->n_samples);
         double *x = realloc(c->x, cap * sizeof *x);
         if (!x) return orthros_error(ORTHROS_ENOMEM, "out of memory collecting samples");
         c->x = x, c->cap = cap;
     }
-    const cJSON *v;
-    cJSON_ArrayForEach(v, samples)
-    {
-        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-            return orthros_error(ORTHROS_EFORMAT, "%s: cell %s has a sample that is not a finite number", name, key);
-        c->x[c->n++] = v->valuedouble * scale;
+    size_t base = c->n;
+    memcpy(c->x + c->n, cell->samples, cell->n_samples * sizeof *c->x);
+    c->n += cell->n_samples;
+    for (size_t r = 0; r < cell->n_rounds; r++) {
+        if (c->k == MAX_ROUNDS) return orthros_error(ORTHROS_EINVAL, "more than %d rounds of cell %s on one side", MAX_ROUNDS, key);
+        c->ends[c->k++] = base + cell->round_ends[r];
     }
-    if (c->k == 0 || c->k_file != s->n_files) {
-        if (c->k == MAX_FILES) return orthros_error(ORTHROS_EINVAL, "more than %d files on one side", MAX_FILES);
-        c->k_file = s->n_files;
-        c->k++;
-    }
-    c->ends[c->k - 1] = c->n;
     if (first || c->files_measured < c->files_seen) c->files_measured++;
     return 0;
 }
 
-typedef enum { KIND_BENCH, KIND_KERNELS } file_kind;
-
-static int detect_kind(file_kind *k, const cJSON *root, const char *name)
+static int collect(side *s, const orthros_bench_file *f)
 {
-    const cJSON *kind = cJSON_GetObjectItem(root, "kind");
-    if (cJSON_IsString(kind)) {
-        if (!strcmp(kind->valuestring, "bench") && cJSON_IsArray(cJSON_GetObjectItem(root, "measurements"))) {
-            *k = KIND_BENCH;
-            return 0;
-        }
-        return orthros_error(ORTHROS_EFORMAT,
-                             "%s is a \"%s\" result file; compare takes bench result files (orthros bench, or "
-                             "bench_kernels)",
-                             name, kind->valuestring);
-    }
-    const cJSON *res = cJSON_GetObjectItem(root, "results"), *first = cJSON_GetArrayItem(res, 0);
-    if (cJSON_IsArray(res) && (!first || (cJSON_GetObjectItem(first, "op") && cJSON_GetObjectItem(first, "samples_ms")))) {
-        *k = KIND_KERNELS;
-        return 0;
-    }
-    return orthros_error(ORTHROS_EFORMAT, "%s is neither an orthros bench result file nor a bench_kernels file", name);
-}
-
-static const char *str_item(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItem(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int collect(side *s, const cJSON *root, file_kind kind, const char *name)
-{
-    const cJSON *m;
-    size_t start = s->n;
-    int rc;
+    int rc = 0;
     s->n_files++;
-    /* seen[] flags, per cell of this side, whether this file already had it. */
-    size_t nseen = 0, capseen = 0;
-    char **keys = NULL;
-    int *seen = NULL;
-    const cJSON *list = cJSON_GetObjectItem(root, kind == KIND_BENCH ? "measurements" : "results");
-    (void)start;
-    cJSON_ArrayForEach(m, list)
-    {
-        char key[192];
-        if (kind == KIND_BENCH) {
-            const char *arch = str_item(m, "arch"), *phase = str_item(m, "phase");
-            const cJSON *ctx = cJSON_GetObjectItem(m, "ctx"), *batch = cJSON_GetObjectItem(m, "batch");
-            if (!arch || !phase || !cJSON_IsNumber(ctx) || !cJSON_IsNumber(batch)) {
-                rc = orthros_error(ORTHROS_EFORMAT, "%s: a measurement lacks arch, phase, ctx or batch", name);
-                goto done;
-            }
-            snprintf(key, sizeof key, "%s %s ctx %d batch %d", arch, phase, ctx->valueint, batch->valueint);
-        } else {
-            const char *op = str_item(m, "op"), *shape = str_item(m, "shape");
-            if (!op || !shape) {
-                rc = orthros_error(ORTHROS_EFORMAT, "%s: a result lacks op or shape", name);
-                goto done;
-            }
-            snprintf(key, sizeof key, "%s %s", op, shape);
-        }
-        int *flag = NULL;
-        for (size_t i = 0; i < nseen; i++)
-            if (!strcmp(keys[i], key)) flag = &seen[i];
-        if (!flag) {
-            if (nseen == capseen) {
-                capseen = capseen ? 2 * capseen : 32;
-                char **k2 = realloc(keys, capseen * sizeof *k2);
-                if (k2) keys = k2;
-                int *s2 = realloc(seen, capseen * sizeof *s2);
-                if (s2) seen = s2;
-                if (!k2 || !s2) {
-                    rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-                    goto done;
-                }
-            }
-            keys[nseen] = strdup(key);
-            seen[nseen] = 0;
-            if (!keys[nseen]) {
-                rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-                goto done;
-            }
-            flag = &seen[nseen++];
-        }
-        const char *why = str_item(m, "skipped");
-        if (!why) why = str_item(m, "error");
-        const cJSON *samples = cJSON_GetObjectItem(m, kind == KIND_BENCH ? "samples" : "samples_ms");
-        if ((rc = side_add(s, key, samples, kind == KIND_BENCH ? 1.0 : 1e-3, why, name, flag))) goto done;
+    /* seen[i]: cell i of this file repeats an earlier cell of the same file (the reader refuses that, so every
+     * flag starts fresh). */
+    for (size_t i = 0; i < f->n_cells && !rc; i++) {
+        int seen = 0;
+        rc = side_add(s, &f->cells[i], &seen);
     }
-    rc = 0;
-done:
-    for (size_t i = 0; i < nseen; i++) free(keys[i]);
-    free(keys);
-    free(seen);
     return rc;
 }
 
-/* The configuration fields that must agree between two bench files, where both have them. */
-static int check_config(const cJSON *a, const char *an, const cJSON *b, const char *bn)
-{
-    const cJSON *ca = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "run"), "config");
-    const cJSON *cb = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "run"), "config");
-    for (int i = 0; i < CONFIG_KEYS_N; i++) {
-        const cJSON *va = cJSON_GetObjectItem(ca, config_keys[i]), *vb = cJSON_GetObjectItem(cb, config_keys[i]);
-        if (!va || !vb) continue;
-        int same = cJSON_Compare(va, vb, 1);
-        if (!same && cJSON_IsNumber(va) && cJSON_IsNumber(vb)) same = va->valuedouble == vb->valuedouble;
-        if (!same) {
-            char *ta = cJSON_PrintUnformatted(va), *tb = cJSON_PrintUnformatted(vb);
-            int rc = orthros_error(ORTHROS_EINVAL, "the files do not match: run.config.%s is %s in %s but %s in %s",
-                                   config_keys[i], ta ? ta : "?", an, tb ? tb : "?", bn);
-            free(ta);
-            free(tb);
-            return rc;
-        }
-    }
-    return 0;
-}
+static int is_kernels(const orthros_bench_file *f) { return !strcmp(f->cfg.source, "bench_kernels"); }
 
 /* ---- statistics per cell ---- */
 
@@ -311,12 +200,11 @@ static void decide(orthros_compare_cell *c, const orthros_compare_opts *o)
     }
 }
 
-int orthros_compare_run(orthros_compare_result *out, const cJSON *const *base, const char *const *base_names,
-                        size_t n_base, const cJSON *const *cmp, const char *const *cmp_names, size_t n_cmp,
-                        const orthros_compare_opts *o)
+int orthros_compare_run(orthros_compare_result *out, const orthros_bench_file *const *base,
+                        const char *const *base_names, size_t n_base, const orthros_bench_file *const *cmp,
+                        const char *const *cmp_names, size_t n_cmp, const orthros_compare_opts *o)
 {
     side sb = {0}, sn = {0};
-    file_kind k0 = KIND_BENCH, k = KIND_BENCH;
     int rc = 0;
     double *p = NULL, *adj = NULL;
     size_t *idx = NULL;
@@ -327,22 +215,26 @@ int orthros_compare_run(orthros_compare_result *out, const cJSON *const *base, c
         return orthros_error(ORTHROS_EINVAL, "need 0 < alpha < 1, threshold >= 0 and 100 <= resamples <= %d",
                              ORTHROS_STATS_MAX_RESAMPLES);
     for (size_t side_i = 0; side_i < 2; side_i++) {
-        const cJSON *const *f = side_i ? cmp : base;
+        const orthros_bench_file *const *f = side_i ? cmp : base;
         const char *const *names = side_i ? cmp_names : base_names;
         size_t nf = side_i ? n_cmp : n_base;
         for (size_t i = 0; i < nf; i++) {
-            if ((rc = detect_kind(&k, f[i], names[i]))) goto fail;
-            if (!side_i && !i) k0 = k;
-            if (k != k0) {
+            if (is_kernels(f[i]) != is_kernels(base[0])) {
                 rc = orthros_error(ORTHROS_EINVAL, "the files do not match: %s and %s are of different kinds", base_names[0],
                                    names[i]);
                 goto fail;
             }
-            if (k == KIND_BENCH && (rc = check_config(base[0], base_names[0], f[i], names[i]))) goto fail;
-            if ((rc = collect(side_i ? &sn : &sb, f[i], k, names[i]))) goto fail;
+            if (!is_kernels(f[i]) &&
+                (rc = orthros_bench_config_check_same(&base[0]->cfg, base_names[0], &f[i]->cfg, names[i]))) {
+                orthros_error(rc, "the files do not match: %s", orthros_last_error());
+                goto fail;
+            }
+            if ((rc = collect(side_i ? &sn : &sb, f[i]))) goto fail;
         }
     }
-    out->kind = k0 == KIND_BENCH ? "bench" : "kernels";
+    out->kind = is_kernels(base[0]) ? "kernels" : "bench";
+    for (size_t i = 0; i < sb.n; i++) out->max_rounds_base = sb.c[i].k > out->max_rounds_base ? sb.c[i].k : out->max_rounds_base;
+    for (size_t i = 0; i < sn.n; i++) out->max_rounds_new = sn.c[i].k > out->max_rounds_new ? sn.c[i].k : out->max_rounds_new;
 
     /* Every cell of either side, BASE's order first. */
     size_t cap = sb.n + sn.n;
@@ -435,10 +327,19 @@ void orthros_compare_result_free(orthros_compare_result *r)
     memset(r, 0, sizeof *r);
 }
 
+int orthros_compare_mostly_ambiguous(const orthros_compare_result *r)
+{
+    size_t judged = r->count[ORTHROS_VERDICT_SAME] + r->count[ORTHROS_VERDICT_FAST] + r->count[ORTHROS_VERDICT_SLOW] +
+                    r->count[ORTHROS_VERDICT_AMBIGUOUS];
+    return 2 * r->count[ORTHROS_VERDICT_AMBIGUOUS] > judged;
+}
+
 int orthros_compare_exit_code(const orthros_compare_result *r)
 {
     if (r->count[ORTHROS_VERDICT_SLOW]) return 1;
-    if (r->mismatch || r->count[ORTHROS_VERDICT_SAME] + r->count[ORTHROS_VERDICT_FAST] == 0) return 2;
+    if (r->mismatch || orthros_compare_mostly_ambiguous(r) ||
+        r->count[ORTHROS_VERDICT_SAME] + r->count[ORTHROS_VERDICT_FAST] == 0)
+        return 2;
     return 0;
 }
 
@@ -460,13 +361,9 @@ static void fmt_num(char *buf, size_t n, const char *f, double v)
 }
 
 /* "commit abc1234567 on NVIDIA H200" for a file's header line. */
-static void describe(char *buf, size_t n, const cJSON *root)
+static void describe(char *buf, size_t n, const orthros_bench_file *f)
 {
-    const char *commit = str_item(cJSON_GetObjectItem(root, "tool"), "git_commit");
-    const cJSON *dev = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "environment"), "device");
-    if (!dev) dev = cJSON_GetObjectItem(root, "device");
-    const char *gpu = str_item(dev, "name");
-    snprintf(buf, n, "commit %.10s on %s", commit ? commit : "unknown", gpu ? gpu : "unknown device");
+    snprintf(buf, n, "commit %.10s on %s", f->hdr.git_commit, f->hdr.device_name[0] ? f->hdr.device_name : "unknown device");
 }
 
 static const char *rule_text(char *buf, size_t n, const orthros_compare_opts *o)
@@ -510,10 +407,12 @@ static void print_table(FILE *f, const orthros_compare_result *r, int markdown)
 
 static void summary_line(char *buf, size_t n, const orthros_compare_result *r)
 {
-    snprintf(buf, n, "%zu SLOW, %zu FAST, %zu SAME, %zu AMBIGUOUS, %zu unmatched%s -> exit %d",
+    snprintf(buf, n, "%zu SLOW, %zu FAST, %zu SAME, %zu AMBIGUOUS, %zu unmatched%s%s -> exit %d",
              r->count[ORTHROS_VERDICT_SLOW], r->count[ORTHROS_VERDICT_FAST], r->count[ORTHROS_VERDICT_SAME],
              r->count[ORTHROS_VERDICT_AMBIGUOUS], r->count[ORTHROS_VERDICT_UNMATCHED],
-             r->mismatch ? " (the files' cells do not match)" : "", orthros_compare_exit_code(r));
+             r->mismatch ? " (the files' cells do not match)" : "",
+             orthros_compare_mostly_ambiguous(r) ? " (mostly AMBIGUOUS: this comparison could not detect a change)" : "",
+             orthros_compare_exit_code(r));
 }
 
 static cJSON *result_json(const orthros_compare_result *r, const orthros_compare_opts *o, const char *base_arg,
@@ -560,20 +459,36 @@ static cJSON *result_json(const orthros_compare_result *r, const orthros_compare
     return root;
 }
 
-/* Splits a comma-separated list of files into names[] (pointers into buf) and loads each. */
-static int load_side(cJSON **roots, const char **names, size_t *n, char *buf)
+/* Splits a comma-separated list of files into names[] (pointers into buf) and reads each (validated). */
+static int load_side(orthros_bench_file *files, const char **names, size_t *n, char *buf)
 {
     *n = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (*n == MAX_FILES) return orthros_error(ORTHROS_EINVAL, "more than %d files on one side", MAX_FILES);
         names[*n] = t;
-        int rc = orthros_result_load(&roots[*n], t);
+        int rc = orthros_bench_file_read(&files[*n], t, 0, NULL);
         if (rc) return rc;
-        if (!roots[*n]) return orthros_error(ORTHROS_EIO, "%s: no such file", t);
         (*n)++;
     }
     if (!*n) return orthros_error(ORTHROS_EINVAL, "an empty list of files");
     return 0;
+}
+
+/* The table, the rule and the summary as markdown. */
+static int write_markdown(const char *path, const orthros_compare_result *r, const char *base_arg, const char *db,
+                          const char *new_arg, const char *dn, const char *rule, const char *sum)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    fprintf(f, "### orthros compare\n\nBASE `%s` (%s) vs NEW `%s` (%s).\n\nRule: %s.\n\n", base_arg, db, new_arg, dn, rule);
+    print_table(f, r, 1);
+    fprintf(f, "\n**%s**\n", sum);
+    int bad = fclose(f) != 0;
+    int rc = bad ? orthros_error(ORTHROS_ENOMEM, "out of memory") : orthros_write_file_atomic(path, buf, len);
+    free(buf);
+    return rc;
 }
 
 int orthros_cmd_compare(int argc, char **argv)
@@ -582,88 +497,81 @@ int orthros_cmd_compare(int argc, char **argv)
     orthros_compare_opts o;
     orthros_compare_opts_default(&o);
     int resamples = (int)o.resamples, seed = (int)o.seed;
-    cli_opt t[8];
-    int n = 0;
-    t[n++] = (cli_opt){"threshold", CLI_DOUBLE, &o.threshold_pct, "PCT",
-                       "smallest change that counts, in percent of the BASE median (default 5)"};
-    t[n++] = (cli_opt){"alpha", CLI_DOUBLE, &o.alpha, "A", "level of each one-sided test after Holm's correction (default 0.05)"};
-    t[n++] = (cli_opt){"markdown", CLI_STR, &md_path, "FILE", "also write the table as markdown"};
-    t[n++] = (cli_opt){"json", CLI_STR, &json_path, "FILE", "also write every cell's statistics as JSON"};
-    t[n++] = (cli_opt){"resamples", CLI_INT, &resamples, "N", "bootstrap resamples of the ratio of medians (default 5000)"};
-    t[n++] = (cli_opt){"seed", CLI_INT, &seed, "S", "bootstrap seed (default 1)"};
-    const char *pos[3];
-    int npos, pr = cli_parse(
-                  argc, argv, 2, t, n, cmd,
-                  "orthros compare BASE.json NEW.json: compares two benchmark result files (orthros bench, or\n"
-                  "kernels/bench/bench_kernels) cell by cell.\n"
-                  "Cells are matched by (arch, phase, ctx, batch) (kernel files: by op and shape); run.config's model,\n"
-                  "decode_tokens, device and schedule options must agree. BASE and NEW may each be a comma-separated\n"
-                  "list of files of one configuration (rounds of an interleaved run): samples are pooled per cell.\n\n"
-                  "Per cell, with r = median(NEW) / median(BASE), t = threshold / 100:\n"
-                  "  p_slow, p_fast: one-sided Mann-Whitney U tests on the raw samples (NEW slower; NEW faster),\n"
-                  "                  each Holm-corrected across the tested cells;\n"
-                  "  [lo, hi]:       percentile-bootstrap 95% interval of r (seeded);\n"
-                  "  SLOW       when p_slow < alpha and lo > 1 + t;\n"
-                  "  FAST       when p_fast < alpha and hi < 1 / (1 + t);\n"
-                  "  SAME       when 1 / (1 + t) <= lo and hi <= 1 + t;\n"
-                  "  AMBIGUOUS  otherwise, and whenever the exact test could not reach alpha with the sample counts\n"
-                  "             (1 / C(n_base + n_new, n_base) >= alpha: too few samples).\n"
-                  "Exit status: 1 when some cell is SLOW; else 2 when the files do not match (a cell measured on one\n"
-                  "side only, different configurations, not bench files) or no cell is SAME or FAST; else 0.\n"
-                  "See docs/compare.md.",
-                  pos, 3, &npos);
-    if (pr) return pr > 0 ? 0 : 2;
-    if (npos != 2) {
-        fprintf(stderr, "orthros %s: error: need two arguments, BASE.json and NEW.json (see --help)\n", cmd);
-        return 2;
-    }
-    if (resamples < 100 || seed < 0) {
-        fprintf(stderr, "orthros %s: error: --resamples must be at least 100 and --seed non-negative\n", cmd);
-        return 2;
-    }
+    orthros_cmd c;
+    orthros_cmd_init(&c, cmd,
+                     "orthros compare BASE.json NEW.json: compares two benchmark result files (orthros bench, or\n"
+                     "kernels/bench/bench_kernels) cell by cell.\n"
+                     "Cells are matched by (arch, phase, ctx, batch) (kernel files: by op and shape); run.config's model,\n"
+                     "device, seed, decode_tokens, schedule options and noise target must agree. BASE and NEW may each be a\n"
+                     "comma-separated list of files of one configuration (rounds of an interleaved run): samples are\n"
+                     "pooled per cell, and every file's rounds are kept apart for the interval.\n\n"
+                     "Per cell, with r = median(NEW) / median(BASE), t = threshold / 100:\n"
+                     "  p_slow, p_fast: one-sided Mann-Whitney U tests on the raw samples (NEW slower; NEW faster),\n"
+                     "                  each Holm-corrected across the tested cells;\n"
+                     "  [lo, hi]:       bootstrap 95% interval of r, resampling rounds, then samples within rounds;\n"
+                     "  SLOW       when p_slow < alpha and lo > 1 + t;\n"
+                     "  FAST       when p_fast < alpha and hi < 1 / (1 + t);\n"
+                     "  SAME       when 1 / (1 + t) <= lo and hi <= 1 + t;\n"
+                     "  AMBIGUOUS  otherwise, and whenever the exact test could not reach alpha with the sample counts\n"
+                     "             (1 / C(n_base + n_new, n_base) >= alpha: too few samples).\n"
+                     "Exit status: 1 when some cell is SLOW; else 2 when the files do not match (a cell measured on one\n"
+                     "side only, different configurations, not bench files), when most cells are AMBIGUOUS, or when no\n"
+                     "cell is SAME or FAST; else 0. See docs/compare.md.",
+                     3);
+    orthros_cmd_add_num(&c, "threshold", ORTHROS_OPT_DOUBLE, &o.threshold_pct, 0, 1000, "PCT",
+                        "smallest change that counts, in percent of the BASE median (default 5)");
+    orthros_cmd_add_num(&c, "alpha", ORTHROS_OPT_DOUBLE, &o.alpha, 1e-12, 0.5, "A",
+                        "level of each one-sided test after Holm's correction (default 0.05)");
+    orthros_cmd_add(&c, "markdown", ORTHROS_OPT_STR, &md_path, "FILE", "also write the table as markdown");
+    orthros_cmd_add(&c, "json", ORTHROS_OPT_STR, &json_path, "FILE", "also write every cell's statistics as JSON");
+    orthros_cmd_add_num(&c, "resamples", ORTHROS_OPT_INT, &resamples, 100, ORTHROS_STATS_MAX_RESAMPLES, "N",
+                        "bootstrap resamples of the ratio of medians (default 5000)");
+    orthros_cmd_add_num(&c, "seed", ORTHROS_OPT_INT, &seed, 0, INT_MAX, "S", "bootstrap seed (default 1)");
+    int pr = orthros_cmd_parse(&c, argc, argv);
+    if (pr >= 0) return pr;
+    if (c.n_pos != 2) return orthros_cmd_usage(&c, "need two arguments, BASE.json and NEW.json (see --help)");
     o.resamples = (size_t)resamples, o.seed = (uint64_t)seed;
-    cJSON *rb[MAX_FILES] = {0}, *rn[MAX_FILES] = {0};
+    orthros_bench_file fb[MAX_FILES] = {0}, fn[MAX_FILES] = {0};
+    const orthros_bench_file *pb[MAX_FILES], *pn[MAX_FILES];
     const char *nb_names[MAX_FILES], *nn_names[MAX_FILES];
     size_t nb = 0, nn = 0;
-    char *bbuf = strdup(pos[0]), *nbuf = strdup(pos[1]);
+    char *bbuf = strdup(c.pos[0]), *nbuf = strdup(c.pos[1]);
     orthros_compare_result r = {0};
     int rc, status = 2;
     if (!bbuf || !nbuf) {
         rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = load_side(rb, nb_names, &nb, bbuf)) || (rc = load_side(rn, nn_names, &nn, nbuf))) goto fail;
-    if ((rc = orthros_compare_run(&r, (const cJSON *const *)rb, nb_names, nb, (const cJSON *const *)rn, nn_names, nn, &o)))
-        goto fail;
+    if ((rc = load_side(fb, nb_names, &nb, bbuf)) || (rc = load_side(fn, nn_names, &nn, nbuf))) goto fail;
+    for (size_t i = 0; i < nb; i++) pb[i] = &fb[i];
+    for (size_t i = 0; i < nn; i++) pn[i] = &fn[i];
+    if ((rc = orthros_compare_run(&r, pb, nb_names, nb, pn, nn_names, nn, &o))) goto fail;
     status = orthros_compare_exit_code(&r);
 
-    char db[160], dn[160], rule[512], sum[160];
-    describe(db, sizeof db, rb[0]);
-    describe(dn, sizeof dn, rn[0]);
+    char db[200], dn[200], rule[512], sum[300];
+    describe(db, sizeof db, &fb[0]);
+    describe(dn, sizeof dn, &fn[0]);
     rule_text(rule, sizeof rule, &o);
     summary_line(sum, sizeof sum, &r);
-    printf("compare (%s files): BASE %s (%zu file%s, %s) vs NEW %s (%zu file%s, %s)\nrule: %s\n\n", r.kind, pos[0], nb,
-           nb > 1 ? "s" : "", db, pos[1], nn, nn > 1 ? "s" : "", dn, rule);
+    printf("compare (%s files): BASE %s (%zu file%s, %s) vs NEW %s (%zu file%s, %s)\nrule: %s\n\n", r.kind, c.pos[0], nb,
+           nb > 1 ? "s" : "", db, c.pos[1], nn, nn > 1 ? "s" : "", dn, rule);
     print_table(stdout, &r, 0);
     printf("\nsummary: %s\n", sum);
-    if (md_path) {
-        FILE *f = fopen(md_path, "w");
-        if (!f) {
-            rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing", md_path);
-            status = 2;
-            goto fail;
-        }
-        fprintf(f, "### orthros compare\n\nBASE `%s` (%s) vs NEW `%s` (%s).\n\nRule: %s.\n\n", pos[0], db, pos[1], dn, rule);
-        print_table(f, &r, 1);
-        fprintf(f, "\n**%s**\n", sum);
-        if (fclose(f)) {
-            rc = orthros_error(ORTHROS_EIO, "%s: write failed", md_path);
-            status = 2;
-            goto fail;
-        }
+    if (r.max_rounds_base <= 1 || r.max_rounds_new <= 1)
+        fprintf(stderr,
+                "warning: %s holds a single round of each cell: a drift of the machine between the two runs cannot be "
+                "told from a change (run rounds of both, interleaved: ci/perf-gate.sh, or bench --rounds)\n",
+                r.max_rounds_base <= 1 ? "BASE" : "NEW");
+    if (orthros_compare_mostly_ambiguous(&r))
+        fprintf(stderr, "warning: %zu of the compared cells are AMBIGUOUS: this comparison could not have detected a "
+                        "regression; it exits 2 (take more samples or rounds, or quiet the machine)\n",
+                r.count[ORTHROS_VERDICT_AMBIGUOUS]);
+    if (md_path && (rc = write_markdown(md_path, &r, c.pos[0], db, c.pos[1], dn, rule, sum))) {
+        status = 2;
+        goto fail;
     }
     if (json_path) {
-        cJSON *j = result_json(&r, &o, pos[0], pos[1]);
+        cJSON *j = result_json(&r, &o, c.pos[0], c.pos[1]);
         rc = orthros_result_write(json_path, j);
         cJSON_Delete(j);
         if (rc) {
@@ -673,11 +581,11 @@ int orthros_cmd_compare(int argc, char **argv)
     }
     rc = 0;
 fail:
-    if (rc) fprintf(stderr, "orthros %s: error: %s\n", cmd, orthros_last_error());
+    if (rc) orthros_cmd_fail(cmd, rc);
     orthros_compare_result_free(&r);
     for (size_t i = 0; i < MAX_FILES; i++) {
-        cJSON_Delete(rb[i]);
-        cJSON_Delete(rn[i]);
+        orthros_bench_file_free(&fb[i]);
+        orthros_bench_file_free(&fn[i]);
     }
     free(bbuf);
     free(nbuf);

@@ -1,0 +1,148 @@
+/* logits and generate: a batch-1 session on the shared model options. */
+#include "commands.h"
+#include "options.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Backend, model and a batch-1 session for `ctx` tokens, from the shared options. */
+typedef struct {
+    orthros_backend *be;
+    orthros_model *m;
+    orthros_session *s;
+} runner;
+
+static void runner_free(runner *r)
+{
+    orthros_session_free(r->s);
+    orthros_model_free(r->m);
+    orthros_backend_free(r->be);
+    memset(r, 0, sizeof *r);
+}
+
+static int runner_open(runner *r, const orthros_model_opts *mo, const orthros_arch_opts *ao, int ctx)
+{
+    int rc;
+    memset(r, 0, sizeof *r);
+    if ((rc = orthros_backend_create(&r->be, mo->device))) return rc;
+    if ((rc = orthros_model_load(&r->m, r->be, mo->model, ao, (uint64_t)mo->seed))) goto fail;
+    if ((rc = orthros_session_init(&r->s, r->m, 1, ctx, mo->chunk))) goto fail;
+    return 0;
+fail:
+    runner_free(r);
+    return rc;
+}
+
+/* The resolved model options and the prompt's token ids from --tokens or --tokens-file (exactly one). Returns an
+ * exit status, or -1 to go on. */
+static int prompt_tokens(int32_t **tokens, int *n, orthros_arch_opts *ao, const orthros_cmd *c,
+                         const orthros_model_opts *mo, const char *list, const char *file)
+{
+    if (orthros_model_opts_resolve(ao, mo)) return orthros_cmd_fail_usage(c->name, ORTHROS_EINVAL);
+    if (!list == !file) return orthros_cmd_usage(c, "give the prompt as --tokens LIST or --tokens-file FILE (see --help)");
+    int rc = list ? orthros_opt_parse_tokens(tokens, n, list) : orthros_opt_read_tokens(tokens, n, file);
+    return rc ? orthros_cmd_fail_usage(c->name, rc) : -1;
+}
+
+static void add_prompt_opts(orthros_cmd *c, const char **list, const char **file)
+{
+    orthros_cmd_add(c, "tokens", ORTHROS_OPT_STR, list, "LIST", "prompt token ids, comma-separated");
+    orthros_cmd_add(c, "tokens-file", ORTHROS_OPT_STR, file, "FILE",
+                    "prompt token ids from a file, separated by commas or white space (long prompts)");
+}
+
+int orthros_cmd_logits(int argc, char **argv)
+{
+    const char *cmd = "logits", *tokens_arg = NULL, *tokens_file = NULL, *out_path = NULL;
+    orthros_model_opts mo;
+    orthros_model_opts_default(&mo);
+    orthros_cmd c;
+    orthros_cmd_init(&c, cmd,
+                     "Runs the prompt through the model and writes the logits of every prompt position, each computed as "
+                     "its attention kind prescribes (under orthros, positions before the tail are linear-phase outputs).",
+                     0);
+    orthros_model_opts_add(&c, &mo);
+    add_prompt_opts(&c, &tokens_arg, &tokens_file);
+    orthros_cmd_add(&c, "out", ORTHROS_OPT_STR, &out_path, "FILE",
+                    "write float32 little-endian logits [position][vocab] of every prompt position (required)");
+    int pr = orthros_cmd_parse(&c, argc, argv);
+    if (pr >= 0) return pr;
+    if (!out_path) return orthros_cmd_usage(&c, "--out is required (see --help)");
+    int32_t *tokens = NULL;
+    int nt = 0, rc = 0, status = 1;
+    float *logits = NULL;
+    runner r = {0};
+    orthros_arch_opts ao;
+    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, tokens_arg, tokens_file)) >= 0) return pr;
+    if ((rc = runner_open(&r, &mo, &ao, nt))) goto fail;
+    int V = orthros_model_get_config(r.m)->vocab;
+    size_t bytes = (size_t)nt * (size_t)V * sizeof(float);
+    if (!(logits = malloc(bytes))) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of host memory for %d x %d logits", nt, V);
+        goto fail;
+    }
+    if ((rc = orthros_prefill(r.s, 0, tokens, nt, logits, NULL)) || (rc = orthros_write_file_atomic(out_path, logits, bytes)))
+        goto fail;
+    fprintf(stderr, "orthros logits: %d positions x %d vocab, arch %s, device %s -> %s\n", nt, V,
+            orthros_model_get_arch(r.m)->name, orthros_backend_name(r.be), out_path);
+    status = 0;
+fail:
+    if (status) orthros_cmd_fail(cmd, rc);
+    free(logits);
+    free(tokens);
+    runner_free(&r);
+    return status;
+}
+
+int orthros_cmd_generate(int argc, char **argv)
+{
+    const char *cmd = "generate", *tokens_arg = NULL, *tokens_file = NULL;
+    int max_new = 16;
+    orthros_model_opts mo;
+    orthros_model_opts_default(&mo);
+    orthros_cmd c;
+    orthros_cmd_init(&c, cmd, "Greedy generation. The last stdout line is a JSON object {\"generated\": [ids...]}.", 0);
+    orthros_model_opts_add(&c, &mo);
+    add_prompt_opts(&c, &tokens_arg, &tokens_file);
+    orthros_cmd_add_num(&c, "max-new", ORTHROS_OPT_INT, &max_new, 1, 1 << 24, "N",
+                        "tokens to generate greedily (default 16; stops early after an end-of-sequence token)");
+    int pr = orthros_cmd_parse(&c, argc, argv);
+    if (pr >= 0) return pr;
+    int32_t *tokens = NULL, *gen = NULL;
+    int nt = 0, rc = 0, status = 1;
+    runner r = {0};
+    orthros_arch_opts ao;
+    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, tokens_arg, tokens_file)) >= 0) return pr;
+    if (nt > INT_MAX - max_new) {
+        free(tokens);
+        return orthros_cmd_usage(&c, "a %d-token prompt plus --max-new %d is past the longest context", nt, max_new);
+    }
+    if (!(gen = malloc((size_t)max_new * sizeof *gen))) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = runner_open(&r, &mo, &ao, nt + max_new))) goto fail;
+    int count = orthros_generate(r.s, tokens, nt, max_new, gen);
+    if (count < 0) {
+        rc = count;
+        goto fail;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(o, "generated");
+    for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(gen[i]));
+    char *text = cJSON_PrintUnformatted(o);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+    cJSON_Delete(o);
+    status = 0;
+fail:
+    if (status) orthros_cmd_fail(cmd, rc);
+    free(gen);
+    free(tokens);
+    runner_free(&r);
+    return status;
+}

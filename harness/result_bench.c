@@ -1,0 +1,720 @@
+/* Bench result files: the typed cells, their one reader (with validation) and one writer. */
+#define _GNU_SOURCE
+#include "result_bench.h"
+#include "util.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BIG 1e300 /* an upper bound for quantities that have none */
+
+/* ---- cells ---- */
+
+void orthros_bench_cell_init(orthros_bench_cell *c)
+{
+    memset(c, 0, sizeof *c);
+    c->noise = c->flops = c->attn_flops = c->bytes = NAN;
+    c->tokens_per_s = c->tflops = c->tbps = c->frac_gemm = c->frac_copy = c->frac_read = NAN;
+    c->floor_s = c->weights_bytes = c->session_bytes = c->device_used_bytes = NAN;
+    c->stats.median = c->stats.ci_lo = c->stats.ci_hi = NAN;
+}
+
+void orthros_bench_cell_free(orthros_bench_cell *c)
+{
+    free(c->reason);
+    free(c->reps_reduced);
+    free(c->samples);
+    free(c->round_ends);
+    orthros_bench_cell_init(c);
+}
+
+int orthros_bench_cell_set_reason(orthros_bench_cell *c, orthros_cell_state state, const char *reason)
+{
+    char *r = strdup(reason && reason[0] ? reason : "unknown");
+    if (!r) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    free(c->reason);
+    c->reason = r;
+    c->state = state;
+    return 0;
+}
+
+int orthros_bench_cell_same_key(const orthros_bench_cell *a, const orthros_bench_cell *b)
+{
+    if (a->op[0] || b->op[0]) return !strcmp(a->op, b->op) && !strcmp(a->shape, b->shape);
+    return !strcmp(a->arch, b->arch) && !strcmp(a->phase, b->phase) && a->ctx == b->ctx && a->batch == b->batch;
+}
+
+void orthros_bench_cell_key(char *out, size_t n, const orthros_bench_cell *c)
+{
+    if (c->op[0]) snprintf(out, n, "%s %s", c->op, c->shape);
+    else snprintf(out, n, "%s %s ctx %d batch %d", c->arch, c->phase, c->ctx, c->batch);
+}
+
+void orthros_bench_file_init(orthros_bench_file *f)
+{
+    memset(f, 0, sizeof *f);
+    f->ceilings = (orthros_ceilings){NAN, 0, NAN, NAN, NAN, NAN};
+    f->cfg.chunk = f->cfg.tail = f->cfg.window = f->cfg.hybrid_every = f->cfg.feature_dim = -1;
+    f->cfg.eps = -1;
+    f->cfg.tp = 1;
+}
+
+void orthros_bench_config_free(orthros_bench_config *c)
+{
+    free(c->model);
+    free(c->archs);
+    free(c->ctxs);
+    free(c->phases);
+    free(c->batches);
+    c->model = c->archs = c->ctxs = c->phases = c->batches = NULL;
+}
+
+void orthros_bench_file_free(orthros_bench_file *f)
+{
+    for (size_t i = 0; i < f->n_cells; i++) orthros_bench_cell_free(&f->cells[i]);
+    free(f->cells);
+    free(f->speedups);
+    free(f->summary);
+    cJSON_Delete(f->header);
+    orthros_bench_config_free(&f->cfg);
+    orthros_bench_file_init(f);
+}
+
+int orthros_bench_file_add(orthros_bench_file *f, orthros_bench_cell *c)
+{
+    if (f->n_cells == f->cap_cells) {
+        size_t cap = f->cap_cells ? 2 * f->cap_cells : 32;
+        orthros_bench_cell *p = realloc(f->cells, cap * sizeof *p);
+        if (!p) return orthros_error(ORTHROS_ENOMEM, "out of memory adding a cell");
+        f->cells = p, f->cap_cells = cap;
+    }
+    f->cells[f->n_cells++] = *c;
+    orthros_bench_cell_init(c);
+    return 0;
+}
+
+void orthros_bench_file_remove(orthros_bench_file *f, size_t i)
+{
+    if (i >= f->n_cells) return;
+    orthros_bench_cell_free(&f->cells[i]);
+    memmove(&f->cells[i], &f->cells[i + 1], (f->n_cells - i - 1) * sizeof *f->cells);
+    f->n_cells--;
+}
+
+const orthros_bench_cell *orthros_bench_file_find(const orthros_bench_file *f, const char *arch, const char *phase,
+                                                  int ctx, int batch, int measured_only)
+{
+    for (size_t i = 0; i < f->n_cells; i++) {
+        const orthros_bench_cell *c = &f->cells[i];
+        if (!strcmp(c->arch, arch) && !strcmp(c->phase, phase) && c->ctx == ctx && c->batch == batch &&
+            (!measured_only || c->state == ORTHROS_CELL_MEASURED))
+            return c;
+    }
+    return NULL;
+}
+
+const char *orthros_bench_model_label(const orthros_bench_file *f)
+{
+    const char *m = f->cfg.model;
+    if (!m || !m[0]) return "unknown model";
+    if (!strncmp(m, "preset:", 7)) return m + 7;
+    const char *slash = strrchr(m, '/');
+    return slash && slash[1] ? slash + 1 : m;
+}
+
+int orthros_bench_config_check_same(const orthros_bench_config *a, const char *a_name, const orthros_bench_config *b,
+                                    const char *b_name)
+{
+    int rc;
+    if ((rc = orthros_result_same_str(a_name, b_name, "the model", a->model, b->model)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "the device", a->device, b->device)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "--feature-map", a->feature_map, b->feature_map)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--seed", a->seed, b->seed)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--decode-tokens", a->decode_tokens, b->decode_tokens)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--tp", a->tp, b->tp)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--chunk", a->chunk, b->chunk)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--tail", a->tail, b->tail)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--window", a->window, b->window)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--hybrid-every", a->hybrid_every, b->hybrid_every)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--feature-dim", a->feature_dim, b->feature_dim)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--max-noise", a->max_noise_pct, b->max_noise_pct)))
+        return rc;
+    return 0;
+}
+
+/* ---- reading ---- */
+
+static int read_stats(orthros_stats *st, orthros_jr *j, const cJSON *o)
+{
+    int64_t n = 0;
+    int rc;
+    if ((rc = orthros_jr_int(&n, j, o, "n", 1, INT64_MAX, ORTHROS_JR_REQUIRED))) return rc;
+    st->n = (size_t)n;
+    struct {
+        const char *key;
+        double *dst;
+        int flags;
+    } f[] = {{"median", &st->median, ORTHROS_JR_REQUIRED},  {"q1", &st->q1, 0},       {"q3", &st->q3, 0},
+             {"min", &st->min, 0},                           {"max", &st->max, 0},     {"mean", &st->mean, 0},
+             {"stdev", &st->stdev, ORTHROS_JR_NULL_NAN},     {"cv", &st->cv, ORTHROS_JR_NULL_NAN},
+             {"ci95_lo", &st->ci_lo, ORTHROS_JR_NULL_NAN},   {"ci95_hi", &st->ci_hi, ORTHROS_JR_NULL_NAN}};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+        *f[i].dst = NAN;
+        if ((rc = orthros_jr_num(f[i].dst, j, o, f[i].key, 0, BIG, f[i].flags))) return rc;
+    }
+    return 0;
+}
+
+static int read_rounds(orthros_bench_cell *c, orthros_jr *j, const cJSON *o)
+{
+    const cJSON *a, *v;
+    int rc = orthros_jr_array(&a, j, o, "rounds", 0);
+    c->n_rounds = 1;
+    c->round_ends = malloc(sizeof *c->round_ends * (a ? (size_t)cJSON_GetArraySize(a) + 1 : 1));
+    if (!c->round_ends) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    c->round_ends[0] = c->n_samples;
+    if (rc || !a) return rc;
+    size_t k = 0, prev = 0;
+    cJSON_ArrayForEach(v, a)
+    {
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble <= (double)prev ||
+            v->valuedouble > (double)c->n_samples)
+            return orthros_jr_fail(j, "rounds", "must be increasing sample counts ending at the number of samples");
+        c->round_ends[k++] = prev = (size_t)v->valuedouble;
+    }
+    if (!k || prev != c->n_samples)
+        return orthros_jr_fail(j, "rounds", "must be increasing sample counts ending at the number of samples");
+    c->n_rounds = k;
+    return 0;
+}
+
+/* The measured part of a cell: samples, statistics, cost, throughput, memory. */
+static int read_measured(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, double sample_scale)
+{
+    const cJSON *st, *cost, *thr, *mem;
+    int rc;
+    int64_t chunk = 0;
+    if ((rc = orthros_jr_positive_array(&c->samples, &c->n_samples, j, o, sample_scale == 1 ? "samples" : "samples_ms",
+                                        ORTHROS_JR_REQUIRED)))
+        return rc;
+    if (!c->n_samples) return orthros_jr_fail(j, "samples", "empty (a measured cell has at least one sample)");
+    for (size_t i = 0; i < c->n_samples; i++) c->samples[i] *= sample_scale;
+    if ((rc = read_rounds(c, j, o)) || (rc = orthros_jr_string(c->stop_reason, sizeof c->stop_reason, j, o, "stop_reason", 0)) ||
+        (rc = orthros_jr_num(&c->noise, j, o, "noise", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+        (rc = orthros_jr_bool(&c->noisy, j, o, "noisy", 0)) || (rc = orthros_jr_int(&chunk, j, o, "chunk", 0, INT_MAX, 0)) ||
+        (rc = orthros_jr_object(&st, j, o, "stats", 0)) || (rc = orthros_jr_object(&cost, j, o, "cost", 0)) ||
+        (rc = orthros_jr_object(&thr, j, o, "throughput", 0)) || (rc = orthros_jr_object(&mem, j, o, "memory", 0)))
+        return rc;
+    c->chunk = (int)chunk;
+    if (st) {
+        size_t at = orthros_jr_push_key(j, "stats");
+        if ((rc = read_stats(&c->stats, j, st))) return rc;
+        orthros_jr_pop(j, at);
+        if (c->stats.n != c->n_samples) return orthros_jr_fail(j, "stats", "n is not the number of samples");
+    } else if ((rc = orthros_stats_fill(&c->stats, c->samples, c->n_samples, 0.95, 0, 1))) {
+        return rc;
+    }
+    struct {
+        const cJSON *obj;
+        const char *obj_key, *key;
+        double *dst;
+    } f[] = {{cost, "cost", "flops", &c->flops},
+             {cost, "cost", "attn_flops", &c->attn_flops},
+             {cost, "cost", "bytes", &c->bytes},
+             {thr, "throughput", "tokens_per_s", &c->tokens_per_s},
+             {thr, "throughput", "tflops", &c->tflops},
+             {thr, "throughput", "tbps", &c->tbps},
+             {thr, "throughput", "frac_gemm_ceiling", &c->frac_gemm},
+             {thr, "throughput", "frac_copy_ceiling", &c->frac_copy},
+             {thr, "throughput", "frac_read_ceiling", &c->frac_read},
+             {mem, "memory", "weights_bytes", &c->weights_bytes},
+             {mem, "memory", "session_bytes", &c->session_bytes},
+             {mem, "memory", "device_used_bytes", &c->device_used_bytes}};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+        if (!f[i].obj) continue;
+        size_t at = orthros_jr_push_key(j, f[i].obj_key);
+        rc = orthros_jr_num(f[i].dst, j, f[i].obj, f[i].key, 0, BIG, ORTHROS_JR_NULL_NAN);
+        orthros_jr_pop(j, at);
+        if (rc) return rc;
+    }
+    return orthros_jr_num(&c->floor_s, j, o, "floor_s", 0, BIG, ORTHROS_JR_NULL_NAN);
+}
+
+static int read_cell(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, int legacy_kernels)
+{
+    int rc;
+    int64_t ctx = 0, batch = 0, dt = 0;
+    if (!cJSON_IsObject(o)) return orthros_jr_fail(j, NULL, "not an object");
+    if ((rc = orthros_jr_string(c->op, sizeof c->op, j, o, "op", legacy_kernels ? ORTHROS_JR_REQUIRED : 0))) return rc;
+    if (c->op[0]) {
+        if ((rc = orthros_jr_string(c->shape, sizeof c->shape, j, o, "shape", ORTHROS_JR_REQUIRED))) return rc;
+        if (legacy_kernels) {
+            /* The format bench_kernels wrote before it wrote bench files: times in milliseconds. */
+            if ((rc = read_measured(c, j, o, 1e-3))) return rc;
+            double floor_ms = NAN;
+            if ((rc = orthros_jr_num(&floor_ms, j, o, "floor_ms", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+                (rc = orthros_jr_num(&c->tflops, j, o, "tflops", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+                (rc = orthros_jr_num(&c->tbps, j, o, "tbps", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+                (rc = orthros_jr_num(&c->flops, j, o, "flops", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+                (rc = orthros_jr_num(&c->bytes, j, o, "bytes", 0, BIG, ORTHROS_JR_NULL_NAN)))
+                return rc;
+            c->floor_s = floor_ms * 1e-3;
+            return 0;
+        }
+    } else {
+        if ((rc = orthros_jr_string(c->arch, sizeof c->arch, j, o, "arch", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_string(c->phase, sizeof c->phase, j, o, "phase", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&ctx, j, o, "ctx", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&batch, j, o, "batch", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&dt, j, o, "decode_tokens", 0, INT_MAX, 0)))
+            return rc;
+        if (!c->arch[0]) return orthros_jr_fail(j, "arch", "empty");
+        if (strcmp(c->phase, "prefill") && strcmp(c->phase, "decode") && strcmp(c->phase, "e2e") &&
+            strcmp(c->phase, "allreduce"))
+            return orthros_jr_fail(j, "phase", "\"%s\" is not prefill, decode, e2e or allreduce", c->phase);
+        c->ctx = (int)ctx, c->batch = (int)batch, c->decode_tokens = (int)dt;
+    }
+    char *skipped = NULL, *error = NULL;
+    if ((rc = orthros_jr_strdup(&skipped, j, o, "skipped", 0)) || (rc = orthros_jr_strdup(&error, j, o, "error", 0)) ||
+        (rc = orthros_jr_strdup(&c->reps_reduced, j, o, "reps_reduced", 0))) {
+        free(skipped);
+        free(error);
+        return rc;
+    }
+    if (skipped || error) {
+        c->state = skipped ? ORTHROS_CELL_SKIPPED : ORTHROS_CELL_FAILED;
+        c->reason = skipped ? skipped : error;
+        free(skipped ? error : NULL);
+        if (cJSON_GetObjectItem(o, "samples"))
+            return orthros_jr_fail(j, skipped ? "skipped" : "error", "a cell with samples cannot be %s",
+                                   skipped ? "skipped" : "failed");
+        return 0;
+    }
+    c->state = ORTHROS_CELL_MEASURED;
+    return read_measured(c, j, o, 1.0);
+}
+
+static int read_config(orthros_bench_config *c, orthros_jr *j, const cJSON *o)
+{
+    int rc;
+    int64_t v;
+    struct {
+        const char *key;
+        int *dst;
+        int64_t lo;
+    } ints[] = {{"decode_tokens", &c->decode_tokens, 0}, {"warmup", &c->warmup, 0},
+                {"reps", &c->reps, 0},                   {"max_reps", &c->max_reps, 0},
+                {"chunk", &c->chunk, -1},                {"tail", &c->tail, -1},
+                {"window", &c->window, -1},              {"hybrid_every", &c->hybrid_every, -1},
+                {"feature_dim", &c->feature_dim, -1},    {"tp", &c->tp, 1}};
+    if ((rc = orthros_jr_strdup(&c->model, j, o, "model", ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_strdup(&c->archs, j, o, "arch", 0)) || (rc = orthros_jr_strdup(&c->ctxs, j, o, "ctx", 0)) ||
+        (rc = orthros_jr_strdup(&c->phases, j, o, "phase", 0)) || (rc = orthros_jr_strdup(&c->batches, j, o, "batch", 0)) ||
+        (rc = orthros_jr_string(c->device, sizeof c->device, j, o, "device", 0)) ||
+        (rc = orthros_jr_string(c->feature_map, sizeof c->feature_map, j, o, "feature_map", 0)) ||
+        (rc = orthros_jr_string(c->timer, sizeof c->timer, j, o, "timer", 0)) ||
+        (rc = orthros_jr_string(c->source, sizeof c->source, j, o, "source", 0)) ||
+        (rc = orthros_jr_num(&c->max_noise_pct, j, o, "max_noise_pct", 0, BIG, 0)) ||
+        (rc = orthros_jr_num(&c->timeout_s, j, o, "timeout_s", 0, BIG, 0)) ||
+        (rc = orthros_jr_num(&c->cell_budget_s, j, o, "cell_budget_s", 0, BIG, 0)) ||
+        (rc = orthros_jr_num(&c->eps, j, o, "eps", -1, 1, 0)))
+        return rc;
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        v = *ints[i].dst;
+        if ((rc = orthros_jr_int(&v, j, o, ints[i].key, ints[i].lo, INT_MAX, 0))) return rc;
+        *ints[i].dst = (int)v;
+    }
+    return 0;
+}
+
+static int read_speedups(orthros_bench_file *f, orthros_jr *j, const cJSON *o)
+{
+    const cJSON *cells, *summary, *e;
+    int rc;
+    if ((rc = orthros_jr_array(&cells, j, o, "cells", 0)) || (rc = orthros_jr_array(&summary, j, o, "summary", 0))) return rc;
+    size_t nc = cells ? (size_t)cJSON_GetArraySize(cells) : 0, ns = summary ? (size_t)cJSON_GetArraySize(summary) : 0;
+    f->speedups = calloc(nc ? nc : 1, sizeof *f->speedups);
+    f->summary = calloc(ns ? ns : 1, sizeof *f->summary);
+    if (!f->speedups || !f->summary) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    int i = 0;
+    size_t at0 = orthros_jr_push_key(j, "cells");
+    cJSON_ArrayForEach(e, cells)
+    {
+        orthros_speedup *s = &f->speedups[f->n_speedups];
+        int64_t ctx = 0, batch = 0;
+        size_t at = orthros_jr_push_index(j, i++);
+        if (!cJSON_IsObject(e)) return orthros_jr_fail(j, NULL, "not an object");
+        if ((rc = orthros_jr_string(s->arch, sizeof s->arch, j, e, "arch", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_string(s->phase, sizeof s->phase, j, e, "phase", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&ctx, j, e, "ctx", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&batch, j, e, "batch", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_num(&s->speedup, j, e, "speedup", 0, BIG, ORTHROS_JR_REQUIRED | ORTHROS_JR_POSITIVE)) ||
+            (rc = orthros_jr_num(&s->ci_lo, j, e, "ci95_lo", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+            (rc = orthros_jr_num(&s->ci_hi, j, e, "ci95_hi", 0, BIG, ORTHROS_JR_NULL_NAN)))
+            return rc;
+        s->ctx = (int)ctx, s->batch = (int)batch;
+        f->n_speedups++;
+        orthros_jr_pop(j, at);
+    }
+    orthros_jr_pop(j, at0);
+    i = 0;
+    at0 = orthros_jr_push_key(j, "summary");
+    cJSON_ArrayForEach(e, summary)
+    {
+        orthros_speedup_summary *s = &f->summary[f->n_summary];
+        int64_t batch = 0;
+        size_t at = orthros_jr_push_index(j, i++);
+        if (!cJSON_IsObject(e)) return orthros_jr_fail(j, NULL, "not an object");
+        s->crossover_ctx = s->ctx_at_21_9x = s->max_speedup = NAN;
+        if ((rc = orthros_jr_string(s->arch, sizeof s->arch, j, e, "arch", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_string(s->phase, sizeof s->phase, j, e, "phase", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&batch, j, e, "batch", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_num(&s->crossover_ctx, j, e, "crossover_ctx", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+            (rc = orthros_jr_num(&s->ctx_at_21_9x, j, e, "ctx_at_21_9x", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+            (rc = orthros_jr_num(&s->max_speedup, j, e, "max_speedup", 0, BIG, ORTHROS_JR_NULL_NAN)))
+            return rc;
+        s->batch = (int)batch;
+        f->n_summary++;
+        orthros_jr_pop(j, at);
+    }
+    orthros_jr_pop(j, at0);
+    return 0;
+}
+
+static int from_json(orthros_bench_file *f, const cJSON *root, const char *name)
+{
+    orthros_jr j;
+    orthros_jr_init(&j, name);
+    int rc, legacy = 0;
+    const cJSON *list, *ceil, *run, *cfg, *sp, *m;
+    /* bench_kernels files before they were bench files: {"device": {...}, "results": [...]}. */
+    if (!cJSON_GetObjectItem(root, "kind") && cJSON_IsArray(cJSON_GetObjectItem(root, "results"))) {
+        legacy = 1;
+        f->hdr.kind = ORTHROS_RESULT_BENCH;
+        const cJSON *dev = cJSON_GetObjectItem(root, "device");
+        if (cJSON_IsObject(dev)) {
+            size_t at = orthros_jr_push_key(&j, "device");
+            if ((rc = orthros_jr_string(f->hdr.device_name, sizeof f->hdr.device_name, &j, dev, "name", 0))) return rc;
+            orthros_jr_pop(&j, at);
+        }
+        snprintf(f->hdr.git_commit, sizeof f->hdr.git_commit, "unknown");
+        snprintf(f->cfg.source, sizeof f->cfg.source, "bench_kernels");
+        if (!(f->cfg.model = strdup("kernels"))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    } else {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
+        if (cJSON_IsString(kind) && strcmp(kind->valuestring, "bench"))
+            return orthros_error(ORTHROS_EFORMAT, "%s is an \"%.32s\" result file, not a bench result file", name,
+                                 kind->valuestring);
+        if ((rc = orthros_result_header_read(&f->hdr, root, name))) return rc;
+        if (f->hdr.kind != ORTHROS_RESULT_BENCH)
+            return orthros_error(ORTHROS_EFORMAT, "%s is an anchors file, not a bench result file", name);
+        if (!(f->header = orthros_result_header_keep(root))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+        if ((rc = orthros_jr_object(&run, &j, root, "run", ORTHROS_JR_REQUIRED))) return rc;
+        size_t at = orthros_jr_push_key(&j, "run");
+        if ((rc = orthros_jr_object(&cfg, &j, run, "config", ORTHROS_JR_REQUIRED))) return rc;
+        orthros_jr_push_key(&j, "config");
+        if ((rc = read_config(&f->cfg, &j, cfg))) return rc;
+        orthros_jr_pop(&j, at);
+        f->cfg.seed = (int)(f->hdr.seed > INT_MAX ? INT_MAX : f->hdr.seed);
+        if (!f->cfg.device[0]) snprintf(f->cfg.device, sizeof f->cfg.device, "%s", f->hdr.backend);
+        if ((rc = orthros_jr_object(&ceil, &j, root, "ceilings", 0))) return rc;
+        if (ceil) {
+            int64_t n = 0;
+            at = orthros_jr_push_key(&j, "ceilings");
+            if ((rc = orthros_jr_num(&f->ceilings.gemm_tflops, &j, ceil, "gemm_tflops", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+                (rc = orthros_jr_int(&n, &j, ceil, "gemm_n", 0, INT_MAX, 0)) ||
+                (rc = orthros_jr_num(&f->ceilings.copy_tbps, &j, ceil, "copy_tbps", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+                (rc = orthros_jr_num(&f->ceilings.copy_bytes, &j, ceil, "copy_bytes", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+                (rc = orthros_jr_num(&f->ceilings.read_tbps, &j, ceil, "read_tbps", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+                (rc = orthros_jr_num(&f->ceilings.read_bytes, &j, ceil, "read_bytes", 0, BIG, ORTHROS_JR_NULL_NAN)))
+                return rc;
+            f->ceilings.gemm_n = (int)n;
+            orthros_jr_pop(&j, at);
+        }
+        if ((rc = orthros_jr_object(&sp, &j, root, "speedups", 0))) return rc;
+        if (sp) {
+            at = orthros_jr_push_key(&j, "speedups");
+            if ((rc = read_speedups(f, &j, sp))) return rc;
+            orthros_jr_pop(&j, at);
+        }
+    }
+    const char *list_key = legacy ? "results" : "measurements";
+    if ((rc = orthros_jr_array(&list, &j, root, list_key, ORTHROS_JR_REQUIRED))) return rc;
+    int i = 0;
+    orthros_jr_push_key(&j, list_key);
+    cJSON_ArrayForEach(m, list)
+    {
+        orthros_bench_cell c;
+        orthros_bench_cell_init(&c);
+        size_t at = orthros_jr_push_index(&j, i++);
+        if ((rc = read_cell(&c, &j, m, legacy))) {
+            orthros_bench_cell_free(&c);
+            return rc;
+        }
+        for (size_t k = 0; k < f->n_cells; k++)
+            if (orthros_bench_cell_same_key(&f->cells[k], &c)) {
+                char key[256];
+                orthros_bench_cell_key(key, sizeof key, &c);
+                orthros_bench_cell_free(&c);
+                return orthros_jr_fail(&j, NULL, "the cell %s appears twice", key);
+            }
+        if ((rc = orthros_bench_file_add(f, &c))) {
+            orthros_bench_cell_free(&c);
+            return rc;
+        }
+        orthros_jr_pop(&j, at);
+    }
+    return 0;
+}
+
+int orthros_bench_file_from_json(orthros_bench_file *f, const cJSON *root, const char *name)
+{
+    orthros_bench_file_init(f);
+    int rc = from_json(f, root, name);
+    if (rc) orthros_bench_file_free(f);
+    return rc;
+}
+
+static int from_json_any(void *f, const cJSON *root, const char *name)
+{
+    return orthros_bench_file_from_json(f, root, name);
+}
+
+int orthros_bench_file_read(orthros_bench_file *f, const char *path, int missing_ok, int *exists)
+{
+    orthros_bench_file_init(f);
+    return orthros_result_read_typed(f, from_json_any, path, missing_ok, exists);
+}
+
+/* ---- writing ---- */
+
+/* NAN (not measured) is written as null, which cJSON does for any non-finite number. */
+static void add_num(cJSON *o, const char *key, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
+    else cJSON_AddNullToObject(o, key);
+}
+
+static cJSON *stats_json(const orthros_stats *st)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "n", (double)st->n);
+    add_num(o, "median", st->median);
+    add_num(o, "q1", st->q1);
+    add_num(o, "q3", st->q3);
+    add_num(o, "min", st->min);
+    add_num(o, "max", st->max);
+    add_num(o, "mean", st->mean);
+    add_num(o, "stdev", st->stdev);
+    add_num(o, "cv", st->cv);
+    add_num(o, "ci95_lo", st->ci_lo);
+    add_num(o, "ci95_hi", st->ci_hi);
+    return o;
+}
+
+static cJSON *cell_json(const orthros_bench_cell *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (c->op[0]) {
+        cJSON_AddStringToObject(o, "op", c->op);
+        cJSON_AddStringToObject(o, "shape", c->shape);
+    } else {
+        cJSON_AddStringToObject(o, "arch", c->arch);
+        cJSON_AddStringToObject(o, "phase", c->phase);
+        cJSON_AddNumberToObject(o, "ctx", c->ctx);
+        cJSON_AddNumberToObject(o, "batch", c->batch);
+        cJSON_AddNumberToObject(o, "decode_tokens", c->decode_tokens);
+    }
+    if (c->reps_reduced) cJSON_AddStringToObject(o, "reps_reduced", c->reps_reduced);
+    if (c->state != ORTHROS_CELL_MEASURED) {
+        cJSON_AddStringToObject(o, c->state == ORTHROS_CELL_SKIPPED ? "skipped" : "error", c->reason ? c->reason : "unknown");
+        return o;
+    }
+    if (c->stop_reason[0]) cJSON_AddStringToObject(o, "stop_reason", c->stop_reason);
+    add_num(o, "noise", c->noise);
+    cJSON_AddBoolToObject(o, "noisy", c->noisy);
+    if (!c->op[0]) cJSON_AddNumberToObject(o, "chunk", c->chunk);
+    cJSON *arr = cJSON_AddArrayToObject(o, "samples");
+    for (size_t i = 0; i < c->n_samples; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(c->samples[i]));
+    if (c->n_rounds > 1) {
+        cJSON *r = cJSON_AddArrayToObject(o, "rounds");
+        for (size_t i = 0; i < c->n_rounds; i++) cJSON_AddItemToArray(r, cJSON_CreateNumber((double)c->round_ends[i]));
+    }
+    cJSON_AddItemToObject(o, "stats", stats_json(&c->stats));
+    cJSON *cost = cJSON_AddObjectToObject(o, "cost");
+    add_num(cost, "flops", c->flops);
+    add_num(cost, "attn_flops", c->attn_flops);
+    add_num(cost, "bytes", c->bytes);
+    cJSON *thr = cJSON_AddObjectToObject(o, "throughput");
+    add_num(thr, "tokens_per_s", c->tokens_per_s);
+    add_num(thr, "tflops", c->tflops);
+    add_num(thr, "tbps", c->tbps);
+    add_num(thr, "frac_gemm_ceiling", c->frac_gemm);
+    add_num(thr, "frac_copy_ceiling", c->frac_copy);
+    add_num(thr, "frac_read_ceiling", c->frac_read);
+    if (c->op[0]) {
+        add_num(o, "floor_s", c->floor_s);
+    } else {
+        cJSON *mem = cJSON_AddObjectToObject(o, "memory");
+        add_num(mem, "weights_bytes", c->weights_bytes);
+        add_num(mem, "session_bytes", c->session_bytes);
+        add_num(mem, "device_used_bytes", c->device_used_bytes);
+    }
+    return o;
+}
+
+static cJSON *config_json(const orthros_bench_config *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", c->model ? c->model : "");
+    if (c->source[0]) cJSON_AddStringToObject(o, "source", c->source);
+    cJSON_AddStringToObject(o, "arch", c->archs ? c->archs : "");
+    cJSON_AddStringToObject(o, "ctx", c->ctxs ? c->ctxs : "");
+    cJSON_AddStringToObject(o, "phase", c->phases ? c->phases : "");
+    cJSON_AddStringToObject(o, "batch", c->batches ? c->batches : "");
+    cJSON_AddStringToObject(o, "device", c->device);
+    cJSON_AddNumberToObject(o, "decode_tokens", c->decode_tokens);
+    cJSON_AddNumberToObject(o, "warmup", c->warmup);
+    cJSON_AddNumberToObject(o, "reps", c->reps);
+    cJSON_AddNumberToObject(o, "max_reps", c->max_reps);
+    cJSON_AddNumberToObject(o, "max_noise_pct", c->max_noise_pct);
+    cJSON_AddNumberToObject(o, "timeout_s", c->timeout_s);
+    cJSON_AddNumberToObject(o, "cell_budget_s", c->cell_budget_s);
+    cJSON_AddNumberToObject(o, "chunk", c->chunk);
+    cJSON_AddNumberToObject(o, "tail", c->tail);
+    cJSON_AddNumberToObject(o, "window", c->window);
+    cJSON_AddNumberToObject(o, "hybrid_every", c->hybrid_every);
+    cJSON_AddNumberToObject(o, "feature_dim", c->feature_dim);
+    cJSON_AddNumberToObject(o, "eps", c->eps);
+    cJSON_AddStringToObject(o, "feature_map", c->feature_map);
+    cJSON_AddNumberToObject(o, "tp", c->tp);
+    cJSON_AddStringToObject(o, "timer", c->timer);
+    return o;
+}
+
+static cJSON *speedups_json(const orthros_bench_file *f)
+{
+    cJSON *o = cJSON_CreateObject(), *cells = cJSON_AddArrayToObject(o, "cells"), *sum = cJSON_AddArrayToObject(o, "summary");
+    for (size_t i = 0; i < f->n_speedups; i++) {
+        const orthros_speedup *s = &f->speedups[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "arch", s->arch);
+        cJSON_AddStringToObject(e, "phase", s->phase);
+        cJSON_AddNumberToObject(e, "ctx", s->ctx);
+        cJSON_AddNumberToObject(e, "batch", s->batch);
+        cJSON_AddNumberToObject(e, "speedup", s->speedup);
+        add_num(e, "ci95_lo", s->ci_lo);
+        add_num(e, "ci95_hi", s->ci_hi);
+        cJSON_AddItemToArray(cells, e);
+    }
+    for (size_t i = 0; i < f->n_summary; i++) {
+        const orthros_speedup_summary *s = &f->summary[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "arch", s->arch);
+        cJSON_AddStringToObject(e, "phase", s->phase);
+        cJSON_AddNumberToObject(e, "batch", s->batch);
+        add_num(e, "crossover_ctx", s->crossover_ctx);
+        cJSON_AddBoolToObject(e, "reached_21_9x", isfinite(s->ctx_at_21_9x));
+        add_num(e, "ctx_at_21_9x", s->ctx_at_21_9x);
+        add_num(e, "max_speedup", s->max_speedup);
+        cJSON_AddItemToArray(sum, e);
+    }
+    return o;
+}
+
+cJSON *orthros_bench_file_to_json(const orthros_bench_file *f)
+{
+    cJSON *root = orthros_result_header_emit(f->header, "bench", config_json(&f->cfg));
+    if (!root) return NULL;
+    cJSON *ceil = cJSON_AddObjectToObject(root, "ceilings");
+    add_num(ceil, "gemm_tflops", f->ceilings.gemm_tflops);
+    cJSON_AddNumberToObject(ceil, "gemm_n", f->ceilings.gemm_n);
+    add_num(ceil, "copy_tbps", f->ceilings.copy_tbps);
+    add_num(ceil, "copy_bytes", f->ceilings.copy_bytes);
+    add_num(ceil, "read_tbps", f->ceilings.read_tbps);
+    add_num(ceil, "read_bytes", f->ceilings.read_bytes);
+    cJSON *meas = cJSON_AddArrayToObject(root, "measurements");
+    for (size_t i = 0; i < f->n_cells; i++) cJSON_AddItemToArray(meas, cell_json(&f->cells[i]));
+    cJSON_AddItemToObject(root, "speedups", speedups_json(f));
+    return root;
+}
+
+int orthros_bench_file_write(const orthros_bench_file *f, const char *path)
+{
+    cJSON *root = orthros_bench_file_to_json(f);
+    if (!root) return orthros_error(ORTHROS_ENOMEM, "out of memory writing %s", path);
+    int rc = orthros_result_write(path, root);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* ---- anchor files ---- */
+
+void orthros_anchor_file_free(orthros_anchor_file *f)
+{
+    free(f->cases);
+    memset(f, 0, sizeof *f);
+}
+
+int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, const char *name)
+{
+    orthros_jr j;
+    orthros_jr_init(&j, name);
+    memset(f, 0, sizeof *f);
+    const cJSON *cases, *e;
+    int rc;
+    orthros_result_header h;
+    if ((rc = orthros_result_header_read(&h, root, name))) return rc;
+    if (h.kind != ORTHROS_RESULT_ANCHORS)
+        return orthros_error(ORTHROS_EFORMAT, "%s: not an anchors file (kernels/bench/anchors.py)", name);
+    snprintf(f->device_name, sizeof f->device_name, "%s", h.device_name);
+    if ((rc = orthros_jr_array(&cases, &j, root, "cases", ORTHROS_JR_REQUIRED))) return rc;
+    size_t n = (size_t)cJSON_GetArraySize(cases);
+    f->cases = calloc(n ? n : 1, sizeof *f->cases);
+    if (!f->cases) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    int i = 0;
+    orthros_jr_push_key(&j, "cases");
+    cJSON_ArrayForEach(e, cases)
+    {
+        orthros_anchor_case *c = &f->cases[f->n];
+        int64_t hd = 0, ctx = 0, batch = 1, hq = 32, hkv = 8;
+        size_t at = orthros_jr_push_index(&j, i++);
+        c->tflops = c->tbps = NAN;
+        if (!cJSON_IsObject(e)) {
+            rc = orthros_jr_fail(&j, NULL, "not an object");
+            goto fail;
+        }
+        if ((rc = orthros_jr_string(c->op, sizeof c->op, &j, e, "op", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_string(c->backend, sizeof c->backend, &j, e, "backend", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&hd, &j, e, "head_dim", 1, 4096, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&ctx, &j, e, "ctx", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&batch, &j, e, "batch", 1, INT_MAX, 0)) ||
+            (rc = orthros_jr_int(&hq, &j, e, "hq", 1, 4096, 0)) || (rc = orthros_jr_int(&hkv, &j, e, "hkv", 1, 4096, 0)) ||
+            (rc = orthros_jr_num(&c->median_s, &j, e, "median_s", 0, BIG, ORTHROS_JR_REQUIRED | ORTHROS_JR_POSITIVE)) ||
+            (rc = orthros_jr_num(&c->tflops, &j, e, "tflops", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+            (rc = orthros_jr_num(&c->tbps, &j, e, "tbps", 0, BIG, ORTHROS_JR_NULL_NAN)))
+            goto fail;
+        c->head_dim = (int)hd, c->ctx = (int)ctx, c->batch = (int)batch, c->hq = (int)hq, c->hkv = (int)hkv;
+        f->n++;
+        orthros_jr_pop(&j, at);
+    }
+    return 0;
+fail:
+    orthros_anchor_file_free(f);
+    return rc;
+}
+
+int orthros_anchor_file_read(orthros_anchor_file *f, const char *path)
+{
+    cJSON *root = NULL;
+    memset(f, 0, sizeof *f);
+    int rc = orthros_result_load(&root, path, 0);
+    if (rc) return rc;
+    rc = orthros_anchor_file_from_json(f, root, path);
+    cJSON_Delete(root);
+    return rc;
+}

@@ -1,0 +1,102 @@
+/* Self-describing result files, the part every kind shares: the `tool` / `run` / `environment` header, loading
+ * with validation, and atomic writes. The kinds themselves are typed in result_bench.h (bench files, written by
+ * `orthros bench` and by the kernel benchmarks, and the PyTorch SDPA anchor files) and result_eval.h (eval
+ * files).
+ *
+ * Every reader validates before it returns: a file or a field that does not match the schema is refused with
+ * ORTHROS_EFORMAT and one message naming the file, the JSON path of the first offending field and what is
+ * wrong ("r.json: measurements[3].samples[1]: not a positive finite number"); nothing is returned half-read. */
+#ifndef ORTHROS_RESULTS_H
+#define ORTHROS_RESULTS_H
+
+#include "orthros.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ORTHROS_RESULT_SCHEMA_VERSION 1
+/* Result files are refused past this size (a million cells of samples fit well under it). */
+#define ORTHROS_RESULT_MAX_BYTES ((size_t)1 << 30)
+
+typedef enum { ORTHROS_RESULT_BENCH = 0, ORTHROS_RESULT_EVAL = 1, ORTHROS_RESULT_ANCHORS = 2 } orthros_result_kind;
+
+/* What a reader keeps of a file's header: its provenance, typed. */
+typedef struct {
+    orthros_result_kind kind;
+    int schema_version;
+    char git_commit[48];   /* "unknown" when not recorded */
+    int dirty;
+    char device_name[128]; /* environment.device.name: the GPU or CPU the file was measured on */
+    char backend[16];      /* environment.backend: cpu or cuda */
+    uint64_t seed;
+} orthros_result_header;
+
+/* A new result object: schema_version, kind ("bench" / "eval"), tool, run (argv, start time, seed) and
+ * environment (host, CPU, threads, load, governor, and the backend's device). The caller adds run.config and
+ * the payload. */
+cJSON *orthros_result_new(const char *kind, int argc, char **argv, uint64_t seed, const orthros_backend *be);
+/* Records the end of the run in a header made by orthros_result_new: run.end_time and the load average. */
+void orthros_result_finish(cJSON *root);
+/* Writes root through orthros_write_file_atomic ("-" is stdout). */
+int orthros_result_write(const char *path, const cJSON *root);
+/* Parses a result file. *out is NULL (and 0 returned) when the file does not exist and `missing_ok`. The file
+ * must be JSON with an object at the top and no key twice in any object; the kind-specific readers check the
+ * rest. */
+int orthros_result_load(cJSON **out, const char *path, int missing_ok);
+/* The kind of a parsed file (anchor files of kernels/bench/anchors.py, which predate the header, are recognised
+ * by their "cases" list) and its header. */
+int orthros_result_header_read(orthros_result_header *h, const cJSON *root, const char *path);
+
+/* Reads path and fills a typed file with from_json(obj, root, path) (the kind's reader). With missing_ok, a
+ * missing file gives *exists = 0 (exists may be NULL otherwise) and 0. */
+int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *, const char *), const char *path,
+                              int missing_ok, int *exists);
+/* For the configuration checks of resume and compare: 0 when the two values agree, else ORTHROS_EINVAL with
+ * "A and B differ in LABEL: a against b". */
+int orthros_result_same_str(const char *a_name, const char *b_name, const char *label, const char *a, const char *b);
+int orthros_result_same_num(const char *a_name, const char *b_name, const char *label, double a, double b);
+
+/* The header objects of a parsed file kept as written (tool, run without its config, environment), for rewriting
+ * the file; NULL when out of memory. */
+cJSON *orthros_result_header_keep(const cJSON *root);
+/* A new document of `kind` from a kept header (NULL: empty), with `config` (owned) as run.config. */
+cJSON *orthros_result_header_emit(const cJSON *kept, const char *kind, cJSON *config);
+
+/* ---- reading fields with validation (used by the kind-specific readers) ---- */
+
+/* The position being read, for messages: file name and the JSON path so far. */
+typedef struct {
+    const char *file;
+    char path[256];
+    size_t len;
+} orthros_jr;
+
+#define ORTHROS_JR_REQUIRED 1 /* absent is an error */
+#define ORTHROS_JR_NULL_NAN 2 /* numbers: null reads as NAN (cJSON writes NAN as null) */
+#define ORTHROS_JR_POSITIVE 4 /* numbers: > 0 */
+
+void orthros_jr_init(orthros_jr *j, const char *file);
+/* Appends ".key" or "[i]" to the path and returns the length to restore with orthros_jr_pop. */
+size_t orthros_jr_push_key(orthros_jr *j, const char *key);
+size_t orthros_jr_push_index(orthros_jr *j, int i);
+void orthros_jr_pop(orthros_jr *j, size_t len);
+/* Records "FILE: PATH[.key]: MSG" and returns ORTHROS_EFORMAT. */
+int orthros_jr_fail(const orthros_jr *j, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An object (no key twice) / an array at key; *out NULL when absent and not required. */
+int orthros_jr_object(const cJSON **out, const orthros_jr *j, const cJSON *o, const char *key, int flags);
+int orthros_jr_array(const cJSON **out, const orthros_jr *j, const cJSON *o, const char *key, int flags);
+/* A string copied into dst[cap] (too long, or holding a control character, is an error); dst unchanged when
+ * absent and not required. */
+int orthros_jr_string(char *dst, size_t cap, const orthros_jr *j, const cJSON *o, const char *key, int flags);
+/* The same, malloc'd (*dst NULL when absent). */
+int orthros_jr_strdup(char **dst, const orthros_jr *j, const cJSON *o, const char *key, int flags);
+/* An integral number in [lo, hi]. */
+int orthros_jr_int(int64_t *dst, const orthros_jr *j, const cJSON *o, const char *key, int64_t lo, int64_t hi, int flags);
+/* A finite number in [lo, hi] (with ORTHROS_JR_POSITIVE, also > 0). */
+int orthros_jr_num(double *dst, const orthros_jr *j, const cJSON *o, const char *key, double lo, double hi, int flags);
+int orthros_jr_bool(int *dst, const orthros_jr *j, const cJSON *o, const char *key, int flags);
+/* An array of finite numbers > 0 (timing samples); *x malloc'd. */
+int orthros_jr_positive_array(double **x, size_t *n, const orthros_jr *j, const cJSON *o, const char *key, int flags);
+
+#endif

@@ -1,0 +1,335 @@
+/* The result-file layer: every reader refuses a file that does not match its schema, naming the file, the JSON path
+ * of the first offending field and what is wrong, and returns nothing half-read; the writers' output reads back
+ * identically and matches the JSON schemas; atomic writes leave no temporary file behind.
+ * usage: test_results SOURCE_DIR */
+#define _GNU_SOURCE
+#include "result_bench.h"
+#include "result_eval.h"
+#include "schema.h"
+#include "table.h"
+#include "testutil.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[4096];
+
+/* A small valid bench file: two architectures, three lengths, one skipped cell, speedups. */
+static void make_bench(orthros_bench_file *f)
+{
+    orthros_bench_file_init(f);
+    f->header = orthros_result_new("bench", 0, NULL, 7, NULL);
+    f->cfg.model = strdup("preset:tiny");
+    f->cfg.archs = strdup("transformer,orthros");
+    f->cfg.ctxs = strdup("64:256:x2");
+    f->cfg.phases = strdup("prefill");
+    f->cfg.batches = strdup("1");
+    snprintf(f->cfg.device, sizeof f->cfg.device, "cpu");
+    snprintf(f->cfg.source, sizeof f->cfg.source, "orthros bench");
+    f->cfg.decode_tokens = 16, f->cfg.reps = 4, f->cfg.max_reps = 8, f->cfg.max_noise_pct = 2, f->cfg.timeout_s = 10;
+    f->cfg.seed = 7;
+    f->ceilings = (orthros_ceilings){1.5, 512, 20, 1 << 20, 25, 1 << 20};
+    const char *archs[] = {"transformer", "orthros"};
+    for (int a = 0; a < 2; a++)
+        for (int ctx = 64; ctx <= 256; ctx *= 2) {
+            orthros_bench_cell c;
+            orthros_bench_cell_init(&c);
+            snprintf(c.arch, sizeof c.arch, "%s", archs[a]);
+            snprintf(c.phase, sizeof c.phase, "prefill");
+            c.ctx = ctx, c.batch = 1;
+            if (a == 1 && ctx == 256) {
+                orthros_bench_cell_set_reason(&c, ORTHROS_CELL_SKIPPED, "needs 9 GiB; 1 GiB free");
+            } else {
+                c.n_samples = 6, c.n_rounds = 2;
+                c.samples = malloc(6 * sizeof *c.samples);
+                c.round_ends = malloc(2 * sizeof *c.round_ends);
+                for (int i = 0; i < 6; i++) c.samples[i] = 1e-3 * ctx * (a ? 0.5 : 1.0) * (1 + 0.01 * i);
+                c.round_ends[0] = 3, c.round_ends[1] = 6;
+                orthros_stats_fill(&c.stats, c.samples, 6, 0.95, 200, 1);
+                snprintf(c.stop_reason, sizeof c.stop_reason, "noise_target");
+                c.noise = 0.01, c.chunk = 64, c.flops = 1e9 * ctx, c.attn_flops = 1e8, c.bytes = 1e7;
+                c.tflops = 1, c.tbps = 0.1, c.tokens_per_s = 1000, c.frac_gemm = 0.5, c.frac_copy = 0.1, c.frac_read = 0.1;
+                c.weights_bytes = 1e6, c.session_bytes = 1e5, c.device_used_bytes = 2e6;
+            }
+            orthros_bench_file_add(f, &c);
+        }
+}
+
+static const char *save_json(const char *name, cJSON *root)
+{
+    static char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *t = cJSON_Print(root);
+    tu_write_text(path, t);
+    free(t);
+    return path;
+}
+
+/* Reads a bench file made from `root` after `mutate`; the reader must refuse it with a message holding `want`. */
+static void expect_bench_refused(const char *label, cJSON *root, const char *want)
+{
+    const char *path = save_json("mutated.json", root);
+    orthros_bench_file f;
+    int rc = orthros_bench_file_read(&f, path, 0, NULL);
+    const char *msg = orthros_last_error();
+    CHECK(rc == ORTHROS_EFORMAT && strstr(msg, want) && strstr(msg, "mutated.json"), "%s: rc %d, message \"%s\" lacks \"%s\"",
+          label, rc, msg, want);
+    CHECK(f.n_cells == 0 && !f.cells && !f.header, "%s: a refused file left a half-read struct", label);
+    printf("%-44s -> %s\n", label, msg);
+    cJSON_Delete(root);
+}
+
+static cJSON *bench_json(void)
+{
+    orthros_bench_file f;
+    make_bench(&f);
+    cJSON *root = orthros_bench_file_to_json(&f);
+    orthros_bench_file_free(&f);
+    return root;
+}
+
+static cJSON *cell(cJSON *root, int i) { return cJSON_GetArrayItem(cJSON_GetObjectItem(root, "measurements"), i); }
+
+static void bench_refusals(void)
+{
+    cJSON *r;
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cell(r, 0), "stats", cJSON_CreateNull());
+    expect_bench_refused("stats: null", r, "measurements[0].stats: not an object");
+    r = bench_json();
+    cJSON *s = cJSON_CreateArray();
+    cJSON_AddItemToArray(s, cJSON_CreateString("x"));
+    cJSON_AddItemToArray(s, cJSON_CreateNull());
+    cJSON_ReplaceItemInObject(cell(r, 1), "samples", s);
+    expect_bench_refused("samples [\"x\", null]", r, "measurements[1].samples: item 0 is not a positive finite number");
+    r = bench_json();
+    cJSON_ReplaceItemInArray(cJSON_GetObjectItem(cell(r, 0), "samples"), 2, cJSON_CreateNumber(0));
+    expect_bench_refused("a zero sample", r, "measurements[0].samples: item 2");
+    r = bench_json();
+    cJSON_ReplaceItemInArray(cJSON_GetObjectItem(cell(r, 0), "samples"), 0, cJSON_CreateNumber(-0.5));
+    expect_bench_refused("a negative sample", r, "measurements[0].samples: item 0");
+    r = bench_json();
+    cJSON_DeleteItemFromObject(cell(r, 2), "ctx");
+    expect_bench_refused("a cell without ctx", r, "measurements[2].ctx: missing");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cell(r, 1), "arch", cJSON_CreateNumber(3));
+    expect_bench_refused("a numeric arch", r, "measurements[1].arch: not a string");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cell(r, 1), "arch", cJSON_CreateString(""));
+    expect_bench_refused("an empty arch", r, "measurements[1].arch: empty");
+    r = bench_json();
+    cJSON_AddItemToArray(cJSON_GetObjectItem(r, "measurements"), cJSON_CreateNumber(1));
+    expect_bench_refused("a non-object measurement", r, "measurements[6]: not an object");
+    r = bench_json();
+    cJSON_AddItemToArray(cJSON_GetObjectItem(r, "measurements"), cJSON_Duplicate(cell(r, 0), 1));
+    expect_bench_refused("a cell twice", r, "the cell transformer prefill ctx 64 batch 1 appears twice");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cell(r, 0), "ctx", cJSON_CreateNumber(64.5));
+    expect_bench_refused("a fractional ctx", r, "measurements[0].ctx: 64.5 is not an integer");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cell(r, 0), "ctx", cJSON_CreateNumber(1e12));
+    expect_bench_refused("ctx past int", r, "measurements[0].ctx");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cell(r, 0), "phase", cJSON_CreateString("prefil"));
+    expect_bench_refused("an unknown phase", r, "measurements[0].phase: \"prefil\" is not prefill");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cell(r, 0), "stats"), "n", cJSON_CreateNumber(5));
+    expect_bench_refused("stats.n disagreeing", r, "measurements[0].stats: n is not the number of samples");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cell(r, 0), "rounds", cJSON_CreateIntArray((int[]){4, 3}, 2));
+    expect_bench_refused("rounds not increasing", r, "measurements[0].rounds");
+    r = bench_json();
+    cJSON_AddStringToObject(cell(r, 0), "skipped", "yes");
+    expect_bench_refused("skipped with samples", r, "measurements[0].skipped: a cell with samples cannot be skipped");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(r, "schema_version", cJSON_CreateNumber(99));
+    expect_bench_refused("a future schema version", r, "schema_version: 99");
+    r = bench_json();
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(r, "run"), "config");
+    expect_bench_refused("no run.config", r, "run.config: missing");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config"), "model",
+                              cJSON_CreateString("a\nb"));
+    expect_bench_refused("a control character", r, "run.config.model: a string holding a control character");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r, "ceilings"), "gemm_tflops", cJSON_CreateString("fast"));
+    expect_bench_refused("a string ceiling", r, "ceilings.gemm_tflops: not a number");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(r, "kind", cJSON_CreateString("eval"));
+    expect_bench_refused("an eval file read as bench", r, "not a bench result file");
+}
+
+/* Refusals that happen before the JSON is a tree: duplicate keys, bad JSON, a folder, a NUL byte. */
+static void load_refusals(void)
+{
+    char path[4300];
+    orthros_bench_file f;
+    snprintf(path, sizeof path, "%s/dup.json", dir);
+    tu_write_text(path, "{\"kind\": \"bench\", \"kind\": \"eval\"}");
+    CHECK(orthros_bench_file_read(&f, path, 0, NULL) == ORTHROS_EFORMAT && strstr(orthros_last_error(), "\"kind\" appears twice"),
+          "duplicate keys: %s", orthros_last_error());
+    tu_write_text(path, "{\"kind\": \"bench\", \"measurements\": [{\"a\": 1, \"a\": 2}]}");
+    CHECK(orthros_bench_file_read(&f, path, 0, NULL) == ORTHROS_EFORMAT && strstr(orthros_last_error(), "\"a\" appears twice"),
+          "nested duplicate keys: %s", orthros_last_error());
+    tu_write_text(path, "{\"kind\": \"bench\", \"measurements\": [");
+    CHECK(orthros_bench_file_read(&f, path, 0, NULL) == ORTHROS_EFORMAT && strstr(orthros_last_error(), "not valid JSON"),
+          "truncated JSON: %s", orthros_last_error());
+    tu_write_text(path, "[1, 2]");
+    CHECK(orthros_bench_file_read(&f, path, 0, NULL) == ORTHROS_EFORMAT && strstr(orthros_last_error(), "not an object"),
+          "a top-level array: %s", orthros_last_error());
+    CHECK(orthros_bench_file_read(&f, dir, 0, NULL) == ORTHROS_EIO && strstr(orthros_last_error(), "not a regular file"),
+          "a folder: %s", orthros_last_error());
+    FILE *fp = fopen(path, "wb");
+    fwrite("{\"kind\":\"be\0ch\"}", 1, 16, fp);
+    fclose(fp);
+    CHECK(orthros_bench_file_read(&f, path, 0, NULL) == ORTHROS_EFORMAT && strstr(orthros_last_error(), "NUL byte"),
+          "a NUL byte: %s", orthros_last_error());
+    int exists = 1;
+    snprintf(path, sizeof path, "%s/absent.json", dir);
+    CHECK(orthros_bench_file_read(&f, path, 1, &exists) == 0 && !exists, "a missing file with missing_ok");
+    CHECK(orthros_bench_file_read(&f, path, 0, NULL) == ORTHROS_EIO, "a missing file without missing_ok");
+}
+
+/* Writer -> reader -> writer gives the same document, which matches the schema. */
+static void round_trip(const char *src)
+{
+    orthros_bench_file f, g;
+    make_bench(&f);
+    char path[4300], schema_path[4300], err[512];
+    snprintf(path, sizeof path, "%s/rt.json", dir);
+    CHECK(orthros_bench_file_write(&f, path) == 0, "write: %s", orthros_last_error());
+    CHECK(orthros_bench_file_read(&g, path, 0, NULL) == 0, "read back: %s", orthros_last_error());
+    cJSON *a = orthros_bench_file_to_json(&f), *b = orthros_bench_file_to_json(&g);
+    CHECK(cJSON_Compare(a, b, 1), "the bench file does not survive a round trip");
+    CHECK(g.n_cells == 6 && g.cells[0].n_rounds == 2 && g.cells[0].round_ends[0] == 3 && g.cells[5].state == ORTHROS_CELL_SKIPPED,
+          "the typed cells read back wrong");
+    snprintf(schema_path, sizeof schema_path, "%s/bench/result.schema.json", src);
+    cJSON *schema = tu_load_json(schema_path);
+    CHECK(schema && orthros_schema_validate(schema, a, err, sizeof err) == 0, "the writer's output breaks the schema: %s", err);
+    cJSON_Delete(schema);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    orthros_bench_file_free(&f);
+    orthros_bench_file_free(&g);
+    /* No temporary file is left beside the result. */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int tmp = 0;
+    while (d && (e = readdir(d))) tmp += strstr(e->d_name, ".tmp") != NULL;
+    if (d) closedir(d);
+    CHECK(tmp == 0, "%d temporary files left in %s", tmp, dir);
+    /* A result path that is a folder is refused without a stray temporary file. */
+    CHECK(orthros_write_file_atomic(dir, "x", 1) == ORTHROS_EIO && strstr(orthros_last_error(), "is a folder"),
+          "writing over a folder: %s", orthros_last_error());
+    char nodir[4400];
+    snprintf(nodir, sizeof nodir, "%s/no/such/folder/r.json", dir);
+    CHECK(orthros_write_file_atomic(nodir, "x", 1) == ORTHROS_EIO, "writing into a missing folder");
+}
+
+/* Committed result files of earlier runs still read (the legacy kernel-bench format too). */
+static void committed_files(const char *src)
+{
+    const char *files[] = {"data/results/h200-2026-11-29b/bench-llama3.2-1b.json", "data/results/h200-2026-11-29b/bench_kernels.json",
+                           "data/results/reproduce-21.9x/llama3.2-1b.json", "data/results/perf-gate-aa-cpu-2026-11-29/base/bench-r1.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[4300];
+        snprintf(path, sizeof path, "%s/%s", src, files[i]);
+        orthros_bench_file f;
+        int rc = orthros_bench_file_read(&f, path, 0, NULL);
+        CHECK(rc == 0 && f.n_cells > 0, "%s does not read: %s", files[i], rc ? orthros_last_error() : "no cells");
+        orthros_bench_file_free(&f);
+    }
+    const char *evals[] = {"data/results/evals-h200-2026-11-29/niah-single.json", "data/results/evals-h200-2026-11-29/mqar.json"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[4300];
+        snprintf(path, sizeof path, "%s/%s", src, evals[i]);
+        orthros_eval_file f;
+        int rc = orthros_eval_file_read(&f, path, 0, NULL);
+        CHECK(rc == 0 && f.n_cells > 0, "%s does not read: %s", evals[i], rc ? orthros_last_error() : "no cells");
+        orthros_eval_file_free(&f);
+    }
+    char path[4300];
+    snprintf(path, sizeof path, "%s/data/results/h200-2026-11-29b/anchors.json", src);
+    orthros_anchor_file a;
+    CHECK(orthros_anchor_file_read(&a, path) == 0 && a.n > 0, "anchors do not read: %s", orthros_last_error());
+    orthros_anchor_file_free(&a);
+}
+
+static void eval_refusals(const char *src)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/data/results/evals-h200-2026-11-29/mqar.json", src);
+    struct {
+        const char *label, *key, *want;
+        double value;
+    } cases[] = {{"accuracy not correct / n", "accuracy", "cells[0].accuracy: is not correct / n", 0.5},
+                 {"n = 0", "n", "cells[0].n: 0 is not an integer", 0},
+                 {"correct > n", "correct", "cells[0].correct", 1e9},
+                 {"pairs 0", "pairs", "cells[0].pairs: 0 is not an integer", 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *r = tu_load_json(path);
+        CHECK(r != NULL, "cannot load %s", path);
+        if (!r) return;
+        cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0), cases[i].key,
+                                  cJSON_CreateNumber(cases[i].value));
+        const char *m = save_json("eval-mutated.json", r);
+        cJSON_Delete(r);
+        orthros_eval_file f;
+        int rc = orthros_eval_file_read(&f, m, 0, NULL);
+        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), cases[i].want), "%s: %s", cases[i].label,
+              orthros_last_error());
+        printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
+    }
+}
+
+/* Tables: CSV quoting, JSON escaping and numeric columns, markdown pipes. */
+static void tables(void)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/table.txt", dir);
+    const orthros_table_col cols[] = {{"name", -8, 0}, {"value", 6, 1}};
+    const char *row1[] = {"a,\"b\"|c", "1.5"}, *row2[] = {"x\ny", "nan"};
+    struct {
+        orthros_table_format f;
+        const char *want;
+    } cases[] = {{ORTHROS_TABLE_CSV, "\"a,\"\"b\"\"|c\",1.5"},
+                 {ORTHROS_TABLE_JSONL, "{\"name\": \"x\\u000ay\", \"value\": null}"},
+                 {ORTHROS_TABLE_JSON, "\"value\": 1.5}"},
+                 {ORTHROS_TABLE_MD, "| a,\"b\"\\|c | 1.5 |"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        orthros_table t;
+        CHECK(orthros_table_open(&t, cases[i].f, path, cols, 2) == 0, "table open");
+        orthros_table_row(&t, row1);
+        orthros_table_row(&t, row2);
+        CHECK(orthros_table_close(&t) == 0, "table close");
+        char *s = tu_slurp(path, NULL);
+        CHECK(s && strstr(s, cases[i].want), "table format %d lacks %s:\n%s", (int)cases[i].f, cases[i].want, s ? s : "");
+        if (cases[i].f == ORTHROS_TABLE_JSON) {
+            cJSON *j = cJSON_Parse(s);
+            CHECK(cJSON_IsArray(j) && cJSON_GetArraySize(j) == 2, "the JSON table is not an array of 2 rows");
+            cJSON_Delete(j);
+        }
+        free(s);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *src = argc > 1 ? argv[1] : ".";
+    char *t = tu_tempdir();
+    snprintf(dir, sizeof dir, "%s", t ? t : "/tmp");
+    free(t);
+    bench_refusals();
+    load_refusals();
+    round_trip(src);
+    committed_files(src);
+    eval_refusals(src);
+    tables();
+    return tu_finish();
+}
