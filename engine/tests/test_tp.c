@@ -152,6 +152,36 @@ static void test_model(const char *spec, int has_hedgehog)
     }
 }
 
+/* A sharded model switched to another schedule (orthros_model_set_arch, as the bench's interleaving does) runs
+ * it on every rank: the logits of the model loaded under that schedule. */
+static void test_set_arch(void)
+{
+    int n = 20;
+    int32_t tok[20];
+    for (int i = 0; i < n; i++) tok[i] = (int32_t)(orthros_uniform(8, (uint64_t)i) * 200.0f);
+    orthros_arch_opts ao;
+    orthros_arch_opts_default(&ao);
+    ao.tp = 2;
+    ao.arch = "orthros";
+    outputs want;
+    int rc = run_model(&want, "preset:tiny", &ao, tok, n, 2);
+    orthros_model *m = NULL;
+    orthros_session *s = NULL;
+    ao.arch = "transformer";
+    float *lg = malloc(sizeof(float) * (size_t)n * 256);
+    if (!rc) rc = orthros_model_load(&m, cpu, "preset:tiny", &ao, 7);
+    if (!rc) rc = orthros_model_set_arch(m, "orthros");
+    if (!rc) rc = orthros_session_init(&s, m, 1, n, n);
+    if (!rc) rc = orthros_prefill(s, 0, tok, n, lg, NULL);
+    CHECK(rc == 0, "set_arch on a sharded model: %s", orthros_last_error());
+    if (!rc) CHECK(!memcmp(lg, want.whole, sizeof(float) * (size_t)n * 256), "set_arch(orthros) on tp 2 differs from loading it");
+    orthros_session_free(s);
+    orthros_model_free(m);
+    free(lg);
+    outputs_free(&want);
+    printf("set_arch on a tp 2 model switches every rank\n");
+}
+
 /* Greedy generation of a sharded model gives the unsharded model's tokens. */
 static void test_generate(const char *spec)
 {
@@ -288,14 +318,16 @@ static void test_processes(const char *dir)
     char json[4200];
     snprintf(json, sizeof json, "%s/bench.json", tmp);
     snprintf(log, sizeof log, "%s/bench.log", tmp);
-    char *bv[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--tp", "2", "--arch", "orthros",
+    char *bv[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--tp", "2", "--arch", "transformer,orthros",
                   "--phase", "decode,allreduce", "--ctx", "64", "--decode-tokens", "2", "--reps", "2", "--max-reps", "2",
                   "--warmup", "0", "--json", json, NULL};
     int st = tu_run(bv, log);
     unsetenv("ORTHROS_TP_PROCESSES");
     cJSON *r = st == 0 ? tu_load_json(json) : NULL;
     const cJSON *meas = cJSON_GetObjectItem(r, "measurements");
-    const cJSON *dec = cJSON_GetArrayItem(meas, 0), *ar = cJSON_GetArrayItem(meas, 1);
+    /* Four cells: decode and allreduce of both schedules, switched by orthros_model_set_arch on every rank. */
+    CHECK(cJSON_GetArraySize(meas) == 4, "bench as processes: %d cells, want 4", cJSON_GetArraySize(meas));
+    const cJSON *dec = cJSON_GetArrayItem(meas, 1), *ar = cJSON_GetArrayItem(meas, 3);
     const cJSON *algbw = cJSON_GetObjectItem(cJSON_GetObjectItem(ar, "throughput"), "tbps");
     CHECK(cJSON_GetObjectItem(dec, "samples") && cJSON_GetObjectItem(ar, "samples") && algbw && algbw->valuedouble > 0,
           "bench decode + allreduce as processes: exit %d, no measurements", st);
@@ -393,6 +425,7 @@ int main(int argc, char **argv)
     bin = argv[1];
     if (orthros_backend_cpu_create(&cpu)) return 1;
     test_group();
+    test_set_arch();
     /* 4 kv heads (world sizes 2 and 4, an MLP of 150 split 37/38/37/38) and 3 (world size 3), with hedgehog
      * feature maps. */
     char *kv4 = write_test_checkpoint(8, 4, 64, 150), *kv3 = write_test_checkpoint(6, 3, 48, 100);
