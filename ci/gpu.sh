@@ -1,30 +1,40 @@
 #!/usr/bin/env bash
 # The whole GPU run, on a machine with an NVIDIA GPU (the lent H200): configure and build with CUDA, run the
 # gpu-labelled tests, run compute-sanitizer memcheck over the GPU test program, run the kernel benchmarks,
-# and leave every log in OUTDIR. A short summary table is printed last.
+# and leave every log in OUTDIR (file names of letters, digits and ._- only, at most two folders deep).
 # Without --quick it also runs the PyTorch SDPA anchors (kernels/bench/anchors.py) and the end-to-end bench of
 # the Llama-3.2-1B and Llama-3.1-8B shapes (transformer against orthros), all in the same device run.
-# Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--gate] [--recipe BUDGET_S]
+# The summary printed last: each step's status, the test and memcheck counts, the kernel table of
+# kernels/bench/summary.py (every kernel version against SDPA flash and cuDNN of the same run, as ratios, the
+# copy / read / GEMM ceilings and the default kernel versions; also in OUTDIR/summary.txt), the end-to-end lines.
+# Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]
 #   (run from the repository root; cJSON from .deps/cjson if present)
 #   --no-tests   skip ctest and memcheck (a later call of the same session, after a run that tested this tree)
+#   --skip S     skip the comma-separated steps S of: tests (ctest only), memcheck, bench, anchors, e2e (to split
+#                a run over 10-minute calls: --skip memcheck,bench,anchors,e2e; then --skip tests,bench,anchors,e2e;
+#                then --no-tests --skip e2e; then --no-tests --skip bench,anchors)
 #   --gate       the perf gate's A/A check: ci/perf-gate.sh --prebuilt on this build twice (nothing may be SLOW)
 #   --recipe S   orthros bench --recipe reproduce-21.9x --cell-budget S, resuming data/results/reproduce-21.9x
 #                (copy OUTDIR/recipe back into the repository to keep it)
 # A device command is limited to 10 minutes: split a long session into calls with these switches.
 set -u -o pipefail
 
-OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--gate] [--recipe BUDGET_S]}
+OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]}
 shift
-QUICK= TESTS=1 GATE=0 RECIPE=
+QUICK= TESTS=1 GATE=0 RECIPE= SKIP=,
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=--quick; shift ;;
         --no-tests) TESTS=0; shift ;;
+        --skip) [ $# -ge 2 ] || { echo "--skip needs a list of steps" >&2; exit 2; }
+            case ",$2," in *[!a-z0-9,]*) echo "--skip: steps are tests, memcheck, bench, anchors, e2e" >&2; exit 2 ;; esac
+            SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
+skipped() { case "$SKIP" in *",$1,"*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -53,9 +63,15 @@ if [ $TESTS = 0 ]; then
 else
 # timeout signals the whole process group, so a kernel that hangs (a deadlocked barrier in an untested
 # kernel) costs minutes, not the whole 10-minute device call, and the steps after it still run.
-step ctest_gpu ctest.log timeout -k 10 "${ORTHROS_GPU_TEST_TIMEOUT:-180}" ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
+if skipped tests; then
+    status[ctest_gpu]="skipped (--skip)"
+else
+    step ctest_gpu ctest.log timeout -k 10 "${ORTHROS_GPU_TEST_TIMEOUT:-300}" ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
+fi
 if [ "${status[ctest_gpu]%% *}" = rc=124 ]; then
     status[memcheck]="skipped (the gpu tests timed out: a kernel hangs)"
+elif skipped memcheck; then
+    status[memcheck]="skipped (--skip)"
 elif command -v compute-sanitizer >/dev/null; then
     # The long cases are skipped under the sanitizer (ORTHROS_TEST_QUICK): every kernel still runs.
     step memcheck memcheck.log env ORTHROS_TEST_QUICK=1 timeout 420 compute-sanitizer --tool memcheck \
@@ -64,20 +80,31 @@ else
     status[memcheck]="skipped (no compute-sanitizer)"
 fi
 fi
-step bench bench.log timeout -k 10 "${ORTHROS_GPU_BENCH_TIMEOUT:-300}" "$BUILD/kernels/tests/bench_kernels" "$OUT/bench_kernels.json" $QUICK
+if skipped bench; then
+    status[bench]="skipped (--skip)"
+else
+    step bench bench.log timeout -k 10 "${ORTHROS_GPU_BENCH_TIMEOUT:-300}" "$BUILD/kernels/tests/bench_kernels" "$OUT/bench_kernels.json" $QUICK
+fi
 
 if [ "$QUICK" != "--quick" ]; then
     # Anchors side by side in the same run: PyTorch SDPA flash and cuDNN on the same shapes.
-    if python3 -c 'import torch' 2>/dev/null; then
+    if skipped anchors; then
+        status[anchors]="skipped (--skip)"
+    elif python3 -c 'import torch' 2>/dev/null; then
         step anchors anchors.log python3 kernels/bench/anchors.py "$OUT/anchors.json"
     else
         status[anchors]="skipped (no PyTorch)"
     fi
     # End to end: the Llama-3.2-1B shape, transformer against orthros, prefill to 128K and decode.
+    if skipped e2e; then
+        status[e2e_1b]="skipped (--skip)"
+        status[e2e_8b]="skipped (--skip)"
+    else
     step e2e_1b e2e.log "$BUILD/orthros" bench --model preset:llama3.2-1b --device cuda --arch transformer,orthros \
         --ctx 4k:128k:x2 --phase prefill,decode --reps 3 --max-reps 5 --timeout 20 --json "$OUT/bench-llama3.2-1b.json"
     step e2e_8b e2e.log "$BUILD/orthros" bench --model preset:llama3.1-8b --device cuda --arch transformer,orthros \
         --ctx 4k:32k:x2 --phase prefill,decode --reps 3 --max-reps 5 --timeout 20 --json "$OUT/bench-llama3.1-8b.json"
+    fi
 fi
 
 if [ $GATE = 1 ]; then
@@ -98,9 +125,21 @@ echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b gate recipe; do printf '%-12s %s\n' "$s" "${status[$s]:-not run}"; done
-grep -E "passed, .* failed" "$OUT/ctest.log" | tail -1
-grep -E "ERROR SUMMARY" "$OUT/memcheck.log" | tail -1
-[ -f "$OUT/bench.log" ] && grep -E "^(op|ceiling|attn)" "$OUT/bench.log"
+grep -E "passed, .* failed" "$OUT/ctest.log" 2>/dev/null | tail -1
+# (ctest -V prefixes each line of a test's output with its number.)
+grep -E "^([0-9]+: )?(FAIL|SKIP)" "$OUT/ctest.log" 2>/dev/null | head -20
+grep -E "ERROR SUMMARY" "$OUT/memcheck.log" 2>/dev/null | tail -1
+grep -E "^([0-9]+: )?(prefill kernel version|decode kernel version|linear prefill version)" "$OUT/ctest.log" 2>/dev/null
+# The kernel table: ours (default and best version) against flash and cuDNN of the same run, as ratios.
+if [ -f "$OUT/bench_kernels.json" ] && command -v python3 >/dev/null; then
+    anchors_json=()
+    [ -f "$OUT/anchors.json" ] && anchors_json=("$OUT/anchors.json")
+    python3 kernels/bench/summary.py "$OUT/bench_kernels.json" ${anchors_json[@]+"${anchors_json[@]}"} >"$OUT/summary.txt" 2>&1
+    echo
+    cat "$OUT/summary.txt"
+elif [ -f "$OUT/bench.log" ]; then
+    grep -E "^(op|ceiling|attn)" "$OUT/bench.log"
+fi
 [ -f "$OUT/e2e.log" ] && grep -E "^(arch|transformer|orthros|speedup)" "$OUT/e2e.log"
 fail=0
 for s in configure build ctest_gpu memcheck bench; do case "${status[$s]:-}" in "rc=0 "*|skipped*) ;; *) fail=1 ;; esac; done

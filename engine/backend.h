@@ -131,10 +131,7 @@ int orthros_backend_cuda_create(orthros_backend **out);
 int orthros_cuda_device_count(void);
 int orthros_cuda_set_device(int device);
 
-/* Shared helpers. */
-float orthros_bf16_to_f32(uint16_t h);
-uint16_t orthros_f32_to_bf16(float f);     /* round to nearest even; NaN stays NaN */
-float orthros_f16_to_f32(uint16_t h);
+/* Shared helpers (the bf16 / fp16 conversions and orthros_uniform are in base/orthros_base.h). */
 /* inv_freq[head_dim / 2] for a model, llama3 scaling applied as Hugging Face does. */
 void orthros_rope_inv_freq(float *inv_freq, const orthros_model_config *cfg);
 size_t orthros_dtype_size(orthros_dtype t);

@@ -21,6 +21,7 @@
 #include "convert.h"
 #include "cuda_common.cuh"
 #include "embed.h"
+#include "mem_read.h"
 #include "rmsnorm.h"
 #include "rope_cache.h"
 #include "swiglu.h"
@@ -51,6 +52,7 @@ typedef struct {
     size_t work_cap;
     void *upload_buf;              /* device staging for F32/F16 uploads */
     int num_sms;
+    unsigned long long *read_sink;  /* [orthros_read_blocks(num_sms)]: the read ceiling's per-block results */
     cudaEvent_t marks[ORTHROS_TIMER_SLOTS]; /* timer_mark / timer_seconds */
 } cuda_impl;
 
@@ -114,6 +116,7 @@ static void cuda_destroy(orthros_backend *be)
         if (c->ids_host) cudaFreeHost(c->ids_host);
         if (c->work) cudaFree(c->work);
         if (c->upload_buf) cudaFree(c->upload_buf);
+        if (c->read_sink) cudaFree(c->read_sink);
         for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++)
             if (c->marks[i]) cudaEventDestroy(c->marks[i]);
         if (c->cublas) cublasDestroy(c->cublas);
@@ -202,6 +205,14 @@ static int cuda_copy(orthros_backend *be, void *dst, const void *src, size_t byt
 {
     ORTHROS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
     return 0;
+}
+
+/* The read ceiling: every 64-bit word of src XORed on the device, one word written per block, nothing returned. */
+static int cuda_read(orthros_backend *be, const void *src, size_t bytes)
+{
+    cuda_impl *c = impl_of(be);
+    orthros_read_params p = {c->read_sink, src, bytes, orthros_read_blocks(c->num_sms)};
+    return orthros_read_xor_u64(&p, c->stream);
 }
 
 static int cuda_download_f32(orthros_backend *be, float *host, const float *src, size_t n)
@@ -337,7 +348,8 @@ static int attn_full(orthros_backend *be, void *out, const void *qkv, const orth
     if (L->cap <= 0 || !L->k_cache || !L->v_cache)
         return orthros_error(ORTHROS_EINVAL, "attention: layer has no KV cache");
     cuda_impl *c = impl_of(be);
-    orthros_attn_full_params p;
+    /* The decode kernel's parameters are a superset of the prefill kernel's: filled once, copied if it is prefill. */
+    orthros_attn_full_decode_params p;
     memset(&p, 0, sizeof p);
     p.out = out;
     p.qkv = qkv;
@@ -366,7 +378,9 @@ static int attn_full(orthros_backend *be, void *out, const void *qkv, const orth
         p.work_bytes = c->work_cap;
         return orthros_attn_full_decode_bf16(&p, c->stream);
     }
-    return orthros_attn_full_prefill_bf16(&p, c->stream);
+    orthros_attn_full_prefill_params q = {p.out, p.qkv, p.k_cache, p.v_cache, p.pos0, p.B, p.n, p.Hq, p.Hkv,
+                                          p.d, p.cap, p.window, p.max_keys};
+    return orthros_attn_full_prefill_bf16(&q, c->stream);
 }
 
 static int linear_params(orthros_attn_linear_params *p, void *out, const void *qkv, const orthros_attn_layer *L, int B,
@@ -487,25 +501,26 @@ static int fill_info(orthros_device_info *info, int dev)
 
 /* The attention kernel versions: ORTHROS_ATTN_PREFILL_VERSION, ORTHROS_ATTN_DECODE_VERSION and
  * ORTHROS_LINEAR_PREFILL_VERSION in the environment choose a kept version of each (to compare versions end to
- * end, or to try one not yet the default); unset, the defaults. Applied process-wide at backend creation and
- * written into info->kernels for result files. */
+ * end, or to try one not yet the default); unset, the defaults (0: the kernel module's default for this binary and
+ * device, e.g. prefill v5 with sm_90a code on a 9.0 device, else v4). Applied process-wide at backend creation
+ * and written into info->kernels for result files, with the number actually in use. */
 static int select_kernels(orthros_device_info *info)
 {
     static const struct {
         const char *env, *tag;
         int (*set)(int);
-        int def;
+        int (*get)(void);
     } k[3] = {{"ORTHROS_ATTN_PREFILL_VERSION", "attn_prefill", orthros_attn_full_prefill_set_version,
-               ORTHROS_ATTN_PREFILL_DEFAULT},
+               orthros_attn_full_prefill_version},
               {"ORTHROS_ATTN_DECODE_VERSION", "attn_decode", orthros_attn_full_decode_set_version,
-               ORTHROS_ATTN_DECODE_DEFAULT},
+               orthros_attn_full_decode_version},
               {"ORTHROS_LINEAR_PREFILL_VERSION", "linear_prefill", orthros_attn_linear_prefill_set_version,
-               ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT}};
+               orthros_attn_linear_prefill_version}};
     size_t used = 0;
     info->kernels[0] = '\0';
     for (int i = 0; i < 3; i++) {
         const char *text = getenv(k[i].env);
-        int v = k[i].def;
+        int v = 0;
         if (text && *text) {
             char *end;
             long x = strtol(text, &end, 10);
@@ -519,7 +534,8 @@ static int select_kernels(orthros_device_info *info)
             snprintf(why, sizeof why, "%s", orthros_last_error());
             return orthros_error(rc, "%s=%d: %s", k[i].env, v, why);
         }
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, "%s%s v%d", i ? ", " : "", k[i].tag, v);
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, "%s%s v%d", i ? ", " : "", k[i].tag,
+                                 k[i].get());
         if (used >= sizeof info->kernels) used = sizeof info->kernels - 1;
     }
     return 0;
@@ -553,6 +569,7 @@ static int create_impl(cuda_impl *c, orthros_device_info *info)
     c->ids_cap = 256;
     ORTHROS_CUDA_CHECK(cudaMalloc(&c->work, WORK_INIT_BYTES));
     c->work_cap = WORK_INIT_BYTES;
+    ORTHROS_CUDA_CHECK(cudaMalloc((void **)&c->read_sink, (size_t)orthros_read_blocks(c->num_sms) * sizeof *c->read_sink));
     for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++) ORTHROS_CUDA_CHECK(cudaEventCreate(&c->marks[i]));
     return 0;
 }
@@ -617,6 +634,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->fill_random = cuda_fill_random;
     be->fill = cuda_fill;
     be->copy = cuda_copy;
+    be->read = cuda_read;
     be->download_f32 = cuda_download_f32;
     be->timer_mark = cuda_timer_mark;
     be->timer_seconds = cuda_timer_seconds;

@@ -11,38 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Error codes, orthros_error and the last-error message, ORTHROS_MAX_HEAD_DIM / _LAYERS, orthros_fmap. */
+#include "orthros_base.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#ifdef __CUDACC__
-#define ORTHROS_HD __host__ __device__
-#else
-#define ORTHROS_HD
-#endif
-
 #define ORTHROS_VERSION "0.1.0"
-#define ORTHROS_MAX_LAYERS 512
-#define ORTHROS_MAX_HEAD_DIM 256
-
-enum {
-    ORTHROS_OK = 0,
-    ORTHROS_EINVAL = -1,      /* bad argument or option value */
-    ORTHROS_EIO = -2,         /* a file could not be opened, read or mapped */
-    ORTHROS_EFORMAT = -3,     /* a file is malformed */
-    ORTHROS_ENOMEM = -4,      /* host or device memory exhausted, or a request that cannot fit */
-    ORTHROS_EUNSUPPORTED = -5,/* valid but not supported (dtype, backend not built) */
-    ORTHROS_EDEVICE = -6,     /* CUDA or cuBLAS failure */
-    ORTHROS_ERANGE = -7,      /* a value out of range (token id, length) */
-};
-
-const char *orthros_strerror(int code);
-/* Records a formatted message for the calling thread and returns code, so that callers can write
- * `return orthros_error(ORTHROS_EINVAL, "...")`. */
-int orthros_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-const char *orthros_last_error(void);
-/* Prepends "prefix: " to the recorded message (for adding the file name) and returns code. */
-int orthros_error_prefix(int code, const char *prefix);
 
 typedef enum {
     ORTHROS_ATTN_FULL = 0,
@@ -50,12 +26,6 @@ typedef enum {
     ORTHROS_ATTN_SWA = 2,
     ORTHROS_ATTN_ORTHROS = 3,
 } orthros_attn_kind;
-
-typedef enum {
-    ORTHROS_FMAP_ELU1 = 0,
-    ORTHROS_FMAP_RELU = 1,
-    ORTHROS_FMAP_HEDGEHOG = 2,
-} orthros_fmap;
 
 /* The dense model, as config.json describes it. */
 typedef struct {
@@ -116,15 +86,6 @@ typedef struct orthros_backend orthros_backend;
 
 /* 1 when the build has CUDA and a GPU is present. */
 int orthros_cuda_available(void);
-/* Counter-based uniform in [0, 1) from (seed, i): splitmix64 of seed ^ golden * (i + 1), top 24 bits. */
-static inline ORTHROS_HD float orthros_uniform(uint64_t seed, uint64_t i)
-{
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (1.0f / 16777216.0f);
-}
 
 /* Backends. "auto" picks cuda when a GPU is present and the build has CUDA, else cpu. */
 int orthros_backend_create(orthros_backend **out, const char *device);

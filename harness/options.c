@@ -130,8 +130,9 @@ int orthros_cmd_parse(orthros_cmd *c, int argc, char **argv)
 
 int orthros_cmd_fail(const char *cmd, int rc)
 {
-    (void)rc;
-    fprintf(stderr, "orthros %s: error: %s\n", cmd, orthros_last_error());
+    /* A code returned without a recorded message still says what kind of failure it was. */
+    const char *msg = orthros_last_error();
+    fprintf(stderr, "orthros %s: error: %s\n", cmd, msg && msg[0] ? msg : orthros_strerror(rc));
     return 1;
 }
 

@@ -34,12 +34,36 @@
  * threadFenceReduction pattern); the block that draws the last ticket merges the nsplit partials of that head,
  * one warp per row, writes the output and resets the counter to 0 for the next call. No second launch, no
  * kernel boundary between the split pass and the merge: aimed at the fixed ~15 us per call at batch 1. The
- * counters are a module-owned device array (one process, one device, calls ordered on one stream). */
+ * counters are a module-owned device array (one process, one device, calls ordered on one stream). Passes the
+ * GPU tests on the H200 (issue 11); not yet timed.
+ * v6 (opt-in until measured; NOT yet run on a GPU): the stream reorganised for DRAM. v1-v5 give each (b, kv
+ * head) its own blocks, so a block reads 128 or 256 bytes of every 1-2 KB cache row [Hkv][d] and the 8 heads
+ * of one position are fetched by 8 blocks at 8 different times; cuDNN and flash read a [B][H][N][d] layout, one
+ * long run per head, and reach 4.2-4.6 TB/s where v4 stays at 3.7. v6 gives a block a group of HB kv heads (the
+ * largest of 8, 4, 2, 1 dividing Hkv: all 8 in the Llama shapes), so each stage reads whole Hkv * d row runs of
+ * its positions: 64 KB per stage (16 keys at d 128, 32 at d 64, K and V), one TMA box per (head, 64 columns)
+ * issued by a producer warp into a 3-deep mbarrier ring (two stages, 128 KB, in flight per SM: ~3.7x the ~35 KB
+ * that 4.6 TB/s at ~1 us of latency needs per SM, and no per-key address arithmetic, where v4's cp.async paid a
+ * 64-bit multiply and a modulo per 16 bytes). 8 consumer warps, warp w on head w % HB and a slice of each
+ * stage's keys, mma.sync as before (the group's query heads as the 16 A rows); each warp writes its own partial
+ * and the combine kernel (256 threads for v6, which has more splits) merges them. Splits are aligned to each
+ * sequence's end, so every tile but the first of a sequence is full and none reads a slot at or past the
+ * sequence's last key (the first may start below key 0: TMA zero fill). One ~193 KB block per SM; the split
+ * count minimises waves x split length: B * 1 group = 1, 8, 16 blocks per split -> 131, 33, 33 splits at 128K
+ * (1, 2, 4 full waves of 132 SMs). window > 0 (the ring) and other shapes go to v4.
+ *   Floors (bytes over the read ceiling, ~4.6 TB/s, which cuDNN's decode reaches; bench_kernels measures it as
+ *   "ceiling_read"): B 16, 128K: d 128 8.59 GB -> 1.87 ms, d 64 0.93 ms; B 1, 128K: d 128 0.117 ms, d 64 0.058.
+ *   Prediction: B 8-16 at ~93% of the read ceiling (the wave quantisation costs 2-4%, the combine ~10 us): d 128
+ *   B 16 ~2.0 ms against cuDNN's 1.86-1.90 (0.95-1.0x), d 64 B 16 ~1.0 ms against flash's 1.02 (~1.0x); B 1
+ *   128K: d 128 ~0.135 ms (cuDNN 0.157: 1.15x), d 64 ~0.075 ms. If it falls short at B 16 while B 1 does not,
+ *   the next step is fewer, larger TMA boxes (a {64, Hkv, BN} box with a 5-d map, heads outermost in shared
+ *   memory) and one block of two 96 KB rings per SM. */
 #include "attn_full_decode.h"
 
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "tma.cuh"
 
 #define DEC_WARPS 4
 #define DEC_ROWS 16
@@ -54,11 +78,11 @@ template <int D> struct dec_cfg {
     static constexpr size_t bytes = (size_t)(DEC_ROWS + 2 * NST * BN) * LD * sizeof(bf16);
 };
 
-template <int D> static __device__ void merge_head_rows(const orthros_attn_full_params &p, int nsplit, int bh);
+template <int D> static __device__ void merge_head_rows(const orthros_attn_full_decode_params &p, int nsplit, int bh);
 
 template <int D, bool PF, bool FUSED>
 static __global__ void __launch_bounds__(DEC_WARPS * 32)
-    attn_decode_split_kernel(orthros_attn_full_params p, int split_len, int nsplit, unsigned *counters)
+    attn_decode_split_kernel(orthros_attn_full_decode_params p, int split_len, int nsplit, unsigned *counters)
 {
     constexpr int NST = dec_cfg<D>::NST, LD = dec_cfg<D>::LD, KT = D / 16, DT = D / 8, CH = D / 8;
     constexpr int DEC_BN = dec_cfg<D>::BN, KW = dec_cfg<D>::KW;
@@ -215,7 +239,7 @@ static __global__ void __launch_bounds__(DEC_WARPS * 32)
 /* v5's merge, by the last block of head bh (4 warps): warp w merges rows w, w + 4, ... of the head; each lane
  * owns D / 32 consecutive columns. Per split s: weight exp2(m_s - M) (0 for a split that saw no key), so
  * out = sum_s w_s O_s / sum_s w_s l_s, as attn_decode_combine_kernel computes it. */
-template <int D> static __device__ void merge_head_rows(const orthros_attn_full_params &p, int nsplit, int bh)
+template <int D> static __device__ void merge_head_rows(const orthros_attn_full_decode_params &p, int nsplit, int bh)
 {
     constexpr int C = D / 32;
     const int g = p.Hq / p.Hkv, rows = p.n * g, kv = bh % p.Hkv, b = bh / p.Hkv;
@@ -262,11 +286,14 @@ template <int D> static __device__ void merge_head_rows(const orthros_attn_full_
  * in shared memory: a handful of independent 16-byte loads per thread instead of nsplit dependent 4-byte ones. */
 #define DEC_COMBINE_THREADS 128
 #define DEC_COMBINE_MAXW 1024
-static __global__ void __launch_bounds__(DEC_COMBINE_THREADS) attn_decode_combine_kernel(orthros_attn_full_params p, int nsplit)
+/* T threads: 128 for v3-v5; v6, whose splits are more numerous (one wave of whole-chip blocks per sequence), uses
+ * 256 so that each thread sums half as many splits. */
+template <int T>
+static __global__ void __launch_bounds__(T) attn_decode_combine_kernel(orthros_attn_full_decode_params p, int nsplit)
 {
     __shared__ float sw[DEC_COMBINE_MAXW];
-    __shared__ float4 sacc[DEC_COMBINE_THREADS];
-    __shared__ float red[DEC_COMBINE_THREADS / 32];
+    __shared__ float4 sacc[T];
+    __shared__ float red[T / 32];
     const int g = p.Hq / p.Hkv, D = p.d, rows = p.n * g;
     const int r = blockIdx.x % rows, bh = blockIdx.x / rows, kv = bh % p.Hkv, b = bh / p.Hkv;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -278,7 +305,9 @@ static __global__ void __launch_bounds__(DEC_COMBINE_THREADS) attn_decode_combin
     for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
     if (lane == 0) red[warp] = M;
     __syncthreads();
-    M = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
+    M = red[0];
+#pragma unroll
+    for (int w = 1; w < T / 32; w++) M = fmaxf(M, red[w]);
     __syncthreads();
     float L = 0.0f;
     for (int s = tid; s < nsplit; s += blockDim.x) {
@@ -290,9 +319,11 @@ static __global__ void __launch_bounds__(DEC_COMBINE_THREADS) attn_decode_combin
     for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
     if (lane == 0) red[warp] = L;
     __syncthreads();
-    L = red[0] + red[1] + red[2] + red[3];
+    L = red[0];
+#pragma unroll
+    for (int w = 1; w < T / 32; w++) L += red[w];
     const float inv = L > 0.0f ? 1.0f / L : 0.0f;
-    const int quads = D / 4, groups = DEC_COMBINE_THREADS / quads, c4 = tid % quads, grp = tid / quads;
+    const int quads = D / 4, groups = T / quads, c4 = tid % quads, grp = tid / quads;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (grp < groups) {
 #pragma unroll 4
@@ -325,6 +356,297 @@ static __global__ void __launch_bounds__(DEC_COMBINE_THREADS) attn_decode_combin
         *(__nv_bfloat162 *)out = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
         *(__nv_bfloat162 *)(out + 2) = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
     }
+}
+
+/* ---- v6: a block per (sequence, group of HB kv heads, split), K/V by TMA through an mbarrier ring ----
+ * Warp 8 is the producer (one lane issues the TMA copies); warps 0-7 consume. A stage holds BN keys of every
+ * head of the group: per (head, 64-column chunk) one TMA box of BN rows x 128 bytes, 128-byte swizzled, so a
+ * stage reads the group's whole Hkv * d row run of each of its BN positions. Warp w takes head w % HB and keys
+ * [(w / HB) KW, (w / HB + 1) KW) of every stage with mma.sync (the group's query heads as the 16 rows of A, as in
+ * v1-v5), keeps its own online softmax and writes its own partial: the combine kernel merges nsplit * (8 / HB)
+ * partials per head. */
+#define DEC6_WARPS 8
+template <int D> struct dec6_cfg {
+    static constexpr int KW = 2048 / D;                    // keys per warp per stage: 16 (d 128), 32 (d 64)
+    static constexpr int NST = 3;                          // ring depth: two stages in flight while one is used
+    static constexpr int STAGE = DEC6_WARPS * KW * D * 2;  // bytes of K (and of V) per stage: 32 KB
+    static constexpr int THREADS = (DEC6_WARPS + 1) * 32;
+    static constexpr size_t SMEM = (size_t)2 * NST * STAGE + 2 * NST * 8 + 1024;
+    static_assert(SMEM <= 227 * 1024, "v6 stages exceed the shared memory of a block");
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+static __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+static __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+#endif
+
+template <int D>
+static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
+    attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
+                           const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    using C = dec6_cfg<D>;
+    constexpr int KW = C::KW, NST = C::NST, STAGE = C::STAGE, KT = D / 16, DT = D / 8, NC = D / 64;
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sK = base, sV = base + NST * STAGE, bars = base + 2 * NST * STAGE;
+    auto full = [&](int s) { return bars + 8u * (uint32_t)s; };
+    auto empty = [&](int s) { return bars + 8u * (uint32_t)(NST + s); };
+
+    const int split = blockIdx.x, h0 = blockIdx.y * HB, b = blockIdx.z;
+    const int WPH = DEC6_WARPS / HB, BN = KW * WPH;           // warps per head, keys per stage
+    const int g = p.Hq / p.Hkv, rows = p.n * g;
+    const int pos0 = p.pos0[b];
+    // Splits are aligned to this sequence's end: split s covers [k_lo, k_lo + split_len), the last one ending at
+    // pos0 + n. Tiles wholly below key 0 are skipped; the first kept one may start below 0 (TMA zero fill).
+    const int k_lo = pos0 + p.n - (nsplit - split) * split_len;
+    const int t0 = k_lo < 0 ? (-k_lo) / BN : 0;
+    const int ntiles = max(0, split_len / BN - t0);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < NST; s++) {
+            mbar_init(full(s), 1);
+            mbar_init(empty(s), DEC6_WARPS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warp == DEC6_WARPS) {
+        // ---- producer ----
+        if (lane == 0) {
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmK) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmV) : "memory");
+            for (int t = 0; t < ntiles; t++) {
+                const int s = t % NST, ts = k_lo + (t0 + t) * BN;
+                mbar_wait(empty(s), ((uint32_t)(t / NST) & 1u) ^ 1u);
+                mbar_expect_tx(full(s), 2u * STAGE);
+                for (int h = 0; h < HB; h++)
+#pragma unroll
+                    for (int c = 0; c < NC; c++) {
+                        const uint32_t off = (uint32_t)(s * STAGE + (h * NC + c) * BN * 128);
+                        tma_load_4d(sK + off, &tmK, full(s), 64 * c, h0 + h, ts, b);
+                        tma_load_4d(sV + off, &tmV, full(s), 64 * c, h0 + h, ts, b);
+                    }
+            }
+        }
+        return;
+    }
+
+    // ---- consumers ----
+    const int h = warp % HB, j = warp / HB, kv = h0 + h;
+    const int rA = lane / 4, rB = rA + 8;
+    const int tA = rA < rows ? pos0 + rA / g : -1, tB = rB < rows ? pos0 + rB / g : -1;
+    const float sl2 = 1.4426950408889634f / sqrtf((float)D);
+    // Q as A fragments straight from global memory: register 0 holds row rA, columns 2 (lane % 4) + {0, 1} of the
+    // k-step, 1 row rB, 2 and 3 the same 8 columns further (the ldmatrix_x4 order of v1-v5); rows past the end 0.
+    const int W = (p.Hq + 2 * p.Hkv) * D;
+    const bf16 *qkv = (const bf16 *)p.qkv + (size_t)b * p.n * W;
+    uint32_t qf[KT][4];
+#pragma unroll
+    for (int kk = 0; kk < KT; kk++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int row = (r & 1) ? rB : rA, col = kk * 16 + (r >> 1) * 8 + (lane % 4) * 2;
+            qf[kk][r] = row < rows ? *(const uint32_t *)(qkv + (size_t)(row / g) * W + (size_t)(kv * g + row % g) * D + col)
+                                   : 0u;
+        }
+
+    float o[DT][4];
+#pragma unroll
+    for (int i = 0; i < DT; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f;
+    // This warp's rows of a region: keys j KW + ...; a region is one (head, 64-column chunk) of BN rows.
+    const int region = BN * 128;
+    for (int t = 0; t < ntiles; t++) {
+        const int s = t % NST, ts = k_lo + (t0 + t) * BN;
+        mbar_wait(full(s), (uint32_t)(t / NST) & 1u);
+        const uint32_t kb = sK + (uint32_t)(s * STAGE + h * NC * region), vb = sV + (uint32_t)(s * STAGE + h * NC * region);
+        float sc[KW / 8][4];
+#pragma unroll
+        for (int nt = 0; nt < KW / 8; nt++) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+        // S = Q K^T: per k-step and pair of n8 key tiles one ldmatrix.x4 (keys as rows, 8 d-columns per matrix).
+#pragma unroll
+        for (int kk = 0; kk < KT; kk++) {
+            const int e = kk * 16 + ((lane / 8) % 2) * 8, cidx = e / 64, ch = (e % 64) / 8;
+#pragma unroll
+            for (int nt = 0; nt < KW / 8; nt += 2) {
+                const int r = j * KW + nt * 8 + (lane % 8) + (lane / 16) * 8;
+                uint32_t bb[4];
+                ldsm_x4(bb, kb + (uint32_t)(cidx * region) + swz128(r, ch));
+                mma_bf16_16816(sc[nt], qf[kk], bb);
+                mma_bf16_16816(sc[nt + 1], qf[kk], bb + 2);
+            }
+        }
+        const int kbase = ts + j * KW + (lane % 4) * 2;
+        float mxA = -INFINITY, mxB = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < KW / 8; nt++) {
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int key = kbase + nt * 8 + (c & 1);
+                sc[nt][c] = (key < 0 || key > (c < 2 ? tA : tB)) ? -INFINITY : sc[nt][c] * sl2;
+            }
+            mxA = fmaxf(mxA, fmaxf(sc[nt][0], sc[nt][1]));
+            mxB = fmaxf(mxB, fmaxf(sc[nt][2], sc[nt][3]));
+        }
+        warp_online_softmax(sc, o, mxA, mxB, mA, mB, lA, lB);
+        // O += P V: per 16 keys and pair of n8 d-tiles one ldmatrix.x4.trans.
+#pragma unroll
+        for (int kk = 0; kk < KW / 16; kk++) {
+            uint32_t a[4] = {pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]), pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]),
+                             pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                             pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+            const int r = j * KW + kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+            for (int dt = 0; dt < DT; dt += 2) {
+                const int e = dt * 8 + (lane / 16) * 8;
+                uint32_t bb[4];
+                ldsm_x4_t(bb, vb + (uint32_t)((e / 64) * region) + swz128(r, (e % 64) / 8));
+                mma_bf16_16816(o[dt], a, bb);
+                mma_bf16_16816(o[dt + 1], a, bb + 2);
+            }
+        }
+        // The warp's reads of the stage are done (ldmatrix results consumed above): release it.
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty(s));
+    }
+
+    // This warp's partial, in the layout of v3-v5 (part = (b, kv head) * nsplit * WPH + split * WPH + j).
+    lA += __shfl_xor_sync(0xffffffffu, lA, 1);
+    lA += __shfl_xor_sync(0xffffffffu, lA, 2);
+    lB += __shfl_xor_sync(0xffffffffu, lB, 1);
+    lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+    const size_t nparts = (size_t)p.B * p.Hkv * nsplit * WPH;
+    const size_t part = ((size_t)(b * p.Hkv + kv) * nsplit + split) * WPH + j;
+    float *po = p.work + part * DEC_ROWS * D;
+    float *pml = p.work + nparts * DEC_ROWS * D + part * DEC_ROWS * 2;
+    const int col = (lane % 4) * 2;
+    if (rA < rows) {
+#pragma unroll
+        for (int i = 0; i < DT; i++) *(float2 *)(po + rA * D + i * 8 + col) = make_float2(o[i][0], o[i][1]);
+        if (lane % 4 == 0) *(float2 *)(pml + rA * 2) = make_float2(mA, lA);
+    }
+    if (rB < rows) {
+#pragma unroll
+        for (int i = 0; i < DT; i++) *(float2 *)(po + rB * D + i * 8 + col) = make_float2(o[i][2], o[i][3]);
+        if (lane % 4 == 0) *(float2 *)(pml + rB * 2) = make_float2(mB, lB);
+    }
+#endif
+}
+
+static __device__ int tma_probe_flag;
+static __global__ void attn_decode_tma_probe_kernel(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    tma_probe_flag = 1;
+#else
+    tma_probe_flag = 0;
+#endif
+}
+
+/* 1 when the binary has v6's sm_90 code for this device (compute capability 9.0 or later): a one-thread probe,
+ * cached. */
+static int tma_available(void)
+{
+    static int cached = -1;
+    if (cached >= 0) return cached;
+    int dev = 0, major = 0, flag = 0;
+    cached = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9) {
+        cudaGetLastError();
+        return cached;
+    }
+    attn_decode_tma_probe_kernel<<<1, 1>>>();
+    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
+        cudaMemcpyFromSymbol(&flag, tma_probe_flag, sizeof flag) != cudaSuccess) {
+        cudaGetLastError();
+        return cached;
+    }
+    cached = flag == 1;
+    return cached;
+}
+
+/* v6's group of kv heads per block: the largest of 8, 4, 2, 1 that divides Hkv. */
+static int dec6_group(int Hkv) { return Hkv % 8 == 0 ? 8 : Hkv % 4 == 0 ? 4 : Hkv % 2 == 0 ? 2 : 1; }
+
+/* v6 takes window == 0 with every key at its own slot (as prefill v5), 16-byte aligned caches. */
+static bool dec6_shape(const orthros_attn_full_decode_params *p)
+{
+    return p->window == 0 && p->max_keys > 0 && p->max_keys <= p->cap && ((uintptr_t)p->k_cache % 16) == 0 &&
+           ((uintptr_t)p->v_cache % 16) == 0;
+}
+
+/* The split count in 1 .. max_ns minimising (waves of `slots` resident blocks) x (split length + a fixed cost of
+ * two tiles per block: its first load's latency and the partial it writes), with blocks_per_ns blocks per split
+ * and split lengths a multiple of the tile bn, at least min_len; the fewest splits on a tie. */
+static void split_search(int keys, int bn, int min_len, int max_ns, long blocks_per_ns, long slots, int *split_len,
+                         int *nsplit)
+{
+    long best = -1;
+    *split_len = ceil_div(keys, bn) * bn;
+    *nsplit = 1;
+    for (int ns = 1; ns <= max_ns; ns++) {
+        int len = ceil_div(ceil_div(keys, ns), bn) * bn;
+        if (len < min_len) len = min_len;
+        if (ceil_div(keys, len) != ns) continue;
+        long waves = (blocks_per_ns * ns + slots - 1) / slots;
+        long cost = waves * ((long)len + 2 * bn);
+        if (best < 0 || cost < best) {
+            best = cost;
+            *split_len = len;
+            *nsplit = ns;
+        }
+    }
+}
+
+/* v6's split plan: blocks = B * (Hkv / HB) * nsplit, one per SM (its ring takes ~193 KB); the count minimising
+ * (waves) x (split length + a fixed cost of two stages) wins, as in decode_plan. The partials are nsplit * WPH
+ * per head, at most DEC_COMBINE_MAXW. */
+static int dec6_plan(const orthros_attn_full_decode_params *p, int *split_len, int *nsplit)
+{
+    const int HB = dec6_group(p->Hkv), WPH = DEC6_WARPS / HB;
+    const int bn = (p->d == 64 ? dec6_cfg<64>::KW : dec6_cfg<128>::KW) * WPH;
+    const long slots = p->num_sms > 0 ? p->num_sms : 132;
+    const long blocks_per_ns = (long)p->B * (p->Hkv / HB);
+    const int keys = p->max_keys > 0 ? p->max_keys : 1;
+    int max_ns = ceil_div(keys, bn), cap_ns = (int)(4 * slots / blocks_per_ns) + 1;
+    if (max_ns > cap_ns) max_ns = cap_ns;
+    if (max_ns > DEC_COMBINE_MAXW / WPH) max_ns = DEC_COMBINE_MAXW / WPH;
+    split_search(keys, bn, bn, max_ns, blocks_per_ns, slots, split_len, nsplit);
+    return 0;
+}
+
+template <int D> static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream)
+{
+    using C = dec6_cfg<D>;
+    const int HB = dec6_group(p->Hkv), WPH = DEC6_WARPS / HB, BN = C::KW * WPH;
+    CUtensorMap tk, tv;
+    int rc = tma_kv_cache_map(&tk, p->k_cache, p->B, p->cap, p->Hkv, D, BN, "decode attention v6");
+    if (!rc) rc = tma_kv_cache_map(&tv, p->v_cache, p->B, p->cap, p->Hkv, D, BN, "decode attention v6");
+    if (rc) return rc;
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_tma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)C::SMEM));
+    dim3 grid((unsigned)nsplit, (unsigned)(p->Hkv / HB), (unsigned)p->B);
+    attn_decode_tma_kernel<D><<<grid, C::THREADS, C::SMEM, stream>>>(tk, tv, *p, HB, split_len, nsplit);
+    ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_tma_kernel");
+    attn_decode_combine_kernel<256><<<(unsigned)(p->B * p->Hkv * p->n * (p->Hq / p->Hkv)), 256, 0, stream>>>(
+        *p, nsplit * WPH);
+    ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_combine_kernel");
+    return 0;
 }
 
 template <int D, bool PF, bool FUSED> static int set_smem()
@@ -379,9 +701,10 @@ static int tickets(unsigned **out, size_t heads, cudaStream_t stream)
  * about (waves) x (one split's keys), so the count minimising that product wins (the fewest splits on a tie,
  * which keeps the partials and the combine small). With B * Hkv = 64 or 128 heads this picks 4 or 2 splits
  * (one full wave) where "about one wave" rounded up to 1.2 or 1.45 waves. */
-static int decode_plan(const orthros_attn_full_params *p, int *split_len, int *nsplit)
+static int decode_plan(const orthros_attn_full_decode_params *p, int version, int *split_len, int *nsplit)
 {
-    const bool fused = decode_version >= 5;
+    if (version == 6) return dec6_plan(p, split_len, nsplit);
+    const bool fused = version >= 5;
     int per_sm = 1, rc = p->d == 64 ? blocks_per_sm<64>(&per_sm, fused) : blocks_per_sm<128>(&per_sm, fused);
     if (rc) return rc;
     int sms = p->num_sms > 0 ? p->num_sms : 132;
@@ -391,62 +714,70 @@ static int decode_plan(const orthros_attn_full_params *p, int *split_len, int *n
     int bn = p->d == 64 ? dec_cfg<64>::BN : dec_cfg<128>::BN;
     int max_ns = ceil_div(keys, DEC_MIN_SPLIT), cap_ns = (int)(4 * slots / heads) + 1;
     if (max_ns > cap_ns) max_ns = cap_ns;
-    long best = -1;
-    int best_len = keys, best_ns = 1;
-    for (int ns = 1; ns <= max_ns; ns++) {
-        int len = ceil_div(ceil_div(keys, ns), bn) * bn;
-        if (len < DEC_MIN_SPLIT) len = DEC_MIN_SPLIT;
-        int real_ns = ceil_div(keys, len);
-        if (real_ns != ns) continue;
-        long waves = ((long)heads * ns + slots - 1) / slots;
-        /* A fixed cost per block (its first load's latency and the partial it writes), in keys. */
-        long cost = waves * ((long)len + 2 * bn);
-        if (best < 0 || cost < best) {
-            best = cost;
-            best_len = len;
-            best_ns = ns;
-        }
-    }
-    *split_len = best_len;
-    *nsplit = best_ns;
+    split_search(keys, bn, DEC_MIN_SPLIT, max_ns, heads, slots, split_len, nsplit);
     return 0;
 }
 
-int orthros_attn_full_decode_supported(const orthros_attn_full_params *p)
+int orthros_attn_full_decode_supported(const orthros_attn_full_decode_params *p)
 {
     return (p->d == 64 || p->d == 128) && p->Hkv > 0 && p->Hq % p->Hkv == 0 && p->n * (p->Hq / p->Hkv) <= DEC_ROWS;
 }
 
-size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_params *p)
+/* The version that runs this call: v6 where it applies (an sm_90 device, window 0, keys in their own slots),
+ * else v4 for it; the others as set. */
+static int call_version(const orthros_attn_full_decode_params *p)
 {
-    int split_len, nsplit;
-    if (decode_plan(p, &split_len, &nsplit)) return 0;
-    return (size_t)p->B * p->Hkv * nsplit * DEC_ROWS * (p->d + 2) * sizeof(float);
+    if (decode_version == 6 && !(tma_available() && dec6_shape(p))) return 4;
+    return decode_version;
+}
+
+/* fp32 partials: per (b, kv head) and partial, 16 rows of d values and (m, l). */
+static size_t partial_bytes(const orthros_attn_full_decode_params *p, int version, int nsplit)
+{
+    size_t parts = (size_t)p->B * p->Hkv * nsplit * (version == 6 ? DEC6_WARPS / dec6_group(p->Hkv) : 1);
+    return parts * DEC_ROWS * (p->d + 2) * sizeof(float);
+}
+
+size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params *p)
+{
+    int split_len, nsplit, v = call_version(p);
+    if (decode_plan(p, v, &split_len, &nsplit)) return 0;
+    return partial_bytes(p, v, nsplit);
 }
 
 int orthros_attn_full_decode_set_version(int version)
 {
+    /* The default needs sm_90 code and a Hopper device; elsewhere it is v4, the fastest of the portable ones. */
+    if (version == 0) version = ORTHROS_ATTN_DECODE_DEFAULT == 6 && !tma_available() ? 4 : ORTHROS_ATTN_DECODE_DEFAULT;
     if (version < 3 || version > ORTHROS_ATTN_DECODE_LATEST)
         return orthros_error(ORTHROS_EINVAL, "decode attention: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_DECODE_LATEST);
+    if (version == 6 && !tma_available())
+        return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention v6 (TMA): the device is not compute capability "
+                                                   "9.0 or later, or this binary has no sm_90 code for it");
     decode_version = version;
     return 0;
 }
 
-int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_t stream)
+int orthros_attn_full_decode_version(void) { return decode_version; }
+
+int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream)
 {
     if (p->n <= 0 || p->B <= 0) return 0;
     if (!orthros_attn_full_decode_supported(p))
         return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention: head_dim %d with %d rows per kv head", p->d,
                              p->n * (p->Hkv ? p->Hq / p->Hkv : 0));
-    int split_len, nsplit, rc = decode_plan(p, &split_len, &nsplit);
+    const int version = call_version(p);
+    int split_len, nsplit, rc = decode_plan(p, version, &split_len, &nsplit);
     if (rc) return rc;
-    size_t need = (size_t)p->B * p->Hkv * nsplit * DEC_ROWS * (p->d + 2) * sizeof(float);
+    size_t need = partial_bytes(p, version, nsplit);
     if (p->work_bytes < need)
         return orthros_error(ORTHROS_EINVAL, "decode attention: %zu bytes of scratch given, %zu needed", p->work_bytes,
                              need);
+    if (version == 6)
+        return p->d == 64 ? launch_dec6<64>(p, split_len, nsplit, stream) : launch_dec6<128>(p, split_len, nsplit, stream);
     unsigned blocks = (unsigned)(p->B * p->Hkv * nsplit);
-    if (decode_version >= 5) {
+    if (version == 5) {
         unsigned *counters = NULL;
         if ((rc = tickets(&counters, (size_t)p->B * p->Hkv, stream))) return rc;
         if (p->d == 64)
@@ -456,7 +787,7 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_
         ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_split_kernel");
         return 0;
     }
-    const bool pf = decode_version >= 4;
+    const bool pf = version >= 4;
     if (p->d == 64) {
         if (pf)
             attn_decode_split_kernel<64, true, false><<<blocks, DEC_WARPS * 32, dec_cfg<64>::bytes, stream>>>(*p, split_len, nsplit, nullptr);
@@ -469,8 +800,8 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_
             attn_decode_split_kernel<128, false, false><<<blocks, DEC_WARPS * 32, dec_cfg<128>::bytes, stream>>>(*p, split_len, nsplit, nullptr);
     }
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_split_kernel");
-    attn_decode_combine_kernel<<<(unsigned)(p->B * p->Hkv * p->n * (p->Hq / p->Hkv)), DEC_COMBINE_THREADS, 0,
-                                 stream>>>(*p, nsplit);
+    attn_decode_combine_kernel<DEC_COMBINE_THREADS>
+        <<<(unsigned)(p->B * p->Hkv * p->n * (p->Hq / p->Hkv)), DEC_COMBINE_THREADS, 0, stream>>>(*p, nsplit);
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_combine_kernel");
     return 0;
 }

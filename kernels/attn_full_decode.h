@@ -1,24 +1,55 @@
-/* Split-K softmax attention for a few query rows against a long KV cache (decode). */
+/* Split-K softmax attention for a few query rows against a long KV cache (decode, and any chunk with at most
+ * 16 (query, head) rows per kv head).
+ *   CPU reference: cpu_attn_full in engine/backend_cpu.c (the same function serves prefill).
+ *   Test: kernels/tests/test_cuda_ops.c, full_suite() (decode cases of every head geometry) and
+ *         decode_versions() (every kept version; those past the default last).
+ *   Bench: bench_kernels op "attn_full_decode" (each version by name; batch 1, 8, 16 at 32K..128K, against the
+ *         anchors' flash and cuDNN and the read ceiling). Kernels: attn_full_decode.cu. */
 #ifndef ORTHROS_KERNEL_ATTN_FULL_DECODE_H
 #define ORTHROS_KERNEL_ATTN_FULL_DECODE_H
 
-#include "attn_full_prefill.h"
+#include <cuda_runtime_api.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* Query i of sequence b sits at position t = pos0[b] + i and attends to the cached positions s in
+ * [lo, t], lo = max(0, t - window + 1) when window > 0 else 0; position s lives at slot s % cap. */
+typedef struct {
+    void *out;              /* [B][n][Hq][d] bf16 */
+    const void *qkv;        /* [B][n][(Hq + 2 Hkv) d] bf16, q already rotated */
+    const void *k_cache;    /* [B][cap][Hkv][d] bf16 */
+    const void *v_cache;    /* [B][cap][Hkv][d] bf16 */
+    const int *pos0;        /* device [B] */
+    int B, n, Hq, Hkv, d, cap, window;
+    int max_keys;           /* host view: max over b of the keys the chunk's queries read, (pos0 + n - lo) */
+    int num_sms;            /* multiprocessors of the device (the split plan fills them) */
+    float *work;            /* fp32 scratch for the split-K partial results, work_bytes long */
+    size_t work_bytes;
+} orthros_attn_full_decode_params;
+
 /* 1 when the split-K kernel takes this shape: head_dim 64 or 128 and n * Hq / Hkv <= 16 rows per kv head. */
-int orthros_attn_full_decode_supported(const orthros_attn_full_params *p);
-/* Scratch the split-K kernel needs in p->work for this shape (p->max_keys and p->num_sms set). */
-size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_params *p);
-/* The numbered kernel version used (3 .. ORTHROS_ATTN_DECODE_LATEST; earlier ones are in the .cu history only),
- * process-wide, ORTHROS_ATTN_DECODE_DEFAULT until set: for benchmarks that compare versions. v5 (the merge fused
- * into the split kernel) is not the default until it has run on a GPU. */
-#define ORTHROS_ATTN_DECODE_LATEST 5
-#define ORTHROS_ATTN_DECODE_DEFAULT 4
+int orthros_attn_full_decode_supported(const orthros_attn_full_decode_params *p);
+/* Scratch the split-K kernel needs in p->work for this shape (p->max_keys and p->num_sms set); 0 on error. */
+size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params *p);
+/* Kernel versions (3 .. ORTHROS_ATTN_DECODE_LATEST; 1 and 2 are in the .cu history only), process-wide, for
+ * benchmarks that compare versions:
+ *   3  split kernel + combine kernel (mma.sync, cp.async);
+ *   4  3 with an L2::256B prefetch hint on the K/V loads (measured on the H200: the default);
+ *   5  4 with the combine fused into the split kernel (last block of each head merges); passes the GPU tests,
+ *      not yet timed;
+ *   6  a block per (sequence, group of kv heads, split) fed by TMA through an mbarrier ring, so each stage
+ *      streams whole Hkv * d rows of the cache; NOT yet run on a GPU (sm_90 devices; other shapes and devices
+ *      go to 4).
+ * Once measured, flip ORTHROS_ATTN_DECODE_DEFAULT to the fastest; ORTHROS_ATTN_DECODE_VERSION selects one. */
+#define ORTHROS_ATTN_DECODE_LATEST 6
+#define ORTHROS_ATTN_DECODE_DEFAULT 6
+/* 0 selects the default; 6 on a device without TMA (compute capability < 9.0) returns ORTHROS_EUNSUPPORTED. */
 int orthros_attn_full_decode_set_version(int version);
-int orthros_attn_full_decode_bf16(const orthros_attn_full_params *p, cudaStream_t stream);
+int orthros_attn_full_decode_version(void);
+int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

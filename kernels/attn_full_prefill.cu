@@ -21,7 +21,7 @@
  * v3: v2 with a lazy rescale: O is multiplied by exp2(m_old - m_new) only when some row of the warp changed
  *     its max in this tile (warp vote), which after the first tiles is rare. 16K: d64 4.26 ms (258), d128
  *     8.01 ms (274).
- * v4 (default): v3 with 2x larger key tiles, fewer barriers and rescale/max rounds per key: d64 BN 128 with
+ * v4 (the default without sm_90a code, and the fallback of v5/v6): v3 with 2x larger key tiles, fewer barriers and rescale/max rounds per key: d64 BN 128 with
  *     Q re-read from shared memory, d128 BN 64; 2 stages; 255 registers with small spills (8 B at d64, 96 B
  *     at d128) that still pay off. 16K: d64 4.14 ms (266), d128 7.63 ms (288); 64K: d64 64.1 ms (274),
  *     d128 121.5 ms (290). Same run, PyTorch 2.11 SDPA: flash 291 / 313 (d64 16K / 64K), 343 / 350 (d128);
@@ -29,8 +29,11 @@
  *     Known gap: one warp does QK^T, softmax and PV in sequence, so with 2 warps per scheduler the tensor
  *     cores idle during the softmax; next: issue QK^T of tile t+1 before the softmax of tile t (needs the
  *     registers of a second S tile), or wgmma (sm_90a) with two ping-ponging warpgroups as cuDNN/FA3 do.
- * v5 (attn_full_prefill_wgmma.cu, not the default until run on a GPU): wgmma + TMA + warp specialization
- *     (FA3 style) on sm_90a, window == 0 only; other shapes fall back to v4. See that file's top comment.
+ * v5 (attn_full_prefill_wgmma.cu; the default with sm_90a code on a 9.0 device): wgmma + TMA + warp
+ *     specialization (FA3 style), window == 0 only; other shapes fall back to v4. Run on the H200: all GPU tests
+ *     and memcheck pass; d64 128K 443 TFLOP/s, d128 600-633 (0.95-1.05x cuDNN), 1.5x v4. See that file.
+ * v6 (same file, NOT yet run on a GPU, opt-in): v5 plus sliding windows and wrapped ring caches, so the swa
+ *     layers get the wgmma kernel too; window-0 shapes run v5's kernel unchanged.
  * The plain kernel handles head dims other than 64 and 128: one warp per row, fp32, online softmax. */
 #include "attn_full_prefill.h"
 
@@ -48,7 +51,7 @@ template <int D> struct fa_smem {
     static constexpr size_t bytes = (size_t)(FA_BM + 4 * FA_BN) * LD * sizeof(bf16);
 };
 
-template <int D> static __global__ void __launch_bounds__(FA_WARPS * 32) attn_prefill_mma_kernel(orthros_attn_full_params p)
+template <int D> static __global__ void __launch_bounds__(FA_WARPS * 32) attn_prefill_mma_kernel(orthros_attn_full_prefill_params p)
 {
     constexpr int LD = D + SMEM_PAD, KT = D / 16, DT = D / 8, CH = D / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -166,7 +169,7 @@ template <int D> static __global__ void __launch_bounds__(FA_WARPS * 32) attn_pr
     }
 }
 
-template <int D> static int launch_mma(const orthros_attn_full_params *p, cudaStream_t stream)
+template <int D> static int launch_mma(const orthros_attn_full_prefill_params *p, cudaStream_t stream)
 {
     size_t smem = fa_smem<D>::bytes;
     ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -197,7 +200,7 @@ template <int D, int BN_, int NST_, bool QREG_> struct fa2_cfg {
 };
 
 template <int D, int BN_, int NST_, bool QREG_, bool LAZY>
-static __global__ void __launch_bounds__(FA_WARPS * 32, 2) attn_prefill_mma2_kernel(orthros_attn_full_params p)
+static __global__ void __launch_bounds__(FA_WARPS * 32, 2) attn_prefill_mma2_kernel(orthros_attn_full_prefill_params p)
 {
     using C = fa2_cfg<D, BN_, NST_, QREG_>;
     constexpr int LD = C::LD, KT = D / 16, DT = D / 8, CH = D / 8, BM = C::BM, BN = C::BN, MT = C::MT, NST = C::NST;
@@ -421,7 +424,7 @@ static __global__ void __launch_bounds__(FA_WARPS * 32, 2) attn_prefill_mma2_ker
 }
 
 template <int D, int BN, int NST, bool QREG, bool LAZY>
-static int launch_mma2(const orthros_attn_full_params *p, cudaStream_t stream)
+static int launch_mma2(const orthros_attn_full_prefill_params *p, cudaStream_t stream)
 {
     size_t smem = fa2_cfg<D, BN, NST, QREG>::bytes;
     ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_mma2_kernel<D, BN, NST, QREG, LAZY>,
@@ -435,7 +438,7 @@ static int launch_mma2(const orthros_attn_full_params *p, cudaStream_t stream)
 
 /* One warp per (b, i, h) row; lane j holds dims j, j + 32, ... of q and of the accumulator. */
 #define GEN_MAXE (ORTHROS_MAX_HEAD_DIM / 32)
-static __global__ void attn_generic_kernel(orthros_attn_full_params p)
+static __global__ void attn_generic_kernel(orthros_attn_full_prefill_params p)
 {
     int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
     int total = p.B * p.n * p.Hq;
@@ -487,7 +490,7 @@ static __global__ void attn_generic_kernel(orthros_attn_full_params p)
     }
 }
 
-int orthros_attn_full_generic_bf16(const orthros_attn_full_params *p, cudaStream_t stream)
+int orthros_attn_full_generic_bf16(const orthros_attn_full_prefill_params *p, cudaStream_t stream)
 {
     if (p->d > ORTHROS_MAX_HEAD_DIM)
         return orthros_error(ORTHROS_EUNSUPPORTED, "attention: head_dim %d over %d", p->d, ORTHROS_MAX_HEAD_DIM);
@@ -497,29 +500,47 @@ int orthros_attn_full_generic_bf16(const orthros_attn_full_params *p, cudaStream
     return 0;
 }
 
-static int prefill_version = ORTHROS_ATTN_PREFILL_DEFAULT;
+/* 0 until the first call or set_version: then the default for this binary and device. */
+static int prefill_version = 0;
+
+int orthros_attn_full_prefill_default_version(void)
+{
+    return orthros_attn_prefill_wgmma_available() ? ORTHROS_ATTN_PREFILL_SM90A_DEFAULT
+                                                  : ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT;
+}
 
 int orthros_attn_full_prefill_set_version(int version)
 {
+    if (version == 0) version = orthros_attn_full_prefill_default_version();
     if (version < 1 || version > ORTHROS_ATTN_PREFILL_LATEST)
-        return orthros_error(ORTHROS_EINVAL, "attention prefill: no kernel version %d", version);
-    if (version == 5 && !orthros_attn_prefill_wgmma_available())
-        return orthros_error(ORTHROS_EUNSUPPORTED, "attention prefill v5 (wgmma): this binary has no sm_90a code "
+        return orthros_error(ORTHROS_EINVAL, "attention prefill: no kernel version %d (1 .. %d kept)", version,
+                             ORTHROS_ATTN_PREFILL_LATEST);
+    if (version >= 5 && !orthros_attn_prefill_wgmma_available())
+        return orthros_error(ORTHROS_EUNSUPPORTED, "attention prefill v%d (wgmma): this binary has no sm_90a code "
                                                    "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device "
-                                                   "is not sm_90");
+                                                   "is not sm_90", version);
     prefill_version = version;
     return 0;
 }
 
-int orthros_attn_full_prefill_bf16(const orthros_attn_full_params *p, cudaStream_t stream)
+int orthros_attn_full_prefill_version(void)
+{
+    if (!prefill_version) prefill_version = orthros_attn_full_prefill_default_version();
+    return prefill_version;
+}
+
+int orthros_attn_full_prefill_bf16(const orthros_attn_full_prefill_params *p, cudaStream_t stream)
 {
     if (p->n <= 0 || p->B <= 0) return 0;
     if (p->Hkv <= 0 || p->Hq % p->Hkv)
         return orthros_error(ORTHROS_EINVAL, "attention: %d query heads not a multiple of %d kv heads", p->Hq, p->Hkv);
-    /* v5 takes window == 0 with head dim 64 or 128; a sliding window (a wrapped ring of slots) goes to v4. */
-    if (prefill_version == 5 && orthros_attn_prefill_wgmma_supported(p)) return orthros_attn_prefill_wgmma_bf16(p, stream);
+    const int version = orthros_attn_full_prefill_version();
+    /* v5 takes window == 0 with every key in its own slot; v6 also sliding windows and wrapped rings. The
+     * shapes they refuse (other head dims, unaligned caches) go to v4. */
+    if (version >= 5 && orthros_attn_prefill_wgmma_supported(p, version))
+        return orthros_attn_prefill_wgmma_bf16(p, version, stream);
     if (p->d == 64) {
-        switch (prefill_version) {
+        switch (version) {
         case 1: return launch_mma<64>(p, stream);
         case 2: return launch_mma2<64, 64, 3, true, false>(p, stream);
         case 3: return launch_mma2<64, 64, 3, true, true>(p, stream);
@@ -527,7 +548,7 @@ int orthros_attn_full_prefill_bf16(const orthros_attn_full_params *p, cudaStream
         }
     }
     if (p->d == 128) {
-        switch (prefill_version) {
+        switch (version) {
         case 1: return launch_mma<128>(p, stream);
         case 2: return launch_mma2<128, 32, 3, false, false>(p, stream);
         case 3: return launch_mma2<128, 32, 3, false, true>(p, stream);

@@ -1,4 +1,11 @@
-/* Causal softmax attention of a chunk of queries against the KV cache (full and sliding window). */
+/* Causal softmax attention of a chunk of queries against the KV cache (full and sliding window): the prefill
+ * op of full, swa, hybrid and orthros-tail layers.
+ *   CPU reference: cpu_attn_full in engine/backend_cpu.c (the same function serves decode).
+ *   Test: kernels/tests/test_cuda_ops.c, full_suite() and prefill_versions() (every kept version on awkward
+ *         shapes; the versions past the default last, prefill_v5_edges / prefill_v6_window).
+ *   Bench: bench_kernels op "attn_full_prefill" (each version by name, against the anchors' flash and cuDNN).
+ *   Kernels: attn_full_prefill.cu (v1-v4, mma.sync, any sm_80+), attn_full_prefill_wgmma.cu (v5, v6: wgmma +
+ *   TMA, sm_90a only). */
 #ifndef ORTHROS_KERNEL_ATTN_FULL_PREFILL_H
 #define ORTHROS_KERNEL_ATTN_FULL_PREFILL_H
 
@@ -18,24 +25,34 @@ typedef struct {
     const void *v_cache;    /* [B][cap][Hkv][d] bf16 */
     const int *pos0;        /* device [B] */
     int B, n, Hq, Hkv, d, cap, window;
-    /* Decode only: fp32 scratch for the split-K partial results, and the host's view of the key ranges. */
-    float *work;
-    size_t work_bytes;
-    int max_keys;           /* max over b of the number of keys the chunk's queries read (host-computed) */
-    int num_sms;
-} orthros_attn_full_params;
+    int max_keys;           /* host view: max over b of the keys the chunk's queries read, (pos0 + n - lo) */
+} orthros_attn_full_prefill_params;
 
-/* Any n, any head_dim up to 256: tensor cores (mma.sync) for head_dim 64 and 128, a plain kernel otherwise. */
-int orthros_attn_full_prefill_bf16(const orthros_attn_full_params *p, cudaStream_t stream);
-/* The numbered kernel version the head dims 64 and 128 use (1 .. ORTHROS_ATTN_PREFILL_LATEST), process-wide,
- * ORTHROS_ATTN_PREFILL_DEFAULT until set: for benchmarks and tests that compare versions. Version 5 (wgmma,
- * attn_full_prefill_wgmma.cu) needs sm_90a code in the binary: without it, setting 5 returns
- * ORTHROS_EUNSUPPORTED and leaves the version unchanged. It stays off by default until run on a GPU. */
-#define ORTHROS_ATTN_PREFILL_LATEST 5
-#define ORTHROS_ATTN_PREFILL_DEFAULT 4
+/* Any n, any head_dim up to 256: tensor cores for head_dim 64 and 128, a plain kernel otherwise. */
+int orthros_attn_full_prefill_bf16(const orthros_attn_full_prefill_params *p, cudaStream_t stream);
+
+/* Kernel versions for head dims 64 and 128 (1 .. ORTHROS_ATTN_PREFILL_LATEST), process-wide, for benchmarks and
+ * tests that compare versions:
+ *   1-4  mma.sync (attn_full_prefill.cu), any shape;
+ *   5    wgmma + TMA (sm_90a), window == 0 with every key in its own slot; other shapes go to 4. Run on the
+ *        H200: every GPU test and memcheck pass, 1.5x v4 (issue 11);
+ *   6    5 plus sliding windows and ring caches that wrap (the swa layers); NOT yet run on a GPU.
+ * The default: ORTHROS_ATTN_PREFILL_SM90A_DEFAULT where the binary carries sm_90a code and the device is compute
+ * capability 9.0, else ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT. Once v6 has passed the GPU tests and memcheck,
+ * make it the default by setting ORTHROS_ATTN_PREFILL_SM90A_DEFAULT to 6 (window == 0 runs the same kernel
+ * instantiation as v5, so only the swa shapes change). Until then ORTHROS_ATTN_PREFILL_VERSION=6 selects it. */
+#define ORTHROS_ATTN_PREFILL_LATEST 6
+#define ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT 4
+#define ORTHROS_ATTN_PREFILL_SM90A_DEFAULT 6
+/* The default for this binary and device (the first call probes the device). */
+int orthros_attn_full_prefill_default_version(void);
+/* 0 selects the default. Versions 5 and 6 need sm_90a code in the binary and a 9.0 device: without, setting
+ * them returns ORTHROS_EUNSUPPORTED and leaves the version unchanged. */
 int orthros_attn_full_prefill_set_version(int version);
+/* The version in use. */
+int orthros_attn_full_prefill_version(void);
 /* The plain kernel alone (one warp per query row), exposed for tests and as the fallback. */
-int orthros_attn_full_generic_bf16(const orthros_attn_full_params *p, cudaStream_t stream);
+int orthros_attn_full_generic_bf16(const orthros_attn_full_prefill_params *p, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,34 @@
-/* Causal GQA prefill attention, version 5: wgmma (sm_90a) with TMA-fed K/V and warp specialization, in the
- * style of FlashAttention-3. Head dims 64 and 128, window == 0 only (the full-attention layers; a sliding
- * window reads a wrapped ring of slots, which v4 handles). attn_full_prefill.cu dispatches here when version 5
+/* Causal GQA prefill attention, versions 5 and 6: wgmma (sm_90a) with TMA-fed K/V and warp specialization, in
+ * the style of FlashAttention-3. Head dims 64 and 128. attn_full_prefill.cu dispatches here when version 5 or 6
  * is selected and orthros_attn_prefill_wgmma_supported() holds, and to v4 otherwise.
+ *   v5: window == 0 with every key at its own slot (the full-attention layers, every chunk of a chunked
+ *       prefill). Run on the H200 (issue 11, commit a0ef418): every GPU test (1980 checks) and memcheck pass;
+ *       d64 128K 159 ms (443 TFLOP/s, 0.95x cuDNN), d128 16K / 128K 633 / 600 TFLOP/s (0.97x / 1.05x cuDNN);
+ *       1.5x v4. The default where the binary has sm_90a code and the device is 9.0.
+ *   v6 (NOT yet run on a GPU): v5 plus sliding windows and ring caches whose key tiles wrap (the swa layers and
+ *       hybrid's windowed ones, which v5 left to v4). For window == 0 with every key at its own slot it launches
+ *       the very same instantiation as v5 (attn_prefill_wgmma_kernel<D, false>, SASS identical instruction for
+ *       instruction to the measured v5); the rest runs <D, true>: (a) the block's keys start at its first row's
+ *       window start, s_begin = max(0, t_first - window + 1), tiles still aligned to the block's end; (b) the
+ *       mask also drops keys below each row's window start (lo = max(0, t - window + 1)), on every tile that
+ *       starts before the window start of the warp's last row; (c) the producer warpgroup, all 128 threads: a
+ *       tile whose ring slots do not wrap comes by TMA as in v5, one that wraps (slot ts mod cap + 128 > cap,
+ *       about one per block once the ring has wrapped, or every tile of a ring under 128 slots) is copied key by
+ *       key with cp.async at slot (key mod cap), into the same 128-byte-swizzled layout, then fenced to the async
+ *       proxy (produce_ring). The producer keeps 32 registers there (consumers 232; ptxas: no spills, consumer
+ *       code up to R183 at d 128, producer up to R27). The engine's ring size (cap = window + chunk - 1) needs
+ *       no change.
+ *   Floors, sliding window (H200, window W = 4096, chunk n = 4096 far into the prompt, Hq 32, Hkv 8): FLOPs
+ *       4 n W Hq d = 137 GFLOP at d 64 (275 at d 128) over the measured ~772 TFLOP/s cuBLAS rate: 0.18 / 0.36 ms;
+ *       bytes (the window's K and V, 2 (W + n) Hkv d 2, and q, o) a few us at the 4.6 TB/s read rate.
+ *       Prediction for v6: v5's fraction of the GEMM rate (57% at d 64, 78% at d 128) less one copied tile and
+ *       one partial first tile in ~33 per block (~10%): d 64 ~0.35 ms, d 128 ~0.5 ms, 1.4-1.9x v4 (~0.5 /
+ *       0.95 ms at v4's 270-290 TFLOP/s). To make it the default once the GPU tests and memcheck pass: set
+ *       ORTHROS_ATTN_PREFILL_SM90A_DEFAULT to 6 in attn_full_prefill.h (only swa shapes change kernel).
  *
- * Status: written and compiled without a GPU; NOT yet run. Every layout below is derived from the PTX ISA
- * (sections cited) and checked only by a host emulation (the swizzle and fragment maps are bijections and the
- * descriptors address what the copies wrote), not on hardware.
+ * v5's layouts below were derived from the PTX ISA (sections cited), checked by a host emulation, then on the
+ * H200. v6's copied tiles write the layout the TMA writes: thread t copies the 16-byte chunk t % (d/8) of rows
+ * t / (d/8), + 128 / (d/8), ... to region (chunk / 8) at swz128(row, chunk % 8), a bijection onto the tile.
  *
  * Work split. As in v1-v4 a "row" is one (query, head-of-the-GQA-group) pair of one kv head, so the g = Hq/Hkv
  * heads sharing a kv head share every K/V tile. A block takes BM = 128 consecutive rows of one (b, kv head)
@@ -82,15 +105,14 @@
  * code up to R183 (d 128) / R151 (d 64) under its setmaxnreg 240; SASS has HGMMA.64x128x16 (S, both d; P V at
  * d 128) and HGMMA.64x64x16 (P V at d 64), UTMALDG.4D, SYNCS mbarrier ops; one "warpgroup.arrive injected"
  * note (C7519) at the last P V, where the loop's registers are merged.
- * Measured: nothing yet (no GPU when written). */
+ * Measured (v5): see the list above; v6: nothing yet. */
 #include "attn_full_prefill_wgmma.cuh"
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "cuda_common.cuh"
+#include "tma.cuh"
 
 /* Tile shapes of v5 (see the top comment). */
 template <int D> struct wg_cfg {
@@ -117,53 +139,6 @@ static __device__ __forceinline__ float wg_ex2(float x)
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
-
-/* Where the 16-byte chunk ch (of 8 elements) of row r of a [rows][64] bf16 region lands under the 128-byte
- * swizzle (region start 1024-aligned): byte r * 128 + ((ch ^ (r % 8)) * 16). */
-static __device__ __forceinline__ uint32_t swz128(int r, int ch) { return (uint32_t)(r * 128 + ((ch ^ (r & 7)) << 4)); }
-
-static __device__ __forceinline__ void cp_async16_s(uint32_t dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-
-static __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-static __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-static __device__ __forceinline__ void mbar_arrive(uint32_t bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-/* Waits until the phase of the given parity has completed (acquire). A fresh barrier counts as having
- * completed the phase before phase 0, so waiting for parity 1 on it returns at once (the producer's first
- * pass over the empty barriers). */
-static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
-{
-    uint32_t done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-/* TMA: the box at coordinates (c0 innermost .. c3) of the tensor map into shared memory at dst, completing
- * its bytes on the mbarrier. */
-static __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0, int c1,
-                                                   int c2, int c3)
-{
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
-                 "%5}], [%6];\n" ::"r"(dst),
-                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
-                 : "memory");
-}
-static __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
-static __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 
 static __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 static __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -229,12 +204,81 @@ template <int D> static __device__ __forceinline__ void wgmma_rs(float (&o)[D / 
         wgmma_rs_m64n128(o, a, db);
 }
 
+/* v6's producer: the whole producer warpgroup (128 threads). A tile whose ring slots do not wrap (slot
+ * c = ts mod cap with c + BN <= cap; a negative ts with ts + BN <= cap, its keys < 0 zero-filled) comes by TMA
+ * as in v5, issued by thread 0. A tile that wraps is copied by all 128 threads with cp.async, key by key at
+ * slot (key mod cap) (zeros for keys < 0), into the same 128-byte-swizzled layout the TMA writes; once landed,
+ * each thread fences its writes to the async proxy (wgmma reads them), the warpgroup meets at named barrier 5,
+ * and thread 0 arrives on the stage's full barrier (count 1, as the expect_tx arrival of a TMA tile). Only
+ * thread 0 touches the empty barriers, so the others never wait on a phase parity that could be two phases
+ * old; for a copied tile they learn that the slot is free at the first barrier-5 meeting. */
+template <int D>
+static __device__ __forceinline__ void produce_ring(const CUtensorMap &tmK, const CUtensorMap &tmV,
+                                                    const orthros_attn_full_prefill_params &p, int b, int kv, int ts0,
+                                                    int ntiles, uint32_t sK, uint32_t sV, uint32_t bars)
+{
+    using C = wg_cfg<D>;
+    constexpr int BN = C::BN, NST = C::NST, KVB = C::KV_BYTES, CH = D / 8, RSTEP = 128 / CH;
+    const int ptid = threadIdx.x;
+    if (ptid == 0) {
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmK) : "memory");
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmV) : "memory");
+    }
+    // This thread's 16-byte chunk of a key row and first row of a copied tile (the chunk is the same in every
+    // row: 128 threads cover RSTEP rows of CH chunks per pass).
+    const int ch = ptid % CH, r0 = ptid / CH;
+    const uint32_t coff = (uint32_t)((ch / 8) * BN * 128);
+    const size_t row_elems = (size_t)p.Hkv * D;
+    const bf16 *kc = (const bf16 *)p.k_cache + (size_t)b * p.cap * row_elems + (size_t)kv * D + ch * 8;
+    const bf16 *vc = (const bf16 *)p.v_cache + (size_t)b * p.cap * row_elems + (size_t)kv * D + ch * 8;
+    for (int j = 0; j < ntiles; j++) {
+        const int s = j % NST, ts = ts0 + j * BN;
+        const uint32_t ph = (uint32_t)(j / NST) & 1u;
+        const int c = ts >= 0 ? ts % p.cap : ts;
+        const bool tma = c + BN <= p.cap;
+#pragma unroll 1
+        for (int which = 0; which < 2; which++) {
+            const uint32_t full = bars + 8u * (uint32_t)(which * NST + s);
+            const uint32_t empty = bars + 8u * (uint32_t)((2 + which) * NST + s);
+            const uint32_t dst = (which ? sV : sK) + (uint32_t)(s * KVB);
+            if (tma) {
+                if (ptid == 0) {
+                    mbar_wait(empty, ph ^ 1u);
+                    mbar_expect_tx(full, KVB);
+#pragma unroll
+                    for (int cc = 0; cc < D / 64; cc++)
+                        tma_load_4d(dst + cc * BN * 128, which ? &tmV : &tmK, full, 64 * cc, kv, c, b);
+                }
+            } else {
+                if (ptid == 0) mbar_wait(empty, ph ^ 1u);
+                __syncwarp();  // bar.sync is .aligned: warp 0 reconverged after its lane 0's wait
+                bar_sync(5, 128);
+                // The slot's last use was async-proxy (TMA writes, wgmma reads); these are generic-proxy writes.
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                const bf16 *base = which ? vc : kc;
+                // One copy in flight per iteration is enough: cp.async does not wait, all land before wait_all.
+#pragma unroll 1
+                for (int r = r0; r < BN; r += RSTEP) {
+                    const int key = ts + r;
+                    const bf16 *src = key >= 0 ? base + (size_t)(key % p.cap) * row_elems : base;
+                    cp_async16_s(dst + coff + swz128(r, ch % 8), src, key >= 0 ? 16 : 0);
+                }
+                asm volatile("cp.async.wait_all;\n" ::: "memory");
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                bar_sync(5, 128);
+                if (ptid == 0) mbar_arrive(full);
+            }
+        }
+    }
+}
+
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
 
-template <int D>
+/* WIN (v6): sliding windows and ring caches whose tiles may wrap (see the top comment); false: v5 exactly. */
+template <int D, bool WIN>
 static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
     attn_prefill_wgmma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
-                              const orthros_attn_full_params p)
+                              const orthros_attn_full_prefill_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using C = wg_cfg<D>;
@@ -253,8 +297,9 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
     const int r0 = tile * BM;
     const int pos0 = p.pos0[b];
     const int r_last = min(r0 + BM, rows) - 1;
-    const int s_end = pos0 + r_last / g + 1;       // the block reads keys [0, s_end)
-    const int ntiles = (s_end + BN - 1) / BN;
+    const int s_end = pos0 + r_last / g + 1;       // the block reads keys [s_begin, s_end)
+    const int s_begin = WIN && p.window > 0 ? max(0, pos0 + r0 / g - p.window + 1) : 0;
+    const int ntiles = (s_end - s_begin + BN - 1) / BN;
     const int ts0 = s_end - ntiles * BN;           // tiles end-aligned: tile j = [ts0 + j BN, ts0 + (j+1) BN)
     const int wg = threadIdx.x / 128;
 
@@ -271,28 +316,39 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
 
     if (wg == 0) {
         // ---- producer ----
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-        if (threadIdx.x == 0) {
-            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmK) : "memory");
-            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmV) : "memory");
-            for (int j = 0; j < ntiles; j++) {
-                const int s = j % NST, ts = ts0 + j * BN;
-                const uint32_t ph = (uint32_t)(j / NST) & 1u;
-                mbar_wait(emptyK(s), ph ^ 1u);
-                mbar_expect_tx(fullK(s), KVB);
+        // v6's producer copies wrapping tiles itself: 32 registers (the consumers give up 8 each, 232).
+        if constexpr (WIN)
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n" ::: "memory");
+        else
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+        if constexpr (!WIN) {
+            if (threadIdx.x == 0) {
+                asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmK) : "memory");
+                asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmV) : "memory");
+                for (int j = 0; j < ntiles; j++) {
+                    const int s = j % NST, ts = ts0 + j * BN;
+                    const uint32_t ph = (uint32_t)(j / NST) & 1u;
+                    mbar_wait(emptyK(s), ph ^ 1u);
+                    mbar_expect_tx(fullK(s), KVB);
 #pragma unroll
-                for (int c = 0; c < D / 64; c++)
-                    tma_load_4d(sK + s * KVB + c * BN * 128, &tmK, fullK(s), 64 * c, kv, ts, b);
-                mbar_wait(emptyV(s), ph ^ 1u);
-                mbar_expect_tx(fullV(s), KVB);
+                    for (int c = 0; c < D / 64; c++)
+                        tma_load_4d(sK + s * KVB + c * BN * 128, &tmK, fullK(s), 64 * c, kv, ts, b);
+                    mbar_wait(emptyV(s), ph ^ 1u);
+                    mbar_expect_tx(fullV(s), KVB);
 #pragma unroll
-                for (int c = 0; c < D / 64; c++)
-                    tma_load_4d(sV + s * KVB + c * BN * 128, &tmV, fullV(s), 64 * c, kv, ts, b);
+                    for (int c = 0; c < D / 64; c++)
+                        tma_load_4d(sV + s * KVB + c * BN * 128, &tmV, fullV(s), 64 * c, kv, ts, b);
+                }
             }
+        } else {
+            produce_ring<D>(tmK, tmV, p, b, kv, ts0, ntiles, sK, sV, bars);
         }
     } else {
         // ---- consumers ----
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+        if constexpr (WIN)
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+        else
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
         const int cw = wg - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
 
         // This warpgroup's 64 rows of Q, swizzled, zeros past the last row.
@@ -319,6 +375,13 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
         const int tA = rA < rows ? pos0 + rA / g : -1, tB = rB < rows ? pos0 + rB / g : -1;
         // The first row of this warp (clamped to the block's last): tiles wholly at or before it need no mask.
         const int wt0 = pos0 + min(r0 + cw * 64 + warp * 16, r_last) / g;
+        // WIN: the rows' window starts (0 without a window, and for rows past the end, whose t = -1 masks every
+        // key anyway), and that of the warp's last row: a tile starting before it needs the mask.
+        const int loA = WIN && p.window > 0 ? max(0, tA - p.window + 1) : 0;
+        const int loB = WIN && p.window > 0 ? max(0, tB - p.window + 1) : 0;
+        const int wlo1 = WIN && p.window > 0
+                             ? max(0, pos0 + min(r0 + cw * 64 + warp * 16 + 15, r_last) / g - p.window + 1)
+                             : 0;
         const float sl2 = 1.4426950408889634f / sqrtf((float)D);
 
         const uint64_t dQ = sw128_desc(sQ + cw * 64 * 128, 16, 1024);
@@ -350,12 +413,16 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
         // Mask (only where needed), new row maxima, p = exp2 in place, row sums; fA/fB: the factors the old
         // accumulators must be multiplied by.
         auto softmax = [&](int ts) {
-            if (ts < 0 || ts + BN - 1 > wt0) {
+            if (ts < 0 || ts + BN - 1 > wt0 || (WIN && ts < wlo1)) {
                 const int kb = ts + (lane % 4) * 2;
 #pragma unroll
                 for (int i = 0; i < BN / 2; i++) {
                     const int key = kb + (i / 4) * 8 + (i & 1);
-                    if (key > ((i & 2) ? tB : tA) || key < 0) s[i] = -INFINITY;
+                    if constexpr (WIN) {
+                        if (key > ((i & 2) ? tB : tA) || key < ((i & 2) ? loB : loA)) s[i] = -INFINITY;
+                    } else {
+                        if (key > ((i & 2) ? tB : tA) || key < 0) s[i] = -INFINITY;
+                    }
                 }
             }
             float mxA = -INFINITY, mxB = -INFINITY;
@@ -531,71 +598,47 @@ int orthros_attn_prefill_wgmma_available(void)
     return cached;
 }
 
-int orthros_attn_prefill_wgmma_supported(const orthros_attn_full_params *p)
+/* Every key a chunk reads sits in its own slot (no window, the ring never wrapped): v5's kernel. */
+static bool plain_slots(const orthros_attn_full_prefill_params *p)
 {
-    return (p->d == 64 || p->d == 128) && p->window == 0 && p->max_keys > 0 && p->max_keys <= p->cap &&
-           p->Hkv > 0 && p->Hq % p->Hkv == 0 && ((uintptr_t)p->k_cache % 16) == 0 &&
-           ((uintptr_t)p->v_cache % 16) == 0;
+    return p->window == 0 && p->max_keys > 0 && p->max_keys <= p->cap;
 }
 
-static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void)
+int orthros_attn_prefill_wgmma_supported(const orthros_attn_full_prefill_params *p, int version)
 {
-    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
-    if (!fn) {
-        void *ptr = NULL;
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q) ==
-                cudaSuccess &&
-            q == cudaDriverEntryPointSuccess)
-            fn = (PFN_cuTensorMapEncodeTiled_v12000)ptr;
-        cudaGetLastError();
-    }
-    return fn;
+    if ((p->d != 64 && p->d != 128) || p->Hkv <= 0 || p->Hq % p->Hkv || p->cap <= 0 ||
+        ((uintptr_t)p->k_cache % 16) || ((uintptr_t)p->v_cache % 16))
+        return 0;
+    return version >= 6 ? p->window >= 0 && p->max_keys > 0 : plain_slots(p);
 }
 
-/* The cache [B][cap][Hkv][D] as a 4-d tensor (D innermost), read in boxes of 64 columns x 1 head x BN
- * positions x 1 sequence, 128-byte swizzled, zeros outside. */
-static int cache_tensor_map(CUtensorMap *m, const void *cache, const orthros_attn_full_params *p, int D, int BN)
-{
-    PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
-    if (!enc) return orthros_error(ORTHROS_EDEVICE, "attention prefill v5: no cuTensorMapEncodeTiled in the driver");
-    cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)p->Hkv, (cuuint64_t)p->cap, (cuuint64_t)p->B};
-    cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)p->Hkv * D * 2, (cuuint64_t)p->cap * p->Hkv * D * 2};
-    cuuint32_t box[4] = {64, 1, (cuuint32_t)BN, 1};
-    cuuint32_t estr[4] = {1, 1, 1, 1};
-    CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, (void *)cache, dims, strides, box, estr,
-                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        return orthros_error(ORTHROS_EDEVICE, "attention prefill v5: cuTensorMapEncodeTiled failed (%d)", (int)r);
-    return 0;
-}
-
-template <int D> static int launch_wgmma(const orthros_attn_full_params *p, cudaStream_t stream)
+template <int D, bool WIN> static int launch_wgmma(const orthros_attn_full_prefill_params *p, cudaStream_t stream)
 {
     using C = wg_cfg<D>;
     CUtensorMap tk, tv;
-    int rc = cache_tensor_map(&tk, p->k_cache, p, D, C::BN);
-    if (!rc) rc = cache_tensor_map(&tv, p->v_cache, p, D, C::BN);
+    int rc = tma_kv_cache_map(&tk, p->k_cache, p->B, p->cap, p->Hkv, D, C::BN, "attention prefill v5/v6");
+    if (!rc) rc = tma_kv_cache_map(&tv, p->v_cache, p->B, p->cap, p->Hkv, D, C::BN, "attention prefill v5/v6");
     if (rc) return rc;
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_wgmma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)C::SMEM));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_wgmma_kernel<D, WIN>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
     int g = p->Hq / p->Hkv;
     dim3 grid(p->Hkv * p->B, ceil_div(p->n * g, C::BM));
-    attn_prefill_wgmma_kernel<D><<<grid, C::THREADS, C::SMEM, stream>>>(tk, tv, *p);
+    attn_prefill_wgmma_kernel<D, WIN><<<grid, C::THREADS, C::SMEM, stream>>>(tk, tv, *p);
     ORTHROS_CUDA_LAUNCH_CHECK("attn_prefill_wgmma_kernel");
     return 0;
 }
 
-int orthros_attn_prefill_wgmma_bf16(const orthros_attn_full_params *p, cudaStream_t stream)
+int orthros_attn_prefill_wgmma_bf16(const orthros_attn_full_prefill_params *p, int version, cudaStream_t stream)
 {
     if (!orthros_attn_prefill_wgmma_available())
         return orthros_error(ORTHROS_EUNSUPPORTED,
-                             "attention prefill v5 (wgmma): this binary was built without sm_90a code "
-                             "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device is not sm_90");
-    if (!orthros_attn_prefill_wgmma_supported(p))
-        return orthros_error(ORTHROS_EINVAL, "attention prefill v5: unsupported shape (d %d, window %d)", p->d,
-                             p->window);
+                             "attention prefill v%d (wgmma): this binary was built without sm_90a code "
+                             "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device is not sm_90", version);
+    if (!orthros_attn_prefill_wgmma_supported(p, version))
+        return orthros_error(ORTHROS_EINVAL, "attention prefill v%d: unsupported shape (d %d, window %d, %d keys, cap %d)",
+                             version, p->d, p->window, p->max_keys, p->cap);
     if (p->n <= 0 || p->B <= 0) return 0;
-    return p->d == 64 ? launch_wgmma<64>(p, stream) : launch_wgmma<128>(p, stream);
+    /* The same kernel as v5 wherever v5 applies: v6 changes only the shapes v5 refuses. */
+    if (plain_slots(p)) return p->d == 64 ? launch_wgmma<64, false>(p, stream) : launch_wgmma<128, false>(p, stream);
+    return p->d == 64 ? launch_wgmma<64, true>(p, stream) : launch_wgmma<128, true>(p, stream);
 }

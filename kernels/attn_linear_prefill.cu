@@ -22,7 +22,28 @@
  *     (linear_phi.cuh, the same fp32 -> bf16 rounding as linear_featurize, so the results are identical).
  *     This drops a write and a read of phi_q and phi_k, 2 x (Hq + Hkv) d bf16 per token: at 128K, d=64,
  *     Hq=32, Hkv=8, 1.34 GB of traffic, about 0.32 ms at the 4.2 TB/s copy rate (less where phi stayed in L2).
- *     Hedgehog keeps v3's path. Not yet run on the GPU. */
+ *     Hedgehog keeps v3's path. H200: passes the GPU tests; d=64 128K 2.72 ms (v3 2.60).
+ * Where the time goes in v3/v4 (d=64, 128K, Hq=32, Hkv=8): 48 launches (16 spans of 8192 tokens x 3) of short
+ * kernels; the per-chunk fp32 states (F d 4 bytes per chunk and kv head: 268 MB at d=64, 1.07 GB at d=128)
+ * written by chunk_state, read and rewritten by the scan, read by chunk_out: 0.8 / 3.2 GB, ~0.2 / 0.75 ms at
+ * 4.2 TB/s; and blocks of one chunk each, whose loads, barriers and stores are latency chains (v3's batching of
+ * them gained 20% at d=64, 2x at d=128).
+ * Floors (d=64, 128K tokens, Hq=32, Hkv=8): bytes, q k v read once and o written once, (48 + 32) d 2 per token
+ * = 1.34 GB: 0.32 ms at the 4.2 TB/s copy rate; FLOPs with the hi/lo inter-chunk pass, 32 x (2 64 F + 2 64 d +
+ * 4 F d) + 8 x 2 F d per token: 150 GFLOP, 0.2 ms at ~772 TFLOP/s (mma.sync reaches about half of that). d=128:
+ * 2.7 GB (0.64 ms) and 540 GFLOP (0.7 ms; ~1.4 ms at mma.sync's half rate).
+ * v5 (NOT yet run on a GPU; elu1 / relu with F = d, head dim 64 or 128): three launches per call, no spans and
+ * no per-chunk states in memory: lin5_state sums phi_k^T V over P1 segments (the sum in mma accumulators across
+ * the segment's chunks), lin_scan_kernel gives the state at each segment's start, lin5_out walks segments of m
+ * pass-1 segments chunk by chunk per (kv head, pair of query heads), S in the accumulators of its 8 warps
+ * (16 / 64 fp32 registers per thread), published as bf16 hi + lo to shared memory for the next chunk's
+ * inter-chunk product, the next chunk's rows loaded by cp.async during the current one. Plans at 128K: d=64 P1
+ * 32, 16 output segments of 8192 tokens (256 blocks, 2 per SM, 128 registers), d=128 P1 32, 8 of 16384 (128
+ * blocks, 1 per SM, 206 registers, 205 KB of shared memory); no spills. Memory: q once, k and v three times (two
+ * from L2 for the second pair), o once, ~1.6 GB at d=64. Prediction: d=64 ~0.7 ms (each output block's 128
+ * chunks in sequence, ~5 us per chunk), d=128 ~1.6 ms (8 x 16384 tokens, ~6 us per chunk at mma.sync's rate);
+ * goal 0.8 ms / 3 ms. Risk: the sequential chain per block is latency-bound if a chunk takes much longer than its
+ * load (then: more, shorter segments; the plan's P3). */
 #include "attn_linear_prefill.h"
 
 #include "cuda_common.cuh"
@@ -169,6 +190,59 @@ static size_t chunk_out_smem(int F, int d)
            (size_t)F * sizeof(float);
 }
 
+/* One warp's intra-chunk scores s = tril(Phi_q Phi_k^T) (mma.sync accumulator layout) of the 16 query rows at q
+ * (row stride ld; this thread's rows rA and rB = rA + 8 of the chunk) against the chunk's 64 keys in sPk, kf = F / 16
+ * k-steps (a loop unrolled where kf is a compile-time constant), and the row sums of the kept scores. */
+static __device__ __forceinline__ void lin_intra_scores(float (&s)[LC / 8][4], float &denA, float &denB, const bf16 *q,
+                                                        const bf16 *sPk, int ld, int kf, int rA, int rB, int lane)
+{
+#pragma unroll
+    for (int nt = 0; nt < LC / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kf; kk++) {
+        uint32_t a[4];
+        ldmatrix_x4(a[0], a[1], a[2], a[3], q + (lane % 16) * ld + kk * 16 + (lane / 16) * 8);
+#pragma unroll
+        for (int nt = 0; nt < LC / 8; nt += 2) {
+            uint32_t bb[4];
+            ldmatrix_x4(bb[0], bb[1], bb[2], bb[3], sPk + (nt * 8 + (lane % 8) + (lane / 16) * 8) * ld + kk * 16 + ((lane / 8) % 2) * 8);
+            mma_bf16_16816(s[nt], a, bb);
+            mma_bf16_16816(s[nt + 1], a, bb + 2);
+        }
+    }
+    denA = 0.0f;
+    denB = 0.0f;
+    const int col = (lane % 4) * 2;
+#pragma unroll
+    for (int nt = 0; nt < LC / 8; nt++) {
+        const int key = nt * 8 + col;
+        if (key > rA) s[nt][0] = 0.0f;
+        if (key + 1 > rA) s[nt][1] = 0.0f;
+        if (key > rB) s[nt][2] = 0.0f;
+        if (key + 1 > rB) s[nt][3] = 0.0f;
+        denA += s[nt][0] + s[nt][1];
+        denB += s[nt][2] + s[nt][3];
+    }
+}
+
+/* The denominators' inverses of rows rA and rB: the intra-chunk row sums denA, denB plus Phi_q z (z [F] fp32 in
+ * shared memory, the query rows of the tile q with row stride ld), reduced over the row's 4 threads, + eps. */
+static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, float denA, float denB, const bf16 *q,
+                                                       int ld, const float *sz, int F, float eps, int rA, int rB,
+                                                       int lane)
+{
+    for (int f = lane % 4; f < F; f += 4) {
+        denA += bf2f(q[rA * ld + f]) * sz[f];
+        denB += bf2f(q[rB * ld + f]) * sz[f];
+    }
+    denA += __shfl_xor_sync(0xffffffffu, denA, 1);
+    denA += __shfl_xor_sync(0xffffffffu, denA, 2);
+    denB += __shfl_xor_sync(0xffffffffu, denB, 1);
+    denB += __shfl_xor_sync(0xffffffffu, denB, 2);
+    iA = 1.0f / (denA + eps);
+    iB = 1.0f / (denB + eps);
+}
+
 /* FUSED: phi_q and phi_k are made here from the raw q and k of qkv, as in lin_chunk_state_kernel. */
 template <bool FUSED>
 static __global__ void __launch_bounds__(LCO_WARPS * 32)
@@ -248,32 +322,8 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
         const int h = kv * g + j0 + wg;
         if (j0 + wg < g) {
             // Intra-chunk scores A = Phi_q Phi_k^T for this warp's 16 tokens against the chunk's 64.
-            float s[LC / 8][4];
-#pragma unroll
-            for (int nt = 0; nt < LC / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-            for (int kk = 0; kk < KF; kk++) {
-                uint32_t a[4];
-                ldmatrix_x4(a[0], a[1], a[2], a[3], sPq + (warp * 16 + lane % 16) * LDF + kk * 16 + (lane / 16) * 8);
-#pragma unroll
-                for (int nt = 0; nt < LC / 8; nt += 2) {
-                    uint32_t bb[4];
-                    ldmatrix_x4(bb[0], bb[1], bb[2], bb[3],
-                                sPk + (nt * 8 + (lane % 8) + (lane / 16) * 8) * LDF + kk * 16 + ((lane / 8) % 2) * 8);
-                    mma_bf16_16816(s[nt], a, bb);
-                    mma_bf16_16816(s[nt + 1], a, bb + 2);
-                }
-            }
-            float denA = 0.0f, denB = 0.0f;
-#pragma unroll
-            for (int nt = 0; nt < LC / 8; nt++) {
-                int key = nt * 8 + col;
-                if (key > rA) s[nt][0] = 0.0f;
-                if (key + 1 > rA) s[nt][1] = 0.0f;
-                if (key > rB) s[nt][2] = 0.0f;
-                if (key + 1 > rB) s[nt][3] = 0.0f;
-                denA += s[nt][0] + s[nt][1];
-                denB += s[nt][2] + s[nt][3];
-            }
+            float s[LC / 8][4], denA, denB;
+            lin_intra_scores(s, denA, denB, sPq + warp * 16 * LDF, sPk, LDF, KF, rA, rB, lane);
             float o[LC_MAX_DT][4];
 #pragma unroll
             for (int i = 0; i < LC_MAX_DT; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
@@ -311,15 +361,8 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
                     }
                 }
             }
-            for (int f = lane % 4; f < F; f += 4) {
-                denA += bf2f(sPq[rA * LDF + f]) * sz[f];
-                denB += bf2f(sPq[rB * LDF + f]) * sz[f];
-            }
-            denA += __shfl_xor_sync(0xffffffffu, denA, 1);
-            denA += __shfl_xor_sync(0xffffffffu, denA, 2);
-            denB += __shfl_xor_sync(0xffffffffu, denB, 1);
-            denB += __shfl_xor_sync(0xffffffffu, denB, 2);
-            float iA = 1.0f / (denA + p.eps), iB = 1.0f / (denB + p.eps);
+            float iA, iB;
+            lin_den_inverse(iA, iB, denA, denB, sPq, LDF, sz, F, p.eps, rA, rB, lane);
             bf16 *out = (bf16 *)p.out;
             if (t0 + rA < ns) {
                 bf16 *dst = out + (((size_t)b * p.n + i0 + t0 + rA) * p.Hq + h) * d + col;
@@ -336,6 +379,329 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
         }
         __syncthreads();
     }
+}
+
+/* ---- v5: segments walked chunk by chunk, the state in registers ----
+ * Three launches per call (no spans): lin5_state sums phi_k^T V and phi_k over each of P1 segments of the
+ * sequence (every (segment, kv head, sequence) a block, the sum in mma accumulators across the segment's
+ * chunks); lin_scan_kernel (v1-v4's) turns the P1 sums into the state at each segment's start and the final
+ * state; lin5_out gives a block a segment of m consecutive P1 segments, one kv head and two query heads of its
+ * group, loads the state at the segment's start into the same accumulators and walks the chunks in order: the
+ * outputs of chunk c from S_c (as bf16 hi + lo in shared memory, as v1-v4) and the intra-chunk part, then
+ * S_{c+1} = S_c + phi_k^T V accumulated in place, and the next chunk's rows loaded by cp.async meanwhile. The
+ * per-chunk fp32 states of v1-v4 (written, scanned in place, read: 4 F d bytes per chunk and kv head, three
+ * times) never reach memory. elu1 / relu with F == d only (phi applied in shared memory as v4); hedgehog keeps
+ * v4's path. */
+#define L5_WARPS 8
+template <int D> struct lin5_cfg {
+    static constexpr int LD = D + SMEM_PAD;        // F == D
+    static constexpr int TILE = LC * LD;           // bf16 elements of one [64][LD] tile
+    static constexpr int MT = D / 16;              // 16-row feature tiles of S
+    static constexpr int WPM = L5_WARPS / MT;      // warps per feature tile (1 at d 128, 2 at d 64)
+    static constexpr int NTW = (D / 8) / WPM;      // n8 column tiles of S per warp (16, 4)
+    static constexpr size_t SMEM_STATE = (size_t)2 * 2 * TILE * sizeof(bf16);  // 2 stages of phi_k, V
+    // 2 stages of phi_k, V, phi_q of two heads; S hi and lo [D][LD]; z [D] fp32
+    static constexpr size_t SMEM_OUT = ((size_t)2 * 4 * TILE + 2 * (size_t)D * LD) * sizeof(bf16) + D * sizeof(float);
+    static_assert(L5_WARPS % MT == 0, "the feature tiles of S must spread evenly over the warps");
+    static_assert(SMEM_OUT <= 227 * 1024, "v5's stages exceed the shared memory of a block");
+};
+
+/* cp.async of the 64-row tile of head column block `col` (element offset within a qkv row) for chunk rows
+ * t0 .. t0 + 63 of the sequence (qkv rows row0 + t), zeros past `valid` rows. */
+template <int D>
+static __device__ __forceinline__ void lin5_load(bf16 *dst, const bf16 *qkv, size_t row0, int W, int col, int valid)
+{
+    constexpr int LD = lin5_cfg<D>::LD, CH = D / 8;
+    for (int e = threadIdx.x; e < LC * CH; e += blockDim.x) {
+        const int r = e / CH, ch = e % CH, ok = r < valid;
+        const bf16 *src = ok ? qkv + (row0 + r) * (size_t)W + col + ch * 8 : qkv;
+        cp_async16(dst + r * LD + ch * 8, src, ok ? 16 : 0);
+    }
+}
+
+/* acc += phi_k^T V for this warp's tiles of S: feature tile mt = warp % MT, column tiles [n0, n0 + NTW) with
+ * n0 = (warp / MT) NTW. A = phi_k^T and B = V by transposing loads of the token-major tiles (lin_chunk_state's
+ * fragments). */
+template <int D>
+static __device__ __forceinline__ void lin5_update(float (&acc)[lin5_cfg<D>::NTW][4], const bf16 *sPk, const bf16 *sV,
+                                                   int warp, int lane)
+{
+    using C = lin5_cfg<D>;
+    constexpr int LD = C::LD, NTW = C::NTW;
+    const int mt = warp % C::MT, n0 = (warp / C::MT) * NTW;
+#pragma unroll
+    for (int kk = 0; kk < LC / 16; kk++) {
+        uint32_t a[4];
+        ldmatrix_x4_trans(a[0], a[1], a[2], a[3],
+                          sPk + (kk * 16 + (lane % 8) + (lane / 16) * 8) * LD + mt * 16 + ((lane / 8) % 2) * 8);
+#pragma unroll
+        for (int nt = 0; nt < NTW; nt += 2) {
+            uint32_t bb[4];
+            ldmatrix_x4_trans(bb[0], bb[1], bb[2], bb[3],
+                              sV + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LD + (n0 + nt) * 8 + (lane / 16) * 8);
+            mma_bf16_16816(acc[nt], a, bb);
+            mma_bf16_16816(acc[nt + 1], a, bb + 2);
+        }
+    }
+}
+
+/* Pass 1: the sums of phi_k^T V and phi_k over segment blockIdx.x (tokens [x Lsub, (x + 1) Lsub) of the call),
+ * kv head blockIdx.y, sequence blockIdx.z, into w.dS / w.dz [b][kv][P1][F][d] as lin_scan_kernel reads them. */
+template <int D>
+static __global__ void __launch_bounds__(L5_WARPS * 32)
+    lin5_state_kernel(orthros_attn_linear_params p, lin_work w, int Lsub, int P1)
+{
+    using C = lin5_cfg<D>;
+    constexpr int LD = C::LD, TILE = C::TILE, NTW = C::NTW;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16 *sbuf = (bf16 *)smem_raw;  // [2 stages][phi_k, V][64][LD]
+    const int seg = blockIdx.x, kv = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int W = (p.Hq + 2 * p.Hkv) * D, t_begin = seg * Lsub, t_end = min(p.n, t_begin + Lsub);
+    const int nch = (t_end - t_begin + LC - 1) / LC;
+    const bf16 *qkv = (const bf16 *)p.qkv;
+    const size_t row_b = (size_t)b * p.n;
+    float acc[NTW][4];
+#pragma unroll
+    for (int i = 0; i < NTW; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    float zacc = 0.0f;  // feature threadIdx.x (< D)
+    auto load = [&](int c) {
+        bf16 *st = sbuf + (c & 1) * 2 * TILE;
+        const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
+        lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
+        lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
+        cp_async_commit();
+    };
+    if (nch > 0) load(0);
+    for (int c = 0; c < nch; c++) {
+        cp_async_wait<0>();
+        __syncthreads();                       // chunk c landed; every read of the other stage (chunk c - 1) done
+        if (c + 1 < nch) load(c + 1);
+        bf16 *sPk = sbuf + (c & 1) * 2 * TILE, *sV = sPk + TILE;
+        const int valid = min(LC, t_end - (t_begin + c * LC));
+        phi_tile_inplace(sPk, LD, LC, valid, D, p.fmap);
+        __syncthreads();
+        if (threadIdx.x < D)
+            for (int r = 0; r < LC; r++) zacc += bf2f(sPk[r * LD + threadIdx.x]);
+        lin5_update<D>(acc, sPk, sV, warp, lane);
+    }
+    const size_t part = ((size_t)b * p.Hkv + kv) * P1 + seg;
+    float *dS = w.dS + part * D * D;
+    const int mt = warp % C::MT, n0 = (warp / C::MT) * NTW, row = mt * 16 + lane / 4, col = (lane % 4) * 2;
+#pragma unroll
+    for (int nt = 0; nt < NTW; nt++) {
+        *(float2 *)(dS + (size_t)row * D + (n0 + nt) * 8 + col) = make_float2(acc[nt][0], acc[nt][1]);
+        *(float2 *)(dS + (size_t)(row + 8) * D + (n0 + nt) * 8 + col) = make_float2(acc[nt][2], acc[nt][3]);
+    }
+    if (threadIdx.x < D) w.dz[part * D + threadIdx.x] = zacc;
+}
+
+/* Pass 3: the outputs of query heads 2 blockIdx.y % HP .. + 1 of kv head blockIdx.y / HP (HP = head pairs per kv
+ * head) over segment blockIdx.x (tokens [x Lseg, (x + 1) Lseg), starting from the state at P1 segment x m). */
+template <int D>
+static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
+    lin5_out_kernel(orthros_attn_linear_params p, lin_work w, int Lseg, int m, int P1)
+{
+    using C = lin5_cfg<D>;
+    constexpr int LD = C::LD, TILE = C::TILE, NTW = C::NTW, KF = D / 16;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16 *sbuf = (bf16 *)smem_raw;              // [2 stages][phi_k, V, phi_q x2][64][LD]
+    bf16 *sHi = sbuf + 2 * 4 * TILE;            // [D][LD]
+    bf16 *sLo = sHi + D * LD;                   // [D][LD]
+    float *sz = (float *)(sLo + D * LD);        // [D]
+    const int g = p.Hq / p.Hkv, HP = (g + 1) / 2;
+    const int seg = blockIdx.x, kv = blockIdx.y / HP, j0 = 2 * (blockIdx.y % HP), b = blockIdx.z;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int W = (p.Hq + 2 * p.Hkv) * D, t_begin = seg * Lseg, t_end = min(p.n, t_begin + Lseg);
+    const int nch = (t_end - t_begin + LC - 1) / LC;
+    const bf16 *qkv = (const bf16 *)p.qkv;
+    const size_t row_b = (size_t)b * p.n;
+    const int nq = min(2, g - j0);              // query heads of this block (the last pair of an odd group has 1)
+
+    // The state at the segment's start, into this warp's accumulator tiles (the mapping of lin5_update).
+    const size_t part = ((size_t)b * p.Hkv + kv) * P1 + (size_t)seg * m;
+    const int mt = warp % C::MT, n0 = (warp / C::MT) * NTW, srow = mt * 16 + lane / 4, scol = (lane % 4) * 2;
+    float acc[NTW][4];
+    {
+        const float *Sp = w.dS + part * D * D;
+#pragma unroll
+        for (int nt = 0; nt < NTW; nt++) {
+            const float2 x = *(const float2 *)(Sp + (size_t)srow * D + (n0 + nt) * 8 + scol);
+            const float2 y = *(const float2 *)(Sp + (size_t)(srow + 8) * D + (n0 + nt) * 8 + scol);
+            acc[nt][0] = x.x;
+            acc[nt][1] = x.y;
+            acc[nt][2] = y.x;
+            acc[nt][3] = y.y;
+        }
+    }
+    float zacc = tid < D ? w.dz[part * D + tid] : 0.0f;
+    // S as bf16 hi + lo (and z) for the inter-chunk product of the next chunk.
+    auto publish = [&]() {
+#pragma unroll
+        for (int nt = 0; nt < NTW; nt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const float x0 = acc[nt][2 * h], x1 = acc[nt][2 * h + 1];
+                const __nv_bfloat162 hi = __floats2bfloat162_rn(x0, x1);
+                const __nv_bfloat162 lo = __floats2bfloat162_rn(x0 - __low2float(hi), x1 - __high2float(hi));
+                const int off = (srow + 8 * h) * LD + (n0 + nt) * 8 + scol;
+                *(__nv_bfloat162 *)(sHi + off) = hi;
+                *(__nv_bfloat162 *)(sLo + off) = lo;
+            }
+        if (tid < D) sz[tid] = zacc;
+    };
+    auto load = [&](int c) {
+        bf16 *st = sbuf + (c & 1) * 4 * TILE;
+        const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
+        lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
+        lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
+        for (int hh = 0; hh < nq; hh++) lin5_load<D>(st + (2 + hh) * TILE, qkv, row_b + t0, W, (kv * g + j0 + hh) * D, valid);
+        cp_async_commit();
+    };
+    publish();
+    if (nch > 0) load(0);
+
+    const int hh = warp / 4, rA = (warp % 4) * 16 + lane / 4, rB = rA + 8, col = (lane % 4) * 2;
+    for (int c = 0; c < nch; c++) {
+        cp_async_wait<0>();
+        __syncthreads();  // chunk c landed, S_c published; the other stage's last reads (chunk c - 1) are done
+        if (c + 1 < nch) load(c + 1);
+        bf16 *sPk = sbuf + (c & 1) * 4 * TILE, *sV = sPk + TILE, *sPq = sPk + (2 + hh) * TILE;
+        const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
+        phi_tile_inplace(sPk, LD, LC, valid, D, p.fmap);
+        for (int q = 0; q < nq; q++) phi_tile_inplace(sPk + (2 + q) * TILE, LD, LC, valid, D, p.fmap);
+        __syncthreads();
+        if (hh < nq) {
+            // Intra-chunk scores A = Phi_q Phi_k^T of this warp's 16 tokens against the chunk's 64.
+            float sc[LC / 8][4], denA, denB;
+            lin_intra_scores(sc, denA, denB, sPq + (warp % 4) * 16 * LD, sPk, LD, KF, rA, rB, lane);
+            float iA, iB;
+            lin_den_inverse(iA, iB, denA, denB, sPq, LD, sz, D, p.eps, rA, rB, lane);
+            // A as bf16 A fragments (16 registers instead of the 32 of sc), then the output in 64-column halves:
+            // with S's 64 accumulator registers per thread at d 128, o for all 128 columns would not fit.
+            uint32_t pa[LC / 16][4];
+#pragma unroll
+            for (int kk = 0; kk < LC / 16; kk++) {
+                pa[kk][0] = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
+                pa[kk][1] = pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]);
+                pa[kk][2] = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+                pa[kk][3] = pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+            }
+            const int h = kv * g + j0 + hh;
+            bf16 *out = (bf16 *)p.out;
+#pragma unroll 1
+            for (int c0 = 0; c0 < D; c0 += 64) {
+                float o[8][4];
+#pragma unroll
+                for (int i = 0; i < 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < LC / 16; kk++)
+#pragma unroll
+                    for (int dt = 0; dt < 8; dt += 2) {
+                        uint32_t bb[4];
+                        ldmatrix_x4_trans(bb[0], bb[1], bb[2], bb[3],
+                                          sV + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LD + c0 + dt * 8 +
+                                              (lane / 16) * 8);
+                        mma_bf16_16816(o[dt], pa[kk], bb);
+                        mma_bf16_16816(o[dt + 1], pa[kk], bb + 2);
+                    }
+                // Inter-chunk part: Phi_q (S_hi + S_lo).
+#pragma unroll
+                for (int kk = 0; kk < KF; kk++) {
+                    uint32_t a[4];
+                    ldmatrix_x4(a[0], a[1], a[2], a[3], sPq + ((warp % 4) * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8);
+                    const int r = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+                    for (int dt = 0; dt < 8; dt += 2) {
+                        uint32_t bb[4];
+                        ldmatrix_x4_trans(bb[0], bb[1], bb[2], bb[3], sHi + r * LD + c0 + dt * 8 + (lane / 16) * 8);
+                        mma_bf16_16816(o[dt], a, bb);
+                        mma_bf16_16816(o[dt + 1], a, bb + 2);
+                        ldmatrix_x4_trans(bb[0], bb[1], bb[2], bb[3], sLo + r * LD + c0 + dt * 8 + (lane / 16) * 8);
+                        mma_bf16_16816(o[dt], a, bb);
+                        mma_bf16_16816(o[dt + 1], a, bb + 2);
+                    }
+                }
+                if (rA < valid) {
+                    bf16 *dst = out + ((row_b + t0 + rA) * p.Hq + h) * D + c0 + col;
+#pragma unroll
+                    for (int dt = 0; dt < 8; dt++)
+                        *(__nv_bfloat162 *)(dst + dt * 8) = __floats2bfloat162_rn(o[dt][0] * iA, o[dt][1] * iA);
+                }
+                if (rB < valid) {
+                    bf16 *dst = out + ((row_b + t0 + rB) * p.Hq + h) * D + c0 + col;
+#pragma unroll
+                    for (int dt = 0; dt < 8; dt++)
+                        *(__nv_bfloat162 *)(dst + dt * 8) = __floats2bfloat162_rn(o[dt][2] * iB, o[dt][3] * iB);
+                }
+            }
+        }
+        __syncthreads();  // every read of S_c (hi, lo, z) is done
+        if (tid < D)
+            for (int r = 0; r < LC; r++) zacc += bf2f(sPk[r * LD + tid]);
+        lin5_update<D>(acc, sPk, sV, warp, lane);
+        publish();        // S_{c+1}; the next iteration's first barrier orders it before its reads
+    }
+}
+
+/* v5's segmentation: P3 output segments of Lseg tokens per (b, head pair) filling the resident blocks once,
+ * each made of m pass-1 segments of Lsub tokens (pass 1 has fewer blocks per segment: one per kv head). */
+struct lin5_plan {
+    int Lsub, P1, m, Lseg, P3;
+};
+
+static int sm_count(void)
+{
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+            cudaGetLastError();
+            sms = 132;
+        }
+    }
+    return sms;
+}
+
+static lin5_plan lin5_make_plan(const orthros_attn_linear_params *p)
+{
+    const int sms = sm_count(), nchunks = ceil_div(p->n, LC), g = p->Hq / p->Hkv, HP = (g + 1) / 2;
+    const int per_sm_out = p->d == 64 ? 2 : 1, per_sm_state = 2;  // shared memory: ~92 / ~205 KB, ~37 / ~70 KB
+    lin5_plan pl;
+    int P3 = (per_sm_out * sms) / (p->B * p->Hkv * HP);
+    P3 = P3 < 1 ? 1 : P3 > nchunks ? nchunks : P3;
+    int m = (per_sm_state * sms) / (p->B * p->Hkv * P3);
+    m = m < 1 ? 1 : m;
+    if (m * P3 > nchunks) m = nchunks / P3 > 0 ? nchunks / P3 : 1;
+    pl.Lsub = ceil_div(nchunks, P3 * m) * LC;
+    pl.P1 = ceil_div(p->n, pl.Lsub);
+    pl.m = m;
+    pl.Lseg = m * pl.Lsub;
+    pl.P3 = ceil_div(p->n, pl.Lseg);
+    return pl;
+}
+
+static bool lin5_applies(const orthros_attn_linear_params *p)
+{
+    return p->F == p->d && (p->d == 64 || p->d == 128) && (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
+}
+
+template <int D> static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl,
+                                         cudaStream_t stream)
+{
+    using C = lin5_cfg<D>;
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_state_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)C::SMEM_STATE));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)C::SMEM_OUT));
+    lin5_state_kernel<D><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
+    ORTHROS_CUDA_LAUNCH_CHECK("lin5_state_kernel");
+    dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
+    lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, pl.P1);
+    ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
+    const int HP = (p->Hq / p->Hkv + 1) / 2;
+    lin5_out_kernel<D><<<dim3(pl.P3, p->Hkv * HP, p->B), L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+    ORTHROS_CUDA_LAUNCH_CHECK("lin5_out_kernel");
+    return 0;
 }
 
 static int span_len(const orthros_attn_linear_params *p)
@@ -370,24 +736,41 @@ static void work_layout(const orthros_attn_linear_params *p, int ns, lin_work *w
     *total = off;
 }
 
+static int linear_prefill_version = ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT;
+
+/* v5's scratch: the P1 segment sums (then prefix states) per (b, kv head). */
+static void lin5_work_layout(const orthros_attn_linear_params *p, const lin5_plan &pl, lin_work *w, size_t *total)
+{
+    const size_t cells = (size_t)p->B * p->Hkv * pl.P1;
+    char *base = (char *)p->work;
+    const size_t s_bytes = (cells * p->F * p->d * sizeof(float) + 255) / 256 * 256;
+    *w = lin_work{NULL, NULL, NULL, (float *)base, (float *)(base + s_bytes)};
+    *total = s_bytes + cells * p->F * sizeof(float);
+}
+
 size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *p)
 {
     lin_work w;
     size_t total;
+    if (linear_prefill_version >= 5 && lin5_applies(p)) {
+        lin5_work_layout(p, lin5_make_plan(p), &w, &total);
+        return total;
+    }
     work_layout(p, span_len(p), &w, &total);
     return total;
 }
 
-static int linear_prefill_version = ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT;
-
 int orthros_attn_linear_prefill_set_version(int version)
 {
+    if (version == 0) version = ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT;
     if (version < 3 || version > ORTHROS_ATTN_LINEAR_PREFILL_LATEST)
         return orthros_error(ORTHROS_EINVAL, "linear prefill: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
     linear_prefill_version = version;
     return 0;
 }
+
+int orthros_attn_linear_prefill_version(void) { return linear_prefill_version; }
 
 template <bool FUSED> static int set_smem(size_t smem_state, size_t smem_out)
 {
@@ -403,9 +786,17 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
     if (p->n <= 0 || p->B <= 0) return 0;
     if (!orthros_attn_linear_chunked_supported(p))
         return orthros_error(ORTHROS_EUNSUPPORTED, "chunked linear attention: head_dim %d, features %d", p->d, p->F);
-    int span = span_len(p);
     lin_work w;
     size_t total;
+    if (linear_prefill_version >= 5 && lin5_applies(p)) {
+        const lin5_plan pl = lin5_make_plan(p);
+        lin5_work_layout(p, pl, &w, &total);
+        if (p->work_bytes < total)
+            return orthros_error(ORTHROS_EINVAL, "linear attention v5: %zu bytes of scratch given, %zu needed",
+                                 p->work_bytes, total);
+        return p->d == 64 ? launch_lin5<64>(p, w, pl, stream) : launch_lin5<128>(p, w, pl, stream);
+    }
+    int span = span_len(p);
     work_layout(p, span, &w, &total);
     if (p->work_bytes < total)
         return orthros_error(ORTHROS_EINVAL, "linear attention: %zu bytes of scratch given, %zu needed", p->work_bytes,

@@ -1,4 +1,9 @@
-/* Chunked linear attention for prefill (tensor cores, sequence split across blocks). */
+/* Chunked linear attention for prefill (tensor cores, sequence split across blocks): the prefill op of the
+ * linear layers and of orthros's linear phase.
+ *   CPU reference: cpu_attn_linear in engine/backend_cpu.c (token by token; the same function serves decode).
+ *   Test: kernels/tests/test_cuda_ops.c, linear_suite() (every kept version; state carried across calls).
+ *   Bench: bench_kernels op "attn_linear_prefill" (each version by name, 128K tokens, elu1, d 64 and 128).
+ *   Kernels: attn_linear_prefill.cu (chunked), attn_linear_decode.cu (the recurrent fallback). */
 #ifndef ORTHROS_KERNEL_ATTN_LINEAR_PREFILL_H
 #define ORTHROS_KERNEL_ATTN_LINEAR_PREFILL_H
 
@@ -14,11 +19,16 @@ int orthros_attn_linear_chunked_supported(const orthros_attn_linear_params *p);
 size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *p);
 int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublasHandle_t cublas, cudaStream_t stream);
 /* The numbered version the chunked path uses, process-wide, for tests and benchmarks that compare versions:
- * 3 (the default) featurizes q and k into scratch first; 4 applies elu1 / relu inside the chunk kernels (not
- * yet measured on the GPU: the default moves to it once it is tested and faster). */
-#define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 3
-#define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 4
+ * 3 (the default) featurizes q and k into scratch first; 4 applies elu1 / relu inside the chunk kernels (passes
+ * the GPU tests; measured 2.72 ms against v3's 2.60 at d 64, 128K); 5 walks segments of the sequence chunk by
+ * chunk with the state in registers (elu1 / relu, head dim 64 or 128; NOT yet run on a GPU; other shapes take
+ * 4's path). Once measured, flip ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT to the fastest;
+ * ORTHROS_LINEAR_PREFILL_VERSION selects one for a process. */
+#define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 5
+#define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 5
+/* 0 selects the default. */
 int orthros_attn_linear_prefill_set_version(int version);
+int orthros_attn_linear_prefill_version(void);
 
 #ifdef __cplusplus
 }

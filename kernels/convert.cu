@@ -1,10 +1,9 @@
 /* Grid-stride element-wise kernels. fill_random evaluates the same counter-based uniform as the cpu backend
- * (orthros_uniform from backend.h) and rounds once to bf16. */
+ * (orthros_uniform from base/orthros_base.h) and rounds once to bf16. */
 #include "convert.h"
 
 #include <cuda_fp16.h>
 
-#include "backend.h"
 #include "cuda_common.cuh"
 
 static __global__ void convert_kernel(orthros_convert_params p)

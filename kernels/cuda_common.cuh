@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "orthros.h"
+#include "orthros_base.h"
 
 /* Every CUDA runtime call goes through this: on failure it records the call, file and line and returns
  * ORTHROS_EDEVICE from the enclosing function. */

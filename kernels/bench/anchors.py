@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Anchor figures measured in the same device run as our kernels: PyTorch SDPA with its flash and cuDNN backends
 on the shapes of the issue (batch 1, 32 query / 8 kv heads, head dims 64 and 128, causal prefill 4K to 128K;
-decode of one query token over a 64K / 128K cache, batch 1 and 16), plus a cuBLAS bf16 GEMM and a device copy
-as ceilings. Causal attention FLOPs: 2 * N^2 * Hq * d (DESIGN section 6). Decode bytes: the K and V caches read
+decode of one query token over a 32K / 64K / 128K cache, batch 1, 8 and 16: the shapes bench_kernels times every
+kernel version on), plus a cuBLAS bf16 GEMM, a device copy and a read-only pass (a sum) as ceilings.
+Causal attention FLOPs: 2 * N^2 * Hq * d (DESIGN section 6). Decode bytes: the K and V caches read
 once plus q and o. Writes JSON to argv[1] and prints a table.
 usage: python3 kernels/bench/anchors.py OUT.json [--quick]"""
 import json
@@ -44,7 +45,10 @@ def main():
     y = torch.empty_like(x)
     t, _ = bench(lambda: y.copy_(x))
     res["copy_tbps"] = 2 * x.numel() * 2 / t / 1e12
-    print(f"ceilings: gemm {res['gemm_tflops']:.0f} TFLOP/s, copy {res['copy_tbps']:.2f} TB/s")
+    t, _ = bench(lambda: x.sum(dtype=torch.float32))
+    res["read_tbps"] = x.numel() * 2 / t / 1e12
+    print(f"ceilings: gemm {res['gemm_tflops']:.0f} TFLOP/s, copy {res['copy_tbps']:.2f} TB/s, "
+          f"read (torch sum) {res['read_tbps']:.2f} TB/s")
     del a, b, x, y
     Hq, Hkv = 32, 8
     lengths = [4096, 16384, 65536] if quick else [4096, 8192, 16384, 32768, 65536, 131072]
@@ -68,8 +72,8 @@ def main():
                 res["cases"].append(c)
                 print(f"{'prefill ' + name + f' d{d} N{N}':44s} {t * 1e3:9.3f} {c['tflops']:8.1f}")
             del q, k, v
-        for N in (65536, 131072):
-            for B in (1, 16):
+        for N in ((131072,) if quick else (32768, 65536, 131072)):
+            for B in (1, 8, 16):
                 q = torch.randn(B, Hq, 1, d, device=dev, dtype=torch.bfloat16)
                 k = torch.randn(B, Hkv, N, d, device=dev, dtype=torch.bfloat16)
                 v = torch.randn(B, Hkv, N, d, device=dev, dtype=torch.bfloat16)

@@ -1,7 +1,11 @@
 /* Kernel benchmarks for the cuda backend: the attention ops at the shapes the paper's claims rest on, timed
- * against two ceilings measured in the same run (a device copy for bandwidth, a cuBLAS GEMM for matrix
- * rate). For each case: the work's FLOPs and the fewest bytes it must move, the floor those give with the
- * measured ceilings, the median time, and the achieved TFLOP/s and TB/s.
+ * against three ceilings measured in the same run (a device copy and a read-only pass for bandwidth, a cuBLAS
+ * GEMM for matrix rate). For each case: the work's FLOPs and the fewest bytes it must move, the floor those give
+ * with the measured ceilings (read-bound ops, the attention kernels, against the read ceiling; ops that write as
+ * much as they read against the copy ceiling), the median time, and the achieved TFLOP/s and TB/s. Each kept
+ * kernel version is timed by name on the shapes of kernels/bench/anchors.py (PyTorch SDPA flash and cuDNN), and
+ * every record carries its case (kind, head dim, context, batch, version) so that kernels/bench/summary.py can
+ * set them side by side.
  *
  * Timing: each sample is K back-to-back launches between two stream syncs, read on the host clock, divided
  * by K (K is chosen so that a sample lasts a few ms, which drowns the sync); 3 warm-up samples, then 7
@@ -24,7 +28,7 @@
 #define WARMUP 3
 
 static orthros_backend *be;
-static double ceil_tbps = 4.27, ceil_tflops = 700.0;
+static double ceil_tbps = 4.27, ceil_read_tbps = 4.6, ceil_tflops = 700.0;
 static cJSON *results;
 
 static double now_s(void)
@@ -107,9 +111,20 @@ static int save_json(void)
     return ok ? 0 : 1;
 }
 
-static void record(const char *op, const char *shape, double flops, double bytes, double sec, const double *samples)
+/* What a record measured, for matching it with the anchors: kind ("prefill", "decode", "linear_prefill", ...),
+ * head dim, context (prefill: the chunk's tokens; decode: the cache), batch, window, the kernel version that ran
+ * and whether it is the default. */
+typedef struct {
+    const char *kind;
+    int head_dim, ctx, batch, pos0, window, version, is_default;
+} bench_case;
+
+/* read: the op's bytes are (almost all) reads, judged against the read ceiling; else against the copy ceiling. */
+static void record_case(const char *op, const char *shape, const bench_case *bc, int read, double flops, double bytes,
+                        double sec, const double *samples)
 {
-    double floor_s = fmax(flops / (ceil_tflops * 1e12), bytes / (ceil_tbps * 1e12));
+    double bw = read ? ceil_read_tbps : ceil_tbps;
+    double floor_s = fmax(flops / (ceil_tflops * 1e12), bytes / (bw * 1e12));
     double tf = flops / sec / 1e12, tb = bytes / sec / 1e12;
     printf("%-22s %-40s %10.3f %10.3f %8.1f %8.2f %7.2f\n", op, shape, sec * 1e3, floor_s * 1e3, tf, tb,
            floor_s / sec);
@@ -124,10 +139,27 @@ static void record(const char *op, const char *shape, double flops, double bytes
     cJSON_AddNumberToObject(r, "tflops", tf);
     cJSON_AddNumberToObject(r, "tbps", tb);
     cJSON_AddNumberToObject(r, "fraction_of_floor", floor_s / sec);
+    cJSON_AddStringToObject(r, "ceiling", read ? "read" : "copy");
+    if (bc) {
+        cJSON *c = cJSON_AddObjectToObject(r, "case");
+        cJSON_AddStringToObject(c, "kind", bc->kind);
+        cJSON_AddNumberToObject(c, "head_dim", bc->head_dim);
+        cJSON_AddNumberToObject(c, "ctx", bc->ctx);
+        cJSON_AddNumberToObject(c, "batch", bc->batch);
+        cJSON_AddNumberToObject(c, "pos0", bc->pos0);
+        cJSON_AddNumberToObject(c, "window", bc->window);
+        cJSON_AddNumberToObject(c, "version", bc->version);
+        cJSON_AddBoolToObject(c, "default", bc->is_default);
+    }
     cJSON *arr = cJSON_AddArrayToObject(r, "samples_ms");
     for (int i = 0; i < SAMPLES; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(samples[i] * 1e3));
     cJSON_AddItemToArray(results, r);
     save_json();
+}
+
+static void record(const char *op, const char *shape, double flops, double bytes, double sec, const double *samples)
+{
+    record_case(op, shape, NULL, 0, flops, bytes, sec, samples);
 }
 
 /* ---- ceilings ---- */
@@ -142,6 +174,12 @@ static int run_copy(void *p)
 {
     ceil_ctx *c = p;
     return be->copy(be, c->b, c->a, c->bytes);
+}
+
+static int run_read(void *p)
+{
+    ceil_ctx *c = p;
+    return be->read(be, c->a, c->bytes);
 }
 
 static int run_gemm(void *p)
@@ -163,6 +201,14 @@ static void ceilings(void)
     record("ceiling_copy", "2 GiB device to device", 0, 2.0 * (double)c.bytes, t, samples);
     be->free(be, c.a);
     be->free(be, c.b);
+    /* The read ceiling: a read-only pass over 4 GiB (the XOR of its words, one word written per block). */
+    c.bytes = (size_t)4 << 30;
+    c.a = dalloc(c.bytes);
+    must(be->fill_random(be, c.a, c.bytes / 2, 4, 1.0f), "fill");
+    t = time_op(run_read, &c, samples);
+    ceil_read_tbps = (double)c.bytes / t / 1e12;
+    record_case("ceiling_read", "4 GiB read-only", NULL, 1, 0, (double)c.bytes, t, samples);
+    be->free(be, c.a);
     c.n = 8192;
     size_t e = (size_t)c.n * c.n;
     c.a = dalloc(e * 2);
@@ -228,8 +274,9 @@ static void free_attn(attn_ctx *a)
     if (a->L.z) be->free(be, a->L.z);
 }
 
-/* version 0: the default (latest) kernel; else that numbered version of attn_full_decode.cu. */
-static void bench_decode_v(int d, int B, int L, int version)
+/* Decode of one query token per sequence over an L-key cache, B sequences, for each version in vs[0..nv)
+ * (0: the default), on one allocation. A version this build or device cannot run is reported as skipped. */
+static void bench_decode_vs(int d, int B, int L, const int *vs, int nv)
 {
     if (!want("attn_full_decode")) return;
     attn_ctx a;
@@ -237,51 +284,73 @@ static void bench_decode_v(int d, int B, int L, int version)
     setup_attn(&a, 32, 8, d, B, 1, L);
     a.decode = 1;
     for (int b = 0; b < B; b++) a.pos0[b] = L - 1;
-    if (version) must(orthros_attn_full_decode_set_version(version), "decode version");
-    double t = time_op(run_attn, &a, samples);
     double bytes = 2.0 * B * (double)L * 8 * d * 2;
     double flops = 4.0 * B * (double)L * 32 * d;
-    char shape[96];
-    snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d", B, L, d);
-    if (version) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " v%d", version);
-    record("attn_full_decode", shape, flops, bytes, t, samples);
+    for (int i = 0; i < nv; i++) {
+        int rc = orthros_attn_full_decode_set_version(vs[i]);
+        if (rc == ORTHROS_EUNSUPPORTED) {
+            printf("%-22s B=%d cache=%d d=%d v%d skipped: %s\n", "attn_full_decode", B, L, d, vs[i], orthros_last_error());
+            continue;
+        }
+        must(rc, "decode version");
+        double t = time_op(run_attn, &a, samples);
+        const int v = orthros_attn_full_decode_version();
+        char shape[96];
+        snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v%d%s", B, L, d, v, vs[i] ? "" : " (default)");
+        bench_case bc = {"decode", d, L, B, L - 1, 0, v, v == ORTHROS_ATTN_DECODE_DEFAULT};
+        record_case("attn_full_decode", shape, &bc, 1, flops, bytes, t, samples);
+    }
     free_attn(&a);
-    must(orthros_attn_full_decode_set_version(ORTHROS_ATTN_DECODE_DEFAULT), "decode version");
+    must(orthros_attn_full_decode_set_version(0), "decode version");
 }
 
-static void bench_decode(int d, int B, int L) { bench_decode_v(d, B, L, 0); }
-
-/* version 0: the default kernel; else that numbered version of attn_full_prefill.cu (one this build cannot run,
- * v5 without sm_90a code, is reported as skipped). */
-static void bench_prefill_v(int d, int n, int pos0, int version)
+/* Causal prefill of n tokens at positions pos0.. against a cache of pos0 + n keys (cap, when > 0, sizes a ring as
+ * the engine does for a sliding window: window + n - 1), for each version in vs (0: the default). */
+static void bench_prefill_vs(int d, int n, int pos0, int window, const int *vs, int nv)
 {
     if (!want("attn_full_prefill")) return;
     attn_ctx a;
     double samples[SAMPLES];
-    if (version) {
-        int rc = orthros_attn_full_prefill_set_version(version);
+    int cap = window > 0 ? window + n - 1 : pos0 + n;
+    setup_attn(&a, 32, 8, d, 1, n, cap);
+    a.pos0[0] = pos0;
+    a.L.window = window;
+    /* QK^T and PV over the causal triangle and the earlier keys each query reads (all, or its window). */
+    double keys = 0;
+    if (window > 0) {
+        for (int i = 0; i < n; i++) keys += fmin((double)window, (double)(pos0 + i + 1));
+    } else {
+        keys = (double)n * ((double)pos0 + (n + 1) / 2.0);
+    }
+    double flops = 4.0 * 32.0 * d * keys;
+    double bytes = 2.0 * (double)(window > 0 && window + n - 1 < pos0 + n ? window + n - 1 : pos0 + n) * 8.0 * d * 2 +
+                   2.0 * n * 32.0 * d * 2;
+    for (int i = 0; i < nv; i++) {
+        int rc = orthros_attn_full_prefill_set_version(vs[i]);
         if (rc == ORTHROS_EUNSUPPORTED) {
-            printf("%-22s n=%d pos0=%d Hq=32 Hkv=8 d=%d v%d skipped: %s\n", "attn_full_prefill", n, pos0, d, version,
-                   orthros_last_error());
-            return;
+            printf("%-22s n=%d pos0=%d window=%d d=%d v%d skipped: %s\n", "attn_full_prefill", n, pos0, window, d,
+                   vs[i], orthros_last_error());
+            continue;
         }
         must(rc, "prefill version");
+        double t = time_op(run_attn, &a, samples);
+        const int v = orthros_attn_full_prefill_version();
+        char shape[112];
+        snprintf(shape, sizeof shape, "n=%d pos0=%d%s Hq=32 Hkv=8 d=%d v%d%s", n, pos0, window ? " swa" : "", d, v,
+                 vs[i] ? "" : " (default)");
+        if (window) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " window=%d", window);
+        bench_case bc = {"prefill", d, n, 1, pos0, window, v, v == orthros_attn_full_prefill_default_version()};
+        record_case("attn_full_prefill", shape, &bc, 1, flops, bytes, t, samples);
     }
-    setup_attn(&a, 32, 8, d, 1, n, pos0 + n);
-    a.pos0[0] = pos0;
-    double t = time_op(run_attn, &a, samples);
-    /* QK^T and PV over the causal triangle (and the full block of earlier positions). */
-    double flops = 4.0 * n * 32.0 * d * ((double)pos0 + n / 2.0);
-    double bytes = 2.0 * (pos0 + n) * 8.0 * d * 2 + 2.0 * n * 32.0 * d * 2;
-    char shape[96];
-    snprintf(shape, sizeof shape, "n=%d pos0=%d Hq=32 Hkv=8 d=%d", n, pos0, d);
-    if (version) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " v%d", version);
-    record("attn_full_prefill", shape, flops, bytes, t, samples);
     free_attn(&a);
-    must(orthros_attn_full_prefill_set_version(ORTHROS_ATTN_PREFILL_DEFAULT), "prefill version");
+    must(orthros_attn_full_prefill_set_version(0), "prefill version");
 }
 
-static void bench_prefill(int d, int n, int pos0) { bench_prefill_v(d, n, pos0, 0); }
+static void bench_prefill(int d, int n, int pos0)
+{
+    int v0 = 0;
+    bench_prefill_vs(d, n, pos0, 0, &v0, 1);
+}
 
 /* version 0: the default chunked prefill; else that numbered version of attn_linear_prefill.cu. */
 static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode, int version)
@@ -312,7 +381,7 @@ static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode, int
     }
     if (version) must(orthros_attn_linear_prefill_set_version(version), "linear prefill version");
     double t = time_op(run_attn, &a, samples);
-    must(orthros_attn_linear_prefill_set_version(ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT), "linear prefill version");
+    must(orthros_attn_linear_prefill_set_version(0), "linear prefill version");
     double flops, bytes;
     if (decode) {
         flops = 2.0 * B * 8 * F * d + 2.0 * B * 32 * F * d;
@@ -326,7 +395,11 @@ static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode, int
     char shape[96];
     snprintf(shape, sizeof shape, "B=%d n=%d Hq=32 Hkv=8 d=%d %s", B, n, d, orthros_fmap_name(fmap));
     if (version) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " v%d", version);
-    record(decode ? "attn_linear_decode" : "attn_linear_prefill", shape, flops, bytes, t, samples);
+    /* Decode reads the state and writes little: the read ceiling. Prefill writes o as it reads q, k, v: copy. */
+    bench_case bc = {decode ? "linear_decode" : "linear_prefill", d, n, B, 0, 0,
+                     decode ? 0 : version ? version : ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT,
+                     decode || !version || version == ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT};
+    record_case(decode ? "attn_linear_decode" : "attn_linear_prefill", shape, &bc, decode, flops, bytes, t, samples);
     if (wq) be->free(be, wq);
     if (wk) be->free(be, wk);
     free_attn(&a);
@@ -359,6 +432,14 @@ int main(int argc, char **argv)
     cJSON_AddNumberToObject(dev, "sm_count", be->info.sm_count);
     cJSON_AddNumberToObject(dev, "driver_version", be->info.driver_version);
     cJSON_AddNumberToObject(dev, "runtime_version", be->info.runtime_version);
+    cJSON_AddNumberToObject(dev, "cc_major", be->info.cc_major);
+    cJSON_AddNumberToObject(dev, "cc_minor", be->info.cc_minor);
+    /* The kernel versions each op runs by default in this binary on this device. */
+    cJSON *defs = cJSON_AddObjectToObject(root, "defaults");
+    cJSON_AddNumberToObject(defs, "attn_prefill", orthros_attn_full_prefill_default_version());
+    cJSON_AddNumberToObject(defs, "attn_decode", ORTHROS_ATTN_DECODE_DEFAULT);
+    cJSON_AddNumberToObject(defs, "linear_prefill", ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT);
+    cJSON_AddStringToObject(defs, "in_use", be->info.kernels);
     results = cJSON_AddArrayToObject(root, "results");
     out_root = root;
     out_path = json_path;
@@ -366,50 +447,58 @@ int main(int argc, char **argv)
     printf("%-22s %-40s %10s %10s %8s %8s %7s\n", "op", "shape", "ms", "floor_ms", "TFLOP/s", "TB/s", "floor%");
 
     ceilings();
-    int Ls[] = {8192, 32768, 65536, 131072};
+    /* Decode: batch 1, 8, 16 over 32K, 64K and 128K caches (the anchors' shapes), every kept version run on a GPU
+     * by name (v6 at the end). --quick: 128K only. */
+    const int dec_vs[] = {3, 4, 5}, dec_new[] = {6};
+    const int Ls[] = {32768, 65536, 131072}, Bs[] = {1, 8, 16};
+    for (int di = 0; di < 2; di++)
+        for (int bi = 0; bi < 3; bi++)
+            for (int li = quick ? 2 : 0; li < 3; li++) bench_decode_vs(di ? 128 : 64, Bs[bi], Ls[li], dec_vs, 3);
+    /* Prefill: the causal sweep of the anchors (one sequence, 16K to 128K) with the default; v1-v4 by name at 16K,
+     * v4 (the fallback on other GPUs, and the default before v5) at every length; a chunk against a longer cache
+     * and one token against 128K. */
+    const int pre_lo[] = {1, 2, 3, 4}, v4[] = {4};
+    const int Ns[] = {16384, 32768, 65536, 131072};
     for (int di = 0; di < 2; di++) {
         int d = di ? 128 : 64;
-        for (int i = quick ? 3 : 0; i < 4; i++) bench_decode(d, 1, Ls[i]);
-        bench_decode(d, 8, 32768);
-    }
-    for (int di = 0; di < 2; di++) {
-        int d = di ? 128 : 64;
-        bench_prefill(d, quick ? 4096 : 16384, 0);
+        bench_prefill_vs(d, 16384, 0, 0, pre_lo, 4);
+        for (int ni = 0; ni < 4; ni++) {
+            if (quick && ni != 0 && ni != 2) continue;
+            bench_prefill(d, Ns[ni], 0);
+            if (ni) bench_prefill_vs(d, Ns[ni], 0, 0, v4, 1);
+        }
         bench_prefill(d, 4096, 28672);
         bench_prefill(d, 1, 131071);
-    }
-    /* The causal prefill sweep of the issue (16K to 128K, one sequence), each kernel version at 16K. */
-    for (int di = 0; di < 2; di++) {
-        int d = di ? 128 : 64;
-        for (int v = 1; v <= ORTHROS_ATTN_PREFILL_DEFAULT; v++) bench_prefill_v(d, 16384, 0, v);
-        bench_prefill(d, 65536, 0);
-        if (!quick) bench_prefill(d, 131072, 0);
-    }
-    /* Decode at the issue's shapes (64K and 128K caches, batch 1 and 16), each kept kernel version. */
-    for (int di = 0; di < 2; di++) {
-        int d = di ? 128 : 64;
-        for (int li = 0; li < 2; li++)
-            for (int bi = 0; bi < 2; bi++)
-                for (int v = 3; v <= ORTHROS_ATTN_DECODE_LATEST; v++) bench_decode_v(d, bi ? 16 : 1, li ? 131072 : 65536, v);
     }
     for (int di = 0; di < 2; di++) {
         int d = di ? 128 : 64;
         bench_linear(d, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, 0);
-        /* Each kept version of the chunked prefill (the default above, then every version by name). */
-        for (int v = 3; v <= ORTHROS_ATTN_LINEAR_PREFILL_LATEST; v++)
-            bench_linear(d, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, v);
+        /* Each kept version of the chunked prefill run on a GPU (the default above, then by name); v5 last. */
+        for (int v = 3; v <= 4; v++) bench_linear(d, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, v);
         bench_linear(d, 1, 16384, ORTHROS_FMAP_HEDGEHOG, 0, 0);
         bench_linear(d, 1, 1, ORTHROS_FMAP_ELU1, 1, 0);
         bench_linear(d, 16, 1, ORTHROS_FMAP_ELU1, 1, 0);
     }
 
-    /* Versions past the default (not yet run on hardware when written) last: a hang there, killed by the
-     * caller's timeout, keeps every figure above in the JSON. */
+    /* Versions not yet run on hardware when written, last: a hang there, killed by the caller's timeout, keeps
+     * every figure above in the JSON. Decode v6 on the same shapes as above; prefill v6 on sliding-window chunks
+     * (window 4096, chunk 4096, a ring of 8191 slots that the chunk's tiles wrap around) against v4, which ran
+     * them before; linear prefill v5. */
     for (int di = 0; di < 2; di++)
-        for (int v = ORTHROS_ATTN_PREFILL_DEFAULT + 1; v <= ORTHROS_ATTN_PREFILL_LATEST; v++) {
-            bench_prefill_v(di ? 128 : 64, 16384, 0, v);
-            if (!quick) bench_prefill_v(di ? 128 : 64, 131072, 0, v);
-        }
+        for (int bi = 0; bi < 3; bi++)
+            for (int li = quick ? 2 : 0; li < 3; li++) bench_decode_vs(di ? 128 : 64, Bs[bi], Ls[li], dec_new, 1);
+    const int swa_vs[] = {4, 6};
+    for (int di = 0; di < 2; di++) {
+        int d = di ? 128 : 64;
+        bench_prefill_vs(d, 4096, 65536, 4096, swa_vs, 2);
+        bench_prefill_vs(d, 16384, 0, 4096, swa_vs, 2);
+    }
+
+    /* Linear prefill v5 (segments with the state in registers), 128K and 16K tokens, both head dims. */
+    for (int di = 0; di < 2; di++) {
+        bench_linear(di ? 128 : 64, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, 5);
+        if (!quick) bench_linear(di ? 128 : 64, 1, 16384, ORTHROS_FMAP_ELU1, 0, 5);
+    }
 
     if (save_json()) return 1;
     cJSON_Delete(root);

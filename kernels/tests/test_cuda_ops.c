@@ -9,7 +9,9 @@
  * state is) NMSE < 1e-4, i.e. relative norm error under 1e-2; fp32 outputs from bf16 inputs with fp32
  * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
- * the long cases (for compute-sanitizer). Exit 77 without a GPU. */
+ * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
+ * prefill5, read, prefill6, decode6, linear5). Kernel versions not yet run on a GPU when written come last. Exit 77
+ * without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -22,6 +24,7 @@
 #include "attn_full_prefill.h"
 #include "attn_linear_prefill.h"
 #include "backend.h"
+#include "mem_read.h"
 
 #define TOL_BF16 1e-4
 #define TOL_F32 1e-8
@@ -423,6 +426,14 @@ static void prefill_v5_edges(void)
             test_full(gs[gi], 2, n, n, 0, pa, 0, 0);
             test_full(gs[gi], 2, n, 200 + n + 3, 0, pb, 0, 0);
         }
+    /* Chunks of a chunked prefill with GQA groups of 2, 5, 6 and 7 (v1-v4's tests cover 1, 3, 4, 8, 16):
+     * three sequences at different positions of a longer cache, n not a multiple of 64. */
+    geom odd[] = {{4, 2, 128}, {10, 2, 64}, {12, 2, 128}, {14, 2, 64}};
+    int pe[3] = {4096, 1000, 7};
+    for (int gi = 0; gi < 4; gi++) {
+        test_full(odd[gi], 3, 333, 4500, 0, pe, 0, 0);
+        test_full(odd[gi], 3, 64, 4200, 0, pe, 0, 0);
+    }
     geom wide[] = {{32, 1, 64}, {32, 1, 128}};
     int pc[2] = {0, 0}, pd[2] = {129, 700};
     for (int gi = 0; gi < 2; gi++) {
@@ -433,8 +444,40 @@ static void prefill_v5_edges(void)
     }
 }
 
+/* Prefill v6: sliding windows over ring caches, sized as the engine sizes them (cap = window + chunk - 1, so
+ * position p sits at slot p % cap and a key tile may wrap), for windows smaller than, equal to and larger than
+ * the chunk; chunks that are the first of a prompt, a middle one long after the ring wrapped, and a short tail;
+ * three sequences at different positions; rings smaller than one 128-key tile (every tile wraps); a cache that
+ * holds exactly the keys read. GQA 1, 2, 3, 4 and 8, both head dims. */
+static void prefill_v6_window(void)
+{
+    geom gs[] = {{4, 4, 64}, {8, 4, 128}, {12, 4, 64}, {16, 4, 128}, {32, 4, 64}, {16, 2, 128}, {8, 1, 64}};
+    struct {
+        int window, chunk, n, p[3];
+    } cs[] = {
+        {100, 300, 300, {0, 300, 2100}},    /* window < chunk */
+        {300, 300, 300, {2400, 600, 0}},    /* window = chunk */
+        {700, 300, 300, {3000, 900, 300}},  /* window > chunk */
+        {700, 300, 77, {5003, 301, 0}},     /* a tail shorter than the chunk */
+        {1000, 256, 256, {7936, 1024, 0}},  /* tile-aligned chunk and positions */
+        {16, 20, 20, {400, 20, 0}},         /* a ring of 35 slots: every tile wraps */
+        {50, 200, 129, {999, 200, 3}},
+    };
+    int ng = (int)(sizeof gs / sizeof gs[0]), nc = (int)(sizeof cs / sizeof cs[0]);
+    for (int gi = 0; gi < ng; gi++)
+        for (int ci = 0; ci < nc; ci++) {
+            if (quick && ci >= 3 && gi % 2) continue;
+            int cap = cs[ci].window + cs[ci].chunk - 1;
+            test_full(gs[gi], 3, cs[ci].n, cap, cs[ci].window, cs[ci].p, 0, 0);
+        }
+    /* A cache that holds exactly the keys of the chunk (no wrap, not a multiple of the tile). */
+    int pf[1] = {900};
+    test_full(gs[1], 1, 211, 311, 101, pf, 0, 0);
+    test_full(gs[0], 1, 211, 311, 101, pf, 0, 0);
+}
+
 /* Prefill versions first .. last on the tile-edge shapes, then back to the default. A version this build
- * cannot run (v5 without sm_90a code) is reported as skipped. */
+ * cannot run (v5 or v6 without sm_90a code) is reported as skipped. */
 static void prefill_versions(int first, int last)
 {
     geom edge[] = {{4, 4, 64}, {2, 2, 128}, {16, 1, 128}, {16, 1, 64}, {32, 1, 64}, {8, 2, 64}};
@@ -455,8 +498,9 @@ static void prefill_versions(int first, int last)
             test_full(edge[i], 1, 3, 1003, 0, pc, 0, 0);
         }
         if (v == 5) prefill_v5_edges();
+        if (v == 6) prefill_v6_window();
     }
-    if (orthros_attn_full_prefill_set_version(ORTHROS_ATTN_PREFILL_DEFAULT)) die("prefill version");
+    if (orthros_attn_full_prefill_set_version(0)) die("prefill version");
 }
 
 static void full_suite(void)
@@ -488,11 +532,12 @@ static void full_suite(void)
     /* The kept prefill versions up to the default (they differ in tile shapes); those past the default, not
      * yet run on hardware when written, go last in main (prefill_new_versions), so that a hang there leaves
      * every other result printed. */
-    prefill_versions(1, ORTHROS_ATTN_PREFILL_DEFAULT);
-    /* The decode kernel's kept versions (v3 without, v4 with the L2 prefetch hint, v5 with the merge fused into
-     * the split kernel), then back to the default. v5: every head geometry, GQA 1:1 to 16:1, B up to 3 (one
-     * ticket counter per (b, kv head)), n > 1 rows per query, a window, and one split (a short cache). */
-    for (int v = 3; v <= ORTHROS_ATTN_DECODE_LATEST; v++) {
+    prefill_versions(1, ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT);
+    /* The decode kernel's kept versions up to 5 (v3 without, v4 with the L2 prefetch hint, v5 with the merge
+     * fused into the split kernel), then back to the default. v5: every head geometry, GQA 1:1 to 16:1, B up to 3
+     * (one ticket counter per (b, kv head)), n > 1 rows per query, a window, and one split (a short cache). v6,
+     * not yet run on a GPU when written, goes last in main (decode_v6). */
+    for (int v = 3; v <= 5; v++) {
         if (orthros_attn_full_decode_set_version(v)) die("decode version");
         printf("decode kernel version %d\n", v);
         int p3[3] = {4999, 3000, 17};
@@ -507,7 +552,7 @@ static void full_suite(void)
             }
         }
     }
-    if (orthros_attn_full_decode_set_version(ORTHROS_ATTN_DECODE_DEFAULT)) die("decode version");
+    if (orthros_attn_full_decode_set_version(0)) die("decode version");
     if (quick) return;
     /* long prefill chunk against a long cache, one head geometry per mma head dim */
     int p5[1] = {1500};
@@ -574,14 +619,16 @@ static void test_linear(geom g, orthros_fmap fmap, int F, int B, int n1, int n2,
     pair_free(&fk);
 }
 
-static void linear_suite(void)
+/* Linear prefill versions first .. last (the chunked path), then back to the default. */
+static void linear_suite(int first, int last)
 {
     geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {4, 1, 80}, {6, 3, 32}, {6, 2, 64}};
     int ng = (int)(sizeof gs / sizeof gs[0]);
-    /* Every kept version of the chunked prefill (4 maps elu1 / relu inside the chunk kernels); chunks of 64
-     * with tails of 6, 2, 8, 35 and 0 rows, GQA groups of 1, 2, 3, 4 and 8 (a group of 3 leaves the second
-     * query tile of chunk_out's last pair empty). */
-    for (int v = 3; v <= ORTHROS_ATTN_LINEAR_PREFILL_LATEST; v++) {
+    /* The kept versions of the chunked prefill (4 maps elu1 / relu inside the chunk kernels, 5 walks segments
+     * with the state in registers); chunks of 64 with tails of 6, 2, 8, 35 and 0 rows, GQA groups of 1, 2, 3, 4
+     * and 8 (a group of 3 leaves the second query tile of chunk_out's last pair empty, and v5's last head pair
+     * one head), state carried over calls of different lengths (v5: segments that start inside the state). */
+    for (int v = first; v <= last; v++) {
         if (orthros_attn_linear_prefill_set_version(v)) die("linear prefill version");
         printf("linear prefill version %d\n", v);
         for (int gi = 0; gi < ng; gi++) {
@@ -599,7 +646,89 @@ static void linear_suite(void)
         test_linear(gl, ORTHROS_FMAP_RELU, 64, 2, 8300, 0, 0);
         test_linear(gl, ORTHROS_FMAP_HEDGEHOG, 64, 3, 3000, 0, 0);
     }
-    if (orthros_attn_linear_prefill_set_version(ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT)) die("linear prefill version");
+    if (orthros_attn_linear_prefill_set_version(0)) die("linear prefill version");
+}
+
+/* Decode v6 (TMA ring, a block per group of kv heads): every head geometry (Hkv 1, 2, 3, 8, 16: groups of 1, 2,
+ * 1, 8 and 8 heads, so 8, 4, 8, 1 and 1 warps per head), GQA 1 to 16, B 1 to 16 with sequences of very
+ * different lengths (one of a single key), n = 2 rows per query, one split (a short cache) and many (a long
+ * one), both head dims; and a window, which v6 leaves to v4. */
+static void decode_v6(void)
+{
+    int rc = orthros_attn_full_decode_set_version(6);
+    if (rc == ORTHROS_EUNSUPPORTED) {
+        printf("SKIP decode kernel version 6: %s\n", orthros_last_error());
+        return;
+    }
+    if (rc) die("decode version");
+    printf("decode kernel version 6\n");
+    geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {8, 1, 128}, {6, 3, 64}, {32, 8, 128}, {32, 8, 64},
+                 {16, 16, 128}, {48, 16, 64}, {4, 1, 64}};
+    int ng = (int)(sizeof gs / sizeof gs[0]);
+    int p3[3] = {4999, 3000, 0}, p1[1] = {40};
+    for (int gi = 0; gi < ng; gi++) {
+        test_full(gs[gi], 3, 1, 5000, 0, p3, 0, 1);
+        test_full(gs[gi], 1, 1, 41, 0, p1, 0, 1);
+        if (gs[gi].Hq / gs[gi].Hkv <= 8) test_full(gs[gi], 2, 2, 5001, 0, p3, 0, 1);
+    }
+    int p8[8] = {8191, 1, 4095, 0, 5000, 77, 8000, 129};
+    int p16[16] = {3000, 2999, 1, 0, 128, 127, 129, 1000, 2047, 2048, 2049, 15, 16, 17, 1500, 2500};
+    test_full(gs[5], 8, 1, 8192, 0, p8, 0, 1);
+    test_full(gs[6], 8, 1, 8192, 0, p8, 0, 1);
+    test_full(gs[5], 16, 1, 3001, 0, p16, 0, 1);
+    test_full(gs[6], 16, 1, 3001, 0, p16, 0, 1);
+    test_full(gs[0], 3, 1, 5000, 300, p3, 0, 1); /* a window: v4 runs it */
+    if (!quick) {
+        int p6[1] = {20000};
+        test_full(gs[5], 1, 1, 20001, 0, p6, 0, 1);
+        test_full(gs[6], 1, 1, 20001, 0, p6, 0, 1);
+    }
+    if (orthros_attn_full_decode_set_version(0)) die("decode version");
+}
+
+/* The read ceiling's kernel against the host XOR of the same 64-bit words: sizes with a trailing 8-byte word
+ * and a few stray bytes (not read), smaller than one block's pass, and several passes of the whole grid. */
+static void test_read(void)
+{
+    size_t sizes[4] = {24, 1003, ((size_t)16 << 20) + 8 + 3, ((size_t)64 << 20) + 16};
+    int blocks = orthros_read_blocks(gpu->info.sm_count);
+    unsigned long long *partials = NULL, *hp = malloc((size_t)blocks * sizeof *hp);
+    if (!hp || cudaMalloc((void **)&partials, (size_t)blocks * sizeof *partials) != cudaSuccess) die("read alloc");
+    for (int k = 0; k < 4; k++) {
+        size_t bytes = sizes[k], words = bytes / 8;
+        uint64_t *h = malloc(words * 8 + 8);
+        void *d = NULL;
+        if (!h || cudaMalloc(&d, bytes) != cudaSuccess) die("read alloc");
+        unsigned long long want = 0;
+        for (size_t i = 0; i < words + 1; i++) {
+            h[i] = ((uint64_t)(orthros_uniform(seed_base + 91, 2 * i) * 16777216.0f) << 40) ^
+                   ((uint64_t)(orthros_uniform(seed_base + 91, 2 * i + 1) * 16777216.0f) << 8) ^ i;
+            if (i < words) want ^= h[i];
+        }
+        orthros_read_params p = {partials, d, bytes, blocks};
+        if (cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) die("read upload");
+        int rc = orthros_read_xor_u64(&p, 0);
+        unsigned long long got = 0;
+        if (!rc && cudaMemcpy(hp, partials, (size_t)blocks * sizeof *hp, cudaMemcpyDeviceToHost) == cudaSuccess)
+            for (int i = 0; i < blocks; i++) got ^= hp[i];
+        char name[128];
+        snprintf(name, sizeof name, "read (XOR of 64-bit words) bytes=%zu (exact)", bytes);
+        float fw = (float)(want == got), one = 1.0f;
+        if (rc) op_rc(rc, name);
+        else report(name, &one, &fw, 1, 0);
+        cudaFree(d);
+        free(h);
+    }
+    cudaFree(partials);
+    free(hp);
+}
+
+/* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5 (to
+ * rerun the last ones alone when an earlier one hangs). */
+static int section(const char *name)
+{
+    const char *only = getenv("ORTHROS_TEST_ONLY");
+    return !only || !*only || !strcmp(only, name);
 }
 
 int main(void)
@@ -617,27 +746,35 @@ int main(void)
     if (orthros_backend_cpu_create(&cpu)) die("cpu backend");
     if (orthros_backend_cuda_create(&gpu)) die("cuda backend");
 
-    test_fill_upload();
-    test_embed(1, 200);
-    test_embed(77, 2048);
-    test_embed(5, 13);
-    for (int fused = 0; fused < 2; fused++) {
-        test_rmsnorm(1, 64, fused);
-        test_rmsnorm(33, 1000, fused);
-        test_rmsnorm(7, 4096, fused);
+    if (section("ops")) {
+        test_fill_upload();
+        test_embed(1, 200);
+        test_embed(77, 2048);
+        test_embed(5, 13);
+        for (int fused = 0; fused < 2; fused++) {
+            test_rmsnorm(1, 64, fused);
+            test_rmsnorm(33, 1000, fused);
+            test_rmsnorm(7, 4096, fused);
+        }
+        test_gemm(1, 96, 64, 0);
+        test_gemm(37, 1000, 200, 0);
+        test_gemm(128, 512, 4096, 0);
+        test_gemm(1, 1003, 256, 1);
+        test_gemm(5, 1003, 256, 1);
+        test_swiglu(1, 64);
+        test_swiglu(45, 1000);
+        test_argmax(3, 50000);
+        test_argmax(1, 7);
     }
-    test_gemm(1, 96, 64, 0);
-    test_gemm(37, 1000, 200, 0);
-    test_gemm(128, 512, 4096, 0);
-    test_gemm(1, 1003, 256, 1);
-    test_gemm(5, 1003, 256, 1);
-    test_swiglu(1, 64);
-    test_swiglu(45, 1000);
-    test_argmax(3, 50000);
-    test_argmax(1, 7);
-    full_suite();
-    linear_suite();
-    prefill_versions(ORTHROS_ATTN_PREFILL_DEFAULT + 1, ORTHROS_ATTN_PREFILL_LATEST);
+    if (section("full")) full_suite();
+    if (section("linear")) linear_suite(3, 4);
+    /* The wgmma versions (sm_90a builds): v5, run on the H200 and the default there, then the versions not yet
+     * run on a GPU when written, last, so that a hang or fault in one of them leaves every other result printed. */
+    if (section("prefill5")) prefill_versions(5, 5);
+    if (section("read")) test_read();
+    if (section("prefill6")) prefill_versions(6, 6);
+    if (section("decode6")) decode_v6();
+    if (section("linear5")) linear_suite(5, 5);
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);

@@ -1,6 +1,6 @@
 /* Error codes and the per-thread last-error message. */
 #define _POSIX_C_SOURCE 200809L
-#include "orthros.h"
+#include "orthros_base.h"
 
 #include <stdarg.h>
 #include <stdio.h>

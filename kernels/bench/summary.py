@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The kernel figures of one GPU run side by side: bench_kernels.json (every kernel version by name) against
+anchors.json (PyTorch SDPA flash and cuDNN on the same shapes, same run), as ratios: anchor time / our time, so
+above 1.0x means ours is faster. Per case the default version and the fastest kept version; the ceilings of the
+run (copy, read, GEMM) and the default kernel versions. Standard library only.
+usage: python3 kernels/bench/summary.py BENCH_KERNELS.json [ANCHORS.json]"""
+import json
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"summary: cannot read {path}: {e}", file=sys.stderr)
+        return None
+
+
+def fmt_ms(x):
+    return "-" if x is None else f"{x:.3f}"
+
+
+def ratio(anchor, ours):
+    return "-" if anchor is None or ours is None or ours <= 0 else f"{anchor / ours:.2f}x"
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    bench = load(sys.argv[1])
+    if bench is None:
+        return 1
+    anchors = load(sys.argv[2]) if len(sys.argv) > 2 else None
+    results = bench.get("results", [])
+    ceil = {r["op"]: r for r in results if r.get("op", "").startswith("ceiling_")}
+    copy = ceil.get("ceiling_copy", {}).get("tbps")
+    read = ceil.get("ceiling_read", {}).get("tbps")
+    gemm = ceil.get("ceiling_gemm_bf16", {}).get("tflops")
+    line = "ceilings:"
+    if copy:
+        line += f" copy {copy:.2f} TB/s,"
+    if read:
+        line += f" read {read:.2f} TB/s,"
+    if gemm:
+        line += f" GEMM {gemm:.0f} TFLOP/s"
+    print(line.rstrip(","))
+    if anchors:
+        extra = []
+        for k, name, unit in (("copy_tbps", "copy", "TB/s"), ("read_tbps", "read (sum)", "TB/s"),
+                              ("gemm_tflops", "GEMM", "TFLOP/s")):
+            if k in anchors:
+                extra.append(f"{name} {anchors[k]:.2f} {unit}")
+        print("anchors' ceilings (PyTorch): " + ", ".join(extra))
+    defs = bench.get("defaults", {})
+    if defs:
+        print(f"default kernel versions: attn_prefill v{defs.get('attn_prefill')}, attn_decode v{defs.get('attn_decode')}, "
+              f"linear_prefill v{defs.get('linear_prefill')} (backend: {defs.get('in_use', '?')})")
+
+    # Ours per (kind, d, ctx, batch), window 0 and (prefill) from position 0: the default's time and the best.
+    ours = {}
+    for r in results:
+        c = r.get("case")
+        if not c or c.get("window", 0) or c.get("kind") not in ("prefill", "decode"):
+            continue
+        if c["kind"] == "prefill" and c.get("pos0", 0):
+            continue
+        key = (c["kind"], int(c["head_dim"]), int(c["ctx"]), int(c["batch"]))
+        e = ours.setdefault(key, {"default": None, "best": None, "versions": {}})
+        ms = r["median_ms"]
+        e["versions"][c["version"]] = min(ms, e["versions"].get(c["version"], ms))
+        if c.get("default") and (e["default"] is None or ms < e["default"][1]):
+            e["default"] = (c["version"], ms, r.get("fraction_of_floor"))
+        if e["best"] is None or ms < e["best"][1]:
+            e["best"] = (c["version"], ms, r.get("fraction_of_floor"))
+    anc = {}
+    for a in (anchors or {}).get("cases", []):
+        key = (a["op"], int(a["head_dim"]), int(a["ctx"]), int(a["batch"]))
+        anc.setdefault(key, {})[a["backend"]] = a["median_s"] * 1e3
+
+    keys = sorted(set(ours) | set(anc), key=lambda k: (k[0] != "prefill", k[1], k[3], k[2]))
+    print()
+    print(f"{'case':26s} {'default':>13s} {'best':>13s} {'flash':>8s} {'cuDNN':>8s} "
+          f"{'dflt/flash':>10s} {'dflt/cuDNN':>10s} {'best/faster':>11s} {'floor%':>7s}")
+    for k in keys:
+        kind, d, ctx, b = k
+        if k not in ours:
+            continue
+        e = ours[k]
+        a = anc.get(k, {})
+        fl, cu = a.get("flash"), a.get("cudnn")
+        faster = min([x for x in (fl, cu) if x is not None], default=None)
+        dv = e["default"]
+        bv = e["best"]
+        name = f"{kind} d{d} {ctx // 1024}K" + (f" B{b}" if kind == "decode" else "")
+        dtxt = f"v{dv[0]} {dv[1]:.3f}" if dv else "-"
+        btxt = f"v{bv[0]} {bv[1]:.3f}" if bv else "-"
+        floor = f"{100 * bv[2]:.0f}%" if bv and bv[2] else "-"
+        print(f"{name:26s} {dtxt:>13s} {btxt:>13s} {fmt_ms(fl):>8s} {fmt_ms(cu):>8s} "
+              f"{ratio(fl, dv[1] if dv else None):>10s} {ratio(cu, dv[1] if dv else None):>10s} "
+              f"{ratio(faster, bv[1] if bv else None):>11s} {floor:>7s}")
+    print("(ratios: anchor time / our time, above 1.00x ours is faster; floor%: the best version's fraction of its "
+          "floor, decode against the read ceiling)")
+
+    # Every version of each op by name: the per-version table the defaults are chosen from.
+    print()
+    print("every version by name (ms):")
+    for k in keys:
+        if k in ours and len(ours[k]["versions"]) > 1:
+            vs = ", ".join(f"v{v} {ms:.3f}" for v, ms in sorted(ours[k]["versions"].items()))
+            print(f"  {k[0]} d{k[1]} {k[2] // 1024}K B{k[3]}: {vs}")
+
+    # Sliding-window prefill and linear prefill: against our own versions (no SDPA anchor for these).
+    others = [r for r in results if r.get("case") and (r["case"].get("window") or r["case"]["kind"].startswith("linear"))]
+    if others:
+        print()
+        for r in others:
+            print(f"{r['op']:22s} {r['shape']:52s} {r['median_ms']:9.3f} ms  {100 * r.get('fraction_of_floor', 0):5.1f}% of floor")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

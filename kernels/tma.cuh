@@ -1,0 +1,105 @@
+/* The sm_90 asynchronous-copy pieces shared by the kernels that stream K/V through shared memory with the Tensor
+ * Memory Accelerator (attn_full_prefill_wgmma.cu, attn_full_decode.cu): mbarriers, TMA tile loads, named
+ * barriers, the 128-byte swizzle the TMA writes, and on the host the tensor map of a KV cache. Device code
+ * exists for sm_90 and later only (__CUDA_ARCH__ >= 900); the callers guard their kernels the same way. Included
+ * by .cu files only. */
+#ifndef ORTHROS_TMA_CUH
+#define ORTHROS_TMA_CUH
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdint.h>
+
+#include "cuda_common.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+/* Where the 16-byte chunk ch (of 8 elements) of row r of a [rows][64] bf16 region lands under the 128-byte
+ * swizzle (region start 1024-aligned): byte r * 128 + ((ch ^ (r % 8)) * 16). This is the layout a TMA box of
+ * 64 bf16 columns writes with CU_TENSOR_MAP_SWIZZLE_128B. */
+static __device__ __forceinline__ uint32_t swz128(int r, int ch) { return (uint32_t)(r * 128 + ((ch ^ (r & 7)) << 4)); }
+
+/* cp.async of 16 bytes to a shared-memory address; src_bytes = 0 writes zeros. */
+static __device__ __forceinline__ void cp_async16_s(uint32_t dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
+static __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+/* Waits until the phase of the given parity has completed (acquire). A fresh barrier counts as having
+ * completed the phase before phase 0, so waiting for parity 1 on it returns at once (the producer's first
+ * pass over the empty barriers). A thread may wait only for the barrier's current phase or the one before:
+ * the parity cannot tell a phase two back from the current one. */
+static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* TMA: the box at coordinates (c0 innermost .. c3) of the tensor map into shared memory at dst, completing
+ * its bytes on the mbarrier. Box elements outside the tensor (negative coordinates too) are written as zeros and
+ * still count towards the transaction bytes. */
+static __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0, int c1,
+                                                   int c2, int c3)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+                 "%5}], [%6];\n" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+                 : "memory");
+}
+static __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+static __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+
+#endif /* __CUDA_ARCH__ >= 900 */
+
+/* ---- host side ---- */
+
+static inline PFN_cuTensorMapEncodeTiled_v12000 tma_encoder(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
+    if (!fn) {
+        void *ptr = NULL;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = (PFN_cuTensorMapEncodeTiled_v12000)ptr;
+        cudaGetLastError();
+    }
+    return fn;
+}
+
+/* A KV cache [B][cap][Hkv][D] bf16 as a 4-d tensor (D innermost), read in boxes of 64 columns x 1 head x
+ * box_rows positions x 1 sequence, 128-byte swizzled, zeros outside. `who` names the kernel in errors. */
+static inline int tma_kv_cache_map(CUtensorMap *m, const void *cache, int B, int cap, int Hkv, int D, int box_rows,
+                                   const char *who)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
+    if (!enc) return orthros_error(ORTHROS_EDEVICE, "%s: no cuTensorMapEncodeTiled in the driver", who);
+    cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)Hkv, (cuuint64_t)cap, (cuuint64_t)B};
+    cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)Hkv * D * 2, (cuuint64_t)cap * Hkv * D * 2};
+    cuuint32_t box[4] = {64, 1, (cuuint32_t)box_rows, 1};
+    cuuint32_t estr[4] = {1, 1, 1, 1};
+    CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, (void *)cache, dims, strides, box, estr,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return orthros_error(ORTHROS_EDEVICE, "%s: cuTensorMapEncodeTiled failed (%d)", who, (int)r);
+    return 0;
+}
+
+#endif
