@@ -78,6 +78,7 @@ typedef struct {
     orthros_bench_cell cell;
     orthros_session *s;
     int warmed, done, reps, warmup, max_reps;
+    int chunk;        /* the prefill chunk of its session (the session may be gone when the cell is finished) */
     size_t cap;
     double one;       /* predicted seconds of one repetition (0: no prediction) */
 } arm;
@@ -189,7 +190,7 @@ static int finish_cell(sweep *s, arm *a, const char *stop)
     snprintf(c->stop_reason, sizeof c->stop_reason, "%s", stop);
     c->noise = c->n_samples >= 2 ? robust_noise(c->samples, c->n_samples) : NAN;
     c->noisy = !(c->noise * 100.0 <= s->o->max_noise);
-    c->chunk = a->s ? orthros_session_chunk(a->s) : 0;
+    c->chunk = a->chunk; /* 0 for an allreduce cell, which has no session */
     if ((rc = orthros_stats_fill(&c->stats, c->samples, c->n_samples, 0.95, RESAMPLES, (uint64_t)s->o->mo.seed))) return rc;
     if (!strcmp(c->phase, "allreduce")) {
         /* The message's bytes; tbps is the algorithm bandwidth, bytes / time (the bus bandwidth is
@@ -234,6 +235,7 @@ static int arm_open(sweep *s, arm *a, const int32_t *tok)
     if ((rc = orthros_model_set_arch(s->m, a->arch))) return rc;
     if (!strcmp(c->phase, "allreduce")) return 0;
     if ((rc = orthros_session_init(&a->s, s->m, c->batch, c->ctx + extra, s->o->mo.chunk))) return rc;
+    a->chunk = orthros_session_chunk(a->s);
     if (!strcmp(c->phase, "decode")) {
         int32_t nx;
         for (int b = 0; b < c->batch; b++)
@@ -543,7 +545,9 @@ static int run_group(sweep *s, arm *arms, size_t n, const int32_t *tok)
         need += orthros_session_bytes(s->m, c->batch, c->ctx + extra, o->mo.chunk > 0 ? o->mo.chunk : 256);
     }
     orthros_backend_mem_info(s->be, &free_b, &total_b);
-    int keep = need <= free_b / 10 * 8;
+    /* ORTHROS_BENCH_SESSION_PER_ROUND=1 takes the second way whatever the memory (for the tests). */
+    const char *fresh = getenv("ORTHROS_BENCH_SESSION_PER_ROUND");
+    int keep = need <= free_b / 10 * 8 && !(fresh && !strcmp(fresh, "1"));
     double t_start = orthros_now_s();
     for (int r = 0; active; r++) {
         for (size_t q = 0; q < n; q++) {

@@ -110,6 +110,20 @@ static void file_safety(const char *json, const char *log)
         int rc = tu_run(a, log);
         CHECK(rc == 2, "%s %s: status %d, want 2", bad[i][0], bad[i][1], rc);
     }
+    /* A session per round (the path of cells whose sessions do not fit in memory together), decode too: the
+     * cells are complete and valid. */
+    setenv("ORTHROS_BENCH_SESSION_PER_ROUND", "1", 1);
+    char *a5[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer,orthros", "--ctx",
+                  "64", "--phase", "prefill,decode", "--decode-tokens", "2", "--reps", "2", "--max-reps", "2", "--json",
+                  (char *)json, "--force", NULL};
+    CHECK(tu_run(a5, log) == 0, "a session per round failed (see %s)", log);
+    unsetenv("ORTHROS_BENCH_SESSION_PER_ROUND");
+    cJSON *fr = tu_load_json(json);
+    CHECK(fr && count_measured(fr) == 4, "a session per round measured %d of 4 cells", fr ? count_measured(fr) : -1);
+    const cJSON *m0 = cJSON_GetArrayItem(cJSON_GetObjectItem(fr, "measurements"), 0);
+    CHECK(m0 && cJSON_GetObjectItem(m0, "chunk") && cJSON_GetObjectItem(m0, "chunk")->valueint == 64,
+          "a session per round lost the cell's chunk");
+    cJSON_Delete(fr);
     /* A folder as --json: a clear message, not "out of memory". */
     char folder[4200];
     snprintf(folder, sizeof folder, "%s.d", json);
