@@ -29,6 +29,9 @@ int orthros_error(int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
+    /* Names and values quoted from files may hold control characters; the message stays one line. */
+    for (char *p = last_error; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     return code;
 }
 
@@ -43,6 +46,8 @@ int orthros_error_prefix(int code, const char *prefix)
     size_t nm = strnlen(last_error, room);
     memcpy(tmp + np + 2, last_error, nm);
     tmp[np + 2 + nm] = '\0';
+    for (size_t i = 0; i < np; i++)
+        if ((unsigned char)tmp[i] < 0x20 || tmp[i] == 0x7f) tmp[i] = '?';
     memcpy(last_error, tmp, sizeof last_error);
     return code;
 }

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_AXIS 64
 #define MAX_ROUNDS 64
@@ -36,7 +37,7 @@ static const char *const phase_names[] = {"prefill", "decode", "e2e", "allreduce
 typedef struct {
     orthros_model_opts mo;
     const char *archs, *ctxs, *phases, *batches, *json, *recipe, *out_dir, *anchors, *models, *format, *table_out;
-    int decode_tokens, warmup, reps, max_reps, rounds, resume, force, quiet;
+    int decode_tokens, warmup, reps, max_reps, rounds, resume, force, quiet, report_only;
     double max_noise, timeout, cell_budget;
 } bench_opts;
 
@@ -189,7 +190,7 @@ static int finish_cell(sweep *s, arm *a, const char *stop)
     int rc;
     snprintf(c->stop_reason, sizeof c->stop_reason, "%s", stop);
     c->noise = c->n_samples >= 2 ? robust_noise(c->samples, c->n_samples) : NAN;
-    c->noisy = !(c->noise * 100.0 <= s->o->max_noise);
+    c->noisy = isfinite(c->noise) && c->noise * 100.0 > s->o->max_noise; /* one sample has no noise measure */
     c->chunk = a->chunk; /* 0 for an allreduce cell, which has no session */
     if ((rc = orthros_stats_fill(&c->stats, c->samples, c->n_samples, 0.95, RESAMPLES, (uint64_t)s->o->mo.seed))) return rc;
     if (!strcmp(c->phase, "allreduce")) {
@@ -736,29 +737,54 @@ done:
 
 /* The named sweep behind the paper's headline claim: every model's sweep is resumable (a long run can be split
  * over several calls), and the report is rewritten from whatever the result files hold. */
+/* Splits a --models list into models[8]; model specs hold '/' and ':' (paths, presets), so not as names. */
+static int split_models(char (*models)[1024], int *n, const char *list)
+{
+    *n = 0;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (!len || len >= 1024 || *n == 8) return -1;
+        memcpy(models[*n], p, len);
+        models[(*n)++][len] = '\0';
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* DIR/NAME.json for a model spec: its preset name or the last component of its path. */
+static void recipe_path(char *out, size_t n, const char *dir, const char *model)
+{
+    const char *base = strrchr(model, ':') ? strrchr(model, ':') + 1 : model;
+    if (strrchr(base, '/')) base = strrchr(base, '/') + 1;
+    snprintf(out, n, "%s/%.1000s.json", dir, base);
+}
+
+/* The named sweep behind the paper's headline claim: every model's sweep is resumable (a long run can be split
+ * over several calls, a model per call), and the report is rewritten from whatever the result files hold: the
+ * models run now, and the recipe's default models whose files are in the folder. */
 static int run_recipe(bench_opts *o, int argc, char **argv)
 {
+    static const char *const defaults = "preset:llama3.2-1b,preset:llama3.1-8b";
     if (strcmp(o->recipe, "reproduce-21.9x")) {
         fprintf(stderr, "orthros bench: error: unknown recipe \"%s\" (reproduce-21.9x)\n", o->recipe);
         return 2;
     }
-    char models[8][1024], paths[8][4096], md[4096];
-    const char *list[8];
-    int n_models = 0;
-    /* Model specs hold '/' and ':' (paths, presets), so split by hand rather than as names. */
-    const char *p = o->models ? o->models : "preset:llama3.2-1b,preset:llama3.1-8b";
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        if (!len || len >= sizeof models[0] || n_models == 8) {
-            fprintf(stderr, "orthros bench: error: bad --models list (at most 8 comma-separated models)\n");
-            return 2;
-        }
-        memcpy(models[n_models], p, len);
-        models[n_models++][len] = '\0';
-        p += len + (p[len] == ',');
+    char models[16][1024], paths[16][1100], md[1100];
+    const char *list[16];
+    int n = 0, nd = 0;
+    if (split_models(models, &n, o->models ? o->models : defaults) || split_models(models + n, &nd, defaults)) {
+        fprintf(stderr, "orthros bench: error: bad --models list (at most 8 comma-separated models)\n");
+        return 2;
     }
     const char *dir = o->out_dir ? o->out_dir : "data/results/reproduce-21.9x";
     if (orthros_mkdir_p(dir)) return orthros_cmd_fail("bench", ORTHROS_EIO);
+    int n_run = n, n_report = 0;
+    for (int i = 0; i < n + nd; i++) {
+        recipe_path(paths[i], sizeof paths[i], dir, models[i]);
+        int dup = 0;
+        for (int k = 0; k < n_report; k++) dup |= !strcmp(list[k], paths[i]);
+        if (!dup && (i < n || access(paths[i], F_OK) == 0)) list[n_report++] = paths[i];
+    }
     o->archs = "transformer,orthros";
     o->phases = "prefill";
     o->batches = "1";
@@ -766,18 +792,14 @@ static int run_recipe(bench_opts *o, int argc, char **argv)
     o->resume = 1;
     if (o->cell_budget <= 0) o->cell_budget = 240;
     int status = 0;
-    for (int i = 0; i < n_models; i++) {
-        const char *base = strrchr(models[i], ':') ? strrchr(models[i], ':') + 1 : models[i];
-        if (strrchr(base, '/')) base = strrchr(base, '/') + 1;
-        snprintf(paths[i], sizeof paths[i], "%s/%s.json", dir, base);
-        list[i] = paths[i];
+    for (int i = 0; i < n_run && !o->report_only; i++) {
         o->mo.model = models[i];
         o->json = paths[i];
         fprintf(stderr, "recipe reproduce-21.9x: %s -> %s\n", models[i], paths[i]);
         if ((status = run_sweep(o, argc, argv))) break;
     }
     snprintf(md, sizeof md, "%s/report.md", dir);
-    int rc = orthros_bench_report(md, list, n_models, o->anchors);
+    int rc = orthros_bench_report(md, list, n_report, o->anchors);
     if (rc) return orthros_cmd_fail("bench", rc);
     fprintf(stderr, "recipe reproduce-21.9x: report in %s\n", md);
     return status;
@@ -840,6 +862,8 @@ int orthros_cmd_bench(int argc, char **argv)
                     "recipe: models to run (default preset:llama3.2-1b,preset:llama3.1-8b)");
     orthros_cmd_add(&c, "out-dir", ORTHROS_OPT_STR, &o.out_dir, "DIR",
                     "recipe: where its result files and report go (default data/results/reproduce-21.9x)");
+    orthros_cmd_add(&c, "report-only", ORTHROS_OPT_FLAG, &o.report_only, NULL,
+                    "recipe: write the report from the result files already in --out-dir, measuring nothing");
     orthros_cmd_add(&c, "anchors", ORTHROS_OPT_STR, &o.anchors, "FILE",
                     "recipe: anchors.json of kernels/bench/anchors.py (same GPU) to quote in the report");
     int pr = orthros_cmd_parse(&c, argc, argv);

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks (compiler, CMake, cJSON, gnuplot), then configures and builds
 # into build/ (the CUDA backend too when nvcc is on the PATH; override with ORTHROS_CUDA=OFF).
+# `ci/setup.sh --fuzz` instead installs clang-14 with libFuzzer (libclang-rt-14-dev) and its OpenMP, and builds
+# the libFuzzer harness into build-fuzz/ (fuzz/README.md); the default build never needs clang.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+fuzz=0
+[ "${1:-}" = "--fuzz" ] && fuzz=1
+pkgs=(gcc cmake make libcjson-dev gnuplot-nox)
+[ "$fuzz" = 1 ] && pkgs=(cmake make libcjson-dev clang-14 libclang-rt-14-dev libomp-14-dev)
 need=()
-for pkg in gcc cmake make libcjson-dev gnuplot-nox; do
+for pkg in "${pkgs[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -14,6 +20,11 @@ if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ "$fuzz" = 1 ]; then
+  CC=clang-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTHROS_CUDA=OFF -DORTHROS_LIBFUZZER=ON >/dev/null
+  cmake --build build-fuzz -j"$(nproc)" --target orthros_libfuzzer orthros_fuzz
+  exit 0
 fi
 if [ -z "${ORTHROS_CUDA:-}" ]; then
   if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then ORTHROS_CUDA=ON; else ORTHROS_CUDA=OFF; fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The full test suite: builds (ci/setup.sh), runs every ctest test (GPU tests skip themselves without a GPU),
-# then rebuilds the CPU engine under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite again.
+# then rebuilds the CPU engine under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite again, then
+# fuzzes the input readers there for a bounded time (fuzz/README.md; ORTHROS_FUZZ_SECONDS, default 45).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/setup.sh
@@ -11,3 +12,5 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTHROS_SANITIZE=ON
 cmake --build build-asan -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-asan && ctest --output-on-failure -j"$(nproc)" -L cpu)
+echo "== fuzzing the input readers under ASan + UBSan (build-asan/fuzz/orthros_fuzz, seed 1) =="
+build-asan/fuzz/orthros_fuzz --seconds "${ORTHROS_FUZZ_SECONDS:-45}" --seed 1 --crash-dir build-asan

@@ -1,5 +1,6 @@
 /* config.json parsing, presets and attention-schedule resolution (DESIGN sections 2 and 3). */
 #define _POSIX_C_SOURCE 200809L
+#include "json.h"
 #include "orthros.h"
 
 #include <cjson/cJSON.h>
@@ -27,6 +28,28 @@ static int json_int(const cJSON *obj, const char *key, int *out, int required, l
     return 0;
 }
 
+/* Reads a boolean field (true / false; absent or null keeps *out): 1, "yes" and the like are refused, not read as
+ * false. */
+static int json_bool(const cJSON *obj, const char *key, int *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it || cJSON_IsNull(it)) return 0;
+    if (!cJSON_IsBool(it)) return orthros_error(ORTHROS_EFORMAT, "config field \"%s\" is not a boolean", key);
+    *out = cJSON_IsTrue(it);
+    return 0;
+}
+
+/* Reads a string field; absent or null leaves *out NULL. */
+static int json_str(const cJSON *obj, const char *key, const char **out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = NULL;
+    if (!it || cJSON_IsNull(it)) return 0;
+    if (!cJSON_IsString(it)) return orthros_error(ORTHROS_EFORMAT, "config field \"%s\" is not a string", key);
+    *out = it->valuestring;
+    return 0;
+}
+
 static int json_num(const cJSON *obj, const char *key, double *out, double lo, double hi)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -45,10 +68,10 @@ static int parse_rope(orthros_model_config *cfg, const cJSON *rs)
     if (!rs || cJSON_IsNull(rs)) return 0;
     if (!cJSON_IsObject(rs)) return orthros_error(ORTHROS_EFORMAT, "config field rope_scaling is not an object");
     if ((rc = json_num(rs, "rope_theta", &cfg->rope_theta, 1e-3, 1e12))) return rc;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
-    if (!t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
-    const char *type = cJSON_IsString(t) ? t->valuestring : "default";
-    if (!strcmp(type, "default")) return 0;
+    const char *type = NULL;
+    if ((rc = json_str(rs, "rope_type", &type))) return rc;
+    if (!type && (rc = json_str(rs, "type", &type))) return rc;
+    if (!type || !strcmp(type, "default")) return 0;
     if (strcmp(type, "llama3"))
         return orthros_error(ORTHROS_EUNSUPPORTED, "rope_type \"%s\" is not supported (default, llama3)", type);
     cfg->rope_llama3 = 1;
@@ -65,80 +88,99 @@ static int parse_rope(orthros_model_config *cfg, const cJSON *rs)
     return 0;
 }
 
-int orthros_config_parse(orthros_model_config *cfg, const char *json_text)
+/* Reads eos_token_id: an integer or a list of integers (at most 8). */
+static int parse_eos(orthros_model_config *cfg, const cJSON *eos)
+{
+    if (!eos || cJSON_IsNull(eos)) return 0;
+    const cJSON *e = eos;
+    int list = cJSON_IsArray(eos);
+    if (list) e = eos->child;
+    for (; e; e = list ? e->next : NULL) {
+        if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
+            e->valuedouble > 2147483647.0)
+            return orthros_error(ORTHROS_EFORMAT,
+                                 "config field \"eos_token_id\" is not a token id or a list of token ids in [0, 2^31)");
+        if (cfg->n_eos == 8)
+            return orthros_error(ORTHROS_EUNSUPPORTED, "config field \"eos_token_id\" lists more than 8 ids");
+        cfg->eos[cfg->n_eos++] = (int)e->valuedouble;
+    }
+    return 0;
+}
+
+/* The model fields of a parsed config.json (DESIGN section 3). Limits: hidden_size and intermediate_size
+ * up to 2^20, vocab_size up to 2^24, num_hidden_layers up to ORTHROS_MAX_LAYERS, heads up to 4096, head_dim
+ * even and up to ORTHROS_MAX_HEAD_DIM: every weight and its byte count then fit in size_t and every row
+ * width (heads x head_dim) in an int. */
+static int config_from_json(orthros_model_config *cfg, const cJSON *root)
 {
     int rc = 0;
     memset(cfg, 0, sizeof *cfg);
-    cJSON *root = cJSON_Parse(json_text);
-    if (!root) return orthros_error(ORTHROS_EFORMAT, "config is not valid JSON");
-    if (!cJSON_IsObject(root)) {
-        rc = orthros_error(ORTHROS_EFORMAT, "config is not a JSON object");
-        goto fail;
-    }
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (mt && cJSON_IsString(mt) && strcmp(mt->valuestring, "llama")) {
-        rc = orthros_error(ORTHROS_EUNSUPPORTED, "model_type \"%s\" is not supported (llama)", mt->valuestring);
-        goto fail;
-    }
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
-    if (act && cJSON_IsString(act) && strcmp(act->valuestring, "silu")) {
-        rc = orthros_error(ORTHROS_EUNSUPPORTED, "hidden_act \"%s\" is not supported (silu)", act->valuestring);
-        goto fail;
-    }
+    if (!cJSON_IsObject(root)) return orthros_error(ORTHROS_EFORMAT, "config is not a JSON object");
+    const char *str;
+    if ((rc = json_str(root, "model_type", &str))) return rc;
+    if (str && strcmp(str, "llama"))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "model_type \"%s\" is not supported (llama)", str);
+    if ((rc = json_str(root, "hidden_act", &str))) return rc;
+    if (str && strcmp(str, "silu"))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "hidden_act \"%s\" is not supported (silu)", str);
     static const char *const biases[] = {"attention_bias", "mlp_bias"};
-    for (int i = 0; i < 2; i++)
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, biases[i]))) {
-            rc = orthros_error(ORTHROS_EUNSUPPORTED, "%s = true is not supported", biases[i]);
-            goto fail;
-        }
-    if ((rc = json_int(root, "hidden_size", &cfg->d_model, 1, 1, MAX_DIM))) goto fail;
-    if ((rc = json_int(root, "num_hidden_layers", &cfg->n_layers, 1, 1, ORTHROS_MAX_LAYERS))) goto fail;
-    if ((rc = json_int(root, "num_attention_heads", &cfg->n_heads, 1, 1, 4096))) goto fail;
+    for (int i = 0; i < 2; i++) {
+        int on = 0;
+        if ((rc = json_bool(root, biases[i], &on))) return rc;
+        if (on) return orthros_error(ORTHROS_EUNSUPPORTED, "%s = true is not supported", biases[i]);
+    }
+    if ((rc = json_int(root, "hidden_size", &cfg->d_model, 1, 1, MAX_DIM))) return rc;
+    if ((rc = json_int(root, "num_hidden_layers", &cfg->n_layers, 1, 1, ORTHROS_MAX_LAYERS))) return rc;
+    if ((rc = json_int(root, "num_attention_heads", &cfg->n_heads, 1, 1, 4096))) return rc;
     cfg->n_kv_heads = cfg->n_heads;
-    if ((rc = json_int(root, "num_key_value_heads", &cfg->n_kv_heads, 0, 1, 4096))) goto fail;
-    if ((rc = json_int(root, "intermediate_size", &cfg->ffn, 1, 1, MAX_DIM))) goto fail;
-    if ((rc = json_int(root, "vocab_size", &cfg->vocab, 1, 1, 1 << 24))) goto fail;
-    if ((rc = json_int(root, "head_dim", &cfg->head_dim, 0, 2, ORTHROS_MAX_HEAD_DIM))) goto fail;
+    if ((rc = json_int(root, "num_key_value_heads", &cfg->n_kv_heads, 0, 1, 4096))) return rc;
+    if ((rc = json_int(root, "intermediate_size", &cfg->ffn, 1, 1, MAX_DIM))) return rc;
+    if ((rc = json_int(root, "vocab_size", &cfg->vocab, 1, 1, 1 << 24))) return rc;
+    if ((rc = json_int(root, "head_dim", &cfg->head_dim, 0, 2, ORTHROS_MAX_HEAD_DIM))) return rc;
     if (!cfg->head_dim) {
-        if (cfg->d_model % cfg->n_heads) {
-            rc = orthros_error(ORTHROS_EFORMAT, "hidden_size %d is not divisible by num_attention_heads %d", cfg->d_model,
-                               cfg->n_heads);
-            goto fail;
-        }
+        if (cfg->d_model % cfg->n_heads)
+            return orthros_error(ORTHROS_EFORMAT, "hidden_size %d is not divisible by num_attention_heads %d",
+                                 cfg->d_model, cfg->n_heads);
         cfg->head_dim = cfg->d_model / cfg->n_heads;
     }
-    if (cfg->head_dim % 2 || cfg->head_dim > ORTHROS_MAX_HEAD_DIM) {
-        rc = orthros_error(ORTHROS_EFORMAT, "head_dim %d must be even and at most %d", cfg->head_dim,
-                           ORTHROS_MAX_HEAD_DIM);
-        goto fail;
-    }
-    if (cfg->n_heads % cfg->n_kv_heads) {
-        rc = orthros_error(ORTHROS_EFORMAT, "num_attention_heads %d is not divisible by num_key_value_heads %d",
-                           cfg->n_heads, cfg->n_kv_heads);
-        goto fail;
-    }
+    if (cfg->head_dim % 2 || cfg->head_dim > ORTHROS_MAX_HEAD_DIM)
+        return orthros_error(ORTHROS_EFORMAT, "head_dim %d must be even and at most %d", cfg->head_dim,
+                             ORTHROS_MAX_HEAD_DIM);
+    if (cfg->n_heads % cfg->n_kv_heads)
+        return orthros_error(ORTHROS_EFORMAT, "num_attention_heads %d is not divisible by num_key_value_heads %d",
+                             cfg->n_heads, cfg->n_kv_heads);
     cfg->max_pos = 2048;
-    if ((rc = json_int(root, "max_position_embeddings", &cfg->max_pos, 0, 1, 1 << 30))) goto fail;
+    if ((rc = json_int(root, "max_position_embeddings", &cfg->max_pos, 0, 1, 1 << 30))) return rc;
     double eps = 1e-6;
-    if ((rc = json_num(root, "rms_norm_eps", &eps, 0.0, 1.0))) goto fail;
+    if ((rc = json_num(root, "rms_norm_eps", &eps, 0.0, 1.0))) return rc;
     cfg->norm_eps = (float)eps;
     cfg->rope_theta = 10000.0;
-    if ((rc = json_num(root, "rope_theta", &cfg->rope_theta, 1e-3, 1e12))) goto fail;
-    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
-    cfg->tie_embeddings = cJSON_IsTrue(tie);
+    if ((rc = json_num(root, "rope_theta", &cfg->rope_theta, 1e-3, 1e12))) return rc;
+    if ((rc = json_bool(root, "tie_word_embeddings", &cfg->tie_embeddings))) return rc;
     /* transformers 5 writes rope_parameters; earlier versions rope_theta + rope_scaling. */
-    if ((rc = parse_rope(cfg, cJSON_GetObjectItemCaseSensitive(root, "rope_scaling")))) goto fail;
-    if ((rc = parse_rope(cfg, cJSON_GetObjectItemCaseSensitive(root, "rope_parameters")))) goto fail;
-    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(root, "eos_token_id");
-    if (cJSON_IsNumber(eos)) {
-        cfg->eos[cfg->n_eos++] = eos->valueint;
-    } else if (cJSON_IsArray(eos)) {
-        const cJSON *e;
-        cJSON_ArrayForEach(e, eos) if (cJSON_IsNumber(e) && cfg->n_eos < 8) cfg->eos[cfg->n_eos++] = e->valueint;
-    }
+    if ((rc = parse_rope(cfg, cJSON_GetObjectItemCaseSensitive(root, "rope_scaling")))) return rc;
+    if ((rc = parse_rope(cfg, cJSON_GetObjectItemCaseSensitive(root, "rope_parameters")))) return rc;
+    return parse_eos(cfg, cJSON_GetObjectItemCaseSensitive(root, "eos_token_id"));
+}
+
+int orthros_config_parse_text(orthros_model_config *cfg, char **orthros_json, const char *text, size_t len)
+{
+    cJSON *root = NULL;
+    if (orthros_json) *orthros_json = NULL;
+    int rc = orthros_json_parse(&root, text, len);
+    if (rc) return rc;
+    if ((rc = config_from_json(cfg, root))) goto fail;
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "orthros");
+    if (orthros_json && o && !cJSON_IsNull(o) && !(*orthros_json = cJSON_PrintUnformatted(o)))
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
 fail:
     cJSON_Delete(root);
     return rc;
+}
+
+int orthros_config_parse(orthros_model_config *cfg, const char *json_text)
+{
+    return orthros_config_parse_text(cfg, NULL, json_text, strlen(json_text));
 }
 
 int orthros_preset_config(orthros_model_config *cfg, const char *name)
@@ -181,8 +223,8 @@ int orthros_preset_config(orthros_model_config *cfg, const char *name)
 
 void orthros_arch_opts_default(orthros_arch_opts *o)
 {
-    *o = (orthros_arch_opts){.arch = NULL, .fmap = -1, .feature_dim = -1, .tail = -1, .eps = -1.0, .window = -1,
-                             .hybrid_every = -1, .tp = 1};
+    *o = (orthros_arch_opts){.arch = NULL, .fmap = ORTHROS_UNSET, .feature_dim = ORTHROS_UNSET, .tail = ORTHROS_UNSET,
+                             .eps = ORTHROS_UNSET, .window = ORTHROS_UNSET, .hybrid_every = ORTHROS_UNSET, .tp = 1};
 }
 
 const char *orthros_fmap_name(orthros_fmap f)
@@ -220,9 +262,9 @@ static int kind_parse(const char *s, orthros_attn_kind *k, int *window)
     else if (!strcmp(s, "orthros")) *k = ORTHROS_ATTN_ORTHROS;
     else if (!strcmp(s, "swa")) *k = ORTHROS_ATTN_SWA;
     else if (!strncmp(s, "swa:", 4)) {
-        char *end;
-        long w = strtol(s + 4, &end, 10);
-        if (*end || w < 1 || w > (1L << 30))
+        char *end = NULL;
+        long w = s[4] >= '0' && s[4] <= '9' ? strtol(s + 4, &end, 10) : 0; /* digits only: no sign or space */
+        if (!end || *end || w < 1 || w > (1L << 30))
             return orthros_error(ORTHROS_EINVAL, "bad sliding window in \"%s\" (swa:W, W >= 1)", s);
         *k = ORTHROS_ATTN_SWA;
         *window = (int)w;
@@ -271,14 +313,18 @@ int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, co
     arch->hybrid_every = 4;
     const cJSON *sched = NULL;
     if (orthros_json) {
-        oj = cJSON_Parse(orthros_json);
-        if (!oj || !cJSON_IsObject(oj)) {
+        if ((rc = orthros_json_parse(&oj, orthros_json, strlen(orthros_json)))) {
+            rc = orthros_error_prefix(rc, "config field \"orthros\"");
+            goto fail;
+        }
+        if (!cJSON_IsObject(oj)) {
             rc = orthros_error(ORTHROS_EFORMAT, "config field \"orthros\" is not a JSON object");
             goto fail;
         }
-        const cJSON *fm = cJSON_GetObjectItemCaseSensitive(oj, "feature_map");
-        if (fm && (!cJSON_IsString(fm) || (rc = orthros_fmap_parse(fm->valuestring, &arch->fmap)))) {
-            if (!rc) rc = orthros_error(ORTHROS_EFORMAT, "orthros.feature_map is not a string");
+        const char *fm = NULL;
+        if ((rc = json_str(oj, "feature_map", &fm))) goto fail;
+        if (fm && (rc = orthros_fmap_parse(fm, &arch->fmap))) {
+            rc = orthros_error_prefix(ORTHROS_EFORMAT, "orthros.feature_map");
             goto fail;
         }
         double eps = arch->eps;
@@ -288,14 +334,33 @@ int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, co
         if ((rc = json_int(oj, "hybrid_every", &arch->hybrid_every, 0, 1, ORTHROS_MAX_LAYERS))) goto fail;
         if ((rc = json_num(oj, "eps", &eps, 0.0, 1.0))) goto fail;
         arch->eps = (float)eps;
+        if (!(arch->eps > 0.0f)) {
+            rc = orthros_error(ORTHROS_EFORMAT, "config field \"eps\" = %g must be positive", eps);
+            goto fail;
+        }
         sched = cJSON_GetObjectItemCaseSensitive(oj, "architecture");
     }
-    if (opts->fmap >= 0) arch->fmap = (orthros_fmap)opts->fmap;
-    if (opts->feature_dim >= 0) arch->feature_dim = opts->feature_dim;
-    if (opts->tail >= 0) arch->tail = opts->tail;
-    if (opts->eps >= 0) arch->eps = (float)opts->eps;
-    if (opts->window >= 0) arch->window = opts->window;
-    if (opts->hybrid_every >= 0) arch->hybrid_every = opts->hybrid_every;
+    /* ORTHROS_UNSET leaves the checkpoint's value or the default; any other value is taken, then checked. */
+    if (opts->fmap != ORTHROS_UNSET) {
+        if (opts->fmap < 0 || opts->fmap > ORTHROS_FMAP_HEDGEHOG) {
+            rc = orthros_error(ORTHROS_EINVAL, "feature map %d is not one of 0 (elu1), 1 (relu), 2 (hedgehog)",
+                               opts->fmap);
+            goto fail;
+        }
+        arch->fmap = (orthros_fmap)opts->fmap;
+    }
+    if (opts->feature_dim != ORTHROS_UNSET) arch->feature_dim = opts->feature_dim;
+    if (opts->tail != ORTHROS_UNSET) arch->tail = opts->tail;
+    if (opts->window != ORTHROS_UNSET) arch->window = opts->window;
+    if (opts->hybrid_every != ORTHROS_UNSET) arch->hybrid_every = opts->hybrid_every;
+    if (opts->eps != ORTHROS_UNSET) {
+        /* Checked before the conversion: a double out of float's range does not convert. */
+        if (!(opts->eps > 0.0 && opts->eps <= 1.0) || !((float)opts->eps > 0.0f)) {
+            rc = orthros_error(ORTHROS_EINVAL, "eps must be in (0, 1] and representable as a float (got %g)", opts->eps);
+            goto fail;
+        }
+        arch->eps = (float)opts->eps;
+    }
     if (arch->tail < 1) {
         rc = orthros_error(ORTHROS_EINVAL, "tail must be at least 1 (got %d)", arch->tail);
         goto fail;
@@ -308,10 +373,6 @@ int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, co
         rc = orthros_error(ORTHROS_EINVAL, "hybrid-every must be at least 1 (got %d)", arch->hybrid_every);
         goto fail;
     }
-    if (!(arch->eps > 0.0f)) {
-        rc = orthros_error(ORTHROS_EINVAL, "eps must be positive");
-        goto fail;
-    }
     if (arch->feature_dim < 1 || arch->feature_dim > 1024) {
         rc = orthros_error(ORTHROS_EINVAL, "feature dim must be in [1, 1024] (got %d)", arch->feature_dim);
         goto fail;
@@ -320,13 +381,14 @@ int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, co
         rc = schedule_named(arch, opts->arch, cfg->n_layers);
     } else if (cJSON_IsString(sched)) {
         rc = schedule_named(arch, sched->valuestring, cfg->n_layers);
+        if (rc) rc = orthros_error_prefix(ORTHROS_EFORMAT, "orthros.architecture");
     } else if (cJSON_IsArray(sched)) {
         if (cJSON_GetArraySize(sched) != cfg->n_layers) {
             rc = orthros_error(ORTHROS_EFORMAT, "orthros.architecture lists %d layers, the model has %d",
                                cJSON_GetArraySize(sched), cfg->n_layers);
             goto fail;
         }
-        int i = 0;
+        int i = 0, window = 0;
         const cJSON *e;
         cJSON_ArrayForEach(e, sched)
         {
@@ -334,11 +396,26 @@ int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, co
                 rc = orthros_error(ORTHROS_EFORMAT, "orthros.architecture[%d] is not a string", i);
                 goto fail;
             }
-            if ((rc = kind_parse(e->valuestring, &arch->kind[i], &arch->window))) goto fail;
+            int w = 0;
+            if ((rc = kind_parse(e->valuestring, &arch->kind[i], &w))) {
+                rc = orthros_error_prefix(ORTHROS_EFORMAT, "orthros.architecture");
+                goto fail;
+            }
+            /* One window per model: the backends take one. */
+            if (w && window && w != window) {
+                rc = orthros_error(ORTHROS_EUNSUPPORTED,
+                                   "orthros.architecture gives swa layers different windows (%d and %d); one window "
+                                   "per model is supported",
+                                   window, w);
+                goto fail;
+            }
+            if (w) window = w;
             i++;
         }
+        /* An explicit window option wins over the checkpoint's swa:W. */
+        if (window && opts->window == ORTHROS_UNSET) arch->window = window;
         snprintf(arch->name, sizeof arch->name, "checkpoint");
-    } else if (sched) {
+    } else if (sched && !cJSON_IsNull(sched)) {
         rc = orthros_error(ORTHROS_EFORMAT, "orthros.architecture is neither a name nor a list");
     } else {
         rc = schedule_named(arch, "transformer", cfg->n_layers);

@@ -5,7 +5,6 @@
 #include "safetensors.h"
 #include "tp.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,111 +235,141 @@ int orthros_model_set_arch(orthros_model *m, const char *arch)
     return rc;
 }
 
-/* Loads this rank's part of one checkpoint tensor into dst, after checking the whole tensor's shape. */
-static int load_tensor(orthros_model *m, const orthros_st *st, const char *name, void *dst, int ndim,
-                       const int64_t *shape, tensor_part part)
-{
-    const orthros_st_tensor *t = orthros_st_find(st, name);
-    if (!t) return orthros_error(ORTHROS_EFORMAT, "missing tensor %s", name);
-    int same = t->ndim == ndim;
-    for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
-    if (!same) {
-        char got[128] = "", want[128] = "";
-        for (int i = 0; i < t->ndim; i++)
-            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-        for (int i = 0; i < ndim; i++)
-            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? ", " : "", (long long)shape[i]);
-        return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], config.json implies [%s]",
-                             orthros_st_tensor_file(st, t), name, got, want);
-    }
-    size_t esz = orthros_dtype_size(t->dtype), numel = part.runs * part.len;
-    const char *src = (const char *)t->data + part.src0 * esz;
-    /* A rank's columns are gathered into one buffer; data need not be aligned in a safetensors file, so it is
-     * realigned through the same copy where it is not. */
-    if (part.runs > 1 || (uintptr_t)src % esz) {
-        char *tmp = malloc(numel * esz);
-        if (!tmp) return orthros_error(ORTHROS_ENOMEM, "out of host memory copying %s", name);
-        for (size_t i = 0; i < part.runs; i++) memcpy(tmp + i * part.len * esz, src + i * part.stride * esz, part.len * esz);
-        int rc = m->be->upload(m->be, dst, part.dst0, tmp, t->dtype, numel);
-        free(tmp);
-        return rc;
-    }
-    return m->be->upload(m->be, dst, part.dst0, src, t->dtype, numel);
-}
+/* One checkpoint tensor the model needs, and where its elements go. */
+typedef struct {
+    char name[80];
+    void **dst;       /* a weight buffer of weight_slots(), allocated after every need is checked */
+    tensor_part part; /* this rank's part of it, and where that goes in the buffer */
+    int ndim;
+    int64_t shape[3];
+    const orthros_st_tensor *t; /* set by checkpoint_check */
+} tensor_need;
 
-static int load_checkpoint(orthros_model *m, const orthros_st *st)
+/* The tensors a checkpoint must hold for m's config and schedule, in load order; returns how many (at most
+ * 11 per layer + 3). */
+static int checkpoint_needs(orthros_model *m, tensor_need *needs)
 {
     const orthros_model_config *c = &m->cfg;
     int64_t D = c->d_model, d = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads, F = c->ffn, V = c->vocab;
     int64_t half = m->arch.feature_dim;
     size_t hq = (size_t)m->hq, hkv = (size_t)m->hkv, q0 = (size_t)m->q0, kv0 = (size_t)m->kv0;
     size_t f0 = (size_t)m->f0, ffn = (size_t)m->ffn, sD = (size_t)D, sd = (size_t)d;
-    char name[256];
-    int rc;
-    if ((rc = load_tensor(m, st, "model.embed_tokens.weight", m->embed, 2, (int64_t[]){V, D}, part_all((size_t)(V * D)))))
-        return rc;
-    if ((rc = load_tensor(m, st, "model.norm.weight", m->final_norm, 1, (int64_t[]){D}, part_all(sD)))) return rc;
-    if (!c->tie_embeddings &&
-        (rc = load_tensor(m, st, "lm_head.weight", m->lm_head, 2, (int64_t[]){V, D}, part_all((size_t)(V * D)))))
-        return rc;
+    int n = 0;
+#define NEED(dst_, part_, nd, a, b, cc, ...)                                                                           \
+    do {                                                                                                               \
+        tensor_need *t_ = &needs[n++];                                                                                 \
+        *t_ = (tensor_need){.dst = (void **)&(dst_), .part = (part_), .ndim = (nd), .shape = {a, b, cc}};             \
+        snprintf(t_->name, sizeof t_->name, __VA_ARGS__);                                                              \
+    } while (0)
+    NEED(m->embed, part_all((size_t)(V * D)), 2, V, D, 0, "model.embed_tokens.weight");
+    NEED(m->final_norm, part_all(sD), 1, D, 0, 0, "model.norm.weight");
+    if (!c->tie_embeddings) NEED(m->lm_head, part_all((size_t)(V * D)), 2, V, D, 0, "lm_head.weight");
     for (int l = 0; l < c->n_layers; l++) {
         layer_weights *L = &m->layers[l];
-        static const char *const qkv[] = {"q", "k", "v"};
         /* This rank's heads of q, k and v, one after the other in the fused matrix. */
-        const tensor_part qkv_part[3] = {part_rows(q0 * sd, hq * sd, sD, 0), part_rows(kv0 * sd, hkv * sd, sD, hq * sd * sD),
-                                         part_rows(kv0 * sd, hkv * sd, sD, (hq + hkv) * sd * sD)};
-        for (int j = 0; j < 3; j++) {
-            int64_t rows = (j ? Hkv : Hq) * d;
-            snprintf(name, sizeof name, "model.layers.%d.self_attn.%s_proj.weight", l, qkv[j]);
-            if ((rc = load_tensor(m, st, name, L->wqkv, 2, (int64_t[]){rows, D}, qkv_part[j]))) return rc;
-        }
-        snprintf(name, sizeof name, "model.layers.%d.self_attn.o_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->wo, 2, (int64_t[]){D, Hq * d}, part_cols(q0 * sd, hq * sd, sD, (size_t)(Hq * d)))))
-            return rc;
-        snprintf(name, sizeof name, "model.layers.%d.mlp.gate_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->w_gu, 2, (int64_t[]){F, D}, part_rows(f0, ffn, sD, 0)))) return rc;
-        snprintf(name, sizeof name, "model.layers.%d.mlp.up_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->w_gu, 2, (int64_t[]){F, D}, part_rows(f0, ffn, sD, ffn * sD)))) return rc;
-        snprintf(name, sizeof name, "model.layers.%d.mlp.down_proj.weight", l);
-        if ((rc = load_tensor(m, st, name, L->w_down, 2, (int64_t[]){D, F}, part_cols(f0, ffn, sD, (size_t)F)))) return rc;
-        snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", l);
-        if ((rc = load_tensor(m, st, name, L->attn_norm, 1, (int64_t[]){D}, part_all(sD)))) return rc;
-        snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
-        if ((rc = load_tensor(m, st, name, L->mlp_norm, 1, (int64_t[]){D}, part_all(sD)))) return rc;
+        NEED(L->wqkv, part_rows(q0 * sd, hq * sd, sD, 0), 2, Hq * d, D, 0, "model.layers.%d.self_attn.q_proj.weight", l);
+        NEED(L->wqkv, part_rows(kv0 * sd, hkv * sd, sD, hq * sd * sD), 2, Hkv * d, D, 0,
+             "model.layers.%d.self_attn.k_proj.weight", l);
+        NEED(L->wqkv, part_rows(kv0 * sd, hkv * sd, sD, (hq + hkv) * sd * sD), 2, Hkv * d, D, 0,
+             "model.layers.%d.self_attn.v_proj.weight", l);
+        NEED(L->wo, part_cols(q0 * sd, hq * sd, sD, (size_t)(Hq * d)), 2, D, Hq * d, 0,
+             "model.layers.%d.self_attn.o_proj.weight", l);
+        NEED(L->w_gu, part_rows(f0, ffn, sD, 0), 2, F, D, 0, "model.layers.%d.mlp.gate_proj.weight", l);
+        NEED(L->w_gu, part_rows(f0, ffn, sD, ffn * sD), 2, F, D, 0, "model.layers.%d.mlp.up_proj.weight", l);
+        NEED(L->w_down, part_cols(f0, ffn, sD, (size_t)F), 2, D, F, 0, "model.layers.%d.mlp.down_proj.weight", l);
+        NEED(L->attn_norm, part_all(sD), 1, D, 0, 0, "model.layers.%d.input_layernorm.weight", l);
+        NEED(L->mlp_norm, part_all(sD), 1, D, 0, 0, "model.layers.%d.post_attention_layernorm.weight", l);
         if (m->has_fmap_weights) {
-            snprintf(name, sizeof name, "model.layers.%d.self_attn.feature_map_q.weight", l);
-            if (!orthros_st_find(st, name))
-                return orthros_error(ORTHROS_EFORMAT,
-                                     "feature map hedgehog needs learned weights, but the checkpoint has no %s", name);
-            if ((rc = load_tensor(m, st, name, L->fmap_q, 3, (int64_t[]){Hq, d, half},
-                                  part_rows(q0, hq, sd * (size_t)half, 0))))
-                return rc;
-            snprintf(name, sizeof name, "model.layers.%d.self_attn.feature_map_k.weight", l);
-            if ((rc = load_tensor(m, st, name, L->fmap_k, 3, (int64_t[]){Hkv, d, half},
-                                  part_rows(kv0, hkv, sd * (size_t)half, 0))))
-                return rc;
+            NEED(L->fmap_q, part_rows(q0, hq, sd * (size_t)half, 0), 3, Hq, d, half,
+                 "model.layers.%d.self_attn.feature_map_q.weight", l);
+            NEED(L->fmap_k, part_rows(kv0, hkv, sd * (size_t)half, 0), 3, Hkv, d, half,
+                 "model.layers.%d.self_attn.feature_map_k.weight", l);
+        }
+    }
+#undef NEED
+    return n;
+}
+
+/* Finds every needed tensor and checks its shape against config.json, before anything is allocated: a small
+ * file must not make the loader claim memory that its config.json promises. (The dtype was checked when the
+ * file was opened: F32, BF16 or F16, all of which upload converts.) */
+static int checkpoint_check(const orthros_st *st, tensor_need *needs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        tensor_need *w = &needs[i];
+        const orthros_st_tensor *t = w->t = orthros_st_find(st, w->name);
+        if (!t) {
+            if (strstr(w->name, ".feature_map_"))
+                return orthros_error(ORTHROS_EFORMAT, "%s: feature map hedgehog needs learned weights, but the checkpoint has no %s",
+                                     st->source, w->name);
+            return orthros_error(ORTHROS_EFORMAT, "%s: missing tensor %s", st->source, w->name);
+        }
+        int same = t->ndim == w->ndim;
+        for (int k = 0; same && k < w->ndim; k++) same = t->shape[k] == w->shape[k];
+        if (!same) {
+            char got[256] = "", want[128] = "";
+            for (int k = 0; k < t->ndim; k++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "", (long long)t->shape[k]);
+            for (int k = 0; k < w->ndim; k++)
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? ", " : "", (long long)w->shape[k]);
+            return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], config.json implies [%s]",
+                                 orthros_st_tensor_file(st, t), w->name, got, want);
         }
     }
     return 0;
 }
 
-/* Reads DIR/config.json: the model config and the text of its optional `orthros` object. */
+/* Uploads this rank's part of every checked tensor into its (now allocated) weight buffer. */
+static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const orthros_st_tensor *t = needs[i].t;
+        const tensor_part *p = &needs[i].part;
+        size_t esz = orthros_dtype_size(t->dtype), numel = p->runs * p->len;
+        const char *src = (const char *)t->data + p->src0 * esz;
+        int rc;
+        /* A rank's columns are gathered into one buffer; data need not be aligned in a safetensors file, so it is
+         * realigned through the same copy where it is not. */
+        if (p->runs > 1 || (uintptr_t)src % esz) {
+            char *tmp = malloc(numel * esz);
+            if (!tmp) return orthros_error(ORTHROS_ENOMEM, "out of host memory copying %s", needs[i].name);
+            for (size_t k = 0; k < p->runs; k++) memcpy(tmp + k * p->len * esz, src + k * p->stride * esz, p->len * esz);
+            rc = m->be->upload(m->be, *needs[i].dst, p->dst0, tmp, t->dtype, numel);
+            free(tmp);
+        } else {
+            rc = m->be->upload(m->be, *needs[i].dst, p->dst0, src, t->dtype, numel);
+        }
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Reads DIR/config.json: the model config and the text of its optional `orthros` object, which is checked here
+ * (without the caller's options) so that its errors name the file. */
 static int read_model_config(orthros_model_config *cfg, char **orthros_json, const char *dir)
 {
     char path[4096], *text = NULL;
-    snprintf(path, sizeof path, "%s/config.json", dir);
     *orthros_json = NULL;
+    if (strlen(dir) + sizeof "/config.json" > sizeof path)
+        return orthros_error(ORTHROS_EINVAL, "%.64s...: the model directory's path is too long", dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
     int rc = orthros_read_text_file(&text, path, 16u << 20);
     if (rc) return rc;
-    if ((rc = orthros_config_parse(cfg, text))) {
-        free(text);
+    rc = orthros_config_parse_text(cfg, orthros_json, text, strlen(text));
+    free(text);
+    if (!rc && *orthros_json) {
+        orthros_arch *scratch = malloc(sizeof *scratch);
+        orthros_arch_opts none;
+        orthros_arch_opts_default(&none);
+        rc = scratch ? orthros_arch_resolve(scratch, cfg, &none, *orthros_json)
+                     : orthros_error(ORTHROS_ENOMEM, "out of host memory");
+        free(scratch);
+    }
+    if (rc) {
+        free(*orthros_json);
+        *orthros_json = NULL;
         return orthros_error_prefix(rc, path);
     }
-    cJSON *root = cJSON_Parse(text);
-    const cJSON *o = root ? cJSON_GetObjectItemCaseSensitive(root, "orthros") : NULL;
-    if (o) *orthros_json = cJSON_PrintUnformatted(o);
-    cJSON_Delete(root);
-    free(text);
     return 0;
 }
 
@@ -378,6 +407,8 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     orthros_st st = {0};
     int preset = !strncmp(spec, "preset:", 7);
     weight_slot *slots = NULL;
+    tensor_need *needs = NULL;
+    int n_needs = 0;
     *out = NULL;
     orthros_model *m = calloc(1, sizeof *m);
     if (!m) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
@@ -405,9 +436,28 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
         rc = orthros_error(ORTHROS_ENOMEM, "out of host memory");
         goto fail;
     }
+    /* A checkpoint is checked in full (files, then every needed tensor's presence, dtype and shape) before
+     * any weight memory is claimed. */
+    if (!preset) {
+        if ((rc = orthros_st_open_dir(&st, spec))) goto fail;
+        needs = malloc(sizeof *needs * (size_t)(11 * m->cfg.n_layers + 3));
+        if (!needs) {
+            rc = orthros_error(ORTHROS_ENOMEM, "out of host memory");
+            goto fail;
+        }
+        n_needs = checkpoint_needs(m, needs);
+        if ((rc = checkpoint_check(&st, needs, n_needs))) goto fail;
+    }
     int n_slots = weight_slots(m, slots, max_slots);
     size_t total = 0;
-    for (int i = 0; i < n_slots; i++) total += slots[i].numel * be->act_size;
+    for (int i = 0; i < n_slots; i++) {
+        /* The config limits keep this far from overflowing; the check keeps that true if they change. */
+        if (slots[i].numel > (SIZE_MAX - total) / be->act_size) {
+            rc = orthros_error(ORTHROS_ENOMEM, "the weights' size overflows size_t");
+            goto fail;
+        }
+        total += slots[i].numel * be->act_size;
+    }
     size_t free_b = 0, total_b = 0;
     be->mem_info(be, &free_b, &total_b);
     if (total > free_b) {
@@ -415,7 +465,6 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
                            (double)total / (1 << 30), be->name, (double)free_b / (1 << 30));
         goto fail;
     }
-    if (!preset && (rc = orthros_st_open_dir(&st, spec))) goto fail;
     for (int i = 0; i < n_slots; i++) {
         *slots[i].dst = be->alloc(be, slots[i].numel * be->act_size);
         if (!*slots[i].dst) {
@@ -428,17 +477,19 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     if (preset) {
         for (int i = 0; i < n_slots; i++)
             if ((rc = fill_slot(be, &slots[i], seed * 1000003ull + (uint64_t)i))) goto fail;
-    } else if ((rc = load_checkpoint(m, &st))) {
+    } else if ((rc = checkpoint_upload(m, needs, n_needs))) {
         goto fail;
     }
     if (m->cfg.tie_embeddings) m->lm_head = m->embed;
     if ((rc = be->sync(be))) goto fail;
+    free(needs);
     free(slots);
     m->orthros_json = orthros_json;
     orthros_st_close(&st);
     *out = m;
     return 0;
 fail:
+    free(needs);
     free(slots);
     free(orthros_json);
     orthros_st_close(&st);
@@ -998,6 +1049,13 @@ int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, f
         return orthros_error(ORTHROS_ERANGE, "a prompt of %d tokens after %d cached exceeds the context of %d", n,
                              s->pos[seq], s->max_ctx);
     TRY(check_tokens(s, tokens, n));
+    const orthros_arch *a = &s->m->arch;
+    for (int l = 0; l < s->m->cfg.n_layers; l++)
+        if (a->kind[l] == ORTHROS_ATTN_ORTHROS && a->tail > n)
+            return orthros_error(ORTHROS_EINVAL,
+                                 "an orthros tail of %d is longer than the prompt of %d tokens: every position would "
+                                 "run full attention (a transformer); use a tail of at most %d",
+                                 a->tail, n, n);
     if (s->id) {
         orthros_tp_cmd cmd = {.op = ORTHROS_TP_PREFILL, .id = s->id, .a = {seq, n},
                               .payload_bytes = (uint64_t)n * sizeof(int32_t)};

@@ -59,16 +59,22 @@ typedef struct {
     int hybrid_every;               /* hybrid: layer i is full when (i + 1) % k == 0 */
 } orthros_arch;
 
-/* Options a user can set on the command line; a field left at its "unset" value (-1, or NULL) takes the
- * checkpoint's value (its `orthros` object) or the default. */
+/* The value of an orthros_arch_opts field that is not set (exactly this value; for eps, (double)ORTHROS_UNSET). */
+#define ORTHROS_UNSET (-1)
+
+/* Options a user can set on the command line; a field left at ORTHROS_UNSET (or arch NULL) takes the
+ * checkpoint's value (its `orthros` object) or the default. Any other value is used and checked:
+ * orthros_arch_resolve refuses it with ORTHROS_EINVAL when out of range (so -5, or a NaN eps, is an error,
+ * never "unset"). A caller that reads these from a user must reject ORTHROS_UNSET itself when the user
+ * typed it: that is the caller's to know. */
 typedef struct {
     const char *arch;   /* NULL: the checkpoint's schedule, else transformer */
-    int fmap;           /* -1 or orthros_fmap */
-    int feature_dim;    /* -1: checkpoint or head_dim / 2 */
-    int tail;           /* -1: default 1 */
-    double eps;         /* < 0: default 1e-6 */
-    int window;         /* -1: default 4096 */
-    int hybrid_every;   /* -1: default 4 */
+    int fmap;           /* ORTHROS_UNSET or an orthros_fmap */
+    int feature_dim;    /* ORTHROS_UNSET: checkpoint or head_dim / 2; else [1, 1024] */
+    int tail;           /* ORTHROS_UNSET: checkpoint or 1; else >= 1 (and at most the prompt length, checked at prefill) */
+    double eps;         /* ORTHROS_UNSET: checkpoint or 1e-6; else (0, 1] */
+    int window;         /* ORTHROS_UNSET: checkpoint or 4096; else >= 1 */
+    int hybrid_every;   /* ORTHROS_UNSET: checkpoint or 4; else >= 1 */
     int tp;             /* tensor-parallel ranks (world size), default 1; docs/tensor-parallel.md */
 } orthros_arch_opts;
 
@@ -163,8 +169,12 @@ int orthros_model_tp(const orthros_model *m);
 /* The devices a model runs on, rank by rank: fills out[0 .. min(max, world)) and returns the world size. */
 int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int max);
 
-/* Parses config.json text (exposed for tests). */
+/* Parses config.json text (exposed for tests). The JSON is read strictly (engine/json.h): duplicate keys, NUL
+ * bytes and \u0000, trailing bytes, and a field of the wrong type (attention_bias: 1, 4.5 heads) are refused. */
 int orthros_config_parse(orthros_model_config *cfg, const char *json_text);
+/* The same over text[0..len); *orthros_json, if not NULL, receives the text of the config's `orthros` object
+ * (malloc'd), or NULL when it has none. */
+int orthros_config_parse_text(orthros_model_config *cfg, char **orthros_json, const char *text, size_t len);
 /* Resolves a schedule for n_layers layers from opts and an optional `orthros` object of config.json
  * (passed as its JSON text, or NULL). */
 int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, const orthros_arch_opts *opts,
@@ -187,8 +197,9 @@ int orthros_session_reset(orthros_session *s);
  * output, is meaningful after a rewind. */
 int orthros_session_rewind(orthros_session *s, int pos);
 
-/* Prefills sequence `seq` with n prompt tokens. logits_all, if not NULL, receives [n][vocab] float32
- * logits for every prompt position; next, if not NULL, receives the greedy token after the prompt. */
+/* Prefills sequence `seq` with n prompt tokens. logits_all, if not NULL, receives [n][vocab] float32 logits for
+ * every prompt position; next, if not NULL, receives the greedy token after the prompt. Under a schedule with
+ * orthros layers a tail longer than n is refused (ORTHROS_EINVAL): it would run a transformer labelled orthros. */
 int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, float *logits_all, int32_t *next);
 /* One decode step for every sequence: tokens[batch] in, greedy next[batch] out; logits, if not NULL,
  * receives [batch][vocab] float32. With next and logits both NULL no logits are computed (the ranks > 0 of a

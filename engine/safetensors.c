@@ -3,8 +3,11 @@
 #define _GNU_SOURCE
 #include "safetensors.h"
 
+#include "json.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,35 +20,51 @@
 int orthros_read_text_file(char **out, const char *path, size_t max_bytes)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return orthros_error(ORTHROS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK: a FIFO in place of the file must not hang the open; a regular file ignores the flag. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return orthros_error(ORTHROS_EIO, "%s: cannot open: %s", path, strerror(errno));
     int rc = 0;
     char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) != 0) {
-        rc = orthros_error(ORTHROS_EIO, "%s: cannot seek: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        rc = orthros_error(ORTHROS_EIO, "%s: cannot stat: %s", path, strerror(errno));
         goto fail;
     }
-    long size = ftell(f);
-    if (size < 0 || (size_t)size > max_bytes) {
+    if (!S_ISREG(sb.st_mode)) {
+        rc = orthros_error(ORTHROS_EIO, "%s: not a regular file", path);
+        goto fail;
+    }
+    if ((uint64_t)sb.st_size > max_bytes) {
         rc = orthros_error(ORTHROS_EFORMAT, "%s: file is larger than %zu bytes", path, max_bytes);
         goto fail;
     }
-    rewind(f);
-    buf = malloc((size_t)size + 1);
+    size_t size = (size_t)sb.st_size, got = 0;
+    buf = malloc(size + 1);
     if (!buf) {
         rc = orthros_error(ORTHROS_ENOMEM, "%s: out of memory", path);
         goto fail;
     }
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        rc = orthros_error(ORTHROS_EIO, "%s: short read", path);
-        goto fail;
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            rc = orthros_error(ORTHROS_EIO, "%s: short read%s%s", path, r < 0 ? ": " : "", r < 0 ? strerror(errno) : "");
+            goto fail;
+        }
+        got += (size_t)r;
     }
     buf[size] = '\0';
+    /* Text read as a C string must not end early: what follows a NUL would be silently ignored. */
+    const char *z = memchr(buf, '\0', size);
+    if (z) {
+        rc = orthros_error(ORTHROS_EFORMAT, "%s: holds a NUL byte at offset %zu, not text", path, (size_t)(z - buf));
+        goto fail;
+    }
     *out = buf;
     buf = NULL;
 fail:
     free(buf);
-    fclose(f);
+    close(fd);
     return rc;
 }
 
@@ -74,6 +93,11 @@ static int span_cmp(const void *a, const void *b)
 {
     const span *x = a, *y = b;
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+static int tensor_cmp(const void *a, const void *b)
+{
+    return strcmp(((const orthros_st_tensor *)a)->name, ((const orthros_st_tensor *)b)->name);
 }
 
 /* Reads a non-negative integer that fits in size_t exactly. */
@@ -128,38 +152,22 @@ static int parse_entry(orthros_st_tensor *t, const cJSON *e, size_t data_size)
     return 0;
 }
 
-int orthros_st_open_file(orthros_st *st, const char *path)
+/* Validates a whole file image and appends its tensors to st. On success st owns `map` when `mapped`. */
+static int st_add(orthros_st *st, const char *path, void *map, size_t size, int mapped)
 {
-    int rc = 0, fd = -1;
-    void *map = MAP_FAILED;
-    size_t size = 0;
+    int rc = 0;
     cJSON *hdr = NULL;
     span *spans = NULL;
     orthros_st_tensor *tensors = NULL;
+    char *pcopy = NULL;
     int n_new = 0;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        rc = orthros_error(ORTHROS_EIO, "cannot open: %s", strerror(errno));
-        goto fail;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        rc = orthros_error(ORTHROS_EIO, "cannot stat: %s", strerror(errno));
-        goto fail;
-    }
-    size = (size_t)sb.st_size;
     if (size == 0) {
         rc = orthros_error(ORTHROS_EFORMAT, "file is empty");
         goto fail;
     }
     if (size < 8) {
         rc = orthros_error(ORTHROS_EFORMAT, "file is %zu bytes, shorter than the 8-byte header length", size);
-        goto fail;
-    }
-    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-        rc = orthros_error(ORTHROS_EIO, "cannot map: %s", strerror(errno));
         goto fail;
     }
     const unsigned char *p = map;
@@ -174,9 +182,12 @@ int orthros_st_open_file(orthros_st *st, const char *path)
         rc = orthros_error(ORTHROS_EFORMAT, "header is empty, not JSON");
         goto fail;
     }
-    hdr = cJSON_ParseWithLength((const char *)p + 8, (size_t)hlen);
-    if (!hdr || !cJSON_IsObject(hdr)) {
-        rc = orthros_error(ORTHROS_EFORMAT, "header is not a valid JSON object");
+    if ((rc = orthros_json_parse(&hdr, (const char *)p + 8, (size_t)hlen))) {
+        rc = orthros_error_prefix(rc, "header");
+        goto fail;
+    }
+    if (!cJSON_IsObject(hdr)) {
+        rc = orthros_error(ORTHROS_EFORMAT, "header is not a JSON object");
         goto fail;
     }
     size_t data_size = size - 8 - (size_t)hlen;
@@ -184,12 +195,17 @@ int orthros_st_open_file(orthros_st *st, const char *path)
     int count = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, hdr) if (strcmp(e->string, "__metadata__")) count++;
+    if (count > INT_MAX - 1 - st->n_tensors) {
+        rc = orthros_error(ORTHROS_EFORMAT, "too many tensors");
+        goto fail;
+    }
     tensors = calloc((size_t)count + 1, sizeof *tensors);
     spans = calloc((size_t)count + 1, sizeof *spans);
     if (!tensors || !spans) {
         rc = orthros_error(ORTHROS_ENOMEM, "out of memory reading the header");
         goto fail;
     }
+    int n_spans = 0;
     cJSON_ArrayForEach(e, hdr)
     {
         if (!strcmp(e->string, "__metadata__")) continue;
@@ -204,19 +220,18 @@ int orthros_st_open_file(orthros_st *st, const char *path)
             rc = orthros_error(ORTHROS_ENOMEM, "out of memory reading the header");
             goto fail;
         }
-        spans[n_new - 1] = (span){b, b + t->nbytes, t->name};
+        /* A zero-length tensor holds no bytes and cannot overlap; leaving it out of the sweep keeps it from
+         * hiding an overlap of its neighbours. */
+        if (t->nbytes) spans[n_spans++] = (span){b, b + t->nbytes, t->name};
     }
-    qsort(spans, (size_t)n_new, sizeof *spans, span_cmp);
-    for (int i = 1; i < n_new; i++)
-        if (spans[i].begin < spans[i - 1].end && spans[i].end > spans[i].begin) {
-            rc = orthros_error(ORTHROS_EFORMAT, "tensors %s and %s overlap in the data", spans[i - 1].name, spans[i].name);
+    qsort(spans, (size_t)n_spans, sizeof *spans, span_cmp);
+    for (int i = 1, far = 0; i < n_spans; i++) {
+        if (spans[i].begin < spans[far].end) {
+            rc = orthros_error(ORTHROS_EFORMAT, "tensors %s and %s overlap in the data", spans[far].name, spans[i].name);
             goto fail;
         }
-    for (int i = 0; i < n_new; i++)
-        if (orthros_st_find(st, tensors[i].name)) {
-            rc = orthros_error(ORTHROS_EFORMAT, "tensor %s appears in two files", tensors[i].name);
-            goto fail;
-        }
+        if (spans[i].end > spans[far].end) far = i;
+    }
 
     orthros_st_file *nf = realloc(st->files, (size_t)(st->n_files + 1) * sizeof *nf);
     if (!nf) {
@@ -230,25 +245,82 @@ int orthros_st_open_file(orthros_st *st, const char *path)
         goto fail;
     }
     st->tensors = nt;
-    char *pcopy = strdup(path);
-    if (!pcopy) {
+    pcopy = strdup(path);
+    if (!pcopy || (!st->source && !(st->source = strdup(path)))) {
         rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
         goto fail;
     }
+    /* Keep the table sorted by name: lookups bisect, and a name in two files shows up as a neighbour. */
     memcpy(st->tensors + st->n_tensors, tensors, (size_t)n_new * sizeof *tensors);
+    qsort(st->tensors, (size_t)(st->n_tensors + n_new), sizeof *st->tensors, tensor_cmp);
+    for (int i = 1; i < st->n_tensors + n_new; i++)
+        if (!strcmp(st->tensors[i - 1].name, st->tensors[i].name)) {
+            /* One of the two is new (a header cannot name a tensor twice), the other is in an earlier file. */
+            const orthros_st_tensor *old = st->tensors[i - 1].file == st->n_files ? &st->tensors[i] : &st->tensors[i - 1];
+            rc = orthros_error(ORTHROS_EFORMAT, "tensor %s appears in two files (also in %s)", old->name,
+                               st->files[old->file].path);
+            /* Take the new tensors back out, restoring the table as it was. */
+            int k = 0;
+            for (int j = 0; j < st->n_tensors + n_new; j++)
+                if (st->tensors[j].file != st->n_files) st->tensors[k++] = st->tensors[j];
+            goto fail;
+        }
     st->n_tensors += n_new;
-    st->files[st->n_files++] = (orthros_st_file){pcopy, map, size};
+    st->files[st->n_files++] = (orthros_st_file){pcopy, map, size, mapped};
     free(tensors);
     free(spans);
     cJSON_Delete(hdr);
-    close(fd);
     return 0;
 fail:
     if (tensors)
         for (int i = 0; i < n_new; i++) free(tensors[i].name);
     free(tensors);
     free(spans);
+    free(pcopy);
     cJSON_Delete(hdr);
+    return orthros_error_prefix(rc, path);
+}
+
+int orthros_st_open_memory(orthros_st *st, const char *label, const void *data, size_t size)
+{
+    return st_add(st, label, (void *)(uintptr_t)data, size, 0);
+}
+
+int orthros_st_open_file(orthros_st *st, const char *path)
+{
+    int rc = 0, fd = -1;
+    void *map = MAP_FAILED;
+    size_t size = 0;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        rc = orthros_error(ORTHROS_EIO, "cannot open: %s", strerror(errno));
+        goto fail;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        rc = orthros_error(ORTHROS_EIO, "cannot stat: %s", strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        rc = orthros_error(ORTHROS_EIO, "not a regular file");
+        goto fail;
+    }
+    size = (size_t)sb.st_size;
+    if (size >= 8) {
+        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            rc = orthros_error(ORTHROS_EIO, "cannot map: %s", strerror(errno));
+            goto fail;
+        }
+    }
+    close(fd);
+    fd = -1;
+    /* st_add checks the size first, so a file too short to map is refused there with the reason. */
+    rc = st_add(st, path, map == MAP_FAILED ? NULL : map, size, 1);
+    if (rc && map != MAP_FAILED) munmap(map, size);
+    return rc;
+fail:
     if (map != MAP_FAILED) munmap(map, size);
     if (fd >= 0) close(fd);
     return orthros_error_prefix(rc, path);
@@ -257,6 +329,8 @@ fail:
 int orthros_st_open_dir(orthros_st *st, const char *dir)
 {
     memset(st, 0, sizeof *st);
+    if (strlen(dir) > 4096 - 2 - NAME_MAX)
+        return orthros_error(ORTHROS_EINVAL, "%.64s...: the model directory's path is too long", dir);
     char path[4096], idx[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
@@ -267,23 +341,28 @@ int orthros_st_open_dir(orthros_st *st, const char *dir)
     cJSON *root = NULL;
     int rc = orthros_read_text_file(&text, idx, 64u << 20);
     if (rc) return rc;
-    root = cJSON_Parse(text);
-    const cJSON *wm = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
+    if ((rc = orthros_json_parse(&root, text, strlen(text)))) goto fail_idx;
+    const cJSON *wm = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
     if (!cJSON_IsObject(wm)) {
-        rc = orthros_error(ORTHROS_EFORMAT, "%s: not valid JSON with a weight_map object", idx);
+        rc = orthros_error(ORTHROS_EFORMAT, "not a JSON object with a weight_map object");
+        goto fail_idx;
+    }
+    if (!(st->source = strdup(idx))) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
         goto fail;
     }
     const cJSON *e;
     cJSON_ArrayForEach(e, wm)
     {
-        if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
-            rc = orthros_error(ORTHROS_EFORMAT, "%s: weight_map entry %s is not a file name", idx, e->string);
-            goto fail;
+        /* A name longer than NAME_MAX would be cut by snprintf below and could then stand for another file. */
+        if (!cJSON_IsString(e) || !e->valuestring[0] || strlen(e->valuestring) > NAME_MAX ||
+            strchr(e->valuestring, '/') || !strcmp(e->valuestring, ".") || !strcmp(e->valuestring, "..")) {
+            rc = orthros_error(ORTHROS_EFORMAT, "weight_map entry %s is not a file name", e->string);
+            goto fail_idx;
         }
         snprintf(path, sizeof path, "%s/%s", dir, e->valuestring);
         int seen = 0;
-        for (int i = 0; i < st->n_files; i++)
-            if (!strcmp(st->files[i].path, path)) seen = 1;
+        for (int i = 0; i < st->n_files && !seen; i++) seen = !strcmp(st->files[i].path, path);
         if (!seen && (rc = orthros_st_open_file(st, path))) goto fail;
     }
     cJSON_ArrayForEach(e, wm)
@@ -291,11 +370,14 @@ int orthros_st_open_dir(orthros_st *st, const char *dir)
         const orthros_st_tensor *t = orthros_st_find(st, e->string);
         snprintf(path, sizeof path, "%s/%s", dir, e->valuestring);
         if (!t || strcmp(st->files[t->file].path, path)) {
-            rc = orthros_error(ORTHROS_EFORMAT, "%s: names tensor %s in %s, which does not hold it", idx, e->string,
+            rc = orthros_error(ORTHROS_EFORMAT, "names tensor %s in %s, which does not hold it", e->string,
                                e->valuestring);
-            goto fail;
+            goto fail_idx;
         }
     }
+    goto fail;
+fail_idx:
+    rc = orthros_error_prefix(rc, idx);
 fail:
     cJSON_Delete(root);
     free(text);
@@ -305,9 +387,9 @@ fail:
 
 const orthros_st_tensor *orthros_st_find(const orthros_st *st, const char *name)
 {
-    for (int i = 0; i < st->n_tensors; i++)
-        if (!strcmp(st->tensors[i].name, name)) return &st->tensors[i];
-    return NULL;
+    if (!st->n_tensors) return NULL;
+    orthros_st_tensor key = {.name = (char *)name};
+    return bsearch(&key, st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, tensor_cmp);
 }
 
 const char *orthros_st_tensor_file(const orthros_st *st, const orthros_st_tensor *t)
@@ -319,10 +401,11 @@ void orthros_st_close(orthros_st *st)
 {
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
     for (int i = 0; i < st->n_files; i++) {
-        munmap(st->files[i].map, st->files[i].size);
+        if (st->files[i].mapped && st->files[i].map) munmap(st->files[i].map, st->files[i].size);
         free(st->files[i].path);
     }
     free(st->tensors);
     free(st->files);
+    free(st->source);
     memset(st, 0, sizeof *st);
 }

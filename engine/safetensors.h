@@ -21,24 +21,30 @@ typedef struct {
     char *path;
     void *map;
     size_t size;
+    int mapped;           /* 1: our mapping, unmapped on close; 0: the caller's memory (orthros_st_open_memory) */
 } orthros_st_file;
 
 typedef struct {
     orthros_st_file *files;
     int n_files;
-    orthros_st_tensor *tensors;
+    orthros_st_tensor *tensors; /* sorted by name, names unique across files */
     int n_tensors;
+    char *source;         /* what was opened: model.safetensors, the index, or the first file; for messages */
 } orthros_st;
 
 /* Opens DIR/model.safetensors, or the shards that DIR/model.safetensors.index.json names. */
 int orthros_st_open_dir(orthros_st *st, const char *dir);
-/* Opens one safetensors file (appending its tensors); exposed for tests. */
+/* Opens one safetensors file (appending its tensors); st must be zeroed before the first call. */
 int orthros_st_open_file(orthros_st *st, const char *path);
+/* Parses one safetensors file held in memory (appending its tensors), with `label` standing for its path in
+ * messages. The tensors point into data, which the caller keeps alive until orthros_st_close. */
+int orthros_st_open_memory(orthros_st *st, const char *label, const void *data, size_t size);
 const orthros_st_tensor *orthros_st_find(const orthros_st *st, const char *name);
 void orthros_st_close(orthros_st *st);
 const char *orthros_st_tensor_file(const orthros_st *st, const orthros_st_tensor *t);
 
-/* Reads a whole small text file (config.json, index.json); NUL-terminated, caller frees. */
+/* Reads a whole small text file (config.json, index.json); NUL-terminated, caller frees. A file that is not
+ * regular or holds a NUL byte is refused. */
 int orthros_read_text_file(char **out, const char *path, size_t max_bytes);
 
 #endif

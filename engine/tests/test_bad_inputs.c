@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -99,6 +100,262 @@ static void set_config(const char *dir, const char *text)
     tu_write_text(path, text);
 }
 
+
+/* The tiny preset's config.json text with `extra` (",\"key\": value" pairs) appended to the top-level object. */
+static char *tiny_config(const char *extra)
+{
+    char *t = malloc(4096);
+    snprintf(t, 4096,
+             "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+             "\"num_key_value_heads\": 2, \"head_dim\": 16, \"intermediate_size\": 160, \"vocab_size\": 256, "
+             "\"rms_norm_eps\": 1e-05, \"rope_theta\": 10000%s}",
+             extra ? extra : "");
+    return t;
+}
+
+/* A valid tiny checkpoint whose config.json is tiny_config(extra), or `extra` itself when it starts with '{'. */
+static char *config_case(const char *name, const char *extra)
+{
+    orthros_model_config c = small_cfg();
+    char *d = valid_case(name, &c), *t = extra && extra[0] == '{' ? strdup(extra) : tiny_config(extra);
+    set_config(d, t);
+    free(t);
+    return d;
+}
+
+/* A valid tiny checkpoint moved to shard.safetensors and listed by an index whose text is `index`. */
+static char *sharded_case(const char *name, const char *index)
+{
+    orthros_model_config c = small_cfg();
+    char *d = valid_case(name, &c), from[4300], to[4300];
+    snprintf(from, sizeof from, "%s/model.safetensors", d);
+    snprintf(to, sizeof to, "%s/shard.safetensors", d);
+    CHECK(rename(from, to) == 0, "rename %s", from);
+    snprintf(to, sizeof to, "%s/model.safetensors.index.json", d);
+    tu_write_text(to, index);
+    return d;
+}
+
+/* A backend that counts the bytes allocated through it (weights are allocated through be->alloc). */
+static orthros_backend counting;
+static size_t counted_bytes;
+static void *counting_alloc(orthros_backend *be, size_t bytes)
+{
+    counted_bytes += bytes;
+    orthros_backend *inner = (orthros_backend *)be->impl;
+    return inner->alloc(inner, bytes);
+}
+
+static void test_loader_leniency(void)
+{
+    char *d, path[4300];
+    /* A zero-length tensor sorting between two overlapping ones hid the overlap. */
+    d = raw_case("overlap0",
+                 "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                 "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]},"
+                 "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
+                 0, 24);
+    expect_model_error("overlap behind a 0-length tensor", d, "tensors a and b overlap", "model.safetensors");
+    free(d);
+    /* Duplicate keys: cJSON keeps both and lookups return the first. */
+    d = raw_case("dupname",
+                 "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                 "\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,32]}}",
+                 0, 32);
+    expect_model_error("duplicate tensor name", d, "key \"a\" appears twice", "model.safetensors");
+    free(d);
+    d = raw_case("dupfield", "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"I64\",\"shape\":[4],\"data_offsets\":[0,16]}}", 0,
+                 16);
+    expect_model_error("duplicate field in an entry", d, "key \"dtype\" appears twice in object \"a\"",
+                       "model.safetensors");
+    free(d);
+    d = raw_case("escaped", "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                            "\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,32]}}",
+                 0, 32);
+    expect_model_error("tensor name with \\u0000", d, "\\u0000", "model.safetensors");
+    free(d);
+    d = raw_case("alias", "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                          "\"\\u0061\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[16,32]}}",
+                 0, 32);
+    expect_model_error("tensor name aliased by an escape", d, "key \"a\" appears twice", "model.safetensors");
+    free(d);
+    d = raw_case("trailing", "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}} junk", 0, 16);
+    expect_model_error("bytes after the header object", d, "bytes follow the value", "model.safetensors");
+    free(d);
+    {   /* A raw NUL byte inside the header (tu_write_raw_safetensors stops at a NUL, so write it here). */
+        d = raw_case("rawnul", "{}", 0, 0);
+        const char hdr[] = "{\"a\0b\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}";
+        unsigned char len8[8] = {(unsigned char)(sizeof hdr - 1)};
+        snprintf(path, sizeof path, "%s/model.safetensors", d);
+        FILE *f = fopen(path, "wb");
+        CHECK(f && fwrite(len8, 1, 8, f) == 8 && fwrite(hdr, 1, sizeof hdr - 1, f) == sizeof hdr - 1, "write");
+        if (f) fclose(f);
+        expect_model_error("NUL byte in the header", d, "NUL byte", "model.safetensors");
+        free(d);
+    }
+    /* A control character in a name must not split the one-line message. */
+    d = raw_case("newline", "{\"a\\nb\":{\"dtype\":\"Q7\",\"shape\":[4],\"data_offsets\":[0,16]}}", 0, 16);
+    expect_model_error("newline in a tensor name", d, "unknown dtype", "model.safetensors");
+    free(d);
+
+    /* config.json: `config` is appended to the tiny config's fields, or replaces them when it starts with '{'. */
+    static const struct {
+        const char *name, *config, *label, *want, *want2;
+    } cfg_cases[] = {
+        {"cfgdup", ", \"hidden_size\": 128", "config key twice", "key \"hidden_size\" appears twice", "config.json"},
+        {"cfgdupnested", ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"factor\": 16}",
+         "config nested key twice", "key \"factor\" appears twice in object \"rope_scaling\"", "config.json"},
+        {"cfgdupor", ", \"orthros\": {\"tail\": 2, \"tail\": 3}", "orthros key twice", "key \"tail\" appears twice",
+         "config.json"},
+        {"cfgtrailing", "} {", "config with bytes after it", "bytes follow the value", "config.json"},
+        {"bias1", ", \"attention_bias\": 1", "attention_bias 1", "\"attention_bias\" is not a boolean", "config.json"},
+        {"tiestr", ", \"tie_word_embeddings\": \"yes\"", "tie_word_embeddings string",
+         "\"tie_word_embeddings\" is not a boolean", "config.json"},
+        {"mtype", ", \"model_type\": 5", "model_type a number", "\"model_type\" is not a string", "config.json"},
+        {"ropetype", ", \"rope_scaling\": {\"rope_type\": 3}", "rope_type a number", "\"rope_type\" is not a string",
+         "config.json"},
+        {"eosbig", ", \"eos_token_id\": 1e30", "eos_token_id out of range", "eos_token_id", "config.json"},
+        {"eosstr", ", \"eos_token_id\": [2, \"x\"]", "eos_token_id list with a string", "eos_token_id", "config.json"},
+        {"heads45",
+         "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4.5, \"intermediate_size\": 160, "
+         "\"vocab_size\": 256}",
+         "4.5 heads", "\"num_attention_heads\" is not an integer", "config.json"},
+        {"vocabbig",
+         "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": 160, "
+         "\"vocab_size\": 4294967296}",
+         "vocab beyond int", "\"vocab_size\" = 4294967296 is outside", "config.json"},
+        {"epszero", ", \"orthros\": {\"eps\": 0}", "orthros eps 0", "eps", "config.json"},
+        {"swawindows", ", \"orthros\": {\"architecture\": [\"swa:3\", \"swa:5\"]}", "two swa windows",
+         "different windows", "config.json"},
+        {"missingnamed",
+         "{\"hidden_size\": 64, \"num_hidden_layers\": 3, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+         "\"intermediate_size\": 160, \"vocab_size\": 256}",
+         "missing tensor names the file", "model.safetensors: missing tensor model.layers.2.", NULL},
+    };
+    for (size_t i = 0; i < sizeof cfg_cases / sizeof *cfg_cases; i++) {
+        d = config_case(cfg_cases[i].name, cfg_cases[i].config);
+        expect_model_error(cfg_cases[i].label, d, cfg_cases[i].want, cfg_cases[i].want2);
+        free(d);
+    }
+
+    /* config.json a directory (a FIFO would hang a plain open; both are refused as not regular files). */
+    d = config_case("cfgdir", NULL);
+    snprintf(path, sizeof path, "%s/config.json", d);
+    CHECK(unlink(path) == 0 && mkdir(path, 0755) == 0, "make %s a directory", path);
+    expect_model_error("config.json a directory", d, "config.json: not a regular file", NULL);
+    free(d);
+
+    /* model.safetensors.index.json */
+    d = sharded_case("idxdup", "{\"weight_map\": {\"model.norm.weight\": \"shard.safetensors\", "
+                               "\"model.norm.weight\": \"shard.safetensors\"}}");
+    expect_model_error("index key twice", d, "key \"model.norm.weight\" appears twice",
+                       "model.safetensors.index.json");
+    free(d);
+    d = sharded_case("idxdupmeta", "{\"metadata\": {\"total_size\": 1, \"total_size\": 2}, "
+                                   "\"weight_map\": {\"model.norm.weight\": \"shard.safetensors\"}}");
+    expect_model_error("index nested key twice", d, "key \"total_size\" appears twice",
+                       "model.safetensors.index.json");
+    free(d);
+    d = sharded_case("idxdot", "{\"weight_map\": {\"model.norm.weight\": \"..\"}}");
+    expect_model_error("index names ..", d, "is not a file name", "model.safetensors.index.json");
+    free(d);
+
+    /* Shapes are checked before any weight is allocated: a 60-byte config must not claim memory. */
+    d = config_case("claim", "{\"hidden_size\": 8192, \"num_hidden_layers\": 2, \"num_attention_heads\": 64, "
+                             "\"num_key_value_heads\": 8, \"intermediate_size\": 16384, \"vocab_size\": 16384}");
+    orthros_backend *cpu = NULL;
+    orthros_backend_cpu_create(&cpu);
+    counting = *cpu;
+    counting.impl = cpu;
+    counting.alloc = counting_alloc;
+    counting.destroy = NULL;
+    counted_bytes = 0;
+    orthros_model *m = NULL;
+    orthros_arch_opts ao;
+    orthros_arch_opts_default(&ao);
+    int rc = orthros_model_load(&m, &counting, d, &ao, 0);
+    CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), "config.json implies"),
+          "a config that disagrees with the checkpoint: got %d \"%s\"", rc, orthros_last_error());
+    CHECK(counted_bytes == 0, "%zu bytes were allocated before the shapes were checked", counted_bytes);
+    printf("%-32s -> %zu bytes allocated before the refusal\n", "config claiming 5 GiB", counted_bytes);
+    orthros_backend_free(cpu);
+    free(d);
+}
+
+/* Engine-side option values: the sentinel ORTHROS_UNSET means "unset"; any other bad value is refused. */
+static void test_arch_opts(void)
+{
+    orthros_model_config c = small_cfg();
+    orthros_arch a;
+    orthros_arch_opts o;
+    struct {
+        const char *label, *want;
+        int tail, window, hybrid_every, feature_dim, fmap;
+        double eps;
+    } cases[] = {
+        {"tail -5", "tail must be at least 1 (got -5)", -5, -1, -1, -1, -1, -1.0},
+        {"window -2", "window must be at least 1 (got -2)", -1, -2, -1, -1, -1, -1.0},
+        {"hybrid-every -3", "hybrid-every must be at least 1 (got -3)", -1, -1, -3, -1, -1, -1.0},
+        {"feature dim -7", "feature dim must be in [1, 1024] (got -7)", -1, -1, -1, -7, -1, -1.0},
+        {"feature map 7", "feature map 7", -1, -1, -1, -1, 7, -1.0},
+        {"eps NaN", "eps must be", -1, -1, -1, -1, -1, NAN},
+        {"eps -0.5", "eps must be", -1, -1, -1, -1, -1, -0.5},
+        {"eps inf", "eps must be", -1, -1, -1, -1, -1, INFINITY},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        orthros_arch_opts_default(&o);
+        o.arch = "orthros";
+        o.tail = cases[i].tail, o.window = cases[i].window, o.hybrid_every = cases[i].hybrid_every;
+        o.feature_dim = cases[i].feature_dim, o.fmap = cases[i].fmap, o.eps = cases[i].eps;
+        int rc = orthros_arch_resolve(&a, &c, &o, NULL);
+        CHECK(rc == ORTHROS_EINVAL && strstr(orthros_last_error(), cases[i].want), "%s: got %d \"%s\"", cases[i].label,
+              rc, rc ? orthros_last_error() : "accepted");
+        printf("%-32s -> %s\n", cases[i].label, rc ? orthros_last_error() : "accepted");
+    }
+    orthros_arch_opts_default(&o);
+    CHECK(o.tail == ORTHROS_UNSET && o.eps == ORTHROS_UNSET, "defaults are ORTHROS_UNSET");
+    CHECK(orthros_arch_resolve(&a, &c, &o, NULL) == 0 && a.tail == 1 && a.eps == 1e-6f, "unset options take the defaults");
+}
+
+/* A tail longer than the prompt would run every position with full attention: a transformer labelled orthros. */
+static void test_tail_longer_than_prompt(const char *good)
+{
+    orthros_backend *be = NULL;
+    orthros_backend_cpu_create(&be);
+    orthros_arch_opts o;
+    orthros_arch_opts_default(&o);
+    o.arch = "orthros";
+    o.tail = 5;
+    orthros_model *m = NULL;
+    orthros_session *s = NULL;
+    int32_t tok[5] = {1, 2, 3, 4, 5}, next;
+    int rc = orthros_model_load(&m, be, good, &o, 0);
+    if (!rc) rc = orthros_session_init(&s, m, 1, 16, 0);
+    CHECK(rc == 0, "load: %s", orthros_last_error());
+    if (!rc) {
+        rc = orthros_prefill(s, 0, tok, 3, NULL, &next);
+        CHECK(rc == ORTHROS_EINVAL && strstr(orthros_last_error(), "tail of 5") &&
+                  strstr(orthros_last_error(), "prompt of 3"),
+              "tail 5 over a 3-token prompt: got %d \"%s\"", rc, rc ? orthros_last_error() : "accepted");
+        printf("%-32s -> %s\n", "tail 5, prompt 3 (library)", rc ? orthros_last_error() : "accepted");
+        /* Rewinding to position 1 fails only while the sequence is still at 0. */
+        CHECK(orthros_session_rewind(s, 1) != 0, "a refused prefill must not advance the sequence");
+        CHECK(orthros_prefill(s, 0, tok, 5, NULL, &next) == 0, "tail == prompt length runs: %s", orthros_last_error());
+    }
+    orthros_session_free(s);
+    orthros_model_free(m);
+    /* A schedule without orthros layers has no tail to speak of. */
+    o.arch = "transformer";
+    m = NULL, s = NULL;
+    rc = orthros_model_load(&m, be, good, &o, 0);
+    if (!rc) rc = orthros_session_init(&s, m, 1, 16, 0);
+    if (!rc) rc = orthros_prefill(s, 0, tok, 3, NULL, &next);
+    CHECK(rc == 0, "transformer with a tail option: %s", orthros_last_error());
+    orthros_session_free(s);
+    orthros_model_free(m);
+    orthros_backend_free(be);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -132,7 +389,7 @@ int main(int argc, char **argv)
     expect_model_error("header length beyond the file", d, "header length", "runs past the end of the file");
     free(d);
     d = raw_case("notjson", "this is not json", 0, 16);
-    expect_model_error("header not JSON", d, "not a valid JSON", "model.safetensors");
+    expect_model_error("header not JSON", d, "header: not valid JSON", "model.safetensors");
     free(d);
     d = raw_case("pastend", "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 0, 8);
     expect_model_error("offsets past the end", d, "past the end of the data", "model.safetensors");
@@ -183,7 +440,7 @@ int main(int argc, char **argv)
     /* config.json */
     d = valid_case("cfgjson", &c);
     set_config(d, "{\"hidden_size\": 64, oops");
-    expect_model_error("config not JSON", d, "config is not valid JSON", "config.json");
+    expect_model_error("config not JSON", d, "config.json: not valid JSON (near byte 21)", NULL);
     free(d);
     d = valid_case("heads", &c);
     c2 = c;
@@ -233,7 +490,14 @@ int main(int argc, char **argv)
     expect_cli_error("unknown feature map", a11, "unknown feature map \"cosine\"", NULL);
     char *a12[] = {(char *)bin, "frobnicate", NULL};
     expect_cli_error("unknown command", a12, "unknown command", NULL);
+    char *a13[] = {(char *)bin, "logits", "--model", good, "--tokens", "1,2,3", "--out", out, "--device", "cpu",
+                   "--arch", "orthros", "--tail", "8", NULL};
+    expect_cli_error("tail longer than the prompt", a13, "tail of 8", "prompt of 3");
+    test_tail_longer_than_prompt(good);
     free(good);
+
+    test_loader_leniency();
+    test_arch_opts();
 
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

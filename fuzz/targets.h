@@ -1,0 +1,53 @@
+/* Fuzz targets: one function per input format, `int target(const uint8_t *data, size_t size)`, returning 0 when
+ * the input was accepted and a negative ORTHROS_E* code when it was refused. Refusing is the expected outcome
+ * for most inputs; a crash, a sanitizer report, a leak or a hang is a bug. Both drivers (fuzz/mutate.c, plain
+ * C with gcc, and fuzz/libfuzzer.c, clang's libFuzzer) run the targets of the one table in fuzz/targets.c.
+ *
+ * Adding a target: write the function (a file per format: loader_targets.c holds the checkpoint loaders),
+ * optionally a seed generator, add one row to orthros_fuzz_targets[] in targets.c, and commit a few small seeds
+ * under fuzz/corpus/NAME/ (README.md says how to grow and minimize them). */
+#ifndef ORTHROS_FUZZ_TARGETS_H
+#define ORTHROS_FUZZ_TARGETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Seed inputs collected for a target before mutation starts. */
+typedef struct {
+    uint8_t **data;
+    size_t *size;
+    int n, cap;
+} orthros_fuzz_corpus;
+
+/* Appends a copy of data[0..size); 0 or -1 (out of memory). */
+int orthros_fuzz_corpus_add(orthros_fuzz_corpus *c, const void *data, size_t size);
+/* Appends a whole file (missing files are skipped: returns 0 and adds nothing). */
+int orthros_fuzz_corpus_add_file(orthros_fuzz_corpus *c, const char *path);
+void orthros_fuzz_corpus_free(orthros_fuzz_corpus *c);
+
+typedef struct {
+    const char *name;
+    const char *about;
+    int (*run)(const uint8_t *data, size_t size);
+    /* Appends generated seeds (may be NULL); `root` is the source tree, for fixtures under data/. 0 or -1. */
+    int (*seeds)(orthros_fuzz_corpus *c, const char *root);
+} orthros_fuzz_target;
+
+extern const orthros_fuzz_target orthros_fuzz_targets[];
+extern const int orthros_fuzz_n_targets;
+const orthros_fuzz_target *orthros_fuzz_find(const char *name);
+
+/* The model-directory framing: the files of one model directory in one input, separated by this line. Part 0 is
+ * config.json, part 1 model.safetensors.index.json (left out when empty), parts 2.. the safetensors files:
+ * model.safetensors when there is no index, else model-0000K-of-0000N.safetensors. */
+#define ORTHROS_FUZZ_SEP "\n--8<-- orthros file --8<--\n"
+
+/* The checkpoint loaders (loader_targets.c). */
+int orthros_fuzz_st_file(const uint8_t *data, size_t size);
+int orthros_fuzz_model_dir(const uint8_t *data, size_t size);
+int orthros_fuzz_config(const uint8_t *data, size_t size);
+int orthros_fuzz_seeds_st_file(orthros_fuzz_corpus *c, const char *root);
+int orthros_fuzz_seeds_model_dir(orthros_fuzz_corpus *c, const char *root);
+int orthros_fuzz_seeds_config(orthros_fuzz_corpus *c, const char *root);
+
+#endif
