@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole GPU run, on a machine with an NVIDIA GPU (the lent H200): configure and build with CUDA, run the
+# The whole GPU run, on a machine with an NVIDIA GPU: configure and build with CUDA, run the
 # gpu-labelled tests, run compute-sanitizer memcheck over the GPU test program, run the kernel benchmarks,
 # and leave every log in OUTDIR (file names of letters, digits and ._- only, at most two folders deep).
 # Without --quick it also runs the PyTorch SDPA anchors (kernels/bench/anchors.py) and the end-to-end bench of

@@ -5,8 +5,8 @@
 #        ci/perf-gate.sh --prebuilt BASE_BUILD_DIR HEAD_BUILD_DIR [OUTDIR] [--device cpu]
 #
 # --prebuilt skips git and the builds and runs the rounds with two existing build folders (each with orthros
-# and, for the kernel comparison, kernels/tests/bench_kernels): for a tree without git history (a copy on a
-# lent GPU machine), or an A/A check of the gate itself (the same folder twice: nothing may come out SLOW).
+# and, for the kernel comparison, kernels/tests/bench_kernels): for a tree without git history (a copy on a GPU
+# machine), or an A/A check of the gate itself (the same folder twice: nothing may come out SLOW).
 # Each ref gets a git worktree under a temporary directory and its own Release build (CUDA architectures from
 # ORTHROS_CUDA_ARCHS, default 90a; --device cpu builds without CUDA). Then PERF_GATE_ROUNDS rounds (default 4)
 # run, in ABBA order (base, head, head, base, ...) so that drift of clocks and temperature falls on both

@@ -5,6 +5,7 @@
 #include "eval.h"
 #include "orthros.h"
 #include "plot.h"
+#include "text.h"
 #include "version.h"
 
 #include <stdio.h>
@@ -19,6 +20,7 @@ typedef struct {
 static const command commands[] = {
     {"logits", orthros_cmd_logits, "write the logits of every prompt position"},
     {"generate", orthros_cmd_generate, "greedy generation, JSON on the last stdout line"},
+    {"tokenize", orthros_cmd_tokenize, "text to token ids (or ids to text) with a model's tokenizer"},
     {"bench", orthros_cmd_bench, "prefill / decode / end-to-end timing sweeps with statistics, JSON results"},
     {"plot", orthros_cmd_plot, "PNG / SVG / PDF figures from result files (gnuplot)"},
     {"compare", orthros_cmd_compare, "two bench result files cell by cell: FAST / SLOW / SAME / AMBIGUOUS"},

@@ -1,6 +1,7 @@
 /* logits and generate: a batch-1 session on the shared model options. */
 #include "commands.h"
 #include "options.h"
+#include "text.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -37,27 +38,41 @@ fail:
     return rc;
 }
 
-/* The resolved model options and the prompt's token ids from --tokens or --tokens-file (exactly one). Returns an
- * exit status, or -1 to go on. */
+/* The prompt: token ids (--tokens, --tokens-file) or text encoded with the model's tokenizer (--prompt,
+ * --prompt-file); exactly one. */
+typedef struct {
+    const char *list, *file, *text, *text_file;
+} prompt_opts;
+
+/* The resolved model options and the prompt's token ids. Returns an exit status, or -1 to go on. */
 static int prompt_tokens(int32_t **tokens, int *n, orthros_arch_opts *ao, const orthros_cmd *c,
-                         const orthros_model_opts *mo, const char *list, const char *file)
+                         const orthros_model_opts *mo, const prompt_opts *p)
 {
     if (orthros_model_opts_resolve(ao, mo)) return orthros_cmd_fail_usage(c->name, ORTHROS_EINVAL);
-    if (!list == !file) return orthros_cmd_usage(c, "give the prompt as --tokens LIST or --tokens-file FILE (see --help)");
-    int rc = list ? orthros_opt_parse_tokens(tokens, n, list) : orthros_opt_read_tokens(tokens, n, file);
+    if ((p->list != NULL) + (p->file != NULL) + (p->text != NULL) + (p->text_file != NULL) != 1)
+        return orthros_cmd_usage(c, "give the prompt as one of --tokens, --tokens-file, --prompt, --prompt-file (see --help)");
+    if (p->text || p->text_file) {
+        int rc = cli_text_tokens(tokens, n, mo->model, p->text, p->text_file);
+        return rc ? orthros_cmd_fail(c->name, rc) : -1;
+    }
+    int rc = p->list ? orthros_opt_parse_tokens(tokens, n, p->list) : orthros_opt_read_tokens(tokens, n, p->file);
     return rc ? orthros_cmd_fail_usage(c->name, rc) : -1;
 }
 
-static void add_prompt_opts(orthros_cmd *c, const char **list, const char **file)
+static void add_prompt_opts(orthros_cmd *c, prompt_opts *p)
 {
-    orthros_cmd_add(c, "tokens", ORTHROS_OPT_STR, list, "LIST", "prompt token ids, comma-separated");
-    orthros_cmd_add(c, "tokens-file", ORTHROS_OPT_STR, file, "FILE",
+    orthros_cmd_add(c, "tokens", ORTHROS_OPT_STR, &p->list, "LIST", "prompt token ids, comma-separated");
+    orthros_cmd_add(c, "tokens-file", ORTHROS_OPT_STR, &p->file, "FILE",
                     "prompt token ids from a file, separated by commas or white space (long prompts)");
+    orthros_cmd_add(c, "prompt", ORTHROS_OPT_STR, &p->text, "TEXT", "prompt text, encoded with the model's tokenizer");
+    orthros_cmd_add(c, "prompt-file", ORTHROS_OPT_STR, &p->text_file, "FILE",
+                    "prompt text from a file (its bytes), encoded with the model's tokenizer");
 }
 
 int orthros_cmd_logits(int argc, char **argv)
 {
-    const char *cmd = "logits", *tokens_arg = NULL, *tokens_file = NULL, *out_path = NULL;
+    const char *cmd = "logits", *out_path = NULL;
+    prompt_opts po = {0};
     orthros_model_opts mo;
     orthros_model_opts_default(&mo);
     orthros_cmd c;
@@ -66,7 +81,7 @@ int orthros_cmd_logits(int argc, char **argv)
                      "its attention kind prescribes (under orthros, positions before the tail are linear-phase outputs).",
                      0);
     orthros_model_opts_add(&c, &mo);
-    add_prompt_opts(&c, &tokens_arg, &tokens_file);
+    add_prompt_opts(&c, &po);
     orthros_cmd_add(&c, "out", ORTHROS_OPT_STR, &out_path, "FILE",
                     "write float32 little-endian logits [position][vocab] of every prompt position (required)");
     int pr = orthros_cmd_parse(&c, argc, argv);
@@ -77,7 +92,7 @@ int orthros_cmd_logits(int argc, char **argv)
     float *logits = NULL;
     runner r = {0};
     orthros_arch_opts ao;
-    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, tokens_arg, tokens_file)) >= 0) return pr;
+    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, &po)) >= 0) return pr;
     if ((rc = runner_open(&r, &mo, &ao, nt))) goto fail;
     int V = orthros_model_get_config(r.m)->vocab;
     size_t bytes = (size_t)nt * (size_t)V * sizeof(float);
@@ -100,14 +115,18 @@ fail:
 
 int orthros_cmd_generate(int argc, char **argv)
 {
-    const char *cmd = "generate", *tokens_arg = NULL, *tokens_file = NULL;
+    const char *cmd = "generate";
+    prompt_opts po = {0};
     int max_new = 16;
     orthros_model_opts mo;
     orthros_model_opts_default(&mo);
     orthros_cmd c;
-    orthros_cmd_init(&c, cmd, "Greedy generation. The last stdout line is a JSON object {\"generated\": [ids...]}.", 0);
+    orthros_cmd_init(&c, cmd,
+                     "Greedy generation. The last stdout line is a JSON object {\"generated\": [ids...]}, with \"text\" "
+                     "(the decoded continuation, special tokens left out) when the model has a tokenizer.",
+                     0);
     orthros_model_opts_add(&c, &mo);
-    add_prompt_opts(&c, &tokens_arg, &tokens_file);
+    add_prompt_opts(&c, &po);
     orthros_cmd_add_num(&c, "max-new", ORTHROS_OPT_INT, &max_new, 1, 1 << 24, "N",
                         "tokens to generate greedily (default 16; stops early after an end-of-sequence token)");
     int pr = orthros_cmd_parse(&c, argc, argv);
@@ -116,7 +135,7 @@ int orthros_cmd_generate(int argc, char **argv)
     int nt = 0, rc = 0, status = 1;
     runner r = {0};
     orthros_arch_opts ao;
-    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, tokens_arg, tokens_file)) >= 0) return pr;
+    if ((pr = prompt_tokens(&tokens, &nt, &ao, &c, &mo, &po)) >= 0) return pr;
     if (nt > INT_MAX - max_new) {
         free(tokens);
         return orthros_cmd_usage(&c, "a %d-token prompt plus --max-new %d is past the longest context", nt, max_new);
@@ -134,6 +153,9 @@ int orthros_cmd_generate(int argc, char **argv)
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "generated");
     for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(gen[i]));
+    char *decoded = cli_decode_text(mo.model, gen, count);
+    if (decoded) cJSON_AddStringToObject(o, "text", decoded);
+    free(decoded);
     char *text = cJSON_PrintUnformatted(o);
     printf("%s\n", text ? text : "{}");
     free(text);

@@ -2,6 +2,7 @@
  * against the backend interface (DESIGN section 4). A tensor-parallel model is one shard per rank, each with
  * its share of the heads and of the MLP; the schedule runs per rank on its shard (docs/tensor-parallel.md). */
 #define _GNU_SOURCE
+#include "gguf.h"
 #include "safetensors.h"
 #include "tp.h"
 
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     void *wqkv;      /* [(Hq + 2 Hkv) d][D] */
@@ -242,8 +244,79 @@ typedef struct {
     tensor_part part; /* this rank's part of it, and where that goes in the buffer */
     int ndim;
     int64_t shape[3];
-    const orthros_st_tensor *t; /* set by checkpoint_check */
+    const orthros_st_tensor *t;    /* safetensors: set by checkpoint_check */
+    const orthros_gguf_tensor *gt; /* GGUF: set by checkpoint_check */
+    int heads;        /* GGUF q / k: the heads whose RoPE row permutation is undone at upload; else 0 */
 } tensor_need;
+
+/* Where checkpoint weights come from: a safetensors checkpoint (Hugging Face names) or a GGUF file (llama.cpp
+ * names, mapped from the Hugging Face ones). */
+typedef struct {
+    const orthros_st *st;
+    const orthros_gguf *g;
+} weight_source;
+
+/* Uploads this rank's part of a whole tensor held on the host (in `dtype`) into its weight buffer. A rank's
+ * columns are gathered into one buffer; data need not be aligned in a safetensors file, so it is realigned
+ * through the same copy where it is not. */
+static int upload_part(orthros_model *m, const tensor_need *w, const void *data, orthros_dtype dtype)
+{
+    const tensor_part *p = &w->part;
+    size_t esz = orthros_dtype_size(dtype), numel = p->runs * p->len;
+    const char *src = (const char *)data + p->src0 * esz;
+    if (p->runs > 1 || (uintptr_t)src % esz) {
+        char *tmp = malloc(numel * esz);
+        if (!tmp) return orthros_error(ORTHROS_ENOMEM, "out of host memory copying %s", w->name);
+        for (size_t k = 0; k < p->runs; k++) memcpy(tmp + k * p->len * esz, src + k * p->stride * esz, p->len * esz);
+        int rc = m->be->upload(m->be, *w->dst, p->dst0, tmp, dtype, numel);
+        free(tmp);
+        return rc;
+    }
+    return m->be->upload(m->be, *w->dst, p->dst0, src, dtype, numel);
+}
+
+static void shape_text(char *buf, size_t cap, int ndim, const int64_t *shape, int reverse)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < ndim; i++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%lld", i ? ", " : "", (long long)shape[reverse ? ndim - 1 - i : i]);
+}
+
+/* A GGUF need: its llama.cpp tensor, present, of a type that dequantises, its shape (ggml lists dimensions
+ * innermost first) the metadata's. */
+static int gguf_check(const orthros_model *m, const orthros_gguf *g, tensor_need *w)
+{
+    char name[160], got[128], want[128];
+    if (orthros_gguf_tensor_name(name, sizeof name, w->name, &m->cfg, &w->heads))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "%s: a GGUF file holds no %s", g->name, w->name);
+    const orthros_gguf_tensor *t = w->gt = orthros_gguf_find_tensor(g, name);
+    if (!t) return orthros_error(ORTHROS_EFORMAT, "%s: missing tensor %s", g->name, name);
+    int same = t->ndim == w->ndim;
+    for (int i = 0; same && i < w->ndim; i++) same = t->ne[i] == w->shape[w->ndim - 1 - i];
+    if (!same) {
+        shape_text(got, sizeof got, t->ndim, t->ne, 0);
+        shape_text(want, sizeof want, w->ndim, w->shape, 1);
+        return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], the metadata implies [%s] (ggml order)",
+                             g->name, name, got, want);
+    }
+    if (!orthros_ggml_type_supported(t->type)) return orthros_error_prefix(orthros_gguf_dequantize(NULL, t), g->name);
+    return 0;
+}
+
+/* A GGUF tensor dequantised to float32, the RoPE row permutation of q / k undone, uploaded. */
+static int gguf_upload(orthros_model *m, const tensor_need *w)
+{
+    size_t numel = orthros_gguf_numel(w->gt);
+    float *x = malloc(numel * sizeof *x), *tmp = w->heads ? malloc(numel * sizeof *tmp) : NULL;
+    int rc = 0;
+    if (!x || (w->heads && !tmp)) rc = orthros_error(ORTHROS_ENOMEM, "out of host memory dequantising %s", w->name);
+    if (!rc) rc = orthros_gguf_dequantize(x, w->gt);
+    if (!rc && w->heads) orthros_gguf_unpermute_rows(x, tmp, w->heads, m->cfg.head_dim, (size_t)w->shape[1]);
+    if (!rc) rc = upload_part(m, w, x, ORTHROS_DTYPE_F32);
+    free(x);
+    free(tmp);
+    return rc;
+}
 
 /* The tensors a checkpoint must hold for m's config and schedule, in load order; returns how many (at most
  * 11 per layer + 3). */
@@ -293,10 +366,19 @@ static int checkpoint_needs(orthros_model *m, tensor_need *needs)
 /* Finds every needed tensor and checks its shape against config.json, before anything is allocated: a small
  * file must not make the loader claim memory that its config.json promises. (The dtype was checked when the
  * file was opened: F32, BF16 or F16, all of which upload converts.) */
-static int checkpoint_check(const orthros_st *st, tensor_need *needs, int n)
+static int checkpoint_check(const orthros_model *m, const weight_source *src, tensor_need *needs, int n)
 {
     for (int i = 0; i < n; i++) {
         tensor_need *w = &needs[i];
+        if (strstr(w->name, ".feature_map_") && src->g)
+            return orthros_error(ORTHROS_EUNSUPPORTED,
+                                 "%s: feature map hedgehog needs learned weights, which GGUF files do not hold", src->g->name);
+        if (src->g) {
+            int rc = gguf_check(m, src->g, w);
+            if (rc) return rc;
+            continue;
+        }
+        const orthros_st *st = src->st;
         const orthros_st_tensor *t = w->t = orthros_st_find(st, w->name);
         if (!t) {
             if (strstr(w->name, ".feature_map_"))
@@ -307,11 +389,9 @@ static int checkpoint_check(const orthros_st *st, tensor_need *needs, int n)
         int same = t->ndim == w->ndim;
         for (int k = 0; same && k < w->ndim; k++) same = t->shape[k] == w->shape[k];
         if (!same) {
-            char got[256] = "", want[128] = "";
-            for (int k = 0; k < t->ndim; k++)
-                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "", (long long)t->shape[k]);
-            for (int k = 0; k < w->ndim; k++)
-                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? ", " : "", (long long)w->shape[k]);
+            char got[256], want[128];
+            shape_text(got, sizeof got, t->ndim, t->shape, 0);
+            shape_text(want, sizeof want, w->ndim, w->shape, 0);
             return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], config.json implies [%s]",
                                  orthros_st_tensor_file(st, t), w->name, got, want);
         }
@@ -323,22 +403,7 @@ static int checkpoint_check(const orthros_st *st, tensor_need *needs, int n)
 static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n)
 {
     for (int i = 0; i < n; i++) {
-        const orthros_st_tensor *t = needs[i].t;
-        const tensor_part *p = &needs[i].part;
-        size_t esz = orthros_dtype_size(t->dtype), numel = p->runs * p->len;
-        const char *src = (const char *)t->data + p->src0 * esz;
-        int rc;
-        /* A rank's columns are gathered into one buffer; data need not be aligned in a safetensors file, so it is
-         * realigned through the same copy where it is not. */
-        if (p->runs > 1 || (uintptr_t)src % esz) {
-            char *tmp = malloc(numel * esz);
-            if (!tmp) return orthros_error(ORTHROS_ENOMEM, "out of host memory copying %s", needs[i].name);
-            for (size_t k = 0; k < p->runs; k++) memcpy(tmp + k * p->len * esz, src + k * p->stride * esz, p->len * esz);
-            rc = m->be->upload(m->be, *needs[i].dst, p->dst0, tmp, t->dtype, numel);
-            free(tmp);
-        } else {
-            rc = m->be->upload(m->be, *needs[i].dst, p->dst0, src, t->dtype, numel);
-        }
+        int rc = needs[i].gt ? gguf_upload(m, &needs[i]) : upload_part(m, &needs[i], needs[i].t->data, needs[i].t->dtype);
         if (rc) return rc;
     }
     return 0;
@@ -405,7 +470,11 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     int rc = 0;
     char *orthros_json = NULL;
     orthros_st st = {0};
+    orthros_gguf *g = NULL;
     int preset = !strncmp(spec, "preset:", 7);
+    struct stat sb;
+    /* A file is a GGUF (a directory is a Hugging Face checkpoint). */
+    int gguf = !preset && stat(spec, &sb) == 0 && !S_ISDIR(sb.st_mode);
     weight_slot *slots = NULL;
     tensor_need *needs = NULL;
     int n_needs = 0;
@@ -415,6 +484,12 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     m->be = be;
     if (preset) {
         if ((rc = orthros_preset_config(&m->cfg, spec + 7))) goto fail;
+    } else if (gguf) {
+        if ((rc = orthros_gguf_open(&g, spec))) goto fail;
+        if ((rc = orthros_gguf_model_config(&m->cfg, g))) {
+            rc = orthros_error_prefix(rc, spec);
+            goto fail;
+        }
     } else if ((rc = read_model_config(&m->cfg, &orthros_json, spec))) {
         goto fail;
     }
@@ -428,6 +503,10 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
         goto fail;
     }
     orthros_rope_inv_freq(m->inv_freq, &m->cfg);
+    if (g && (rc = orthros_gguf_rope_adjust(m->inv_freq, m->cfg.head_dim / 2, g))) {
+        rc = orthros_error_prefix(rc, spec);
+        goto fail;
+    }
     m->rope = (orthros_rope){m->hq, m->hkv, m->cfg.head_dim, m->inv_freq};
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
     int max_slots = 8 * m->cfg.n_layers + 8;
@@ -439,14 +518,14 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     /* A checkpoint is checked in full (files, then every needed tensor's presence, dtype and shape) before
      * any weight memory is claimed. */
     if (!preset) {
-        if ((rc = orthros_st_open_dir(&st, spec))) goto fail;
+        if (!gguf && (rc = orthros_st_open_dir(&st, spec))) goto fail;
         needs = malloc(sizeof *needs * (size_t)(11 * m->cfg.n_layers + 3));
         if (!needs) {
             rc = orthros_error(ORTHROS_ENOMEM, "out of host memory");
             goto fail;
         }
         n_needs = checkpoint_needs(m, needs);
-        if ((rc = checkpoint_check(&st, needs, n_needs))) goto fail;
+        if ((rc = checkpoint_check(m, &(weight_source){&st, g}, needs, n_needs))) goto fail;
     }
     int n_slots = weight_slots(m, slots, max_slots);
     size_t total = 0;
@@ -486,6 +565,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     free(slots);
     m->orthros_json = orthros_json;
     orthros_st_close(&st);
+    orthros_gguf_free(g);
     *out = m;
     return 0;
 fail:
@@ -493,6 +573,7 @@ fail:
     free(slots);
     free(orthros_json);
     orthros_st_close(&st);
+    orthros_gguf_free(g);
     orthros_model_free(m);
     return rc;
 }

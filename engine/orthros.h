@@ -145,7 +145,7 @@ int orthros_measure_ceilings(orthros_backend *be, orthros_ceilings *out);
 
 typedef struct orthros_model orthros_model;
 
-/* Loads `spec` (a model directory, or preset:tiny / preset:llama3.2-1b / preset:llama3.1-8b /
+/* Loads `spec` (a model directory, a FILE.gguf, or preset:tiny / preset:llama3.2-1b / preset:llama3.1-8b /
  * preset:llama3.1-70b) onto `be` under the schedule resolved from `opts`. `seed` fills preset weights.
  * opts->tp > 1 shards the model over that many ranks (docs/tensor-parallel.md): on the cpu backend the model
  * holds every shard, each on a cpu backend of its own (be holds rank 0's); on the cuda backend this process is
@@ -220,6 +220,45 @@ int orthros_tp_allreduce_time(orthros_model *m, int rows, int iters, double *sec
 /* Greedy generation for sequence 0 of a batch-1 session: prefill, then max_new - 1 decode steps
  * (the first generated token comes from the prefill). */
 int orthros_generate(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out);
+
+/* ---- tokenizers: byte-level BPE (GPT-2 style), from a GGUF's metadata or a Hugging Face tokenizer.json ---- */
+
+typedef struct orthros_tokenizer orthros_tokenizer;
+
+enum {
+    ORTHROS_TOK_ADD_SPECIAL = 1,   /* encode: add what the tokenizer adds around a text (its BOS / EOS settings) */
+    ORTHROS_TOK_SPLIT_SPECIAL = 2, /* encode: treat the text of special tokens as plain text */
+    ORTHROS_TOK_SKIP_SPECIAL = 4,  /* decode: leave special tokens out */
+    ORTHROS_TOK_LOSSY = 8,         /* decode: replace invalid UTF-8 with U+FFFD, as Hugging Face's decode does */
+};
+
+/* Loads the tokenizer of a model spec: FILE.gguf (its tokenizer.* metadata), a Hugging Face directory
+ * (tokenizer.json, with tokenizer_config.json for BOS / EOS and the chat template when present), or a
+ * tokenizer.json file. Presets have none (ORTHROS_EUNSUPPORTED). */
+int orthros_tokenizer_load(orthros_tokenizer **out, const char *spec);
+void orthros_tokenizer_free(orthros_tokenizer *t);
+/* text[len] (any bytes: invalid UTF-8 is encoded byte by byte) -> *ids[*n] (malloc'd; caller frees). Special
+ * tokens in the text are matched whole before splitting unless ORTHROS_TOK_SPLIT_SPECIAL. Thread-safe. */
+int orthros_tokenizer_encode(const orthros_tokenizer *t, const char *text, size_t len, int flags, int32_t **ids,
+                             int *n);
+/* ids[n] -> *text[*len] bytes, NUL-terminated (malloc'd). Ids outside the vocabulary are an error. */
+int orthros_tokenizer_decode(const orthros_tokenizer *t, const int32_t *ids, int n, int flags, char **text,
+                             size_t *len);
+int orthros_tokenizer_vocab_size(const orthros_tokenizer *t);
+/* Special token ids, -1 where the tokenizer names none. */
+int32_t orthros_tokenizer_bos(const orthros_tokenizer *t);
+int32_t orthros_tokenizer_eos(const orthros_tokenizer *t);
+int32_t orthros_tokenizer_unk(const orthros_tokenizer *t);
+int32_t orthros_tokenizer_pad(const orthros_tokenizer *t);
+int orthros_tokenizer_is_special(const orthros_tokenizer *t, int32_t id);
+/* The bytes one token decodes to (not NUL-terminated), or NULL for an id outside the vocabulary. */
+const char *orthros_tokenizer_token_bytes(const orthros_tokenizer *t, int32_t id, size_t *len);
+/* The id of the token that is exactly these bytes (a special token by its text, e.g. "<|im_end|>"), or -1. */
+int32_t orthros_tokenizer_token_id(const orthros_tokenizer *t, const char *bytes, size_t len);
+/* The Jinja chat template the model ships (NUL-terminated), or NULL. */
+const char *orthros_tokenizer_chat_template(const orthros_tokenizer *t);
+/* The pre-tokenizer split in use: "gpt2" or "smollm" (digits one by one, then gpt2). */
+const char *orthros_tokenizer_pre(const orthros_tokenizer *t);
 
 #ifdef __cplusplus
 }

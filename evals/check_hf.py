@@ -19,9 +19,12 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-import torch
-from transformers import LlamaForCausalLM
+try:
+    import numpy as np
+    import torch
+    from transformers import LlamaForCausalLM
+except ImportError as e:  # a clear line instead of a traceback
+    sys.exit(f"check_hf.py: {e.name or e} is missing: python3 -m pip install -r evals/requirements.txt")
 
 
 def run(cmd):

@@ -13,9 +13,16 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
      orthros_fuzz_model_dir, orthros_fuzz_seeds_model_dir},
     {"config", "config.json text: the model fields, then the schedule under every named architecture",
      orthros_fuzz_config, orthros_fuzz_seeds_config},
-    /* GGUF: the GGUF loader's parse-from-buffer function goes here, as
-     * {"gguf", "...", orthros_fuzz_gguf, orthros_fuzz_seeds_gguf}, with its target in fuzz/gguf_target.c. */
-    /* Result files: the result-file readers (bench, eval, compare, plot) go here, one row per reader. */
+    {"gguf", "a GGUF file from memory: parse, model config, tokenizer (and a sample encode / decode), every tensor "
+             "dequantised (orthros_gguf_check_buffer)",
+     orthros_fuzz_gguf, orthros_fuzz_seeds_gguf},
+    {"bench_file", "a bench result file (what bench --resume, compare, plot and the report read): validated, then "
+                   "written back and read again",
+     orthros_fuzz_bench_file, orthros_fuzz_seeds_bench_file},
+    {"eval_file", "an eval result file (eval --resume, plot): validated, then written back and read again",
+     orthros_fuzz_eval_file, orthros_fuzz_seeds_eval_file},
+    {"anchor_file", "a PyTorch SDPA anchors file (plot, the recipe report)", orthros_fuzz_anchor_file,
+     orthros_fuzz_seeds_anchor_file},
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);
 

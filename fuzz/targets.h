@@ -50,4 +50,14 @@ int orthros_fuzz_seeds_st_file(orthros_fuzz_corpus *c, const char *root);
 int orthros_fuzz_seeds_model_dir(orthros_fuzz_corpus *c, const char *root);
 int orthros_fuzz_seeds_config(orthros_fuzz_corpus *c, const char *root);
 
+/* The result-file readers and the GGUF loader (result_targets.c). */
+int orthros_fuzz_bench_file(const uint8_t *data, size_t size);
+int orthros_fuzz_eval_file(const uint8_t *data, size_t size);
+int orthros_fuzz_anchor_file(const uint8_t *data, size_t size);
+int orthros_fuzz_gguf(const uint8_t *data, size_t size);
+int orthros_fuzz_seeds_bench_file(orthros_fuzz_corpus *c, const char *root);
+int orthros_fuzz_seeds_eval_file(orthros_fuzz_corpus *c, const char *root);
+int orthros_fuzz_seeds_anchor_file(orthros_fuzz_corpus *c, const char *root);
+int orthros_fuzz_seeds_gguf(orthros_fuzz_corpus *c, const char *root);
+
 #endif

@@ -151,8 +151,8 @@ void orthros_model_opts_default(orthros_model_opts *o)
 
 void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o)
 {
-    orthros_cmd_add(c, "model", ORTHROS_OPT_STR, &o->model, "DIR|preset:NAME",
-                    "checkpoint directory, or preset:tiny|llama3.2-1b|llama3.1-8b|llama3.1-70b (default preset:tiny)");
+    orthros_cmd_add(c, "model", ORTHROS_OPT_STR, &o->model, "DIR|FILE.gguf|preset:NAME",
+                    "checkpoint directory, GGUF file, or preset:tiny|llama3.2-1b|llama3.1-8b|llama3.1-70b (default preset:tiny)");
     orthros_cmd_add(c, "arch", ORTHROS_OPT_STR, &o->arch, "ARCH",
                     "transformer|orthros|linear|swa|hybrid (default: the checkpoint's, else transformer)");
     orthros_cmd_add(c, "device", ORTHROS_OPT_STR, &o->device, "DEV", "cpu|cuda|auto (default auto: cuda when a GPU is present)");

@@ -158,8 +158,9 @@ static int read_stats(orthros_stats *st, orthros_jr *j, const cJSON *o)
         const char *key;
         double *dst;
         int flags;
-    } f[] = {{"median", &st->median, ORTHROS_JR_REQUIRED},  {"q1", &st->q1, 0},       {"q3", &st->q3, 0},
-             {"min", &st->min, 0},                           {"max", &st->max, 0},     {"mean", &st->mean, 0},
+    } f[] = {{"median", &st->median, ORTHROS_JR_REQUIRED},  {"q1", &st->q1, ORTHROS_JR_NULL_NAN},
+             {"q3", &st->q3, ORTHROS_JR_NULL_NAN},           {"min", &st->min, ORTHROS_JR_NULL_NAN},
+             {"max", &st->max, ORTHROS_JR_NULL_NAN},         {"mean", &st->mean, ORTHROS_JR_NULL_NAN},
              {"stdev", &st->stdev, ORTHROS_JR_NULL_NAN},     {"cv", &st->cv, ORTHROS_JR_NULL_NAN},
              {"ci95_lo", &st->ci_lo, ORTHROS_JR_NULL_NAN},   {"ci95_hi", &st->ci_hi, ORTHROS_JR_NULL_NAN}};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
@@ -244,6 +245,28 @@ static int read_measured(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, d
     return orthros_jr_num(&c->floor_s, j, o, "floor_s", 0, BIG, ORTHROS_JR_NULL_NAN);
 }
 
+/* A kernel cell's optional "case" object and "ceiling". */
+static int read_kernel_case(orthros_bench_cell *c, orthros_jr *j, const cJSON *o)
+{
+    const cJSON *k;
+    int rc;
+    int64_t v[6] = {0, 0, 0, 0, 0, 0};
+    if ((rc = orthros_jr_string(c->ceiling, sizeof c->ceiling, j, o, "ceiling", 0)) ||
+        (rc = orthros_jr_object(&k, j, o, "case", 0)) || !k)
+        return rc;
+    size_t at = orthros_jr_push_key(j, "case");
+    const char *keys[6] = {"head_dim", "ctx", "batch", "pos0", "window", "version"};
+    if ((rc = orthros_jr_string(c->kind, sizeof c->kind, j, k, "kind", ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_bool(&c->is_default, j, k, "default", 0)))
+        return rc;
+    for (int i = 0; i < 6; i++)
+        if ((rc = orthros_jr_int(&v[i], j, k, keys[i], 0, INT_MAX, 0))) return rc;
+    c->head_dim = (int)v[0], c->ctx = (int)v[1], c->batch = (int)v[2], c->pos0 = (int)v[3], c->window = (int)v[4];
+    c->version = (int)v[5];
+    orthros_jr_pop(j, at);
+    return 0;
+}
+
 static int read_cell(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, int legacy_kernels)
 {
     int rc;
@@ -251,7 +274,9 @@ static int read_cell(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, int l
     if (!cJSON_IsObject(o)) return orthros_jr_fail(j, NULL, "not an object");
     if ((rc = orthros_jr_string(c->op, sizeof c->op, j, o, "op", legacy_kernels ? ORTHROS_JR_REQUIRED : 0))) return rc;
     if (c->op[0]) {
-        if ((rc = orthros_jr_string(c->shape, sizeof c->shape, j, o, "shape", ORTHROS_JR_REQUIRED))) return rc;
+        if ((rc = orthros_jr_string(c->shape, sizeof c->shape, j, o, "shape", ORTHROS_JR_REQUIRED)) ||
+            (rc = read_kernel_case(c, j, o)))
+            return rc;
         if (legacy_kernels) {
             /* The format bench_kernels wrote before it wrote bench files: times in milliseconds. */
             if ((rc = read_measured(c, j, o, 1e-3))) return rc;
@@ -403,6 +428,19 @@ static int from_json(orthros_bench_file *f, const cJSON *root, const char *name)
         }
         snprintf(f->hdr.git_commit, sizeof f->hdr.git_commit, "unknown");
         snprintf(f->cfg.source, sizeof f->cfg.source, "bench_kernels");
+        snprintf(f->cfg.device, sizeof f->cfg.device, "cuda");
+        /* The header such a file lacks, with what it says: written back, it is a bench file like any other. */
+        f->header = cJSON_CreateObject();
+        cJSON *tool = cJSON_AddObjectToObject(f->header, "tool"), *env = cJSON_AddObjectToObject(f->header, "environment");
+        cJSON_AddStringToObject(tool, "name", "orthros");
+        cJSON_AddStringToObject(tool, "git_commit", "unknown");
+        cJSON_AddBoolToObject(tool, "dirty", 0);
+        cJSON_AddNumberToObject(cJSON_AddObjectToObject(f->header, "run"), "seed", 0);
+        cJSON_AddStringToObject(env, "backend", "cuda");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(env, "device"), "name", f->hdr.device_name);
+        if (!(f->cfg.archs = strdup("")) || !(f->cfg.ctxs = strdup("")) || !(f->cfg.phases = strdup("")) ||
+            !(f->cfg.batches = strdup("")))
+            return orthros_error(ORTHROS_ENOMEM, "out of memory");
         if (!(f->cfg.model = strdup("kernels"))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     } else {
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
@@ -522,6 +560,18 @@ static cJSON *cell_json(const orthros_bench_cell *c)
     if (c->op[0]) {
         cJSON_AddStringToObject(o, "op", c->op);
         cJSON_AddStringToObject(o, "shape", c->shape);
+        if (c->ceiling[0]) cJSON_AddStringToObject(o, "ceiling", c->ceiling);
+        if (c->kind[0]) {
+            cJSON *k = cJSON_AddObjectToObject(o, "case");
+            cJSON_AddStringToObject(k, "kind", c->kind);
+            cJSON_AddNumberToObject(k, "head_dim", c->head_dim);
+            cJSON_AddNumberToObject(k, "ctx", c->ctx);
+            cJSON_AddNumberToObject(k, "batch", c->batch);
+            cJSON_AddNumberToObject(k, "pos0", c->pos0);
+            cJSON_AddNumberToObject(k, "window", c->window);
+            cJSON_AddNumberToObject(k, "version", c->version);
+            cJSON_AddBoolToObject(k, "default", c->is_default);
+        }
     } else {
         cJSON_AddStringToObject(o, "arch", c->arch);
         cJSON_AddStringToObject(o, "phase", c->phase);

@@ -42,6 +42,13 @@ typedef struct {
     double flops, attn_flops, bytes;
     double tokens_per_s, tflops, tbps, frac_gemm, frac_copy, frac_read;
     double floor_s;      /* kernel cells: max(FLOPs / GEMM ceiling, bytes / bandwidth ceiling); else NAN */
+    /* Kernel cells: what was measured, for matching with the SDPA anchors ("case" in the file): the kind
+     * (prefill, decode, linear_prefill, ...; empty when not stated), head dim, ctx and batch (above), the
+     * chunk's first position, the window, the kernel version that ran, and whether it is the default; which
+     * ceiling its floor is judged against (read or copy). */
+    char kind[24];
+    int head_dim, pos0, window, version, is_default;
+    char ceiling[8];
     double weights_bytes, session_bytes, device_used_bytes; /* NAN when not recorded */
 } orthros_bench_cell;
 

@@ -105,7 +105,8 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
         return rc;
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
         v = *ints[i].dst;
-        if ((rc = orthros_jr_int(&v, j, o, ints[i].key, ints[i].lo, INT_MAX, 0))) return rc;
+        /* samples has no default: a file without it cannot say what its cells measured. */
+        if ((rc = orthros_jr_int(&v, j, o, ints[i].key, ints[i].lo, INT_MAX, i == 0 ? ORTHROS_JR_REQUIRED : 0))) return rc;
         *ints[i].dst = (int)v;
     }
     if (ar && !(c->analytic_recall = cJSON_Duplicate(ar, 1))) return orthros_error(ORTHROS_ENOMEM, "out of memory");

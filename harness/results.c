@@ -145,21 +145,66 @@ int orthros_result_write(const char *path, const cJSON *root)
     return rc;
 }
 
-/* The first key that appears twice in object o, searching every nested object; NULL when none. */
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first key that appears twice in one object, searching every nested object; NULL when none. The keys of an
+ * object are sorted (n log n, so a file of one huge object cannot stall the reader). */
 static const char *duplicate_key(const cJSON *o, int depth)
 {
     if (depth > 64) return "(nesting deeper than 64 levels)";
-    const cJSON *a, *b;
-    for (a = o->child; a; a = a->next) {
-        if (cJSON_IsObject(o) && a->string)
-            for (b = a->next; b; b = b->next)
-                if (b->string && !strcmp(a->string, b->string)) return a->string;
+    const cJSON *a;
+    size_t n = 0;
+    for (a = o->child; a; a = a->next) n++;
+    if (cJSON_IsObject(o) && n > 1) {
+        const char **keys = malloc(n * sizeof *keys);
+        if (!keys) return "(out of memory checking keys)";
+        size_t k = 0;
+        for (a = o->child; a; a = a->next) keys[k++] = a->string ? a->string : "";
+        qsort(keys, n, sizeof *keys, cmp_key);
+        const char *dup = NULL;
+        for (size_t i = 1; i < n && !dup; i++)
+            if (!strcmp(keys[i - 1], keys[i])) dup = keys[i];
+        free(keys);
+        if (dup) return dup;
+    }
+    for (a = o->child; a; a = a->next)
         if (cJSON_IsObject(a) || cJSON_IsArray(a)) {
             const char *d = duplicate_key(a, depth + 1);
             if (d) return d;
         }
-    }
     return NULL;
+}
+
+int orthros_result_parse(cJSON **out, const char *text, size_t len, const char *name)
+{
+    *out = NULL;
+    if (memchr(text, '\0', len)) return orthros_error(ORTHROS_EFORMAT, "%s: not a result file (it holds a NUL byte)", name);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        long at = end ? (long)(end - text) : -1;
+        return orthros_error(ORTHROS_EFORMAT, "%s: not valid JSON (near byte %ld)", name, at);
+    }
+    /* Only white space may follow the value. */
+    for (const char *p = end; p < text + len; p++)
+        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
+            cJSON_Delete(root);
+            return orthros_error(ORTHROS_EFORMAT, "%s: bytes after the JSON value (at byte %ld)", name, (long)(p - text));
+        }
+    const char *dup = NULL;
+    int rc = 0;
+    if (!cJSON_IsObject(root)) rc = orthros_error(ORTHROS_EFORMAT, "%s: not a result file (the top is not an object)", name);
+    else if ((dup = duplicate_key(root, 0)))
+        rc = orthros_error(ORTHROS_EFORMAT, "%s: the key \"%.64s\" appears twice in one object", name, dup);
+    if (rc) {
+        cJSON_Delete(root);
+        return rc;
+    }
+    *out = root;
+    return 0;
 }
 
 int orthros_result_load(cJSON **out, const char *path, int missing_ok)
@@ -170,28 +215,9 @@ int orthros_result_load(cJSON **out, const char *path, int missing_ok)
     int exists = 1;
     int rc = orthros_read_file(&text, &len, path, ORTHROS_RESULT_MAX_BYTES, missing_ok ? &exists : NULL);
     if (rc || !exists) return rc;
-    if (strlen(text) != len) {
-        free(text);
-        return orthros_error(ORTHROS_EFORMAT, "%s: not a result file (it holds a NUL byte)", path);
-    }
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
-    if (!root) {
-        long at = end ? (long)(end - text) : -1;
-        free(text);
-        return orthros_error(ORTHROS_EFORMAT, "%s: not valid JSON (near byte %ld)", path, at);
-    }
+    rc = orthros_result_parse(out, text, len, path);
     free(text);
-    const char *dup = NULL;
-    if (!cJSON_IsObject(root)) rc = orthros_error(ORTHROS_EFORMAT, "%s: not a result file (the top is not an object)", path);
-    else if ((dup = duplicate_key(root, 0)))
-        rc = orthros_error(ORTHROS_EFORMAT, "%s: the key \"%.64s\" appears twice in one object", path, dup);
-    if (rc) {
-        cJSON_Delete(root);
-        return rc;
-    }
-    *out = root;
-    return 0;
+    return rc;
 }
 
 int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *, const char *), const char *path,

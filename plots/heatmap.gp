@@ -3,7 +3,7 @@
 # the grid has a hole); panel titles come from txt (overlay.gp). Data (dat): index blocks, one per panel; columns
 # ix, iy, accuracy (NaN where not run), n. Variables: n, nx, ny (grid size), rows, cols, left, right, top,
 # bottom (the panel area, screen fractions), xt, yt. Cells are boxes (any grid, a single column too).
-set label 1 title at screen 0.5, 0.975 center font ',14'
+set label 1 title at screen 0.5, 1.0 - 30.0 / h center font ',14'
 set palette defined (0 '#c0392b', 0.5 '#f4d03f', 1 '#1e8449')
 set cbrange [0:1]
 set cbtics 0.25
@@ -22,14 +22,14 @@ eval('set ytics '.yt)
 do for [i=0:n-1] {
     r = int(i / cols)
     c = i % cols
-    set lmargin at screen left + c * pw + 0.045
-    set rmargin at screen left + (c + 1) * pw - 0.01
-    set tmargin at screen top - r * ph - 0.045
-    set bmargin at screen top - (r + 1) * ph + 0.06
+    set lmargin at screen left + c * pw + 62.0 / w
+    set rmargin at screen left + (c + 1) * pw - 10.0 / w
+    set tmargin at screen top - r * ph - 40.0 / h
+    set bmargin at screen top - (r + 1) * ph + 60.0 / h
     set xlabel (r == rows - 1 ? 'context length (tokens)' : '')
     set ylabel (c == 0 ? ylab : '')
     if (i == n - 1) {
-        set colorbox vertical user origin screen right + 0.03, screen bottom + 0.06 size screen 0.02, screen top - bottom - 0.12
+        set colorbox vertical user origin screen right + 0.03, screen bottom + 60.0 / h size screen 0.02, screen top - bottom - 100.0 / h
         set cblabel 'accuracy'
     } else {
         unset colorbox

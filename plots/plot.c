@@ -882,11 +882,14 @@ static int draw_heatmap(const plot_ctx *c, const char *fig, const acc_list *a, c
     snprintf(name, sizeof name, "%s.dat", fig);
     if ((rc = mb_save(&m, c->o->out_dir, name))) goto done;
     layout g = layout_of(np);
+    /* Sizes in pixels, so that a panel keeps its shape however many rows there are. */
+    int w = 420 * g.cols + 220, h = 360 * g.rows + 150;
+    g.top = 1.0 - 80.0 / h, g.bottom = 40.0 / h;
     double pw = (g.right - g.left) / g.cols, ph = (g.top - g.bottom) / g.rows;
     for (size_t q = 0; q < np; q++) {
         int r = (int)q / g.cols, col = (int)q % g.cols;
         t.tx[q] = g.left + (col + 0.5) * pw;
-        t.ty[q] = g.top - r * ph - 0.015;
+        t.ty[q] = g.top - r * ph - 22.0 / h;
         memcpy(t.titles[q], panels[q], LABEL_MAX);
     }
     t.n_titles = (int)np;
@@ -900,8 +903,8 @@ static int draw_heatmap(const plot_ctx *c, const char *fig, const acc_list *a, c
     pre_set(&p, "right = %.4f", g.right);
     pre_set(&p, "top = %.4f", g.top);
     pre_set(&p, "bottom = %.4f", g.bottom);
-    pre_set(&p, "w = %d", 420 * g.cols + 220);
-    pre_set(&p, "h = %d", 380 * g.rows + 150);
+    pre_set(&p, "w = %d", w);
+    pre_set(&p, "h = %d", h);
     pre_tics(&p, "xt", xs, nx, 1, NULL);
     pre_tics(&p, "yt", ys, ny, 1, ylab_suffix);
     if (!(rc = write_texts(c, fig, &t))) rc = run_gnuplot(c, fig, &p, "heatmap.gp");

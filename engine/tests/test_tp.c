@@ -7,7 +7,7 @@
  * bootstrap, the control channel and the ranks serving rank 0, as a cuda run uses them, with a TCP all-reduce in
  * the place of NCCL; started by the binary itself and torchrun-style from outside), and the errors: N not
  * dividing the kv heads, N < 1, N too large, and through the CLI a cuda run without GPUs or NCCL.
- * usage: test_tp PATH/TO/orthros FIXTURE_DIR... */
+ * usage: test_tp PATH/TO/orthros FIXTURE_DIR_OR_GGUF... */
 #define _GNU_SOURCE
 #include "orthros.h"
 #include "backend.h"
@@ -94,6 +94,15 @@ static int kv_heads_of(const char *spec)
     orthros_model_config cfg;
     char path[4200], *text = NULL;
     if (!strncmp(spec, "preset:", 7)) return orthros_preset_config(&cfg, spec + 7) ? 0 : cfg.n_kv_heads;
+    size_t len = strlen(spec);
+    if (len > 5 && !strcmp(spec + len - 5, ".gguf")) { /* a GGUF file: its metadata, through a load */
+        orthros_model *m = NULL;
+        orthros_arch_opts ao;
+        orthros_arch_opts_default(&ao);
+        int kv = orthros_model_load(&m, cpu, spec, &ao, 1) ? 0 : orthros_model_get_config(m)->n_kv_heads;
+        orthros_model_free(m);
+        return kv;
+    }
     snprintf(path, sizeof path, "%s/config.json", spec);
     text = tu_slurp(path, NULL);
     int kv = text && !orthros_config_parse(&cfg, text) ? cfg.n_kv_heads : 0;

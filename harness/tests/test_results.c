@@ -245,6 +245,30 @@ static void committed_files(const char *src)
         CHECK(rc == 0 && f.n_cells > 0, "%s does not read: %s", files[i], rc ? orthros_last_error() : "no cells");
         orthros_bench_file_free(&f);
     }
+    /* The kernel bench file of 2026-12-01 (the older format, with each record's case) written as a bench file:
+     * every case survives and the new file reads back; kernels/bench/summary.py reads both. */
+    {
+        char path[4300], out[4300];
+        snprintf(path, sizeof path, "%s/data/results/h200-2026-12-01/bench_kernels.json", src);
+        snprintf(out, sizeof out, "%s/kernels-as-bench.json", dir);
+        orthros_bench_file f, g;
+        int rc = orthros_bench_file_read(&f, path, 0, NULL);
+        CHECK(rc == 0 && !strcmp(f.cfg.source, "bench_kernels"), "the kernel bench file does not read: %s", orthros_last_error());
+        if (!rc) {
+            int cases = 0;
+            for (size_t i = 0; i < f.n_cells; i++) cases += f.cells[i].kind[0] != 0;
+            CHECK(cases > 40 && orthros_bench_file_write(&f, out) == 0 && orthros_bench_file_read(&g, out, 0, NULL) == 0,
+                  "kernel cells with cases do not round-trip (%d cases)", cases);
+            int back = 0;
+            for (size_t i = 0; i < g.n_cells && i < f.n_cells; i++)
+                back += g.cells[i].kind[0] && g.cells[i].version == f.cells[i].version &&
+                        g.cells[i].head_dim == f.cells[i].head_dim && g.cells[i].is_default == f.cells[i].is_default;
+            CHECK(back == cases, "%d of %d cases came back", back, cases);
+            orthros_bench_file_free(&g);
+            orthros_bench_file_free(&f);
+            printf("kernel bench file as a bench file: %s (%d cases)\n", out, cases);
+        }
+    }
     const char *evals[] = {"data/results/evals-h200-2026-11-29/niah-single.json", "data/results/evals-h200-2026-11-29/mqar.json"};
     for (size_t i = 0; i < 2; i++) {
         char path[4300];

@@ -12,7 +12,6 @@
  * timed ones; the median is reported and every sample kept in the JSON.
  * Usage: bench_kernels [out.json] [--quick] [--only OP]  (--only: just the ops whose name contains OP) */
 #define _POSIX_C_SOURCE 200809L
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,13 +22,14 @@
 #include "attn_full_prefill.h"
 #include "attn_linear_prefill.h"
 #include "backend.h"
+#include "result_bench.h"
+#include "stats.h"
 
 #define SAMPLES 7
 #define WARMUP 3
 
 static orthros_backend *be;
 static double ceil_tbps = 4.27, ceil_read_tbps = 4.6, ceil_tflops = 700.0;
-static cJSON *results;
 
 static double now_s(void)
 {
@@ -94,21 +94,20 @@ static double time_op(run_fn fn, void *ctx, double *samples)
 static const char *only;
 static int want(const char *op) { return !only || strstr(op, only) != NULL; }
 
-/* The result file, rewritten after every record so that a kernel that hangs or faults (the process is then
- * killed) loses only its own figure. */
-static cJSON *out_root;
+/* The result file (a bench result file of kernel cells, the format `orthros bench` writes, read by compare and
+ * kernels/bench/summary.py), rewritten atomically after every record so that a kernel that hangs or faults (the
+ * process is then killed) loses only its own figure. */
+static orthros_bench_file out_file;
 static const char *out_path;
 
 static int save_json(void)
 {
     if (!out_path) return 0;
-    char *txt = cJSON_Print(out_root);
-    FILE *f = fopen(out_path, "w");
-    int ok = f && txt && fputs(txt, f) >= 0;
-    if (f && fclose(f)) ok = 0;
-    free(txt);
-    if (!ok) fprintf(stderr, "bench: cannot write %s\n", out_path);
-    return ok ? 0 : 1;
+    out_file.ceilings = (orthros_ceilings){ceil_tflops, 8192, ceil_tbps, (double)((size_t)2 << 30), ceil_read_tbps,
+                                           (double)((size_t)4 << 30)};
+    int rc = orthros_bench_file_write(&out_file, out_path);
+    if (rc) fprintf(stderr, "bench: %s\n", orthros_last_error());
+    return rc ? 1 : 0;
 }
 
 /* What a record measured, for matching it with the anchors: kind ("prefill", "decode", "linear_prefill", ...),
@@ -129,31 +128,29 @@ static void record_case(const char *op, const char *shape, const bench_case *bc,
     printf("%-22s %-40s %10.3f %10.3f %8.1f %8.2f %7.2f\n", op, shape, sec * 1e3, floor_s * 1e3, tf, tb,
            floor_s / sec);
     fflush(stdout);
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "op", op);
-    cJSON_AddStringToObject(r, "shape", shape);
-    cJSON_AddNumberToObject(r, "flops", flops);
-    cJSON_AddNumberToObject(r, "bytes", bytes);
-    cJSON_AddNumberToObject(r, "median_ms", sec * 1e3);
-    cJSON_AddNumberToObject(r, "floor_ms", floor_s * 1e3);
-    cJSON_AddNumberToObject(r, "tflops", tf);
-    cJSON_AddNumberToObject(r, "tbps", tb);
-    cJSON_AddNumberToObject(r, "fraction_of_floor", floor_s / sec);
-    cJSON_AddStringToObject(r, "ceiling", read ? "read" : "copy");
+    orthros_bench_cell c;
+    orthros_bench_cell_init(&c);
+    snprintf(c.op, sizeof c.op, "%s", op);
+    snprintf(c.shape, sizeof c.shape, "%s", shape);
+    snprintf(c.ceiling, sizeof c.ceiling, "%s", read ? "read" : "copy");
+    c.flops = flops, c.bytes = bytes, c.tflops = tf, c.tbps = tb, c.floor_s = floor_s;
+    c.frac_gemm = tf / ceil_tflops;
+    c.frac_copy = tb / ceil_tbps;
+    c.frac_read = tb / ceil_read_tbps;
     if (bc) {
-        cJSON *c = cJSON_AddObjectToObject(r, "case");
-        cJSON_AddStringToObject(c, "kind", bc->kind);
-        cJSON_AddNumberToObject(c, "head_dim", bc->head_dim);
-        cJSON_AddNumberToObject(c, "ctx", bc->ctx);
-        cJSON_AddNumberToObject(c, "batch", bc->batch);
-        cJSON_AddNumberToObject(c, "pos0", bc->pos0);
-        cJSON_AddNumberToObject(c, "window", bc->window);
-        cJSON_AddNumberToObject(c, "version", bc->version);
-        cJSON_AddBoolToObject(c, "default", bc->is_default);
+        snprintf(c.kind, sizeof c.kind, "%s", bc->kind);
+        c.head_dim = bc->head_dim, c.ctx = bc->ctx, c.batch = bc->batch, c.pos0 = bc->pos0, c.window = bc->window;
+        c.version = bc->version, c.is_default = bc->is_default;
     }
-    cJSON *arr = cJSON_AddArrayToObject(r, "samples_ms");
-    for (int i = 0; i < SAMPLES; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(samples[i] * 1e3));
-    cJSON_AddItemToArray(results, r);
+    c.samples = malloc(SAMPLES * sizeof *c.samples);
+    c.round_ends = malloc(sizeof *c.round_ends);
+    if (!c.samples || !c.round_ends) must(ORTHROS_ENOMEM, "out of memory");
+    memcpy(c.samples, samples, SAMPLES * sizeof *c.samples);
+    c.n_samples = SAMPLES, c.round_ends[0] = SAMPLES, c.n_rounds = 1;
+    snprintf(c.stop_reason, sizeof c.stop_reason, "max_reps");
+    must(orthros_stats_fill(&c.stats, c.samples, SAMPLES, 0.95, 0, 1), "statistics");
+    c.noise = (c.stats.q3 - c.stats.q1) / 1.349 / c.stats.median;
+    must(orthros_bench_file_add(&out_file, &c), "adding a cell");
     save_json();
 }
 
@@ -426,22 +423,23 @@ int main(int argc, char **argv)
         return 77;
     }
     must(orthros_backend_cuda_create(&be), "cuda backend");
-    cJSON *root = cJSON_CreateObject();
-    cJSON *dev = cJSON_AddObjectToObject(root, "device");
-    cJSON_AddStringToObject(dev, "name", be->info.name);
-    cJSON_AddNumberToObject(dev, "sm_count", be->info.sm_count);
-    cJSON_AddNumberToObject(dev, "driver_version", be->info.driver_version);
-    cJSON_AddNumberToObject(dev, "runtime_version", be->info.runtime_version);
-    cJSON_AddNumberToObject(dev, "cc_major", be->info.cc_major);
-    cJSON_AddNumberToObject(dev, "cc_minor", be->info.cc_minor);
-    /* The kernel versions each op runs by default in this binary on this device. */
-    cJSON *defs = cJSON_AddObjectToObject(root, "defaults");
-    cJSON_AddNumberToObject(defs, "attn_prefill", orthros_attn_full_prefill_default_version());
-    cJSON_AddNumberToObject(defs, "attn_decode", ORTHROS_ATTN_DECODE_DEFAULT);
-    cJSON_AddNumberToObject(defs, "linear_prefill", ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT);
-    cJSON_AddStringToObject(defs, "in_use", be->info.kernels);
-    results = cJSON_AddArrayToObject(root, "results");
-    out_root = root;
+    /* The header of every result file (tool, argv, environment with the device and its kernel versions in use). */
+    orthros_bench_file_init(&out_file);
+    out_file.header = orthros_result_new("bench", argc, argv, 0, be);
+    out_file.cfg.model = strdup("kernels");
+    out_file.cfg.archs = strdup("");
+    out_file.cfg.ctxs = strdup("");
+    out_file.cfg.phases = strdup("");
+    out_file.cfg.batches = strdup("");
+    if (!out_file.header || !out_file.cfg.model || !out_file.cfg.archs || !out_file.cfg.ctxs || !out_file.cfg.phases ||
+        !out_file.cfg.batches)
+        must(ORTHROS_ENOMEM, "out of memory");
+    snprintf(out_file.cfg.source, sizeof out_file.cfg.source, "bench_kernels");
+    snprintf(out_file.cfg.device, sizeof out_file.cfg.device, "cuda");
+    snprintf(out_file.cfg.timer, sizeof out_file.cfg.timer, "host clock around K launches after a sync, per sample");
+    out_file.cfg.reps = out_file.cfg.max_reps = SAMPLES, out_file.cfg.warmup = WARMUP;
+    out_file.cfg.chunk = out_file.cfg.tail = out_file.cfg.window = out_file.cfg.hybrid_every = -1;
+    out_file.cfg.feature_dim = -1, out_file.cfg.eps = -1;
     out_path = json_path;
     printf("device: %s, %d SMs\n", be->info.name, be->info.sm_count);
     printf("%-22s %-40s %10s %10s %8s %8s %7s\n", "op", "shape", "ms", "floor_ms", "TFLOP/s", "TB/s", "floor%");
@@ -500,8 +498,9 @@ int main(int argc, char **argv)
         if (!quick) bench_linear(di ? 128 : 64, 1, 16384, ORTHROS_FMAP_ELU1, 0, 5);
     }
 
+    orthros_result_finish(out_file.header);
     if (save_json()) return 1;
-    cJSON_Delete(root);
+    orthros_bench_file_free(&out_file);
     be->destroy(be);
     return 0;
 }

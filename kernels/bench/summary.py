@@ -17,6 +17,30 @@ def load(path):
         return None
 
 
+def normalise(bench):
+    """The records and default versions of a kernel bench file: the bench result format (measurements of kernel
+    cells, bench_kernels since it writes that format) or the older {"results": [...]} one."""
+    if "measurements" not in bench:
+        return bench.get("results", []), bench.get("defaults", {})
+    out = []
+    for m in bench["measurements"]:
+        if "op" not in m or "stats" not in m:
+            continue
+        med = m["stats"]["median"]
+        thr = m.get("throughput", {})
+        floor = m.get("floor_s")
+        out.append({"op": m["op"], "shape": m["shape"], "median_ms": med * 1e3, "tflops": thr.get("tflops"),
+                    "tbps": thr.get("tbps"), "fraction_of_floor": floor / med if floor else None,
+                    "case": m.get("case")})
+    in_use = bench.get("environment", {}).get("device", {}).get("kernels", "")
+    defaults = {"in_use": in_use} if in_use else {}
+    for part in in_use.split(","):
+        words = part.split()
+        if len(words) == 2 and words[1].startswith("v"):
+            defaults[words[0]] = words[1][1:]
+    return out, defaults
+
+
 def fmt_ms(x):
     return "-" if x is None else f"{x:.3f}"
 
@@ -33,7 +57,7 @@ def main():
     if bench is None:
         return 1
     anchors = load(sys.argv[2]) if len(sys.argv) > 2 else None
-    results = bench.get("results", [])
+    results, defs = normalise(bench)
     ceil = {r["op"]: r for r in results if r.get("op", "").startswith("ceiling_")}
     copy = ceil.get("ceiling_copy", {}).get("tbps")
     read = ceil.get("ceiling_read", {}).get("tbps")
@@ -53,7 +77,6 @@ def main():
             if k in anchors:
                 extra.append(f"{name} {anchors[k]:.2f} {unit}")
         print("anchors' ceilings (PyTorch): " + ", ".join(extra))
-    defs = bench.get("defaults", {})
     if defs:
         print(f"default kernel versions: attn_prefill v{defs.get('attn_prefill')}, attn_decode v{defs.get('attn_decode')}, "
               f"linear_prefill v{defs.get('linear_prefill')} (backend: {defs.get('in_use', '?')})")
@@ -116,7 +139,7 @@ def main():
     if others:
         print()
         for r in others:
-            print(f"{r['op']:22s} {r['shape']:52s} {r['median_ms']:9.3f} ms  {100 * r.get('fraction_of_floor', 0):5.1f}% of floor")
+            print(f"{r['op']:22s} {r['shape']:52s} {r['median_ms']:9.3f} ms  {100 * (r.get('fraction_of_floor') or 0):5.1f}% of floor")
     return 0
 
 
