@@ -8,7 +8,7 @@
 # and, for the kernel comparison, kernels/tests/bench_kernels): for a tree without git history (a copy on a GPU
 # machine), or an A/A check of the gate itself (the same folder twice: nothing may come out SLOW).
 # Each ref gets a git worktree under a temporary directory and its own Release build (CUDA architectures from
-# ORTHROS_CUDA_ARCHS, default 90a; --device cpu builds without CUDA). Then PERF_GATE_ROUNDS rounds (default 4)
+# ORTHROS_CUDA_ARCHS, default 90a; --device cpu builds without CUDA). Then PERF_GATE_ROUNDS rounds (default 8)
 # run, in ABBA order (base, head, head, base, ...) so that drift of clocks and temperature falls on both
 # revisions alike: each round runs the kernel benchmarks (bench_kernels --quick, GPU only, when both revisions
 # have them) and a short `orthros bench` of each revision, each writing its own file. Finally
@@ -18,7 +18,7 @@
 #   3 the gate itself could not run (no GPU, a build or a benchmark failed).
 # Without an NVIDIA GPU it stops with exit 3 unless --device cpu is given (a CPU dry run of the same steps).
 #
-# Settings (environment): PERF_GATE_ROUNDS (4), PERF_GATE_REPS (samples per cell per round, 5),
+# Settings (environment): PERF_GATE_ROUNDS (8: compare tests the rounds' medians, and 8 a side can pass Holm), PERF_GATE_REPS (samples per cell per round, 5),
 # PERF_GATE_BENCH_ARGS (the bench sweep; default: preset:llama3.2-1b, transformer and orthros, 4K and 16K,
 # prefill and decode on cuda; preset:tiny, 256 and 1K on cpu), PERF_GATE_THRESHOLD (percent, 5),
 # PERF_GATE_ALPHA (0.05), ORTHROS_CUDA_ARCHS (90a), CJSON_ROOT (passed to CMake).
@@ -62,7 +62,7 @@ else
     BASE_SHA=$(git rev-parse --verify "$BASE_REF^{commit}" 2>/dev/null) || fail "unknown ref $BASE_REF"
     HEAD_SHA=$(git rev-parse --verify "$HEAD_REF^{commit}" 2>/dev/null) || fail "unknown ref $HEAD_REF"
 fi
-ROUNDS=${PERF_GATE_ROUNDS:-4}
+ROUNDS=${PERF_GATE_ROUNDS:-8}
 REPS=${PERF_GATE_REPS:-5}
 ARCHS=${ORTHROS_CUDA_ARCHS:-90a}
 if [ "$DEVICE" = cuda ]; then

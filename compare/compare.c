@@ -146,6 +146,17 @@ static void set_note(orthros_compare_cell *c, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The median of each round of a side's cell. */
+static int round_medians(double *out, const side_cell *s)
+{
+    for (int r = 0; r < s->k; r++) {
+        size_t lo = r ? s->ends[r - 1] : 0;
+        int rc = orthros_stats_median(&out[r], s->x + lo, s->ends[r] - lo);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 static int test_cell(orthros_compare_cell *c, const side_cell *b, const side_cell *n, const orthros_compare_opts *o)
 {
     int rc;
@@ -163,12 +174,23 @@ static int test_cell(orthros_compare_cell *c, const side_cell *b, const side_cel
     if ((rc = orthros_stats_bootstrap_ratio_ci_grouped(&c->ci_lo, &c->ci_hi, n->x, n->n, n->ends, (size_t)n->k, b->x,
                                                        b->n, b->ends, (size_t)b->k, 0.95, o->resamples, o->seed)))
         return rc;
-    if ((rc = orthros_stats_mann_whitney(&slow, n->x, n->n, b->x, b->n)) ||
-        (rc = orthros_stats_mann_whitney(&fast, b->x, b->n, n->x, n->n)))
+    /* With rounds on both sides the rounds are the independent units: a whole process or a stretch of time can
+     * sit a few percent off, so its samples are not independent of each other. The test then compares the
+     * rounds' medians; the samples are tested only when a side has a single round. */
+    double mb[MAX_ROUNDS], mn[MAX_ROUNDS];
+    const double *tb = b->x, *tn = n->x;
+    size_t kb = b->n, kn = n->n;
+    int by_rounds = b->k >= 2 && n->k >= 2;
+    if (by_rounds) {
+        if ((rc = round_medians(mb, b)) || (rc = round_medians(mn, n))) return rc;
+        tb = mb, tn = mn, kb = (size_t)b->k, kn = (size_t)n->k;
+    }
+    if ((rc = orthros_stats_mann_whitney(&slow, tn, kn, tb, kb)) || (rc = orthros_stats_mann_whitney(&fast, tb, kb, tn, kn)))
         return rc;
     c->u_slow = slow.u, c->p_slow = slow.p, c->p_fast = fast.p, c->exact = slow.exact;
-    if (-log_binom(b->n + n->n, b->n) >= log(o->alpha) - 1e-9) {
-        set_note(c, "too few samples: with %zu and %zu the test cannot reach p < %g", b->n, n->n, o->alpha);
+    if (-log_binom(kb + kn, kb) >= log(o->alpha) - 1e-9) {
+        set_note(c, "too few %s: with %zu and %zu the test cannot reach p < %g", by_rounds ? "rounds" : "samples", kb, kn,
+                 o->alpha);
         return 0;
     }
     c->tested = 1;

@@ -15,8 +15,8 @@
 
 #define N_CELLS 8
 #define N_SAMPLES 15
-#define MAX_SAMPLES 32
-#define ROUNDS 4
+#define MAX_SAMPLES 64
+#define ROUNDS 8
 #define ROUND_SAMPLES 5
 
 static const char *bin;
@@ -274,7 +274,7 @@ int main(int argc, char **argv)
     cJSON_Delete(r);
 
     /* A/A across rounds with drift: each round's clock moves by ~6% (lognormal) while samples within a round
-     * vary by 1%. Compared as 4 rounds a side (the interval resamples rounds), no cell is ever SLOW or FAST over
+     * vary by 1%. Compared as 8 rounds a side (the test on round medians, the interval resampling rounds), no cell is ever SLOW or FAST over
      * ten seeds. The same samples pooled as one file a side look like 20 precise samples and some cells come
      * out SLOW or FAST: that the pooled comparison is fooled is what makes this test able to fail. */
     {
