@@ -31,7 +31,8 @@
 #define RESAMPLES 2000
 #define MAX_BATCH 4096
 
-static const char *const phase_names[] = {"prefill", "decode", "e2e", NULL};
+static const char *const phase_names[] = {"prefill", "decode", "e2e", "allreduce", NULL};
+#define ALLREDUCE_ITERS 20
 
 typedef struct {
     orthros_model_opts mo;
@@ -101,11 +102,16 @@ static double marked_seconds(orthros_backend *be)
     return orthros_timer_mark(be, 1) || orthros_timer_seconds(be, 0, 1, &t) ? -1 : t;
 }
 
-/* One timed repetition on a prepared session: seconds (per token for decode), or < 0 on failure. */
-static double run_once(orthros_backend *be, orthros_session *s, const orthros_bench_cell *c, const int32_t *tok)
+/* One timed repetition on a prepared session: seconds (per token for decode), or < 0 on failure. An allreduce
+ * cell times the tensor-parallel ranks' all-reduce of a [ctx x batch][d_model] activation alone (no session):
+ * the mean of ALLREDUCE_ITERS back to back, after one that lines the ranks up. */
+static double run_once(orthros_backend *be, orthros_model *m, orthros_session *s, const orthros_bench_cell *c,
+                       const int32_t *tok)
 {
     int32_t next[MAX_BATCH], cur[MAX_BATCH];
     double t;
+    if (!strcmp(c->phase, "allreduce"))
+        return orthros_tp_allreduce_time(m, c->ctx * c->batch, ALLREDUCE_ITERS, &t) ? -1 : t;
     if (!strcmp(c->phase, "decode")) {
         for (int b = 0; b < c->batch; b++) cur[b] = tok[b];
         if (orthros_timer_mark(be, 0)) return -1;
@@ -162,6 +168,7 @@ static double predict_seconds(const sweep *s, const orthros_bench_cell *c, char 
         if (!best || e->ctx > best->ctx) best = e;
     }
     double tokens, rate;
+    if (!strcmp(c->phase, "allreduce")) return 0;
     orthros_cost k = cell_cost(s->m, c, s->o->mo.chunk, &tokens);
     if (best) {
         rate = best->flops / best->stats.median;
@@ -184,17 +191,34 @@ static int finish_cell(sweep *s, arm *a, const char *stop)
     snprintf(c->stop_reason, sizeof c->stop_reason, "%s", stop);
     c->noise = c->n_samples >= 2 ? robust_noise(c->samples, c->n_samples) : NAN;
     c->noisy = isfinite(c->noise) && c->noise * 100.0 > s->o->max_noise; /* one sample has no noise measure */
-    c->chunk = a->chunk;
+    c->chunk = a->chunk; /* 0 for an allreduce cell, which has no session */
     if ((rc = orthros_stats_fill(&c->stats, c->samples, c->n_samples, 0.95, RESAMPLES, (uint64_t)s->o->mo.seed))) return rc;
+    if (!strcmp(c->phase, "allreduce")) {
+        /* The message's bytes; tbps is the algorithm bandwidth, bytes / time (the bus bandwidth is
+         * 2 (tp - 1) / tp of it, print_cell). */
+        double rows = (double)c->ctx * c->batch;
+        c->flops = c->attn_flops = 0;
+        c->bytes = rows * orthros_model_get_config(s->m)->d_model * (double)orthros_model_act_size(s->m);
+        c->tokens_per_s = rows / c->stats.median;
+        c->tflops = 0;
+        c->tbps = c->bytes / c->stats.median / 1e12;
+        c->frac_gemm = c->frac_copy = c->frac_read = NAN;
+        c->weights_bytes = (double)orthros_model_weight_bytes(s->m);
+        c->session_bytes = 0;
+        c->device_used_bytes = NAN;
+        return 0;
+    }
     double tokens;
     orthros_cost k = cell_cost(s->m, c, c->chunk, &tokens);
     c->flops = k.flops, c->attn_flops = k.attn_flops, c->bytes = k.bytes;
     c->tokens_per_s = tokens / c->stats.median;
     c->tflops = k.flops / c->stats.median / 1e12;
     c->tbps = k.bytes / c->stats.median / 1e12;
-    c->frac_gemm = c->tflops / ceil->gemm_tflops;
-    c->frac_copy = c->tbps / ceil->copy_tbps;
-    c->frac_read = c->tbps / ceil->read_tbps;
+    /* The ceilings are one GPU's; a tensor-parallel cell runs on tp of them (cpu ranks share one cpu). */
+    double devices = orthros_backend_caps(s->be) & ORTHROS_CAP_GPU ? orthros_model_tp(s->m) : 1;
+    c->frac_gemm = c->tflops / ceil->gemm_tflops / devices;
+    c->frac_copy = c->tbps / ceil->copy_tbps / devices;
+    c->frac_read = c->tbps / ceil->read_tbps / devices;
     int extra = strcmp(c->phase, "prefill") ? c->decode_tokens : 0;
     size_t free_b = 0, total_b = 0;
     orthros_backend_mem_info(s->be, &free_b, &total_b);
@@ -209,9 +233,9 @@ static int arm_open(sweep *s, arm *a, const int32_t *tok)
 {
     const orthros_bench_cell *c = &a->cell;
     int extra = strcmp(c->phase, "prefill") ? c->decode_tokens : 0, rc;
-    if ((rc = orthros_model_set_arch(s->m, a->arch)) ||
-        (rc = orthros_session_init(&a->s, s->m, c->batch, c->ctx + extra, s->o->mo.chunk)))
-        return rc;
+    if ((rc = orthros_model_set_arch(s->m, a->arch))) return rc;
+    if (!strcmp(c->phase, "allreduce")) return 0;
+    if ((rc = orthros_session_init(&a->s, s->m, c->batch, c->ctx + extra, s->o->mo.chunk))) return rc;
     a->chunk = orthros_session_chunk(a->s);
     if (!strcmp(c->phase, "decode")) {
         int32_t nx;
@@ -229,7 +253,7 @@ static int arm_round(sweep *s, arm *a, const int32_t *tok, int k, int keep_sessi
     if (!a->s && (rc = arm_open(s, a, tok))) return rc;
     if ((rc = orthros_model_set_arch(s->m, a->arch))) return rc;
     for (; a->warmed < a->warmup; a->warmed++)
-        if (run_once(s->be, a->s, c, tok) < 0) return ORTHROS_EINVAL; /* the message is recorded */
+        if (run_once(s->be, s->m, a->s, c, tok) < 0) return ORTHROS_EINVAL; /* the message is recorded */
     if (c->n_samples + (size_t)k > a->cap || c->n_rounds == a->cap) {
         size_t cap = 2 * (c->n_samples + (size_t)k) + 8;
         double *x = realloc(c->samples, cap * sizeof *x);
@@ -240,7 +264,7 @@ static int arm_round(sweep *s, arm *a, const int32_t *tok, int k, int keep_sessi
         a->cap = cap;
     }
     for (int i = 0; i < k; i++) {
-        double t = run_once(s->be, a->s, c, tok);
+        double t = run_once(s->be, s->m, a->s, c, tok);
         if (t < 0) return ORTHROS_EINVAL;
         c->samples[c->n_samples++] = t;
     }
@@ -274,6 +298,7 @@ static void print_cell(sweep *s, const orthros_bench_cell *c)
         snprintf(v[11], 48, "%.1f", c->frac_gemm * 100);
         snprintf(v[12], 48, "%.3f", c->tbps);
         snprintf(v[13], 48, "%.1f", c->frac_copy * 100);
+        if (!strcmp(c->phase, "allreduce")) v[11][0] = v[13][0] = '\0';
     } else {
         snprintf(v[8], 48, "%s", c->state == ORTHROS_CELL_SKIPPED ? "skipped" : "failed");
     }
@@ -283,7 +308,17 @@ static void print_cell(sweep *s, const orthros_bench_cell *c)
         snprintf(line, sizeof line, "  %s %s ctx %d batch %d not measured: %.500s", c->arch, c->phase, c->ctx, c->batch,
                  c->reason);
         orthros_table_note(&s->table, line);
-    } else if (c->noisy) {
+    } else if (!strcmp(c->phase, "allreduce")) {
+        /* The bus bandwidth as nccl-tests define it, next to the link bandwidth of the cost model. */
+        int tp = orthros_model_tp(s->m);
+        double bus = 2.0 * (tp - 1) / tp * c->bytes / c->stats.median;
+        char line[300];
+        snprintf(line, sizeof line, "  %s allreduce of %d x %d rows over %d ranks: bus bandwidth %.1f GB/s, %.0f%% of the "
+                 "cost model's %.0f GB/s", c->arch, c->ctx, c->batch, tp, bus / 1e9,
+                 100 * bus / ORTHROS_COST_LINK_BUS_BYTES_PER_S, ORTHROS_COST_LINK_BUS_BYTES_PER_S / 1e9);
+        orthros_table_note(&s->table, line);
+    }
+    if (c->state == ORTHROS_CELL_MEASURED && c->noisy) {
         fprintf(stderr,
                 "warning: %s %s ctx %d batch %d stopped (%s) at %.1f%% noise, above --max-noise %g%%: its median and "
                 "interval are less trustworthy; more --reps or a quieter machine help\n",
@@ -310,7 +345,9 @@ static int compute_speedups(orthros_bench_file *f, uint64_t seed)
     if (!f->speedups || !f->summary) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     for (size_t i = 0; i < f->n_cells; i++) {
         const orthros_bench_cell *y = &f->cells[i];
-        if (y->op[0] || !strcmp(y->arch, "transformer") || y->state != ORTHROS_CELL_MEASURED) continue;
+        if (y->op[0] || !strcmp(y->arch, "transformer") || y->state != ORTHROS_CELL_MEASURED ||
+            !strcmp(y->phase, "allreduce"))
+            continue;
         const orthros_bench_cell *x = orthros_bench_file_find(f, "transformer", y->phase, y->ctx, y->batch, 1);
         if (!x) continue;
         orthros_speedup *e = &f->speedups[f->n_speedups];
@@ -394,7 +431,7 @@ static int config_of(orthros_bench_config *c, const bench_opts *o, const orthros
     c->decode_tokens = o->decode_tokens, c->warmup = o->warmup, c->reps = o->reps, c->max_reps = o->max_reps;
     c->max_noise_pct = o->max_noise, c->timeout_s = o->timeout, c->cell_budget_s = o->cell_budget;
     c->chunk = o->mo.chunk, c->tail = o->mo.tail, c->window = o->mo.window, c->hybrid_every = o->mo.hybrid_every;
-    c->feature_dim = o->mo.feature_dim, c->eps = o->mo.eps, c->seed = o->mo.seed;
+    c->feature_dim = o->mo.feature_dim, c->eps = o->mo.eps, c->seed = o->mo.seed, c->tp = o->mo.tp;
     snprintf(c->feature_map, sizeof c->feature_map, "%s", o->mo.feature_map ? o->mo.feature_map : "");
     snprintf(c->timer, sizeof c->timer, "%s",
              orthros_backend_caps(be) & ORTHROS_CAP_GPU ? "CUDA events on the backend's stream"
@@ -455,6 +492,13 @@ static int arm_plan(sweep *s, arm *a, size_t n_arms)
     char why[400], basis[160] = "";
     a->reps = o->reps, a->warmup = o->warmup, a->max_reps = o->max_reps;
     if ((rc = orthros_model_set_arch(s->m, a->arch))) return rc;
+    if (!strcmp(c->phase, "allreduce")) {
+        if (orthros_model_tp(s->m) > 1 && (long)c->ctx * c->batch <= (1L << 30)) return 0;
+        a->done = 1;
+        return orthros_bench_cell_set_reason(c, ORTHROS_CELL_SKIPPED,
+                                             orthros_model_tp(s->m) > 1 ? "ctx x batch rows exceed 2^30"
+                                                                        : "one rank (--tp 1): there is no all-reduce");
+    }
     size_t free_b = 0, total_b = 0;
     orthros_backend_mem_info(s->be, &free_b, &total_b);
     int chunk = o->mo.chunk > 0 ? o->mo.chunk : (c->ctx < 64 ? c->ctx : 64);
@@ -496,7 +540,7 @@ static int run_group(sweep *s, arm *arms, size_t n, const int32_t *tok)
     /* The sessions of all arms stay alive across rounds when they fit together; otherwise each round opens its
      * own (and a decode cell prefills its prompt again). */
     for (size_t i = 0; i < n; i++) {
-        if (arms[i].done || orthros_model_set_arch(s->m, arms[i].arch)) continue;
+        if (arms[i].done || !strcmp(arms[i].cell.phase, "allreduce") || orthros_model_set_arch(s->m, arms[i].arch)) continue;
         const orthros_bench_cell *c = &arms[i].cell;
         int extra = strcmp(c->phase, "prefill") ? c->decode_tokens : 0;
         need += orthros_session_bytes(s->m, c->batch, c->ctx + extra, o->mo.chunk > 0 ? o->mo.chunk : 256);
@@ -782,7 +826,9 @@ int orthros_cmd_bench(int argc, char **argv)
     arch->help = "architectures, comma-separated (default transformer,orthros)";
     orthros_cmd_add(&c, "ctx", ORTHROS_OPT_STR, &o.ctxs, "LIST",
                     "context lengths: 1k,4k or ranges 1k:1m:x2, 0:4k:+1k (default 256:2k:x2 on cpu, 4k:64k:x2 on cuda)");
-    orthros_cmd_add(&c, "phase", ORTHROS_OPT_STR, &o.phases, "LIST", "prefill,decode,e2e (default prefill,decode)");
+    orthros_cmd_add(&c, "phase", ORTHROS_OPT_STR, &o.phases, "LIST",
+                    "prefill,decode,e2e,allreduce (default prefill,decode; allreduce: the --tp ranks' all-reduce of ctx x "
+                    "batch rows alone)");
     orthros_cmd_add(&c, "batch", ORTHROS_OPT_STR, &o.batches, "LIST", "batch sizes, 1..4096 (default 1)");
     orthros_cmd_add_num(&c, "decode-tokens", ORTHROS_OPT_INT, &o.decode_tokens, 1, 1 << 20, "N",
                         "decode steps per decode sample, and generated tokens of e2e (default 16)");

@@ -40,22 +40,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${ORTHROS_GPU_BUILD:-build-gpu}
 ARCHS=${ORTHROS_CUDA_ARCHS:-90a}
-CJSON=$ROOT/.deps/cjson
-if [ -d "$CJSON" ]; then
-    export LD_LIBRARY_PATH=$CJSON/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-
-declare -A status
-step() { # step NAME LOGFILE CMD...: runs CMD, tees its output to OUT/LOGFILE, records pass/fail
-    local name=$1 log=$2
-    shift 2
-    echo "=== $name: $*" | tee -a "$OUT/$log"
-    local t0=$SECONDS
-    "$@" 2>&1 | tee -a "$OUT/$log"
-    local rc=${PIPESTATUS[0]}
-    status[$name]="rc=$rc $((SECONDS - t0))s"
-    return "$rc"
-}
+. ci/gpu-common.sh
 
 {
     echo "date: $(date -u +%FT%TZ)"

@@ -82,6 +82,8 @@ int main(int argc, char **argv)
                ORTHROS_HAVE_CUDA ? "built" : "not built");
         return 0;
     }
+    int tp_status;
+    if (orthros_tp_main(argc, argv, &tp_status)) return tp_status; /* the ranks of a --tp run on cuda */
     if (!strcmp(cmd, "list") || !strcmp(cmd, "--list")) return list_all();
     if (!strcmp(cmd, "help")) {
         /* orthros help CMD [TASK] is orthros CMD [TASK] --help. */

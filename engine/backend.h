@@ -18,6 +18,9 @@
 extern "C" {
 #endif
 
+/* The ranks of a tensor-parallel model and how they meet (engine/tp.h). */
+typedef struct orthros_comm orthros_comm;
+
 typedef enum { ORTHROS_DTYPE_F32 = 0, ORTHROS_DTYPE_BF16 = 1, ORTHROS_DTYPE_F16 = 2 } orthros_dtype;
 
 /* RoPE tables and attention geometry, filled once per model. */
@@ -115,11 +118,18 @@ struct orthros_backend {
                                int B, int n);
     int (*attn_linear_decode)(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
                               int B, int n);
+
+    /* Tensor parallel: x[n][D] = the sum over the ranks of `comm` of their x, in place, the same on every rank
+     * (cpu: fp32 in rank order; cuda: bf16 through NCCL, which adds in fp32 and rounds to bf16 per step). */
+    int (*allreduce_sum)(orthros_backend *be, orthros_comm *comm, void *x, int n, int D);
 };
 
 int orthros_backend_cpu_create(orthros_backend **out);
 /* Returns ORTHROS_EUNSUPPORTED when built without CUDA, ORTHROS_EDEVICE when no GPU is usable. */
 int orthros_backend_cuda_create(orthros_backend **out);
+/* GPUs visible to this process (0 without CUDA), and the one this thread's later CUDA work uses. */
+int orthros_cuda_device_count(void);
+int orthros_cuda_set_device(int device);
 
 /* Shared helpers (the bf16 / fp16 conversions and orthros_uniform are in base/orthros_base.h). */
 /* inv_freq[head_dim / 2] for a model, llama3 scaling applied as Hugging Face does. */

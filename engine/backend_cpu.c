@@ -3,6 +3,7 @@
  * in a fixed order that does not depend on the thread count or on how the caller chunks its rows. */
 #define _GNU_SOURCE
 #include "backend.h"
+#include "tp.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -407,6 +408,14 @@ static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, cons
     return 0;
 }
 
+/* The ranks of a cpu model are threads of this process: they sum in memory, in rank order (or, run as
+ * processes for testing, through rank 0 in the same order). */
+static int cpu_allreduce_sum(orthros_backend *be, orthros_comm *comm, void *x, int n, int D)
+{
+    if (comm && comm->tcp) return orthros_comm_allreduce_tcp_f32(comm, x, (size_t)n * (size_t)D);
+    return orthros_comm_allreduce_f32(comm, x, (size_t)n * (size_t)D);
+}
+
 static void cpu_fill_info(orthros_device_info *info)
 {
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -469,6 +478,7 @@ int orthros_backend_cpu_create(orthros_backend **out)
     be->attn_full_decode = cpu_attn_full;
     be->attn_linear_prefill = cpu_attn_linear;
     be->attn_linear_decode = cpu_attn_linear;
+    be->allreduce_sum = cpu_allreduce_sum;
     *out = be;
     return 0;
 }

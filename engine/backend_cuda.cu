@@ -25,6 +25,7 @@
 #include "rmsnorm.h"
 #include "rope_cache.h"
 #include "swiglu.h"
+#include "tp.h"
 
 #define STAGE_SLOTS 16
 #define STAGE_INIT_INTS 4096
@@ -438,6 +439,30 @@ static int cuda_attn_linear_decode(orthros_backend *be, void *out, const void *q
     return orthros_attn_linear_recurrent_bf16(&p, c->cublas, c->stream);
 }
 
+/* The ranks of a cuda model are processes, one per GPU: NCCL sums their bf16 partial sums on this backend's
+ * stream (engine/tp_nccl.c). */
+static int cuda_allreduce_sum(orthros_backend *be, orthros_comm *comm, void *x, int n, int D)
+{
+    if (n <= 0) return 0;
+    return orthros_comm_allreduce_bf16(comm, x, (size_t)n * (size_t)D, (void *)impl_of(be)->stream);
+}
+
+int orthros_cuda_device_count(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+int orthros_cuda_set_device(int device)
+{
+    ORTHROS_CUDA_CHECK(cudaSetDevice(device));
+    return 0;
+}
+
 int orthros_cuda_available(void)
 {
     int count = 0;
@@ -627,6 +652,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->attn_full_decode = attn_full;
     be->attn_linear_prefill = cuda_attn_linear_prefill;
     be->attn_linear_decode = cuda_attn_linear_decode;
+    be->allreduce_sum = cuda_allreduce_sum;
     *out = be;
     return 0;
 }

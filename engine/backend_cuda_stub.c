@@ -11,3 +11,13 @@ int orthros_cuda_available(void)
 {
     return 0;
 }
+
+int orthros_cuda_device_count(void)
+{
+    return 0;
+}
+
+int orthros_cuda_set_device(int device)
+{
+    return orthros_error(ORTHROS_EUNSUPPORTED, "this build has no CUDA backend (configure with nvcc on the PATH)");
+}

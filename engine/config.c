@@ -209,13 +209,22 @@ int orthros_preset_config(orthros_model_config *cfg, const char *name)
                                       .rope_orig_max_pos = 8192};
         return 0;
     }
-    return orthros_error(ORTHROS_EINVAL, "unknown preset \"%s\" (tiny, llama3.2-1b, llama3.1-8b)", name);
+    if (!strcmp(name, "llama3.1-70b")) {
+        /* The shape of Llama-3.1-70B: 141 GB of bf16 weights, so it runs sharded (--tp 2 and up). */
+        *cfg = (orthros_model_config){.d_model = 8192, .n_layers = 80, .n_heads = 64, .n_kv_heads = 8, .head_dim = 128,
+                                      .ffn = 28672, .vocab = 128256, .max_pos = 131072, .norm_eps = 1e-5f,
+                                      .rope_theta = 500000.0, .rope_llama3 = 1, .rope_factor = 8.0,
+                                      .rope_low_freq_factor = 1.0, .rope_high_freq_factor = 4.0,
+                                      .rope_orig_max_pos = 8192};
+        return 0;
+    }
+    return orthros_error(ORTHROS_EINVAL, "unknown preset \"%s\" (tiny, llama3.2-1b, llama3.1-8b, llama3.1-70b)", name);
 }
 
 void orthros_arch_opts_default(orthros_arch_opts *o)
 {
     *o = (orthros_arch_opts){.arch = NULL, .fmap = ORTHROS_UNSET, .feature_dim = ORTHROS_UNSET, .tail = ORTHROS_UNSET,
-                             .eps = ORTHROS_UNSET, .window = ORTHROS_UNSET, .hybrid_every = ORTHROS_UNSET};
+                             .eps = ORTHROS_UNSET, .window = ORTHROS_UNSET, .hybrid_every = ORTHROS_UNSET, .tp = 1};
 }
 
 const char *orthros_fmap_name(orthros_fmap f)

@@ -75,6 +75,7 @@ typedef struct {
     double eps;         /* ORTHROS_UNSET: checkpoint or 1e-6; else (0, 1] */
     int window;         /* ORTHROS_UNSET: checkpoint or 4096; else >= 1 */
     int hybrid_every;   /* ORTHROS_UNSET: checkpoint or 4; else >= 1 */
+    int tp;             /* tensor-parallel ranks (world size), default 1; docs/tensor-parallel.md */
 } orthros_arch_opts;
 
 void orthros_arch_opts_default(orthros_arch_opts *o);
@@ -144,8 +145,11 @@ int orthros_measure_ceilings(orthros_backend *be, orthros_ceilings *out);
 
 typedef struct orthros_model orthros_model;
 
-/* Loads `spec` (a model directory, a FILE.gguf, or preset:tiny / preset:llama3.2-1b / preset:llama3.1-8b) onto `be`
- * under the schedule resolved from `opts`. `seed` fills preset weights. */
+/* Loads `spec` (a model directory, a FILE.gguf, or preset:tiny / preset:llama3.2-1b / preset:llama3.1-8b /
+ * preset:llama3.1-70b) onto `be` under the schedule resolved from `opts`. `seed` fills preset weights.
+ * opts->tp > 1 shards the model over that many ranks (docs/tensor-parallel.md): on the cpu backend the model
+ * holds every shard, each on a cpu backend of its own (be holds rank 0's); on the cuda backend this process is
+ * one rank of a world started by orthros_tp_main (or torchrun / mpirun), and be holds its shard. */
 int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spec,
                        const orthros_arch_opts *opts, uint64_t seed);
 void orthros_model_free(orthros_model *m);
@@ -156,10 +160,14 @@ int orthros_model_set_arch(orthros_model *m, const char *arch);
 const orthros_model_config *orthros_model_get_config(const orthros_model *m);
 const orthros_arch *orthros_model_get_arch(const orthros_model *m);
 orthros_backend *orthros_model_get_backend(orthros_model *m);
-/* Bytes of weights held on the backend. */
+/* Bytes of weights held on this process's backends (every in-process rank's, on cpu). */
 size_t orthros_model_weight_bytes(const orthros_model *m);
 /* Bytes of one activation, weight or KV-cache element on the model's backend (2 for bf16 on cuda, 4 on cpu). */
 size_t orthros_model_act_size(const orthros_model *m);
+/* The tensor-parallel world size of the model (1 when it is not sharded). */
+int orthros_model_tp(const orthros_model *m);
+/* The devices a model runs on, rank by rank: fills out[0 .. min(max, world)) and returns the world size. */
+int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int max);
 
 /* Reads a whole regular file (a folder, a FIFO or a device is refused with a message naming it) into *out,
  * NUL-terminated, *len (when not NULL) its length; the caller frees it. Fails with ORTHROS_EIO naming the file when
@@ -200,8 +208,21 @@ int orthros_session_rewind(orthros_session *s, int pos);
  * orthros layers a tail longer than n is refused (ORTHROS_EINVAL): it would run a transformer labelled orthros. */
 int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, float *logits_all, int32_t *next);
 /* One decode step for every sequence: tokens[batch] in, greedy next[batch] out; logits, if not NULL,
- * receives [batch][vocab] float32. */
+ * receives [batch][vocab] float32. With next and logits both NULL no logits are computed (the ranks > 0 of a
+ * tensor-parallel model). */
 int orthros_decode(orthros_session *s, const int32_t *tokens, int32_t *next, float *logits);
+/* Tensor parallel, for main(): call before the command runs (docs/tensor-parallel.md). It reads `--tp N` and
+ * `--device` from argv[2..] of a model-running command (logits, generate, bench, eval). Returns 1 when the
+ * command was handled here, with its exit status in *status: `--tp N` on cuda without a launcher's environment
+ * started N processes of this binary (one per GPU) and waited for them, or this process is rank > 0 of a
+ * launched world and served rank 0 until it finished. Returns 0 when the command runs in this process (no
+ * processes to start, or this is rank 0 of a launched world, whose communicator is then ready). */
+int orthros_tp_main(int argc, char **argv, int *status);
+/* Times an in-place sum all-reduce of a [rows][d_model] activation across the model's ranks: one untimed
+ * call (which also lines the ranks up), then `iters` back to back on rank 0's backend timer; *seconds gets
+ * the time per all-reduce. ORTHROS_EINVAL on a model with no communicator (world size 1). */
+int orthros_tp_allreduce_time(orthros_model *m, int rows, int iters, double *seconds);
+
 /* Greedy generation for sequence 0 of a batch-1 session: prefill, then max_new - 1 decode steps
  * (the first generated token comes from the prefill). */
 int orthros_generate(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out);

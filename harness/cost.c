@@ -96,3 +96,8 @@ orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_ar
     k.bytes += c->vocab * (double)c->d_model * act_size;
     return k;
 }
+
+double orthros_cost_allreduce_seconds(double bytes, int world)
+{
+    return world > 1 ? 2.0 * (world - 1) / world * bytes / ORTHROS_COST_LINK_BUS_BYTES_PER_S : 0;
+}

@@ -18,4 +18,12 @@ orthros_cost orthros_cost_prefill(const orthros_model_config *c, const orthros_a
 orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_arch *a, double L, int B,
                                  double act_size);
 
+/* The link the cost model assumes between tensor-parallel ranks: NVLink 4 of an H100 / H200 SXM, 18 links of
+ * 25 GB/s per direction, which is the bus bandwidth (as nccl-tests define it) an all-reduce can reach at best. */
+#define ORTHROS_COST_LINK_BUS_BYTES_PER_S 450e9
+
+/* Seconds of a sum all-reduce of `bytes` over `world` ranks at that bandwidth: 2 (world - 1) / world x bytes
+ * cross each rank's link (a ring's reduce-scatter and all-gather). 0 for one rank. */
+double orthros_cost_allreduce_seconds(double bytes, int world);
+
 #endif

@@ -145,13 +145,14 @@ int orthros_cmd_fail_usage(const char *cmd, int rc)
 void orthros_model_opts_default(orthros_model_opts *o)
 {
     *o = (orthros_model_opts){.model = "preset:tiny", .arch = NULL, .device = "auto", .feature_map = NULL, .tail = -1,
-                              .window = -1, .hybrid_every = -1, .feature_dim = -1, .chunk = 0, .seed = 1, .eps = -1.0};
+                              .window = -1, .hybrid_every = -1, .feature_dim = -1, .chunk = 0, .seed = 1, .eps = -1.0,
+                              .tp = 1};
 }
 
 void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o)
 {
     orthros_cmd_add(c, "model", ORTHROS_OPT_STR, &o->model, "DIR|FILE.gguf|preset:NAME",
-                    "checkpoint directory, GGUF file, or preset:tiny|llama3.2-1b|llama3.1-8b (default preset:tiny)");
+                    "checkpoint directory, GGUF file, or preset:tiny|llama3.2-1b|llama3.1-8b|llama3.1-70b (default preset:tiny)");
     orthros_cmd_add(c, "arch", ORTHROS_OPT_STR, &o->arch, "ARCH",
                     "transformer|orthros|linear|swa|hybrid (default: the checkpoint's, else transformer)");
     orthros_cmd_add(c, "device", ORTHROS_OPT_STR, &o->device, "DEV", "cpu|cuda|auto (default auto: cuda when a GPU is present)");
@@ -166,6 +167,8 @@ void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o)
     orthros_cmd_add_num(c, "eps", ORTHROS_OPT_DOUBLE, &o->eps, 1e-30, 1.0, "E", "linear attention denominator epsilon (default 1e-6)");
     orthros_cmd_add_num(c, "chunk", ORTHROS_OPT_INT, &o->chunk, 0, INT_MAX, "N", "prefill chunk size (default 0: from free memory)");
     orthros_cmd_add_num(c, "seed", ORTHROS_OPT_INT, &o->seed, 0, INT_MAX, "S", "seed of preset weights (default 1)");
+    orthros_cmd_add_num(c, "tp", ORTHROS_OPT_INT, &o->tp, 1, 64, "N",
+                        "tensor-parallel ranks: threads on cpu, one process per GPU on cuda (default 1)");
 }
 
 int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts *o)
@@ -193,6 +196,7 @@ int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts 
     if (o->hybrid_every != -1) out->hybrid_every = o->hybrid_every;
     if (o->feature_dim != -1) out->feature_dim = o->feature_dim;
     if (o->eps != -1.0) out->eps = o->eps;
+    out->tp = o->tp;
     return 0;
 }
 

@@ -59,6 +59,7 @@ void orthros_bench_file_init(orthros_bench_file *f)
     f->ceilings = (orthros_ceilings){NAN, 0, NAN, NAN, NAN, NAN};
     f->cfg.chunk = f->cfg.tail = f->cfg.window = f->cfg.hybrid_every = f->cfg.feature_dim = -1;
     f->cfg.eps = -1;
+    f->cfg.tp = 1;
 }
 
 void orthros_bench_config_free(orthros_bench_config *c)
@@ -133,6 +134,7 @@ int orthros_bench_config_check_same(const orthros_bench_config *a, const char *a
         (rc = orthros_result_same_str(a_name, b_name, "--feature-map", a->feature_map, b->feature_map)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--seed", a->seed, b->seed)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--decode-tokens", a->decode_tokens, b->decode_tokens)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--tp", a->tp, b->tp)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--chunk", a->chunk, b->chunk)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--tail", a->tail, b->tail)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--window", a->window, b->window)) ||
@@ -296,8 +298,9 @@ static int read_cell(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, int l
             (rc = orthros_jr_int(&dt, j, o, "decode_tokens", 0, INT_MAX, 0)))
             return rc;
         if (!c->arch[0]) return orthros_jr_fail(j, "arch", "empty");
-        if (strcmp(c->phase, "prefill") && strcmp(c->phase, "decode") && strcmp(c->phase, "e2e"))
-            return orthros_jr_fail(j, "phase", "\"%s\" is not prefill, decode or e2e", c->phase);
+        if (strcmp(c->phase, "prefill") && strcmp(c->phase, "decode") && strcmp(c->phase, "e2e") &&
+            strcmp(c->phase, "allreduce"))
+            return orthros_jr_fail(j, "phase", "\"%s\" is not prefill, decode, e2e or allreduce", c->phase);
         c->ctx = (int)ctx, c->batch = (int)batch, c->decode_tokens = (int)dt;
     }
     char *skipped = NULL, *error = NULL;
@@ -332,7 +335,7 @@ static int read_config(orthros_bench_config *c, orthros_jr *j, const cJSON *o)
                 {"reps", &c->reps, 0},                   {"max_reps", &c->max_reps, 0},
                 {"chunk", &c->chunk, -1},                {"tail", &c->tail, -1},
                 {"window", &c->window, -1},              {"hybrid_every", &c->hybrid_every, -1},
-                {"feature_dim", &c->feature_dim, -1}};
+                {"feature_dim", &c->feature_dim, -1},    {"tp", &c->tp, 1}};
     if ((rc = orthros_jr_strdup(&c->model, j, o, "model", ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_strdup(&c->archs, j, o, "arch", 0)) || (rc = orthros_jr_strdup(&c->ctxs, j, o, "ctx", 0)) ||
         (rc = orthros_jr_strdup(&c->phases, j, o, "phase", 0)) || (rc = orthros_jr_strdup(&c->batches, j, o, "batch", 0)) ||
@@ -638,6 +641,7 @@ static cJSON *config_json(const orthros_bench_config *c)
     cJSON_AddNumberToObject(o, "feature_dim", c->feature_dim);
     cJSON_AddNumberToObject(o, "eps", c->eps);
     cJSON_AddStringToObject(o, "feature_map", c->feature_map);
+    cJSON_AddNumberToObject(o, "tp", c->tp);
     cJSON_AddStringToObject(o, "timer", c->timer);
     return o;
 }

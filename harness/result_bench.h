@@ -79,6 +79,7 @@ typedef struct {
     int chunk, tail, window, hybrid_every, feature_dim;
     double eps;
     char feature_map[16];
+    int tp;                      /* tensor-parallel ranks (--tp; 1 when the file does not say) */
     int seed;
     char timer[96];
     char source[32];             /* "orthros bench" or "bench_kernels" */

@@ -43,22 +43,10 @@ fail:
 
 static void compare_rows(const char *label, const float *ref, const float *got, int rows, int V)
 {
-    int agree = 0;
-    double err = 0, lo = INFINITY, hi = -INFINITY;
-    for (int i = 0; i < rows; i++) {
-        const float *r = ref + (size_t)i * V, *g = got + (size_t)i * V;
-        int ar = 0, ag = 0;
-        for (int j = 0; j < V; j++) {
-            if (r[j] > r[ar]) ar = j;
-            if (g[j] > g[ag]) ag = j;
-            err = fmax(err, fabs((double)r[j] - g[j]));
-            if (isnan(g[j])) err = INFINITY;
-            lo = fmin(lo, r[j]);
-            hi = fmax(hi, r[j]);
-        }
-        agree += ar == ag;
-    }
-    double rel = err / (hi - lo);
+    int agree;
+    double err, range;
+    tu_logit_agreement(ref, got, rows, V, &agree, &err, &range);
+    double rel = err / range;
     printf("%-40s argmax agreement %3d/%3d, max abs err %.4f (%.2f%% of the logit range)\n", label, agree, rows, err,
            100 * rel);
     CHECK(agree >= (rows * 9 + 9) / 10, "%s: argmax agrees at %d of %d positions", label, agree, rows);

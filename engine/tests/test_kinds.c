@@ -236,45 +236,20 @@ fail:
     return out;
 }
 
-typedef struct {
-    const char *label, *arch;
-    int fmap, tail, window, hybrid_every;
-} arch_case;
-
-static const arch_case cases[] = {
-    {"transformer", "transformer", -1, -1, -1, -1}, {"orthros tail 1", "orthros", -1, 1, -1, -1},
-    {"orthros tail 5", "orthros", -1, 5, -1, -1},   {"linear elu1", "linear", ORTHROS_FMAP_ELU1, -1, -1, -1},
-    {"linear relu", "linear", ORTHROS_FMAP_RELU, -1, -1, -1}, {"linear hedgehog", "linear", ORTHROS_FMAP_HEDGEHOG, -1, -1, -1},
-    {"orthros hedgehog", "orthros", ORTHROS_FMAP_HEDGEHOG, 3, -1, -1}, {"swa 5", "swa", -1, -1, 5, -1},
-    {"hybrid every 2", "hybrid", -1, -1, -1, 2},
-};
-
-static orthros_arch_opts case_opts(const arch_case *c)
-{
-    orthros_arch_opts o;
-    orthros_arch_opts_default(&o);
-    o.arch = c->arch;
-    o.fmap = c->fmap;
-    o.tail = c->tail;
-    o.window = c->window;
-    o.hybrid_every = c->hybrid_every;
-    return o;
-}
-
 static void test_model_against_naive(const int32_t *tok, int n, int V)
 {
     orthros_backend naive = *cpu;
     naive.attn_full_prefill = naive.attn_full_decode = naive_full_op;
     naive.attn_linear_prefill = naive.attn_linear_decode = naive_linear_op;
     naive.destroy = NULL;
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        orthros_arch_opts ao = case_opts(&cases[c]);
+    for (size_t c = 0; c < tu_n_arch_cases; c++) {
+        orthros_arch_opts ao = tu_arch_case_opts(&tu_arch_cases[c]);
         float *a = run_logits(cpu, "preset:tiny", &ao, tok, n, n), *b = run_logits(&naive, "preset:tiny", &ao, tok, n, n);
-        CHECK(a && b, "%s: run failed", cases[c].label);
+        CHECK(a && b, "%s: run failed", tu_arch_cases[c].label);
         if (a && b) {
             double err = tu_max_abs_diff(a, b, (size_t)n * V);
-            printf("model %-18s vs naive attention: max abs logit err %.3g\n", cases[c].label, err);
-            CHECK(err < 1e-4, "%s: engine and naive attention differ by %.3g", cases[c].label, err);
+            printf("model %-18s vs naive attention: max abs logit err %.3g\n", tu_arch_cases[c].label, err);
+            CHECK(err < 1e-4, "%s: engine and naive attention differ by %.3g", tu_arch_cases[c].label, err);
         }
         free(a), free(b);
     }
@@ -282,22 +257,22 @@ static void test_model_against_naive(const int32_t *tok, int n, int V)
 
 static void test_chunk_independence(const int32_t *tok, int n, int V)
 {
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        orthros_arch_opts ao = case_opts(&cases[c]);
+    for (size_t c = 0; c < tu_n_arch_cases; c++) {
+        orthros_arch_opts ao = tu_arch_case_opts(&tu_arch_cases[c]);
         float *whole = run_logits(cpu, "preset:tiny", &ao, tok, n, n);
         int chunks[2] = {1, 7};
         for (int k = 0; k < 2; k++) {
             float *part = run_logits(cpu, "preset:tiny", &ao, tok, n, chunks[k]);
-            CHECK(whole && part, "%s: run failed", cases[c].label);
+            CHECK(whole && part, "%s: run failed", tu_arch_cases[c].label);
             if (whole && part) {
                 double err = tu_max_abs_diff(whole, part, (size_t)n * V);
-                CHECK(err <= 1e-6, "%s: chunk %d differs from chunk %d by %.3g", cases[c].label, chunks[k], n, err);
+                CHECK(err <= 1e-6, "%s: chunk %d differs from chunk %d by %.3g", tu_arch_cases[c].label, chunks[k], n, err);
             }
             free(part);
         }
         free(whole);
     }
-    printf("chunk sizes 1, 7 and %d agree for %zu schedules\n", n, sizeof cases / sizeof *cases);
+    printf("chunk sizes 1, 7 and %d agree for %zu schedules\n", n, tu_n_arch_cases);
 }
 
 /* Logits of prefill(tok[0]) then decode(tok[1..n)), row by row. */

@@ -2,6 +2,7 @@
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,4 +227,79 @@ int tu_run(char *const *argv, const char *log)
     pid_t pid = tu_spawn(argv, log);
     if (pid < 0 || waitpid(pid, &st, 0) < 0) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int tu_run_capture(char *const *argv, const char *env, const char *out_path, const char *err_path)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
+        if (env) putenv((char *)env);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+char *tu_line_starting(const char *path, const char *prefix)
+{
+    char *text = tu_slurp(path, NULL), *line = NULL;
+    for (char *p = text; p && *p; p += strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n')) {
+        if (!strncmp(p, prefix, strlen(prefix))) {
+            line = strndup(p, strcspn(p, "\n"));
+            break;
+        }
+    }
+    free(text);
+    return line;
+}
+
+void tu_logit_agreement(const float *ref, const float *got, int rows, int V, int *agree, double *max_err, double *range)
+{
+    double err = 0, lo = INFINITY, hi = -INFINITY;
+    *agree = 0;
+    for (int i = 0; i < rows; i++) {
+        const float *r = ref + (size_t)i * V, *g = got + (size_t)i * V;
+        int ar = 0, ag = 0;
+        for (int j = 0; j < V; j++) {
+            if (r[j] > r[ar]) ar = j;
+            if (g[j] > g[ag]) ag = j;
+            err = fmax(err, isnan(g[j]) ? INFINITY : fabs((double)r[j] - g[j]));
+            lo = fmin(lo, r[j]);
+            hi = fmax(hi, r[j]);
+        }
+        *agree += ar == ag;
+    }
+    *max_err = err;
+    *range = hi - lo;
+}
+
+const tu_arch_case tu_arch_cases[] = {
+    {"transformer", "transformer", -1, -1, -1, -1},
+    {"orthros tail 1", "orthros", -1, 1, -1, -1},
+    {"orthros tail 5", "orthros", -1, 5, -1, -1},
+    {"linear elu1", "linear", ORTHROS_FMAP_ELU1, -1, -1, -1},
+    {"linear relu", "linear", ORTHROS_FMAP_RELU, -1, -1, -1},
+    {"linear hedgehog", "linear", ORTHROS_FMAP_HEDGEHOG, -1, -1, -1},
+    {"orthros hedgehog", "orthros", ORTHROS_FMAP_HEDGEHOG, 3, -1, -1},
+    {"swa 5", "swa", -1, -1, 5, -1},
+    {"hybrid every 2", "hybrid", -1, -1, -1, 2},
+};
+const size_t tu_n_arch_cases = sizeof tu_arch_cases / sizeof *tu_arch_cases;
+
+orthros_arch_opts tu_arch_case_opts(const tu_arch_case *c)
+{
+    orthros_arch_opts o;
+    orthros_arch_opts_default(&o);
+    o.arch = c->arch;
+    o.fmap = c->fmap;
+    o.tail = c->tail;
+    o.window = c->window;
+    o.hybrid_every = c->hybrid_every;
+    return o;
 }

@@ -50,6 +50,25 @@ cJSON *tu_load_json(const char *path);
 int tu_spawn(char *const *argv, const char *log);
 int tu_run(char *const *argv, const char *log);
 
+/* Runs argv with stdout into out_path and stderr into err_path (either NULL: /dev/null) and, if env is not NULL, one
+ * more "NAME=VALUE" in its environment; returns its exit status (128 + the signal when killed). */
+int tu_run_capture(char *const *argv, const char *env, const char *out_path, const char *err_path);
+/* The first line of a file that starts with `prefix` (malloc'd, without its newline), or NULL. */
+char *tu_line_starting(const char *path, const char *prefix);
+
+/* Per row of [rows][V] logits: how many rows' argmax agree, the largest |ref - got| (infinite on a NaN) and the
+ * range of ref. */
+void tu_logit_agreement(const float *ref, const float *got, int rows, int V, int *agree, double *max_err, double *range);
+
+/* The attention schedules the model-level tests run: every kind, both orthros tails, every feature map. */
+typedef struct {
+    const char *label, *arch;
+    int fmap, tail, window, hybrid_every;
+} tu_arch_case;
+extern const tu_arch_case tu_arch_cases[];
+extern const size_t tu_n_arch_cases;
+orthros_arch_opts tu_arch_case_opts(const tu_arch_case *c);
+
 /* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
 char *tu_tempdir(void);
 
