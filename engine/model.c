@@ -129,19 +129,19 @@ static int weight_slots(orthros_model *m, weight_slot *slots, int max)
     SLOT(m->final_norm, D, 0.0f, part_all(D));
     if (!c->tie_embeddings) SLOT(m->lm_head, V * D, 1.0f / sqrtf((float)D), part_all(V * D));
     for (int l = 0; l < c->n_layers; l++) {
-        layer_weights *L = &m->layers[l];
+        layer_weights *lw = &m->layers[l];
         /* The fused [q | k | v] rows of the rank's heads: its q rows, then its k rows, then its v rows. */
-        SLOT(L->wqkv, (hq + 2 * hkv) * d * D, 1.0f / sqrtf((float)D), part_rows(q0 * d, hq * d, D, 0),
+        SLOT(lw->wqkv, (hq + 2 * hkv) * d * D, 1.0f / sqrtf((float)D), part_rows(q0 * d, hq * d, D, 0),
              part_rows((Hq + kv0) * d, hkv * d, D, hq * d * D),
              part_rows((Hq + Hkv + kv0) * d, hkv * d, D, (hq + hkv) * d * D));
-        SLOT(L->wo, D * hq * d, 1.0f / sqrtf((float)(Hq * d)), part_cols(q0 * d, hq * d, D, Hq * d));
-        SLOT(L->w_gu, 2 * ffn * D, 1.0f / sqrtf((float)D), part_rows(f0, ffn, D, 0), part_rows(F + f0, ffn, D, ffn * D));
-        SLOT(L->w_down, D * ffn, 1.0f / sqrtf((float)F), part_cols(f0, ffn, D, F));
-        SLOT(L->attn_norm, D, 0.0f, part_all(D));
-        SLOT(L->mlp_norm, D, 0.0f, part_all(D));
+        SLOT(lw->wo, D * hq * d, 1.0f / sqrtf((float)(Hq * d)), part_cols(q0 * d, hq * d, D, Hq * d));
+        SLOT(lw->w_gu, 2 * ffn * D, 1.0f / sqrtf((float)D), part_rows(f0, ffn, D, 0), part_rows(F + f0, ffn, D, ffn * D));
+        SLOT(lw->w_down, D * ffn, 1.0f / sqrtf((float)F), part_cols(f0, ffn, D, F));
+        SLOT(lw->attn_norm, D, 0.0f, part_all(D));
+        SLOT(lw->mlp_norm, D, 0.0f, part_all(D));
         if (m->has_fmap_weights) {
-            SLOT(L->fmap_q, hq * d * half, 1.0f / sqrtf((float)d), part_rows(q0, hq, d * half, 0));
-            SLOT(L->fmap_k, hkv * d * half, 1.0f / sqrtf((float)d), part_rows(kv0, hkv, d * half, 0));
+            SLOT(lw->fmap_q, hq * d * half, 1.0f / sqrtf((float)d), part_rows(q0, hq, d * half, 0));
+            SLOT(lw->fmap_k, hkv * d * half, 1.0f / sqrtf((float)d), part_rows(kv0, hkv, d * half, 0));
         }
     }
 #undef SLOT
@@ -338,24 +338,24 @@ static int checkpoint_needs(orthros_model *m, tensor_need *needs)
     NEED(m->final_norm, part_all(sD), 1, D, 0, 0, "model.norm.weight");
     if (!c->tie_embeddings) NEED(m->lm_head, part_all((size_t)(V * D)), 2, V, D, 0, "lm_head.weight");
     for (int l = 0; l < c->n_layers; l++) {
-        layer_weights *L = &m->layers[l];
+        layer_weights *lw = &m->layers[l];
         /* This rank's heads of q, k and v, one after the other in the fused matrix. */
-        NEED(L->wqkv, part_rows(q0 * sd, hq * sd, sD, 0), 2, Hq * d, D, 0, "model.layers.%d.self_attn.q_proj.weight", l);
-        NEED(L->wqkv, part_rows(kv0 * sd, hkv * sd, sD, hq * sd * sD), 2, Hkv * d, D, 0,
+        NEED(lw->wqkv, part_rows(q0 * sd, hq * sd, sD, 0), 2, Hq * d, D, 0, "model.layers.%d.self_attn.q_proj.weight", l);
+        NEED(lw->wqkv, part_rows(kv0 * sd, hkv * sd, sD, hq * sd * sD), 2, Hkv * d, D, 0,
              "model.layers.%d.self_attn.k_proj.weight", l);
-        NEED(L->wqkv, part_rows(kv0 * sd, hkv * sd, sD, (hq + hkv) * sd * sD), 2, Hkv * d, D, 0,
+        NEED(lw->wqkv, part_rows(kv0 * sd, hkv * sd, sD, (hq + hkv) * sd * sD), 2, Hkv * d, D, 0,
              "model.layers.%d.self_attn.v_proj.weight", l);
-        NEED(L->wo, part_cols(q0 * sd, hq * sd, sD, (size_t)(Hq * d)), 2, D, Hq * d, 0,
+        NEED(lw->wo, part_cols(q0 * sd, hq * sd, sD, (size_t)(Hq * d)), 2, D, Hq * d, 0,
              "model.layers.%d.self_attn.o_proj.weight", l);
-        NEED(L->w_gu, part_rows(f0, ffn, sD, 0), 2, F, D, 0, "model.layers.%d.mlp.gate_proj.weight", l);
-        NEED(L->w_gu, part_rows(f0, ffn, sD, ffn * sD), 2, F, D, 0, "model.layers.%d.mlp.up_proj.weight", l);
-        NEED(L->w_down, part_cols(f0, ffn, sD, (size_t)F), 2, D, F, 0, "model.layers.%d.mlp.down_proj.weight", l);
-        NEED(L->attn_norm, part_all(sD), 1, D, 0, 0, "model.layers.%d.input_layernorm.weight", l);
-        NEED(L->mlp_norm, part_all(sD), 1, D, 0, 0, "model.layers.%d.post_attention_layernorm.weight", l);
+        NEED(lw->w_gu, part_rows(f0, ffn, sD, 0), 2, F, D, 0, "model.layers.%d.mlp.gate_proj.weight", l);
+        NEED(lw->w_gu, part_rows(f0, ffn, sD, ffn * sD), 2, F, D, 0, "model.layers.%d.mlp.up_proj.weight", l);
+        NEED(lw->w_down, part_cols(f0, ffn, sD, (size_t)F), 2, D, F, 0, "model.layers.%d.mlp.down_proj.weight", l);
+        NEED(lw->attn_norm, part_all(sD), 1, D, 0, 0, "model.layers.%d.input_layernorm.weight", l);
+        NEED(lw->mlp_norm, part_all(sD), 1, D, 0, 0, "model.layers.%d.post_attention_layernorm.weight", l);
         if (m->has_fmap_weights) {
-            NEED(L->fmap_q, part_rows(q0, hq, sd * (size_t)half, 0), 3, Hq, d, half,
+            NEED(lw->fmap_q, part_rows(q0, hq, sd * (size_t)half, 0), 3, Hq, d, half,
                  "model.layers.%d.self_attn.feature_map_q.weight", l);
-            NEED(L->fmap_k, part_rows(kv0, hkv, sd * (size_t)half, 0), 3, Hkv, d, half,
+            NEED(lw->fmap_k, part_rows(kv0, hkv, sd * (size_t)half, 0), 3, Hkv, d, half,
                  "model.layers.%d.self_attn.feature_map_k.weight", l);
         }
     }
@@ -378,13 +378,13 @@ static int checkpoint_check(const orthros_model *m, const weight_source *src, te
             if (rc) return rc;
             continue;
         }
-        const orthros_st *st = src->st;
-        const orthros_st_tensor *t = w->t = orthros_st_find(st, w->name);
+        const orthros_st *ckpt = src->st;
+        const orthros_st_tensor *t = w->t = orthros_st_find(ckpt, w->name);
         if (!t) {
             if (strstr(w->name, ".feature_map_"))
                 return orthros_error(ORTHROS_EFORMAT, "%s: feature map hedgehog needs learned weights, but the checkpoint has no %s",
-                                     st->source, w->name);
-            return orthros_error(ORTHROS_EFORMAT, "%s: missing tensor %s", st->source, w->name);
+                                     ckpt->source, w->name);
+            return orthros_error(ORTHROS_EFORMAT, "%s: missing tensor %s", ckpt->source, w->name);
         }
         int same = t->ndim == w->ndim;
         for (int k = 0; same && k < w->ndim; k++) same = t->shape[k] == w->shape[k];
@@ -393,7 +393,7 @@ static int checkpoint_check(const orthros_model *m, const weight_source *src, te
             shape_text(got, sizeof got, t->ndim, t->shape, 0);
             shape_text(want, sizeof want, w->ndim, w->shape, 0);
             return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s has shape [%s], config.json implies [%s]",
-                                 orthros_st_tensor_file(st, t), w->name, got, want);
+                                 orthros_st_tensor_file(ckpt, t), w->name, got, want);
         }
     }
     return 0;
@@ -469,7 +469,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
 {
     int rc = 0;
     char *orthros_json = NULL;
-    orthros_st st = {0};
+    orthros_st ckpt = {0};
     orthros_gguf *g = NULL;
     int preset = !strncmp(spec, "preset:", 7);
     struct stat sb;
@@ -518,14 +518,14 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     /* A checkpoint is checked in full (files, then every needed tensor's presence, dtype and shape) before
      * any weight memory is claimed. */
     if (!preset) {
-        if (!gguf && (rc = orthros_st_open_dir(&st, spec))) goto fail;
+        if (!gguf && (rc = orthros_st_open_dir(&ckpt, spec))) goto fail;
         needs = malloc(sizeof *needs * (size_t)(11 * m->cfg.n_layers + 3));
         if (!needs) {
             rc = orthros_error(ORTHROS_ENOMEM, "out of host memory");
             goto fail;
         }
         n_needs = checkpoint_needs(m, needs);
-        if ((rc = checkpoint_check(m, &(weight_source){&st, g}, needs, n_needs))) goto fail;
+        if ((rc = checkpoint_check(m, &(weight_source){&ckpt, g}, needs, n_needs))) goto fail;
     }
     int n_slots = weight_slots(m, slots, max_slots);
     size_t total = 0;
@@ -564,7 +564,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     free(needs);
     free(slots);
     m->orthros_json = orthros_json;
-    orthros_st_close(&st);
+    orthros_st_close(&ckpt);
     orthros_gguf_free(g);
     *out = m;
     return 0;
@@ -572,7 +572,7 @@ fail:
     free(needs);
     free(slots);
     free(orthros_json);
-    orthros_st_close(&st);
+    orthros_st_close(&ckpt);
     orthros_gguf_free(g);
     orthros_model_free(m);
     return rc;
@@ -743,8 +743,8 @@ static void session_free_shard(orthros_session *s)
 {
     if (!s) return;
     orthros_backend *be = s->be;
-    int L = s->m->cfg.n_layers;
-    for (int l = 0; l < L; l++) {
+    int n_layers = s->m->cfg.n_layers;
+    for (int l = 0; l < n_layers; l++) {
         if (s->k_cache) be->free(be, s->k_cache[l]);
         if (s->v_cache) be->free(be, s->v_cache[l]);
         if (s->S) be->free(be, s->S[l]);
@@ -791,19 +791,19 @@ static int session_alloc_shard(orthros_session **out, orthros_model *m, int batc
     s->chunk = chunk;
     s->rows = session_rows(batch, chunk);
     s->logit_rows = session_logit_rows(batch);
-    int L = c->n_layers;
+    int n_layers = c->n_layers;
     size_t act = be->act_size, d = (size_t)c->head_dim, hkv = (size_t)m->hkv;
     size_t F = (size_t)orthros_arch_feature_size(&m->arch, c->head_dim);
     s->pos = calloc((size_t)batch, sizeof *s->pos);
-    s->cap = calloc((size_t)L, sizeof *s->cap);
-    s->k_cache = calloc((size_t)L, sizeof *s->k_cache);
-    s->v_cache = calloc((size_t)L, sizeof *s->v_cache);
-    s->S = calloc((size_t)L, sizeof *s->S);
-    s->z = calloc((size_t)L, sizeof *s->z);
+    s->cap = calloc((size_t)n_layers, sizeof *s->cap);
+    s->k_cache = calloc((size_t)n_layers, sizeof *s->k_cache);
+    s->v_cache = calloc((size_t)n_layers, sizeof *s->v_cache);
+    s->S = calloc((size_t)n_layers, sizeof *s->S);
+    s->z = calloc((size_t)n_layers, sizeof *s->z);
     if (m->rank == 0) s->logits_host = malloc((size_t)s->logit_rows * (size_t)c->vocab * sizeof(float));
     if (!s->pos || !s->cap || !s->k_cache || !s->v_cache || !s->S || !s->z || (m->rank == 0 && !s->logits_host))
         goto oom;
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < n_layers; l++) {
         s->cap[l] = layer_cap(m, l, max_ctx, chunk);
         if (s->cap[l]) {
             size_t bytes = (size_t)batch * (size_t)s->cap[l] * hkv * d * act;
@@ -941,20 +941,20 @@ static orthros_attn_layer attn_view(const orthros_session *s, int l, int b0)
     const orthros_model_config *c = &m->cfg;
     size_t d = (size_t)c->head_dim, hkv = (size_t)m->hkv;
     size_t F = (size_t)orthros_arch_feature_size(&m->arch, c->head_dim);
-    orthros_attn_layer L = {.n_heads = m->hq, .n_kv_heads = m->hkv, .head_dim = c->head_dim,
+    orthros_attn_layer view = {.n_heads = m->hq, .n_kv_heads = m->hkv, .head_dim = c->head_dim,
                             .cap = s->cap[l], .fmap = m->arch.fmap, .feature_dim = (int)F,
                             .fmap_q = m->layers[l].fmap_q, .fmap_k = m->layers[l].fmap_k, .eps = m->arch.eps};
-    L.window = m->arch.kind[l] == ORTHROS_ATTN_SWA ? m->arch.window : 0;
+    view.window = m->arch.kind[l] == ORTHROS_ATTN_SWA ? m->arch.window : 0;
     if (s->cap[l]) {
         size_t per_seq = (size_t)s->cap[l] * hkv * d;
-        L.k_cache = offset(s, s->k_cache[l], (size_t)b0 * per_seq);
-        L.v_cache = offset(s, s->v_cache[l], (size_t)b0 * per_seq);
+        view.k_cache = offset(s, s->k_cache[l], (size_t)b0 * per_seq);
+        view.v_cache = offset(s, s->v_cache[l], (size_t)b0 * per_seq);
     }
     if (s->S[l]) {
-        L.S = s->S[l] + (size_t)b0 * hkv * F * d;
-        L.z = s->z[l] + (size_t)b0 * hkv * F;
+        view.S = s->S[l] + (size_t)b0 * hkv * F * d;
+        view.z = s->z[l] + (size_t)b0 * hkv * F;
     }
-    return L;
+    return view;
 }
 
 #define TRY(call)                                                                                                      \
@@ -978,20 +978,20 @@ static int attention(orthros_session *s, int l, int b0, int B, int n, const int 
 {
     orthros_backend *be = s->be;
     const orthros_model_config *c = &s->m->cfg;
-    orthros_attn_layer L = attn_view(s, l, b0);
+    orthros_attn_layer view = attn_view(s, l, b0);
     orthros_attn_kind kind = s->m->arch.kind[l];
     size_t W = (size_t)(s->m->hq + 2 * s->m->hkv) * (size_t)c->head_dim;
     size_t Wo = (size_t)s->m->hq * (size_t)c->head_dim;
     if (kind == ORTHROS_ATTN_LINEAR)
-        return (decode ? be->attn_linear_decode : be->attn_linear_prefill)(be, s->attn, s->qkv, &L, B, n);
+        return (decode ? be->attn_linear_decode : be->attn_linear_prefill)(be, s->attn, s->qkv, &view, B, n);
     if (kind != ORTHROS_ATTN_ORTHROS || decode) lin_rows = 0;
-    TRY(be->rope_cache_write(be, s->qkv, &L, &s->m->rope, pos0, B, n, lin_rows));
-    if (lin_rows > 0) TRY(be->attn_linear_prefill(be, s->attn, s->qkv, &L, 1, lin_rows));
+    TRY(be->rope_cache_write(be, s->qkv, &view, &s->m->rope, pos0, B, n, lin_rows));
+    if (lin_rows > 0) TRY(be->attn_linear_prefill(be, s->attn, s->qkv, &view, 1, lin_rows));
     if (lin_rows < n) {
         int p_full = pos0[0] + lin_rows;
         const int *p = lin_rows ? &p_full : pos0;
         TRY((decode ? be->attn_full_decode : be->attn_full_prefill)(be, offset(s, s->attn, (size_t)lin_rows * Wo),
-                                                                   offset(s, s->qkv, (size_t)lin_rows * W), &L, p, B,
+                                                                   offset(s, s->qkv, (size_t)lin_rows * W), &view, p, B,
                                                                    n - lin_rows));
     }
     return 0;

@@ -69,7 +69,7 @@ orthros_cost orthros_cost_prefill(const orthros_model_config *c, const orthros_a
     return k;
 }
 
-orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_arch *a, double L, int B,
+orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_arch *a, double depth, int B,
                                  double act_size)
 {
     orthros_cost k = {0};
@@ -78,9 +78,9 @@ orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_ar
     for (int l = 0; l < c->n_layers; l++) {
         double keys = 0, attn, state = 0;
         switch (a->kind[l]) {
-        case ORTHROS_ATTN_SWA: keys = L + 1 < a->window ? L + 1 : a->window; break;
+        case ORTHROS_ATTN_SWA: keys = depth + 1 < a->window ? depth + 1 : a->window; break;
         case ORTHROS_ATTN_LINEAR: break;
-        default: keys = L + 1; break;
+        default: keys = depth + 1; break;
         }
         if (a->kind[l] == ORTHROS_ATTN_LINEAR) {
             attn = linear_flops_per_token(c, a);

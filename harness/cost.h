@@ -14,8 +14,8 @@ typedef struct {
 /* Prefill of N prompt tokens for each of B sequences, logits of the last position only. */
 orthros_cost orthros_cost_prefill(const orthros_model_config *c, const orthros_arch *a, double N, int B,
                                   double act_size, int chunk);
-/* One decode step of B sequences at cache depth L (L tokens already cached). */
-orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_arch *a, double L, int B,
+/* One decode step of B sequences at cache depth `depth` (that many tokens already cached). */
+orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_arch *a, double depth, int B,
                                  double act_size);
 
 /* The link the cost model assumes between tensor-parallel ranks: NVLink 4 of an H100 / H200 SXM, 18 links of
