@@ -211,7 +211,10 @@ static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, 
             }
             if (!m && (rc = orthros_model_load(&m, r->be, o->mo.model, ao, (uint64_t)o->mo.seed))) break;
             if (r->ops->check_model && (rc = r->ops->check_model(r, m))) break;
-            if (!o->quiet)
+            if (!o->quiet && orthros_eval_is_ppl(o->task))
+                fprintf(stderr, "[%zu/%zu] %s %s %s (elapsed %.0f s)...\n", *idx, total, o->task, c.arch, where,
+                        orthros_now_s() - t0);
+            else if (!o->quiet)
                 fprintf(stderr, "[%zu/%zu] %s %s %s, %d samples (elapsed %.0f s)...\n", *idx, total, o->task, c.arch, where,
                         o->samples, orthros_now_s() - t0);
             orthros_eval_cell res;
