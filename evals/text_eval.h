@@ -39,7 +39,8 @@ int orthros_text_generate(orthros_session *s, const orthros_model *m, const orth
 /* The form answers are compared in: ASCII letters lowercased, every run of white space one space, none at either
  * end. Returns a malloc'd string (NULL when out of memory). */
 char *orthros_text_normalise(const char *s, size_t len);
-/* 1 when the normalised `text` holds the normalised `answer` (an empty answer is never found). */
+/* 1 when the normalised `text` holds the normalised `answer` as a whole: not inside a longer run of letters and
+ * digits ("red" is not found in "tired"). An empty answer is never found. */
 int orthros_text_contains(const char *text, const char *answer);
 
 #endif

@@ -68,6 +68,9 @@ int orthros_text_prompt(int32_t **ids, int *n, const orthros_tokenizer *tok, ort
     if (!rc) rc = append(ids, n, &cap, tok, message, message_len,
                          ORTHROS_TOK_SPLIT_SPECIAL | (chat == ORTHROS_CHAT_NONE ? ORTHROS_TOK_ADD_SPECIAL : 0));
     if (!rc && chat == ORTHROS_CHAT_CHATML) rc = append(ids, n, &cap, tok, tail, sizeof tail - 1, 0);
+    /* In plain text the answer follows the question after a space (RULER's templates). */
+    if (!rc && answer_prefix && answer_prefix[0] && chat == ORTHROS_CHAT_NONE)
+        rc = append(ids, n, &cap, tok, " ", 1, ORTHROS_TOK_SPLIT_SPECIAL);
     if (!rc && answer_prefix && answer_prefix[0])
         rc = append(ids, n, &cap, tok, answer_prefix, strlen(answer_prefix), ORTHROS_TOK_SPLIT_SPECIAL);
     if (!rc && *n == 0) rc = orthros_error(ORTHROS_EINVAL, "the prompt is empty (no tokens)");
@@ -124,10 +127,19 @@ char *orthros_text_normalise(const char *s, size_t len)
     return o;
 }
 
+static int alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
 int orthros_text_contains(const char *text, const char *answer)
 {
     char *t = orthros_text_normalise(text, strlen(text)), *a = orthros_text_normalise(answer, strlen(answer));
-    int yes = t && a && a[0] && strstr(t, a) != NULL;
+    int yes = 0;
+    size_t n = a ? strlen(a) : 0;
+    /* A match must stand alone: "red" is not found in "tired", nor 1234567 in 12345678. */
+    for (const char *p = t && n ? t : NULL; p && (p = strstr(p, a)); p++)
+        if ((p == t || !alnum(p[-1]) || !alnum(a[0])) && (!alnum(p[n]) || !alnum(a[n - 1]))) {
+            yes = 1;
+            break;
+        }
     free(t);
     free(a);
     return yes;
