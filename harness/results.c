@@ -146,6 +146,8 @@ int orthros_result_write(const char *path, const cJSON *root)
 }
 
 /* The first key that appears twice in object o, searching every nested object; NULL when none. */
+static const char *duplicate_key(const cJSON *o, int depth);
+const char *orthros_json_duplicate_key(const cJSON *o) { return duplicate_key(o, 0); }
 static const char *duplicate_key(const cJSON *o, int depth)
 {
     if (depth > 64) return "(nesting deeper than 64 levels)";
