@@ -175,15 +175,16 @@ static int read_accuracy(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
         (rc = orthros_jr_num(&c->partial, j, o, "partial_score", 0, 1,
                              orthros_eval_is_ruler(c->task) ? ORTHROS_JR_REQUIRED : 0)))
         return rc;
-    if (fabs(c->accuracy - (double)c->correct / (double)c->n) > 1e-9)
-        return orthros_jr_fail(j, "accuracy", "is not correct / n");
-    if (c->ci_lo > c->accuracy + 1e-12 || c->ci_hi < c->accuracy - 1e-12)
-        return orthros_jr_fail(j, "ci95_lo", "the interval does not hold the accuracy");
+    /* The text tasks count samples (recall: items): n and correct are the samples'. */
     if (!strcmp(c->task, "recall") || orthros_eval_is_ruler(c->task)) {
         if (c->n != samples) return orthros_jr_fail(j, "n", "%lld is not the %lld samples", (long long)c->n, (long long)samples);
         if (c->correct != sc)
             return orthros_jr_fail(j, "correct", "%lld is not samples_correct (%lld)", (long long)c->correct, (long long)sc);
     }
+    if (fabs(c->accuracy - (double)c->correct / (double)c->n) > 1e-9)
+        return orthros_jr_fail(j, "accuracy", "is not correct / n");
+    if (c->ci_lo > c->accuracy + 1e-12 || c->ci_hi < c->accuracy - 1e-12)
+        return orthros_jr_fail(j, "ci95_lo", "the interval does not hold the accuracy");
     c->samples = (int)samples, c->samples_correct = (int)sc;
     return 0;
 }
@@ -202,10 +203,11 @@ static int read_ppl(orthros_eval_cell *c, orthros_jr *j, const cJSON *o, const c
         (rc = orthros_jr_int(&c->linear_tokens, j, o, "linear_phase_tokens", 0, c->n, ORTHROS_JR_REQUIRED)))
         return rc;
     if (fabs(c->ppl - exp(c->nll)) > 1e-9 * c->ppl) return orthros_jr_fail(j, "ppl", "is not exp(nll)");
+    if (windows > 1 && (isnan(c->ppl_lo) || isnan(c->ppl_hi)))
+        return orthros_jr_fail(j, isnan(c->ppl_lo) ? "ppl_ci95_lo" : "ppl_ci95_hi", "null with %lld windows", (long long)windows);
     if (isnan(c->ppl_lo) != isnan(c->ppl_hi) || (!isnan(c->ppl_lo) && (c->ppl_lo > c->ppl * (1 + 1e-12) ||
                                                                         c->ppl_hi < c->ppl * (1 - 1e-12))))
         return orthros_jr_fail(j, "ppl_ci95_lo", "the interval does not hold the perplexity");
-    if (windows > 1 && isnan(c->ppl_lo)) return orthros_jr_fail(j, "ppl_ci95_lo", "null with %lld windows", (long long)windows);
     c->samples = (int)windows;
     if (!rec) return 0;
     /* Every window's record: where it lies, what it scored; together they are the cell. */
