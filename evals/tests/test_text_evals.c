@@ -8,7 +8,10 @@
  *   - recall JSONL: every kind of malformed line refused with FILE:LINE and the field; the example file reads;
  *   - end to end on a tiny random model that carries the tokenizer: every result file matches
  *     evals/result.schema.json, --resume keeps cells, usage errors exit 2, a malformed tasks file exits 1.
- * usage: test_text_evals ORTHROS SCHEMA TOKENIZER.json SOURCE_DIR */
+ * With a fifth argument, the SmolLM2 GGUF, it checks the real model instead (the `text_evals_smollm2` test): its
+ * perplexity on the committed KJV text is low under transformer and far higher from orthros's linear phase, and it
+ * finds a needle at 512 tokens. A missing model fails under CI=true and skips (exit 77) elsewhere.
+ * usage: test_text_evals ORTHROS SCHEMA TOKENIZER.json SOURCE_DIR [SMOLLM2.gguf] */
 #define _GNU_SOURCE
 #include "recall.h"
 #include "ruler.h"
@@ -451,6 +454,33 @@ static void test_cli(const char *model)
     }
 }
 
+/* The real model: a few hundred tokens of each eval. */
+static void test_smollm2(const char *gguf)
+{
+    char out[4300], text[4300];
+    snprintf(text, sizeof text, "%s/data/text/kjv-genesis-exodus.txt", src);
+    snprintf(out, sizeof out, "%s/smollm2-ppl.json", dir);
+    int rc = run("eval", "ppl", "--model", gguf, "--device", "cpu", "--arch", "transformer,orthros", "--text", text, "--ctx",
+                 "256", "--max-tokens", "512", "--json", out, "--quiet", NULL);
+    cJSON *r = load_valid(out, "SmolLM2's ppl file");
+    const cJSON *t = r ? cell_of(r, "transformer", 256) : NULL, *o = r ? cell_of(r, "orthros", 256) : NULL;
+    CHECK(rc == 0 && t && o, "eval ppl on SmolLM2: exit %d", rc);
+    if (t && o) {
+        printf("SmolLM2 on Genesis, windows of 256: transformer ppl %.3f, orthros (linear phase) %.3f\n", num(t, "ppl"), num(o, "ppl"));
+        CHECK(num(t, "ppl") > 1 && num(t, "ppl") < 12, "transformer perplexity %g on a text it knows", num(t, "ppl"));
+        CHECK(num(o, "ppl") > 4 * num(t, "ppl") && num(o, "linear_phase_tokens") == num(o, "tokens"),
+              "orthros's linear-phase perplexity %g vs transformer's %g", num(o, "ppl"), num(t, "ppl"));
+    }
+    cJSON_Delete(r);
+    snprintf(out, sizeof out, "%s/smollm2-niah.json", dir);
+    rc = run("eval", "ruler", "--model", gguf, "--device", "cpu", "--arch", "transformer", "--ctx", "512", "--depths", "50",
+             "--samples", "1", "--max-new", "16", "--json", out, "--quiet", NULL);
+    r = load_valid(out, "SmolLM2's ruler file");
+    const cJSON *c = r ? cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0) : NULL;
+    CHECK(rc == 0 && c && num(c, "accuracy") == 1.0, "SmolLM2 under transformer misses the needle at 512 tokens (exit %d)", rc);
+    cJSON_Delete(r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 5) {
@@ -464,6 +494,22 @@ int main(int argc, char **argv)
     CHECK(schema != NULL, "cannot read %s", argv[2]);
     orthros_tokenizer *tok = NULL;
     CHECK(orthros_tokenizer_load(&tok, tokjson) == 0, "cannot load %s: %s", tokjson, orthros_last_error());
+    if (argc > 5) {
+        FILE *f = fopen(argv[5], "rb");
+        if (!f) {
+            if (getenv("CI") && strcmp(getenv("CI"), "false")) {
+                fprintf(stderr, "FAIL: %s is missing under CI (ci/test.sh runs ci/fetch-model.sh first)\n", argv[5]);
+                return 1;
+            }
+            fprintf(stderr, "SKIP: %s is absent (ci/fetch-model.sh fetches it)\n", argv[5]);
+            return 77;
+        }
+        fclose(f);
+        test_smollm2(argv[5]);
+        orthros_tokenizer_free(tok);
+        cJSON_Delete(schema);
+        return tu_finish();
+    }
     test_contains();
     test_recall_parsing();
     if (tok) test_ruler_samples(tok);
