@@ -152,7 +152,7 @@ static int save(eval_run *r, int final)
     return orthros_eval_file_write(&r->f, r->o->json);
 }
 
-static void accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
+void eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
 {
     snprintf(v[0], ORTHROS_NAME_MAX, "%s", c->arch);
     snprintf(v[1], ORTHROS_NAME_MAX, "%d", c->ctx);
@@ -168,7 +168,7 @@ static void print_cell(eval_run *r, const orthros_eval_cell *c)
     char v[ORTHROS_TABLE_MAX_COLS][ORTHROS_NAME_MAX];
     const char *cells[ORTHROS_TABLE_MAX_COLS];
     for (int i = 0; i < ORTHROS_TABLE_MAX_COLS; i++) cells[i] = v[i], v[i][0] = 0;
-    (r->ops->row ? r->ops->row : accuracy_row)(r, c, v);
+    (r->ops->row ? r->ops->row : eval_accuracy_row)(r, c, v);
     orthros_table_row(&r->table, cells);
 }
 

@@ -81,6 +81,8 @@ int eval_config_common(orthros_eval_config *c, const eval_common *o, const char 
 int eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, const orthros_table_col *cols,
                int n_cols);
 
+/* The accuracy columns of a cell's table row: arch, ctx, x, n, accuracy, ci95_lo, ci95_hi. */
+void eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX]);
 /* A cell's accuracy fields from its counts, with the Wilson 95% interval. */
 void eval_cell_set_accuracy(orthros_eval_cell *out, int64_t correct, int64_t trials);
 /* An array of token ids as JSON. */

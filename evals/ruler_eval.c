@@ -125,15 +125,10 @@ done:
     return rc;
 }
 
+/* The accuracy columns and RULER's partial score. */
 static void ruler_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
 {
-    snprintf(v[0], ORTHROS_NAME_MAX, "%s", c->arch);
-    snprintf(v[1], ORTHROS_NAME_MAX, "%d", c->ctx);
-    snprintf(v[2], ORTHROS_NAME_MAX, "%d", c->x);
-    snprintf(v[3], ORTHROS_NAME_MAX, "%lld", (long long)c->n);
-    snprintf(v[4], ORTHROS_NAME_MAX, "%.3f", c->accuracy);
-    snprintf(v[5], ORTHROS_NAME_MAX, "%.3f", c->ci_lo);
-    snprintf(v[6], ORTHROS_NAME_MAX, "%.3f", c->ci_hi);
+    eval_accuracy_row(r, c, v);
     snprintf(v[7], ORTHROS_NAME_MAX, "%.3f", c->partial);
 }
 

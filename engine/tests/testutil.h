@@ -49,6 +49,10 @@ cJSON *tu_load_json(const char *path);
  * (128 + the signal when killed). */
 int tu_spawn(char *const *argv, const char *log);
 int tu_run(char *const *argv, const char *log);
+/* Runs bin with the NULL-terminated arguments after it (at most 62), output into log; its exit status. */
+int tu_run_args(const char *bin, const char *log, const char *first, ...);
+/* 1 when log holds needle; else 0, after printing the log to stderr. */
+int tu_log_has(const char *log, const char *needle);
 
 /* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
 char *tu_tempdir(void);
