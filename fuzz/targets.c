@@ -15,6 +15,8 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
      orthros_fuzz_config, orthros_fuzz_seeds_config},
     /* GGUF: the GGUF loader's parse-from-buffer function goes here, as
      * {"gguf", "...", orthros_fuzz_gguf, orthros_fuzz_seeds_gguf}, with its target in fuzz/gguf_target.c. */
+    {"recall_jsonl", "a recall tasks file (orthros eval recall --tasks): every line parsed and checked",
+     orthros_fuzz_recall_jsonl, orthros_fuzz_seeds_recall_jsonl},
     /* Result files: the result-file readers (bench, eval, compare, plot) go here, one row per reader. */
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);

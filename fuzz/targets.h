@@ -50,4 +50,8 @@ int orthros_fuzz_seeds_st_file(orthros_fuzz_corpus *c, const char *root);
 int orthros_fuzz_seeds_model_dir(orthros_fuzz_corpus *c, const char *root);
 int orthros_fuzz_seeds_config(orthros_fuzz_corpus *c, const char *root);
 
+/* The text evals' inputs (text_targets.c). */
+int orthros_fuzz_recall_jsonl(const uint8_t *data, size_t size);
+int orthros_fuzz_seeds_recall_jsonl(orthros_fuzz_corpus *c, const char *root);
+
 #endif
