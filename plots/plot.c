@@ -518,7 +518,8 @@ static int run_gnuplot(const plot_ctx *c, const char *fig, const prelude *p, con
         FILE *m = open_memstream(&text, &len);
         if (!m) return orthros_error(ORTHROS_ENOMEM, "out of memory");
         /* Figure sizes in pixels; the heatmaps size themselves by their panel grid (w, h in the prelude). */
-        int w = !strcmp(fig, "throughput") ? 1500 : 1100, h = !strcmp(fig, "throughput") ? 640 : 620;
+        int w = !strcmp(fig, "throughput") ? 1500 : !strcmp(fig, "ppl") || !strcmp(fig, "recall") ? 1300 : 1100;
+        int h = !strcmp(fig, "throughput") ? 640 : 620;
         /* gnuplot writes NAME.part.EXT, renamed to NAME.EXT once it succeeded: no half-drawn image under the name. */
         fprintf(m, "w = %d\nh = %d\nfmt = '%s'\nout = '%s.part.%s'\ndat = '%s.dat'\ntxt = '%s.txt'\n%s", w, h, ext[f],
                 fig, ext[f], fig, fig, p->text);
@@ -1022,7 +1023,7 @@ static int fig_ppl(const plot_ctx *c, const char *fig, const char **why)
     series_list l = {0};
     prelude p = {0};
     texts t = {0};
-    char lab[LABEL_MAX], texts_of[200] = "", prov[400];
+    char lab[LABEL_MAX], texts_of[200] = "";
     int rc = 0, strides = 0, linear = 0;
     double stride0 = -1;
     for (size_t i = 0; i < c->n; i++)
@@ -1066,9 +1067,8 @@ static int fig_ppl(const plot_ctx *c, const char *fig, const char **why)
     pre_logtics(&p, "yt", "yr", lo, hi, "%g");
     char models[400];
     eval_caption(models, sizeof models, c, "ppl");
-    provenance(prov, sizeof prov, c, ORTHROS_RESULT_EVAL);
-    snprintf(t.caption, sizeof t.caption, "text %s; exp(mean NLL per token), bars: bootstrap 95%% over windows (none with one "
-             "window)%s; %s", texts_of, linear ? "; orthros scores from its linear (prefill) phase" : "", models);
+    snprintf(t.caption, sizeof t.caption, "%s; bars: bootstrap 95%% over windows%s; %s", texts_of,
+             linear ? "; orthros: linear-phase logits" : "", models);
     if (!rc) rc = draw(c, fig, &l, 4, "perplexity: window ppl ci95_lo ci95_hi", &t, &p);
 done:
     series_list_free(&l);
@@ -1109,7 +1109,7 @@ static int fig_recall(const plot_ctx *c, const char *fig, const char **why)
     eval_caption(models, sizeof models, c, "recall");
     pre_styles(&p, &l);
     pre_set(&p, "xmax = %d", x);
-    snprintf(t.caption, sizeof t.caption, "questions %s; contains-match of the greedy answer; bars: Wilson 95%%; %s", files, models);
+    snprintf(t.caption, sizeof t.caption, "%s; bars: Wilson 95%%; %s", files, models);
     if (!rc) rc = draw(c, fig, &l, 4, "recall: position accuracy ci95_lo ci95_hi", &t, &p);
 done:
     series_list_free(&l);
