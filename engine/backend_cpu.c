@@ -200,20 +200,73 @@ static int cpu_add_rmsnorm(orthros_backend *be, void *out, void *resid, const vo
     return 0;
 }
 
-/* out[n][M] = x[n][K] . W[M][K]^T, four rows of x per pass over a row of W. */
+/* The GEMM's register tile: 4 rows of x against 2 rows of W, each of the 8 products accumulated exactly as dot_f32
+ * does (8 lanes over k, the same reduction, the same tail), so the tiled product equals the plain one bit for bit;
+ * the tile only gives the core 8 independent chains and reuses every load. Written with vector extensions and
+ * compiled twice, for AVX2 where the CPU has it (8 lanes in one register) and for the baseline. */
+#define GEMM_TR 4
+#define GEMM_TC 2
+typedef float v8f __attribute__((vector_size(32)));
+
+#define GEMM_TILE_BODY                                                                                                 \
+    v8f acc[GEMM_TR][GEMM_TC];                                                                                         \
+    memset(acc, 0, sizeof acc);                                                                                        \
+    int k = 0;                                                                                                         \
+    for (; k + 8 <= K; k += 8) {                                                                                       \
+        v8f wv[GEMM_TC];                                                                                               \
+        for (int c = 0; c < GEMM_TC; c++) memcpy(&wv[c], w + (size_t)c * K + k, sizeof(v8f));                          \
+        for (int r = 0; r < GEMM_TR; r++) {                                                                            \
+            v8f xv;                                                                                                    \
+            memcpy(&xv, x + (size_t)r * K + k, sizeof(v8f));                                                           \
+            for (int c = 0; c < GEMM_TC; c++) acc[r][c] += xv * wv[c];                                                 \
+        }                                                                                                              \
+    }                                                                                                                  \
+    for (int r = 0; r < GEMM_TR; r++)                                                                                  \
+        for (int c = 0; c < GEMM_TC; c++) {                                                                            \
+            v8f a = acc[r][c];                                                                                         \
+            float s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                               \
+            for (int t = k; t < K; t++) s += x[(size_t)r * K + t] * w[(size_t)c * K + t];                              \
+            o[(size_t)r * M + c] = s;                                                                                  \
+        }
+
+/* o[r][c] (row stride M) = x[r][K] . w[c][K] for the 4 x 2 tile. */
+static void gemm_tile(float *o, const float *x, const float *w, int M, int K) { GEMM_TILE_BODY }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2"))) static void gemm_tile_avx2(float *o, const float *x, const float *w, int M, int K)
+{
+    GEMM_TILE_BODY
+}
+#endif
+
+/* out[n][M] = x[n][K] . W[M][K]^T in blocks of 64 x 64 outputs (one thread each; the block's rows of x and W stay
+ * in cache), each block in 4 x 2 tiles and its ragged edges with dot_f32. */
 static int cpu_gemm(orthros_backend *be, void *out, const void *x, const void *W, int n, int M, int K)
 {
     const float *X = x, *Wt = W;
     float *O = out;
-    int nb = (n + 3) / 4;
+    void (*tile)(float *, const float *, const float *, int, int) = gemm_tile;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx2")) tile = gemm_tile_avx2;
+#endif
+    enum { BLOCK = 64 };
+    int nbi = (n + BLOCK - 1) / BLOCK, nbj = (M + BLOCK - 1) / BLOCK;
     /* One parallel region for the whole product (not one per block of rows), and none for a product too small
      * to pay for waking the threads: on a loaded machine each region waits for its slowest, descheduled thread. */
 #pragma omp parallel for collapse(2) schedule(static) if ((double)n * M * K > 16.0 * CPU_PAR_MIN)
-    for (int b = 0; b < nb; b++)
-        for (int j = 0; j < M; j++) {
-            int i0 = 4 * b, rows = n - i0 < 4 ? n - i0 : 4;
-            const float *w = Wt + (size_t)j * K;
-            for (int r = 0; r < rows; r++) O[(size_t)(i0 + r) * M + j] = dot_f32(X + (size_t)(i0 + r) * K, w, K);
+    for (int bi = 0; bi < nbi; bi++)
+        for (int bj = 0; bj < nbj; bj++) {
+            int i0 = bi * BLOCK, i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
+            int j0 = bj * BLOCK, j1 = j0 + BLOCK < M ? j0 + BLOCK : M, j = j0;
+            for (; j + GEMM_TC <= j1; j += GEMM_TC) {
+                int i = i0;
+                for (; i + GEMM_TR <= i1; i += GEMM_TR)
+                    tile(O + (size_t)i * M + j, X + (size_t)i * K, Wt + (size_t)j * K, M, K);
+                for (; i < i1; i++)
+                    for (int c = 0; c < GEMM_TC; c++)
+                        O[(size_t)i * M + j + c] = dot_f32(X + (size_t)i * K, Wt + (size_t)(j + c) * K, K);
+            }
+            for (; j < j1; j++)
+                for (int i = i0; i < i1; i++) O[(size_t)i * M + j] = dot_f32(X + (size_t)i * K, Wt + (size_t)j * K, K);
         }
     return 0;
 }
@@ -292,13 +345,97 @@ static int cpu_rope_cache_write(orthros_backend *be, void *qkv, const orthros_at
     return 0;
 }
 
-/* Softmax attention, one query row at a time, with an online (running max) softmax over the cached
- * positions in increasing order. */
+/* Query heads of one kv head that one pass over the keys serves (each with its own running softmax), and keys
+ * whose scores are formed before the softmax walks over them. */
+#define ATTN_GROUP_MAX 8
+#define ATTN_KEY_BLOCK 16
+
+/* dot_f32 in vector form: lane u sums a[k + u] b[k + u] over k, the same reduction and tail, so the same float. */
+#define DOT8(out, a, b, K)                                                                                             \
+    do {                                                                                                               \
+        v8f acc8_ = {0};                                                                                               \
+        int k8_ = 0;                                                                                                   \
+        for (; k8_ + 8 <= (K); k8_ += 8) {                                                                             \
+            v8f x8_, y8_;                                                                                              \
+            memcpy(&x8_, (a) + k8_, sizeof x8_);                                                                       \
+            memcpy(&y8_, (b) + k8_, sizeof y8_);                                                                       \
+            acc8_ += x8_ * y8_;                                                                                        \
+        }                                                                                                              \
+        float s8_ = ((acc8_[0] + acc8_[1]) + (acc8_[2] + acc8_[3])) + ((acc8_[4] + acc8_[5]) + (acc8_[6] + acc8_[7])); \
+        for (; k8_ < (K); k8_++) s8_ += (a)[k8_] * (b)[k8_];                                                           \
+        (out) = s8_;                                                                                                   \
+    } while (0)
+
+/* Softmax attention of query heads h0 .. h0 + G - 1 (sharing kv head kv) of one query row at position p over the
+ * cached positions lo .. p in increasing order, with an online (running max) softmax per head: every head's sums
+ * are formed exactly as one head alone would form them, one key at a time. The scores of a block of keys are
+ * computed first (independent dot products the core can overlap), and the G heads share the loads of each key.
+ * Compiled twice, like the GEMM tile. */
+#define ATTN_ROW_BODY                                                                                                  \
+    float acc[ATTN_GROUP_MAX][ORTHROS_MAX_HEAD_DIM], m[ATTN_GROUP_MAX], l[ATTN_GROUP_MAX];                             \
+    float sc[ATTN_GROUP_MAX][ATTN_KEY_BLOCK];                                                                          \
+    const float *kp[ATTN_KEY_BLOCK], *vp[ATTN_KEY_BLOCK];                                                              \
+    for (int g = 0; g < G; g++) {                                                                                      \
+        m[g] = -INFINITY, l[g] = 0.0f;                                                                                 \
+        for (int j = 0; j < d; j++) acc[g][j] = 0.0f;                                                                  \
+    }                                                                                                                  \
+    size_t slot = (size_t)(lo % L->cap);                                                                               \
+    for (int s0 = lo; s0 <= p; s0 += ATTN_KEY_BLOCK) {                                                                 \
+        int nb = p + 1 - s0 < ATTN_KEY_BLOCK ? p + 1 - s0 : ATTN_KEY_BLOCK;                                            \
+        for (int t = 0; t < nb; t++) {                                                                                 \
+            kp[t] = kc + slot * Hkv * d, vp[t] = vc + slot * Hkv * d;                                                  \
+            if (++slot == (size_t)L->cap) slot = 0;                                                                    \
+        }                                                                                                              \
+        for (int g = 0; g < G; g++)                                                                                    \
+            for (int t = 0; t < nb; t++) {                                                                             \
+                DOT8(sc[g][t], q + (size_t)g * d, kp[t], d);                                                           \
+                sc[g][t] *= scale;                                                                                     \
+            }                                                                                                          \
+        for (int t = 0; t < nb; t++)                                                                                   \
+            for (int g = 0; g < G; g++) {                                                                              \
+                float x = sc[g][t];                                                                                    \
+                if (x > m[g]) {                                                                                        \
+                    float r = expf(m[g] - x);                                                                          \
+                    l[g] *= r;                                                                                         \
+                    for (int j = 0; j < d; j++) acc[g][j] *= r;                                                        \
+                    m[g] = x;                                                                                          \
+                }                                                                                                      \
+                float e = expf(x - m[g]);                                                                              \
+                l[g] += e;                                                                                             \
+                for (int j = 0; j < d; j++) acc[g][j] += e * vp[t][j];                                                 \
+            }                                                                                                          \
+    }                                                                                                                  \
+    for (int g = 0; g < G; g++)                                                                                        \
+        for (int j = 0; j < d; j++) o[(size_t)g * d + j] = acc[g][j] / l[g];
+
+/* q [G][d], o [G][d]; kc, vc: the sequence's caches [cap][Hkv][d] offset to kv head kv. */
+static void attn_row(float *o, const float *q, const float *kc, const float *vc, const orthros_attn_layer *L, int G,
+                     int lo, int p, float scale)
+{
+    int d = L->head_dim, Hkv = L->n_kv_heads;
+    ATTN_ROW_BODY
+}
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2"))) static void attn_row_avx2(float *o, const float *q, const float *kc, const float *vc,
+                                                          const orthros_attn_layer *L, int G, int lo, int p, float scale)
+{
+    int d = L->head_dim, Hkv = L->n_kv_heads;
+    ATTN_ROW_BODY
+}
+#endif
+
+/* Softmax attention, one query row and one group of query heads at a time (attn_row). */
 static int cpu_attn_full(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
                          int B, int n)
 {
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L), group = Hq / Hkv;
+    int per_kv = (group + ATTN_GROUP_MAX - 1) / ATTN_GROUP_MAX, units = Hkv * per_kv;
     float scale = 1.0f / sqrtf((float)d);
+    void (*row)(float *, const float *, const float *, const float *, const orthros_attn_layer *, int, int, int,
+                float) = attn_row;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx2")) row = attn_row_avx2;
+#endif
     /* Work bound: every row reads at most its position + 1 keys (or the window). */
     int keys = 0;
     for (int b = 0; b < B; b++) keys = pos0[b] + n > keys ? pos0[b] + n : keys;
@@ -306,30 +443,14 @@ static int cpu_attn_full(orthros_backend *be, void *out, const void *qkv, const 
 #pragma omp parallel for collapse(3) schedule(dynamic, 4) if ((double)B * n * Hq * keys * d > 16.0 * CPU_PAR_MIN)
     for (int b = 0; b < B; b++) {
         for (int i = 0; i < n; i++) {
-            for (int h = 0; h < Hq; h++) {
-                const float *q = cfp(qkv) + ((size_t)b * n + i) * W + (size_t)h * d;
-                float *o = fp(out) + (((size_t)b * n + i) * Hq + h) * d;
-                int p = pos0[b] + i, kv = h / group;
-                int lo = L->window > 0 ? p - L->window + 1 : 0;
+            for (int u = 0; u < units; u++) {
+                int kv = u / per_kv, h0 = kv * group + (u % per_kv) * ATTN_GROUP_MAX;
+                int G = kv * group + group - h0 < ATTN_GROUP_MAX ? kv * group + group - h0 : ATTN_GROUP_MAX;
+                int p = pos0[b] + i, lo = L->window > 0 ? p - L->window + 1 : 0;
                 if (lo < 0) lo = 0;
-                float acc[ORTHROS_MAX_HEAD_DIM] = {0};
-                float m = -INFINITY, l = 0.0f;
-                for (int s = lo; s <= p; s++) {
-                    size_t slot = (size_t)b * L->cap + (size_t)(s % L->cap);
-                    const float *k = cfp(L->k_cache) + (slot * Hkv + kv) * d;
-                    const float *v = cfp(L->v_cache) + (slot * Hkv + kv) * d;
-                    float sc = dot_f32(q, k, d) * scale;
-                    if (sc > m) {
-                        float r = expf(m - sc);
-                        l *= r;
-                        for (int j = 0; j < d; j++) acc[j] *= r;
-                        m = sc;
-                    }
-                    float e = expf(sc - m);
-                    l += e;
-                    for (int j = 0; j < d; j++) acc[j] += e * v[j];
-                }
-                for (int j = 0; j < d; j++) o[j] = acc[j] / l;
+                size_t seq = (size_t)b * L->cap * Hkv * d;
+                row(fp(out) + (((size_t)b * n + i) * Hq + h0) * d, cfp(qkv) + ((size_t)b * n + i) * W + (size_t)h0 * d,
+                    cfp(L->k_cache) + seq + (size_t)kv * d, cfp(L->v_cache) + seq + (size_t)kv * d, L, G, lo, p, scale);
             }
         }
     }

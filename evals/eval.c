@@ -1,16 +1,15 @@
-/* orthros eval niah / mqar: every cell of architecture x context x depth (NIAH) or architecture x context x
- * pairs (MQAR) runs `samples` seeded samples greedily, scores them by exact match, and is written to the
- * result file with its Wilson interval as soon as it is done; --resume keeps the cells already there.
+/* orthros eval: dispatches to the tasks. niah / mqar (here): every cell of architecture x context x depth (NIAH)
+ * or architecture x context x pairs (MQAR) runs `samples` seeded samples greedily, scores them by exact match, and
+ * is written to the result file with its Wilson interval as soon as it is done (driver.c); --resume keeps the cells
+ * already there. ruler, recall and ppl run on text models (ruler.c, recall.c, ppl.c).
  * orthros make-model analytic-recall: writes the checkpoint the evals run on (analytic.c). */
 #define _GNU_SOURCE
 #include "eval.h"
 #include "analytic.h"
 #include "axes.h"
-#include "options.h"
-#include "result_eval.h"
-#include "stats.h"
-#include "table.h"
+#include "driver.h"
 #include "tasks.h"
+#include "text_eval.h"
 #include "util.h"
 
 #include <errno.h>
@@ -20,122 +19,91 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_AXIS 256
-
+/* The analytic tasks' own state: the variant and the checkpoint's token layout. */
 typedef struct {
-    orthros_model_opts mo;
-    const char *task;      /* "niah" or "mqar" */
-    const char *archs, *ctxs, *depths, *pairs, *variant, *json, *save_prompts, *format, *table_out;
-    int samples, resume, force, quiet;
-} eval_opts;
+    const char *depths, *pairs, *variant;
+    orthros_niah_variant v;
+    orthros_ar_layout lay;
+} analytic_task;
 
-static int parse_ints(int *out, size_t *n, const char *text, const char *what, int64_t lo, int64_t hi)
+static const char *variant_name(const eval_common *o, const analytic_task *t)
 {
-    int64_t v[MAX_AXIS];
-    int rc = orthros_axis_parse_int(v, MAX_AXIS, n, text, INT64_MIN / 2);
-    if (rc) return orthros_error(rc, "--%s: %s", what, orthros_last_error());
-    for (size_t i = 0; i < *n; i++) {
-        if (v[i] < lo || v[i] > hi)
-            return orthros_error(ORTHROS_EINVAL, "--%s: %lld is outside %lld..%lld%s", what, (long long)v[i],
-                                 (long long)lo, (long long)hi,
-                                 !strcmp(what, "depths") ? " (percent of the context)" : "");
-        out[i] = (int)v[i];
-    }
-    return 0;
+    return strcmp(o->task, "niah") ? "mqar" : t->variant;
 }
 
-/* ---- cells ---- */
-
-typedef struct {
-    const char *arch;
-    int ctx, x; /* x: depth (niah) or pairs (mqar) */
-} cell;
-
-static const char *x_name(const eval_opts *o) { return orthros_eval_x_name(o->task); }
-static const char *variant_name(const eval_opts *o) { return strcmp(o->task, "niah") ? "mqar" : o->variant; }
-
-static cJSON *ints_json(const int32_t *v, int n)
+static int build_sample(orthros_eval_sample *s, const eval_common *o, const analytic_task *t, const eval_cell *c,
+                        uint64_t seed)
 {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
-    return a;
-}
-
-static int build_sample(orthros_eval_sample *s, const eval_opts *o, const orthros_ar_layout *l,
-                        orthros_niah_variant v, const cell *c, uint64_t seed)
-{
-    return strcmp(o->task, "niah") ? orthros_mqar_sample(s, l, c->x, c->ctx, seed)
-                                   : orthros_niah_sample(s, l, v, c->ctx, c->x, seed);
+    return strcmp(o->task, "niah") ? orthros_mqar_sample(s, &t->lay, c->x, c->ctx, seed)
+                                   : orthros_niah_sample(s, &t->lay, t->v, c->ctx, c->x, seed);
 }
 
 /* One line per sample for evals/check_hf.py: the prompt, the questions, what we generated. */
-static int save_prompt(FILE *f, const eval_opts *o, const cell *c, uint64_t seed, const orthros_eval_sample *s,
-                       const int32_t *gen)
+static int save_prompt(FILE *f, const eval_common *o, const analytic_task *t, const eval_cell *c, uint64_t seed,
+                       const orthros_eval_sample *s, const int32_t *gen)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "task", o->task);
-    cJSON_AddStringToObject(j, "variant", variant_name(o));
+    cJSON_AddStringToObject(j, "variant", variant_name(o, t));
     cJSON_AddStringToObject(j, "arch", c->arch);
     cJSON_AddNumberToObject(j, "ctx", c->ctx);
-    cJSON_AddNumberToObject(j, x_name(o), c->x);
+    cJSON_AddNumberToObject(j, orthros_eval_x_name(o->task), c->x);
     cJSON_AddNumberToObject(j, "seed", (double)seed);
-    cJSON_AddItemToObject(j, "prompt", ints_json(s->prompt, s->n_prompt));
-    cJSON_AddItemToObject(j, "queries", ints_json(s->queries, s->n_answers));
+    cJSON_AddItemToObject(j, "prompt", eval_ints_json(s->prompt, s->n_prompt));
+    cJSON_AddItemToObject(j, "queries", eval_ints_json(s->queries, s->n_answers));
     cJSON_AddBoolToObject(j, "feed_back", s->feed_back);
-    cJSON_AddItemToObject(j, "expected", ints_json(s->expected, s->n_answers));
-    cJSON_AddItemToObject(j, "generated", ints_json(gen, s->n_answers));
-    char *t = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    int ok = t && fprintf(f, "%s\n", t) > 0;
-    free(t);
-    return ok ? 0 : orthros_error(ORTHROS_EIO, "cannot write the --save-prompts file");
+    cJSON_AddItemToObject(j, "expected", eval_ints_json(s->expected, s->n_answers));
+    cJSON_AddItemToObject(j, "generated", eval_ints_json(gen, s->n_answers));
+    return eval_save_line(f, j);
 }
 
 /* The per-sample record of a cell's result. */
-static cJSON *sample_record(const eval_opts *o, const cell *c, orthros_niah_variant v, uint64_t seed,
+static cJSON *sample_record(const eval_common *o, const analytic_task *t, const eval_cell *c, uint64_t seed,
                             const orthros_eval_sample *s, const int32_t *gen, int k)
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "ctx", c->ctx);
-    cJSON_AddNumberToObject(r, x_name(o), c->x);
+    cJSON_AddNumberToObject(r, orthros_eval_x_name(o->task), c->x);
     cJSON_AddNumberToObject(r, "seed", (double)seed);
     if (!strcmp(o->task, "niah")) {
         cJSON *pos = cJSON_AddArrayToObject(r, "needle_positions");
-        for (int j = 0; j < (v == ORTHROS_NIAH_SINGLE ? 1 : ORTHROS_NIAH_NEEDLES); j++)
+        for (int j = 0; j < (t->v == ORTHROS_NIAH_SINGLE ? 1 : ORTHROS_NIAH_NEEDLES); j++)
             cJSON_AddItemToArray(pos, cJSON_CreateNumber(s->needle_pos[j]));
     }
-    cJSON_AddItemToObject(r, "expected", ints_json(s->expected, s->n_answers));
-    cJSON_AddItemToObject(r, "generated", ints_json(gen, s->n_answers));
+    cJSON_AddItemToObject(r, "expected", eval_ints_json(s->expected, s->n_answers));
+    cJSON_AddItemToObject(r, "generated", eval_ints_json(gen, s->n_answers));
     cJSON_AddNumberToObject(r, "n_correct", k);
     cJSON_AddBoolToObject(r, "correct", k == s->n_answers);
     return r;
 }
 
 /* Runs every sample of one cell on model m into *out (its records owned by it). */
-static int run_cell(orthros_eval_cell *out, orthros_model *m, const eval_opts *o, const orthros_ar_layout *l,
-                    orthros_niah_variant v, const cell *c, FILE *prompts)
+static int run_cell(eval_run *run, orthros_eval_cell *out, orthros_model *m, const eval_cell *c)
 {
+    const eval_common *o = run->o;
+    const analytic_task *t = run->task;
     orthros_eval_sample s;
     orthros_session *sess = NULL;
     int64_t correct = 0, trials = 0, sample_correct = 0;
     double t0 = orthros_now_s();
     int rc = 0;
     memset(out, 0, sizeof *out);
+    out->partial = NAN;
     if (!(out->records = cJSON_CreateArray())) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     for (int i = 0; i < o->samples; i++) {
         uint64_t seed = orthros_eval_sample_seed((uint64_t)o->mo.seed, o->task, c->ctx, c->x, i);
         int32_t gen[ORTHROS_EVAL_MAX_ANSWERS];
-        if ((rc = build_sample(&s, o, l, v, c, seed))) goto fail;
+        if ((rc = build_sample(&s, o, t, c, seed))) goto fail;
         int need = s.n_prompt + orthros_eval_decode_tokens(&s);
         if (!sess) rc = orthros_session_init(&sess, m, 1, need, o->mo.chunk);
         if (!rc) rc = orthros_eval_run(sess, &s, gen);
-        if (!rc && prompts) rc = save_prompt(prompts, o, c, seed, &s, gen);
+        if (!rc && run->prompts) rc = save_prompt(run->prompts, o, t, c, seed, &s, gen);
         if (rc) {
             orthros_eval_sample_free(&s);
             goto fail;
         }
         int k = orthros_eval_score(&s, gen), ok = k == s.n_answers;
-        cJSON_AddItemToArray(out->records, sample_record(o, c, v, seed, &s, gen, k));
+        cJSON_AddItemToArray(out->records, sample_record(o, t, c, seed, &s, gen, k));
         /* NIAH counts samples (all answers right); MQAR counts questions, as Zoology reports it. */
         correct += strcmp(o->task, "niah") ? k : ok;
         trials += strcmp(o->task, "niah") ? s.n_answers : 1;
@@ -143,12 +111,10 @@ static int run_cell(orthros_eval_cell *out, orthros_model *m, const eval_opts *o
         orthros_eval_sample_free(&s);
     }
     snprintf(out->task, sizeof out->task, "%s", o->task);
-    snprintf(out->variant, sizeof out->variant, "%s", variant_name(o));
+    snprintf(out->variant, sizeof out->variant, "%s", variant_name(o, t));
     snprintf(out->arch, sizeof out->arch, "%s", c->arch);
     out->ctx = c->ctx, out->x = c->x, out->samples = o->samples, out->samples_correct = (int)sample_correct;
-    out->n = trials, out->correct = correct, out->accuracy = (double)correct / (double)trials;
-    out->ci_lo = 0, out->ci_hi = 1;
-    orthros_stats_wilson(&out->ci_lo, &out->ci_hi, correct, trials, ORTHROS_STATS_Z95);
+    eval_cell_set_accuracy(out, correct, trials);
     out->elapsed_s = orthros_now_s() - t0;
     orthros_session_free(sess);
     return 0;
@@ -159,283 +125,104 @@ fail:
     return rc;
 }
 
-static int config_of(orthros_eval_config *c, const eval_opts *o, const char *device, const orthros_ar_layout *l)
+static int check_model(eval_run *r, orthros_model *m)
 {
-    memset(c, 0, sizeof *c);
-    snprintf(c->task, sizeof c->task, "%s", o->task);
-    snprintf(c->variant, sizeof c->variant, "%s", variant_name(o));
-    c->model = strdup(o->mo.model);
-    c->archs = strdup(o->archs);
-    c->ctxs = strdup(o->ctxs);
-    c->xs = strdup(strcmp(o->task, "niah") ? o->pairs : o->depths);
-    c->analytic_recall = orthros_ar_layout_json(l);
-    if (!c->model || !c->archs || !c->ctxs || !c->xs || !c->analytic_recall) {
-        orthros_eval_config_free(c);
-        return orthros_error(ORTHROS_ENOMEM, "out of memory");
-    }
-    c->samples = o->samples, c->seed = o->mo.seed;
-    snprintf(c->device, sizeof c->device, "%s", device);
-    c->chunk = o->mo.chunk, c->tail = o->mo.tail, c->window = o->mo.window, c->hybrid_every = o->mo.hybrid_every;
-    c->feature_dim = o->mo.feature_dim, c->eps = o->mo.eps;
-    snprintf(c->feature_map, sizeof c->feature_map, "%s", o->mo.feature_map ? o->mo.feature_map : "");
-    snprintf(c->scoring, sizeof c->scoring, "%s",
-             strcmp(o->task, "niah") ? "exact match per question; n counts questions"
-                                     : "exact match of every expected token (multivalue: as a set); n counts samples");
+    const analytic_task *t = r->task;
+    if (orthros_model_get_config(m)->vocab != t->lay.vocab)
+        return orthros_error(ORTHROS_EFORMAT, "%s: vocab_size disagrees with its analytic_recall layout", r->o->mo.model);
     return 0;
 }
 
-/* ---- the run ---- */
-
-typedef struct {
-    const eval_opts *o;
-    char archs[MAX_AXIS][ORTHROS_AXIS_NAME_MAX];
-    int ctxs[MAX_AXIS], xs[MAX_AXIS];
-    size_t na, nc, nx;
-    orthros_niah_variant variant;
-    orthros_ar_layout lay;
-    orthros_backend *be;
-    orthros_eval_file f;
-    orthros_table table;
-    FILE *prompts;
-    int existed, measured;
-} eval_run;
-
 /* The grid and the layout, checked before any model runs: usage errors. */
-static int parse_grid(eval_run *r)
+static int parse_grid(eval_run *r, analytic_task *t)
 {
-    const eval_opts *o = r->o;
+    const eval_common *o = r->o;
     int rc, niah = !strcmp(o->task, "niah");
-    if ((niah && (rc = orthros_niah_variant_parse(o->variant, &r->variant))) ||
-        (rc = orthros_axis_parse_names(r->archs, MAX_AXIS, &r->na, o->archs, orthros_arch_names)) ||
-        (rc = parse_ints(r->ctxs, &r->nc, o->ctxs, "ctx", 1, INT_MAX / 2)) ||
-        (rc = niah ? parse_ints(r->xs, &r->nx, o->depths, "depths", 0, 100) : parse_ints(r->xs, &r->nx, o->pairs, "pairs", 1, INT_MAX)) ||
-        (rc = orthros_ar_layout_load(&r->lay, o->mo.model)))
+    if ((niah && (rc = orthros_niah_variant_parse(t->variant, &t->v))) || (rc = eval_parse_archs(r)) ||
+        (rc = eval_parse_ints(r->ctxs, &r->nc, o->ctxs, "ctx", 1, INT_MAX / 2)) ||
+        (rc = niah ? eval_parse_ints(r->xs, &r->nx, t->depths, "depths", 0, 100)
+                   : eval_parse_ints(r->xs, &r->nx, t->pairs, "pairs", 1, INT_MAX)) ||
+        (rc = orthros_ar_layout_load(&t->lay, o->mo.model)))
         return rc;
     for (size_t i = 0; i < r->nc; i++)
         for (size_t j = 0; j < r->nx; j++) {
             orthros_eval_sample s;
-            cell c = {r->archs[0], r->ctxs[i], r->xs[j]};
-            if ((rc = build_sample(&s, o, &r->lay, r->variant, &c, 0))) return rc;
+            eval_cell c = {r->archs[0], r->ctxs[i], r->xs[j]};
+            if ((rc = build_sample(&s, o, t, &c, 0))) return rc;
             orthros_eval_sample_free(&s);
         }
     return 0;
 }
 
-/* The result file: an earlier run's cells with --resume (same configuration, else refused), a fresh header. An
- * existing file is not replaced before this run has a cell (or with --force). */
-static int open_results(eval_run *r, int argc, char **argv)
-{
-    const eval_opts *o = r->o;
-    orthros_eval_file old;
-    int rc, exists = 0;
-    orthros_eval_file_init(&r->f);
-    if ((rc = orthros_eval_file_read(&old, o->json, 1, &exists))) {
-        if (!o->force || o->resume) return rc;
-        exists = 1;
-    }
-    r->existed = exists;
-    if ((rc = config_of(&r->f.cfg, o, orthros_backend_name(r->be), &r->lay))) goto done;
-    if (exists && o->resume) {
-        if ((rc = orthros_eval_config_check_same(&old.cfg, o->json, &r->f.cfg, "this run"))) {
-            orthros_error(rc, "cannot resume: %s", orthros_last_error());
-            goto done;
-        }
-        for (size_t i = 0; i < old.n_cells; i++)
-            if ((rc = orthros_eval_file_add(&r->f, &old.cells[i]))) goto done;
-    }
-    if (!(r->f.header = orthros_result_new("eval", argc, argv, (uint64_t)o->mo.seed, r->be)))
-        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-    if (!rc && o->force && exists) rc = orthros_eval_file_write(&r->f, o->json);
-done:
-    if (exists) orthros_eval_file_free(&old);
-    return rc;
-}
-
-static int save(eval_run *r, int final)
-{
-    if (r->existed && !r->measured && !r->o->force && !r->o->resume) {
-        if (final) fprintf(stderr, "eval: nothing was run; %s left as it was\n", r->o->json);
-        return 0;
-    }
-    if (final) orthros_result_finish(r->f.header);
-    return orthros_eval_file_write(&r->f, r->o->json);
-}
-
-static void print_cell(eval_run *r, const orthros_eval_cell *c)
-{
-    char v[7][ORTHROS_NAME_MAX];
-    const char *cells[7];
-    for (int i = 0; i < 7; i++) cells[i] = v[i];
-    snprintf(v[0], ORTHROS_NAME_MAX, "%s", c->arch);
-    snprintf(v[1], ORTHROS_NAME_MAX, "%d", c->ctx);
-    snprintf(v[2], ORTHROS_NAME_MAX, "%d", c->x);
-    snprintf(v[3], ORTHROS_NAME_MAX, "%lld", (long long)c->n);
-    snprintf(v[4], ORTHROS_NAME_MAX, "%.3f", c->accuracy);
-    snprintf(v[5], ORTHROS_NAME_MAX, "%.3f", c->ci_lo);
-    snprintf(v[6], ORTHROS_NAME_MAX, "%.3f", c->ci_hi);
-    orthros_table_row(&r->table, cells);
-}
-
-/* After the grid: per architecture, the pooled accuracy over every cell of this file, with its Wilson interval. */
-static void print_summary(eval_run *r)
-{
-    for (size_t ia = 0; ia < r->na; ia++) {
-        int64_t k = 0, n = 0;
-        size_t cells = 0;
-        for (size_t i = 0; i < r->f.n_cells; i++)
-            if (!strcmp(r->f.cells[i].arch, r->archs[ia])) k += r->f.cells[i].correct, n += r->f.cells[i].n, cells++;
-        if (!n) continue;
-        double lo = 0, hi = 1;
-        orthros_stats_wilson(&lo, &hi, k, n, ORTHROS_STATS_Z95);
-        char line[256];
-        snprintf(line, sizeof line, "summary %-12s %zu cells, %lld of %lld right: accuracy %.3f [%.3f, %.3f]", r->archs[ia],
-                 cells, (long long)k, (long long)n, (double)k / (double)n, lo, hi);
-        orthros_table_note(&r->table, line);
-    }
-}
-
-/* Every cell of one architecture not yet in the file. */
-static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, size_t total, double t0)
-{
-    const eval_opts *o = r->o;
-    orthros_model *m = NULL;
-    int rc = 0;
-    ao->arch = r->archs[ia];
-    for (size_t ic = 0; ic < r->nc && !rc; ic++)
-        for (size_t ix = 0; ix < r->nx && !rc; ix++) {
-            cell c = {r->archs[ia], r->ctxs[ic], r->xs[ix]};
-            (*idx)++;
-            if (orthros_eval_file_find(&r->f, c.arch, c.ctx, c.x)) {
-                if (!o->quiet)
-                    fprintf(stderr, "[%zu/%zu] %s ctx %d %s %d: already in %s, skipped\n", *idx, total, c.arch, c.ctx,
-                            x_name(o), c.x, o->json);
-                continue;
-            }
-            if (!m && (rc = orthros_model_load(&m, r->be, o->mo.model, ao, (uint64_t)o->mo.seed))) break;
-            if (orthros_model_get_config(m)->vocab != r->lay.vocab) {
-                rc = orthros_error(ORTHROS_EFORMAT, "%s: vocab_size disagrees with its analytic_recall layout", o->mo.model);
-                break;
-            }
-            if (!o->quiet)
-                fprintf(stderr, "[%zu/%zu] %s %s ctx %d %s %d, %d samples (elapsed %.0f s)...\n", *idx, total, o->task,
-                        c.arch, c.ctx, x_name(o), c.x, o->samples, orthros_now_s() - t0);
-            orthros_eval_cell res;
-            if ((rc = run_cell(&res, m, o, &r->lay, r->variant, &c, r->prompts))) break;
-            if ((rc = orthros_eval_file_add(&r->f, &res))) {
-                cJSON_Delete(res.records);
-                break;
-            }
-            r->measured++;
-            print_cell(r, &r->f.cells[r->f.n_cells - 1]);
-            if (r->prompts) fflush(r->prompts);
-            rc = save(r, 0);
-        }
-    orthros_model_free(m);
-    return rc;
-}
-
 static const orthros_table_col eval_cols[] = {{"arch", -12, 0}, {"ctx", 8, 1},      {"x", 6, 1},      {"n", 8, 1},
                                               {"accuracy", 9, 1}, {"ci95_lo", 8, 1}, {"ci95_hi", 8, 1}};
 
-static int run_eval(eval_opts *o, int argc, char **argv)
+static int run_analytic(eval_common *o, analytic_task *t, int argc, char **argv)
 {
-    const char *cmd = "eval";
+    static const eval_task_ops ops = {check_model, run_cell, NULL, NULL};
     eval_run r;
     memset(&r, 0, sizeof r);
-    r.o = o;
-    orthros_arch_opts ao;
-    orthros_table_format tf = ORTHROS_TABLE_TEXT;
+    r.o = o, r.ops = &ops, r.task = t;
     int rc;
-    if ((rc = parse_grid(&r)) || (rc = orthros_model_opts_resolve(&ao, &o->mo)) ||
-        (rc = orthros_table_format_parse(&tf, o->format)))
-        return orthros_cmd_fail_usage(cmd, rc);
-    if ((rc = orthros_backend_create(&r.be, o->mo.device))) return orthros_cmd_fail(cmd, rc);
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "eval %s", o->task);
+    if ((rc = parse_grid(&r, t))) return orthros_cmd_fail_usage(cmd, rc);
+    orthros_eval_config cfg;
+    if ((rc = eval_config_common(&cfg, o, ""))) return orthros_cmd_fail(cmd, rc);
+    snprintf(cfg.variant, sizeof cfg.variant, "%s", variant_name(o, t));
+    cfg.xs = strdup(strcmp(o->task, "niah") ? t->pairs : t->depths);
+    cfg.analytic_recall = orthros_ar_layout_json(&t->lay);
+    if (!cfg.xs || !cfg.analytic_recall) {
+        orthros_eval_config_free(&cfg);
+        return orthros_cmd_fail(cmd, orthros_error(ORTHROS_ENOMEM, "out of memory"));
+    }
+    snprintf(cfg.scoring, sizeof cfg.scoring, "%s",
+             strcmp(o->task, "niah") ? "exact match per question; n counts questions"
+                                     : "exact match of every expected token (multivalue: as a set); n counts samples");
     orthros_table_col cols[7];
     memcpy(cols, eval_cols, sizeof cols);
-    cols[2].name = x_name(o);
-    if ((rc = open_results(&r, argc, argv)) || (rc = orthros_table_open(&r.table, tf, o->table_out, cols, 7))) goto done;
-    if (o->save_prompts && !(r.prompts = fopen(o->save_prompts, o->resume ? "a" : "w"))) {
-        rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing: %s", o->save_prompts, strerror(errno));
-        goto done;
-    }
-    size_t total = r.na * r.nc * r.nx, idx = 0;
-    double t0 = orthros_now_s();
-    for (size_t ia = 0; ia < r.na && !rc; ia++) rc = run_arch(&r, ia, &ao, &idx, total, t0);
-    if (!rc && !(rc = save(&r, 1))) {
-        print_summary(&r);
-        if (!o->quiet && (r.measured || !r.existed || o->force || o->resume)) fprintf(stderr, "eval: results in %s\n", o->json);
-    }
-done:
-    if (r.table.out) {
-        int trc = orthros_table_close(&r.table);
-        if (!rc) rc = trc;
-    }
-    if (rc) orthros_cmd_fail(cmd, rc);
-    if (r.prompts) fclose(r.prompts);
-    orthros_eval_file_free(&r.f);
-    orthros_backend_free(r.be);
-    return rc ? 1 : 0;
+    cols[2].name = orthros_eval_x_name(o->task);
+    return eval_drive(&r, argc, argv, &cfg, cols, 7);
 }
 
-int orthros_cmd_eval(int argc, char **argv)
+/* orthros eval niah|mqar on the analytic checkpoint. */
+static int cmd_analytic(int argc, char **argv)
 {
-    if (argc < 3 || (strcmp(argv[2], "niah") && strcmp(argv[2], "mqar"))) {
-        int help = argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
-        fprintf(help ? stdout : stderr,
-                "usage: orthros eval niah|mqar [options]   (orthros eval niah --help for its options)\n\n"
-                "  niah   needle in a haystack over context x depth (variants single, multikey, multivalue, multiquery)\n"
-                "  mqar   multi-query associative recall over context x number of pairs\n");
-        if (!help && argc >= 3) fprintf(stderr, "orthros eval: error: unknown task \"%s\"\n", argv[2]);
-        return help ? 0 : 2;
-    }
-    eval_opts o = {.task = argv[2], .archs = "transformer,orthros,linear,swa,hybrid", .depths = "0:100:+10",
-                   .pairs = NULL, .variant = "single", .samples = 4, .format = "text"};
+    eval_common o;
+    analytic_task t = {.depths = "0:100:+10", .pairs = NULL, .variant = "single"};
+    eval_common_default(&o, argv[2]);
     int niah = !strcmp(o.task, "niah");
+    const char *json_default = niah ? "orthros-eval-niah.json" : "orthros-eval-mqar.json";
     char cmdname[32];
     snprintf(cmdname, sizeof cmdname, "eval %s", o.task);
-    orthros_model_opts_default(&o.mo);
-    o.mo.model = NULL;
     orthros_cmd c;
     orthros_cmd_init(&c, cmdname,
                      niah ? "Needle in a haystack on an analytic recall checkpoint: for every architecture, context length "
                             "and depth, seeded token-level haystacks with the needle(s) at the depth, the question at the "
                             "end of the prompt, the answer generated greedily and scored by exact match. Writes a JSON "
-                            "result file with per-sample records and per-cell accuracy with a Wilson 95% interval."
+                            "result file with per-sample records and per-cell accuracy with a Wilson 95% interval. (On a "
+                            "text model, orthros eval ruler --task niah.)"
                           : "Multi-query associative recall (Zoology) on an analytic recall checkpoint: the key-value pairs "
                             "at the start of the context, the questions asked one after another in the decode phase; "
                             "accuracy per cell over all questions, with a Wilson 95% interval.",
                      0);
     c.first = 3;
     orthros_model_opts_add(&c, &o.mo);
-    orthros_opt *arch = orthros_cmd_opt(&c, "arch");
-    arch->dst = &o.archs;
-    arch->metavar = "LIST";
-    arch->help = "architectures, comma-separated (default transformer,orthros,linear,swa,hybrid)";
     orthros_cmd_opt(&c, "model")->help = "an analytic checkpoint directory (orthros make-model analytic-recall) (required)";
     orthros_cmd_opt(&c, "seed")->help = "seed of the samples (default 1)";
     orthros_cmd_add(&c, "ctx", ORTHROS_OPT_STR, &o.ctxs, "LIST",
                     "context lengths in tokens, prompt included: 1k,4k or 1k:128k:x2 (default 256,1k on cpu, 1k:128k:x2 on cuda)");
     if (niah) {
-        orthros_cmd_add(&c, "depths", ORTHROS_OPT_STR, &o.depths, "LIST",
+        orthros_cmd_add(&c, "depths", ORTHROS_OPT_STR, &t.depths, "LIST",
                         "needle depths in percent of the context, 0..100 (default 0:100:+10)");
-        orthros_cmd_add(&c, "variant", ORTHROS_OPT_STR, &o.variant, "V", "single|multikey|multivalue|multiquery (default single)");
+        orthros_cmd_add(&c, "variant", ORTHROS_OPT_STR, &t.variant, "V", "single|multikey|multivalue|multiquery (default single)");
     } else {
-        orthros_cmd_add(&c, "pairs", ORTHROS_OPT_STR, &o.pairs, "LIST",
+        orthros_cmd_add(&c, "pairs", ORTHROS_OPT_STR, &t.pairs, "LIST",
                         "key-value pairs per sample, at most the model's keys (default 1:64:x2, capped at the keys)");
     }
     orthros_cmd_add_num(&c, "samples", ORTHROS_OPT_INT, &o.samples, 1, 1000000, "N", "samples per cell (default 4)");
-    orthros_cmd_add(&c, "json", ORTHROS_OPT_STR, &o.json, "FILE",
-                    niah ? "result file, rewritten after every cell (default orthros-eval-niah.json)"
-                         : "result file, rewritten after every cell (default orthros-eval-mqar.json)");
-    orthros_cmd_add(&c, "resume", ORTHROS_OPT_FLAG, &o.resume, NULL,
-                    "keep the cells already in --json (same configuration) and run only the rest");
-    orthros_cmd_add(&c, "force", ORTHROS_OPT_FLAG, &o.force, NULL,
-                    "replace --json at the start (without it, an existing file is replaced only once a cell is done)");
-    orthros_cmd_add(&c, "save-prompts", ORTHROS_OPT_STR, &o.save_prompts, "FILE",
+    eval_common_add(&c, &o, json_default,
                     "also write every sample's prompt, questions and answers as JSON lines (for evals/check_hf.py)");
-    orthros_cmd_add(&c, "o", ORTHROS_OPT_STR, &o.format, "FMT", "table format on stdout: text|md|csv|jsonl|json (default text)");
-    orthros_cmd_add(&c, "table-out", ORTHROS_OPT_STR, &o.table_out, "FILE", "write the table to FILE instead of stdout");
-    orthros_cmd_add(&c, "quiet", ORTHROS_OPT_FLAG, &o.quiet, NULL, "no progress lines on stderr");
     int pr = orthros_cmd_parse(&c, argc, argv);
     if (pr >= 0) return pr;
     if (!o.mo.model)
@@ -443,20 +230,51 @@ int orthros_cmd_eval(int argc, char **argv)
     if (!strncmp(o.mo.model, "preset:", 7))
         return orthros_cmd_usage(&c, "%s has no token layout; the evals need a model made by `orthros make-model "
                                      "analytic-recall`", o.mo.model);
-    if (o.resume && o.force) return orthros_cmd_usage(&c, "--resume keeps the file's cells, --force replaces them: not both");
-    if (!strcmp(o.json ? o.json : "", "-")) return orthros_cmd_usage(&c, "--json needs a file (results are rewritten as cells finish)");
+    if ((pr = eval_common_check(&c, &o, json_default)) >= 0) return pr;
     int gpu = strcmp(o.mo.device, "cpu") && (strcmp(o.mo.device, "auto") || orthros_cuda_available());
     if (!o.ctxs) o.ctxs = gpu ? "1k:128k:x2" : "256,1k";
-    if (!o.json) o.json = niah ? "orthros-eval-niah.json" : "orthros-eval-mqar.json";
     char pairs_default[64];
-    if (!niah && !o.pairs) {
+    if (!niah && !t.pairs) {
         /* 1, 2, 4, ... up to the model's keys. */
         orthros_ar_layout l;
         int keys = !orthros_ar_layout_load(&l, o.mo.model) ? l.keys : 64;
         snprintf(pairs_default, sizeof pairs_default, "1:%d:x2", keys);
-        o.pairs = pairs_default;
+        t.pairs = pairs_default;
     }
-    return run_eval(&o, argc, argv);
+    if (orthros_ar_layout_load(&t.lay, o.mo.model)) {
+        /* A model with a tokenizer but no layout is a text model: say where its evals are. */
+        orthros_tokenizer *tok = NULL;
+        int text = !orthros_tokenizer_load(&tok, o.mo.model);
+        orthros_tokenizer_free(tok);
+        if (text)
+            return orthros_cmd_usage(&c, "%s has no analytic_recall layout: it is a text model; run its needle in a "
+                                         "haystack with `orthros eval ruler --task niah`", o.mo.model);
+    }
+    return run_analytic(&o, &t, argc, argv);
+}
+
+int orthros_cmd_eval(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+        const char *help;
+    } tasks[] = {
+        {"niah", cmd_analytic, "needle in a haystack on the analytic checkpoint, context x depth (four variants)"},
+        {"mqar", cmd_analytic, "multi-query associative recall on the analytic checkpoint, context x pairs"},
+        {"ruler", orthros_cmd_eval_ruler, "RULER-style text tasks on a text model: NIAH (four variants), variable "
+                                          "tracking, common words; context x depth (or hops, words)"},
+        {"recall", orthros_cmd_eval_recall, "in-context recall questions from a JSONL file, contains-match"},
+        {"ppl", orthros_cmd_eval_ppl, "perplexity of a text over sliding windows, bootstrap interval"},
+    };
+    for (size_t i = 0; argc >= 3 && i < sizeof tasks / sizeof *tasks; i++)
+        if (!strcmp(argv[2], tasks[i].name)) return tasks[i].run(argc, argv);
+    int help = argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
+    FILE *f = help ? stdout : stderr;
+    fprintf(f, "usage: orthros eval TASK [options]   (orthros eval TASK --help for its options)\n\n");
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++) fprintf(f, "  %-7s %s\n", tasks[i].name, tasks[i].help);
+    if (!help && argc >= 3) fprintf(stderr, "orthros eval: error: unknown task \"%s\"\n", argv[2]);
+    return help ? 0 : 2;
 }
 
 int orthros_cmd_make_model(int argc, char **argv)

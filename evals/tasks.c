@@ -27,11 +27,7 @@ int orthros_niah_min_keys(orthros_niah_variant v)
 }
 int orthros_mqar_min_ctx(int pairs) { return pairs + 3; }
 
-typedef struct {
-    uint64_t s;
-} rng;
-
-static uint64_t rng_next(rng *r)
+uint64_t orthros_rng_next(orthros_rng *r)
 {
     uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -40,14 +36,14 @@ static uint64_t rng_next(rng *r)
 }
 
 /* Uniform in [0, n) (the modulo bias of a 64-bit draw is below 2^-40 for the sizes used here). */
-static int rng_below(rng *r, int n) { return (int)(rng_next(r) % (uint64_t)n); }
+int orthros_rng_below(orthros_rng *r, int n) { return (int)(orthros_rng_next(r) % (uint64_t)n); }
 
 /* k distinct values of [0, n) in random order (partial Fisher-Yates over a scratch permutation). */
-static void rng_distinct(rng *r, int *out, int k, int n, int *scratch)
+void orthros_rng_distinct(orthros_rng *r, int *out, int k, int n, int *scratch)
 {
     for (int i = 0; i < n; i++) scratch[i] = i;
     for (int i = 0; i < k; i++) {
-        int j = i + rng_below(r, n - i), t = scratch[i];
+        int j = i + orthros_rng_below(r, n - i), t = scratch[i];
         scratch[i] = scratch[j];
         scratch[j] = t;
         out[i] = scratch[i];
@@ -58,11 +54,11 @@ uint64_t orthros_eval_sample_seed(uint64_t seed, const char *task, int a, int b,
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a of the task name, then splitmix over the coordinates */
     for (const char *p = task; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    rng r = {seed ^ h};
-    r.s ^= rng_next(&r) + (uint64_t)(uint32_t)a;
-    r.s ^= rng_next(&r) + (uint64_t)(uint32_t)b;
-    r.s ^= rng_next(&r) + (uint64_t)(uint32_t)index;
-    return rng_next(&r);
+    orthros_rng r = {seed ^ h};
+    r.s ^= orthros_rng_next(&r) + (uint64_t)(uint32_t)a;
+    r.s ^= orthros_rng_next(&r) + (uint64_t)(uint32_t)b;
+    r.s ^= orthros_rng_next(&r) + (uint64_t)(uint32_t)index;
+    return orthros_rng_next(&r);
 }
 
 static int sample_alloc(orthros_eval_sample *s, int ctx)
@@ -75,11 +71,11 @@ static int sample_alloc(orthros_eval_sample *s, int ctx)
 }
 
 /* BOS, then filler, then QUERY and the first key; needles are placed by the caller. */
-static void fill_haystack(orthros_eval_sample *s, const orthros_ar_layout *l, rng *r, int32_t first_key)
+static void fill_haystack(orthros_eval_sample *s, const orthros_ar_layout *l, orthros_rng *r, int32_t first_key)
 {
     int n = s->n_prompt;
     s->prompt[0] = l->bos;
-    for (int i = 1; i < n - 2; i++) s->prompt[i] = orthros_ar_filler(l, rng_below(r, l->fillers));
+    for (int i = 1; i < n - 2; i++) s->prompt[i] = orthros_ar_filler(l, orthros_rng_below(r, l->fillers));
     s->prompt[n - 2] = l->query;
     s->prompt[n - 1] = first_key;
 }
@@ -100,21 +96,21 @@ int orthros_niah_sample(orthros_eval_sample *s, const orthros_ar_layout *l, orth
                              orthros_niah_min_keys(v), l->keys);
     int rc = sample_alloc(s, ctx);
     if (rc) return rc;
-    rng r = {seed};
+    orthros_rng r = {seed};
     int nn = n_needles(v), keys[ORTHROS_NIAH_NEEDLES], vals[ORTHROS_NIAH_NEEDLES];
     int scratch[ORTHROS_AR_MAX_KEYS > ORTHROS_AR_MAX_VALUES ? ORTHROS_AR_MAX_KEYS : ORTHROS_AR_MAX_VALUES];
     if (v == ORTHROS_NIAH_MULTIVALUE) {
         /* One key, one value of each class (so that the construction's tie-break orders them), in random
          * needle order. */
-        int key = rng_below(&r, l->keys), order[ORTHROS_NIAH_NEEDLES];
-        rng_distinct(&r, order, nn, nn, scratch);
+        int key = orthros_rng_below(&r, l->keys), order[ORTHROS_NIAH_NEEDLES];
+        orthros_rng_distinct(&r, order, nn, nn, scratch);
         for (int i = 0; i < nn; i++) {
             keys[i] = key;
-            vals[i] = order[i] + l->classes * rng_below(&r, l->values / l->classes);
+            vals[i] = order[i] + l->classes * orthros_rng_below(&r, l->values / l->classes);
         }
     } else {
-        rng_distinct(&r, keys, nn, l->keys, scratch);
-        for (int i = 0; i < nn; i++) vals[i] = rng_below(&r, l->values);
+        orthros_rng_distinct(&r, keys, nn, l->keys, scratch);
+        for (int i = 0; i < nn; i++) vals[i] = orthros_rng_below(&r, l->values);
     }
     fill_haystack(s, l, &r, orthros_ar_key(l, keys[0]));
     /* Haystack positions 1..H; the first needle at the depth, the others at distinct random positions. */
@@ -123,7 +119,7 @@ int orthros_niah_sample(orthros_eval_sample *s, const orthros_ar_layout *l, orth
     for (int i = 1; i < nn; i++) {
         int p, clash;
         do {
-            p = 1 + rng_below(&r, H);
+            p = 1 + orthros_rng_below(&r, H);
             clash = 0;
             for (int j = 0; j < i; j++) clash |= s->needle_pos[j] == p;
         } while (clash);
@@ -165,11 +161,11 @@ int orthros_mqar_sample(orthros_eval_sample *s, const orthros_ar_layout *l, int 
                              "QUERY, key)", ctx, orthros_mqar_min_ctx(pairs), pairs);
     int rc = sample_alloc(s, ctx);
     if (rc) return rc;
-    rng r = {seed};
+    orthros_rng r = {seed};
     int keys[ORTHROS_AR_MAX_KEYS], vals[ORTHROS_AR_MAX_KEYS], ask[ORTHROS_AR_MAX_KEYS], scratch[ORTHROS_AR_MAX_KEYS];
-    rng_distinct(&r, keys, pairs, l->keys, scratch);
-    for (int i = 0; i < pairs; i++) vals[i] = rng_below(&r, l->values);
-    rng_distinct(&r, ask, pairs, pairs, scratch);
+    orthros_rng_distinct(&r, keys, pairs, l->keys, scratch);
+    for (int i = 0; i < pairs; i++) vals[i] = orthros_rng_below(&r, l->values);
+    orthros_rng_distinct(&r, ask, pairs, pairs, scratch);
     fill_haystack(s, l, &r, orthros_ar_key(l, keys[ask[0]]));
     /* As Zoology lays it out: the pairs first, then the rest of the context, then the questions. */
     for (int i = 0; i < pairs; i++) s->prompt[1 + i] = orthros_ar_pair(l, keys[i], vals[i]);

@@ -33,6 +33,16 @@ typedef struct {
     int needle_pos[ORTHROS_NIAH_NEEDLES]; /* prompt positions of the NIAH needles (the first is at the depth) */
 } orthros_eval_sample;
 
+/* The samples' generator: splitmix64 (a pure function of the seed). */
+typedef struct {
+    uint64_t s;
+} orthros_rng;
+uint64_t orthros_rng_next(orthros_rng *r);
+/* Uniform in [0, n), n >= 1. */
+int orthros_rng_below(orthros_rng *r, int n);
+/* k distinct values of [0, n) in random order into out[k] (scratch[n]: a partial Fisher-Yates shuffle). */
+void orthros_rng_distinct(orthros_rng *r, int *out, int k, int n, int *scratch);
+
 const char *orthros_niah_variant_name(orthros_niah_variant v);
 int orthros_niah_variant_parse(const char *s, orthros_niah_variant *out);
 /* Shortest context a NIAH variant fits in (needles + BOS + QUERY + key), and the fewest keys it needs. */

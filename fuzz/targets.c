@@ -23,6 +23,8 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
      orthros_fuzz_eval_file, orthros_fuzz_seeds_eval_file},
     {"anchor_file", "a PyTorch SDPA anchors file (plot, the recipe report)", orthros_fuzz_anchor_file,
      orthros_fuzz_seeds_anchor_file},
+    {"recall_jsonl", "a recall tasks file (orthros eval recall --tasks): every line parsed and checked",
+     orthros_fuzz_recall_jsonl, orthros_fuzz_seeds_recall_jsonl},
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);
 

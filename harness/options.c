@@ -103,18 +103,20 @@ int orthros_cmd_parse(orthros_cmd *c, int argc, char **argv)
             print_help(c);
             return 0;
         }
-        if (strncmp(a, "--", 2) || !strcmp(a, "--")) {
+        /* A one-letter option may be written with one dash: -o md. */
+        int short_opt = a[0] == '-' && a[1] && a[1] != '-' && !a[2];
+        if (!short_opt && (strncmp(a, "--", 2) || !strcmp(a, "--"))) {
             if (!strcmp(a, "--") && i + 1 < argc) a = argv[++i]; /* "--" then a file name that starts with "-" */
             if (c->n_pos >= c->max_pos) return orthros_cmd_usage(c, "unexpected argument \"%s\" (see --help)", a);
             c->pos[c->n_pos++] = a;
             continue;
         }
-        const char *name = a + 2, *eq = strchr(name, '=');
+        const char *name = a + (short_opt ? 1 : 2), *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         orthros_opt *o = NULL;
         for (int j = 0; j < c->n_opts; j++)
             if (strlen(c->opts[j].name) == len && !strncmp(c->opts[j].name, name, len)) o = &c->opts[j];
-        if (!o) return orthros_cmd_usage(c, "unknown option \"%.*s\" (see --help)", (int)(len + 2), a);
+        if (!o) return orthros_cmd_usage(c, "unknown option \"%.*s\" (see --help)", (int)(len + (short_opt ? 1 : 2)), a);
         o->set = 1;
         if (o->kind == ORTHROS_OPT_FLAG) {
             if (eq) return orthros_cmd_usage(c, "option --%s takes no value", o->name);

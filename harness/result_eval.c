@@ -8,13 +8,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *orthros_eval_x_name(const char *task) { return strcmp(task, "niah") ? "pairs" : "depth"; }
+const char *const orthros_eval_tasks[] = {"niah", "mqar", "ruler_niah", "ruler_vt", "ruler_cwe", "recall", "ppl", NULL};
+
+/* Each task's second axis: its JSON name in cells, the config key of its list, and its range. */
+static const struct {
+    const char *task, *x, *xs;
+    int64_t lo, hi;
+} axes[] = {{"niah", "depth", "depths", 0, 100},    {"mqar", "pairs", "pairs", 1, INT_MAX},
+            {"ruler_niah", "depth", "depths", 0, 100}, {"ruler_vt", "hops", "hops", 1, INT_MAX},
+            {"ruler_cwe", "words", "words", 1, INT_MAX}, {"ppl", "stride", NULL, 1, INT_MAX},
+            {"recall", NULL, NULL, 0, 0}};
+
+static int axis_of(const char *task)
+{
+    for (size_t i = 0; i < sizeof axes / sizeof *axes; i++)
+        if (!strcmp(axes[i].task, task)) return (int)i;
+    return -1;
+}
+
+const char *orthros_eval_x_name(const char *task)
+{
+    int a = axis_of(task);
+    return a < 0 ? NULL : axes[a].x;
+}
+
+const char *orthros_eval_xs_key(const char *task)
+{
+    int a = axis_of(task);
+    return a < 0 ? NULL : axes[a].xs;
+}
+
+int orthros_eval_is_ppl(const char *task) { return !strcmp(task, "ppl"); }
+int orthros_eval_is_ruler(const char *task) { return !strncmp(task, "ruler_", 6); }
 
 void orthros_eval_file_init(orthros_eval_file *f)
 {
     memset(f, 0, sizeof *f);
     f->cfg.chunk = f->cfg.tail = f->cfg.window = f->cfg.hybrid_every = f->cfg.feature_dim = -1;
     f->cfg.eps = -1;
+    f->cfg.text_tokens = -1, f->cfg.stride = -1, f->cfg.max_new = -1;
 }
 
 void orthros_eval_config_free(orthros_eval_config *c)
@@ -23,8 +55,9 @@ void orthros_eval_config_free(orthros_eval_config *c)
     free(c->archs);
     free(c->ctxs);
     free(c->xs);
+    free(c->text);
     cJSON_Delete(c->analytic_recall);
-    c->model = c->archs = c->ctxs = c->xs = NULL;
+    c->model = c->archs = c->ctxs = c->xs = c->text = NULL;
     c->analytic_recall = NULL;
 }
 
@@ -73,7 +106,13 @@ int orthros_eval_config_check_same(const orthros_eval_config *a, const char *a_n
         (rc = orthros_result_same_num(a_name, b_name, "--window", a->window, b->window)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--hybrid-every", a->hybrid_every, b->hybrid_every)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--feature-dim", a->feature_dim, b->feature_dim)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)))
+        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "the text", a->text ? a->text : "", b->text ? b->text : "")) ||
+        (rc = orthros_result_same_num(a_name, b_name, "the text's tokens", (double)a->text_tokens, (double)b->text_tokens)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--stride", a->stride, b->stride)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--max-new", a->max_new, b->max_new)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "--chat", a->chat, b->chat)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "--needle", a->needle, b->needle)))
         return rc;
     return 0;
 }
@@ -92,16 +131,25 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
     } ints[] = {{"samples", &c->samples, 1},  {"seed", &c->seed, 0},
                 {"chunk", &c->chunk, -1},     {"tail", &c->tail, -1},
                 {"window", &c->window, -1},   {"hybrid_every", &c->hybrid_every, -1},
-                {"feature_dim", &c->feature_dim, -1}};
-    if ((rc = orthros_jr_string(c->task, sizeof c->task, j, o, "task", ORTHROS_JR_REQUIRED)) ||
-        (rc = orthros_jr_string(c->variant, sizeof c->variant, j, o, "variant", 0)) ||
+                {"feature_dim", &c->feature_dim, -1}, {"stride", &c->stride, -1},
+                {"max_new", &c->max_new, -1}};
+    if ((rc = orthros_jr_string(c->task, sizeof c->task, j, o, "task", ORTHROS_JR_REQUIRED))) return rc;
+    if (axis_of(c->task) < 0) return orthros_jr_fail(j, "task", "\"%s\" is not an eval task", c->task);
+    const char *xs = orthros_eval_xs_key(c->task);
+    if ((rc = orthros_jr_string(c->variant, sizeof c->variant, j, o, "variant", 0)) ||
         (rc = orthros_jr_strdup(&c->model, j, o, "model", ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_strdup(&c->archs, j, o, "arch", 0)) || (rc = orthros_jr_strdup(&c->ctxs, j, o, "ctx", 0)) ||
-        (rc = orthros_jr_strdup(&c->xs, j, o, strcmp(c->task, "niah") ? "pairs" : "depths", 0)) ||
+        (xs && (rc = orthros_jr_strdup(&c->xs, j, o, xs, 0))) ||
         (rc = orthros_jr_string(c->device, sizeof c->device, j, o, "device", 0)) ||
         (rc = orthros_jr_string(c->feature_map, sizeof c->feature_map, j, o, "feature_map", 0)) ||
         (rc = orthros_jr_string(c->scoring, sizeof c->scoring, j, o, "scoring", 0)) ||
-        (rc = orthros_jr_num(&c->eps, j, o, "eps", -1, 1, 0)) || (rc = orthros_jr_object(&ar, j, o, "analytic_recall", 0)))
+        (rc = orthros_jr_num(&c->eps, j, o, "eps", -1, 1, 0)) ||
+        (rc = orthros_jr_object(&ar, j, o, "analytic_recall", 0)) ||
+        (rc = orthros_jr_strdup(&c->text, j, o, "text", orthros_eval_is_ppl(c->task) || !strcmp(c->task, "recall")
+                                                            ? ORTHROS_JR_REQUIRED : 0)) ||
+        (rc = orthros_jr_int(&c->text_tokens, j, o, "text_tokens", -1, INT64_MAX / 2, 0)) ||
+        (rc = orthros_jr_string(c->chat, sizeof c->chat, j, o, "chat", 0)) ||
+        (rc = orthros_jr_string(c->needle, sizeof c->needle, j, o, "needle", 0)))
         return rc;
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
         v = *ints[i].dst;
@@ -113,44 +161,124 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
     return 0;
 }
 
-static int read_cell(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
+/* The fields of an accuracy cell after its coordinates. */
+static int read_accuracy(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
 {
     int rc;
-    int64_t ctx = 0, x = 0, samples = 0, sc = 0;
-    const cJSON *rec, *r;
-    memset(c, 0, sizeof *c);
-    c->elapsed_s = NAN;
-    if (!cJSON_IsObject(o)) return orthros_jr_fail(j, NULL, "not an object");
-    if ((rc = orthros_jr_string(c->task, sizeof c->task, j, o, "task", ORTHROS_JR_REQUIRED))) return rc;
-    if (strcmp(c->task, "niah") && strcmp(c->task, "mqar"))
-        return orthros_jr_fail(j, "task", "\"%s\" is not niah or mqar", c->task);
-    int64_t xmax = strcmp(c->task, "niah") ? INT_MAX : 100, xmin = strcmp(c->task, "niah") ? 1 : 0;
-    if ((rc = orthros_jr_string(c->variant, sizeof c->variant, j, o, "variant", 0)) ||
-        (rc = orthros_jr_string(c->arch, sizeof c->arch, j, o, "arch", ORTHROS_JR_REQUIRED)) ||
-        (rc = orthros_jr_int(&ctx, j, o, "ctx", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
-        (rc = orthros_jr_int(&x, j, o, orthros_eval_x_name(c->task), xmin, xmax, ORTHROS_JR_REQUIRED)) ||
-        (rc = orthros_jr_int(&samples, j, o, "samples", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+    int64_t samples = 0, sc = 0;
+    if ((rc = orthros_jr_int(&samples, j, o, "samples", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_int(&sc, j, o, "samples_correct", 0, samples, 0)) ||
         (rc = orthros_jr_int(&c->n, j, o, "n", 1, INT64_MAX / 2, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_int(&c->correct, j, o, "correct", 0, c->n, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_num(&c->accuracy, j, o, "accuracy", 0, 1, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_num(&c->ci_lo, j, o, "ci95_lo", 0, 1, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_num(&c->ci_hi, j, o, "ci95_hi", 0, 1, ORTHROS_JR_REQUIRED)) ||
-        (rc = orthros_jr_num(&c->elapsed_s, j, o, "elapsed_s", 0, 1e300, ORTHROS_JR_NULL_NAN)) ||
-        (rc = orthros_jr_array(&rec, j, o, "records", 0)))
+        (rc = orthros_jr_num(&c->partial, j, o, "partial_score", 0, 1,
+                             orthros_eval_is_ruler(c->task) ? ORTHROS_JR_REQUIRED : 0)))
         return rc;
-    if (!c->arch[0]) return orthros_jr_fail(j, "arch", "empty");
+    /* The text tasks count samples (recall: items): n and correct are the samples'. */
+    if (!strcmp(c->task, "recall") || orthros_eval_is_ruler(c->task)) {
+        if (c->n != samples) return orthros_jr_fail(j, "n", "%lld is not the %lld samples", (long long)c->n, (long long)samples);
+        if (c->correct != sc)
+            return orthros_jr_fail(j, "correct", "%lld is not samples_correct (%lld)", (long long)c->correct, (long long)sc);
+    }
     if (fabs(c->accuracy - (double)c->correct / (double)c->n) > 1e-9)
         return orthros_jr_fail(j, "accuracy", "is not correct / n");
     if (c->ci_lo > c->accuracy + 1e-12 || c->ci_hi < c->accuracy - 1e-12)
         return orthros_jr_fail(j, "ci95_lo", "the interval does not hold the accuracy");
+    c->samples = (int)samples, c->samples_correct = (int)sc;
+    return 0;
+}
+
+/* The fields of a perplexity cell after its coordinates; the windows' records must add up to the cell. */
+static int read_ppl(orthros_eval_cell *c, orthros_jr *j, const cJSON *o, const cJSON *rec)
+{
+    int rc;
+    int64_t windows = 0;
+    if ((rc = orthros_jr_int(&windows, j, o, "windows", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_int(&c->n, j, o, "tokens", 1, INT64_MAX / 2, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_num(&c->nll, j, o, "nll", 0, 1e6, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_num(&c->ppl, j, o, "ppl", 1, HUGE_VAL, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_num(&c->ppl_lo, j, o, "ppl_ci95_lo", 1, HUGE_VAL, ORTHROS_JR_REQUIRED | ORTHROS_JR_NULL_NAN)) ||
+        (rc = orthros_jr_num(&c->ppl_hi, j, o, "ppl_ci95_hi", 1, HUGE_VAL, ORTHROS_JR_REQUIRED | ORTHROS_JR_NULL_NAN)) ||
+        (rc = orthros_jr_int(&c->linear_tokens, j, o, "linear_phase_tokens", 0, c->n, ORTHROS_JR_REQUIRED)))
+        return rc;
+    if (fabs(c->ppl - exp(c->nll)) > 1e-9 * c->ppl) return orthros_jr_fail(j, "ppl", "is not exp(nll)");
+    if (windows > 1 && (isnan(c->ppl_lo) || isnan(c->ppl_hi)))
+        return orthros_jr_fail(j, isnan(c->ppl_lo) ? "ppl_ci95_lo" : "ppl_ci95_hi", "null with %lld windows", (long long)windows);
+    if (isnan(c->ppl_lo) != isnan(c->ppl_hi) || (!isnan(c->ppl_lo) && (c->ppl_lo > c->ppl * (1 + 1e-12) ||
+                                                                        c->ppl_hi < c->ppl * (1 - 1e-12))))
+        return orthros_jr_fail(j, "ppl_ci95_lo", "the interval does not hold the perplexity");
+    c->samples = (int)windows;
+    if (!rec) return 0;
+    /* Every window's record: where it lies, what it scored; together they are the cell. */
+    orthros_jr r = *j;
+    size_t at = orthros_jr_push_key(&r, "records");
+    int64_t tokens = 0, linear = 0, prev_end = 0;
+    double nll = 0;
+    int i = 0;
+    const cJSON *w;
+    cJSON_ArrayForEach(w, rec)
+    {
+        int64_t begin, end, scored, lin;
+        double sum;
+        size_t at2 = orthros_jr_push_index(&r, i);
+        if (!cJSON_IsObject(w)) return orthros_jr_fail(&r, NULL, "not an object");
+        if ((rc = orthros_jr_int(&begin, &r, w, "begin", 0, INT64_MAX / 2, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&end, &r, w, "end", begin + 1, begin + c->ctx, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&scored, &r, w, "scored", 1, end - begin, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_num(&sum, &r, w, "nll_sum", 0, 1e300, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&lin, &r, w, "linear_phase_tokens", 0, scored, ORTHROS_JR_REQUIRED)))
+            return rc;
+        if (end < prev_end) return orthros_jr_fail(&r, "end", "windows out of order");
+        prev_end = end;
+        tokens += scored, linear += lin, nll += sum;
+        orthros_jr_pop(&r, at2);
+        i++;
+    }
+    orthros_jr_pop(&r, at);
+    if (i != windows) return orthros_jr_fail(j, "records", "%d records for %lld windows", i, (long long)windows);
+    if (tokens != c->n) return orthros_jr_fail(j, "tokens", "%lld, but the windows score %lld", (long long)c->n, (long long)tokens);
+    if (linear != c->linear_tokens)
+        return orthros_jr_fail(j, "linear_phase_tokens", "%lld, but the windows' add up to %lld", (long long)c->linear_tokens,
+                               (long long)linear);
+    if (fabs(nll / (double)tokens - c->nll) > 1e-9 * (1 + c->nll))
+        return orthros_jr_fail(j, "nll", "is not the windows' nll_sum over their tokens");
+    return 0;
+}
+
+static int read_cell(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
+{
+    int rc;
+    int64_t ctx = 0, x = 0;
+    const cJSON *rec, *r;
+    memset(c, 0, sizeof *c);
+    c->elapsed_s = c->partial = c->nll = c->ppl = c->ppl_lo = c->ppl_hi = NAN;
+    if (!cJSON_IsObject(o)) return orthros_jr_fail(j, NULL, "not an object");
+    if ((rc = orthros_jr_string(c->task, sizeof c->task, j, o, "task", ORTHROS_JR_REQUIRED))) return rc;
+    int a = axis_of(c->task);
+    if (a < 0)
+        return orthros_jr_fail(j, "task", "\"%s\" is not niah, mqar, ruler_niah, ruler_vt, ruler_cwe, recall or ppl",
+                               c->task);
+    if ((rc = orthros_jr_string(c->variant, sizeof c->variant, j, o, "variant", 0)) ||
+        (rc = orthros_jr_string(c->needle, sizeof c->needle, j, o, "needle", !strcmp(c->task, "ruler_niah") ? ORTHROS_JR_REQUIRED : 0)) ||
+        (rc = orthros_jr_string(c->arch, sizeof c->arch, j, o, "arch", ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_int(&ctx, j, o, "ctx", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+        (axes[a].x && (rc = orthros_jr_int(&x, j, o, axes[a].x, axes[a].lo, axes[a].hi, ORTHROS_JR_REQUIRED))) ||
+        (rc = orthros_jr_num(&c->elapsed_s, j, o, "elapsed_s", 0, 1e300, ORTHROS_JR_NULL_NAN)) ||
+        (rc = orthros_jr_array(&rec, j, o, "records", 0)))
+        return rc;
+    if (!c->arch[0]) return orthros_jr_fail(j, "arch", "empty");
+    c->ctx = (int)ctx, c->x = (int)x;
+    if (!strcmp(c->task, "ruler_niah") && strcmp(c->needle, "words") && strcmp(c->needle, "numbers") && strcmp(c->needle, "uuids"))
+        return orthros_jr_fail(j, "needle", "\"%s\" is not words, numbers or uuids", c->needle);
     int i = 0;
     cJSON_ArrayForEach(r, rec)
     {
         if (!cJSON_IsObject(r)) return orthros_jr_fail(j, "records", "item %d is not an object", i);
         i++;
     }
-    c->ctx = (int)ctx, c->x = (int)x, c->samples = (int)samples, c->samples_correct = (int)sc;
+    if ((rc = orthros_eval_is_ppl(c->task) ? read_ppl(c, j, o, rec) : read_accuracy(c, j, o))) return rc;
     if (rec && !(c->records = cJSON_Duplicate(rec, 1))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     return 0;
 }
@@ -186,7 +314,7 @@ static int from_json(orthros_eval_file *f, const cJSON *root, const char *name)
         if (orthros_eval_file_find(f, c.arch, c.ctx, c.x) && !strcmp(c.task, f->cfg.task)) {
             cJSON_Delete(c.records);
             return orthros_jr_fail(&j, NULL, "the cell %s ctx %d %s %d appears twice", c.arch, c.ctx,
-                                   orthros_eval_x_name(c.task), c.x);
+                                   orthros_eval_x_name(c.task) ? orthros_eval_x_name(c.task) : "x", c.x);
         }
         if ((rc = orthros_eval_file_add(f, &c))) {
             cJSON_Delete(c.records);
@@ -221,13 +349,13 @@ int orthros_eval_file_read(orthros_eval_file *f, const char *path, int missing_o
 static cJSON *config_json(const orthros_eval_config *c)
 {
     cJSON *o = cJSON_CreateObject();
-    int niah = !strcmp(c->task, "niah");
+    const char *xs = orthros_eval_xs_key(c->task);
     cJSON_AddStringToObject(o, "task", c->task);
     cJSON_AddStringToObject(o, "variant", c->variant);
     cJSON_AddStringToObject(o, "model", c->model ? c->model : "");
     cJSON_AddStringToObject(o, "arch", c->archs ? c->archs : "");
     cJSON_AddStringToObject(o, "ctx", c->ctxs ? c->ctxs : "");
-    cJSON_AddStringToObject(o, niah ? "depths" : "pairs", c->xs ? c->xs : "");
+    if (xs) cJSON_AddStringToObject(o, xs, c->xs ? c->xs : "");
     cJSON_AddNumberToObject(o, "samples", c->samples);
     cJSON_AddNumberToObject(o, "seed", c->seed);
     cJSON_AddStringToObject(o, "device", c->device);
@@ -240,24 +368,50 @@ static cJSON *config_json(const orthros_eval_config *c)
     cJSON_AddStringToObject(o, "feature_map", c->feature_map);
     cJSON_AddStringToObject(o, "scoring", c->scoring);
     if (c->analytic_recall) cJSON_AddItemToObject(o, "analytic_recall", cJSON_Duplicate(c->analytic_recall, 1));
+    if (c->text) cJSON_AddStringToObject(o, "text", c->text);
+    if (c->text_tokens >= 0) cJSON_AddNumberToObject(o, "text_tokens", (double)c->text_tokens);
+    if (c->stride >= 0) cJSON_AddNumberToObject(o, "stride", c->stride);
+    if (c->max_new >= 0) cJSON_AddNumberToObject(o, "max_new", c->max_new);
+    if (c->chat[0]) cJSON_AddStringToObject(o, "chat", c->chat);
+    if (c->needle[0]) cJSON_AddStringToObject(o, "needle", c->needle);
     return o;
+}
+
+/* A number, or null where it is NAN (the reader reads null back as NAN). */
+static void add_num_or_null(cJSON *o, const char *key, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
+    else cJSON_AddNullToObject(o, key);
 }
 
 static cJSON *cell_json(const orthros_eval_cell *c)
 {
     cJSON *o = cJSON_CreateObject();
+    const char *x = orthros_eval_x_name(c->task);
     cJSON_AddStringToObject(o, "task", c->task);
     cJSON_AddStringToObject(o, "variant", c->variant);
+    if (c->needle[0]) cJSON_AddStringToObject(o, "needle", c->needle);
     cJSON_AddStringToObject(o, "arch", c->arch);
     cJSON_AddNumberToObject(o, "ctx", c->ctx);
-    cJSON_AddNumberToObject(o, orthros_eval_x_name(c->task), c->x);
-    cJSON_AddNumberToObject(o, "samples", c->samples);
-    cJSON_AddNumberToObject(o, "samples_correct", c->samples_correct);
-    cJSON_AddNumberToObject(o, "n", (double)c->n);
-    cJSON_AddNumberToObject(o, "correct", (double)c->correct);
-    cJSON_AddNumberToObject(o, "accuracy", c->accuracy);
-    cJSON_AddNumberToObject(o, "ci95_lo", c->ci_lo);
-    cJSON_AddNumberToObject(o, "ci95_hi", c->ci_hi);
+    if (x) cJSON_AddNumberToObject(o, x, c->x);
+    if (orthros_eval_is_ppl(c->task)) {
+        cJSON_AddNumberToObject(o, "windows", c->samples);
+        cJSON_AddNumberToObject(o, "tokens", (double)c->n);
+        cJSON_AddNumberToObject(o, "nll", c->nll);
+        cJSON_AddNumberToObject(o, "ppl", c->ppl);
+        add_num_or_null(o, "ppl_ci95_lo", c->ppl_lo);
+        add_num_or_null(o, "ppl_ci95_hi", c->ppl_hi);
+        cJSON_AddNumberToObject(o, "linear_phase_tokens", (double)c->linear_tokens);
+    } else {
+        cJSON_AddNumberToObject(o, "samples", c->samples);
+        cJSON_AddNumberToObject(o, "samples_correct", c->samples_correct);
+        cJSON_AddNumberToObject(o, "n", (double)c->n);
+        cJSON_AddNumberToObject(o, "correct", (double)c->correct);
+        cJSON_AddNumberToObject(o, "accuracy", c->accuracy);
+        cJSON_AddNumberToObject(o, "ci95_lo", c->ci_lo);
+        cJSON_AddNumberToObject(o, "ci95_hi", c->ci_hi);
+        if (isfinite(c->partial)) cJSON_AddNumberToObject(o, "partial_score", c->partial);
+    }
     if (isfinite(c->elapsed_s)) cJSON_AddNumberToObject(o, "elapsed_s", c->elapsed_s);
     cJSON_AddItemToObject(o, "records", c->records ? cJSON_Duplicate(c->records, 1) : cJSON_CreateArray());
     return o;

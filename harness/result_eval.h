@@ -1,34 +1,49 @@
 /* Eval result files (`orthros eval`), typed: one reader (which validates) and one writer, used by the eval
- * command (resume), `orthros plot` and the reports. A cell is one (task, variant, arch, ctx, x) configuration,
- * x the task's second axis (depth in percent for NIAH, key-value pairs for MQAR), with its per-sample records. */
+ * command (resume), `orthros plot` and the reports. A cell is one (task, variant, arch, ctx, x) configuration, x the
+ * task's second axis (orthros_eval_x_name), with its per-sample records. Two kinds of cell:
+ *   accuracy cells (niah, mqar on the analytic checkpoint; ruler_niah, ruler_vt, ruler_cwe and recall on a text
+ *   model): n trials, correct, accuracy and its Wilson interval; RULER cells also carry RULER's partial score;
+ *   perplexity cells (ppl): n scored tokens over `samples` windows, the mean negative log-likelihood, the
+ *   perplexity with its bootstrap interval over windows, and how many tokens were scored from linear-phase logits. */
 #ifndef ORTHROS_RESULT_EVAL_H
 #define ORTHROS_RESULT_EVAL_H
 
 #include "result_bench.h"
 
 typedef struct {
-    char task[16];            /* niah, mqar */
-    char variant[32];         /* niah: single, multikey, multivalue, multiquery; mqar: mqar */
+    char task[16];            /* niah, mqar, ruler_niah, ruler_vt, ruler_cwe, recall, ppl */
+    char variant[32];         /* niah, ruler_niah: single, multikey, multivalue, multiquery; else the task's name */
+    char needle[16];          /* ruler_niah: words, numbers or uuids; else empty */
     char arch[ORTHROS_NAME_MAX];
-    int ctx;
-    int x;                    /* depth (niah) or pairs (mqar) */
-    int samples, samples_correct;
-    int64_t n, correct;       /* trials scored (samples for niah, questions for mqar) and those right */
-    double accuracy, ci_lo, ci_hi; /* correct / n and its Wilson 95% interval */
+    int ctx;                  /* tokens: the context (ppl: the window; recall: the longest prompt plus --max-new) */
+    int x;                    /* the second axis (orthros_eval_x_name); 0 for recall */
+    int samples, samples_correct; /* samples run and those all right; ppl: windows, and samples_correct 0 */
+    int64_t n, correct;       /* trials scored (samples; questions for mqar; ppl: scored tokens) and those right */
+    double accuracy, ci_lo, ci_hi; /* correct / n and its Wilson 95% interval (not in ppl cells) */
+    double partial;           /* ruler_*: mean fraction of a sample's expected answers found (RULER's score); else NAN */
+    double nll, ppl, ppl_lo, ppl_hi; /* ppl: mean NLL in nats per token, exp(nll), its bootstrap 95% interval (NAN
+                                      * with one window) */
+    int64_t linear_tokens;    /* ppl: scored tokens predicted from linear-phase (prefill) logits, i.e. orthros */
     double elapsed_s;
-    cJSON *records;           /* per-sample records: an array of objects, as written */
+    cJSON *records;           /* per-sample (ppl: per-window) records: an array of objects, as written */
 } orthros_eval_cell;
 
 /* The run configuration of an eval file: what was asked for. */
 typedef struct {
     char task[16], variant[32];
-    char *model, *archs, *ctxs, *xs; /* xs: the depths or pairs list as given */
+    char *model, *archs, *ctxs, *xs; /* xs: the list of the second axis as given (orthros_eval_xs_key) */
     int samples, seed;
     char device[16], feature_map[16];
     int chunk, tail, window, hybrid_every, feature_dim;
     double eps;
-    char scoring[160];
-    cJSON *analytic_recall;   /* the model's token layout, as written */
+    char scoring[200];
+    cJSON *analytic_recall;   /* niah, mqar: the model's token layout, as written */
+    char *text;               /* ppl: the text (or token-id) file; recall: the tasks file; else NULL */
+    int64_t text_tokens;      /* ppl: tokens of the text scored over (after --max-tokens); recall: items; else -1 */
+    int stride;               /* ppl: --stride (0: each window's own length); else -1 */
+    int max_new;              /* ruler, recall: the longest answer generated; else -1 */
+    char chat[16];            /* ruler, recall: chatml or none */
+    char needle[16];          /* ruler_niah: words, numbers or uuids */
 } orthros_eval_config;
 
 typedef struct {
@@ -39,8 +54,17 @@ typedef struct {
     size_t n_cells, cap_cells;
 } orthros_eval_file;
 
-/* "depth" for niah, "pairs" for mqar. */
+/* The tasks an eval file may hold, NULL-terminated. */
+extern const char *const orthros_eval_tasks[];
+/* The JSON name of a task's second axis: "depth" (niah, ruler_niah), "pairs" (mqar), "hops" (ruler_vt), "words"
+ * (ruler_cwe), "stride" (ppl); NULL for recall (one cell per architecture). */
 const char *orthros_eval_x_name(const char *task);
+/* The run.config key of the second axis' list: "depths", "pairs", "hops", "words"; NULL for ppl and recall. */
+const char *orthros_eval_xs_key(const char *task);
+/* 1 for perplexity cells (task ppl). */
+int orthros_eval_is_ppl(const char *task);
+/* 1 for the RULER tasks on a text model (ruler_*). */
+int orthros_eval_is_ruler(const char *task);
 void orthros_eval_file_init(orthros_eval_file *f);
 void orthros_eval_file_free(orthros_eval_file *f);
 void orthros_eval_config_free(orthros_eval_config *c);
@@ -52,7 +76,8 @@ int orthros_eval_file_write(const orthros_eval_file *f, const char *path);
 int orthros_eval_file_add(orthros_eval_file *f, orthros_eval_cell *c);
 const orthros_eval_cell *orthros_eval_file_find(const orthros_eval_file *f, const char *arch, int ctx, int x);
 /* 0 when a file of configuration b can be resumed as one of a (same task, variant, model, samples, seed, device,
- * schedule options); else ORTHROS_EINVAL naming the first field that differs. */
+ * schedule options, and the text task options: text, stride, max-new, chat, needle); else ORTHROS_EINVAL naming the
+ * first field that differs. */
 int orthros_eval_config_check_same(const orthros_eval_config *a, const char *a_name, const orthros_eval_config *b,
                                    const char *b_name);
 

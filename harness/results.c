@@ -152,6 +152,8 @@ static int cmp_key(const void *a, const void *b)
 
 /* The first key that appears twice in one object, searching every nested object; NULL when none. The keys of an
  * object are sorted (n log n, so a file of one huge object cannot stall the reader). */
+static const char *duplicate_key(const cJSON *o, int depth);
+const char *orthros_json_duplicate_key(const cJSON *o) { return duplicate_key(o, 0); }
 static const char *duplicate_key(const cJSON *o, int depth)
 {
     if (depth > 64) return "(nesting deeper than 64 levels)";

@@ -59,6 +59,10 @@ int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *,
 int orthros_result_same_str(const char *a_name, const char *b_name, const char *label, const char *a, const char *b);
 int orthros_result_same_num(const char *a_name, const char *b_name, const char *label, double a, double b);
 
+/* The first key that appears twice in one object of the tree o (cJSON keeps both and every lookup returns the
+ * first), or NULL; for readers of other JSON inputs (the recall tasks' JSONL). */
+const char *orthros_json_duplicate_key(const cJSON *o);
+
 /* The header objects of a parsed file kept as written (tool, run without its config, environment), for rewriting
  * the file; NULL when out of memory. */
 cJSON *orthros_result_header_keep(const cJSON *root);

@@ -314,6 +314,40 @@ int orthros_stats_bootstrap_median_ci(double *lo, double *hi, const double *x, s
     return 0;
 }
 
+int orthros_stats_bootstrap_ratio_of_sums_ci(double *lo, double *hi, const double *num, const double *den, size_t n,
+                                              double level, size_t n_resamples, uint64_t seed)
+{
+    const char *what = "bootstrap ratio-of-sums interval";
+    int rc = check_samples(num, n, what);
+    if (!rc)
+        rc = check_samples(den, n, what);
+    if (!rc)
+        rc = check_level(level, what);
+    if (!rc)
+        rc = check_resamples(n_resamples, what);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        if (!(den[i] > 0))
+            return orthros_error(ORTHROS_EINVAL, "%s: denominator %zu is %g, not positive", what, i, den[i]);
+    double *stat = malloc(n_resamples * sizeof *stat);
+    if (!stat)
+        return orthros_error(ORTHROS_ENOMEM, "%s: cannot allocate %zu doubles", what, n_resamples);
+    stats_rng r;
+    rng_seed(&r, seed);
+    for (size_t b = 0; b < n_resamples; b++) {
+        double sn = 0, sd = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t k = rng_below(&r, n);
+            sn += num[k], sd += den[k];
+        }
+        stat[b] = sn / sd;
+    }
+    percentile_interval(lo, hi, stat, n_resamples, level);
+    free(stat);
+    return 0;
+}
+
 /* Two-stage resample of x[n] cut into k groups (ends[j] is one past group j's last index, ends[k-1] == n):
  * k groups drawn with replacement, then each drawn group's own number of samples drawn with replacement from
  * it. With one group no group is drawn, so this is resample_into. Returns the resample's length. */

@@ -37,6 +37,12 @@ typedef struct {
     double ci_lo, ci_hi;
 } orthros_stats;
 
+/* Percentile-bootstrap interval of sum(num) / sum(den) over n units (the windows of a perplexity run: num their
+ * summed NLL, den their token counts), units drawn with replacement. den must be > 0. Scratch: n_resamples
+ * doubles. */
+int orthros_stats_bootstrap_ratio_of_sums_ci(double *lo, double *hi, const double *num, const double *den, size_t n,
+                                              double level, size_t n_resamples, uint64_t seed);
+
 /* One-sided Mann-Whitney U test result. u counts pairs with x > y, ties counting 1/2 (so 0 <= u <= nx*ny);
  * p is P(U >= u) under H0 (x and y from one distribution): small p says x is stochastically greater.
  * exact is 1 when p comes from the exact null distribution, 0 for the normal approximation. */

@@ -32,7 +32,8 @@
 extern char **environ;
 
 const char *const orthros_plot_figure_names[ORTHROS_PLOT_FIGURES] = {
-    "prefill_latency", "speedup", "decode_latency", "throughput", "attention_op", "niah", "mqar"};
+    "prefill_latency", "speedup", "decode_latency", "throughput", "attention_op", "niah", "mqar",
+    "ruler_niah",      "ruler_vt", "ruler_cwe",      "ppl",        "recall"};
 
 /* ---- series ---- */
 
@@ -517,7 +518,8 @@ static int run_gnuplot(const plot_ctx *c, const char *fig, const prelude *p, con
         FILE *m = open_memstream(&text, &len);
         if (!m) return orthros_error(ORTHROS_ENOMEM, "out of memory");
         /* Figure sizes in pixels; the heatmaps size themselves by their panel grid (w, h in the prelude). */
-        int w = !strcmp(fig, "throughput") ? 1500 : 1100, h = !strcmp(fig, "throughput") ? 640 : 620;
+        int w = !strcmp(fig, "throughput") ? 1500 : !strcmp(fig, "ppl") || !strcmp(fig, "recall") ? 1300 : 1100;
+        int h = !strcmp(fig, "throughput") ? 640 : 620;
         /* gnuplot writes NAME.part.EXT, renamed to NAME.EXT once it succeeded: no half-drawn image under the name. */
         fprintf(m, "w = %d\nh = %d\nfmt = '%s'\nout = '%s.part.%s'\ndat = '%s.dat'\ntxt = '%s.txt'\n%s", w, h, ext[f],
                 fig, ext[f], fig, fig, p->text);
@@ -930,15 +932,16 @@ static void eval_caption(char *out, size_t n, const plot_ctx *c, const char *tas
         char v[32];
         add_item(models, sizeof models, slash && slash[1] ? slash + 1 : mdl);
         snprintf(v, sizeof v, "%d", in->eval.cfg.samples);
-        add_item(samples, sizeof samples, v);
+        if (!orthros_eval_is_ppl(task)) add_item(samples, sizeof samples, v);
         snprintf(v, sizeof v, "%d", in->eval.cfg.window > 0 ? in->eval.cfg.window : 4096);
         add_item(window, sizeof window, v);
         snprintf(v, sizeof v, "%d", in->eval.cfg.hybrid_every > 0 ? in->eval.cfg.hybrid_every : 4);
         add_item(hybrid, sizeof hybrid, v);
     }
     provenance(prov, sizeof prov, c, ORTHROS_RESULT_EVAL);
-    snprintf(out, n, "model %s; %s samples per cell; swa window %s; hybrid: every %s-th layer full; %s", models, samples,
-             window, hybrid, prov);
+    snprintf(out, n, "model %s; %s%s%sswa window %s; hybrid: every %s-th layer full; %s", models, samples,
+             samples[0] ? (!strcmp(task, "recall") ? " items" : " samples per cell") : "", samples[0] ? "; " : "", window,
+             hybrid, prov);
 }
 
 static int fig_niah(const plot_ctx *c, const char *fig, const char **why)
@@ -987,8 +990,138 @@ static int fig_mqar(const plot_ctx *c, const char *fig, const char **why)
     return rc;
 }
 
-static const figure_fn figure_fns[ORTHROS_PLOT_FIGURES] = {fig_prefill,    fig_speedup,      fig_decode, fig_throughput,
-                                                           fig_attention_op, fig_niah,       fig_mqar};
+/* The RULER heatmaps: ruler_niah depth x length, one panel per architecture, variant and needle; ruler_vt hops x
+ * length and ruler_cwe words x length, one panel per architecture. */
+static int fig_ruler(const plot_ctx *c, const char *fig, const char **why)
+{
+    acc_list a = {0};
+    int rc = 0, niah = !strcmp(fig, "ruler_niah");
+    char panel[LABEL_MAX], caption[600];
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        const input *in = &c->in[i];
+        if (in->kind != ORTHROS_RESULT_EVAL) continue;
+        for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
+            const orthros_eval_cell *e = &in->eval.cells[k];
+            if (strcmp(e->task, fig)) continue;
+            if (niah) snprintf(panel, sizeof panel, "%s, %s needle (%s)", e->arch, e->variant, e->needle);
+            else snprintf(panel, sizeof panel, "%s", e->arch);
+            rc = acc_add(&a, panel, e->ctx, e->x, (double)e->correct, (double)e->n);
+        }
+    }
+    if (!rc && !a.n) *why = niah ? "no RULER NIAH cells (eval files with task \"ruler_niah\")"
+                      : !strcmp(fig, "ruler_vt") ? "no variable-tracking cells (task \"ruler_vt\")"
+                                                 : "no common-words cells (task \"ruler_cwe\")";
+    else if (!rc) {
+        eval_caption(caption, sizeof caption, c, fig);
+        rc = draw_heatmap(c, fig, &a, caption, niah ? "%%" : "");
+    }
+    free(a.a);
+    return rc;
+}
+
+/* Perplexity vs window length, one line per architecture (and stride, when the inputs hold several), with the
+ * bootstrap interval over windows as error bars. */
+static int fig_ppl(const plot_ctx *c, const char *fig, const char **why)
+{
+    series_list l = {0};
+    prelude p = {0};
+    texts t = {0};
+    char lab[LABEL_MAX], texts_of[200] = "";
+    int rc = 0, strides = 0, linear = 0;
+    double stride0 = -1;
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t k = 0; c->in[i].kind == ORTHROS_RESULT_EVAL && k < c->in[i].eval.n_cells; k++) {
+            const orthros_eval_cell *e = &c->in[i].eval.cells[k];
+            if (!orthros_eval_is_ppl(e->task)) continue;
+            /* Strides equal to the window are one series; other strides get series of their own. */
+            double s = e->x == e->ctx ? 0 : e->x;
+            strides |= stride0 >= 0 && s != stride0;
+            stride0 = s;
+        }
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        const input *in = &c->in[i];
+        if (in->kind != ORTHROS_RESULT_EVAL) continue;
+        int any = 0;
+        for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
+            const orthros_eval_cell *e = &in->eval.cells[k];
+            if (!orthros_eval_is_ppl(e->task)) continue;
+            any = 1;
+            linear |= e->linear_tokens > 0;
+            if (strides && e->x != e->ctx) snprintf(lab, sizeof lab, "%s, stride %d", e->arch, e->x);
+            else snprintf(lab, sizeof lab, "%s%s", e->arch, e->linear_tokens > 0 ? " (linear-phase logits)" : "");
+            point q = {e->ctx, e->ppl, isfinite(e->ppl_lo) ? e->ppl_lo : e->ppl, isfinite(e->ppl_hi) ? e->ppl_hi : e->ppl, 0};
+            rc = series_add(series_get(&l, lab, arch_color(e->arch, 0), 1, arch_point(e->arch, 0)), q);
+        }
+        if (any) {
+            const char *txt = in->eval.cfg.text ? in->eval.cfg.text : "?", *slash = strrchr(txt, '/');
+            char item[160];
+            snprintf(item, sizeof item, "%s (%lld tokens)", slash && slash[1] ? slash + 1 : txt, (long long)in->eval.cfg.text_tokens);
+            add_item(texts_of, sizeof texts_of, item);
+        }
+    }
+    if (!rc && !l.n) {
+        *why = "no perplexity cells (eval files with task \"ppl\")";
+        goto done;
+    }
+    double lo, hi;
+    y_extent(&l, &lo, &hi, 1);
+    pre_styles(&p, &l);
+    pre_xtics(&p, &l);
+    pre_logtics(&p, "yt", "yr", lo, hi, "%g");
+    char models[400];
+    eval_caption(models, sizeof models, c, "ppl");
+    snprintf(t.caption, sizeof t.caption, "%s; bars: bootstrap 95%% over windows%s; %s", texts_of,
+             linear ? "; orthros: linear-phase logits" : "", models);
+    if (!rc) rc = draw(c, fig, &l, 4, "perplexity: window ppl ci95_lo ci95_hi", &t, &p);
+done:
+    series_list_free(&l);
+    return rc;
+}
+
+/* Recall accuracy per architecture with its Wilson interval, one bar each (one group per input file). */
+static int fig_recall(const plot_ctx *c, const char *fig, const char **why)
+{
+    series_list l = {0};
+    prelude p = {0};
+    texts t = {0};
+    char lab[LABEL_MAX], files[200] = "";
+    int rc = 0, x = 0;
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        const input *in = &c->in[i];
+        if (in->kind != ORTHROS_RESULT_EVAL) continue;
+        int any = 0;
+        for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
+            const orthros_eval_cell *e = &in->eval.cells[k];
+            if (strcmp(e->task, "recall")) continue;
+            any = 1;
+            snprintf(lab, sizeof lab, "%s (%lld of %lld)", e->arch, (long long)e->correct, (long long)e->n);
+            point q = {x++, e->accuracy, e->ci_lo, e->ci_hi, 0};
+            rc = series_add(series_get(&l, lab, arch_color(e->arch, 0), 1, arch_point(e->arch, 0)), q);
+        }
+        if (any) {
+            const char *txt = in->eval.cfg.text ? in->eval.cfg.text : "?", *slash = strrchr(txt, '/');
+            add_item(files, sizeof files, slash && slash[1] ? slash + 1 : txt);
+            x++;
+        }
+    }
+    if (!rc && !l.n) {
+        *why = "no recall cells (eval files with task \"recall\")";
+        goto done;
+    }
+    char models[400];
+    eval_caption(models, sizeof models, c, "recall");
+    pre_styles(&p, &l);
+    pre_set(&p, "xmax = %d", x);
+    snprintf(t.caption, sizeof t.caption, "%s; bars: Wilson 95%%; %s", files, models);
+    if (!rc) rc = draw(c, fig, &l, 4, "recall: position accuracy ci95_lo ci95_hi", &t, &p);
+done:
+    series_list_free(&l);
+    return rc;
+}
+
+static const figure_fn figure_fns[ORTHROS_PLOT_FIGURES] = {fig_prefill, fig_speedup, fig_decode, fig_throughput,
+                                                           fig_attention_op, fig_niah, fig_mqar, fig_ruler,
+                                                           fig_ruler, fig_ruler, fig_ppl, fig_recall};
 
 int orthros_plot_run(int *made, const char *const *paths, size_t n, const orthros_plot_opts *o)
 {
@@ -1077,8 +1210,8 @@ int orthros_cmd_plot(int argc, char **argv)
     orthros_cmd c;
     orthros_cmd_init(&c, cmd,
                      "orthros plot RESULT.json... --out DIR: figures from result files only, through gnuplot.\n"
-                     "Inputs are recognised by content: bench files (orthros bench), eval files (orthros eval: NIAH\n"
-                     "and MQAR cells) and PyTorch SDPA anchor files (kernels/bench/anchors.py); each is validated first.\n"
+                     "Inputs are recognised by content: bench files (orthros bench), eval files (orthros eval: NIAH,\n"
+                     "MQAR, RULER, recall and perplexity cells) and PyTorch SDPA anchor files (kernels/bench/anchors.py); each is validated first.\n"
                      "Figures, each as DIR/NAME.png, .svg or .pdf with its data in DIR/NAME.dat and texts in DIR/NAME.txt:\n"
                      "  prefill_latency  model prefill time vs context length, log-log, per architecture\n"
                      "  speedup          speedup over transformer vs length, 95% band, the 21.9x line\n"
@@ -1087,6 +1220,11 @@ int orthros_cmd_plot(int argc, char **argv)
                      "  attention_op     one layer's attention op alone: the PyTorch SDPA anchors\n"
                      "  niah             NIAH accuracy heatmaps, depth x length, one panel per architecture and variant\n"
                      "  mqar             MQAR accuracy heatmaps, pairs x length, one panel per architecture\n"
+                     "  ruler_niah       RULER NIAH heatmaps (text models), depth x length, per architecture, variant, needle\n"
+                     "  ruler_vt         variable-tracking heatmaps, hops x length, one panel per architecture\n"
+                     "  ruler_cwe        common-words heatmaps, words x length, one panel per architecture\n"
+                     "  ppl              perplexity vs window length per architecture, bootstrap 95% bars\n"
+                     "  recall           recall accuracy per architecture, Wilson 95% bars\n"
                      "A figure whose data is absent from the inputs is skipped with a line on stderr.",
                      ORTHROS_CMD_MAX_POS);
     orthros_cmd_add(&c, "out", ORTHROS_OPT_STR, &o.out_dir, "DIR", "output folder, created when absent (required)");

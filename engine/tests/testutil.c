@@ -4,6 +4,8 @@
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -302,4 +304,26 @@ orthros_arch_opts tu_arch_case_opts(const tu_arch_case *c)
     o.window = c->window;
     o.hybrid_every = c->hybrid_every;
     return o;
+}
+
+int tu_run_args(const char *bin, const char *log, const char *first, ...)
+{
+    char *args[64];
+    int n = 0;
+    va_list ap;
+    args[n++] = (char *)bin;
+    va_start(ap, first);
+    for (const char *a = first; a && n < 63; a = va_arg(ap, const char *)) args[n++] = (char *)a;
+    va_end(ap);
+    args[n] = NULL;
+    return tu_run(args, log);
+}
+
+int tu_log_has(const char *log, const char *needle)
+{
+    char *t = tu_slurp(log, NULL);
+    int yes = t && strstr(t, needle);
+    if (!yes) fprintf(stderr, "log does not say \"%s\":\n%s\n", needle, t ? t : "(none)");
+    free(t);
+    return yes;
 }

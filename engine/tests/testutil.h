@@ -49,6 +49,10 @@ cJSON *tu_load_json(const char *path);
  * (128 + the signal when killed). */
 int tu_spawn(char *const *argv, const char *log);
 int tu_run(char *const *argv, const char *log);
+/* Runs bin with the NULL-terminated arguments after it (at most 62), output into log; its exit status. */
+int tu_run_args(const char *bin, const char *log, const char *first, ...);
+/* 1 when log holds needle; else 0, after printing the log to stderr. */
+int tu_log_has(const char *log, const char *needle);
 
 /* Runs argv with stdout into out_path and stderr into err_path (either NULL: /dev/null) and, if env is not NULL, one
  * more "NAME=VALUE" in its environment; returns its exit status (128 + the signal when killed). */

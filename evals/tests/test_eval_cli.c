@@ -7,7 +7,6 @@
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,28 +16,8 @@ static const char *bin;
 static char *dir, logpath[4200], model[4200], out[4200];
 static cJSON *schema;
 
-/* Runs orthros with the NULL-terminated arguments; stdout and stderr go to logpath. */
-static int run(const char *first, ...)
-{
-    char *args[64];
-    int n = 0;
-    va_list ap;
-    args[n++] = (char *)bin;
-    va_start(ap, first);
-    for (const char *a = first; a && n < 63; a = va_arg(ap, const char *)) args[n++] = (char *)a;
-    va_end(ap);
-    args[n] = NULL;
-    return tu_run(args, logpath);
-}
-
-static int log_has(const char *needle)
-{
-    char *t = tu_slurp(logpath, NULL);
-    int yes = t && strstr(t, needle);
-    if (!yes) fprintf(stderr, "log does not say \"%s\":\n%s\n", needle, t ? t : "(none)");
-    free(t);
-    return yes;
-}
+#define run(...) tu_run_args(bin, logpath, __VA_ARGS__)
+#define log_has(needle) tu_log_has(logpath, needle)
 
 static void validate(const cJSON *root, const char *what)
 {

@@ -40,6 +40,24 @@ static int validate(const cJSON *s, const cJSON *v, const char *path, char *err,
         cJSON_ArrayForEach(e, en) ok |= cJSON_Compare(e, v, 1);
         if (!ok) return fail(err, n, path, "value not in enum");
     }
+    /* oneOf: exactly one of the alternatives holds (the eval files' two kinds of cell). */
+    const cJSON *one = cJSON_GetObjectItem(s, "oneOf");
+    if (one) {
+        int ok = 0, k = 0;
+        const cJSON *alt;
+        char first[512] = "";
+        cJSON_ArrayForEach(alt, one)
+        {
+            char e2[512];
+            if (!validate(alt, v, path, e2, sizeof e2)) ok++;
+            else if (!k) snprintf(first, sizeof first, "%s", e2);
+            k++;
+        }
+        if (ok != 1) {
+            snprintf(msg, sizeof msg, "matches %d of the oneOf alternatives (the first says: %.400s)", ok, first);
+            return fail(err, n, path, msg);
+        }
+    }
     const cJSON *mn = cJSON_GetObjectItem(s, "minimum");
     if (mn && cJSON_IsNumber(v) && v->valuedouble < mn->valuedouble) return fail(err, n, path, "below minimum");
     if (cJSON_IsObject(v)) {

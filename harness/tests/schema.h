@@ -1,5 +1,5 @@
 /* A validator for the subset of JSON Schema (draft-07) that the result schemas use: type (one or a list),
- * required, properties, items, enum (strings and numbers), minimum, minItems. */
+ * required, properties, items, enum (strings and numbers), minimum, minItems, oneOf. */
 #ifndef ORTHROS_SCHEMA_H
 #define ORTHROS_SCHEMA_H
 

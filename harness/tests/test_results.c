@@ -312,6 +312,118 @@ static void eval_refusals(const char *src)
     }
 }
 
+/* An eval file of the text tasks' cells: a RULER NIAH cell, a recall cell and a perplexity cell with its windows. */
+static void make_text_eval(orthros_eval_file *f)
+{
+    orthros_eval_file_init(f);
+    f->header = orthros_result_new("eval", 0, NULL, 3, NULL);
+    snprintf(f->cfg.task, sizeof f->cfg.task, "ppl");
+    snprintf(f->cfg.variant, sizeof f->cfg.variant, "ppl");
+    f->cfg.model = strdup("model.gguf");
+    f->cfg.archs = strdup("transformer,orthros");
+    f->cfg.ctxs = strdup("8");
+    f->cfg.text = strdup("text.txt");
+    f->cfg.text_tokens = 21, f->cfg.stride = 4, f->cfg.samples = 1, f->cfg.seed = 3;
+    snprintf(f->cfg.device, sizeof f->cfg.device, "cpu");
+    orthros_eval_cell c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.task, sizeof c.task, "ruler_niah");
+    snprintf(c.variant, sizeof c.variant, "single");
+    snprintf(c.needle, sizeof c.needle, "numbers");
+    snprintf(c.arch, sizeof c.arch, "transformer");
+    c.ctx = 1024, c.x = 50, c.samples = 4, c.samples_correct = 3, c.n = 4, c.correct = 3, c.accuracy = 0.75;
+    orthros_stats_wilson(&c.ci_lo, &c.ci_hi, 3, 4, ORTHROS_STATS_Z95);
+    c.partial = 0.8, c.nll = c.ppl = c.ppl_lo = c.ppl_hi = NAN, c.elapsed_s = 12;
+    c.records = cJSON_Parse("[{\"ctx\": 1024, \"depth\": 50, \"seed\": 9, \"prompt_tokens\": 990, \"expected\": [\"1234567\"], "
+                            "\"generated\": \" 1234567.\", \"generated_tokens\": 9, \"n_correct\": 1, \"correct\": true}]");
+    orthros_eval_file_add(f, &c);
+    memset(&c, 0, sizeof c);
+    snprintf(c.task, sizeof c.task, "recall");
+    snprintf(c.variant, sizeof c.variant, "contains");
+    snprintf(c.arch, sizeof c.arch, "linear");
+    c.ctx = 300, c.samples = 2, c.samples_correct = 1, c.n = 2, c.correct = 1, c.accuracy = 0.5;
+    orthros_stats_wilson(&c.ci_lo, &c.ci_hi, 1, 2, ORTHROS_STATS_Z95);
+    c.partial = c.nll = c.ppl = c.ppl_lo = c.ppl_hi = NAN, c.elapsed_s = 3;
+    c.records = cJSON_Parse("[{\"line\": 1, \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", "
+                            "\"generated_tokens\": 2, \"n_correct\": 1, \"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, "
+                            "\"expected\": [\"b\"], \"generated\": \"c\", \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false}]");
+    orthros_eval_file_add(f, &c);
+    memset(&c, 0, sizeof c);
+    snprintf(c.task, sizeof c.task, "ppl");
+    snprintf(c.variant, sizeof c.variant, "ppl");
+    snprintf(c.arch, sizeof c.arch, "orthros");
+    c.ctx = 8, c.x = 4, c.samples = 2, c.n = 11, c.linear_tokens = 11;
+    c.nll = (10.0 + 12.0) / 11, c.ppl = exp(c.nll), c.ppl_lo = c.ppl * 0.9, c.ppl_hi = c.ppl * 1.1, c.partial = NAN;
+    c.elapsed_s = 1;
+    c.records = cJSON_Parse("[{\"begin\": 0, \"end\": 8, \"scored\": 7, \"nll_sum\": 10, \"linear_phase_tokens\": 7}, "
+                            "{\"begin\": 4, \"end\": 12, \"scored\": 4, \"nll_sum\": 12, \"linear_phase_tokens\": 4}]");
+    orthros_eval_file_add(f, &c);
+}
+
+/* The text tasks' cells: a round trip through the writer and the reader, the schema, and their refusals. */
+static void text_eval_cells(const char *src)
+{
+    orthros_eval_file f, g;
+    char path[4300], schema_path[4300], err[512];
+    make_text_eval(&f);
+    snprintf(path, sizeof path, "%s/text-eval.json", dir);
+    CHECK(orthros_eval_file_write(&f, path) == 0, "write: %s", orthros_last_error());
+    CHECK(orthros_eval_file_read(&g, path, 0, NULL) == 0, "read back: %s", orthros_last_error());
+    cJSON *a = orthros_eval_file_to_json(&f), *b = orthros_eval_file_to_json(&g);
+    CHECK(cJSON_Compare(a, b, 1), "the text eval file does not survive a round trip");
+    CHECK(g.n_cells == 3 && !strcmp(g.cells[0].needle, "numbers") && g.cells[0].partial == 0.8 && g.cells[2].samples == 2 &&
+              g.cells[2].linear_tokens == 11 && g.cfg.stride == 4 && g.cfg.text_tokens == 21,
+          "the typed text cells read back wrong");
+    snprintf(schema_path, sizeof schema_path, "%s/evals/result.schema.json", src);
+    cJSON *schema = tu_load_json(schema_path);
+    CHECK(schema && orthros_schema_validate(schema, a, err, sizeof err) == 0, "the text eval file breaks the schema: %s", err);
+    cJSON_Delete(b);
+    orthros_eval_file_free(&g);
+    /* Each mutation of one field is refused with the path of that field. */
+    struct {
+        const char *label, *want;
+        int cell;
+        const char *key;
+        const char *json; /* the field's new value */
+    } cases[] = {
+        {"ppl not exp(nll)", "cells[2].ppl: is not exp(nll)", 2, "ppl", "3"},
+        {"a ppl below 1", "cells[2].ppl: 0.5 is outside", 2, "ppl", "0.5"},
+        {"tokens not the windows'", "cells[2].tokens: 12, but the windows score 11", 2, "tokens", "12"},
+        {"more linear tokens than tokens", "cells[2].linear_phase_tokens", 2, "linear_phase_tokens", "12"},
+        {"no interval with two windows", "cells[2].ppl_ci95_lo: null with 2 windows", 2, "ppl_ci95_lo", "null"},
+        {"windows not the records", "cells[2].records: 2 records for 3 windows", 2, "windows", "3"},
+        {"a window past its length", "cells[2].records[1].end", 2, "records",
+         "[{\"begin\": 0, \"end\": 8, \"scored\": 7, \"nll_sum\": 10, \"linear_phase_tokens\": 7}, "
+         "{\"begin\": 4, \"end\": 13, \"scored\": 4, \"nll_sum\": 12, \"linear_phase_tokens\": 4}]"},
+        {"RULER without its partial score", "cells[0].partial_score: missing", 0, "partial_score", NULL},
+        {"an unknown needle", "cells[0].needle: \"emoji\" is not words, numbers or uuids", 0, "needle", "\"emoji\""},
+        {"an unknown task", "cells[1].task: \"squad\" is not niah", 1, "task", "\"squad\""},
+        {"recall n not its samples", "cells[1].n: 3 is not the 2 samples", 1, "n", "3"},
+        {"RULER depth 101", "cells[0].depth: 101 is not an integer in 0..100", 0, "depth", "101"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *r = cJSON_Duplicate(a, 1), *cell = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), cases[i].cell);
+        if (cases[i].json) cJSON_ReplaceItemInObject(cell, cases[i].key, cJSON_Parse(cases[i].json));
+        else cJSON_DeleteItemFromObject(cell, cases[i].key);
+        const char *m = save_json("text-eval-mutated.json", r);
+        cJSON_Delete(r);
+        int rc = orthros_eval_file_read(&g, m, 0, NULL);
+        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), cases[i].want), "%s: %s", cases[i].label,
+              rc ? orthros_last_error() : "accepted");
+        printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
+    }
+    /* A perplexity cell is no accuracy cell: the schema takes exactly one kind. */
+    cJSON *r = cJSON_Duplicate(a, 1);
+    cJSON_AddNumberToObject(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 2), "accuracy", 1);
+    cJSON_DeleteItemFromObject(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 2), "ppl");
+    CHECK(schema && orthros_schema_validate(schema, r, err, sizeof err) != 0 && strstr(err, "oneOf"),
+          "a ppl cell without ppl passes the schema: %s", err);
+    cJSON_Delete(r);
+    cJSON_Delete(schema);
+    cJSON_Delete(a);
+    orthros_eval_file_free(&f);
+}
+
 /* Tables: CSV quoting, JSON escaping and numeric columns, markdown pipes. */
 static void tables(void)
 {
@@ -354,6 +466,7 @@ int main(int argc, char **argv)
     round_trip(src);
     committed_files(src);
     eval_refusals(src);
+    text_eval_cells(src);
     tables();
     return tu_finish();
 }

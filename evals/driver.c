@@ -1,0 +1,277 @@
+/* The run shared by every eval task (driver.h). */
+#define _GNU_SOURCE
+#include "driver.h"
+#include "axes.h"
+#include "stats.h"
+#include "util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+void eval_common_default(eval_common *o, const char *task)
+{
+    memset(o, 0, sizeof *o);
+    orthros_model_opts_default(&o->mo);
+    o->mo.model = NULL;
+    o->task = task;
+    o->archs = "transformer,orthros,linear,swa,hybrid";
+    o->samples = 4;
+    o->format = "text";
+}
+
+void eval_common_add(orthros_cmd *c, eval_common *o, const char *json_default, const char *prompts_help)
+{
+    static char json_help[160];
+    orthros_opt *arch = orthros_cmd_opt(c, "arch");
+    arch->dst = &o->archs;
+    arch->metavar = "LIST";
+    arch->help = "architectures, comma-separated (default transformer,orthros,linear,swa,hybrid)";
+    snprintf(json_help, sizeof json_help, "result file, rewritten after every cell (default %s)", json_default);
+    orthros_cmd_add(c, "json", ORTHROS_OPT_STR, &o->json, "FILE", json_help);
+    orthros_cmd_add(c, "resume", ORTHROS_OPT_FLAG, &o->resume, NULL,
+                    "keep the cells already in --json (same configuration) and run only the rest");
+    orthros_cmd_add(c, "force", ORTHROS_OPT_FLAG, &o->force, NULL,
+                    "replace --json at the start (without it, an existing file is replaced only once a cell is done)");
+    if (prompts_help) orthros_cmd_add(c, "save-prompts", ORTHROS_OPT_STR, &o->save_prompts, "FILE", prompts_help);
+    orthros_cmd_add(c, "o", ORTHROS_OPT_STR, &o->format, "FMT", "table format on stdout: text|md|csv|jsonl|json (default text)");
+    orthros_cmd_add(c, "table-out", ORTHROS_OPT_STR, &o->table_out, "FILE", "write the table to FILE instead of stdout");
+    orthros_cmd_add(c, "quiet", ORTHROS_OPT_FLAG, &o->quiet, NULL, "no progress lines on stderr");
+}
+
+int eval_common_check(orthros_cmd *c, eval_common *o, const char *json_default)
+{
+    if (o->resume && o->force) return orthros_cmd_usage(c, "--resume keeps the file's cells, --force replaces them: not both");
+    if (!strcmp(o->json ? o->json : "", "-")) return orthros_cmd_usage(c, "--json needs a file (results are rewritten as cells finish)");
+    if (!o->json) o->json = json_default;
+    return -1;
+}
+
+int eval_parse_ints(int *out, size_t *n, const char *text, const char *what, int64_t lo, int64_t hi)
+{
+    int64_t v[EVAL_MAX_AXIS];
+    int rc = orthros_axis_parse_int(v, EVAL_MAX_AXIS, n, text, INT64_MIN / 2);
+    if (rc) return orthros_error(rc, "--%s: %s", what, orthros_last_error());
+    for (size_t i = 0; i < *n; i++) {
+        if (v[i] < lo || v[i] > hi)
+            return orthros_error(ORTHROS_EINVAL, "--%s: %lld is outside %lld..%lld%s", what, (long long)v[i],
+                                 (long long)lo, (long long)hi,
+                                 !strcmp(what, "depths") ? " (percent of the context)" : "");
+        out[i] = (int)v[i];
+    }
+    return 0;
+}
+
+int eval_parse_archs(eval_run *r)
+{
+    return orthros_axis_parse_names(r->archs, EVAL_MAX_AXIS, &r->na, r->o->archs, orthros_arch_names);
+}
+
+int eval_config_common(orthros_eval_config *c, const eval_common *o, const char *device)
+{
+    memset(c, 0, sizeof *c);
+    c->text_tokens = -1, c->stride = -1, c->max_new = -1;
+    snprintf(c->task, sizeof c->task, "%s", o->task);
+    c->model = strdup(o->mo.model);
+    c->archs = strdup(o->archs);
+    c->ctxs = strdup(o->ctxs ? o->ctxs : "");
+    if (!c->model || !c->archs || !c->ctxs) {
+        orthros_eval_config_free(c);
+        return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    }
+    c->samples = o->samples, c->seed = o->mo.seed;
+    snprintf(c->device, sizeof c->device, "%s", device);
+    c->chunk = o->mo.chunk, c->tail = o->mo.tail, c->window = o->mo.window, c->hybrid_every = o->mo.hybrid_every;
+    c->feature_dim = o->mo.feature_dim, c->eps = o->mo.eps;
+    snprintf(c->feature_map, sizeof c->feature_map, "%s", o->mo.feature_map ? o->mo.feature_map : "");
+    return 0;
+}
+
+void eval_cell_set_accuracy(orthros_eval_cell *out, int64_t correct, int64_t trials)
+{
+    out->n = trials, out->correct = correct, out->accuracy = (double)correct / (double)trials;
+    out->ci_lo = 0, out->ci_hi = 1;
+    orthros_stats_wilson(&out->ci_lo, &out->ci_hi, correct, trials, ORTHROS_STATS_Z95);
+}
+
+cJSON *eval_ints_json(const int32_t *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+int eval_save_line(FILE *f, cJSON *j)
+{
+    char *t = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    int ok = t && fprintf(f, "%s\n", t) > 0;
+    free(t);
+    return ok ? 0 : orthros_error(ORTHROS_EIO, "cannot write the --save-prompts file");
+}
+
+/* The result file: an earlier run's cells with --resume (same configuration, else refused), a fresh header. An
+ * existing file is not replaced before this run has a cell (or with --force). */
+static int open_results(eval_run *r, int argc, char **argv, orthros_eval_config *config)
+{
+    const eval_common *o = r->o;
+    orthros_eval_file old;
+    int rc, exists = 0;
+    orthros_eval_file_init(&r->f);
+    r->f.cfg = *config;
+    memset(config, 0, sizeof *config);
+    if ((rc = orthros_eval_file_read(&old, o->json, 1, &exists))) {
+        if (!o->force || o->resume) return rc;
+        exists = 1;
+    }
+    r->existed = exists;
+    if (exists && o->resume) {
+        if ((rc = orthros_eval_config_check_same(&old.cfg, o->json, &r->f.cfg, "this run"))) {
+            orthros_error(rc, "cannot resume: %s", orthros_last_error());
+            goto done;
+        }
+        for (size_t i = 0; i < old.n_cells; i++)
+            if ((rc = orthros_eval_file_add(&r->f, &old.cells[i]))) goto done;
+    }
+    if (!(r->f.header = orthros_result_new("eval", argc, argv, (uint64_t)o->mo.seed, r->be)))
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+    if (!rc && o->force && exists) rc = orthros_eval_file_write(&r->f, o->json);
+done:
+    if (exists) orthros_eval_file_free(&old);
+    return rc;
+}
+
+static int save(eval_run *r, int final)
+{
+    if (r->existed && !r->measured && !r->o->force && !r->o->resume) {
+        if (final) fprintf(stderr, "eval: nothing was run; %s left as it was\n", r->o->json);
+        return 0;
+    }
+    if (final) orthros_result_finish(r->f.header);
+    return orthros_eval_file_write(&r->f, r->o->json);
+}
+
+void eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
+{
+    snprintf(v[0], ORTHROS_NAME_MAX, "%s", c->arch);
+    snprintf(v[1], ORTHROS_NAME_MAX, "%d", c->ctx);
+    snprintf(v[2], ORTHROS_NAME_MAX, "%d", c->x);
+    snprintf(v[3], ORTHROS_NAME_MAX, "%lld", (long long)c->n);
+    snprintf(v[4], ORTHROS_NAME_MAX, "%.3f", c->accuracy);
+    snprintf(v[5], ORTHROS_NAME_MAX, "%.3f", c->ci_lo);
+    snprintf(v[6], ORTHROS_NAME_MAX, "%.3f", c->ci_hi);
+}
+
+static void print_cell(eval_run *r, const orthros_eval_cell *c)
+{
+    char v[ORTHROS_TABLE_MAX_COLS][ORTHROS_NAME_MAX];
+    const char *cells[ORTHROS_TABLE_MAX_COLS];
+    for (int i = 0; i < ORTHROS_TABLE_MAX_COLS; i++) cells[i] = v[i], v[i][0] = 0;
+    (r->ops->row ? r->ops->row : eval_accuracy_row)(r, c, v);
+    orthros_table_row(&r->table, cells);
+}
+
+/* After the grid: per architecture, the pooled accuracy over every cell of this file, with its Wilson interval. */
+static void accuracy_summary(eval_run *r)
+{
+    for (size_t ia = 0; ia < r->na; ia++) {
+        int64_t k = 0, n = 0;
+        size_t cells = 0;
+        for (size_t i = 0; i < r->f.n_cells; i++)
+            if (!strcmp(r->f.cells[i].arch, r->archs[ia])) k += r->f.cells[i].correct, n += r->f.cells[i].n, cells++;
+        if (!n) continue;
+        double lo = 0, hi = 1;
+        orthros_stats_wilson(&lo, &hi, k, n, ORTHROS_STATS_Z95);
+        char line[256];
+        snprintf(line, sizeof line, "summary %-12s %zu cells, %lld of %lld right: accuracy %.3f [%.3f, %.3f]", r->archs[ia],
+                 cells, (long long)k, (long long)n, (double)k / (double)n, lo, hi);
+        orthros_table_note(&r->table, line);
+    }
+}
+
+/* Every cell of one architecture not yet in the file. */
+static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, size_t total, double t0)
+{
+    const eval_common *o = r->o;
+    const char *xn = orthros_eval_x_name(o->task);
+    orthros_model *m = NULL;
+    int rc = 0;
+    ao->arch = r->archs[ia];
+    for (size_t ic = 0; ic < r->nc && !rc; ic++)
+        for (size_t ix = 0; ix < r->nx && !rc; ix++) {
+            eval_cell c = {r->archs[ia], r->ctxs[ic], r->x_from_ctx ? r->ctxs[ic] : r->xs[ix]};
+            char where[96];
+            if (xn) snprintf(where, sizeof where, "ctx %d %s %d", c.ctx, xn, c.x);
+            else snprintf(where, sizeof where, "ctx %d", c.ctx);
+            (*idx)++;
+            if (orthros_eval_file_find(&r->f, c.arch, c.ctx, c.x)) {
+                if (!o->quiet) fprintf(stderr, "[%zu/%zu] %s %s: already in %s, skipped\n", *idx, total, c.arch, where, o->json);
+                continue;
+            }
+            if (!m && (rc = orthros_model_load(&m, r->be, o->mo.model, ao, (uint64_t)o->mo.seed))) break;
+            if (r->ops->check_model && (rc = r->ops->check_model(r, m))) break;
+            if (!o->quiet && orthros_eval_is_ppl(o->task))
+                fprintf(stderr, "[%zu/%zu] %s %s %s (elapsed %.0f s)...\n", *idx, total, o->task, c.arch, where,
+                        orthros_now_s() - t0);
+            else if (!o->quiet)
+                fprintf(stderr, "[%zu/%zu] %s %s %s, %d samples (elapsed %.0f s)...\n", *idx, total, o->task, c.arch, where,
+                        o->samples, orthros_now_s() - t0);
+            orthros_eval_cell res;
+            if ((rc = r->ops->run_cell(r, &res, m, &c))) break;
+            if ((rc = orthros_eval_file_add(&r->f, &res))) {
+                cJSON_Delete(res.records);
+                break;
+            }
+            r->measured++;
+            print_cell(r, &r->f.cells[r->f.n_cells - 1]);
+            if (r->prompts) fflush(r->prompts);
+            rc = save(r, 0);
+        }
+    orthros_model_free(m);
+    return rc;
+}
+
+int eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, const orthros_table_col *cols,
+               int n_cols)
+{
+    const eval_common *o = r->o;
+    char cmd[40];
+    snprintf(cmd, sizeof cmd, "eval %s", o->task);
+    orthros_arch_opts ao;
+    orthros_table_format tf = ORTHROS_TABLE_TEXT;
+    int rc;
+    if ((rc = orthros_model_opts_resolve(&ao, &o->mo)) || (rc = orthros_table_format_parse(&tf, o->format))) {
+        orthros_eval_config_free(config);
+        return orthros_cmd_fail_usage(cmd, rc);
+    }
+    if ((rc = orthros_backend_create(&r->be, o->mo.device))) {
+        orthros_eval_config_free(config);
+        return orthros_cmd_fail(cmd, rc);
+    }
+    snprintf(config->device, sizeof config->device, "%s", orthros_backend_name(r->be));
+    if ((rc = open_results(r, argc, argv, config)) || (rc = orthros_table_open(&r->table, tf, o->table_out, cols, n_cols)))
+        goto done;
+    if (o->save_prompts && !(r->prompts = fopen(o->save_prompts, o->resume ? "a" : "w"))) {
+        rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing: %s", o->save_prompts, strerror(errno));
+        goto done;
+    }
+    size_t total = r->na * r->nc * r->nx, idx = 0;
+    double t0 = orthros_now_s();
+    for (size_t ia = 0; ia < r->na && !rc; ia++) rc = run_arch(r, ia, &ao, &idx, total, t0);
+    if (!rc && !(rc = save(r, 1))) {
+        (r->ops->summary ? r->ops->summary : accuracy_summary)(r);
+        if (!o->quiet && (r->measured || !r->existed || o->force || o->resume)) fprintf(stderr, "eval: results in %s\n", o->json);
+    }
+done:
+    orthros_eval_config_free(config);
+    if (r->table.out) {
+        int trc = orthros_table_close(&r->table);
+        if (!rc) rc = trc;
+    }
+    if (rc) orthros_cmd_fail(cmd, rc);
+    if (r->prompts) fclose(r->prompts);
+    orthros_eval_file_free(&r->f);
+    orthros_backend_free(r->be);
+    return rc ? 1 : 0;
+}
