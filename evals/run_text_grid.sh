@@ -2,8 +2,10 @@
 # The text evals on SmolLM2-135M-Instruct (ci/fetch-model.sh), every architecture, into OUTDIR:
 #   evals/run_text_grid.sh OUTDIR            the small grid of data/results/smollm2-2026-12-01 (about 100 minutes
 #                                            of a loaded 2-core cpu)
-#   evals/run_text_grid.sh OUTDIR --full     the grid the issue asks for: perplexity at 1K-8K, RULER NIAH 1K-8K x 3
-#                                            depths x 4 samples, the other tasks at 1K-8K x 2 samples, recall
+#   evals/run_text_grid.sh OUTDIR --full     the full grid: perplexity at 1K-8K (32K tokens), RULER NIAH single at
+#                                            1K-8K x 5 depths x 8 samples, the other NIAH variants at 1K-8K x 3 depths
+#                                            x 4 samples, variable tracking and common words at 1K-8K x 8 samples,
+#                                            recall (minutes on a GPU: DEVICE=cuda; ci/gpu-text.sh)
 # Every file is resumable: run it again to finish what a stopped run left. Environment: ORTHROS (the binary,
 # default build/orthros), DEVICE (default cpu), MODEL (default the fetched GGUF), WINDOW (swa, default 1024).
 set -euo pipefail
@@ -19,13 +21,13 @@ niah() { "$B" eval ruler "${C[@]}" --task niah --needle numbers --max-new 24 --r
 if [ "$full" = 1 ]; then
   "$B" eval ppl "${C[@]}" --text data/text/kjv-genesis-exodus.txt --ctx 1k,2k,4k,8k --max-tokens 32k \
     --json "$out/ppl.json" --resume -o md --table-out "$out/ppl.md"
-  niah --variant single --ctx 1k:8k:x2 --depths 0,50,100 --samples 4 --json "$out/ruler-niah-single.json"
-  for v in multikey multivalue multiquery; do
-    niah --variant $v --max-new 64 --ctx 1k:8k:x2 --depths 0,50,100 --samples 2 --json "$out/ruler-niah-$v.json"
-  done
-  "$B" eval ruler "${C[@]}" --task vt --ctx 1k:8k:x2 --hops 4 --samples 2 --max-new 30 --json "$out/ruler-vt.json" --resume
-  "$B" eval ruler "${C[@]}" --task cwe --ctx 1k:8k:x2 --words 10 --samples 2 --max-new 60 --json "$out/ruler-cwe.json" --resume
+  niah --variant single --ctx 1k:8k:x2 --depths 0,25,50,75,100 --samples 8 --json "$out/ruler-niah-single.json"
   "$B" eval recall "${C[@]}" --tasks data/text/recall-example.jsonl --max-new 24 --json "$out/recall.json" --resume
+  for v in multikey multivalue multiquery; do
+    niah --variant $v --max-new 64 --ctx 1k:8k:x2 --depths 0,50,100 --samples 4 --json "$out/ruler-niah-$v.json"
+  done
+  "$B" eval ruler "${C[@]}" --task vt --ctx 1k:8k:x2 --hops 4 --samples 8 --max-new 30 --json "$out/ruler-vt.json" --resume
+  "$B" eval ruler "${C[@]}" --task cwe --ctx 1k:8k:x2 --words 10 --samples 8 --max-new 60 --json "$out/ruler-cwe.json" --resume
   exit 0
 fi
 # The small grid, in the order it was run (most value first).

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The text evals of SmolLM2-135M-Instruct on a GPU machine: the model from the cache (or joined from pieces,
+# ci/fetch-model.sh --join), orthros built with CUDA (the build folder of ci/gpu.sh, built here when missing), a
+# device check (greedy text and the logits of one prompt on the cpu and cuda backends), then the full grid of
+# evals/run_text_grid.sh --full with DEVICE=cuda, resumed in STATE (kept between calls) and copied to OUTDIR.
+# Usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S]
+#   --pieces DIR  join the model from DIR/smollm2.part* when the cache lacks it
+#   --budget S    stop the grid after S seconds (default 480); run again to resume where it stopped
+# Environment: ORTHROS_GPU_BUILD (default build-gpu), ORTHROS_CUDA_ARCHS (default 90a), STATE (default
+# $ORTHROS_GPU_BUILD/text-grid).
+set -u -o pipefail
+
+OUT=${1:?usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S]}
+shift
+PIECES= BUDGET=480
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --pieces) [ $# -ge 2 ] || { echo "--pieces needs a folder" >&2; exit 2; }; PIECES=$2; shift 2 ;;
+        --budget) [ $# -ge 2 ] || { echo "--budget needs seconds" >&2; exit 2; }
+            case "$2" in ''|*[!0-9]*) echo "--budget: a whole number of seconds" >&2; exit 2 ;; esac
+            BUDGET=$2; shift 2 ;;
+        *) echo "ci/gpu-text.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+BUILD=${ORTHROS_GPU_BUILD:-build-gpu}
+ARCHS=${ORTHROS_CUDA_ARCHS:-90a}
+STATE=${STATE:-$BUILD/text-grid}
+. ci/gpu-common.sh
+
+if [ -n "$PIECES" ]; then
+    MODEL=$(ci/fetch-model.sh --join "$PIECES") || { echo "gpu-text: the model could not be joined" >&2; exit 1; }
+else
+    MODEL=$(ci/fetch-model.sh) || { echo "gpu-text: no model (ci/fetch-model.sh)" >&2; exit 1; }
+fi
+if [ ! -x "$BUILD/orthros" ]; then
+    step configure "build.log" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
+        -DCJSON_ROOT="$CJSON" || exit 1
+fi
+step build "build.log" cmake --build "$BUILD" -j"$(nproc)" --target orthros || exit 1
+B=$BUILD/orthros
+
+# The device check: one prompt, greedy text and last-position logits on both backends.
+PROMPT="The capital of France is Paris. The capital of Japan is"
+for dev in cpu cuda; do
+    "$B" generate --model "$MODEL" --device "$dev" --prompt "$PROMPT" --max-new 16 >"$OUT/generate-$dev.txt" 2>&1
+    echo "generate $dev: rc $? $(tail -1 "$OUT/generate-$dev.txt")"
+done
+if [ "$(tail -1 "$OUT/generate-cpu.txt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["text"])' 2>&1)" = \
+     "$(tail -1 "$OUT/generate-cuda.txt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["text"])' 2>&1)" ]; then
+    echo "device check: cpu and cuda generate the same greedy text"
+else
+    echo "device check: cpu and cuda greedy texts DIFFER (see generate-*.txt)"
+fi
+
+mkdir -p "$STATE"
+start=$(date +%s)
+timeout --signal=INT "$BUDGET" env ORTHROS="$B" DEVICE=cuda MODEL="$MODEL" evals/run_text_grid.sh "$STATE" --full \
+    >"$OUT/grid.log" 2>&1
+rc=$?
+case $rc in
+    0) how=done ;;
+    124) how="stopped at the budget: run again to resume" ;;
+    *) how="FAILED (grid.log)" ;;
+esac
+echo "grid: rc $rc after $(( $(date +%s) - start )) s, $how"
+tail -5 "$OUT/grid.log"
+mkdir -p "$OUT/text"
+cp "$STATE"/*.json "$STATE"/*.md "$OUT/text/" 2>/dev/null
+ls -la "$OUT/text"
