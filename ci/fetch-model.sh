@@ -3,9 +3,9 @@
 # git-ignored cache .cache/models/ and checks its sha256. Idempotent: a file already there with the right
 # hash is kept. Prints the path of the model on stdout; exit 1 when it cannot be fetched or the hash differs.
 #   ci/fetch-model.sh            # -> .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
-# For a machine without network access, the checked file travels in pieces of 48 MiB:
-#   ci/fetch-model.sh --split DIR    # writes DIR/smollm2.part00, part01 (from the fetched model)
-#   ci/fetch-model.sh --join DIR     # joins DIR/smollm2.part* into the cache (the same hash check)
+# For a machine without network access, the checked file travels xz-compressed, in pieces of 44 MiB:
+#   ci/fetch-model.sh --split DIR    # writes DIR/smollm2.xz.part00, part01 (from the fetched model)
+#   ci/fetch-model.sh --join DIR     # joins DIR/smollm2.xz.part* into the cache (the same hash check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,14 +27,13 @@ if [ $# -gt 0 ]; then
   mkdir -p "$2" "$DIR"
   if [ "$1" = --split ]; then
     "$0" >/dev/null
-    rm -f -- "$2"/smollm2.part*
-    split -b 48M -d -- "$OUT" "$2/smollm2.part"
-    ls -- "$2"/smollm2.part*
+    rm -f -- "$2"/smollm2.xz.part*
+    xz -T0 -6 -c -- "$OUT" | split -b 44M -d - "$2/smollm2.xz.part"
+    ls -- "$2"/smollm2.xz.part*
     exit 0
   fi
   check "$OUT" && { echo "$OUT"; exit 0; }
-  cat -- "$2"/smollm2.part* > "$OUT.part"
-  if ! check "$OUT.part"; then
+  if ! cat -- "$2"/smollm2.xz.part* | xz -d > "$OUT.part" || ! check "$OUT.part"; then
     echo "fetch-model: error: the pieces in $2 join to sha256 $(sha256sum "$OUT.part" | cut -d' ' -f1), expected $SHA256" >&2
     rm -f -- "$OUT.part"
     exit 1
