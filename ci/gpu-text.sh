@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The text evals of SmolLM2-135M-Instruct on a GPU machine: the model from the cache (or joined from pieces,
 # ci/fetch-model.sh --join), orthros built with CUDA (the build folder of ci/gpu.sh, built here when missing), a
-# device check (greedy text and the logits of one prompt on the cpu and cuda backends), then the full grid of
+# device check (greedy text of one prompt, and perplexity on 4K tokens, on the cpu and cuda backends), then the full grid of
 # evals/run_text_grid.sh --full with DEVICE=cuda, resumed in STATE (kept between calls) and copied to OUTDIR.
 # Usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S]
 #   --pieces DIR  join the model from DIR/smollm2.part* when the cache lacks it
@@ -55,6 +55,19 @@ if [ "$(tail -1 "$OUT/generate-cpu.txt" | python3 -c 'import json,sys; print(jso
 else
     echo "device check: cpu and cuda greedy texts DIFFER (see generate-*.txt)"
 fi
+
+# Perplexity of the first 4K tokens at 1K windows, transformer and orthros, on both backends.
+for dev in cpu cuda; do
+    "$B" eval ppl --model "$MODEL" --device "$dev" --arch transformer,orthros --text data/text/kjv-genesis-exodus.txt \
+        --ctx 1k --max-tokens 4k --quiet --json "$OUT/ppl-check-$dev.json" >"$OUT/ppl-check-$dev.txt" 2>&1
+    echo "ppl check $dev: rc $?"
+done
+python3 - "$OUT/ppl-check-cpu.json" "$OUT/ppl-check-cuda.json" <<'PY' || echo "ppl check: no comparison"
+import json, sys
+cpu, cuda = ({c["arch"]: c["ppl"] for c in json.load(open(p))["cells"]} for p in sys.argv[1:3])
+for arch in cpu:
+    print(f"ppl check {arch}: cpu {cpu[arch]:.4f} cuda {cuda[arch]:.4f} (cuda/cpu {cuda[arch] / cpu[arch]:.5f})")
+PY
 
 mkdir -p "$STATE"
 start=$(date +%s)

@@ -6,7 +6,9 @@
 #include "util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +102,14 @@ cJSON *eval_ints_json(const int32_t *v, int n)
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
     return a;
+}
+
+void eval_add_seed(cJSON *o, uint64_t seed)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, seed);
+    cJSON_AddNumberToObject(o, "seed", (double)seed);
+    cJSON_AddStringToObject(o, "seed_hex", hex);
 }
 
 int eval_save_line(FILE *f, cJSON *j)

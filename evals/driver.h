@@ -87,6 +87,9 @@ void eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHRO
 void eval_cell_set_accuracy(orthros_eval_cell *out, int64_t correct, int64_t trials);
 /* An array of token ids as JSON. */
 cJSON *eval_ints_json(const int32_t *v, int n);
+/* A sample's seed on a record or a saved prompt: "seed" (a JSON number, so rounded above 2^53) and "seed_hex"
+ * (16 hex digits, exact). */
+void eval_add_seed(cJSON *o, uint64_t seed);
 /* Writes one JSON line to the --save-prompts file; takes j. */
 int eval_save_line(FILE *f, cJSON *j);
 

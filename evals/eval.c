@@ -48,7 +48,7 @@ static int save_prompt(FILE *f, const eval_common *o, const analytic_task *t, co
     cJSON_AddStringToObject(j, "arch", c->arch);
     cJSON_AddNumberToObject(j, "ctx", c->ctx);
     cJSON_AddNumberToObject(j, orthros_eval_x_name(o->task), c->x);
-    cJSON_AddNumberToObject(j, "seed", (double)seed);
+    eval_add_seed(j, seed);
     cJSON_AddItemToObject(j, "prompt", eval_ints_json(s->prompt, s->n_prompt));
     cJSON_AddItemToObject(j, "queries", eval_ints_json(s->queries, s->n_answers));
     cJSON_AddBoolToObject(j, "feed_back", s->feed_back);
@@ -64,7 +64,7 @@ static cJSON *sample_record(const eval_common *o, const analytic_task *t, const 
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "ctx", c->ctx);
     cJSON_AddNumberToObject(r, orthros_eval_x_name(o->task), c->x);
-    cJSON_AddNumberToObject(r, "seed", (double)seed);
+    eval_add_seed(r, seed);
     if (!strcmp(o->task, "niah")) {
         cJSON *pos = cJSON_AddArrayToObject(r, "needle_positions");
         for (int j = 0; j < (t->v == ORTHROS_NIAH_SINGLE ? 1 : ORTHROS_NIAH_NEEDLES); j++)

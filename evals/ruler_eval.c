@@ -33,7 +33,7 @@ static cJSON *record(const ruler_task *t, const eval_cell *c, uint64_t seed, con
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "ctx", c->ctx);
     cJSON_AddNumberToObject(r, x_name(t), c->x);
-    cJSON_AddNumberToObject(r, "seed", (double)seed);
+    eval_add_seed(r, seed);
     cJSON_AddNumberToObject(r, "prompt_tokens", s->n_ids);
     cJSON_AddNumberToObject(r, t->spec.task == ORTHROS_RULER_CWE ? "list_entries" : "haystack_sentences", s->units);
     if (s->n_needles) {
@@ -60,7 +60,7 @@ static int save_prompt(eval_run *r, const eval_cell *c, uint64_t seed, const ort
     cJSON_AddStringToObject(j, "arch", c->arch);
     cJSON_AddNumberToObject(j, "ctx", c->ctx);
     cJSON_AddNumberToObject(j, x_name(t), c->x);
-    cJSON_AddNumberToObject(j, "seed", (double)seed);
+    eval_add_seed(j, seed);
     cJSON_AddStringToObject(j, "chat", orthros_chat_name(t->spec.chat));
     cJSON_AddStringToObject(j, "message", s->message);
     cJSON_AddStringToObject(j, "answer_prefix", s->answer_prefix);
