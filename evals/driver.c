@@ -215,8 +215,10 @@ static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, 
             if (xn) snprintf(where, sizeof where, "ctx %d %s %d", c.ctx, xn, c.x);
             else snprintf(where, sizeof where, "ctx %d", c.ctx);
             (*idx)++;
-            if (orthros_eval_file_find(&r->f, c.arch, c.ctx, c.x)) {
-                if (!o->quiet) fprintf(stderr, "[%zu/%zu] %s %s: already in %s, skipped\n", *idx, total, c.arch, where, o->json);
+            const orthros_eval_cell *done = orthros_eval_file_find(&r->f, c.arch, c.ctx, c.x);
+            if (done) { /* its row still goes to the table, which lists the whole grid */
+                if (!o->quiet) fprintf(stderr, "[%zu/%zu] %s %s: already in %s, kept\n", *idx, total, c.arch, where, o->json);
+                print_cell(r, done);
                 continue;
             }
             if (!m && (rc = orthros_model_load(&m, r->be, o->mo.model, ao, (uint64_t)o->mo.seed))) break;

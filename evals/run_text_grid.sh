@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The text evals on SmolLM2-135M-Instruct (ci/fetch-model.sh), every architecture, into OUTDIR:
-#   evals/run_text_grid.sh OUTDIR            the small grid of data/results/smollm2-2026-12-01 (about 100 minutes
+#   evals/run_text_grid.sh OUTDIR            the small grid of data/results/smollm2-cpu-2026-12-01 (about 100 minutes
 #                                            of a loaded 2-core cpu)
 #   evals/run_text_grid.sh OUTDIR --full     the full grid: perplexity at 1K-8K (32K tokens), RULER NIAH single at
 #                                            1K-8K x 5 depths x 8 samples, the other NIAH variants at 1K-8K x 3 depths
 #                                            x 4 samples, variable tracking and common words at 1K-8K x 8 samples,
-#                                            recall (minutes on a GPU: DEVICE=cuda; ci/gpu-text.sh)
+#                                            recall (data/results/smollm2-h200-2026-12-01: 8 minutes on an H200,
+#                                            DEVICE=cuda, through ci/gpu-text.sh)
 # Every file is resumable: run it again to finish what a stopped run left. Environment: ORTHROS (the binary,
 # default build/orthros), DEVICE (default cpu), MODEL (default the fetched GGUF), WINDOW (swa, default 1024).
 set -euo pipefail

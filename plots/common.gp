@@ -18,5 +18,5 @@ set border lw 1 lc rgb '#333333'
 set grid xtics ytics mytics lc rgb '#dddddd' lw 1 dt 1, lc rgb '#eeeeee' lw 1 dt 1
 set key opaque box lw 1 lc rgb '#bbbbbb' samplen 3 spacing 1.1 font ',10'
 set key autotitle columnheader
-set bmargin 5
+set bmargin 6
 set multiplot

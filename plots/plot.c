@@ -572,8 +572,26 @@ static int write_texts(const plot_ctx *c, const char *fig, const texts *t)
     int rc = mb_open(&m);
     if (rc) return rc;
     clean_text(clean, sizeof clean, t->caption);
-    fprintf(m.f, "# The texts of %s, drawn by overlay.gp: index 0 the caption, index 1 panel titles.\n", fig);
-    fprintf(m.f, "0.01 0.02 \"%s\"\n\n\n", clean);
+    fprintf(m.f, "# The texts of %s, drawn by overlay.gp: index 0 the caption (x as a fraction of the width, y in pixels "
+                 "from the bottom), index 1 panel titles.\n", fig);
+    /* The caption in lines of at most CAPTION_LINE characters, broken after "; " where it can be (3 lines at most). */
+    enum { CAPTION_LINE = 150 };
+    char *lines[3];
+    int nl = 0;
+    for (char *p = clean; *p && nl < 3;) {
+        lines[nl++] = p;
+        size_t len = strlen(p);
+        if (len <= CAPTION_LINE || nl == 3) break;
+        char *cut = NULL;
+        for (char *q = p; q + 2 <= p + CAPTION_LINE; q++)
+            if (q[0] == ';' && q[1] == ' ') cut = q + 1;
+        if (!cut) cut = p + CAPTION_LINE;
+        *cut = '\0';
+        for (p = cut + 1; *p == ' '; p++) {}
+    }
+    for (int i = 0; i < nl; i++) fprintf(m.f, "0.01 %d \"%s\"\n", 12 + 15 * (nl - 1 - i), lines[i]);
+    if (!nl) fprintf(m.f, "0.01 12 \"\"\n");
+    fprintf(m.f, "\n\n");
     for (int i = 0; i < t->n_titles; i++) fprintf(m.f, "%.4f %.4f \"%s\"\n", t->tx[i], t->ty[i], t->titles[i]);
     if (!t->n_titles) fprintf(m.f, "0.5 0.99 \"\"\n");
     snprintf(name, sizeof name, "%s.txt", fig);
@@ -885,8 +903,8 @@ static int draw_heatmap(const plot_ctx *c, const char *fig, const acc_list *a, c
     if ((rc = mb_save(&m, c->o->out_dir, name))) goto done;
     layout g = layout_of(np);
     /* Sizes in pixels, so that a panel keeps its shape however many rows there are. */
-    int w = 420 * g.cols + 220, h = 360 * g.rows + 150;
-    g.top = 1.0 - 80.0 / h, g.bottom = 40.0 / h;
+    int w = 420 * g.cols + 220, h = 360 * g.rows + 180;
+    g.top = 1.0 - 80.0 / h, g.bottom = 70.0 / h; /* below: the x labels, then up to three caption lines */
     double pw = (g.right - g.left) / g.cols, ph = (g.top - g.bottom) / g.rows;
     for (size_t q = 0; q < np; q++) {
         int r = (int)q / g.cols, col = (int)q % g.cols;

@@ -95,8 +95,10 @@ static void file_safety(const char *json, const char *log)
     /* --json -: the result file on stdout, the table on stderr, no file named "-". */
     char *a3[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx", "64",
                   "--phase", "prefill", "--reps", "2", "--max-reps", "2", "--json", "-", "--quiet", "--table-out", "/dev/null", NULL};
-    CHECK(tu_run(a3, log) == 0, "--json - failed");
-    cJSON *j = tu_load_json(log);
+    char out_path[4200];
+    snprintf(out_path, sizeof out_path, "%s.stdout", log);
+    CHECK(tu_run_capture(a3, NULL, out_path, log) == 0, "--json - failed");
+    cJSON *j = tu_load_json(out_path);
     CHECK(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "measurements")) == 1, "--json - did not print a result file");
     cJSON_Delete(j);
     struct stat sb;

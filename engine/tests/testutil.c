@@ -216,7 +216,8 @@ int tu_spawn(char *const *argv, const char *log)
     fflush(NULL); /* or the child's freopen would flush our buffered output a second time */
     pid_t pid = fork();
     if (pid == 0) {
-        if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr)) _exit(126);
+        /* one open file for both streams: one offset, so neither overwrites what the other wrote */
+        if (!freopen(log, "w", stdout) || dup2(fileno(stdout), 2) < 0) _exit(126);
         execv(argv[0], argv);
         _exit(127);
     }
