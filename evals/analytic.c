@@ -48,7 +48,7 @@
 
 enum { R_CONST = 0, R_PAD = 1, R_VT = 2, R_QKEY = 3, R_PKEY = 35, R_VAL = 67, R_SVAL = 99, R_EXC = 131, R_FILL = 163 };
 
-/* Construction constants (see orthros_ar_margins_of). */
+/* Construction constants (see orthros_analytic_margins_of). */
 #define AR_DELTA 6.0
 #define AR_MARGIN 12.0
 #define AR_KAPPA 4.0   /* k of a fact on its value dimension */
@@ -59,31 +59,31 @@ enum { R_CONST = 0, R_PAD = 1, R_VT = 2, R_QKEY = 3, R_PKEY = 35, R_VAL = 67, R_
 #define AR_ORIG_CTX 1024
 #define AR_FILL_SEED 0x5eed0f11e5ull
 
-void orthros_ar_params_default(orthros_ar_params *p)
+void orthros_analytic_params_default(orthros_analytic_params *p)
 {
-    *p = (orthros_ar_params){.keys = 64, .values = 32, .fillers = 64, .max_context = (int64_t)1 << 20};
+    *p = (orthros_analytic_params){.keys = 64, .values = 32, .fillers = 64, .max_context = (int64_t)1 << 20};
 }
 
-int orthros_ar_check(const orthros_ar_params *p)
+int orthros_analytic_check(const orthros_analytic_params *p)
 {
-    if (p->keys < 1 || p->keys > ORTHROS_AR_MAX_KEYS)
-        return orthros_error(ORTHROS_EINVAL, "keys must be in 1..%d (got %d)", ORTHROS_AR_MAX_KEYS, p->keys);
-    if (p->values < ORTHROS_AR_CLASSES || p->values > ORTHROS_AR_MAX_VALUES || p->values % ORTHROS_AR_CLASSES)
-        return orthros_error(ORTHROS_EINVAL, "values must be a multiple of %d in %d..%d (got %d)", ORTHROS_AR_CLASSES,
-                             ORTHROS_AR_CLASSES, ORTHROS_AR_MAX_VALUES, p->values);
-    if (p->fillers < 1 || p->fillers > ORTHROS_AR_MAX_FILLERS)
-        return orthros_error(ORTHROS_EINVAL, "fillers must be in 1..%d (got %d)", ORTHROS_AR_MAX_FILLERS, p->fillers);
+    if (p->keys < 1 || p->keys > ORTHROS_ANALYTIC_MAX_KEYS)
+        return orthros_error(ORTHROS_EINVAL, "keys must be in 1..%d (got %d)", ORTHROS_ANALYTIC_MAX_KEYS, p->keys);
+    if (p->values < ORTHROS_ANALYTIC_CLASSES || p->values > ORTHROS_ANALYTIC_MAX_VALUES || p->values % ORTHROS_ANALYTIC_CLASSES)
+        return orthros_error(ORTHROS_EINVAL, "values must be a multiple of %d in %d..%d (got %d)", ORTHROS_ANALYTIC_CLASSES,
+                             ORTHROS_ANALYTIC_CLASSES, ORTHROS_ANALYTIC_MAX_VALUES, p->values);
+    if (p->fillers < 1 || p->fillers > ORTHROS_ANALYTIC_MAX_FILLERS)
+        return orthros_error(ORTHROS_EINVAL, "fillers must be in 1..%d (got %d)", ORTHROS_ANALYTIC_MAX_FILLERS, p->fillers);
     if (p->max_context < 16 || p->max_context > ((int64_t)1 << 30))
         return orthros_error(ORTHROS_EINVAL, "max-context must be in 16..2^30 (got %lld)", (long long)p->max_context);
     return 0;
 }
 
-void orthros_ar_layout_of(orthros_ar_layout *l, const orthros_ar_params *p)
+void orthros_analytic_layout_of(orthros_analytic_layout *l, const orthros_analytic_params *p)
 {
     l->keys = p->keys;
     l->values = p->values;
     l->fillers = p->fillers;
-    l->classes = ORTHROS_AR_CLASSES;
+    l->classes = ORTHROS_ANALYTIC_CLASSES;
     l->bos = 0;
     l->none = 1;
     l->query = 2;
@@ -114,9 +114,9 @@ static double ar_inv_freq(int j)
  *  - values of one key differ by delta per class: the best unanswered one keeps >= 1 - (R-1) e^-delta;
  *  - an answered value loses H / (answers so far) >= H / (R-1); H = (R-1) ((R-1) delta + ln R + 12);
  *  - the exclusion head gives answered values score E = ln N + 12 over everything else. */
-void orthros_ar_margins_of(orthros_ar_margins *m, const orthros_ar_params *p)
+void orthros_analytic_margins_of(orthros_analytic_margins *m, const orthros_analytic_params *p)
 {
-    double R = ORTHROS_AR_CLASSES, lnN = log((double)p->max_context);
+    double R = ORTHROS_ANALYTIC_CLASSES, lnN = log((double)p->max_context);
     /* ln of the larger of the context and the key count: a context shorter than the keys still holds up to
      * K - 1 competing facts. */
     double lnNK = fmax(lnN, log((double)p->keys));
@@ -150,7 +150,7 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static void embed_row(float *x, const orthros_ar_layout *l, int tok)
+static void embed_row(float *x, const orthros_analytic_layout *l, int tok)
 {
     memset(x, 0, sizeof(float) * AR_D);
     x[R_CONST] = 1.0f;
@@ -173,13 +173,13 @@ static void embed_row(float *x, const orthros_ar_layout *l, int tok)
 }
 
 /* Fills one tensor (already zeroed) by name; returns 0, or ORTHROS_EINVAL for an unknown name. */
-static int fill_tensor(float *w, const char *name, const orthros_ar_params *p)
+static int fill_tensor(float *w, const char *name, const orthros_analytic_params *p)
 {
-    orthros_ar_layout l;
-    orthros_ar_margins m;
-    orthros_ar_layout_of(&l, p);
-    orthros_ar_margins_of(&m, p);
-    double sq = sqrt((double)AR_HD), R = ORTHROS_AR_CLASSES;
+    orthros_analytic_layout l;
+    orthros_analytic_margins m;
+    orthros_analytic_layout_of(&l, p);
+    orthros_analytic_margins_of(&m, p);
+    double sq = sqrt((double)AR_HD), R = ORTHROS_ANALYTIC_CLASSES;
     int layer = -1;
     char rest[128] = "";
     if (!strcmp(name, "model.embed_tokens.weight")) {
@@ -225,7 +225,7 @@ static int fill_tensor(float *w, const char *name, const orthros_ar_params *p)
         if (k) W_IN(head_key_dim(j), R_PKEY + j) = bf16_exact(ab);
     }
     for (int u = 0; u < l.values; u++) {
-        double bonus = m.delta * (R - 1 - orthros_ar_class(u));
+        double bonus = m.delta * (R - 1 - orthros_analytic_class(u));
         if (q) {
             W_IN(head_val_dim(u), R_CONST) = bf16_exact(sq / AR_KAPPA * bonus);
             W_IN(head_val_dim(u), R_EXC + u) = bf16_exact(-sq / AR_KAPPA * m.H);
@@ -244,7 +244,7 @@ typedef struct {
     int64_t rows, cols; /* cols == 0: a vector */
 } ar_tensor;
 
-static int tensor_list(ar_tensor *t, const orthros_ar_layout *l)
+static int tensor_list(ar_tensor *t, const orthros_analytic_layout *l)
 {
     int n = 0;
     t[n++] = (ar_tensor){"model.embed_tokens.weight", l->vocab, AR_D};
@@ -269,14 +269,14 @@ static int tensor_list(ar_tensor *t, const orthros_ar_layout *l)
     return n;
 }
 
-int orthros_ar_tensor(float **out, size_t *numel, const orthros_ar_params *p, const char *name)
+int orthros_analytic_tensor(float **out, size_t *numel, const orthros_analytic_params *p, const char *name)
 {
-    orthros_ar_layout l;
+    orthros_analytic_layout l;
     ar_tensor t[3 + 9 * AR_LAYERS];
-    int rc = orthros_ar_check(p);
+    int rc = orthros_analytic_check(p);
     *out = NULL;
     if (rc) return rc;
-    orthros_ar_layout_of(&l, p);
+    orthros_analytic_layout_of(&l, p);
     int n = tensor_list(t, &l);
     for (int i = 0; i < n; i++) {
         if (strcmp(t[i].name, name)) continue;
@@ -290,7 +290,7 @@ int orthros_ar_tensor(float **out, size_t *numel, const orthros_ar_params *p, co
     return orthros_error(ORTHROS_EINVAL, "the analytic checkpoint has no tensor %s", name);
 }
 
-cJSON *orthros_ar_layout_json(const orthros_ar_layout *l)
+cJSON *orthros_analytic_layout_json(const orthros_analytic_layout *l)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "version", 1);
@@ -309,12 +309,12 @@ cJSON *orthros_ar_layout_json(const orthros_ar_layout *l)
     return o;
 }
 
-static cJSON *config_json(const orthros_ar_params *p)
+static cJSON *config_json(const orthros_analytic_params *p)
 {
-    orthros_ar_layout l;
-    orthros_ar_margins m;
-    orthros_ar_layout_of(&l, p);
-    orthros_ar_margins_of(&m, p);
+    orthros_analytic_layout l;
+    orthros_analytic_margins m;
+    orthros_analytic_layout_of(&l, p);
+    orthros_analytic_margins_of(&m, p);
     cJSON *c = cJSON_CreateObject();
     cJSON *ar = cJSON_AddArrayToObject(c, "architectures");
     cJSON_AddItemToArray(ar, cJSON_CreateString("LlamaForCausalLM"));
@@ -341,7 +341,7 @@ static cJSON *config_json(const orthros_ar_params *p)
     cJSON_AddNumberToObject(rs, "high_freq_factor", 4.0);
     cJSON_AddNumberToObject(rs, "original_max_position_embeddings", AR_ORIG_CTX);
     cJSON_AddStringToObject(c, "torch_dtype", "float32");
-    cJSON *lay = orthros_ar_layout_json(&l);
+    cJSON *lay = orthros_analytic_layout_json(&l);
     cJSON *mg = cJSON_AddObjectToObject(lay, "margins");
     cJSON_AddNumberToObject(mg, "S", m.S);
     cJSON_AddNumberToObject(mg, "delta", m.delta);
@@ -358,14 +358,14 @@ static cJSON *config_json(const orthros_ar_params *p)
 
 static int write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
 
-int orthros_ar_write(const char *dir, const orthros_ar_params *p)
+int orthros_analytic_write(const char *dir, const orthros_analytic_params *p)
 {
-    int rc = orthros_ar_check(p);
+    int rc = orthros_analytic_check(p);
     if (rc) return rc;
     if (mkdir(dir, 0777) && errno != EEXIST)
         return orthros_error(ORTHROS_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
-    orthros_ar_layout l;
-    orthros_ar_layout_of(&l, p);
+    orthros_analytic_layout l;
+    orthros_analytic_layout_of(&l, p);
     ar_tensor t[3 + 9 * AR_LAYERS];
     int n = tensor_list(t, &l);
     cJSON *h = cJSON_CreateObject();
@@ -421,7 +421,7 @@ int orthros_ar_write(const char *dir, const orthros_ar_params *p)
     for (int i = 0; i < n && !bad; i++) {
         float *w = NULL;
         size_t numel = 0;
-        if ((rc = orthros_ar_tensor(&w, &numel, p, t[i].name))) break;
+        if ((rc = orthros_analytic_tensor(&w, &numel, p, t[i].name))) break;
         bad = write_all(f, w, numel * 4);
         free(w);
     }
@@ -443,7 +443,7 @@ static int layout_int(const cJSON *o, const char *key, int *out, const char *pat
     return 0;
 }
 
-int orthros_ar_layout_load(orthros_ar_layout *l, const char *dir)
+int orthros_analytic_layout_load(orthros_analytic_layout *l, const char *dir)
 {
     char path[4096], *text = NULL;
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -467,7 +467,7 @@ int orthros_ar_layout_load(orthros_ar_layout *l, const char *dir)
     const cJSON *mc = cJSON_GetObjectItemCaseSensitive(ar, "max_context");
     l->max_context = cJSON_IsNumber(mc) ? (int64_t)mc->valuedouble : 0;
     l->vocab = l->pair0 + l->keys * l->values;
-    if (!rc && (l->keys < 1 || l->values < 1 || l->fillers < 1 || l->classes != ORTHROS_AR_CLASSES))
+    if (!rc && (l->keys < 1 || l->values < 1 || l->fillers < 1 || l->classes != ORTHROS_ANALYTIC_CLASSES))
         rc = orthros_error(ORTHROS_EFORMAT, "%s: analytic_recall has an impossible layout", path);
     cJSON_Delete(root);
     return rc;

@@ -166,7 +166,7 @@ void eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHRO
 {
     snprintf(v[0], ORTHROS_NAME_MAX, "%s", c->arch);
     snprintf(v[1], ORTHROS_NAME_MAX, "%d", c->ctx);
-    snprintf(v[2], ORTHROS_NAME_MAX, "%d", c->x);
+    snprintf(v[2], ORTHROS_NAME_MAX, "%d", c->axis);
     snprintf(v[3], ORTHROS_NAME_MAX, "%lld", (long long)c->n);
     snprintf(v[4], ORTHROS_NAME_MAX, "%.3f", c->accuracy);
     snprintf(v[5], ORTHROS_NAME_MAX, "%.3f", c->ci_lo);
@@ -204,7 +204,7 @@ static void accuracy_summary(eval_run *r)
 static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, size_t total, double t0)
 {
     const eval_common *o = r->o;
-    const char *xn = orthros_eval_x_name(o->task);
+    const char *xn = orthros_eval_axis_name(o->task);
     orthros_model *m = NULL;
     int rc = 0;
     ao->arch = r->archs[ia];
@@ -212,10 +212,10 @@ static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, 
         for (size_t ix = 0; ix < r->nx && !rc; ix++) {
             eval_cell c = {r->archs[ia], r->ctxs[ic], r->x_from_ctx ? r->ctxs[ic] : r->xs[ix]};
             char where[96];
-            if (xn) snprintf(where, sizeof where, "ctx %d %s %d", c.ctx, xn, c.x);
+            if (xn) snprintf(where, sizeof where, "ctx %d %s %d", c.ctx, xn, c.axis);
             else snprintf(where, sizeof where, "ctx %d", c.ctx);
             (*idx)++;
-            const orthros_eval_cell *done = orthros_eval_file_find(&r->f, c.arch, c.ctx, c.x);
+            const orthros_eval_cell *done = orthros_eval_file_find(&r->f, c.arch, c.ctx, c.axis);
             if (done) { /* its row still goes to the table, which lists the whole grid */
                 if (!o->quiet) fprintf(stderr, "[%zu/%zu] %s %s: already in %s, kept\n", *idx, total, c.arch, where, o->json);
                 print_cell(r, done);

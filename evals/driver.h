@@ -38,7 +38,7 @@ typedef struct eval_run eval_run;
 /* One cell of the grid. */
 typedef struct {
     const char *arch;
-    int ctx, x;
+    int ctx, axis; /* axis: the value on the task's second axis (orthros_eval_axis_name) */
 } eval_cell;
 
 /* What a task supplies. */

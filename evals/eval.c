@@ -23,7 +23,7 @@
 typedef struct {
     const char *depths, *pairs, *variant;
     orthros_niah_variant v;
-    orthros_ar_layout lay;
+    orthros_analytic_layout lay;
 } analytic_task;
 
 static const char *variant_name(const eval_common *o, const analytic_task *t)
@@ -34,8 +34,8 @@ static const char *variant_name(const eval_common *o, const analytic_task *t)
 static int build_sample(orthros_eval_sample *s, const eval_common *o, const analytic_task *t, const eval_cell *c,
                         uint64_t seed)
 {
-    return strcmp(o->task, "niah") ? orthros_mqar_sample(s, &t->lay, c->x, c->ctx, seed)
-                                   : orthros_niah_sample(s, &t->lay, t->v, c->ctx, c->x, seed);
+    return strcmp(o->task, "niah") ? orthros_mqar_sample(s, &t->lay, c->axis, c->ctx, seed)
+                                   : orthros_niah_sample(s, &t->lay, t->v, c->ctx, c->axis, seed);
 }
 
 /* One line per sample for evals/check_hf.py: the prompt, the questions, what we generated. */
@@ -47,7 +47,7 @@ static int save_prompt(FILE *f, const eval_common *o, const analytic_task *t, co
     cJSON_AddStringToObject(j, "variant", variant_name(o, t));
     cJSON_AddStringToObject(j, "arch", c->arch);
     cJSON_AddNumberToObject(j, "ctx", c->ctx);
-    cJSON_AddNumberToObject(j, orthros_eval_x_name(o->task), c->x);
+    cJSON_AddNumberToObject(j, orthros_eval_axis_name(o->task), c->axis);
     eval_add_seed(j, seed);
     cJSON_AddItemToObject(j, "prompt", eval_ints_json(s->prompt, s->n_prompt));
     cJSON_AddItemToObject(j, "queries", eval_ints_json(s->queries, s->n_answers));
@@ -63,7 +63,7 @@ static cJSON *sample_record(const eval_common *o, const analytic_task *t, const 
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "ctx", c->ctx);
-    cJSON_AddNumberToObject(r, orthros_eval_x_name(o->task), c->x);
+    cJSON_AddNumberToObject(r, orthros_eval_axis_name(o->task), c->axis);
     eval_add_seed(r, seed);
     if (!strcmp(o->task, "niah")) {
         cJSON *pos = cJSON_AddArrayToObject(r, "needle_positions");
@@ -91,7 +91,7 @@ static int run_cell(eval_run *run, orthros_eval_cell *out, orthros_model *m, con
     out->partial = NAN;
     if (!(out->records = cJSON_CreateArray())) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     for (int i = 0; i < o->samples; i++) {
-        uint64_t seed = orthros_eval_sample_seed((uint64_t)o->mo.seed, o->task, c->ctx, c->x, i);
+        uint64_t seed = orthros_eval_sample_seed((uint64_t)o->mo.seed, o->task, c->ctx, c->axis, i);
         int32_t gen[ORTHROS_EVAL_MAX_ANSWERS];
         if ((rc = build_sample(&s, o, t, c, seed))) goto fail;
         int need = s.n_prompt + orthros_eval_decode_tokens(&s);
@@ -113,7 +113,7 @@ static int run_cell(eval_run *run, orthros_eval_cell *out, orthros_model *m, con
     snprintf(out->task, sizeof out->task, "%s", o->task);
     snprintf(out->variant, sizeof out->variant, "%s", variant_name(o, t));
     snprintf(out->arch, sizeof out->arch, "%s", c->arch);
-    out->ctx = c->ctx, out->x = c->x, out->samples = o->samples, out->samples_correct = (int)sample_correct;
+    out->ctx = c->ctx, out->axis = c->axis, out->samples = o->samples, out->samples_correct = (int)sample_correct;
     eval_cell_set_accuracy(out, correct, trials);
     out->elapsed_s = orthros_now_s() - t0;
     orthros_session_free(sess);
@@ -142,7 +142,7 @@ static int parse_grid(eval_run *r, analytic_task *t)
         (rc = eval_parse_ints(r->ctxs, &r->nc, o->ctxs, "ctx", 1, INT_MAX / 2)) ||
         (rc = niah ? eval_parse_ints(r->xs, &r->nx, t->depths, "depths", 0, 100)
                    : eval_parse_ints(r->xs, &r->nx, t->pairs, "pairs", 1, INT_MAX)) ||
-        (rc = orthros_ar_layout_load(&t->lay, o->mo.model)))
+        (rc = orthros_analytic_layout_load(&t->lay, o->mo.model)))
         return rc;
     for (size_t i = 0; i < r->nc; i++)
         for (size_t j = 0; j < r->nx; j++) {
@@ -171,7 +171,7 @@ static int run_analytic(eval_common *o, analytic_task *t, int argc, char **argv)
     if ((rc = eval_config_common(&cfg, o, ""))) return orthros_cmd_fail(cmd, rc);
     snprintf(cfg.variant, sizeof cfg.variant, "%s", variant_name(o, t));
     cfg.xs = strdup(strcmp(o->task, "niah") ? t->pairs : t->depths);
-    cfg.analytic_recall = orthros_ar_layout_json(&t->lay);
+    cfg.analytic_recall = orthros_analytic_layout_json(&t->lay);
     if (!cfg.xs || !cfg.analytic_recall) {
         orthros_eval_config_free(&cfg);
         return orthros_cmd_fail(cmd, orthros_error(ORTHROS_ENOMEM, "out of memory"));
@@ -181,7 +181,7 @@ static int run_analytic(eval_common *o, analytic_task *t, int argc, char **argv)
                                      : "exact match of every expected token (multivalue: as a set); n counts samples");
     orthros_table_col cols[7];
     memcpy(cols, eval_cols, sizeof cols);
-    cols[2].name = orthros_eval_x_name(o->task);
+    cols[2].name = orthros_eval_axis_name(o->task);
     return eval_drive(&r, argc, argv, &cfg, cols, 7);
 }
 
@@ -236,12 +236,12 @@ static int cmd_analytic(int argc, char **argv)
     char pairs_default[64];
     if (!niah && !t.pairs) {
         /* 1, 2, 4, ... up to the model's keys. */
-        orthros_ar_layout l;
-        int keys = !orthros_ar_layout_load(&l, o.mo.model) ? l.keys : 64;
+        orthros_analytic_layout l;
+        int keys = !orthros_analytic_layout_load(&l, o.mo.model) ? l.keys : 64;
         snprintf(pairs_default, sizeof pairs_default, "1:%d:x2", keys);
         t.pairs = pairs_default;
     }
-    if (orthros_ar_layout_load(&t.lay, o.mo.model)) {
+    if (orthros_analytic_layout_load(&t.lay, o.mo.model)) {
         /* A model with a tokenizer but no layout is a text model: say where its evals are. */
         orthros_tokenizer *tok = NULL;
         int text = !orthros_tokenizer_load(&tok, o.mo.model);
@@ -280,8 +280,8 @@ int orthros_cmd_eval(int argc, char **argv)
 int orthros_cmd_make_model(int argc, char **argv)
 {
     const char *cmd = "make-model", *out = NULL, *max_ctx = NULL;
-    orthros_ar_params p;
-    orthros_ar_params_default(&p);
+    orthros_analytic_params p;
+    orthros_analytic_params_default(&p);
     orthros_cmd c;
     orthros_cmd_init(&c, cmd,
                      "Writes a model built by construction, not trained.\n"
@@ -308,12 +308,12 @@ int orthros_cmd_make_model(int argc, char **argv)
             return orthros_cmd_usage(&c, "--max-context: %s", orthros_last_error());
         p.max_context = v;
     }
-    if ((rc = orthros_ar_check(&p))) return orthros_cmd_usage(&c, "%s", orthros_last_error());
-    if ((rc = orthros_ar_write(out, &p))) return orthros_cmd_fail(cmd, rc);
-    orthros_ar_layout l;
-    orthros_ar_margins m;
-    orthros_ar_layout_of(&l, &p);
-    orthros_ar_margins_of(&m, &p);
+    if ((rc = orthros_analytic_check(&p))) return orthros_cmd_usage(&c, "%s", orthros_last_error());
+    if ((rc = orthros_analytic_write(out, &p))) return orthros_cmd_fail(cmd, rc);
+    orthros_analytic_layout l;
+    orthros_analytic_margins m;
+    orthros_analytic_layout_of(&l, &p);
+    orthros_analytic_margins_of(&m, &p);
     fprintf(stderr,
             "make-model: %s: analytic-recall, %d keys, %d values, %d fillers, vocab %d, sized for %lld tokens\n"
             "  retrieval score S = %.2f: margin %.2f over ln(max_context), %.2f over the other facts\n"

@@ -74,7 +74,7 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
 {
     const ppl_task *t = r->task;
     const eval_common *o = r->o;
-    int V = orthros_model_get_config(m)->vocab, L = c->ctx, S = c->x;
+    int V = orthros_model_get_config(m)->vocab, L = c->ctx, S = c->axis;
     int T = t->n_ids;
     ppl_window *w = NULL;
     orthros_session *sess = NULL;
@@ -121,7 +121,7 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
     snprintf(out->task, sizeof out->task, "ppl");
     snprintf(out->variant, sizeof out->variant, "ppl");
     snprintf(out->arch, sizeof out->arch, "%s", c->arch);
-    out->ctx = L, out->x = S, out->samples = nw, out->n = scored, out->linear_tokens = linear;
+    out->ctx = L, out->axis = S, out->samples = nw, out->n = scored, out->linear_tokens = linear;
     out->nll = nll / (double)scored, out->ppl = exp(out->nll);
     out->ppl_lo = out->ppl_hi = NAN;
     if (nw > 1) {
@@ -150,7 +150,7 @@ static void ppl_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_N
 {
     snprintf(v[0], ORTHROS_NAME_MAX, "%s", c->arch);
     snprintf(v[1], ORTHROS_NAME_MAX, "%d", c->ctx);
-    snprintf(v[2], ORTHROS_NAME_MAX, "%d", c->x);
+    snprintf(v[2], ORTHROS_NAME_MAX, "%d", c->axis);
     snprintf(v[3], ORTHROS_NAME_MAX, "%d", c->samples);
     snprintf(v[4], ORTHROS_NAME_MAX, "%lld", (long long)c->n);
     snprintf(v[5], ORTHROS_NAME_MAX, "%.4f", c->nll);

@@ -243,7 +243,7 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
     snprintf(out->task, sizeof out->task, "recall");
     snprintf(out->variant, sizeof out->variant, "contains");
     snprintf(out->arch, sizeof out->arch, "%s", c->arch);
-    out->ctx = c->ctx, out->x = 0, out->samples = t->set.n, out->samples_correct = (int)correct;
+    out->ctx = c->ctx, out->axis = 0, out->samples = t->set.n, out->samples_correct = (int)correct;
     eval_cell_set_accuracy(out, correct, t->set.n);
     out->elapsed_s = orthros_now_s() - t0;
     goto done;

@@ -18,7 +18,7 @@ typedef struct {
     char seed_task[64];   /* what sample seeds are derived from: task, variant, needle */
 } ruler_task;
 
-static const char *x_name(const ruler_task *t) { return orthros_eval_x_name(orthros_ruler_file_task(t->spec.task)); }
+static const char *axis_name(const ruler_task *t) { return orthros_eval_axis_name(orthros_ruler_file_task(t->spec.task)); }
 
 static cJSON *strings_json(const orthros_ruler_sample *s)
 {
@@ -32,7 +32,7 @@ static cJSON *record(const ruler_task *t, const eval_cell *c, uint64_t seed, con
 {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "ctx", c->ctx);
-    cJSON_AddNumberToObject(r, x_name(t), c->x);
+    cJSON_AddNumberToObject(r, axis_name(t), c->axis);
     eval_add_seed(r, seed);
     cJSON_AddNumberToObject(r, "prompt_tokens", s->n_ids);
     cJSON_AddNumberToObject(r, t->spec.task == ORTHROS_RULER_CWE ? "list_entries" : "haystack_sentences", s->units);
@@ -59,7 +59,7 @@ static int save_prompt(eval_run *r, const eval_cell *c, uint64_t seed, const ort
     }
     cJSON_AddStringToObject(j, "arch", c->arch);
     cJSON_AddNumberToObject(j, "ctx", c->ctx);
-    cJSON_AddNumberToObject(j, x_name(t), c->x);
+    cJSON_AddNumberToObject(j, axis_name(t), c->axis);
     eval_add_seed(j, seed);
     cJSON_AddStringToObject(j, "chat", orthros_chat_name(t->spec.chat));
     cJSON_AddStringToObject(j, "message", s->message);
@@ -86,11 +86,11 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
     }
     if ((rc = orthros_session_init(&sess, m, 1, c->ctx, o->mo.chunk))) goto fail;
     for (int i = 0; i < o->samples; i++) {
-        uint64_t seed = orthros_eval_sample_seed((uint64_t)o->mo.seed, t->seed_task, c->ctx, c->x, i);
+        uint64_t seed = orthros_eval_sample_seed((uint64_t)o->mo.seed, t->seed_task, c->ctx, c->axis, i);
         orthros_ruler_sample s;
         char *text = NULL;
         int n_gen = 0;
-        if ((rc = orthros_ruler_sample_make(&s, t->tok, &t->spec, c->ctx, c->x, seed))) goto fail;
+        if ((rc = orthros_ruler_sample_make(&s, t->tok, &t->spec, c->ctx, c->axis, seed))) goto fail;
         rc = orthros_text_generate(sess, m, t->tok, t->spec.chat, s.ids, s.n_ids, t->spec.max_new, gen, &n_gen, &text);
         if (!rc && r->prompts) rc = save_prompt(r, c, seed, &s, text);
         if (rc) {
@@ -111,7 +111,7 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
              t->spec.task == ORTHROS_RULER_NIAH ? orthros_niah_variant_name(t->spec.variant) : orthros_ruler_task_name(t->spec.task));
     if (t->spec.task == ORTHROS_RULER_NIAH) snprintf(out->needle, sizeof out->needle, "%s", orthros_needle_name(t->spec.needle));
     snprintf(out->arch, sizeof out->arch, "%s", c->arch);
-    out->ctx = c->ctx, out->x = c->x, out->samples = o->samples, out->samples_correct = (int)correct;
+    out->ctx = c->ctx, out->axis = c->axis, out->samples = o->samples, out->samples_correct = (int)correct;
     eval_cell_set_accuracy(out, correct, o->samples);
     out->partial = partial / o->samples;
     out->elapsed_s = orthros_now_s() - t0;
@@ -248,7 +248,7 @@ int orthros_cmd_eval_ruler(int argc, char **argv)
              "(normalised contains-match, whole words); partial_score: mean fraction found (RULER's)");
     orthros_table_col cols[8];
     memcpy(cols, ruler_cols, sizeof cols);
-    cols[2].name = x_name(&t);
+    cols[2].name = axis_name(&t);
     status = cfg.xs ? eval_drive(&r, argc, argv, &cfg, cols, 8)
                     : (orthros_eval_config_free(&cfg), orthros_cmd_fail(cmd, orthros_error(ORTHROS_ENOMEM, "out of memory")));
     orthros_tokenizer_free(t.tok);

@@ -71,16 +71,16 @@ static int sample_alloc(orthros_eval_sample *s, int ctx)
 }
 
 /* BOS, then filler, then QUERY and the first key; needles are placed by the caller. */
-static void fill_haystack(orthros_eval_sample *s, const orthros_ar_layout *l, orthros_rng *r, int32_t first_key)
+static void fill_haystack(orthros_eval_sample *s, const orthros_analytic_layout *l, orthros_rng *r, int32_t first_key)
 {
     int n = s->n_prompt;
     s->prompt[0] = l->bos;
-    for (int i = 1; i < n - 2; i++) s->prompt[i] = orthros_ar_filler(l, orthros_rng_below(r, l->fillers));
+    for (int i = 1; i < n - 2; i++) s->prompt[i] = orthros_analytic_filler(l, orthros_rng_below(r, l->fillers));
     s->prompt[n - 2] = l->query;
     s->prompt[n - 1] = first_key;
 }
 
-int orthros_niah_sample(orthros_eval_sample *s, const orthros_ar_layout *l, orthros_niah_variant v, int ctx, int depth,
+int orthros_niah_sample(orthros_eval_sample *s, const orthros_analytic_layout *l, orthros_niah_variant v, int ctx, int depth,
                         uint64_t seed)
 {
     memset(s, 0, sizeof *s);
@@ -98,7 +98,7 @@ int orthros_niah_sample(orthros_eval_sample *s, const orthros_ar_layout *l, orth
     if (rc) return rc;
     orthros_rng r = {seed};
     int nn = n_needles(v), keys[ORTHROS_NIAH_NEEDLES], vals[ORTHROS_NIAH_NEEDLES];
-    int scratch[ORTHROS_AR_MAX_KEYS > ORTHROS_AR_MAX_VALUES ? ORTHROS_AR_MAX_KEYS : ORTHROS_AR_MAX_VALUES];
+    int scratch[ORTHROS_ANALYTIC_MAX_KEYS > ORTHROS_ANALYTIC_MAX_VALUES ? ORTHROS_ANALYTIC_MAX_KEYS : ORTHROS_ANALYTIC_MAX_VALUES];
     if (v == ORTHROS_NIAH_MULTIVALUE) {
         /* One key, one value of each class (so that the construction's tie-break orders them), in random
          * needle order. */
@@ -112,7 +112,7 @@ int orthros_niah_sample(orthros_eval_sample *s, const orthros_ar_layout *l, orth
         orthros_rng_distinct(&r, keys, nn, l->keys, scratch);
         for (int i = 0; i < nn; i++) vals[i] = orthros_rng_below(&r, l->values);
     }
-    fill_haystack(s, l, &r, orthros_ar_key(l, keys[0]));
+    fill_haystack(s, l, &r, orthros_analytic_key(l, keys[0]));
     /* Haystack positions 1..H; the first needle at the depth, the others at distinct random positions. */
     int H = ctx - 3;
     s->needle_pos[0] = 1 + (int)((int64_t)depth * (H - 1) / 100);
@@ -125,31 +125,31 @@ int orthros_niah_sample(orthros_eval_sample *s, const orthros_ar_layout *l, orth
         } while (clash);
         s->needle_pos[i] = p;
     }
-    for (int i = 0; i < nn; i++) s->prompt[s->needle_pos[i]] = orthros_ar_pair(l, keys[i], vals[i]);
+    for (int i = 0; i < nn; i++) s->prompt[s->needle_pos[i]] = orthros_analytic_pair(l, keys[i], vals[i]);
     if (v == ORTHROS_NIAH_SINGLE || v == ORTHROS_NIAH_MULTIKEY) {
         s->n_answers = 1;
-        s->expected[0] = orthros_ar_value(l, vals[0]);
+        s->expected[0] = orthros_analytic_value(l, vals[0]);
     } else if (v == ORTHROS_NIAH_MULTIVALUE) {
         /* Expected in class order, the order the construction answers in; scored as a set anyway. */
         s->n_answers = nn;
         s->feed_back = 1;
         s->unordered = 1;
         for (int i = 0; i < nn; i++) {
-            s->expected[orthros_ar_class(vals[i])] = orthros_ar_value(l, vals[i]);
-            s->queries[i] = orthros_ar_key(l, keys[0]);
+            s->expected[orthros_analytic_class(vals[i])] = orthros_analytic_value(l, vals[i]);
+            s->queries[i] = orthros_analytic_key(l, keys[0]);
         }
     } else {
         /* Every needle is asked: the one at the depth first, the others in needle order. */
         s->n_answers = nn;
         for (int i = 0; i < nn; i++) {
-            s->queries[i] = orthros_ar_key(l, keys[i]);
-            s->expected[i] = orthros_ar_value(l, vals[i]);
+            s->queries[i] = orthros_analytic_key(l, keys[i]);
+            s->expected[i] = orthros_analytic_value(l, vals[i]);
         }
     }
     return 0;
 }
 
-int orthros_mqar_sample(orthros_eval_sample *s, const orthros_ar_layout *l, int pairs, int ctx, uint64_t seed)
+int orthros_mqar_sample(orthros_eval_sample *s, const orthros_analytic_layout *l, int pairs, int ctx, uint64_t seed)
 {
     memset(s, 0, sizeof *s);
     if (pairs < 1) return orthros_error(ORTHROS_EINVAL, "pairs must be at least 1 (got %d)", pairs);
@@ -162,17 +162,17 @@ int orthros_mqar_sample(orthros_eval_sample *s, const orthros_ar_layout *l, int 
     int rc = sample_alloc(s, ctx);
     if (rc) return rc;
     orthros_rng r = {seed};
-    int keys[ORTHROS_AR_MAX_KEYS], vals[ORTHROS_AR_MAX_KEYS], ask[ORTHROS_AR_MAX_KEYS], scratch[ORTHROS_AR_MAX_KEYS];
+    int keys[ORTHROS_ANALYTIC_MAX_KEYS], vals[ORTHROS_ANALYTIC_MAX_KEYS], ask[ORTHROS_ANALYTIC_MAX_KEYS], scratch[ORTHROS_ANALYTIC_MAX_KEYS];
     orthros_rng_distinct(&r, keys, pairs, l->keys, scratch);
     for (int i = 0; i < pairs; i++) vals[i] = orthros_rng_below(&r, l->values);
     orthros_rng_distinct(&r, ask, pairs, pairs, scratch);
-    fill_haystack(s, l, &r, orthros_ar_key(l, keys[ask[0]]));
+    fill_haystack(s, l, &r, orthros_analytic_key(l, keys[ask[0]]));
     /* As Zoology lays it out: the pairs first, then the rest of the context, then the questions. */
-    for (int i = 0; i < pairs; i++) s->prompt[1 + i] = orthros_ar_pair(l, keys[i], vals[i]);
+    for (int i = 0; i < pairs; i++) s->prompt[1 + i] = orthros_analytic_pair(l, keys[i], vals[i]);
     s->n_answers = pairs;
     for (int i = 0; i < pairs; i++) {
-        s->queries[i] = orthros_ar_key(l, keys[ask[i]]);
-        s->expected[i] = orthros_ar_value(l, vals[ask[i]]);
+        s->queries[i] = orthros_analytic_key(l, keys[ask[i]]);
+        s->expected[i] = orthros_analytic_value(l, vals[ask[i]]);
     }
     return 0;
 }

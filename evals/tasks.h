@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#define ORTHROS_EVAL_MAX_ANSWERS ORTHROS_AR_MAX_KEYS
+#define ORTHROS_EVAL_MAX_ANSWERS ORTHROS_ANALYTIC_MAX_KEYS
 /* Needles of the multi-needle NIAH variants (RULER uses 4). */
 #define ORTHROS_NIAH_NEEDLES 4
 
@@ -52,9 +52,9 @@ int orthros_mqar_min_ctx(int pairs);
 
 /* Builds one sample; refuses (ORTHROS_EINVAL, with a message) a depth outside 0..100, a context too short
  * for the needles and the question, or more pairs than the model has keys. */
-int orthros_niah_sample(orthros_eval_sample *s, const orthros_ar_layout *l, orthros_niah_variant v, int ctx, int depth,
+int orthros_niah_sample(orthros_eval_sample *s, const orthros_analytic_layout *l, orthros_niah_variant v, int ctx, int depth,
                         uint64_t seed);
-int orthros_mqar_sample(orthros_eval_sample *s, const orthros_ar_layout *l, int pairs, int ctx, uint64_t seed);
+int orthros_mqar_sample(orthros_eval_sample *s, const orthros_analytic_layout *l, int pairs, int ctx, uint64_t seed);
 void orthros_eval_sample_free(orthros_eval_sample *s);
 /* Decode-phase tokens a sample feeds after its prompt (the session needs n_prompt + this). */
 int orthros_eval_decode_tokens(const orthros_eval_sample *s);

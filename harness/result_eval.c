@@ -26,7 +26,7 @@ static int axis_of(const char *task)
     return -1;
 }
 
-const char *orthros_eval_x_name(const char *task)
+const char *orthros_eval_axis_name(const char *task)
 {
     int a = axis_of(task);
     return a < 0 ? NULL : axes[a].x;
@@ -83,10 +83,10 @@ int orthros_eval_file_add(orthros_eval_file *f, orthros_eval_cell *c)
     return 0;
 }
 
-const orthros_eval_cell *orthros_eval_file_find(const orthros_eval_file *f, const char *arch, int ctx, int x)
+const orthros_eval_cell *orthros_eval_file_find(const orthros_eval_file *f, const char *arch, int ctx, int axis)
 {
     for (size_t i = 0; i < f->n_cells; i++)
-        if (!strcmp(f->cells[i].arch, arch) && f->cells[i].ctx == ctx && f->cells[i].x == x) return &f->cells[i];
+        if (!strcmp(f->cells[i].arch, arch) && f->cells[i].ctx == ctx && f->cells[i].axis == axis) return &f->cells[i];
     return NULL;
 }
 
@@ -269,7 +269,7 @@ static int read_cell(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
         (rc = orthros_jr_array(&rec, j, o, "records", 0)))
         return rc;
     if (!c->arch[0]) return orthros_jr_fail(j, "arch", "empty");
-    c->ctx = (int)ctx, c->x = (int)x;
+    c->ctx = (int)ctx, c->axis = (int)x;
     if (!strcmp(c->task, "ruler_niah") && strcmp(c->needle, "words") && strcmp(c->needle, "numbers") && strcmp(c->needle, "uuids"))
         return orthros_jr_fail(j, "needle", "\"%s\" is not words, numbers or uuids", c->needle);
     int i = 0;
@@ -311,10 +311,10 @@ static int from_json(orthros_eval_file *f, const cJSON *root, const char *name)
         orthros_eval_cell c;
         size_t at2 = orthros_jr_push_index(&j, i++);
         if ((rc = read_cell(&c, &j, e))) return rc;
-        if (orthros_eval_file_find(f, c.arch, c.ctx, c.x) && !strcmp(c.task, f->cfg.task)) {
+        if (orthros_eval_file_find(f, c.arch, c.ctx, c.axis) && !strcmp(c.task, f->cfg.task)) {
             cJSON_Delete(c.records);
             return orthros_jr_fail(&j, NULL, "the cell %s ctx %d %s %d appears twice", c.arch, c.ctx,
-                                   orthros_eval_x_name(c.task) ? orthros_eval_x_name(c.task) : "x", c.x);
+                                   orthros_eval_axis_name(c.task) ? orthros_eval_axis_name(c.task) : "x", c.axis);
         }
         if ((rc = orthros_eval_file_add(f, &c))) {
             cJSON_Delete(c.records);
@@ -387,13 +387,13 @@ static void add_num_or_null(cJSON *o, const char *key, double v)
 static cJSON *cell_json(const orthros_eval_cell *c)
 {
     cJSON *o = cJSON_CreateObject();
-    const char *x = orthros_eval_x_name(c->task);
+    const char *x = orthros_eval_axis_name(c->task);
     cJSON_AddStringToObject(o, "task", c->task);
     cJSON_AddStringToObject(o, "variant", c->variant);
     if (c->needle[0]) cJSON_AddStringToObject(o, "needle", c->needle);
     cJSON_AddStringToObject(o, "arch", c->arch);
     cJSON_AddNumberToObject(o, "ctx", c->ctx);
-    if (x) cJSON_AddNumberToObject(o, x, c->x);
+    if (x) cJSON_AddNumberToObject(o, x, c->axis);
     if (orthros_eval_is_ppl(c->task)) {
         cJSON_AddNumberToObject(o, "windows", c->samples);
         cJSON_AddNumberToObject(o, "tokens", (double)c->n);

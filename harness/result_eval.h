@@ -1,6 +1,6 @@
 /* Eval result files (`orthros eval`), typed: one reader (which validates) and one writer, used by the eval
  * command (resume), `orthros plot` and the reports. A cell is one (task, variant, arch, ctx, x) configuration, x the
- * task's second axis (orthros_eval_x_name), with its per-sample records. Two kinds of cell:
+ * task's second axis (orthros_eval_axis_name), with its per-sample records. Two kinds of cell:
  *   accuracy cells (niah, mqar on the analytic checkpoint; ruler_niah, ruler_vt, ruler_cwe and recall on a text
  *   model): n trials, correct, accuracy and its Wilson interval; RULER cells also carry RULER's partial score;
  *   perplexity cells (ppl): n scored tokens over `samples` windows, the mean negative log-likelihood, the
@@ -16,7 +16,7 @@ typedef struct {
     char needle[16];          /* ruler_niah: words, numbers or uuids; else empty */
     char arch[ORTHROS_NAME_MAX];
     int ctx;                  /* tokens: the context (ppl: the window; recall: the longest prompt plus --max-new) */
-    int x;                    /* the second axis (orthros_eval_x_name); 0 for recall */
+    int axis;                 /* the value on the second axis (orthros_eval_axis_name); 0 for recall */
     int samples, samples_correct; /* samples run and those all right; ppl: windows, and samples_correct 0 */
     int64_t n, correct;       /* trials scored (samples; questions for mqar; ppl: scored tokens) and those right */
     double accuracy, ci_lo, ci_hi; /* correct / n and its Wilson 95% interval (not in ppl cells) */
@@ -58,7 +58,7 @@ typedef struct {
 extern const char *const orthros_eval_tasks[];
 /* The JSON name of a task's second axis: "depth" (niah, ruler_niah), "pairs" (mqar), "hops" (ruler_vt), "words"
  * (ruler_cwe), "stride" (ppl); NULL for recall (one cell per architecture). */
-const char *orthros_eval_x_name(const char *task);
+const char *orthros_eval_axis_name(const char *task);
 /* The run.config key of the second axis' list: "depths", "pairs", "hops", "words"; NULL for ppl and recall. */
 const char *orthros_eval_xs_key(const char *task);
 /* 1 for perplexity cells (task ppl). */
@@ -74,7 +74,7 @@ cJSON *orthros_eval_file_to_json(const orthros_eval_file *f);
 int orthros_eval_file_write(const orthros_eval_file *f, const char *path);
 /* Takes ownership of c's records. */
 int orthros_eval_file_add(orthros_eval_file *f, orthros_eval_cell *c);
-const orthros_eval_cell *orthros_eval_file_find(const orthros_eval_file *f, const char *arch, int ctx, int x);
+const orthros_eval_cell *orthros_eval_file_find(const orthros_eval_file *f, const char *arch, int ctx, int axis);
 /* 0 when a file of configuration b can be resumed as one of a (same task, variant, model, samples, seed, device,
  * schedule options, and the text task options: text, stride, max-new, chat, needle); else ORTHROS_EINVAL naming the
  * first field that differs. */

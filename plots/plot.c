@@ -974,7 +974,7 @@ static int fig_niah(const plot_ctx *c, const char *fig, const char **why)
             const orthros_eval_cell *e = &in->eval.cells[k];
             if (strcmp(e->task, "niah")) continue;
             snprintf(panel, sizeof panel, "%s, %s needle", e->arch, e->variant[0] ? e->variant : "single");
-            rc = acc_add(&a, panel, e->ctx, e->x, (double)e->correct, (double)e->n);
+            rc = acc_add(&a, panel, e->ctx, e->axis, (double)e->correct, (double)e->n);
         }
     }
     if (!rc && !a.n) *why = "no NIAH cells (eval files with task \"niah\")";
@@ -996,7 +996,7 @@ static int fig_mqar(const plot_ctx *c, const char *fig, const char **why)
         if (in->kind != ORTHROS_RESULT_EVAL) continue;
         for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
             const orthros_eval_cell *e = &in->eval.cells[k];
-            if (!strcmp(e->task, "mqar")) rc = acc_add(&a, e->arch, e->ctx, e->x, (double)e->correct, (double)e->n);
+            if (!strcmp(e->task, "mqar")) rc = acc_add(&a, e->arch, e->ctx, e->axis, (double)e->correct, (double)e->n);
         }
     }
     if (!rc && !a.n) *why = "no MQAR cells (eval files with task \"mqar\")";
@@ -1023,7 +1023,7 @@ static int fig_ruler(const plot_ctx *c, const char *fig, const char **why)
             if (strcmp(e->task, fig)) continue;
             if (niah) snprintf(panel, sizeof panel, "%s, %s needle (%s)", e->arch, e->variant, e->needle);
             else snprintf(panel, sizeof panel, "%s", e->arch);
-            rc = acc_add(&a, panel, e->ctx, e->x, (double)e->correct, (double)e->n);
+            rc = acc_add(&a, panel, e->ctx, e->axis, (double)e->correct, (double)e->n);
         }
     }
     if (!rc && !a.n) *why = niah ? "no RULER NIAH cells (eval files with task \"ruler_niah\")"
@@ -1052,7 +1052,7 @@ static int fig_ppl(const plot_ctx *c, const char *fig, const char **why)
             const orthros_eval_cell *e = &c->in[i].eval.cells[k];
             if (!orthros_eval_is_ppl(e->task)) continue;
             /* Strides equal to the window are one series; other strides get series of their own. */
-            double s = e->x == e->ctx ? 0 : e->x;
+            double s = e->axis == e->ctx ? 0 : e->axis;
             strides |= stride0 >= 0 && s != stride0;
             stride0 = s;
         }
@@ -1065,7 +1065,7 @@ static int fig_ppl(const plot_ctx *c, const char *fig, const char **why)
             if (!orthros_eval_is_ppl(e->task)) continue;
             any = 1;
             linear |= e->linear_tokens > 0;
-            if (strides && e->x != e->ctx) snprintf(lab, sizeof lab, "%s, stride %d", e->arch, e->x);
+            if (strides && e->axis != e->ctx) snprintf(lab, sizeof lab, "%s, stride %d", e->arch, e->axis);
             else snprintf(lab, sizeof lab, "%s%s", e->arch, e->linear_tokens > 0 ? " (linear-phase logits)" : "");
             point q = {e->ctx, e->ppl, isfinite(e->ppl_lo) ? e->ppl_lo : e->ppl, isfinite(e->ppl_hi) ? e->ppl_hi : e->ppl, 0};
             rc = series_add(series_get(&l, lab, arch_color(e->arch, 0), 1, arch_point(e->arch, 0)), q);

@@ -15,13 +15,13 @@
 #define D 192
 #define HD 128
 
-static orthros_ar_params P;
+static orthros_analytic_params P;
 
 static float *tensor(const char *name)
 {
     float *w = NULL;
     size_t n = 0;
-    int rc = orthros_ar_tensor(&w, &n, &P, name);
+    int rc = orthros_analytic_tensor(&w, &n, &P, name);
     CHECK(rc == 0 && w, "tensor %s: %s", name, orthros_last_error());
     return w;
 }
@@ -49,11 +49,11 @@ static void test_margins(void)
     int64_t ctx[] = {16, 1 << 17, 1 << 20, (int64_t)1 << 30};
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 4; j++) {
-            orthros_ar_params p = P;
-            orthros_ar_margins m;
+            orthros_analytic_params p = P;
+            orthros_analytic_margins m;
             p.keys = keys[i];
             p.max_context = ctx[j];
-            orthros_ar_margins_of(&m, &p);
+            orthros_analytic_margins_of(&m, &p);
             CHECK(m.gap_filler >= 12 - 1e-9 && m.gap_keys >= 12 - 1e-9 && m.gap_excl >= 12 - 1e-9 &&
                       m.gap_exc_head >= 12 - 1e-9,
                   "keys %d ctx %lld: margins %g %g %g %g below 12", keys[i], (long long)ctx[j], m.gap_filler, m.gap_keys,
@@ -67,10 +67,10 @@ static void test_margins(void)
 /* Scores of the retrieval head computed from the written weights (bf16-exact values). */
 static void test_scores(void)
 {
-    orthros_ar_layout l;
-    orthros_ar_margins m;
-    orthros_ar_layout_of(&l, &P);
-    orthros_ar_margins_of(&m, &P);
+    orthros_analytic_layout l;
+    orthros_analytic_margins m;
+    orthros_analytic_layout_of(&l, &P);
+    orthros_analytic_margins_of(&m, &P);
     float *emb = tensor("model.embed_tokens.weight"), *wq = tensor("model.layers.1.self_attn.q_proj.weight");
     float *wk = tensor("model.layers.1.self_attn.k_proj.weight"), *head = tensor("lm_head.weight");
     if (!emb || !wq || !wk || !head) goto done;
@@ -88,10 +88,10 @@ static void test_scores(void)
     if (!ks) goto done;
     for (int t = 0; t < l.vocab; t++) project(ks + (size_t)t * HD, wk, emb + (size_t)t * D);
     for (int a = 0; a < l.keys; a++) {
-        project(q, wq, emb + (size_t)orthros_ar_key(&l, a) * D);
+        project(q, wq, emb + (size_t)orthros_analytic_key(&l, a) * D);
         for (int b = 0; b < l.keys; b++)
             for (int v = 0; v < l.values; v++) {
-                double s = dot(q, ks + (size_t)orthros_ar_pair(&l, b, v) * HD);
+                double s = dot(q, ks + (size_t)orthros_analytic_pair(&l, b, v) * HD);
                 if (a == b) min_match = fmin(min_match, s);
                 else max_other_fact = fmax(max_other_fact, s);
             }
@@ -105,12 +105,12 @@ static void test_scores(void)
           min_match - max_nonfact);
     CHECK(min_match - max_other_fact - lnK >= 12 - 0.01 * m.S, "gap over other facts %g - ln K below 12",
           min_match - max_other_fact);
-    CHECK(max_other_fact <= (ORTHROS_AR_CLASSES - 1) * m.delta + 0.1, "another fact scores %g", max_other_fact);
+    CHECK(max_other_fact <= (ORTHROS_ANALYTIC_CLASSES - 1) * m.delta + 0.1, "another fact scores %g", max_other_fact);
     /* Class tie-break: two facts of the asked key differ by delta per class. */
-    project(q, wq, emb + (size_t)orthros_ar_key(&l, 5) * D);
-    project(k, wk, emb + (size_t)orthros_ar_pair(&l, 5, 0) * D);
+    project(q, wq, emb + (size_t)orthros_analytic_key(&l, 5) * D);
+    project(k, wk, emb + (size_t)orthros_analytic_pair(&l, 5, 0) * D);
     double s0 = dot(q, k);
-    project(k, wk, emb + (size_t)orthros_ar_pair(&l, 5, 1) * D);
+    project(k, wk, emb + (size_t)orthros_analytic_pair(&l, 5, 1) * D);
     CHECK(fabs(s0 - dot(q, k) - m.delta) < 0.05, "class step %g, want %g", s0 - dot(q, k), m.delta);
     /* Default answer: value u beats NONE exactly when the mass on u is above one half (residual VAL_u = 4 a). */
     const int VAL = 67;
@@ -138,7 +138,7 @@ static void test_deterministic(const char *dir)
 {
     char a[8300], b[8300], d2[4096];
     snprintf(d2, sizeof d2, "%s/again", dir);
-    CHECK(orthros_ar_write(d2, &P) == 0, "second write: %s", orthros_last_error());
+    CHECK(orthros_analytic_write(d2, &P) == 0, "second write: %s", orthros_last_error());
     const char *files[] = {"model.safetensors", "config.json"};
     for (int i = 0; i < 2; i++) {
         snprintf(a, sizeof a, "%s/%s", dir, files[i]);
@@ -181,7 +181,7 @@ static orthros_model *model_for(orthros_backend *be, const char *dir, const char
 }
 
 static double accuracy(orthros_backend *be, const char *dir, const char *arch, int window, const task_spec *t,
-                       const orthros_ar_layout *l)
+                       const orthros_analytic_layout *l)
 {
     orthros_model *m = model_for(be, dir, arch, window);
     orthros_session *s = NULL;
@@ -214,8 +214,8 @@ static double accuracy(orthros_backend *be, const char *dir, const char *arch, i
 static void test_recall(const char *dir)
 {
     orthros_backend *be = NULL;
-    orthros_ar_layout l;
-    CHECK(orthros_ar_layout_load(&l, dir) == 0, "layout: %s", orthros_last_error());
+    orthros_analytic_layout l;
+    CHECK(orthros_analytic_layout_load(&l, dir) == 0, "layout: %s", orthros_last_error());
     if (orthros_backend_create(&be, "cpu")) {
         CHECK(0, "cpu backend: %s", orthros_last_error());
         return;
@@ -256,9 +256,9 @@ static void test_recall(const char *dir)
 
 static void test_refusals(const char *dir)
 {
-    orthros_ar_layout l;
+    orthros_analytic_layout l;
     orthros_eval_sample s;
-    orthros_ar_layout_load(&l, dir);
+    orthros_analytic_layout_load(&l, dir);
     CHECK(orthros_niah_sample(&s, &l, ORTHROS_NIAH_SINGLE, 100, 101, 1) == ORTHROS_EINVAL &&
               strstr(orthros_last_error(), "outside 0..100"),
           "depth 101 accepted or unclear: %s", orthros_last_error());
@@ -272,21 +272,21 @@ static void test_refusals(const char *dir)
           "65 pairs accepted or unclear: %s", orthros_last_error());
     CHECK(orthros_mqar_sample(&s, &l, 8, 10, 1) == ORTHROS_EINVAL && strstr(orthros_last_error(), "shorter than"),
           "8 pairs in 10 tokens accepted: %s", orthros_last_error());
-    orthros_ar_params p = P;
+    orthros_analytic_params p = P;
     p.values = 6;
-    CHECK(orthros_ar_check(&p) == ORTHROS_EINVAL, "6 values accepted");
+    CHECK(orthros_analytic_check(&p) == ORTHROS_EINVAL, "6 values accepted");
     p = P;
     p.keys = 65;
-    CHECK(orthros_ar_check(&p) == ORTHROS_EINVAL, "65 keys accepted");
+    CHECK(orthros_analytic_check(&p) == ORTHROS_EINVAL, "65 keys accepted");
 }
 
 int main(void)
 {
-    orthros_ar_params_default(&P);
+    orthros_analytic_params_default(&P);
     char *dir = tu_tempdir();
     CHECK(dir != NULL, "tempdir");
     if (!dir) return tu_finish();
-    CHECK(orthros_ar_write(dir, &P) == 0, "write: %s", orthros_last_error());
+    CHECK(orthros_analytic_write(dir, &P) == 0, "write: %s", orthros_last_error());
     test_margins();
     test_scores();
     test_deterministic(dir);

@@ -331,7 +331,7 @@ static void make_text_eval(orthros_eval_file *f)
     snprintf(c.variant, sizeof c.variant, "single");
     snprintf(c.needle, sizeof c.needle, "numbers");
     snprintf(c.arch, sizeof c.arch, "transformer");
-    c.ctx = 1024, c.x = 50, c.samples = 4, c.samples_correct = 3, c.n = 4, c.correct = 3, c.accuracy = 0.75;
+    c.ctx = 1024, c.axis = 50, c.samples = 4, c.samples_correct = 3, c.n = 4, c.correct = 3, c.accuracy = 0.75;
     orthros_stats_wilson(&c.ci_lo, &c.ci_hi, 3, 4, ORTHROS_STATS_Z95);
     c.partial = 0.8, c.nll = c.ppl = c.ppl_lo = c.ppl_hi = NAN, c.elapsed_s = 12;
     c.records = cJSON_Parse("[{\"ctx\": 1024, \"depth\": 50, \"seed\": 9, \"prompt_tokens\": 990, \"expected\": [\"1234567\"], "
@@ -352,7 +352,7 @@ static void make_text_eval(orthros_eval_file *f)
     snprintf(c.task, sizeof c.task, "ppl");
     snprintf(c.variant, sizeof c.variant, "ppl");
     snprintf(c.arch, sizeof c.arch, "orthros");
-    c.ctx = 8, c.x = 4, c.samples = 2, c.n = 11, c.linear_tokens = 11;
+    c.ctx = 8, c.axis = 4, c.samples = 2, c.n = 11, c.linear_tokens = 11;
     c.nll = (10.0 + 12.0) / 11, c.ppl = exp(c.nll), c.ppl_lo = c.ppl * 0.9, c.ppl_hi = c.ppl * 1.1, c.partial = NAN;
     c.elapsed_s = 1;
     c.records = cJSON_Parse("[{\"begin\": 0, \"end\": 8, \"scored\": 7, \"nll_sum\": 10, \"linear_phase_tokens\": 7}, "
