@@ -36,11 +36,11 @@ int orthros_attn_full_prefill_bf16(const orthros_attn_full_prefill_params *p, cu
  *   1-4  mma.sync (attn_full_prefill.cu), any shape;
  *   5    wgmma + TMA (sm_90a), window == 0 with every key in its own slot; other shapes go to 4. Run on the
  *        H200: every GPU test and memcheck pass, 1.5x v4 (issue 11);
- *   6    5 plus sliding windows and ring caches that wrap (the swa layers); NOT yet run on a GPU.
- * The default: ORTHROS_ATTN_PREFILL_SM90A_DEFAULT where the binary carries sm_90a code and the device is compute
- * capability 9.0, else ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT. Once v6 has passed the GPU tests and memcheck,
- * make it the default by setting ORTHROS_ATTN_PREFILL_SM90A_DEFAULT to 6 (window == 0 runs the same kernel
- * instantiation as v5, so only the swa shapes change). Until then ORTHROS_ATTN_PREFILL_VERSION=6 selects it. */
+ *   6    5 plus sliding windows and ring caches that wrap (the swa layers). Run on the H200 (2026-12-01):
+ *        every GPU test and memcheck pass; swa prefill 1.4-2.0x v4; window == 0 runs v5's instantiation.
+ * The default: ORTHROS_ATTN_PREFILL_SM90A_DEFAULT (6) where the binary carries sm_90a code and the device is
+ * compute capability 9.0, else ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT (4). ORTHROS_ATTN_PREFILL_VERSION selects
+ * one for a process. */
 #define ORTHROS_ATTN_PREFILL_LATEST 6
 #define ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT 4
 #define ORTHROS_ATTN_PREFILL_SM90A_DEFAULT 6

@@ -5,7 +5,8 @@
  *       prefill). Run on the H200 (issue 11, commit a0ef418): every GPU test (1980 checks) and memcheck pass;
  *       d64 128K 159 ms (443 TFLOP/s, 0.95x cuDNN), d128 16K / 128K 633 / 600 TFLOP/s (0.97x / 1.05x cuDNN);
  *       1.5x v4. The default where the binary has sm_90a code and the device is 9.0.
- *   v6 (NOT yet run on a GPU): v5 plus sliding windows and ring caches whose key tiles wrap (the swa layers and
+ *   v6 (the sm_90a default since 2026-12-01: GPU tests and memcheck pass on the H200, swa 1.4-2.0x v4): v5 plus
+ *       sliding windows and ring caches whose key tiles wrap (the swa layers and
  *       hybrid's windowed ones, which v5 left to v4). For window == 0 with every key at its own slot it launches
  *       the very same instantiation as v5 (attn_prefill_wgmma_kernel<D, false>, SASS identical instruction for
  *       instruction to the measured v5); the rest runs <D, true>: (a) the block's keys start at its first row's

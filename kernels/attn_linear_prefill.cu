@@ -32,7 +32,8 @@
  * = 1.34 GB: 0.32 ms at the 4.2 TB/s copy rate; FLOPs with the hi/lo inter-chunk pass, 32 x (2 64 F + 2 64 d +
  * 4 F d) + 8 x 2 F d per token: 150 GFLOP, 0.2 ms at ~772 TFLOP/s (mma.sync reaches about half of that). d=128:
  * 2.7 GB (0.64 ms) and 540 GFLOP (0.7 ms; ~1.4 ms at mma.sync's half rate).
- * v5 (NOT yet run on a GPU; elu1 / relu with F = d, head dim 64 or 128): three launches per call, no spans and
+ * v5 (the default; GPU tests and memcheck pass on the H200; 128K: d 64 1.92 ms, d 128 5.38 ms; elu1 / relu with
+ * F = d, head dim 64 or 128): three launches per call, no spans and
  * no per-chunk states in memory: lin5_state sums phi_k^T V over P1 segments (the sum in mma accumulators across
  * the segment's chunks), lin_scan_kernel gives the state at each segment's start, lin5_out walks segments of m
  * pass-1 segments chunk by chunk per (kv head, pair of query heads), S in the accumulators of its 8 warps

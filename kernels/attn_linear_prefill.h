@@ -19,11 +19,11 @@ int orthros_attn_linear_chunked_supported(const orthros_attn_linear_params *p);
 size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *p);
 int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublasHandle_t cublas, cudaStream_t stream);
 /* The numbered version the chunked path uses, process-wide, for tests and benchmarks that compare versions:
- * 3 (the default) featurizes q and k into scratch first; 4 applies elu1 / relu inside the chunk kernels (passes
- * the GPU tests; measured 2.72 ms against v3's 2.60 at d 64, 128K); 5 walks segments of the sequence chunk by
- * chunk with the state in registers (elu1 / relu, head dim 64 or 128; NOT yet run on a GPU; other shapes take
- * 4's path). Once measured, flip ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT to the fastest;
- * ORTHROS_LINEAR_PREFILL_VERSION selects one for a process. */
+ * 3 featurizes q and k into scratch first; 4 applies elu1 / relu inside the chunk kernels; 5 (the default) walks
+ * segments of the sequence chunk by chunk with the state in registers (elu1 / relu, head dim 64 or 128; other
+ * shapes take 4's path). Measured on the H200 at 128K tokens, 32 q / 8 kv heads, elu1: d 64 v3 2.60 ms, v4 2.72,
+ * v5 1.92; d 128 v3 8.1, v5 5.38 (data/results/h200-2026-12-01). ORTHROS_LINEAR_PREFILL_VERSION selects one for a
+ * process. */
 #define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 5
 #define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 5
 /* 0 selects the default. */
