@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One op's kernels under Nsight Compute, on a machine with an NVIDIA GPU: builds bench_kernels (sm_90a) if
 # needed, runs `bench_kernels --quick --only OP` under ncu, and leaves the report and a per-kernel text
-# summary (duration, achieved DRAM throughput, SM and tensor-pipe utilisation) in OUTDIR. For the questions a
+# summary (duration, achieved DRAM throughput, SM and tensor-pipe utilisation) and every launch's details
+# (memory workload, warp stalls, occupancy) in OUTDIR. For the questions a
 # timing cannot answer: which of an op's launches takes the time, and whether it is bound by memory,
 # latency or math.
 # Usage: ci/profile.sh OUTDIR OP [KERNEL_REGEX] [LAUNCHES]
@@ -34,12 +35,17 @@ if [ ! -x "$BUILD/kernels/tests/bench_kernels" ]; then
         cmake --build "$BUILD" -j"$(nproc)" --target bench_kernels >>"$OUT/build.log" 2>&1 ||
         { echo "profile: build failed (see $OUT/build.log)" >&2; exit 3; }
 fi
-# --set basic: duration, throughput breakdown, launch and occupancy figures; -c bounds the replays.
-timeout -k 10 "${ORTHROS_PROFILE_TIMEOUT:-420}" ncu --set basic -k "regex:$REGEX" -c "$COUNT" \
+# --set basic (duration, throughput breakdown, launch and occupancy figures) plus the memory workload, warp
+# stall and scheduler sections; -c bounds the replays; --clock-control none leaves the clocks as they run.
+timeout -k 10 "${ORTHROS_PROFILE_TIMEOUT:-420}" ncu --clock-control none --set basic \
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats -k "regex:$REGEX" -c "$COUNT" \
     -o "$OUT/$OP" -f "$BUILD/kernels/tests/bench_kernels" "$OUT/$OP-bench.json" --quick --only "$OP" \
     >"$OUT/$OP-ncu.log" 2>&1
 rc=$?
-[ -f "$OUT/$OP.ncu-rep" ] && ncu -i "$OUT/$OP.ncu-rep" --print-summary per-kernel >"$OUT/$OP-summary.txt" 2>&1
+if [ -f "$OUT/$OP.ncu-rep" ]; then
+    ncu -i "$OUT/$OP.ncu-rep" --print-summary per-kernel >"$OUT/$OP-summary.txt" 2>&1
+    ncu -i "$OUT/$OP.ncu-rep" --page details >"$OUT/$OP-details.txt" 2>&1
+fi
 tail -40 "$OUT/$OP-summary.txt" 2>/dev/null
 echo "profile: ncu exit $rc; report $OUT/$OP.ncu-rep, summary $OUT/$OP-summary.txt"
 exit $rc
