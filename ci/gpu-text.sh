@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The text evals of SmolLM2-135M-Instruct on a GPU machine: the model from the cache (or joined from pieces,
 # ci/fetch-model.sh --join), orthros built with CUDA (the build folder of ci/gpu.sh, built here when missing), a
-# device check (greedy text of one prompt, and perplexity on 4K tokens, on the cpu and cuda backends), then the full grid of
-# evals/run_text_grid.sh --full with DEVICE=cuda, resumed in STATE (kept between calls) and copied to OUTDIR.
+# device check (the greedy text of one prompt, and the perplexity of 4K tokens, on the cpu and cuda backends),
+# then the full grid of evals/run_text_grid.sh --full with DEVICE=cuda, resumed in STATE (kept between calls) and
+# copied to OUTDIR.
 # Usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S]
-#   --pieces DIR  join the model from DIR/smollm2.part* when the cache lacks it
+#   --pieces DIR  join the model from DIR/smollm2.xz.part* (ci/fetch-model.sh --split) when the cache lacks it
 #   --budget S    stop the grid after S seconds (default 480); run again to resume where it stopped
 # Environment: ORTHROS_GPU_BUILD (default build-gpu), ORTHROS_CUDA_ARCHS (default 90a), STATE (default
 # $ORTHROS_GPU_BUILD/text-grid).
@@ -43,7 +44,7 @@ fi
 step build "build.log" cmake --build "$BUILD" -j"$(nproc)" --target orthros || exit 1
 B=$BUILD/orthros
 
-# The device check: one prompt, greedy text and last-position logits on both backends.
+# The device check: the greedy text of one prompt on both backends.
 PROMPT="The capital of France is Paris. The capital of Japan is"
 for dev in cpu cuda; do
     "$B" generate --model "$MODEL" --device "$dev" --prompt "$PROMPT" --max-new 16 >"$OUT/generate-$dev.txt" 2>&1
