@@ -24,7 +24,7 @@ static char dir[4096];
 static void make_bench(orthros_bench_file *f)
 {
     orthros_bench_file_init(f);
-    f->header = orthros_result_new("bench", 0, NULL, 7, NULL);
+    f->header = orthros_result_new("bench", 0, NULL, 7, NULL, 1);
     f->cfg.model = strdup("preset:tiny");
     f->cfg.archs = strdup("transformer,orthros");
     f->cfg.ctxs = strdup("64:256:x2");
@@ -316,7 +316,7 @@ static void eval_refusals(const char *src)
 static void make_text_eval(orthros_eval_file *f)
 {
     orthros_eval_file_init(f);
-    f->header = orthros_result_new("eval", 0, NULL, 3, NULL);
+    f->header = orthros_result_new("eval", 0, NULL, 3, NULL, 1);
     snprintf(f->cfg.task, sizeof f->cfg.task, "ppl");
     snprintf(f->cfg.variant, sizeof f->cfg.variant, "ppl");
     f->cfg.model = strdup("model.gguf");
