@@ -375,6 +375,13 @@ int orthros_result_header_read(orthros_result_header *h, const cJSON *root, cons
     return read_ranks(h, &j, env);
 }
 
+void orthros_result_device_text(char *buf, size_t n, const orthros_result_header *h)
+{
+    const char *d = h->device_name[0] ? h->device_name : "unknown device";
+    if (h->world_size > 1) snprintf(buf, n, "%s (tp %d)", d, h->world_size);
+    else snprintf(buf, n, "%s", d);
+}
+
 cJSON *orthros_result_header_keep(const cJSON *root)
 {
     cJSON *h = cJSON_CreateObject();

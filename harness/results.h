@@ -55,6 +55,10 @@ int orthros_result_parse(cJSON **out, const char *text, size_t len, const char *
  * by their "cases" list) and its header. */
 int orthros_result_header_read(orthros_result_header *h, const cJSON *root, const char *path);
 
+/* "NVIDIA H200", "NVIDIA H200 (tp 2)" for a file of a 2-rank world, or "unknown device": rank 0's device, for
+ * captions and provenance lines. */
+void orthros_result_device_text(char *buf, size_t n, const orthros_result_header *h);
+
 /* Reads path and fills a typed file with from_json(obj, root, path) (the kind's reader). With missing_ok, a
  * missing file gives *exists = 0 (exists may be NULL otherwise) and 0. */
 int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *, const char *), const char *path,

@@ -268,6 +268,9 @@ static void round_trip(const char *src)
     cJSON *a = orthros_bench_file_to_json(&f), *b = orthros_bench_file_to_json(&g);
     CHECK(cJSON_Compare(a, b, 1), "the bench file does not survive a round trip");
     CHECK(g.hdr.world_size == 2, "the header reads world_size %d, want 2", g.hdr.world_size);
+    char dev[160];
+    orthros_result_device_text(dev, sizeof dev, &g.hdr);
+    CHECK(strstr(dev, " (tp 2)") && !strncmp(dev, g.hdr.device_name, strlen(g.hdr.device_name)), "device text \"%s\"", dev);
     CHECK(g.n_cells == 6 && g.cells[0].n_rounds == 2 && g.cells[0].round_ends[0] == 3 && g.cells[5].state == ORTHROS_CELL_SKIPPED,
           "the typed cells read back wrong");
     snprintf(schema_path, sizeof schema_path, "%s/bench/result.schema.json", src);
