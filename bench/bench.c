@@ -466,7 +466,7 @@ static int open_results(sweep *s, int argc, char **argv)
         for (size_t i = 0; i < old.n_cells; i++)
             if (old.cells[i].state == ORTHROS_CELL_MEASURED && (rc = orthros_bench_file_add(&s->f, &old.cells[i]))) goto done;
     }
-    if (!(s->f.header = orthros_result_new("bench", argc, argv, (uint64_t)o->mo.seed, s->be))) {
+    if (!(s->f.header = orthros_result_new("bench", argc, argv, (uint64_t)o->mo.seed, s->be, o->mo.tp))) {
         rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
         goto done;
     }

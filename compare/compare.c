@@ -385,7 +385,9 @@ static void fmt_num(char *buf, size_t n, const char *f, double v)
 /* "commit abc1234567 on NVIDIA H200" for a file's header line. */
 static void describe(char *buf, size_t n, const orthros_bench_file *f)
 {
-    snprintf(buf, n, "commit %.10s on %s", f->hdr.git_commit, f->hdr.device_name[0] ? f->hdr.device_name : "unknown device");
+    char dev[160];
+    orthros_result_device_text(dev, sizeof dev, &f->hdr);
+    snprintf(buf, n, "commit %.10s on %s", f->hdr.git_commit, dev);
 }
 
 static const char *rule_text(char *buf, size_t n, const orthros_compare_opts *o)

@@ -1,10 +1,13 @@
 /* Backend selection by name. */
+#define _GNU_SOURCE /* gethostname */
 #include "backend.h"
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int orthros_backend_create(orthros_backend **out, const char *device)
 {
@@ -29,6 +32,14 @@ const char *orthros_backend_name(const orthros_backend *be)
 void orthros_backend_device_info(const orthros_backend *be, orthros_device_info *out)
 {
     *out = be->info;
+}
+
+void orthros_device_info_set_host(orthros_device_info *info, const char *kind)
+{
+    snprintf(info->kind, sizeof info->kind, "%s", kind);
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) || !host[0]) snprintf(host, sizeof host, "unknown");
+    snprintf(info->host, sizeof info->host, "%.*s", (int)sizeof info->host - 1, host);
 }
 
 unsigned orthros_backend_caps(const orthros_backend *be) { return be->caps; }

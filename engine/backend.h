@@ -124,6 +124,8 @@ struct orthros_backend {
     int (*allreduce_sum)(orthros_backend *be, orthros_comm *comm, void *x, int n, int D);
 };
 
+/* Fills info->kind and info->host (this process's host name), for every backend's device description. */
+void orthros_device_info_set_host(orthros_device_info *info, const char *kind);
 int orthros_backend_cpu_create(orthros_backend **out);
 /* Returns ORTHROS_EUNSUPPORTED when built without CUDA, ORTHROS_EDEVICE when no GPU is usable. */
 int orthros_backend_cuda_create(orthros_backend **out);

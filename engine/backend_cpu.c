@@ -554,6 +554,7 @@ static void cpu_fill_info(orthros_device_info *info)
     info->sm_count = (int)sysconf(_SC_NPROCESSORS_ONLN);
     size_t free_b = 0;
     cpu_mem_info(NULL, &free_b, &info->mem_total);
+    orthros_device_info_set_host(info, "cpu");
 }
 
 int orthros_backend_cpu_create(orthros_backend **out)

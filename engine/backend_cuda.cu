@@ -496,6 +496,11 @@ static int fill_info(orthros_device_info *info, int dev)
         (void)cudaGetLastError();
         info->pci_bus_id[0] = '\0';
     }
+    /* The UUID as nvidia-smi -L and NVML write it: it names the GPU on any host, whatever the bus numbering. */
+    const unsigned char *u = (const unsigned char *)prop.uuid.bytes;
+    snprintf(info->uuid, sizeof info->uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+             u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    orthros_device_info_set_host(info, "cuda");
     return 0;
 }
 

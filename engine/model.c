@@ -64,12 +64,8 @@ size_t orthros_model_weight_bytes(const orthros_model *m)
 
 int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int max)
 {
-    for (int r = 0; r < m->world && r < max; r++) {
-        const orthros_device_info *info = &m->be->info;
-        if (m->ranks) info = &m->ranks[r]->be->info;
-        else if (r != m->rank && orthros_tp_world_device(r)) info = orthros_tp_world_device(r);
-        out[r] = *info;
-    }
+    if (!m->ranks) return orthros_tp_devices(m->be, m->world, out, max);
+    for (int r = 0; r < m->world && r < max; r++) out[r] = m->ranks[r]->be->info;
     return m->world;
 }
 size_t orthros_model_act_size(const orthros_model *m) { return m->be->act_size; }

@@ -108,6 +108,9 @@ typedef struct {
     int cc_major, cc_minor;
     char kernels[96];        /* cuda: the numbered attention kernel versions in use; empty on cpu */
     char pci_bus_id[32];     /* cuda: the GPU's PCI address (as NVML and nvidia-smi name it); empty on cpu */
+    char uuid[48];           /* cuda: the GPU's UUID as nvidia-smi writes it (GPU-8-4-4-4-12 hex); empty on cpu */
+    char kind[8];            /* the backend: cpu or cuda */
+    char host[72];           /* the host name of the machine the device is in */
 } orthros_device_info;
 
 void orthros_backend_device_info(const orthros_backend *be, orthros_device_info *out);
@@ -168,6 +171,11 @@ size_t orthros_model_act_size(const orthros_model *m);
 int orthros_model_tp(const orthros_model *m);
 /* The devices a model runs on, rank by rank: fills out[0 .. min(max, world)) and returns the world size. */
 int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int max);
+/* The same before a model exists, for the result file of a run of `tp` ranks whose rank 0 runs on be: in a world
+ * of ranks as processes (orthros_tp_main), be's device for this rank and, for every other rank, the device it sent
+ * to rank 0 when the world started (the world's size is returned, whatever tp says); else the ranks are threads of
+ * this process (cpu) and each reports be's device. */
+int orthros_tp_devices(const orthros_backend *be, int tp, orthros_device_info *out, int max);
 
 /* Reads a whole regular file (a folder, a FIFO or a device is refused with a message naming it) into *out,
  * NUL-terminated, *len (when not NULL) its length; the caller frees it. Fails with ORTHROS_EIO naming the file when

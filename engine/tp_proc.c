@@ -55,7 +55,34 @@ const orthros_device_info *orthros_tp_world_device(int rank)
     return world.active && rank > 0 && rank < world.comm.world ? &world.devices[rank] : NULL;
 }
 
+int orthros_tp_devices(const orthros_backend *be, int tp, orthros_device_info *out, int max)
+{
+    int n = world.active ? world.comm.world : (tp > 0 ? tp : 1);
+    for (int r = 0; r < n && r < max; r++)
+        out[r] = world.active && r != world.comm.rank ? world.devices[r] : be->info;
+    return n;
+}
+
 int orthros_tp_new_id(void) { return ++world.next_id; }
+
+/* A string field of a device another rank sent: NUL-terminated within its array, control characters replaced
+ * (result files refuse them). */
+static void clean_text(char *s, size_t cap)
+{
+    s[cap - 1] = '\0';
+    for (unsigned char *p = (unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) *p = '?';
+}
+
+static void clean_info(orthros_device_info *d)
+{
+    clean_text(d->name, sizeof d->name);
+    clean_text(d->kernels, sizeof d->kernels);
+    clean_text(d->pci_bus_id, sizeof d->pci_bus_id);
+    clean_text(d->uuid, sizeof d->uuid);
+    clean_text(d->kind, sizeof d->kind);
+    clean_text(d->host, sizeof d->host);
+}
 
 /* ---- sockets ---- */
 
@@ -289,6 +316,7 @@ static int accept_ranks(const tp_env *e)
             break;
         }
         world.socks[h.rank] = fd;
+        clean_info(&h.info);
         world.devices[h.rank] = h.info;
     }
     close(lfd);

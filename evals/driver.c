@@ -144,7 +144,7 @@ static int open_results(eval_run *r, int argc, char **argv, orthros_eval_config 
         for (size_t i = 0; i < old.n_cells; i++)
             if ((rc = orthros_eval_file_add(&r->f, &old.cells[i]))) goto done;
     }
-    if (!(r->f.header = orthros_result_new("eval", argc, argv, (uint64_t)o->mo.seed, r->be)))
+    if (!(r->f.header = orthros_result_new("eval", argc, argv, (uint64_t)o->mo.seed, r->be, o->mo.tp)))
         rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
     if (!rc && o->force && exists) rc = orthros_eval_file_write(&r->f, o->json);
 done:

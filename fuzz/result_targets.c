@@ -95,18 +95,56 @@ static int add_files(orthros_fuzz_corpus *c, const char *root, const char *const
     return 0;
 }
 
+/* A committed result file with the world of a two-GPU tensor-parallel run added (environment.world_size,
+ * environment.ranks), for files from before those fields. */
+static int add_with_ranks(orthros_fuzz_corpus *c, const char *root, const char *rel)
+{
+    char path[4400], *text = NULL;
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    cJSON *doc = NULL;
+    if (orthros_result_load(&doc, path, 1) || !doc) return 0; /* missing or unreadable: no seed */
+    cJSON *env = cJSON_GetObjectItem(doc, "environment"), *ranks = cJSON_CreateArray();
+    for (int r = 0; env && ranks && r < 2; r++) {
+        char bus[32], uuid[48];
+        snprintf(bus, sizeof bus, "00000000:%02X:00.0", 0x18 + r);
+        snprintf(uuid, sizeof uuid, "GPU-0c1d2e3f-4a5b-6c7d-8e9f-00000000000%d", r);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "rank", r);
+        cJSON_AddStringToObject(o, "host", r ? "node-b" : "node-a");
+        cJSON_AddStringToObject(o, "backend", "cuda");
+        cJSON_AddStringToObject(o, "name", "NVIDIA H200");
+        cJSON_AddNumberToObject(o, "memory_bytes", 150754820096.0);
+        cJSON_AddStringToObject(o, "pci_bus_id", bus);
+        cJSON_AddStringToObject(o, "uuid", uuid);
+        cJSON_AddItemToArray(ranks, o);
+    }
+    if (env && ranks) {
+        cJSON_AddNumberToObject(env, "world_size", 2);
+        cJSON_AddItemToObject(env, "ranks", ranks);
+        ranks = NULL;
+        text = cJSON_PrintUnformatted(doc);
+    }
+    cJSON_Delete(ranks);
+    cJSON_Delete(doc);
+    int rc = text ? orthros_fuzz_corpus_add(c, text, strlen(text)) : 0;
+    free(text);
+    return rc;
+}
+
 int orthros_fuzz_seeds_bench_file(orthros_fuzz_corpus *c, const char *root)
 {
     static const char *const f[] = {"data/results/perf-gate-aa-cpu-2026-11-29/base/bench-r1.json",
                                     "data/results/h200-2026-11-29b/bench-llama3.1-8b.json",
                                     "data/results/reproduce-21.9x-2026-12-01/llama3.1-8b.json"};
-    return add_files(c, root, f, sizeof f / sizeof *f);
+    if (add_files(c, root, f, sizeof f / sizeof *f)) return -1;
+    return add_with_ranks(c, root, f[0]);
 }
 
 int orthros_fuzz_seeds_eval_file(orthros_fuzz_corpus *c, const char *root)
 {
     static const char *const f[] = {"data/results/evals-h200-2026-11-29/niah-1m.json"};
-    return add_files(c, root, f, sizeof f / sizeof *f);
+    if (add_files(c, root, f, sizeof f / sizeof *f)) return -1;
+    return add_with_ranks(c, root, f[0]);
 }
 
 int orthros_fuzz_seeds_anchor_file(orthros_fuzz_corpus *c, const char *root)

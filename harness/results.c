@@ -52,7 +52,35 @@ static void add_loadavg(cJSON *env, const char *key)
     }
 }
 
-cJSON *orthros_result_new(const char *kind, int argc, char **argv, uint64_t seed, const orthros_backend *be)
+/* environment.world_size and environment.ranks: one object per rank of the run, the host and the device it ran
+ * on (the ranks as processes sent theirs to rank 0 when the world started). */
+static int add_ranks(cJSON *env, const orthros_backend *be, int tp)
+{
+    int n = orthros_tp_devices(be, tp, NULL, 0);
+    orthros_device_info *d = calloc((size_t)n, sizeof *d);
+    if (!d) return ORTHROS_ENOMEM;
+    orthros_tp_devices(be, tp, d, n);
+    cJSON_AddNumberToObject(env, "world_size", n);
+    cJSON *ranks = cJSON_AddArrayToObject(env, "ranks");
+    for (int r = 0; ranks && r < n; r++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(ranks, o)) {
+            cJSON_Delete(o);
+            break;
+        }
+        cJSON_AddNumberToObject(o, "rank", r);
+        cJSON_AddStringToObject(o, "host", d[r].host[0] ? d[r].host : "unknown");
+        cJSON_AddStringToObject(o, "backend", d[r].kind[0] ? d[r].kind : orthros_backend_name(be));
+        cJSON_AddStringToObject(o, "name", d[r].name);
+        cJSON_AddNumberToObject(o, "memory_bytes", (double)d[r].mem_total);
+        cJSON_AddStringToObject(o, "pci_bus_id", d[r].pci_bus_id);
+        cJSON_AddStringToObject(o, "uuid", d[r].uuid);
+    }
+    free(d);
+    return ranks && cJSON_GetArraySize(ranks) == n ? 0 : ORTHROS_ENOMEM;
+}
+
+cJSON *orthros_result_new(const char *kind, int argc, char **argv, uint64_t seed, const orthros_backend *be, int tp)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "schema_version", ORTHROS_RESULT_SCHEMA_VERSION);
@@ -109,6 +137,10 @@ cJSON *orthros_result_new(const char *kind, int argc, char **argv, uint64_t seed
     cJSON_AddStringToObject(dev, "pci_bus_id", info.pci_bus_id);
     cJSON *gs = orthros_gpu_state_json(info.pci_bus_id);
     if (gs) cJSON_AddItemToObject(dev, "state_start", gs);
+    if (be && add_ranks(env, be, tp)) {
+        cJSON_Delete(root);
+        return NULL;
+    }
     return root;
 }
 
@@ -251,6 +283,47 @@ int orthros_result_same_num(const char *a_name, const char *b_name, const char *
     return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: %g against %g", a_name, b_name, label, a, b);
 }
 
+/* environment.world_size and environment.ranks (j at environment): both or neither (files before them have
+ * neither); one object per rank, in rank order. */
+static int read_ranks(orthros_result_header *h, orthros_jr *j, const cJSON *env)
+{
+    int64_t ws = 0, v;
+    const cJSON *ranks, *o;
+    int rc;
+    if ((rc = orthros_jr_int(&ws, j, env, "world_size", 1, ORTHROS_RESULT_MAX_RANKS, 0)) ||
+        (rc = orthros_jr_array(&ranks, j, env, "ranks", 0)))
+        return rc;
+    if (!ranks != !ws) return orthros_jr_fail(j, ws ? "ranks" : "world_size", "missing (world_size and ranks come together)");
+    if (!ranks) return 0;
+    if (cJSON_GetArraySize(ranks) != ws)
+        return orthros_jr_fail(j, "ranks", "%d entries for a world of %lld ranks", cJSON_GetArraySize(ranks), (long long)ws);
+    size_t at = orthros_jr_push_key(j, "ranks");
+    int i = 0;
+    cJSON_ArrayForEach(o, ranks)
+    {
+        size_t at_i = orthros_jr_push_index(j, i);
+        char host[256], kind[16], name[128], bus[64], uuid[64];
+        if ((rc = orthros_jr_object(&o, j, o, NULL, 0)) ||
+            (rc = orthros_jr_int(&v, j, o, "rank", 0, ORTHROS_RESULT_MAX_RANKS - 1, ORTHROS_JR_REQUIRED)))
+            return rc;
+        if (v != i) return orthros_jr_fail(j, "rank", "%lld where rank %d belongs (ranks in order)", (long long)v, i);
+        if ((rc = orthros_jr_string(host, sizeof host, j, o, "host", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_string(kind, sizeof kind, j, o, "backend", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_string(name, sizeof name, j, o, "name", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&v, j, o, "memory_bytes", 0, INT64_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_string(bus, sizeof bus, j, o, "pci_bus_id", 0)) ||
+            (rc = orthros_jr_string(uuid, sizeof uuid, j, o, "uuid", 0)))
+            return rc;
+        if (!host[0]) return orthros_jr_fail(j, "host", "empty");
+        if (strcmp(kind, "cpu") && strcmp(kind, "cuda")) return orthros_jr_fail(j, "backend", "\"%s\" is not cpu or cuda", kind);
+        orthros_jr_pop(j, at_i);
+        i++;
+    }
+    orthros_jr_pop(j, at);
+    h->world_size = (int)ws;
+    return 0;
+}
+
 int orthros_result_header_read(orthros_result_header *h, const cJSON *root, const char *path)
 {
     orthros_jr j;
@@ -295,10 +368,18 @@ int orthros_result_header_read(orthros_result_header *h, const cJSON *root, cons
         (rc = orthros_jr_object(&dev, &j, env, "device", 0)))
         return rc;
     if (dev) {
-        orthros_jr_push_key(&j, "device");
+        size_t at_dev = orthros_jr_push_key(&j, "device");
         if ((rc = orthros_jr_string(h->device_name, sizeof h->device_name, &j, dev, "name", 0))) return rc;
+        orthros_jr_pop(&j, at_dev);
     }
-    return 0;
+    return read_ranks(h, &j, env);
+}
+
+void orthros_result_device_text(char *buf, size_t n, const orthros_result_header *h)
+{
+    const char *d = h->device_name[0] ? h->device_name : "unknown device";
+    if (h->world_size > 1) snprintf(buf, n, "%s (tp %d)", d, h->world_size);
+    else snprintf(buf, n, "%s", d);
 }
 
 cJSON *orthros_result_header_keep(const cJSON *root)

@@ -29,13 +29,18 @@ typedef struct {
     int dirty;
     char device_name[128]; /* environment.device.name: the GPU or CPU the file was measured on */
     char backend[16];      /* environment.backend: cpu or cuda */
+    int world_size;        /* environment.world_size: the ranks of the run (tensor parallel); 0 when not recorded */
     uint64_t seed;
 } orthros_result_header;
 
+/* Result files name at most this many ranks of a tensor-parallel run. */
+#define ORTHROS_RESULT_MAX_RANKS 4096
+
 /* A new result object: schema_version, kind ("bench" / "eval"), tool, run (argv, start time, seed) and
- * environment (host, CPU, threads, load, governor, and the backend's device). The caller adds run.config and
- * the payload. */
-cJSON *orthros_result_new(const char *kind, int argc, char **argv, uint64_t seed, const orthros_backend *be);
+ * environment (host, CPU, threads, load, governor, the backend's device and, with a backend, world_size and
+ * ranks: rank, host, backend, device name, memory, PCI bus id and UUID of every rank of a run of `tp` ranks,
+ * orthros_tp_devices). The caller adds run.config and the payload. NULL when out of memory. */
+cJSON *orthros_result_new(const char *kind, int argc, char **argv, uint64_t seed, const orthros_backend *be, int tp);
 /* Records the end of the run in a header made by orthros_result_new: run.end_time and the load average. */
 void orthros_result_finish(cJSON *root);
 /* Writes root through orthros_write_file_atomic ("-" is stdout). */
@@ -49,6 +54,10 @@ int orthros_result_parse(cJSON **out, const char *text, size_t len, const char *
 /* The kind of a parsed file (anchor files of kernels/bench/anchors.py, which predate the header, are recognised
  * by their "cases" list) and its header. */
 int orthros_result_header_read(orthros_result_header *h, const cJSON *root, const char *path);
+
+/* "NVIDIA H200", "NVIDIA H200 (tp 2)" for a file of a 2-rank world, or "unknown device": rank 0's device, for
+ * captions and provenance lines. */
+void orthros_result_device_text(char *buf, size_t n, const orthros_result_header *h);
 
 /* Reads path and fills a typed file with from_json(obj, root, path) (the kind's reader). With missing_ok, a
  * missing file gives *exists = 0 (exists may be NULL otherwise) and 0. */

@@ -292,9 +292,10 @@ static void provenance(char *out, size_t n, const plot_ctx *c, orthros_result_ki
         const input *in = &c->in[i];
         if (in->kind != kind || kind == ORTHROS_RESULT_ANCHORS) continue;
         const orthros_result_header *h = kind == ORTHROS_RESULT_BENCH ? &in->bench.hdr : &in->eval.hdr;
-        char cm[32];
+        char cm[32], dev[160];
         snprintf(cm, sizeof cm, "%.7s%s", h->git_commit, h->dirty ? "+dirty" : "");
-        add_item(devs, sizeof devs, h->device_name[0] ? h->device_name : "unknown device");
+        orthros_result_device_text(dev, sizeof dev, h);
+        add_item(devs, sizeof devs, dev);
         add_item(commits, sizeof commits, cm);
     }
     snprintf(out, n, "%s, commit %s", devs, commits);

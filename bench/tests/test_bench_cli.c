@@ -139,6 +139,40 @@ static void file_safety(const char *json, const char *log)
     free(orig);
 }
 
+/* A --tp 2 run on the cpu (its ranks are threads of one process) records the world: environment.world_size 2 and
+ * one entry per rank with its host and device; the schema and the reader (a --resume) accept the file. */
+static void tp_world(const char *json, const char *log)
+{
+    char *a[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--tp", "2", "--arch", "transformer",
+                 "--ctx", "64", "--phase", "prefill", "--reps", "2", "--max-reps", "2", "--warmup", "0", "--json",
+                 (char *)json, "--force", NULL};
+    CHECK(tu_run(a, log) == 0, "bench --tp 2 failed (see %s)", log);
+    cJSON *r = tu_load_json(json);
+    const cJSON *env = cJSON_GetObjectItem(r, "environment"), *ws = cJSON_GetObjectItem(env, "world_size");
+    const cJSON *ranks = cJSON_GetObjectItem(env, "ranks"), *rk;
+    CHECK(r && ws && ws->valueint == 2 && cJSON_GetArraySize(ranks) == 2, "bench --tp 2: the file records %s ranks",
+          ws ? "not 2" : "no");
+    const char *host0 = cJSON_GetStringValue(cJSON_GetObjectItem(env, "host"));
+    int i = 0;
+    cJSON_ArrayForEach(rk, ranks)
+    {
+        const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(rk, "host")),
+                   *b = cJSON_GetStringValue(cJSON_GetObjectItem(rk, "backend"));
+        const cJSON *n = cJSON_GetObjectItem(rk, "rank"), *mem = cJSON_GetObjectItem(rk, "memory_bytes");
+        CHECK(n && n->valueint == i && h && host0 && !strcmp(h, host0) && b && !strcmp(b, "cpu") && mem &&
+                  mem->valuedouble > 0 && cJSON_GetStringValue(cJSON_GetObjectItem(rk, "name")),
+              "bench --tp 2: ranks[%d] does not describe rank %d on this host's cpu", i, i);
+        i++;
+    }
+    if (r) validate(r, "the --tp 2 sweep");
+    cJSON_Delete(r);
+    char *b[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--tp", "2", "--arch", "transformer",
+                 "--ctx", "64", "--phase", "prefill", "--reps", "2", "--max-reps", "2", "--warmup", "0", "--json",
+                 (char *)json, "--resume", NULL};
+    CHECK(tu_run(b, log) == 0, "resuming the --tp 2 file failed (see %s)", log);
+    printf("--tp 2: environment.world_size 2, two ranks, resumed\n");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -174,6 +208,8 @@ int main(int argc, char **argv)
     }
     printf("CI sweep: %ld s, %d cells measured\n", (long)(time(NULL) - t0), r ? count_measured(r) : 0);
     cJSON_Delete(r);
+
+    tp_world(json, log);
 
     /* 2. A cell that cannot fit is skipped up front; the sweep goes on. */
     char *a2[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx",

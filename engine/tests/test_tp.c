@@ -342,6 +342,15 @@ static void test_processes(const char *dir)
           "bench decode + allreduce as processes: exit %d, no measurements", st);
     const cJSON *tp = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config"), "tp");
     CHECK(tp && tp->valueint == 2, "the bench result does not record tp 2");
+    /* Rank 1 sent its host and device to rank 0 when the world started; rank 0 wrote both. */
+    const cJSON *env = cJSON_GetObjectItem(r, "environment"), *ws = cJSON_GetObjectItem(env, "world_size");
+    const cJSON *rk1 = cJSON_GetArrayItem(cJSON_GetObjectItem(env, "ranks"), 1);
+    const char *h0 = cJSON_GetStringValue(cJSON_GetObjectItem(env, "host"));
+    const char *h1 = cJSON_GetStringValue(cJSON_GetObjectItem(rk1, "host")), *b1 = cJSON_GetStringValue(cJSON_GetObjectItem(rk1, "backend"));
+    const cJSON *n1 = cJSON_GetObjectItem(rk1, "rank"), *mem1 = cJSON_GetObjectItem(rk1, "memory_bytes");
+    CHECK(ws && ws->valueint == 2 && cJSON_GetArraySize(cJSON_GetObjectItem(env, "ranks")) == 2 && n1 && n1->valueint == 1 &&
+              h0 && h1 && !strcmp(h0, h1) && b1 && !strcmp(b1, "cpu") && mem1 && mem1->valuedouble > 0,
+          "the bench result of ranks as processes does not list both ranks with rank 1's host and device");
     cJSON_Delete(r);
     remove_dir(tmp);
 }

@@ -138,16 +138,21 @@ static void test_ppl_by_hand(void)
               num(c, "linear_phase_tokens"), (long long)linear);
         CHECK(num(c, "ppl_ci95_lo") <= num(c, "ppl") && num(c, "ppl") <= num(c, "ppl_ci95_hi"), "%s: interval", archs[a]);
     }
-    /* With the default tail of 1 every scored token of an orthros window is a linear-phase one. */
+    /* With the default tail of 1 every scored token of an orthros window is a linear-phase one. Run as --tp 2: the
+     * file records the world, two ranks. */
     snprintf(out, sizeof out, "%s/ppl-tiny-tail1.json", dir);
     rc = run("eval", "ppl", "--model", "preset:tiny", "--device", "cpu", "--tokens-file", tokens, "--ctx", "8", "--arch",
-             "orthros", "--json", out, NULL);
+             "orthros", "--tp", "2", "--json", out, NULL);
     cJSON *r1 = load_valid(out, "the ppl file (tail 1)");
     const cJSON *c1 = r1 ? cell_of(r1, "orthros", 8) : NULL;
     /* No stride: windows [0,8) [8,16) [16,21), each scoring all but its first token. */
     CHECK(rc == 0 && c1 && num(c1, "tokens") == 18 && num(c1, "linear_phase_tokens") == 18 && log_has("linear-phase logits"),
           "orthros, tail 1: exit %d, tokens %g, linear-phase %g", rc, c1 ? num(c1, "tokens") : -1,
           c1 ? num(c1, "linear_phase_tokens") : -1);
+    const cJSON *env = cJSON_GetObjectItem(r1, "environment");
+    const cJSON *rk1 = cJSON_GetArrayItem(cJSON_GetObjectItem(env, "ranks"), 1);
+    CHECK(num(env, "world_size") == 2 && cJSON_GetArraySize(cJSON_GetObjectItem(env, "ranks")) == 2 && num(rk1, "rank") == 1,
+          "eval ppl --tp 2: the file does not list the world's two ranks");
     cJSON_Delete(r1);
     cJSON_Delete(root);
 }

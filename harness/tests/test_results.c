@@ -19,12 +19,13 @@
 #include <unistd.h>
 
 static char dir[4096];
+static orthros_backend *cpu_be; /* the headers' device: a --tp 2 run on it (environment.world_size, ranks) */
 
 /* A small valid bench file: two architectures, three lengths, one skipped cell, speedups. */
 static void make_bench(orthros_bench_file *f)
 {
     orthros_bench_file_init(f);
-    f->header = orthros_result_new("bench", 0, NULL, 7, NULL);
+    f->header = orthros_result_new("bench", 0, NULL, 7, cpu_be, 2);
     f->cfg.model = strdup("preset:tiny");
     f->cfg.archs = strdup("transformer,orthros");
     f->cfg.ctxs = strdup("64:256:x2");
@@ -165,6 +166,65 @@ static void bench_refusals(void)
     expect_bench_refused("an eval file read as bench", r, "not a bench result file");
 }
 
+static cJSON *env_of(cJSON *root) { return cJSON_GetObjectItem(root, "environment"); }
+static cJSON *rank_of(cJSON *root, int i) { return cJSON_GetArrayItem(cJSON_GetObjectItem(env_of(root), "ranks"), i); }
+
+/* environment.world_size and environment.ranks: the header reader refuses a malformed world, naming the field. */
+static void ranks_refusals(void)
+{
+    cJSON *r = bench_json();
+    CHECK(cJSON_GetObjectItem(env_of(r), "world_size") && cJSON_GetObjectItem(env_of(r), "world_size")->valueint == 2 &&
+              cJSON_GetArraySize(cJSON_GetObjectItem(env_of(r), "ranks")) == 2,
+          "a --tp 2 header does not record world_size 2 and two ranks");
+    const cJSON *host = cJSON_GetObjectItem(rank_of(r, 1), "host"), *be = cJSON_GetObjectItem(rank_of(r, 1), "backend");
+    CHECK(cJSON_IsString(host) && host->valuestring[0] && cJSON_IsString(be) && !strcmp(be->valuestring, "cpu"),
+          "rank 1 has no host or no backend cpu");
+    cJSON_Delete(r);
+    r = bench_json();
+    cJSON_ReplaceItemInArray(cJSON_GetObjectItem(env_of(r), "ranks"), 1, cJSON_CreateString("rank one"));
+    expect_bench_refused("a rank that is not an object", r, "environment.ranks[1]: not an object");
+    r = bench_json();
+    cJSON_DeleteItemFromArray(cJSON_GetObjectItem(env_of(r), "ranks"), 1);
+    expect_bench_refused("one rank for a world of two", r, "environment.ranks: 1 entries for a world of 2 ranks");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(env_of(r), "ranks", cJSON_CreateString("0,1"));
+    expect_bench_refused("ranks as a string", r, "environment.ranks: not an array");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(rank_of(r, 1), "rank", cJSON_CreateNumber(0));
+    expect_bench_refused("ranks out of order", r, "environment.ranks[1].rank: 0 where rank 1 belongs");
+    r = bench_json();
+    cJSON_DeleteItemFromObject(rank_of(r, 1), "host");
+    expect_bench_refused("a rank without its host", r, "environment.ranks[1].host: missing");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(rank_of(r, 0), "backend", cJSON_CreateString("gpu"));
+    expect_bench_refused("an unknown backend", r, "environment.ranks[0].backend: \"gpu\" is not cpu or cuda");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(rank_of(r, 0), "memory_bytes", cJSON_CreateNumber(-1));
+    expect_bench_refused("negative memory", r, "environment.ranks[0].memory_bytes: -1 is not an integer");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(rank_of(r, 1), "uuid", cJSON_CreateString("GPU-\n"));
+    expect_bench_refused("a control character in a uuid", r, "environment.ranks[1].uuid: a string holding a control");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(env_of(r), "world_size", cJSON_CreateNumber(0));
+    expect_bench_refused("world size 0", r, "environment.world_size: 0 is not an integer");
+    r = bench_json();
+    cJSON_DeleteItemFromObject(env_of(r), "world_size");
+    expect_bench_refused("ranks without world_size", r, "environment.world_size: missing (world_size and ranks");
+    r = bench_json();
+    cJSON_DeleteItemFromObject(env_of(r), "ranks");
+    expect_bench_refused("world_size without ranks", r, "environment.ranks: missing (world_size and ranks");
+    /* A file from before them, with neither, still reads. */
+    r = bench_json();
+    cJSON_DeleteItemFromObject(env_of(r), "ranks");
+    cJSON_DeleteItemFromObject(env_of(r), "world_size");
+    const char *path = save_json("no-ranks.json", r);
+    orthros_bench_file f;
+    CHECK(orthros_bench_file_read(&f, path, 0, NULL) == 0 && f.hdr.world_size == 0, "a file without ranks: %s",
+          orthros_last_error());
+    orthros_bench_file_free(&f);
+    cJSON_Delete(r);
+}
+
 /* Refusals that happen before the JSON is a tree: duplicate keys, bad JSON, a folder, a NUL byte. */
 static void load_refusals(void)
 {
@@ -207,6 +267,10 @@ static void round_trip(const char *src)
     CHECK(orthros_bench_file_read(&g, path, 0, NULL) == 0, "read back: %s", orthros_last_error());
     cJSON *a = orthros_bench_file_to_json(&f), *b = orthros_bench_file_to_json(&g);
     CHECK(cJSON_Compare(a, b, 1), "the bench file does not survive a round trip");
+    CHECK(g.hdr.world_size == 2, "the header reads world_size %d, want 2", g.hdr.world_size);
+    char dev[160];
+    orthros_result_device_text(dev, sizeof dev, &g.hdr);
+    CHECK(strstr(dev, " (tp 2)") && !strncmp(dev, g.hdr.device_name, strlen(g.hdr.device_name)), "device text \"%s\"", dev);
     CHECK(g.n_cells == 6 && g.cells[0].n_rounds == 2 && g.cells[0].round_ends[0] == 3 && g.cells[5].state == ORTHROS_CELL_SKIPPED,
           "the typed cells read back wrong");
     snprintf(schema_path, sizeof schema_path, "%s/bench/result.schema.json", src);
@@ -316,7 +380,7 @@ static void eval_refusals(const char *src)
 static void make_text_eval(orthros_eval_file *f)
 {
     orthros_eval_file_init(f);
-    f->header = orthros_result_new("eval", 0, NULL, 3, NULL);
+    f->header = orthros_result_new("eval", 0, NULL, 3, NULL, 1);
     snprintf(f->cfg.task, sizeof f->cfg.task, "ppl");
     snprintf(f->cfg.variant, sizeof f->cfg.variant, "ppl");
     f->cfg.model = strdup("model.gguf");
@@ -461,12 +525,18 @@ int main(int argc, char **argv)
     char *t = tu_tempdir();
     snprintf(dir, sizeof dir, "%s", t ? t : "/tmp");
     free(t);
+    if (orthros_backend_create(&cpu_be, "cpu")) {
+        fprintf(stderr, "FAIL: no cpu backend: %s\n", orthros_last_error());
+        return 1;
+    }
     bench_refusals();
+    ranks_refusals();
     load_refusals();
     round_trip(src);
     committed_files(src);
     eval_refusals(src);
     text_eval_cells(src);
     tables();
+    orthros_backend_free(cpu_be);
     return tu_finish();
 }

@@ -425,7 +425,7 @@ int main(int argc, char **argv)
     must(orthros_backend_cuda_create(&be), "cuda backend");
     /* The header of every result file (tool, argv, environment with the device and its kernel versions in use). */
     orthros_bench_file_init(&out_file);
-    out_file.header = orthros_result_new("bench", argc, argv, 0, be);
+    out_file.header = orthros_result_new("bench", argc, argv, 0, be, 1);
     out_file.cfg.model = strdup("kernels");
     out_file.cfg.archs = strdup("");
     out_file.cfg.ctxs = strdup("");
