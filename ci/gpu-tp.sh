@@ -13,6 +13,7 @@
 #   1m         the 8B shape, orthros then transformer, prefill at 1M tokens with TP=2 (one repetition each; the
 #              transformer cell is about 2.6e17 attention FLOPs, some 7 minutes at 300 TFLOP/s a GPU)
 # Usage: ci/gpu-tp.sh OUTDIR [--steps LIST] [--tp N]
+#   ORTHROS_GPU_TESTS=REGEX   run only the gpu tests whose names match (e.g. tensor_parallel)
 #   --steps LIST  comma-separated steps from the list above (default: all)
 #   --tp N        the tensor-parallel size to compare with TP=1 (default 2)
 # Every bench step resumes its result file, so a step cut short by a 10-minute device call continues where it
@@ -71,7 +72,7 @@ BIN=$BUILD/orthros
 
 if want tests; then
     step tests ctest.log timeout -k 10 "${ORTHROS_GPU_TEST_TIMEOUT:-420}" ctest --test-dir "$BUILD" -L gpu -V \
-        --output-on-failure
+        --output-on-failure ${ORTHROS_GPU_TESTS:+-R "$ORTHROS_GPU_TESTS"}
 fi
 
 if want logits; then
@@ -79,8 +80,9 @@ if want logits; then
     TOK=$(python3 -c 'print(",".join(str((i * 7919 + 13) % 128000) for i in range(256)))')
     logits_pair() { # logits_pair MODEL ARCH
         local name; name=$(basename "${1#preset:}")-$2
-        "$BIN" logits --model "$1" --arch "$2" --device cuda --tokens "$TOK" --tp 1 --out "$OUT/logits-$name-tp1.f32" &&
-            "$BIN" logits --model "$1" --arch "$2" --device cuda --tokens "$TOK" --tp "$TP" \
+        timeout -k 10 300 "$BIN" logits --model "$1" --arch "$2" --device cuda --tokens "$TOK" --tp 1 \
+            --out "$OUT/logits-$name-tp1.f32" &&
+            timeout -k 10 300 "$BIN" logits --model "$1" --arch "$2" --device cuda --tokens "$TOK" --tp "$TP" \
                 --out "$OUT/logits-$name-tp$TP.f32" &&
             python3 - "$OUT/logits-$name-tp1.f32" "$OUT/logits-$name-tp$TP.f32" "$name" <<'EOF'
 import sys, numpy as np
