@@ -25,10 +25,13 @@ const char *orthros_strerror(int code)
 
 int orthros_error(int code, const char *fmt, ...)
 {
+    /* Formatted apart first: an argument may be orthros_last_error() itself (a message wrapped in context). */
+    char tmp[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
+    memcpy(last_error, tmp, sizeof last_error);
     /* Names and values quoted from files may hold control characters; the message stays one line. */
     for (char *p = last_error; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';

@@ -261,6 +261,10 @@ int main(int argc, char **argv)
     const char *other = save("other.json", bench_file(&a, "preset:llama3.2-1b", -1));
     rc = compare(&r, base, other, NULL, NULL);
     CHECK(rc == 2 && !r && log_has("differ in the model"), "another model: exit %d, want 2 naming the model", rc);
+    /* The message wraps the config check's own, whole (once garbled: the wrapper wrote over what it quoted). */
+    char whole[8600];
+    snprintf(whole, sizeof whole, "error: the files do not match: %s and %s differ in the model", base, other);
+    CHECK(log_has(whole), "another model: the message does not read \"%s\"", whole);
     cJSON_Delete(r);
     cJSON *ev = cJSON_CreateObject();
     cJSON_AddStringToObject(ev, "kind", "eval");
