@@ -217,7 +217,7 @@ typedef struct {
 typedef struct {
     input *in;
     size_t n;
-    int multi_model, multi_batch; /* labels name the model / batch only when the inputs hold several */
+    int multi_model, multi_batch, multi_tp; /* labels name the model / batch / --tp only when the inputs hold several */
     const orthros_plot_opts *o;
 } plot_ctx;
 
@@ -269,10 +269,11 @@ static int model_index(const plot_ctx *c, const input *in)
 static void bench_label(char *out, size_t n, const plot_ctx *c, const input *in, const char *arch, const char *phase,
                         int batch)
 {
-    char b[32] = "", m[96] = "";
+    char b[32] = "", m[96] = "", t[32] = "";
     if (c->multi_model) snprintf(m, sizeof m, " (%s)", orthros_bench_model_label(&in->bench));
+    if (c->multi_tp) snprintf(t, sizeof t, ", tp %d", in->bench.cfg.tp);
     if (c->multi_batch) snprintf(b, sizeof b, ", batch %d", batch);
-    snprintf(out, n, "%s%s%s%s%s", arch, phase ? " " : "", phase ? phase : "", m, b);
+    snprintf(out, n, "%s%s%s%s%s%s", arch, phase ? " " : "", phase ? phase : "", m, t, b);
 }
 
 /* Appends s to a ", "-separated list unless it is already an item of it. */
@@ -1153,7 +1154,7 @@ int orthros_plot_run(int *made, const char *const *paths, size_t n, const orthro
     c.o = o;
     if (!c.in) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     const char *model0 = NULL;
-    int batch0 = -1;
+    int batch0 = -1, tp0 = 0;
     for (size_t i = 0; i < n; i++, c.n++) {
         /* Every input is read and validated before anything is drawn. */
         if ((rc = input_read(&c.in[i], paths[i]))) goto done;
@@ -1163,6 +1164,8 @@ int orthros_plot_run(int *made, const char *const *paths, size_t n, const orthro
         const char *m = orthros_bench_model_label(&c.in[i].bench);
         if (model0 && strcmp(model0, m)) c.multi_model = 1;
         model0 = m;
+        if (tp0 && c.in[i].bench.cfg.tp != tp0) c.multi_tp = 1; /* TP=1 beside TP=2: one series each */
+        tp0 = c.in[i].bench.cfg.tp;
         for (size_t k = 0; k < c.in[i].bench.n_cells; k++) {
             int b = c.in[i].bench.cells[k].batch;
             if (batch0 >= 0 && b != batch0) c.multi_batch = 1;

@@ -268,6 +268,20 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/niah.dat", out_png);
     CHECK(log_has(path, "NaN"), "the missing NIAH cell is not NaN in %s", path);
 
+    /* Files of another --tp beside them: a series each, labelled by the ranks (once the later file's cells were
+     * dropped as repeats of the first's). */
+    char bench_tp2[4200], out_tp[4200];
+    snprintf(bench_tp2, sizeof bench_tp2, "%s/bench-tp2.json", dir);
+    snprintf(out_tp, sizeof out_tp, "%s/tp", dir);
+    char *b2[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--tp", "2", "--arch", "transformer",
+                  "--ctx", "64:256:x2", "--phase", "prefill", "--reps", "3", "--max-reps", "3", "--json", bench_tp2, NULL};
+    CHECK(tu_run(b2, log) == 0, "bench --tp 2 failed (log %s)", log);
+    char *p8[] = {(char *)bin, "plot", bench, bench_tp2, "--out", out_tp, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(p8, log) == 0, "plot of a --tp 1 and a --tp 2 file failed (log %s)", log);
+    snprintf(path, sizeof path, "%s/prefill_latency.dat", out_tp);
+    CHECK(log_has(path, "\"transformer, tp 1\"") && log_has(path, "\"transformer, tp 2\""),
+          "%s does not hold one transformer series per --tp", path);
+
     /* Absent data: the figure is skipped, with its name on stderr; the rest are made. */
     char *p3[] = {(char *)bin, "plot", niah_only, "--out", out3, "--scripts", (char *)scripts, NULL};
     rc = tu_run(p3, log);
