@@ -193,10 +193,14 @@ static size_t chunk_out_smem(int F, int d)
 
 /* One warp's intra-chunk scores s = tril(Phi_q Phi_k^T) (mma.sync accumulator layout) of the 16 query rows at q
  * (row stride ld; this thread's rows rA and rB = rA + 8 of the chunk) against the chunk's 64 keys in sPk, kf = F / 16
- * k-steps (a loop unrolled where kf is a compile-time constant), and the row sums of the kept scores. */
+ * k-steps (a loop unrolled where kf is a compile-time constant), and the row sums of the kept scores. With skip,
+ * the 16-key tiles wholly above the warp's last row (all masked) are not multiplied: they stay 0, as the mask
+ * would leave them. */
 static __device__ __forceinline__ void lin_intra_scores(float (&s)[LC / 8][4], float &denA, float &denB, const bf16 *q,
-                                                        const bf16 *sPk, int ld, int kf, int rA, int rB, int lane)
+                                                        const bf16 *sPk, int ld, int kf, int rA, int rB, int lane,
+                                                        bool skip = false)
 {
+    const int rlast = skip ? rA - lane / 4 + 15 : LC - 1;  // the warp's last row (warp-uniform)
 #pragma unroll
     for (int nt = 0; nt < LC / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
@@ -205,6 +209,7 @@ static __device__ __forceinline__ void lin_intra_scores(float (&s)[LC / 8][4], f
         ldmatrix_x4(a[0], a[1], a[2], a[3], q + (lane % 16) * ld + kk * 16 + (lane / 16) * 8);
 #pragma unroll
         for (int nt = 0; nt < LC / 8; nt += 2) {
+            if (nt * 8 > rlast) continue;
             uint32_t bb[4];
             ldmatrix_x4(bb[0], bb[1], bb[2], bb[3], sPk + (nt * 8 + (lane % 8) + (lane / 16) * 8) * ld + kk * 16 + ((lane / 8) % 2) * 8);
             mma_bf16_16816(s[nt], a, bb);
@@ -420,6 +425,33 @@ static __device__ __forceinline__ void lin5_load(bf16 *dst, const bf16 *qkv, siz
     }
 }
 
+/* phi in place over a chunk's 64-row tile: v5 element by element (phi_tile_inplace), v6 (X8) 8 values a step. */
+template <int D, bool X8>
+static __device__ __forceinline__ void lin5_phi(bf16 *tile, int valid, int fmap)
+{
+    if (X8) phi_tile_inplace_x8<D>(tile, lin5_cfg<D>::LD, LC, valid, fmap);
+    else phi_tile_inplace(tile, lin5_cfg<D>::LD, LC, valid, D, fmap);
+}
+
+/* z += the column sums of the chunk's phi_k tile, feature threadIdx.x (< D): v5 one chain of 64 adds, v6 (X8)
+ * four chains (the loads issued together). */
+template <int D, bool X8>
+static __device__ __forceinline__ void lin5_zsum(float &zacc, const bf16 *sPk)
+{
+    constexpr int LD = lin5_cfg<D>::LD;
+    if (threadIdx.x >= D) return;
+    if (!X8) {
+        for (int r = 0; r < LC; r++) zacc += bf2f(sPk[r * LD + threadIdx.x]);
+        return;
+    }
+    float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < LC; r += 4)
+#pragma unroll
+        for (int i = 0; i < 4; i++) z[i] += bf2f(sPk[(r + i) * LD + threadIdx.x]);
+    zacc += (z[0] + z[1]) + (z[2] + z[3]);
+}
+
 /* acc += phi_k^T V for this warp's tiles of S: feature tile mt = warp % MT, column tiles [n0, n0 + NTW) with
  * n0 = (warp / MT) NTW. A = phi_k^T and B = V by transposing loads of the token-major tiles (lin_chunk_state's
  * fragments). */
@@ -448,12 +480,12 @@ static __device__ __forceinline__ void lin5_update(float (&acc)[lin5_cfg<D>::NTW
 
 /* Pass 1: the sums of phi_k^T V and phi_k over segment blockIdx.x (tokens [x Lsub, (x + 1) Lsub) of the call),
  * kv head blockIdx.y, sequence blockIdx.z, into w.dS / w.dz [b][kv][P1][F][d] as lin_scan_kernel reads them. */
-template <int D>
+template <int D, bool X8>
 static __global__ void __launch_bounds__(L5_WARPS * 32)
     lin5_state_kernel(orthros_attn_linear_params p, lin_work w, int Lsub, int P1)
 {
     using C = lin5_cfg<D>;
-    constexpr int LD = C::LD, TILE = C::TILE, NTW = C::NTW;
+    constexpr int TILE = C::TILE, NTW = C::NTW;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *sbuf = (bf16 *)smem_raw;  // [2 stages][phi_k, V][64][LD]
     const int seg = blockIdx.x, kv = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -479,10 +511,9 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
         if (c + 1 < nch) load(c + 1);
         bf16 *sPk = sbuf + (c & 1) * 2 * TILE, *sV = sPk + TILE;
         const int valid = min(LC, t_end - (t_begin + c * LC));
-        phi_tile_inplace(sPk, LD, LC, valid, D, p.fmap);
+        lin5_phi<D, X8>(sPk, valid, p.fmap);
         __syncthreads();
-        if (threadIdx.x < D)
-            for (int r = 0; r < LC; r++) zacc += bf2f(sPk[r * LD + threadIdx.x]);
+        lin5_zsum<D, X8>(zacc, sPk);
         lin5_update<D>(acc, sPk, sV, warp, lane);
     }
     const size_t part = ((size_t)b * p.Hkv + kv) * P1 + seg;
@@ -498,7 +529,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
 
 /* Pass 3: the outputs of query heads 2 blockIdx.y % HP .. + 1 of kv head blockIdx.y / HP (HP = head pairs per kv
  * head) over segment blockIdx.x (tokens [x Lseg, (x + 1) Lseg), starting from the state at P1 segment x m). */
-template <int D>
+template <int D, bool X8>
 static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
     lin5_out_kernel(orthros_attn_linear_params p, lin_work w, int Lseg, int m, int P1)
 {
@@ -568,13 +599,13 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
         if (c + 1 < nch) load(c + 1);
         bf16 *sPk = sbuf + (c & 1) * 4 * TILE, *sV = sPk + TILE, *sPq = sPk + (2 + hh) * TILE;
         const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
-        phi_tile_inplace(sPk, LD, LC, valid, D, p.fmap);
-        for (int q = 0; q < nq; q++) phi_tile_inplace(sPk + (2 + q) * TILE, LD, LC, valid, D, p.fmap);
+        lin5_phi<D, X8>(sPk, valid, p.fmap);
+        for (int q = 0; q < nq; q++) lin5_phi<D, X8>(sPk + (2 + q) * TILE, valid, p.fmap);
         __syncthreads();
         if (hh < nq) {
             // Intra-chunk scores A = Phi_q Phi_k^T of this warp's 16 tokens against the chunk's 64.
             float sc[LC / 8][4], denA, denB;
-            lin_intra_scores(sc, denA, denB, sPq + (warp % 4) * 16 * LD, sPk, LD, KF, rA, rB, lane);
+            lin_intra_scores(sc, denA, denB, sPq + (warp % 4) * 16 * LD, sPk, LD, KF, rA, rB, lane, X8);
             float iA, iB;
             lin_den_inverse(iA, iB, denA, denB, sPq, LD, sz, D, p.eps, rA, rB, lane);
             // A as bf16 A fragments (16 registers instead of the 32 of sc), then the output in 64-column halves:
@@ -595,7 +626,8 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
 #pragma unroll
                 for (int i = 0; i < 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
 #pragma unroll
-                for (int kk = 0; kk < LC / 16; kk++)
+                for (int kk = 0; kk < LC / 16; kk++) {
+                    if (X8 && kk > warp % 4) continue;  // keys past the warp's rows: A is 0 there (v6 skips)
 #pragma unroll
                     for (int dt = 0; dt < 8; dt += 2) {
                         uint32_t bb[4];
@@ -605,6 +637,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
                         mma_bf16_16816(o[dt], pa[kk], bb);
                         mma_bf16_16816(o[dt + 1], pa[kk], bb + 2);
                     }
+                }
                 // Inter-chunk part: Phi_q (S_hi + S_lo).
 #pragma unroll
                 for (int kk = 0; kk < KF; kk++) {
@@ -637,8 +670,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
             }
         }
         __syncthreads();  // every read of S_c (hi, lo, z) is done
-        if (tid < D)
-            for (int r = 0; r < LC; r++) zacc += bf2f(sPk[r * LD + tid]);
+        lin5_zsum<D, X8>(zacc, sPk);
         lin5_update<D>(acc, sPk, sV, warp, lane);
         publish();        // S_{c+1}; the next iteration's first barrier orders it before its reads
     }
@@ -686,21 +718,21 @@ static bool lin5_applies(const orthros_attn_linear_params *p)
     return p->F == p->d && (p->d == 64 || p->d == 128) && (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
 }
 
-template <int D> static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl,
-                                         cudaStream_t stream)
+template <int D, bool X8>
+static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl, cudaStream_t stream)
 {
     using C = lin5_cfg<D>;
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_state_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_state_kernel<D, X8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)C::SMEM_STATE));
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D, X8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)C::SMEM_OUT));
-    lin5_state_kernel<D><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
+    lin5_state_kernel<D, X8><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin5_state_kernel");
     dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
     lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
     const int HP = (p->Hq / p->Hkv + 1) / 2;
-    lin5_out_kernel<D><<<dim3(pl.P3, p->Hkv * HP, p->B), L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+    lin5_out_kernel<D, X8><<<dim3(pl.P3, p->Hkv * HP, p->B), L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin5_out_kernel");
     return 0;
 }
@@ -795,7 +827,9 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
         if (p->work_bytes < total)
             return orthros_error(ORTHROS_EINVAL, "linear attention v5: %zu bytes of scratch given, %zu needed",
                                  p->work_bytes, total);
-        return p->d == 64 ? launch_lin5<64>(p, w, pl, stream) : launch_lin5<128>(p, w, pl, stream);
+        if (linear_prefill_version >= 6)
+            return p->d == 64 ? launch_lin5<64, true>(p, w, pl, stream) : launch_lin5<128, true>(p, w, pl, stream);
+        return p->d == 64 ? launch_lin5<64, false>(p, w, pl, stream) : launch_lin5<128, false>(p, w, pl, stream);
     }
     int span = span_len(p);
     work_layout(p, span, &w, &total);

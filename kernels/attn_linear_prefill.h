@@ -19,13 +19,14 @@ int orthros_attn_linear_chunked_supported(const orthros_attn_linear_params *p);
 size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *p);
 int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublasHandle_t cublas, cudaStream_t stream);
 /* The numbered version the chunked path uses, process-wide, for tests and benchmarks that compare versions:
- * 3 featurizes q and k into scratch first; 4 applies elu1 / relu inside the chunk kernels; 5 (the default) walks
- * segments of the sequence chunk by chunk with the state in registers (elu1 / relu, head dim 64 or 128; other
- * shapes take 4's path). Measured on the H200 at 128K tokens, 32 q / 8 kv heads, elu1: d 64 v3 2.60 ms, v4 2.72,
- * v5 1.92; d 128 v3 8.1, v5 5.38 (data/results/h200-2026-12-01). ORTHROS_LINEAR_PREFILL_VERSION selects one for a
- * process. */
-#define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 5
-#define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 5
+ * 3 featurizes q and k into scratch first; 4 applies elu1 / relu inside the chunk kernels; 5 walks segments of
+ * the sequence chunk by chunk with the state in registers (elu1 / relu, head dim 64 or 128; other shapes take
+ * 4's path); 6 (the default) is 5 with the feature map applied 8 values a step and the causally empty tiles of
+ * the intra-chunk products skipped (v5's lin5_out was issue-bound, about half its instructions the element-wise
+ * map). Measured on the H200 at 128K tokens, 32 q / 8 kv heads, elu1: d 64 v3 2.60 ms, v4 2.72, v5 1.92; d 128
+ * v3 8.1, v5 5.38 (data/results/h200-2026-12-01). ORTHROS_LINEAR_PREFILL_VERSION selects one for a process. */
+#define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 6
+#define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 6
 /* 0 selects the default. */
 int orthros_attn_linear_prefill_set_version(int version);
 int orthros_attn_linear_prefill_version(void);

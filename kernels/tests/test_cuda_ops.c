@@ -774,7 +774,7 @@ int main(void)
     if (section("read")) test_read();
     if (section("prefill6")) prefill_versions(6, 6);
     if (section("decode6")) decode_v6();
-    if (section("linear5")) linear_suite(5, 5);
+    if (section("linear5")) linear_suite(5, 6);
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);
