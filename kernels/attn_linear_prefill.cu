@@ -249,6 +249,33 @@ static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, flo
     iB = 1.0f / (denB + eps);
 }
 
+/* lin_den_inverse with F a compile-time multiple of 32 and 16-byte aligned rows: each of the row's 4 threads
+ * takes 8 features a step (one 16-byte load of each query row, two of z) instead of one. */
+template <int F>
+static __device__ __forceinline__ void lin_den_inverse_x8(float &iA, float &iB, float denA, float denB, const bf16 *q,
+                                                          int ld, const float *sz, float eps, int rA, int rB, int lane)
+{
+    static_assert(F % 32 == 0, "4 threads x 8 features a step");
+#pragma unroll
+    for (int f = (lane % 4) * 8; f < F; f += 32) {
+        const uint4 a = *(const uint4 *)(q + rA * ld + f), b = *(const uint4 *)(q + rB * ld + f);
+        const float4 z0 = *(const float4 *)(sz + f), z1 = *(const float4 *)(sz + f + 4);
+        const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+        const float z[8] = {z0.x, z0.y, z0.z, z0.w, z1.x, z1.y, z1.z, z1.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            denA += __uint_as_float(wa[i] << 16) * z[2 * i] + __uint_as_float(wa[i] & 0xffff0000u) * z[2 * i + 1];
+            denB += __uint_as_float(wb[i] << 16) * z[2 * i] + __uint_as_float(wb[i] & 0xffff0000u) * z[2 * i + 1];
+        }
+    }
+    denA += __shfl_xor_sync(0xffffffffu, denA, 1);
+    denA += __shfl_xor_sync(0xffffffffu, denA, 2);
+    denB += __shfl_xor_sync(0xffffffffu, denB, 1);
+    denB += __shfl_xor_sync(0xffffffffu, denB, 2);
+    iA = 1.0f / (denA + eps);
+    iB = 1.0f / (denB + eps);
+}
+
 /* FUSED: phi_q and phi_k are made here from the raw q and k of qkv, as in lin_chunk_state_kernel. */
 template <bool FUSED>
 static __global__ void __launch_bounds__(LCO_WARPS * 32)
@@ -425,7 +452,8 @@ static __device__ __forceinline__ void lin5_load(bf16 *dst, const bf16 *qkv, siz
     }
 }
 
-/* phi in place over a chunk's 64-row tile: v5 element by element (phi_tile_inplace), v6 (X8) 8 values a step. */
+/* phi in place over a chunk's 64-row tile: v5 element by element (phi_tile_inplace), v6 (X8) 8 values a step
+ * (as are v6's denominators, lin_den_inverse_x8). */
 template <int D, bool X8>
 static __device__ __forceinline__ void lin5_phi(bf16 *tile, int valid, int fmap)
 {
@@ -607,7 +635,8 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
             float sc[LC / 8][4], denA, denB;
             lin_intra_scores(sc, denA, denB, sPq + (warp % 4) * 16 * LD, sPk, LD, KF, rA, rB, lane, X8);
             float iA, iB;
-            lin_den_inverse(iA, iB, denA, denB, sPq, LD, sz, D, p.eps, rA, rB, lane);
+            if (X8) lin_den_inverse_x8<D>(iA, iB, denA, denB, sPq, LD, sz, p.eps, rA, rB, lane);
+            else lin_den_inverse(iA, iB, denA, denB, sPq, LD, sz, D, p.eps, rA, rB, lane);
             // A as bf16 A fragments (16 registers instead of the 32 of sc), then the output in 64-column halves:
             // with S's 64 accumulator registers per thread at d 128, o for all 128 columns would not fit.
             uint32_t pa[LC / 16][4];
