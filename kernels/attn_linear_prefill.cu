@@ -453,7 +453,7 @@ static __device__ __forceinline__ void lin5_load(bf16 *dst, const bf16 *qkv, siz
 }
 
 /* phi in place over a chunk's 64-row tile: v5 element by element (phi_tile_inplace), v6 (X8) 8 values a step
- * (as are v6's denominators, lin_den_inverse_x8). */
+ * (as are v6's denominators at d 128, lin_den_inverse_x8). */
 template <int D, bool X8>
 static __device__ __forceinline__ void lin5_phi(bf16 *tile, int valid, int fmap)
 {
@@ -635,7 +635,8 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
             float sc[LC / 8][4], denA, denB;
             lin_intra_scores(sc, denA, denB, sPq + (warp % 4) * 16 * LD, sPk, LD, KF, rA, rB, lane, X8);
             float iA, iB;
-            if (X8) lin_den_inverse_x8<D>(iA, iB, denA, denB, sPq, LD, sz, p.eps, rA, rB, lane);
+            // (at d 64 the vector form spills under the 128 registers of two blocks per SM)
+            if (X8 && D == 128) lin_den_inverse_x8<D>(iA, iB, denA, denB, sPq, LD, sz, p.eps, rA, rB, lane);
             else lin_den_inverse(iA, iB, denA, denB, sPq, LD, sz, D, p.eps, rA, rB, lane);
             // A as bf16 A fragments (16 registers instead of the 32 of sc), then the output in 64-column halves:
             // with S's 64 accumulator registers per thread at d 128, o for all 128 columns would not fit.
