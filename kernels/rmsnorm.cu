@@ -40,9 +40,53 @@ static __global__ void __launch_bounds__(RMS_THREADS) rmsnorm_kernel(orthros_rms
     for (int j = threadIdx.x; j < p.D; j += blockDim.x) out[j] = f2bf(bf2f(w[j]) * (bf2f(x[j]) * r));
 }
 
+/* The same with D a multiple of 8 and 16-byte aligned rows: 8 values a thread a step (16-byte loads and stores).
+ * The scalar kernel above moved ~1 TB/s in the 1B shape's prefill (35 ms of 0.50 s at 128K tokens). */
+static __device__ __forceinline__ float lo_f(uint32_t w) { return __uint_as_float(w << 16); }
+static __device__ __forceinline__ float hi_f(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+static __global__ void __launch_bounds__(RMS_THREADS) rmsnorm_x8_kernel(orthros_rmsnorm_params p)
+{
+    __shared__ float red[RMS_THREADS / 32];
+    const int V = p.D / 8;
+    const size_t row = (size_t)blockIdx.x * p.D;
+    uint4 *x = (uint4 *)((bf16 *)p.resid + row);
+    const uint4 *dl = p.delta ? (const uint4 *)((const bf16 *)p.delta + row) : NULL;
+    const uint4 *w = (const uint4 *)p.w;
+    uint4 *out = (uint4 *)((bf16 *)p.out + row);
+    float ss = 0.0f;
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        uint4 a = x[j];
+        uint32_t aw[4] = {a.x, a.y, a.z, a.w};
+        if (dl) {
+            const uint4 d = dl[j];
+            const uint32_t dw[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+            for (int k = 0; k < 4; k++) aw[k] = pack_bf16x2(lo_f(aw[k]) + lo_f(dw[k]), hi_f(aw[k]) + hi_f(dw[k]));
+            x[j] = make_uint4(aw[0], aw[1], aw[2], aw[3]);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++) ss += lo_f(aw[k]) * lo_f(aw[k]) + hi_f(aw[k]) * hi_f(aw[k]);
+    }
+    const float r = rsqrtf(block_sum(ss, red) / (float)p.D + p.eps);
+    for (int j = threadIdx.x; j < V; j += blockDim.x) {
+        const uint4 a = x[j], g = w[j];
+        const uint32_t aw[4] = {a.x, a.y, a.z, a.w}, gw[4] = {g.x, g.y, g.z, g.w};
+        uint32_t o[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) o[k] = pack_bf16x2(lo_f(gw[k]) * (lo_f(aw[k]) * r), hi_f(gw[k]) * (hi_f(aw[k]) * r));
+        out[j] = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
 int orthros_rmsnorm_bf16(const orthros_rmsnorm_params *p, cudaStream_t stream)
 {
     if (p->n <= 0) return 0;
+    if (p->D % 8 == 0 && ((uintptr_t)p->out | (uintptr_t)p->resid | (uintptr_t)p->delta | (uintptr_t)p->w) % 16 == 0) {
+        rmsnorm_x8_kernel<<<p->n, RMS_THREADS, 0, stream>>>(*p);
+        ORTHROS_CUDA_LAUNCH_CHECK("rmsnorm_x8_kernel");
+        return 0;
+    }
     rmsnorm_kernel<<<p->n, RMS_THREADS, 0, stream>>>(*p);
     ORTHROS_CUDA_LAUNCH_CHECK("rmsnorm_kernel");
     return 0;

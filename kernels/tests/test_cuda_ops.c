@@ -755,6 +755,8 @@ int main(void)
             test_rmsnorm(1, 64, fused);
             test_rmsnorm(33, 1000, fused);
             test_rmsnorm(7, 4096, fused);
+            test_rmsnorm(5, 1003, fused); /* not a multiple of 8: the scalar kernel */
+            test_rmsnorm(9, 2056, fused); /* a multiple of 8, not of 256 threads x 8 */
         }
         test_gemm(1, 96, 64, 0);
         test_gemm(37, 1000, 200, 0);
@@ -763,6 +765,8 @@ int main(void)
         test_gemm(5, 1003, 256, 1);
         test_swiglu(1, 64);
         test_swiglu(45, 1000);
+        test_swiglu(3, 8192 + 8); /* several blocks a row */
+        test_swiglu(7, 1003);     /* not a multiple of 8: the scalar kernel */
         test_argmax(3, 50000);
         test_argmax(1, 7);
     }
