@@ -855,7 +855,7 @@ int orthros_session_init(orthros_session **out, orthros_model *m, int batch, int
     size_t free_b = 0, total_b = 0;
     be->mem_info(be, &free_b, &total_b);
     if (chunk <= 0) {
-        /* The largest power-of-two chunk up to the backend's default (4096 on cuda, 256 on cpu) whose session
+        /* The largest power-of-two chunk up to the backend's default (16384 on cuda, 256 on cpu) whose session
          * fits in 90% of free memory: bigger chunks only help the GEMMs, and their activations grow linearly. */
         chunk = be->default_chunk;
         if (chunk > max_ctx) chunk = max_ctx;

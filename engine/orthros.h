@@ -117,7 +117,7 @@ void orthros_backend_device_info(const orthros_backend *be, orthros_device_info 
 /* Capabilities, instead of checks of the backend's name. */
 #define ORTHROS_CAP_GPU 1u   /* a GPU: its own memory, work queued on a stream (sync before a host clock) */
 unsigned orthros_backend_caps(const orthros_backend *be);
-/* The prefill chunk a session takes when none is asked for and memory allows (4096 on cuda, 256 on cpu). */
+/* The prefill chunk a session takes when none is asked for and memory allows (16384 on cuda, 256 on cpu). */
 int orthros_backend_default_chunk(const orthros_backend *be);
 /* Free and total bytes of the memory the backend allocates from (device memory on cuda). */
 int orthros_backend_mem_info(orthros_backend *be, size_t *free_bytes, size_t *total_bytes);
