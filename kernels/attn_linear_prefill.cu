@@ -44,7 +44,13 @@
  * from L2 for the second pair), o once, ~1.6 GB at d=64. Prediction: d=64 ~0.7 ms (each output block's 128
  * chunks in sequence, ~5 us per chunk), d=128 ~1.6 ms (8 x 16384 tokens, ~6 us per chunk at mma.sync's rate);
  * goal 0.8 ms / 3 ms. Risk: the sequential chain per block is latency-bound if a chunk takes much longer than its
- * load (then: more, shorter segments; the plan's P3). */
+ * load (then: more, shorter segments; the plan's P3).
+ * v6 (the default; v5's kernels with X8): measured, v5's lin5_out was issue-bound, about half its instructions
+ * the element-wise map applied one bf16 at a time through a branch. v6 applies it 8 values a step without a
+ * branch (phi_tile_inplace_x8, __expf; the branch-free map also sped v3-v5 up: v5 1.92 -> 1.64 ms), skips the
+ * intra-chunk tiles wholly above a warp's rows, and at d 128 forms the denominators 8 features a step. H200, 128K:
+ * d 64 1.14 ms, d 128 3.08 ms; lin5_out at 16K 133 us (v5 207), still 25% occupancy and an issue every 2 cycles
+ * (data/results/h200-2026-12-01-linear-v6/NOTES.md). */
 #include "attn_linear_prefill.h"
 
 #include "cuda_common.cuh"
