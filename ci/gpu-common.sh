@@ -1,6 +1,15 @@
-# Sourced by the GPU scripts (ci/gpu.sh, ci/gpu-tp.sh): cJSON from .deps when present, and `step`, which runs one
-# step with its output teed to a log in $OUT and its result kept in the `status` array.
-# Needs ROOT and OUT set by the caller.
+# shellcheck shell=bash disable=SC2034
+# Sourced by the GPU scripts (ci/gpu.sh, ci/gpu-tp.sh, ci/gpu-text.sh, ci/profile.sh) as
+# `. "$(dirname "$0")/gpu-common.sh"` once OUT is set: makes OUT (absolute from here on), moves to the repository
+# root (ROOT), sets BUILD (ORTHROS_GPU_BUILD, default build-gpu) and ARCHS (ORTHROS_CUDA_ARCHS, default 90a), puts
+# cJSON from .deps on the library path when present, and defines `step`, which runs one step with its output
+# teed to a log in $OUT and its result kept in the `status` array.
+mkdir -p "$OUT" || { echo "cannot create $OUT" >&2; exit 1; }
+OUT=$(cd "$OUT" && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+BUILD=${ORTHROS_GPU_BUILD:-build-gpu}
+ARCHS=${ORTHROS_CUDA_ARCHS:-90a}
 CJSON=$ROOT/.deps/cjson
 if [ -d "$CJSON" ]; then
     export LD_LIBRARY_PATH=$CJSON/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -23,14 +23,8 @@ while [ $# -gt 0 ]; do
         *) echo "ci/gpu-text.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-BUILD=${ORTHROS_GPU_BUILD:-build-gpu}
-ARCHS=${ORTHROS_CUDA_ARCHS:-90a}
+. "$(dirname "$0")/gpu-common.sh"
 STATE=${STATE:-$BUILD/text-grid}
-. ci/gpu-common.sh
 
 if [ -n "$PIECES" ]; then
     MODEL=$(ci/fetch-model.sh --join "$PIECES") || { echo "gpu-text: the model could not be joined" >&2; exit 1; }

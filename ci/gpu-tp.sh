@@ -35,13 +35,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 want() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-BUILD=${ORTHROS_GPU_BUILD:-build-gpu}
-ARCHS=${ORTHROS_CUDA_ARCHS:-90a}
-. ci/gpu-common.sh
+. "$(dirname "$0")/gpu-common.sh"
 export NCCL_NVLS_ENABLE=0
 NCCL_DIR=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
 if [ -n "$NCCL_DIR" ] && [ -f "$NCCL_DIR/libnccl.so.2" ]; then

@@ -35,12 +35,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 skipped() { case "$SKIP" in *",$1,"*) return 0 ;; esac; return 1; }
-mkdir -p "$OUT"
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-BUILD=${ORTHROS_GPU_BUILD:-build-gpu}
-ARCHS=${ORTHROS_CUDA_ARCHS:-90a}
-. ci/gpu-common.sh
+. "$(dirname "$0")/gpu-common.sh"
 
 {
     echo "date: $(date -u +%FT%TZ)"

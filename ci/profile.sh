@@ -21,16 +21,10 @@ case "$OP" in # the op's own kernels (not the ceilings' copy and GEMM that every
 esac
 REGEX=${3:-$DEFAULT_REGEX}
 COUNT=${4:-24}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-BUILD=${ORTHROS_GPU_BUILD:-build-gpu}
-CJSON=$ROOT/.deps/cjson
-[ -d "$CJSON" ] && export LD_LIBRARY_PATH=$CJSON/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. "$(dirname "$0")/gpu-common.sh"
 command -v ncu >/dev/null || { echo "profile: no ncu (Nsight Compute) on PATH" >&2; exit 3; }
 if [ ! -x "$BUILD/kernels/tests/bench_kernels" ]; then
-    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${ORTHROS_CUDA_ARCHS:-90a}" \
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
         -DCJSON_ROOT="$CJSON" >"$OUT/build.log" 2>&1 &&
         cmake --build "$BUILD" -j"$(nproc)" --target bench_kernels >>"$OUT/build.log" 2>&1 ||
         { echo "profile: build failed (see $OUT/build.log)" >&2; exit 3; }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,45 @@ void eval_cell_set_accuracy(orthros_eval_cell *out, int64_t correct, int64_t tri
     out->n = trials, out->correct = correct, out->accuracy = (double)correct / (double)trials;
     out->ci_lo = 0, out->ci_hi = 1;
     orthros_stats_wilson(&out->ci_lo, &out->ci_hi, correct, trials, ORTHROS_STATS_Z95);
+}
+
+int gen_cell_begin(gen_cell *g, orthros_eval_cell *out, orthros_model *m, int ctx, int max_new, int chunk)
+{
+    memset(out, 0, sizeof *out);
+    out->partial = NAN;
+    g->sess = NULL;
+    g->t0 = orthros_now_s();
+    g->gen = malloc((size_t)max_new * sizeof *g->gen);
+    if (!g->gen || !(out->records = cJSON_CreateArray())) {
+        free(g->gen);
+        g->gen = NULL;
+        return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    }
+    int rc = orthros_session_init(&g->sess, m, 1, ctx, chunk);
+    if (rc) {
+        cJSON_Delete(out->records);
+        out->records = NULL;
+        free(g->gen);
+        g->gen = NULL;
+    }
+    return rc;
+}
+
+int gen_cell_end(gen_cell *g, orthros_eval_cell *out, const eval_cell *c, int rc, int64_t correct, int64_t samples)
+{
+    if (!rc) {
+        snprintf(out->arch, sizeof out->arch, "%s", c->arch);
+        out->ctx = c->ctx, out->axis = c->axis, out->samples = (int)samples, out->samples_correct = (int)correct;
+        eval_cell_set_accuracy(out, correct, samples);
+        out->elapsed_s = orthros_now_s() - g->t0;
+    } else {
+        cJSON_Delete(out->records);
+        out->records = NULL;
+    }
+    orthros_session_free(g->sess);
+    free(g->gen);
+    g->sess = NULL, g->gen = NULL;
+    return rc;
 }
 
 cJSON *eval_ints_json(const int32_t *v, int n)

@@ -85,6 +85,17 @@ int eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, 
 void eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX]);
 /* A cell's accuracy fields from its counts, with the Wilson 95% interval. */
 void eval_cell_set_accuracy(orthros_eval_cell *out, int64_t correct, int64_t trials);
+/* The frame of a cell whose samples are answers generated greedily (ruler, recall): gen_cell_begin clears *out
+ * (partial NaN), makes its records array, a session of ctx positions and a buffer of max_new tokens;
+ * gen_cell_end, given the loop's rc, sets arch, ctx, axis, the counts, the accuracy and the time when rc is 0,
+ * else drops the records, frees the frame either way and returns rc. */
+typedef struct {
+    orthros_session *sess;
+    int32_t *gen;
+    double t0;
+} gen_cell;
+int gen_cell_begin(gen_cell *g, orthros_eval_cell *out, orthros_model *m, int ctx, int max_new, int chunk);
+int gen_cell_end(gen_cell *g, orthros_eval_cell *out, const eval_cell *c, int rc, int64_t correct, int64_t samples);
 /* An array of token ids as JSON. */
 cJSON *eval_ints_json(const int32_t *v, int n);
 /* A sample's seed on a record or a saved prompt: "seed" (a JSON number, so rounded above 2^53) and "seed_hex"

@@ -196,24 +196,17 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
 {
     const recall_task *t = r->task;
     const eval_common *o = r->o;
-    orthros_session *sess = NULL;
-    int32_t *gen = malloc((size_t)t->max_new * sizeof *gen);
+    gen_cell g;
     int64_t correct = 0;
-    double t0 = orthros_now_s();
-    int rc = 0;
-    memset(out, 0, sizeof *out);
-    out->partial = NAN;
-    if (!gen || !(out->records = cJSON_CreateArray())) {
-        free(gen);
-        return orthros_error(ORTHROS_ENOMEM, "out of memory");
-    }
-    if ((rc = orthros_session_init(&sess, m, 1, t->longest, o->mo.chunk))) goto fail;
-    for (int i = 0; i < t->set.n; i++) {
+    int rc = gen_cell_begin(&g, out, m, t->longest, t->max_new, o->mo.chunk);
+    if (rc) return rc;
+    for (int i = 0; i < t->set.n && !rc; i++) {
         const orthros_recall_item *it = &t->set.items[i];
         char *text = NULL;
         int n_gen = 0, ok = 0;
-        if ((rc = orthros_text_generate(sess, m, t->tok, t->chat, t->ids[i], t->n_ids[i], t->max_new, gen, &n_gen, &text)))
-            goto fail;
+        if ((rc = orthros_text_generate(g.sess, m, t->tok, t->chat, t->ids[i], t->n_ids[i], t->max_new, g.gen, &n_gen,
+                                        &text)))
+            break;
         for (int a = 0; a < it->n_answers && !ok; a++) ok = orthros_text_contains(text, it->answers[a]);
         correct += ok;
         cJSON *rec = cJSON_CreateObject(), *ans = cJSON_AddArrayToObject(rec, "expected");
@@ -238,22 +231,10 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
         }
         if (!o->quiet) fprintf(stderr, "  %s:%d: %s: %.60s\n", t->tasks, it->line, ok ? "right" : "wrong", text);
         free(text);
-        if (rc) goto fail;
     }
     snprintf(out->task, sizeof out->task, "recall");
     snprintf(out->variant, sizeof out->variant, "contains");
-    snprintf(out->arch, sizeof out->arch, "%s", c->arch);
-    out->ctx = c->ctx, out->axis = 0, out->samples = t->set.n, out->samples_correct = (int)correct;
-    eval_cell_set_accuracy(out, correct, t->set.n);
-    out->elapsed_s = orthros_now_s() - t0;
-    goto done;
-fail:
-    cJSON_Delete(out->records);
-    out->records = NULL;
-done:
-    orthros_session_free(sess);
-    free(gen);
-    return rc;
+    return gen_cell_end(&g, out, c, rc, correct, t->set.n);
 }
 
 /* Every prompt and its answer must fit the model's context. */

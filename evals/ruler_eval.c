@@ -74,35 +74,26 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
 {
     const ruler_task *t = r->task;
     const eval_common *o = r->o;
-    orthros_session *sess = NULL;
-    int32_t *gen = malloc((size_t)t->spec.max_new * sizeof *gen);
+    gen_cell g;
     int64_t correct = 0;
-    double partial = 0, t0 = orthros_now_s();
-    int rc = 0;
-    memset(out, 0, sizeof *out);
-    if (!gen || !(out->records = cJSON_CreateArray())) {
-        free(gen);
-        return orthros_error(ORTHROS_ENOMEM, "out of memory");
-    }
-    if ((rc = orthros_session_init(&sess, m, 1, c->ctx, o->mo.chunk))) goto fail;
-    for (int i = 0; i < o->samples; i++) {
+    double partial = 0;
+    int rc = gen_cell_begin(&g, out, m, c->ctx, t->spec.max_new, o->mo.chunk);
+    if (rc) return rc;
+    for (int i = 0; i < o->samples && !rc; i++) {
         uint64_t seed = orthros_eval_sample_seed((uint64_t)o->mo.seed, t->seed_task, c->ctx, c->axis, i);
         orthros_ruler_sample s;
         char *text = NULL;
         int n_gen = 0;
-        if ((rc = orthros_ruler_sample_make(&s, t->tok, &t->spec, c->ctx, c->axis, seed))) goto fail;
-        rc = orthros_text_generate(sess, m, t->tok, t->spec.chat, s.ids, s.n_ids, t->spec.max_new, gen, &n_gen, &text);
+        if ((rc = orthros_ruler_sample_make(&s, t->tok, &t->spec, c->ctx, c->axis, seed))) break;
+        rc = orthros_text_generate(g.sess, m, t->tok, t->spec.chat, s.ids, s.n_ids, t->spec.max_new, g.gen, &n_gen, &text);
         if (!rc && r->prompts) rc = save_prompt(r, c, seed, &s, text);
-        if (rc) {
-            free(text);
-            orthros_ruler_sample_free(&s);
-            goto fail;
+        if (!rc) {
+            int found = orthros_ruler_score(&s, text);
+            correct += found == s.n_answers;
+            partial += (double)found / s.n_answers;
+            cJSON_AddItemToArray(out->records, record(t, c, seed, &s, text, n_gen, found));
+            if (!o->quiet) fprintf(stderr, "  sample %d: %d of %d found: %.60s\n", i + 1, found, s.n_answers, text);
         }
-        int found = orthros_ruler_score(&s, text);
-        correct += found == s.n_answers;
-        partial += (double)found / s.n_answers;
-        cJSON_AddItemToArray(out->records, record(t, c, seed, &s, text, n_gen, found));
-        if (!o->quiet) fprintf(stderr, "  sample %d: %d of %d found: %.60s\n", i + 1, found, s.n_answers, text);
         free(text);
         orthros_ruler_sample_free(&s);
     }
@@ -110,19 +101,8 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
     snprintf(out->variant, sizeof out->variant, "%s",
              t->spec.task == ORTHROS_RULER_NIAH ? orthros_niah_variant_name(t->spec.variant) : orthros_ruler_task_name(t->spec.task));
     if (t->spec.task == ORTHROS_RULER_NIAH) snprintf(out->needle, sizeof out->needle, "%s", orthros_needle_name(t->spec.needle));
-    snprintf(out->arch, sizeof out->arch, "%s", c->arch);
-    out->ctx = c->ctx, out->axis = c->axis, out->samples = o->samples, out->samples_correct = (int)correct;
-    eval_cell_set_accuracy(out, correct, o->samples);
     out->partial = partial / o->samples;
-    out->elapsed_s = orthros_now_s() - t0;
-    goto done;
-fail:
-    cJSON_Delete(out->records);
-    out->records = NULL;
-done:
-    orthros_session_free(sess);
-    free(gen);
-    return rc;
+    return gen_cell_end(&g, out, c, rc, correct, o->samples);
 }
 
 /* The accuracy columns and RULER's partial score. */
