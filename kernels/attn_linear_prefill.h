@@ -23,8 +23,9 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
  * the sequence chunk by chunk with the state in registers (elu1 / relu, head dim 64 or 128; other shapes take
  * 4's path); 6 (the default) is 5 with the feature map applied 8 values a step and the causally empty tiles of
  * the intra-chunk products skipped (v5's lin5_out was issue-bound, about half its instructions the element-wise
- * map). Measured on the H200 at 128K tokens, 32 q / 8 kv heads, elu1: d 64 v3 2.60 ms, v4 2.72, v5 1.92; d 128
- * v3 8.1, v5 5.38 (data/results/h200-2026-12-01). ORTHROS_LINEAR_PREFILL_VERSION selects one for a process. */
+ * map). Measured on the H200 at 128K tokens, 32 q / 8 kv heads, elu1, one run: d 64 v3 2.59 ms, v4 2.57, v5
+ * 1.64, v6 1.14; d 128 v3 8.16, v4 9.03, v5 4.46, v6 3.08 (data/results/h200-2026-12-01-linear-v6).
+ * ORTHROS_LINEAR_PREFILL_VERSION selects one for a process. */
 #define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 6
 #define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 6
 /* 0 selects the default. */
