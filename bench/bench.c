@@ -751,12 +751,14 @@ static int split_models(char (*models)[1024], int *n, const char *list)
     return 0;
 }
 
-/* DIR/NAME.json for a model spec: its preset name or the last component of its path. */
-static void recipe_path(char *out, size_t n, const char *dir, const char *model)
+/* DIR/NAME.json for a model spec (its preset name or the last component of its path), DIR/NAME-tpN.json for a
+ * tensor-parallel run of N > 1 ranks (a file records one --tp: resume refuses another). */
+static void recipe_path(char *out, size_t n, const char *dir, const char *model, int tp)
 {
     const char *base = strrchr(model, ':') ? strrchr(model, ':') + 1 : model;
     if (strrchr(base, '/')) base = strrchr(base, '/') + 1;
-    snprintf(out, n, "%s/%.1000s.json", dir, base);
+    if (tp > 1) snprintf(out, n, "%s/%.1000s-tp%d.json", dir, base, tp);
+    else snprintf(out, n, "%s/%.1000s.json", dir, base);
 }
 
 /* The named sweep behind the paper's headline claim: every model's sweep is resumable (a long run can be split
@@ -769,8 +771,12 @@ static int run_recipe(bench_opts *o, int argc, char **argv)
         fprintf(stderr, "orthros bench: error: unknown recipe \"%s\" (reproduce-21.9x)\n", o->recipe);
         return 2;
     }
-    char models[16][1024], paths[16][1100], md[1100];
-    const char *list[16];
+    /* The report's files: each model's at this --tp, and those of the other world sizes already in the folder
+     * (the 8B shape at 1M tokens needs two GPUs: its TP=2 file stands beside the TP=1 one). */
+    static const int tps[] = {1, 2, 4, 8};
+    enum { NTP = sizeof tps / sizeof tps[0] };
+    char models[16][1024], paths[16 * NTP][1100], md[1100];
+    const char *list[16 * NTP];
     int n = 0, nd = 0;
     if (split_models(models, &n, o->models ? o->models : defaults) || split_models(models + n, &nd, defaults)) {
         fprintf(stderr, "orthros bench: error: bad --models list (at most 8 comma-separated models)\n");
@@ -779,12 +785,14 @@ static int run_recipe(bench_opts *o, int argc, char **argv)
     const char *dir = o->out_dir ? o->out_dir : "data/results/reproduce-21.9x";
     if (orthros_mkdir_p(dir)) return orthros_cmd_fail("bench", ORTHROS_EIO);
     int n_run = n, n_report = 0;
-    for (int i = 0; i < n + nd; i++) {
-        recipe_path(paths[i], sizeof paths[i], dir, models[i]);
-        int dup = 0;
-        for (int k = 0; k < n_report; k++) dup |= !strcmp(list[k], paths[i]);
-        if (!dup && (i < n || access(paths[i], F_OK) == 0)) list[n_report++] = paths[i];
-    }
+    for (int i = 0; i < n + nd; i++)
+        for (int k = 0; k < NTP; k++) {
+            char *path = paths[i * NTP + k];
+            recipe_path(path, sizeof paths[0], dir, models[i], tps[k]);
+            int dup = 0, now = i < n && tps[k] == (o->mo.tp > 0 ? o->mo.tp : 1);
+            for (int j = 0; j < n_report; j++) dup |= !strcmp(list[j], path);
+            if (!dup && (now || access(path, F_OK) == 0)) list[n_report++] = path;
+        }
     o->archs = "transformer,orthros";
     o->phases = "prefill";
     o->batches = "1";
@@ -792,10 +800,12 @@ static int run_recipe(bench_opts *o, int argc, char **argv)
     o->resume = 1;
     if (o->cell_budget <= 0) o->cell_budget = 240;
     int status = 0;
+    char run_path[1100];
     for (int i = 0; i < n_run && !o->report_only; i++) {
         o->mo.model = models[i];
-        o->json = paths[i];
-        fprintf(stderr, "recipe reproduce-21.9x: %s -> %s\n", models[i], paths[i]);
+        recipe_path(run_path, sizeof run_path, dir, models[i], o->mo.tp);
+        o->json = run_path;
+        fprintf(stderr, "recipe reproduce-21.9x: %s -> %s\n", models[i], run_path);
         if ((status = run_sweep(o, argc, argv))) break;
     }
     snprintf(md, sizeof md, "%s/report.md", dir);

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "report.h"
 #include "result_bench.h"
+#include "results.h"
 #include "util.h"
 
 #include <math.h>
@@ -17,6 +18,7 @@ static void cell_time(FILE *f, const orthros_bench_cell *c)
         fprintf(f, " %.4g [%.4g, %.4g]", c->stats.median, c->stats.ci_lo, c->stats.ci_hi);
         /* Fewer repetitions than asked (--cell-budget): say how many, since the interval then says little. */
         if (c->reps_reduced) fprintf(f, " (%zu rep%s, no warm-up)", c->n_samples, c->n_samples == 1 ? "" : "s");
+        else if (c->n_samples == 1) fprintf(f, " (1 rep)"); /* asked so: the interval is a point */
         if (c->noisy) fprintf(f, " (noisy: %.1f%%)", c->noise * 100);
         fprintf(f, " |");
     } else if (c) {
@@ -53,10 +55,17 @@ static const orthros_anchor_case *anchor(const orthros_anchor_file *a, const cha
 
 static void model_section(FILE *f, const orthros_bench_file *r, const orthros_anchor_file *anchors, int head_dim)
 {
-    fprintf(f, "## %s\n\n", r->cfg.model);
+    char dev[200];
+    orthros_result_device_text(dev, sizeof dev, &r->hdr);
+    if (r->cfg.tp > 1)
+        fprintf(f, "## %s, tensor parallel over %d ranks\n\nBoth architectures with the same --tp %d; TFLOP/s are those "
+                   "of all the ranks together, the ceilings one GPU's.\n\n",
+                r->cfg.model, r->cfg.tp, r->cfg.tp);
+    else
+        fprintf(f, "## %s\n\n", r->cfg.model);
     fprintf(f, "Device: %s (%s backend), commit %s%s. Ceilings measured in the run: GEMM %.3g TFLOP/s, copy %.3g TB/s, "
                "read %.3g TB/s. Timer: %s.\n\n",
-            r->hdr.device_name, r->hdr.backend, r->hdr.git_commit, r->hdr.dirty ? " (dirty)" : "", r->ceilings.gemm_tflops,
+            dev, r->hdr.backend, r->hdr.git_commit, r->hdr.dirty ? " (dirty)" : "", r->ceilings.gemm_tflops,
             r->ceilings.copy_tbps, r->ceilings.read_tbps, r->cfg.timer);
     fprintf(f, "| context | transformer prefill, s [95%% CI] | orthros prefill, s [95%% CI] | speedup [95%% CI] | "
                "transformer TFLOP/s |\n| --- | --- | --- | --- | --- |\n");
@@ -108,7 +117,7 @@ static void model_section(FILE *f, const orthros_bench_file *r, const orthros_an
         fprintf(f, "\n**21.9x is not reached** in the measured lengths; the largest measured speedup is %.2fx%s.\n", best,
                 isfinite(at_early) ? " (the upper end of an interval reaches it)" : "");
     }
-    for (size_t k = 0; k < r->n_summary; k++)
+    for (size_t k = 0; k < r->n_summary && n > 1; k++) /* (one length measured says nothing of where) */
         if (!strcmp(r->summary[k].arch, "orthros") && !strcmp(r->summary[k].phase, "prefill") && r->summary[k].batch == 1 &&
             isfinite(r->summary[k].crossover_ctx))
             fprintf(f, "Orthros is faster from %.0f tokens on (the shortest measured length with speedup >= 1).\n",
@@ -121,7 +130,10 @@ static void model_section(FILE *f, const orthros_bench_file *r, const orthros_an
                    "is %.2fx %s than that anchor.\n",
                 t128->stats.median, fmax(t128->stats.median / 3.07, 3.07 / t128->stats.median),
                 t128->stats.median > 3.07 ? "slower" : "faster");
-    if (anchors && anchors->n) {
+    int rows = 0;
+    for (int i = 0; anchors && i < n; i++)
+        rows += anchor(anchors, "flash", head_dim, ctxs[i]) || anchor(anchors, "cudnn", head_dim, ctxs[i]);
+    if (rows) {
         fprintf(f, "\nAttention anchors of this shape (head dim %d) measured on %s, causal SDPA, one layer's attention "
                    "op, TFLOP/s:\n\n| context | flash | cuDNN |\n| --- | --- | --- |\n",
                 head_dim, anchors->device_name);

@@ -327,6 +327,22 @@ int main(int argc, char **argv)
     if (rf) fclose(rf);
     CHECK(strstr(text, "# Reproducing the 21.9x prefill speedup") && strstr(text, "| 256 |") && strstr(text, "not run: predicted"),
           "the report lacks its title, a measured row or the skipped cell");
+    /* The same recipe with --tp 2: its own file beside the TP=1 one (resume would refuse to mix them), and the
+     * report holds both sections. */
+    char *a6[] = {(char *)bin, "bench", "--recipe", "reproduce-21.9x", "--models", "preset:tiny", "--device", "cpu",
+                  "--tp", "2", "--ctx", "128", "--reps", "2", "--out-dir", rdir, NULL};
+    CHECK(tu_run(a6, log) == 0, "the recipe with --tp 2 failed (see %s)", log);
+    snprintf(rjson, sizeof rjson, "%s/tiny-tp2.json", rdir);
+    r = tu_load_json(rjson);
+    CHECK(r != NULL, "the recipe with --tp 2 wrote no tiny-tp2.json");
+    cJSON_Delete(r);
+    rf = fopen(rmd, "r");
+    got = rf ? fread(text, 1, sizeof text - 1, rf) : 0;
+    text[got] = '\0';
+    if (rf) fclose(rf);
+    CHECK(strstr(text, "## preset:tiny\n") && strstr(text, "## preset:tiny, tensor parallel over 2 ranks") &&
+              strstr(text, "(tp 2)"),
+          "the report does not hold both the TP=1 and the TP=2 sections:\n%s", text);
     char *a5[] = {(char *)bin, "bench", "--recipe", "reproduce-22x", "--device", "cpu", NULL};
     CHECK(tu_run(a5, log) == 2, "an unknown recipe was accepted");
 
