@@ -237,6 +237,17 @@ static __device__ __forceinline__ void lin_intra_scores(float (&s)[LC / 8][4], f
     }
 }
 
+/* The row sums of the row's 4 threads added up, + eps, inverted. */
+static __device__ __forceinline__ void lin_den_finish(float &iA, float &iB, float denA, float denB, float eps)
+{
+    denA += __shfl_xor_sync(0xffffffffu, denA, 1);
+    denA += __shfl_xor_sync(0xffffffffu, denA, 2);
+    denB += __shfl_xor_sync(0xffffffffu, denB, 1);
+    denB += __shfl_xor_sync(0xffffffffu, denB, 2);
+    iA = 1.0f / (denA + eps);
+    iB = 1.0f / (denB + eps);
+}
+
 /* The denominators' inverses of rows rA and rB: the intra-chunk row sums denA, denB plus Phi_q z (z [F] fp32 in
  * shared memory, the query rows of the tile q with row stride ld), reduced over the row's 4 threads, + eps. */
 static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, float denA, float denB, const bf16 *q,
@@ -247,12 +258,7 @@ static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, flo
         denA += bf2f(q[rA * ld + f]) * sz[f];
         denB += bf2f(q[rB * ld + f]) * sz[f];
     }
-    denA += __shfl_xor_sync(0xffffffffu, denA, 1);
-    denA += __shfl_xor_sync(0xffffffffu, denA, 2);
-    denB += __shfl_xor_sync(0xffffffffu, denB, 1);
-    denB += __shfl_xor_sync(0xffffffffu, denB, 2);
-    iA = 1.0f / (denA + eps);
-    iB = 1.0f / (denB + eps);
+    lin_den_finish(iA, iB, denA, denB, eps);
 }
 
 /* lin_den_inverse with F a compile-time multiple of 32 and 16-byte aligned rows: each of the row's 4 threads
@@ -274,12 +280,7 @@ static __device__ __forceinline__ void lin_den_inverse_x8(float &iA, float &iB, 
             denB += __uint_as_float(wb[i] << 16) * z[2 * i] + __uint_as_float(wb[i] & 0xffff0000u) * z[2 * i + 1];
         }
     }
-    denA += __shfl_xor_sync(0xffffffffu, denA, 1);
-    denA += __shfl_xor_sync(0xffffffffu, denA, 2);
-    denB += __shfl_xor_sync(0xffffffffu, denB, 1);
-    denB += __shfl_xor_sync(0xffffffffu, denB, 2);
-    iA = 1.0f / (denA + eps);
-    iB = 1.0f / (denB + eps);
+    lin_den_finish(iA, iB, denA, denB, eps);
 }
 
 /* FUSED: phi_q and phi_k are made here from the raw q and k of qkv, as in lin_chunk_state_kernel. */
