@@ -12,6 +12,8 @@
 #   bench8b    the same for the Llama-3.1-8B shape
 #   1m         the 8B shape, orthros then transformer, prefill at 1M tokens with TP=2 (one repetition each; the
 #              transformer cell is about 2.6e17 attention FLOPs, some 7 minutes at 300 TFLOP/s a GPU)
+#   70b        the Llama-3.1-70B shape (141 GB of bf16 weights, ~75 GB a GPU at TP=2), transformer and orthros,
+#              prefill and decode, 32K-128K with TP=N (no TP=1: it does not fit one GPU); about 5 minutes at TP=2
 # Usage: ci/gpu-tp.sh OUTDIR [--steps LIST] [--tp N]
 #   ORTHROS_GPU_TESTS=REGEX   run only the gpu tests whose names match (e.g. tensor_parallel)
 #   --steps LIST  comma-separated steps from the list above (default: all)
@@ -19,14 +21,14 @@
 # Every bench step resumes its result file, so a step cut short by a 10-minute device call continues where it
 # stopped when called again with the same OUTDIR. A plan for 10-minute calls:
 #   ci/gpu-tp.sh OUT --steps tests,logits,allreduce;  ci/gpu-tp.sh OUT --steps bench1b;
-#   ci/gpu-tp.sh OUT --steps bench8b (twice if cut short);  ci/gpu-tp.sh OUT --steps 1m
+#   ci/gpu-tp.sh OUT --steps bench8b (twice if cut short);  ci/gpu-tp.sh OUT --steps 1m;  ci/gpu-tp.sh OUT --steps 70b
 # NCCL comes from the nvidia-nccl-cu13 Python package when it is installed (else the system's libnccl.so.2).
 # NVLink SHARP stays off: NCCL_NVLS_ENABLE=0 here and in every rank orthros starts.
 set -u -o pipefail
 
 OUT=${1:?usage: ci/gpu-tp.sh OUTDIR [--steps LIST] [--tp N]}
 shift
-STEPS=tests,logits,allreduce,bench1b,bench8b,1m TP=2
+STEPS=tests,logits,allreduce,bench1b,bench8b,1m,70b TP=2
 while [ $# -gt 0 ]; do
     case "$1" in
         --steps) [ $# -ge 2 ] || { echo "--steps needs a list" >&2; exit 2; }; STEPS=$2; shift 2 ;;
@@ -131,6 +133,12 @@ if want 1m; then
     step 1m 1m.log run_1m
 fi
 
+if want 70b; then
+    step 70b bench.log "$BIN" bench --model preset:llama3.1-70b --device cuda --tp "$TP" --arch transformer,orthros \
+        --phase prefill,decode --ctx 32k:128k:x2 --reps 2 --max-reps 3 --timeout 30 \
+        --json "$OUT/bench-llama3.1-70b-tp$TP.json" --resume
+fi
+
 # Scaling: TP=N over TP=1 per cell, from whatever the result files hold so far.
 python3 - "$OUT" "$TP" > "$OUT/scaling.md" <<'EOF'
 import json, os, sys
@@ -143,7 +151,7 @@ def cells(path):
     return {(m["arch"], m["phase"], m["ctx"], m["batch"]): m["stats"]["median"]
             for m in r.get("measurements", []) if "stats" in m}
 print(f"# TP={tp} against TP=1 (median seconds; efficiency = speedup / {tp})\n")
-for name in ("llama3.2-1b", "llama3.1-8b"):
+for name in ("llama3.2-1b", "llama3.1-8b", "llama3.1-70b"):  # (70B: no TP=1 file, one GPU cannot hold it)
     a, b = cells(f"{out}/bench-{name}-tp1.json"), cells(f"{out}/bench-{name}-tp{tp}.json")
     if not a and not b:
         continue
@@ -175,12 +183,12 @@ EOF
 echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
-for s in configure build tests logits allreduce bench1b bench8b 1m; do printf '%-12s %s\n' "$s" "${status[$s]:-not run}"; done
+for s in configure build tests logits allreduce bench1b bench8b 1m 70b; do printf '%-12s %s\n' "$s" "${status[$s]:-not run}"; done
 [ -f "$OUT/ctest.log" ] && grep -E "tests passed|tensor_parallel" "$OUT/ctest.log" | tail -4
 [ -f "$OUT/logits.log" ] && grep -E "PASS|FAIL" "$OUT/logits.log"
 cat "$OUT/scaling.md"
 fail=0
-for s in configure build tests logits allreduce bench1b bench8b 1m; do
+for s in configure build tests logits allreduce bench1b bench8b 1m 70b; do
     case "${status[$s]:-}" in ""|"rc=0 "*) ;; *) fail=1 ;; esac
 done
 exit $fail

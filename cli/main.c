@@ -41,8 +41,8 @@ static void usage(FILE *f)
 /* orthros list: what the --model, --arch and --device options accept here. */
 static int list_all(void)
 {
-    static const char *const presets[] = {"tiny", "llama3.2-1b", "llama3.1-8b", NULL};
-    printf("presets (--model preset:NAME):\n");
+    static const char *const presets[] = {"tiny", "llama3.2-1b", "llama3.1-8b", "llama3.1-70b", NULL};
+    printf("presets (--model preset:NAME; preset:NAME-LN for its first N layers):\n");
     for (int i = 0; presets[i]; i++) {
         orthros_model_config c;
         if (orthros_preset_config(&c, presets[i])) continue;

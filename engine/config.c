@@ -183,7 +183,7 @@ int orthros_config_parse(orthros_model_config *cfg, const char *json_text)
     return orthros_config_parse_text(cfg, NULL, json_text, strlen(json_text));
 }
 
-int orthros_preset_config(orthros_model_config *cfg, const char *name)
+static int preset_shape(orthros_model_config *cfg, const char *name)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->norm_eps = 1e-5f;
@@ -218,7 +218,28 @@ int orthros_preset_config(orthros_model_config *cfg, const char *name)
                                       .rope_orig_max_pos = 8192};
         return 0;
     }
-    return orthros_error(ORTHROS_EINVAL, "unknown preset \"%s\" (tiny, llama3.2-1b, llama3.1-8b, llama3.1-70b)", name);
+    return orthros_error(ORTHROS_EINVAL, "unknown preset \"%s\" (tiny, llama3.2-1b, llama3.1-8b, llama3.1-70b; NAME-LN: "
+                         "its first N layers)", name);
+}
+
+int orthros_preset_config(orthros_model_config *cfg, const char *name)
+{
+    /* NAME-LN: the first N layers of NAME's shape (the 70B shape on fewer GPUs than its 80 layers need). */
+    const char *dash = strrchr(name, '-');
+    size_t nd = dash ? strspn(dash + 2, "0123456789") : 0;
+    if (!dash || dash[1] != 'L' || !nd || dash[2 + nd] != '\0') return preset_shape(cfg, name);
+    char base[64];
+    if ((size_t)(dash - name) >= sizeof base) return orthros_error(ORTHROS_EINVAL, "unknown preset \"%.80s\"", name);
+    memcpy(base, name, (size_t)(dash - name));
+    base[dash - name] = '\0';
+    int rc = preset_shape(cfg, base);
+    if (rc) return rc;
+    long layers = nd > 6 ? 0 : strtol(dash + 2, NULL, 10);
+    if (layers < 1 || layers > cfg->n_layers)
+        return orthros_error(ORTHROS_ERANGE, "preset \"%s\": %s has %d layers; -L takes 1 to %d", name, base,
+                             cfg->n_layers, cfg->n_layers);
+    cfg->n_layers = (int)layers;
+    return 0;
 }
 
 void orthros_arch_opts_default(orthros_arch_opts *o)

@@ -484,6 +484,23 @@ int main(int argc, char **argv)
     expect_cli_error("garbage token list", a8, "bad token list", NULL);
     char *a9[] = {(char *)bin, "logits", "--model", "preset:huge", "--tokens", "1", "--out", out, NULL};
     expect_cli_error("unknown preset", a9, "unknown preset \"huge\"", NULL);
+    /* NAME-LN: the first N layers of a preset; N beyond its layers, 0 or of another preset are refused. */
+    char *a9b[] = {(char *)bin, "logits", "--model", "preset:tiny-L3", "--tokens", "1", "--out", out, "--device", "cpu", NULL};
+    expect_cli_error("more layers than the preset", a9b, "preset \"tiny-L3\": tiny has 2 layers", "1 to 2");
+    char *a9c[] = {(char *)bin, "logits", "--model", "preset:tiny-L0", "--tokens", "1", "--out", out, "--device", "cpu", NULL};
+    expect_cli_error("zero layers", a9c, "tiny has 2 layers", NULL);
+    char *a9d[] = {(char *)bin, "logits", "--model", "preset:huge-L2", "--tokens", "1", "--out", out, "--device", "cpu", NULL};
+    expect_cli_error("layers of an unknown preset", a9d, "unknown preset \"huge\"", NULL);
+    {
+        orthros_model_config p1, p2;
+        CHECK(!orthros_preset_config(&p1, "llama3.1-70b-L40") && p1.n_layers == 40 && p1.d_model == 8192 &&
+                  p1.n_kv_heads == 8,
+              "preset llama3.1-70b-L40: %s", orthros_last_error());
+        CHECK(!orthros_preset_config(&p2, "tiny-L1") && p2.n_layers == 1, "preset tiny-L1: %s", orthros_last_error());
+        CHECK(orthros_preset_config(&p2, "tiny-L1x") && orthros_preset_config(&p2, "tiny-") &&
+                  orthros_preset_config(&p2, "-L2"),
+              "a malformed -L suffix was accepted");
+    }
     char *a10[] = {(char *)bin, "generate", "--model", good, "--tokens", "1", "--device", "tpu", NULL};
     expect_cli_error("unknown device", a10, "unknown device \"tpu\"", NULL);
     char *a11[] = {(char *)bin, "generate", "--model", good, "--tokens", "1", "--feature-map", "cosine", NULL};

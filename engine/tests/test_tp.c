@@ -110,7 +110,7 @@ static int kv_heads_of(const char *spec)
     return kv;
 }
 
-/* Every schedule of `spec` at world sizes 2..4 that divide its kv heads, against world size 1. */
+/* Every schedule of `spec` at world sizes 2..8 that divide its kv heads, against world size 1. */
 static void test_model(const char *spec, int has_hedgehog)
 {
     int n = 30, steps = 3, kv = kv_heads_of(spec);
@@ -130,7 +130,7 @@ static void test_model(const char *spec, int has_hedgehog)
             if (!orthros_model_load(&m, cpu, spec, &ao, 7)) V = (size_t)orthros_model_get_config(m)->vocab;
             orthros_model_free(m);
         }
-        for (int N = 2; N <= 4; N++) {
+        for (int N = 2; N <= 8; N++) {
             if (N > kv || kv % N) continue;
             ao.tp = N;
             outputs got;
@@ -444,12 +444,14 @@ int main(int argc, char **argv)
     if (orthros_backend_cpu_create(&cpu)) return 1;
     test_group();
     test_set_arch();
-    /* 4 kv heads (world sizes 2 and 4, an MLP of 150 split 37/38/37/38) and 3 (world size 3), with hedgehog
-     * feature maps. */
-    char *kv4 = write_test_checkpoint(8, 4, 64, 150), *kv3 = write_test_checkpoint(6, 3, 48, 100);
+    /* 4 kv heads (world sizes 2 and 4, an MLP of 150 split 37/38/37/38), 3 (world size 3) and 8 (world sizes 2, 4
+     * and 8, as the 8B and 70B shapes shard on 8 GPUs; an MLP of 200 split in 25s), with hedgehog feature maps. */
+    char *kv4 = write_test_checkpoint(8, 4, 64, 150), *kv3 = write_test_checkpoint(6, 3, 48, 100),
+         *kv8 = write_test_checkpoint(16, 8, 64, 200);
     test_model("preset:tiny", 1);
     test_model(kv4, 1);
     test_model(kv3, 1);
+    test_model(kv8, 1);
     for (int i = 2; i < argc; i++) {
         test_model(argv[i], 0);
         test_generate(argv[i]);
@@ -458,6 +460,7 @@ int main(int argc, char **argv)
     test_errors(kv4);
     remove_dir(kv4);
     remove_dir(kv3);
+    remove_dir(kv8);
     orthros_backend_free(cpu);
     return tu_finish();
 }
