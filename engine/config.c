@@ -226,8 +226,8 @@ int orthros_preset_config(orthros_model_config *cfg, const char *name)
 {
     /* NAME-LN: the first N layers of NAME's shape (the 70B shape on fewer GPUs than its 80 layers need). */
     const char *dash = strrchr(name, '-');
-    size_t nd = dash ? strspn(dash + 2, "0123456789") : 0;
-    if (!dash || dash[1] != 'L' || !nd || dash[2 + nd] != '\0') return preset_shape(cfg, name);
+    size_t nd = dash && dash[1] == 'L' ? strspn(dash + 2, "0123456789") : 0;
+    if (!nd || dash[2 + nd] != '\0') return preset_shape(cfg, name);
     char base[64];
     if ((size_t)(dash - name) >= sizeof base) return orthros_error(ORTHROS_EINVAL, "unknown preset \"%.80s\"", name);
     memcpy(base, name, (size_t)(dash - name));
