@@ -18,7 +18,7 @@
 #   ORTHROS_GPU_TESTS=REGEX   run only the gpu tests whose names match (e.g. tensor_parallel)
 #   --steps LIST  comma-separated steps from the list above (default: all)
 #   --tp N        the tensor-parallel size to compare with TP=1 (default 2)
-# Every bench step resumes its result file, so a step cut short by a 10-minute device call continues where it
+# Every bench step resumes its result file, so a step cut short by a 10-minute job continues where it
 # stopped when called again with the same OUTDIR. A plan for 10-minute calls:
 #   ci/gpu-tp.sh OUT --steps tests,logits,allreduce;  ci/gpu-tp.sh OUT --steps bench1b;
 #   ci/gpu-tp.sh OUT --steps bench8b (twice if cut short);  ci/gpu-tp.sh OUT --steps 1m;  ci/gpu-tp.sh OUT --steps 70b

@@ -3,7 +3,7 @@
 # gpu-labelled tests, run compute-sanitizer memcheck over the GPU test program, run the kernel benchmarks,
 # and leave every log in OUTDIR (file names of letters, digits and ._- only, at most two folders deep).
 # Without --quick it also runs the PyTorch SDPA anchors (kernels/bench/anchors.py) and the end-to-end bench of
-# the Llama-3.2-1B and Llama-3.1-8B shapes (transformer against orthros), all in the same device run.
+# the Llama-3.2-1B and Llama-3.1-8B shapes (transformer against orthros), all in the same GPU run.
 # The summary printed last: each step's status, the test and memcheck counts, the kernel table of
 # kernels/bench/summary.py (every kernel version against SDPA flash and cuDNN of the same run, as ratios, the
 # copy / read / GEMM ceilings and the default kernel versions; also in OUTDIR/summary.txt), the end-to-end lines.
@@ -57,7 +57,7 @@ if [ $TESTS = 0 ]; then
     status[memcheck]="skipped (--no-tests)"
 else
 # timeout signals the whole process group, so a kernel that hangs (a deadlocked barrier in an untested
-# kernel) costs minutes, not the whole 10-minute device call, and the steps after it still run.
+# kernel) costs minutes, not the whole of a 10-minute job, and the steps after it still run.
 if skipped tests; then
     status[ctest_gpu]="skipped (--skip)"
 else

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Anchor figures measured in the same device run as our kernels: PyTorch SDPA with its flash and cuDNN backends
+"""Anchor figures measured in the same GPU run as our kernels: PyTorch SDPA with its flash and cuDNN backends
 on the shapes of the issue (batch 1, 32 query / 8 kv heads, head dims 64 and 128, causal prefill 4K to 128K;
 decode of one query token over a 32K / 64K / 128K cache, batch 1, 8 and 16: the shapes bench_kernels times every
 kernel version on), plus a cuBLAS bf16 GEMM, a device copy and a read-only pass (a sum) as ceilings.
