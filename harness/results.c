@@ -54,8 +54,12 @@ static void add_loadavg(cJSON *env, const char *key)
 
 /* environment.world_size and environment.ranks: one object per rank of the run, the host and the device it ran
  * on (the ranks as processes sent theirs to rank 0 when the world started). */
+/* environment.ranks; a cuda rank on this host also gets its GPU's state_start (NVML reads any GPU of the host by
+ * its PCI bus id, so rank 0 reads the others' too; ranks on other hosts get none). */
 static int add_ranks(cJSON *env, const orthros_backend *be, int tp)
 {
+    char here[256] = "";
+    gethostname(here, sizeof here - 1);
     int n = orthros_tp_devices(be, tp, NULL, 0);
     orthros_device_info *d = calloc((size_t)n, sizeof *d);
     if (!d) return ORTHROS_ENOMEM;
@@ -68,13 +72,16 @@ static int add_ranks(cJSON *env, const orthros_backend *be, int tp)
             cJSON_Delete(o);
             break;
         }
+        const char *host = d[r].host[0] ? d[r].host : "unknown", *kind = d[r].kind[0] ? d[r].kind : orthros_backend_name(be);
         cJSON_AddNumberToObject(o, "rank", r);
-        cJSON_AddStringToObject(o, "host", d[r].host[0] ? d[r].host : "unknown");
-        cJSON_AddStringToObject(o, "backend", d[r].kind[0] ? d[r].kind : orthros_backend_name(be));
+        cJSON_AddStringToObject(o, "host", host);
+        cJSON_AddStringToObject(o, "backend", kind);
         cJSON_AddStringToObject(o, "name", d[r].name);
         cJSON_AddNumberToObject(o, "memory_bytes", (double)d[r].mem_total);
         cJSON_AddStringToObject(o, "pci_bus_id", d[r].pci_bus_id);
         cJSON_AddStringToObject(o, "uuid", d[r].uuid);
+        cJSON *gs = !strcmp(kind, "cuda") && !strcmp(host, here) ? orthros_gpu_state_json(d[r].pci_bus_id) : NULL;
+        if (gs) cJSON_AddItemToObject(o, "state_start", gs);
     }
     free(d);
     return ranks && cJSON_GetArraySize(ranks) == n ? 0 : ORTHROS_ENOMEM;
@@ -144,6 +151,16 @@ cJSON *orthros_result_new(const char *kind, int argc, char **argv, uint64_t seed
     return root;
 }
 
+/* o.state_end: the state of the GPU at PCI address bus now, where NVML reads it. */
+static void set_state_end(cJSON *o, const cJSON *bus)
+{
+    cJSON *gs = cJSON_IsString(bus) ? orthros_gpu_state_json(bus->valuestring) : NULL;
+    if (gs) {
+        cJSON_DeleteItemFromObject(o, "state_end");
+        cJSON_AddItemToObject(o, "state_end", gs);
+    }
+}
+
 void orthros_result_finish(cJSON *root)
 {
     char now[64];
@@ -158,11 +175,10 @@ void orthros_result_finish(cJSON *root)
         add_loadavg(env, "loadavg_end");
         cJSON *dev = cJSON_GetObjectItem(env, "device");
         const cJSON *bus = cJSON_GetObjectItem(dev, "pci_bus_id");
-        cJSON *gs = cJSON_IsString(bus) ? orthros_gpu_state_json(bus->valuestring) : NULL;
-        if (gs) {
-            cJSON_DeleteItemFromObject(dev, "state_end");
-            cJSON_AddItemToObject(dev, "state_end", gs);
-        }
+        set_state_end(dev, bus);
+        cJSON *o;
+        cJSON_ArrayForEach(o, cJSON_GetObjectItem(env, "ranks"))
+            if (cJSON_GetObjectItem(o, "state_start")) set_state_end(o, cJSON_GetObjectItem(o, "pci_bus_id"));
     }
 }
 

@@ -276,6 +276,19 @@ static void round_trip(const char *src)
     snprintf(schema_path, sizeof schema_path, "%s/bench/result.schema.json", src);
     cJSON *schema = tu_load_json(schema_path);
     CHECK(schema && orthros_schema_validate(schema, a, err, sizeof err) == 0, "the writer's output breaks the schema: %s", err);
+    /* A rank's own GPU state (written for the cuda ranks on rank 0's host) is in the schema, as an object. */
+    cJSON *rank1 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "environment"), "ranks"), 1);
+    CHECK(rank1 != NULL, "the written file has no ranks[1]");
+    if (rank1 && schema) {
+        cJSON *st = cJSON_AddObjectToObject(rank1, "state_start");
+        cJSON_AddNumberToObject(st, "sm_clock_mhz", 1980);
+        cJSON_AddNumberToObject(st, "power_w", 128.5);
+        CHECK(orthros_schema_validate(schema, a, err, sizeof err) == 0, "a rank's state_start breaks the schema: %s", err);
+        cJSON_AddNumberToObject(rank1, "state_end", 5);
+        CHECK(orthros_schema_validate(schema, a, err, sizeof err) != 0, "a rank's state_end of 5 fits the schema");
+        cJSON_DeleteItemFromObject(rank1, "state_end");
+        cJSON_DeleteItemFromObject(rank1, "state_start");
+    }
     cJSON_Delete(schema);
     cJSON_Delete(a);
     cJSON_Delete(b);
