@@ -430,9 +430,8 @@ static int config_of(orthros_bench_config *c, const bench_opts *o, const orthros
     snprintf(c->source, sizeof c->source, "orthros bench");
     c->decode_tokens = o->decode_tokens, c->warmup = o->warmup, c->reps = o->reps, c->max_reps = o->max_reps;
     c->max_noise_pct = o->max_noise, c->timeout_s = o->timeout, c->cell_budget_s = o->cell_budget;
-    c->chunk = o->mo.chunk, c->tail = o->mo.tail, c->window = o->mo.window, c->hybrid_every = o->mo.hybrid_every;
-    c->feature_dim = o->mo.feature_dim, c->eps = o->mo.eps, c->seed = o->mo.seed, c->tp = o->mo.tp;
-    snprintf(c->feature_map, sizeof c->feature_map, "%s", o->mo.feature_map ? o->mo.feature_map : "");
+    orthros_model_opts_sched(&c->sched, &o->mo);
+    c->seed = o->mo.seed, c->tp = o->mo.tp;
     snprintf(c->timer, sizeof c->timer, "%s",
              orthros_backend_caps(be) & ORTHROS_CAP_GPU ? "CUDA events on the backend's stream"
                                                         : "monotonic clock (work is done when each call returns)");

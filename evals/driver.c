@@ -85,9 +85,7 @@ int eval_config_common(orthros_eval_config *c, const eval_common *o, const char 
     }
     c->samples = o->samples, c->seed = o->mo.seed;
     snprintf(c->device, sizeof c->device, "%s", device);
-    c->chunk = o->mo.chunk, c->tail = o->mo.tail, c->window = o->mo.window, c->hybrid_every = o->mo.hybrid_every;
-    c->feature_dim = o->mo.feature_dim, c->eps = o->mo.eps;
-    snprintf(c->feature_map, sizeof c->feature_map, "%s", o->mo.feature_map ? o->mo.feature_map : "");
+    orthros_model_opts_sched(&c->sched, &o->mo);
     return 0;
 }
 

@@ -173,6 +173,13 @@ void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o)
                         "tensor-parallel ranks: threads on cpu, one process per GPU on cuda (default 1)");
 }
 
+void orthros_model_opts_sched(orthros_sched_config *s, const orthros_model_opts *o)
+{
+    s->chunk = o->chunk, s->tail = o->tail, s->window = o->window, s->hybrid_every = o->hybrid_every;
+    s->feature_dim = o->feature_dim, s->eps = o->eps;
+    snprintf(s->feature_map, sizeof s->feature_map, "%s", o->feature_map ? o->feature_map : "");
+}
+
 int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts *o)
 {
     orthros_arch_opts_default(out);

@@ -5,6 +5,7 @@
 #define ORTHROS_OPTIONS_H
 
 #include "orthros.h"
+#include "results.h"
 
 #include <stdint.h>
 
@@ -69,6 +70,8 @@ void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o);
 /* Resolves them to engine options: options not given keep the checkpoint's value or the default. An unknown
  * feature map is an error. */
 int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts *o);
+/* The schedule options as a result file records them (-1 / "" where not given). */
+void orthros_model_opts_sched(orthros_sched_config *s, const orthros_model_opts *o);
 
 /* "1,2,3" -> tokens (malloc'd). An empty list is an error. */
 int orthros_opt_parse_tokens(int32_t **out, int *n, const char *text);

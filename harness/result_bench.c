@@ -57,8 +57,7 @@ void orthros_bench_file_init(orthros_bench_file *f)
 {
     memset(f, 0, sizeof *f);
     f->ceilings = (orthros_ceilings){NAN, 0, NAN, NAN, NAN, NAN};
-    f->cfg.chunk = f->cfg.tail = f->cfg.window = f->cfg.hybrid_every = f->cfg.feature_dim = -1;
-    f->cfg.eps = -1;
+    orthros_sched_config_init(&f->cfg.sched);
     f->cfg.tp = 1;
 }
 
@@ -131,16 +130,10 @@ int orthros_bench_config_check_same(const orthros_bench_config *a, const char *a
     int rc;
     if ((rc = orthros_result_same_str(a_name, b_name, "the model", a->model, b->model)) ||
         (rc = orthros_result_same_str(a_name, b_name, "the device", a->device, b->device)) ||
-        (rc = orthros_result_same_str(a_name, b_name, "--feature-map", a->feature_map, b->feature_map)) ||
+        (rc = orthros_sched_config_same(&a->sched, a_name, &b->sched, b_name)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--seed", a->seed, b->seed)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--decode-tokens", a->decode_tokens, b->decode_tokens)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--tp", a->tp, b->tp)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--chunk", a->chunk, b->chunk)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--tail", a->tail, b->tail)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--window", a->window, b->window)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--hybrid-every", a->hybrid_every, b->hybrid_every)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--feature-dim", a->feature_dim, b->feature_dim)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--max-noise", a->max_noise_pct, b->max_noise_pct)))
         return rc;
     return 0;
@@ -333,20 +326,17 @@ static int read_config(orthros_bench_config *c, orthros_jr *j, const cJSON *o)
         int64_t lo;
     } ints[] = {{"decode_tokens", &c->decode_tokens, 0}, {"warmup", &c->warmup, 0},
                 {"reps", &c->reps, 0},                   {"max_reps", &c->max_reps, 0},
-                {"chunk", &c->chunk, -1},                {"tail", &c->tail, -1},
-                {"window", &c->window, -1},              {"hybrid_every", &c->hybrid_every, -1},
-                {"feature_dim", &c->feature_dim, -1},    {"tp", &c->tp, 1}};
+                {"tp", &c->tp, 1}};
     if ((rc = orthros_jr_strdup(&c->model, j, o, "model", ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_strdup(&c->archs, j, o, "arch", 0)) || (rc = orthros_jr_strdup(&c->ctxs, j, o, "ctx", 0)) ||
         (rc = orthros_jr_strdup(&c->phases, j, o, "phase", 0)) || (rc = orthros_jr_strdup(&c->batches, j, o, "batch", 0)) ||
         (rc = orthros_jr_string(c->device, sizeof c->device, j, o, "device", 0)) ||
-        (rc = orthros_jr_string(c->feature_map, sizeof c->feature_map, j, o, "feature_map", 0)) ||
+        (rc = orthros_sched_config_read(&c->sched, j, o)) ||
         (rc = orthros_jr_string(c->timer, sizeof c->timer, j, o, "timer", 0)) ||
         (rc = orthros_jr_string(c->source, sizeof c->source, j, o, "source", 0)) ||
         (rc = orthros_jr_num(&c->max_noise_pct, j, o, "max_noise_pct", 0, BIG, 0)) ||
         (rc = orthros_jr_num(&c->timeout_s, j, o, "timeout_s", 0, BIG, 0)) ||
-        (rc = orthros_jr_num(&c->cell_budget_s, j, o, "cell_budget_s", 0, BIG, 0)) ||
-        (rc = orthros_jr_num(&c->eps, j, o, "eps", -1, 1, 0)))
+        (rc = orthros_jr_num(&c->cell_budget_s, j, o, "cell_budget_s", 0, BIG, 0)))
         return rc;
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
         v = *ints[i].dst;
@@ -634,13 +624,7 @@ static cJSON *config_json(const orthros_bench_config *c)
     cJSON_AddNumberToObject(o, "max_noise_pct", c->max_noise_pct);
     cJSON_AddNumberToObject(o, "timeout_s", c->timeout_s);
     cJSON_AddNumberToObject(o, "cell_budget_s", c->cell_budget_s);
-    cJSON_AddNumberToObject(o, "chunk", c->chunk);
-    cJSON_AddNumberToObject(o, "tail", c->tail);
-    cJSON_AddNumberToObject(o, "window", c->window);
-    cJSON_AddNumberToObject(o, "hybrid_every", c->hybrid_every);
-    cJSON_AddNumberToObject(o, "feature_dim", c->feature_dim);
-    cJSON_AddNumberToObject(o, "eps", c->eps);
-    cJSON_AddStringToObject(o, "feature_map", c->feature_map);
+    orthros_sched_config_write(o, &c->sched);
     cJSON_AddNumberToObject(o, "tp", c->tp);
     cJSON_AddStringToObject(o, "timer", c->timer);
     return o;

@@ -75,10 +75,7 @@ typedef struct {
     char device[16];             /* cpu or cuda */
     int decode_tokens, warmup, reps, max_reps;
     double max_noise_pct, timeout_s, cell_budget_s;
-    /* The schedule options; -1 where not given (the checkpoint's or the default applies). */
-    int chunk, tail, window, hybrid_every, feature_dim;
-    double eps;
-    char feature_map[16];
+    orthros_sched_config sched;  /* the schedule options */
     int tp;                      /* tensor-parallel ranks (--tp; 1 when the file does not say) */
     int seed;
     char timer[96];

@@ -44,8 +44,7 @@ int orthros_eval_is_ruler(const char *task) { return !strncmp(task, "ruler_", 6)
 void orthros_eval_file_init(orthros_eval_file *f)
 {
     memset(f, 0, sizeof *f);
-    f->cfg.chunk = f->cfg.tail = f->cfg.window = f->cfg.hybrid_every = f->cfg.feature_dim = -1;
-    f->cfg.eps = -1;
+    orthros_sched_config_init(&f->cfg.sched);
     f->cfg.text_tokens = -1, f->cfg.stride = -1, f->cfg.max_new = -1;
 }
 
@@ -98,15 +97,9 @@ int orthros_eval_config_check_same(const orthros_eval_config *a, const char *a_n
         (rc = orthros_result_same_str(a_name, b_name, "the variant", a->variant, b->variant)) ||
         (rc = orthros_result_same_str(a_name, b_name, "the model", a->model, b->model)) ||
         (rc = orthros_result_same_str(a_name, b_name, "the device", a->device, b->device)) ||
-        (rc = orthros_result_same_str(a_name, b_name, "--feature-map", a->feature_map, b->feature_map)) ||
+        (rc = orthros_sched_config_same(&a->sched, a_name, &b->sched, b_name)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--samples", a->samples, b->samples)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--seed", a->seed, b->seed)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--chunk", a->chunk, b->chunk)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--tail", a->tail, b->tail)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--window", a->window, b->window)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--hybrid-every", a->hybrid_every, b->hybrid_every)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--feature-dim", a->feature_dim, b->feature_dim)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)) ||
         (rc = orthros_result_same_str(a_name, b_name, "the text", a->text ? a->text : "", b->text ? b->text : "")) ||
         (rc = orthros_result_same_num(a_name, b_name, "the text's tokens", (double)a->text_tokens, (double)b->text_tokens)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--stride", a->stride, b->stride)) ||
@@ -128,10 +121,7 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
         const char *key;
         int *dst;
         int64_t lo;
-    } ints[] = {{"samples", &c->samples, 1},  {"seed", &c->seed, 0},
-                {"chunk", &c->chunk, -1},     {"tail", &c->tail, -1},
-                {"window", &c->window, -1},   {"hybrid_every", &c->hybrid_every, -1},
-                {"feature_dim", &c->feature_dim, -1}, {"stride", &c->stride, -1},
+    } ints[] = {{"samples", &c->samples, 1}, {"seed", &c->seed, 0}, {"stride", &c->stride, -1},
                 {"max_new", &c->max_new, -1}};
     if ((rc = orthros_jr_string(c->task, sizeof c->task, j, o, "task", ORTHROS_JR_REQUIRED))) return rc;
     if (axis_of(c->task) < 0) return orthros_jr_fail(j, "task", "\"%s\" is not an eval task", c->task);
@@ -141,9 +131,8 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
         (rc = orthros_jr_strdup(&c->archs, j, o, "arch", 0)) || (rc = orthros_jr_strdup(&c->ctxs, j, o, "ctx", 0)) ||
         (xs && (rc = orthros_jr_strdup(&c->xs, j, o, xs, 0))) ||
         (rc = orthros_jr_string(c->device, sizeof c->device, j, o, "device", 0)) ||
-        (rc = orthros_jr_string(c->feature_map, sizeof c->feature_map, j, o, "feature_map", 0)) ||
+        (rc = orthros_sched_config_read(&c->sched, j, o)) ||
         (rc = orthros_jr_string(c->scoring, sizeof c->scoring, j, o, "scoring", 0)) ||
-        (rc = orthros_jr_num(&c->eps, j, o, "eps", -1, 1, 0)) ||
         (rc = orthros_jr_object(&ar, j, o, "analytic_recall", 0)) ||
         (rc = orthros_jr_strdup(&c->text, j, o, "text", orthros_eval_is_ppl(c->task) || !strcmp(c->task, "recall")
                                                             ? ORTHROS_JR_REQUIRED : 0)) ||
@@ -359,13 +348,7 @@ static cJSON *config_json(const orthros_eval_config *c)
     cJSON_AddNumberToObject(o, "samples", c->samples);
     cJSON_AddNumberToObject(o, "seed", c->seed);
     cJSON_AddStringToObject(o, "device", c->device);
-    cJSON_AddNumberToObject(o, "chunk", c->chunk);
-    cJSON_AddNumberToObject(o, "tail", c->tail);
-    cJSON_AddNumberToObject(o, "window", c->window);
-    cJSON_AddNumberToObject(o, "hybrid_every", c->hybrid_every);
-    cJSON_AddNumberToObject(o, "feature_dim", c->feature_dim);
-    cJSON_AddNumberToObject(o, "eps", c->eps);
-    cJSON_AddStringToObject(o, "feature_map", c->feature_map);
+    orthros_sched_config_write(o, &c->sched);
     cJSON_AddStringToObject(o, "scoring", c->scoring);
     if (c->analytic_recall) cJSON_AddItemToObject(o, "analytic_recall", cJSON_Duplicate(c->analytic_recall, 1));
     if (c->text) cJSON_AddStringToObject(o, "text", c->text);

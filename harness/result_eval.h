@@ -33,9 +33,8 @@ typedef struct {
     char task[16], variant[32];
     char *model, *archs, *ctxs, *xs; /* xs: the list of the second axis as given (orthros_eval_xs_key) */
     int samples, seed;
-    char device[16], feature_map[16];
-    int chunk, tail, window, hybrid_every, feature_dim;
-    double eps;
+    char device[16];
+    orthros_sched_config sched; /* the schedule options */
     char scoring[200];
     cJSON *analytic_recall;   /* niah, mqar: the model's token layout, as written */
     char *text;               /* ppl: the text (or token-id) file; recall: the tasks file; else NULL */

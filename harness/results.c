@@ -6,6 +6,7 @@
 #include "util.h"
 #include "version.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -297,6 +298,58 @@ int orthros_result_same_num(const char *a_name, const char *b_name, const char *
 {
     if (a == b) return 0;
     return orthros_error(ORTHROS_EINVAL, "%s and %s differ in %s: %g against %g", a_name, b_name, label, a, b);
+}
+
+void orthros_sched_config_init(orthros_sched_config *s)
+{
+    s->chunk = s->tail = s->window = s->hybrid_every = s->feature_dim = -1;
+    s->eps = -1;
+    s->feature_map[0] = '\0';
+}
+
+int orthros_sched_config_same(const orthros_sched_config *a, const char *a_name, const orthros_sched_config *b,
+                              const char *b_name)
+{
+    int rc;
+    if ((rc = orthros_result_same_str(a_name, b_name, "--feature-map", a->feature_map, b->feature_map)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--chunk", a->chunk, b->chunk)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--tail", a->tail, b->tail)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--window", a->window, b->window)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--hybrid-every", a->hybrid_every, b->hybrid_every)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--feature-dim", a->feature_dim, b->feature_dim)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)))
+        return rc;
+    return 0;
+}
+
+int orthros_sched_config_read(orthros_sched_config *s, const orthros_jr *j, const cJSON *o)
+{
+    struct {
+        const char *key;
+        int *dst;
+    } ints[] = {{"chunk", &s->chunk}, {"tail", &s->tail}, {"window", &s->window}, {"hybrid_every", &s->hybrid_every},
+                {"feature_dim", &s->feature_dim}};
+    int rc;
+    if ((rc = orthros_jr_string(s->feature_map, sizeof s->feature_map, j, o, "feature_map", 0)) ||
+        (rc = orthros_jr_num(&s->eps, j, o, "eps", -1, 1, 0)))
+        return rc;
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        int64_t v = *ints[i].dst;
+        if ((rc = orthros_jr_int(&v, j, o, ints[i].key, -1, INT_MAX, 0))) return rc;
+        *ints[i].dst = (int)v;
+    }
+    return 0;
+}
+
+void orthros_sched_config_write(cJSON *o, const orthros_sched_config *s)
+{
+    cJSON_AddNumberToObject(o, "chunk", s->chunk);
+    cJSON_AddNumberToObject(o, "tail", s->tail);
+    cJSON_AddNumberToObject(o, "window", s->window);
+    cJSON_AddNumberToObject(o, "hybrid_every", s->hybrid_every);
+    cJSON_AddNumberToObject(o, "feature_dim", s->feature_dim);
+    cJSON_AddNumberToObject(o, "eps", s->eps);
+    cJSON_AddStringToObject(o, "feature_map", s->feature_map);
 }
 
 /* environment.world_size and environment.ranks (j at environment): both or neither (files before them have

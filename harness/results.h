@@ -114,4 +114,22 @@ int orthros_jr_bool(int *dst, const orthros_jr *j, const cJSON *o, const char *k
 /* An array of finite numbers > 0 (timing samples); *x malloc'd. */
 int orthros_jr_positive_array(double **x, size_t *n, const orthros_jr *j, const cJSON *o, const char *key, int flags);
 
+/* The schedule options a run was given, as bench and eval files record them in run.config: -1 (eps -1, an empty
+ * feature map) where not given, so that the checkpoint's or the default applied. */
+typedef struct {
+    int chunk, tail, window, hybrid_every, feature_dim;
+    double eps;
+    char feature_map[16];
+} orthros_sched_config;
+
+/* All not given. */
+void orthros_sched_config_init(orthros_sched_config *s);
+/* 0 when a and b agree, else ORTHROS_EINVAL naming the first option that differs (orthros_result_same_*). */
+int orthros_sched_config_same(const orthros_sched_config *a, const char *a_name, const orthros_sched_config *b,
+                              const char *b_name);
+/* Reads the keys present in the config object o (j at o); absent ones stay as they are. */
+int orthros_sched_config_read(orthros_sched_config *s, const orthros_jr *j, const cJSON *o);
+/* Adds chunk, tail, window, hybrid_every, feature_dim, eps and feature_map to o. */
+void orthros_sched_config_write(cJSON *o, const orthros_sched_config *s);
+
 #endif

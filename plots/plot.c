@@ -953,9 +953,9 @@ static void eval_caption(char *out, size_t n, const plot_ctx *c, const char *tas
         add_item(models, sizeof models, slash && slash[1] ? slash + 1 : mdl);
         snprintf(v, sizeof v, "%d", in->eval.cfg.samples);
         if (!orthros_eval_is_ppl(task)) add_item(samples, sizeof samples, v);
-        snprintf(v, sizeof v, "%d", in->eval.cfg.window > 0 ? in->eval.cfg.window : 4096);
+        snprintf(v, sizeof v, "%d", in->eval.cfg.sched.window > 0 ? in->eval.cfg.sched.window : 4096);
         add_item(window, sizeof window, v);
-        snprintf(v, sizeof v, "%d", in->eval.cfg.hybrid_every > 0 ? in->eval.cfg.hybrid_every : 4);
+        snprintf(v, sizeof v, "%d", in->eval.cfg.sched.hybrid_every > 0 ? in->eval.cfg.sched.hybrid_every : 4);
         add_item(hybrid, sizeof hybrid, v);
     }
     provenance(prov, sizeof prov, c, ORTHROS_RESULT_EVAL);

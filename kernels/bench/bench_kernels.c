@@ -438,8 +438,7 @@ int main(int argc, char **argv)
     snprintf(out_file.cfg.device, sizeof out_file.cfg.device, "cuda");
     snprintf(out_file.cfg.timer, sizeof out_file.cfg.timer, "host clock around K launches after a sync, per sample");
     out_file.cfg.reps = out_file.cfg.max_reps = SAMPLES, out_file.cfg.warmup = WARMUP;
-    out_file.cfg.chunk = out_file.cfg.tail = out_file.cfg.window = out_file.cfg.hybrid_every = -1;
-    out_file.cfg.feature_dim = -1, out_file.cfg.eps = -1;
+    orthros_sched_config_init(&out_file.cfg.sched);
     out_path = json_path;
     printf("device: %s, %d SMs\n", be->info.name, be->info.sm_count);
     printf("%-22s %-40s %10s %10s %8s %8s %7s\n", "op", "shape", "ms", "floor_ms", "TFLOP/s", "TB/s", "floor%");
