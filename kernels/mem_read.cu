@@ -9,6 +9,7 @@
 #include "mem_read.h"
 
 #include "cuda_common.cuh"
+#include "tma.cuh"
 
 #define READ_THREADS 256
 #define READ_BLOCKS_PER_SM 8
@@ -23,29 +24,27 @@ static __device__ __forceinline__ uint4 ld_stream16(const uint4 *p)
     return v;
 }
 
+/* Variant 1: the same load without the L2 prefetch hint. */
+static __device__ __forceinline__ uint4 ld_stream16_nohint(const uint4 *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
 static __device__ __forceinline__ unsigned long long fold(uint4 v)
 {
     return ((unsigned long long)v.y << 32 | v.x) ^ ((unsigned long long)v.w << 32 | v.z);
 }
 
-static __global__ void __launch_bounds__(READ_THREADS) read_xor_kernel(orthros_read_params p)
+/* Adds the last 8-byte word past the 16-byte ones (block 0), XORs the block's threads and writes its partial. */
+static __device__ __forceinline__ void read_finish(const orthros_read_params &p, unsigned long long acc)
 {
     __shared__ unsigned long long red[READ_THREADS / 32];
-    const uint4 *src = (const uint4 *)p.src;
-    const size_t n16 = p.bytes / 16, stride = (size_t)gridDim.x * blockDim.x;
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned long long acc = 0;
-    for (; i + (READ_UNROLL - 1) * stride < n16; i += READ_UNROLL * stride) {
-        uint4 v[READ_UNROLL];
-#pragma unroll
-        for (int u = 0; u < READ_UNROLL; u++) v[u] = ld_stream16(src + i + u * stride);
-#pragma unroll
-        for (int u = 0; u < READ_UNROLL; u++) acc ^= fold(v[u]);
-    }
-    for (; i < n16; i += stride) acc ^= fold(ld_stream16(src + i));
-    // A last 8-byte word past the 16-byte ones.
     if (blockIdx.x == 0 && threadIdx.x == 0 && (p.bytes % 16) >= 8)
-        acc ^= ((const unsigned long long *)p.src)[2 * n16];
+        acc ^= ((const unsigned long long *)p.src)[2 * (p.bytes / 16)];
     for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
     if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = acc;
     __syncthreads();
@@ -53,6 +52,100 @@ static __global__ void __launch_bounds__(READ_THREADS) read_xor_kernel(orthros_r
         for (int w = 1; w < READ_THREADS / 32; w++) acc ^= red[w];
         p.partials[blockIdx.x] = acc;
     }
+}
+
+/* Variants 0 and 1: grid-stride. */
+template <bool HINT>
+static __global__ void __launch_bounds__(READ_THREADS) read_xor_kernel(orthros_read_params p)
+{
+    const uint4 *src = (const uint4 *)p.src;
+    const size_t n16 = p.bytes / 16, stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long acc = 0;
+    for (; i + (READ_UNROLL - 1) * stride < n16; i += READ_UNROLL * stride) {
+        uint4 v[READ_UNROLL];
+#pragma unroll
+        for (int u = 0; u < READ_UNROLL; u++) v[u] = HINT ? ld_stream16(src + i + u * stride) : ld_stream16_nohint(src + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < READ_UNROLL; u++) acc ^= fold(v[u]);
+    }
+    for (; i < n16; i += stride) acc ^= fold(HINT ? ld_stream16(src + i) : ld_stream16_nohint(src + i));
+    read_finish(p, acc);
+}
+
+/* Variant 2: block b reads the 16-byte words [b span16, (b + 1) span16), 8 loads in flight per thread. */
+#define SPAN_UNROLL 8
+static __global__ void __launch_bounds__(READ_THREADS) read_span_kernel(orthros_read_params p, size_t span16)
+{
+    const uint4 *src = (const uint4 *)p.src;
+    const size_t n16 = p.bytes / 16, b0 = (size_t)blockIdx.x * span16;
+    const size_t b1 = b0 + span16 < n16 ? b0 + span16 : n16;
+    unsigned long long acc = 0;
+    size_t i = b0 + threadIdx.x;
+    for (; b1 > (SPAN_UNROLL - 1) * READ_THREADS && i < b1 - (SPAN_UNROLL - 1) * READ_THREADS; i += SPAN_UNROLL * READ_THREADS) {
+        uint4 v[SPAN_UNROLL];
+#pragma unroll
+        for (int u = 0; u < SPAN_UNROLL; u++) v[u] = ld_stream16(src + i + u * READ_THREADS);
+#pragma unroll
+        for (int u = 0; u < SPAN_UNROLL; u++) acc ^= fold(v[u]);
+    }
+    for (; i < b1; i += READ_THREADS) acc ^= fold(ld_stream16(src + i));
+    read_finish(p, acc);
+}
+
+/* Variant 3: block b's span streamed through BULK_STAGES shared-memory stages of BULK_CHUNK bytes, each filled
+ * by one bulk copy (cp.async.bulk, completing on the stage's mbarrier) and XORed by every thread; a stage is
+ * refilled after a barrier, by thread 0, BULK_STAGES chunks ahead. */
+#define BULK_CHUNK (32 * 1024)
+#define BULK_STAGES 3
+#define BULK_BLOCKS_PER_SM 2
+static __global__ void __launch_bounds__(READ_THREADS) read_bulk_kernel(orthros_read_params p, size_t span16)
+{
+    unsigned long long acc = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ __align__(8) unsigned long long full[BULK_STAGES];
+    const size_t n16 = p.bytes / 16, b0 = (size_t)blockIdx.x * span16;
+    const size_t nbytes = b0 < n16 ? ((b0 + span16 < n16 ? b0 + span16 : n16) - b0) * 16 : 0;
+    const int nchunks = (int)((nbytes + BULK_CHUNK - 1) / BULK_CHUNK);
+    const unsigned char *src = (const unsigned char *)p.src + b0 * 16;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < BULK_STAGES; s++) mbar_init(smem_addr(&full[s]), 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    auto issue = [&](int c) {
+        const size_t off = (size_t)c * BULK_CHUNK;
+        const uint32_t len = (uint32_t)(nbytes - off < BULK_CHUNK ? nbytes - off : BULK_CHUNK);
+        const int s = c % BULK_STAGES;
+        mbar_expect_tx(smem_addr(&full[s]), len);
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                         smem_addr(ring + (size_t)s * BULK_CHUNK)),
+                     "l"(src + off), "r"(len), "r"(smem_addr(&full[s]))
+                     : "memory");
+    };
+    if (threadIdx.x == 0)
+        for (int c = 0; c < nchunks && c < BULK_STAGES; c++) issue(c);
+    for (int c = 0; c < nchunks; c++) {
+        const int s = c % BULK_STAGES;
+        mbar_wait(smem_addr(&full[s]), (uint32_t)(c / BULK_STAGES) & 1u);
+        const size_t off = (size_t)c * BULK_CHUNK;
+        const int n = (int)((nbytes - off < BULK_CHUNK ? nbytes - off : BULK_CHUNK) / 16);
+        const uint4 *q = (const uint4 *)(ring + (size_t)s * BULK_CHUNK);
+        for (int i = threadIdx.x; i < n; i += READ_THREADS) acc ^= fold(q[i]);
+        __syncthreads();  // every thread is done with stage s
+        if (threadIdx.x == 0 && c + BULK_STAGES < nchunks) issue(c + BULK_STAGES);
+    }
+#endif
+    read_finish(p, acc);
+}
+
+const char *orthros_read_variant_name(int variant)
+{
+    static const char *const names[ORTHROS_READ_VARIANTS] = {
+        "grid-stride, 4 x 16 B in flight, L2 256 B hint", "grid-stride, 4 x 16 B in flight, no hint",
+        "span per block, 8 x 16 B in flight, L2 256 B hint", "span per block, 3 x 32 KB bulk copies in flight"};
+    return variant >= 0 && variant < ORTHROS_READ_VARIANTS ? names[variant] : "unknown";
 }
 
 int orthros_read_blocks(int num_sms) { return (num_sms > 0 ? num_sms : 132) * READ_BLOCKS_PER_SM; }
@@ -63,7 +156,39 @@ int orthros_read_xor_u64(const orthros_read_params *p, cudaStream_t stream)
         return orthros_error(ORTHROS_EINVAL, "read: %d blocks, partials %p", p->blocks, (void *)p->partials);
     if ((uintptr_t)p->src % 16)
         return orthros_error(ORTHROS_EINVAL, "read: source %p is not 16-byte aligned", p->src);
-    read_xor_kernel<<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p);
-    ORTHROS_CUDA_LAUNCH_CHECK("read_xor_kernel");
-    return 0;
+    const size_t n16 = p->bytes / 16;
+    switch (p->variant) {
+    case 0:
+    case 1:
+        if (p->variant) read_xor_kernel<false><<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p);
+        else read_xor_kernel<true><<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p);
+        ORTHROS_CUDA_LAUNCH_CHECK("read_xor_kernel");
+        return 0;
+    case 2:
+        read_span_kernel<<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p, (n16 + p->blocks - 1) / p->blocks);
+        ORTHROS_CUDA_LAUNCH_CHECK("read_span_kernel");
+        return 0;
+    case 3: {
+        int dev = 0, cc = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+            cudaGetLastError();
+            return orthros_error(ORTHROS_EDEVICE, "read: cannot query the device");
+        }
+        if (cc < 9) return orthros_error(ORTHROS_EUNSUPPORTED, "read variant 3 (bulk copies) needs sm_90 or later");
+        /* Fewer, longer spans (two blocks per SM); the other partials are zero. */
+        const int blocks = p->blocks / (READ_BLOCKS_PER_SM / BULK_BLOCKS_PER_SM) > 0 ? p->blocks / (READ_BLOCKS_PER_SM / BULK_BLOCKS_PER_SM) : 1;
+        const size_t smem = (size_t)BULK_STAGES * BULK_CHUNK;
+        static int smem_set = 0; /* (per process: one device) */
+        if (!smem_set) {
+            ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            smem_set = 1;
+        }
+        ORTHROS_CUDA_CHECK(cudaMemsetAsync(p->partials, 0, (size_t)p->blocks * sizeof *p->partials, stream));
+        read_bulk_kernel<<<(unsigned)blocks, READ_THREADS, smem, stream>>>(*p, (n16 + blocks - 1) / blocks);
+        ORTHROS_CUDA_LAUNCH_CHECK("read_bulk_kernel");
+        return 0;
+    }
+    default:
+        return orthros_error(ORTHROS_EINVAL, "read: no variant %d (0 .. %d)", p->variant, ORTHROS_READ_VARIANTS - 1);
+    }
 }

@@ -22,6 +22,7 @@
 #include "attn_full_prefill.h"
 #include "attn_linear_prefill.h"
 #include "backend.h"
+#include "mem_read.h"
 #include "result_bench.h"
 #include "stats.h"
 
@@ -177,6 +178,49 @@ static int run_read(void *p)
 {
     ceil_ctx *c = p;
     return be->read(be, c->a, c->bytes);
+}
+
+/* A read pattern of mem_read.cu launched directly (the default stream), synchronised after every pass so that
+ * time_op's clock covers it (~5 us of a ~1 ms pass). */
+typedef struct {
+    orthros_read_params p;
+} probe_ctx;
+
+static int run_read_variant(void *ctx)
+{
+    probe_ctx *c = ctx;
+    int rc = orthros_read_xor_u64(&c->p, 0);
+    if (!rc && cudaDeviceSynchronize() != cudaSuccess) rc = orthros_error(ORTHROS_EDEVICE, "read variant %d failed", c->p.variant);
+    return rc;
+}
+
+/* Every read pattern of mem_read.cu over the same 4 GiB as the read ceiling: which one reaches the HBM's rate
+ * (the probes behind the decode kernels' read pattern; variant 0 is the ceiling's own, the control). */
+static void read_probes(void)
+{
+    if (!want("read_probe") || !(be->caps & ORTHROS_CAP_GPU)) return;
+    double samples[SAMPLES];
+    const size_t bytes = (size_t)4 << 30;
+    probe_ctx c = {{0}};
+    void *src = dalloc(bytes);
+    must(be->fill_random(be, src, bytes / 2, 4, 1.0f), "fill");
+    c.p.blocks = orthros_read_blocks(be->info.sm_count);
+    c.p.partials = dalloc((size_t)c.p.blocks * sizeof(unsigned long long));
+    c.p.src = src, c.p.bytes = bytes;
+    for (int v = 0; v < ORTHROS_READ_VARIANTS; v++) {
+        c.p.variant = v;
+        int rc = run_read_variant(&c);
+        char shape[160];
+        snprintf(shape, sizeof shape, "4 GiB read-only, variant %d: %s", v, orthros_read_variant_name(v));
+        if (rc) {
+            printf("read_probe %s: not run: %s\n", shape, orthros_last_error());
+            continue;
+        }
+        double t = time_op(run_read_variant, &c, samples);
+        record_case("read_probe", shape, NULL, 1, 0, (double)bytes, t, samples);
+    }
+    be->free(be, c.p.partials);
+    be->free(be, src);
 }
 
 static int run_gemm(void *p)
@@ -498,6 +542,9 @@ int main(int argc, char **argv)
             bench_linear(di ? 128 : 64, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, v);
             if (!quick) bench_linear(di ? 128 : 64, 1, 16384, ORTHROS_FMAP_ELU1, 0, v);
         }
+
+    /* The read patterns of mem_read.cu (probes, not yet run on a GPU when written): last. */
+    read_probes();
 
     orthros_result_finish(out_file.header);
     if (save_json()) return 1;

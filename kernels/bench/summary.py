@@ -140,6 +140,15 @@ def main():
         print()
         for r in others:
             print(f"{r['op']:22s} {r['shape']:52s} {r['median_ms']:9.3f} ms  {100 * (r.get('fraction_of_floor') or 0):5.1f}% of floor")
+
+    # The read patterns of mem_read.cu (the ceiling reads with variant 0): which reaches the HBM's rate.
+    probes = [r for r in results if r["op"] == "read_probe"]
+    if probes:
+        print()
+        print("read patterns over 4 GiB (the read ceiling uses variant 0):")
+        for r in probes:
+            tb = r.get("tbps")
+            print(f"  {r['shape']:72s} {r['median_ms']:8.3f} ms  {'-' if tb is None else f'{tb:.2f}'} TB/s")
     return 0
 
 

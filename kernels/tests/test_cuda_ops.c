@@ -10,8 +10,8 @@
  * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
- * prefill5, read, prefill6, decode6, linear5). Kernel versions not yet run on a GPU when written come last. Exit 77
- * without a GPU. */
+ * prefill5, read, prefill6, decode6, linear5, readprobe). Kernel versions not yet run on a GPU when written come
+ * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -686,9 +686,10 @@ static void decode_v6(void)
     if (orthros_attn_full_decode_set_version(0)) die("decode version");
 }
 
-/* The read ceiling's kernel against the host XOR of the same 64-bit words: sizes with a trailing 8-byte word
- * and a few stray bytes (not read), smaller than one block's pass, and several passes of the whole grid. */
-static void test_read(void)
+/* The read ceiling's kernel, variants first .. last, against the host XOR of the same 64-bit words: sizes with a trailing
+ * 8-byte word and a few stray bytes (not read), smaller than one block's pass, and several passes of the whole
+ * grid (and of a bulk-copy block's 32 KB chunks). */
+static void test_read(int first, int last)
 {
     size_t sizes[4] = {24, 1003, ((size_t)16 << 20) + 8 + 3, ((size_t)64 << 20) + 16};
     int blocks = orthros_read_blocks(gpu->info.sm_count);
@@ -705,17 +706,21 @@ static void test_read(void)
                    ((uint64_t)(orthros_uniform(seed_base + 91, 2 * i + 1) * 16777216.0f) << 8) ^ i;
             if (i < words) want ^= h[i];
         }
-        orthros_read_params p = {partials, d, bytes, blocks};
         if (cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) die("read upload");
-        int rc = orthros_read_xor_u64(&p, 0);
-        unsigned long long got = 0;
-        if (!rc && cudaMemcpy(hp, partials, (size_t)blocks * sizeof *hp, cudaMemcpyDeviceToHost) == cudaSuccess)
-            for (int i = 0; i < blocks; i++) got ^= hp[i];
-        char name[128];
-        snprintf(name, sizeof name, "read (XOR of 64-bit words) bytes=%zu (exact)", bytes);
-        float fw = (float)(want == got), one = 1.0f;
-        if (rc) op_rc(rc, name);
-        else report(name, &one, &fw, 1, 0);
+        for (int v = first; v <= last; v++) {
+            orthros_read_params p = {partials, d, bytes, blocks, v};
+            if (cudaMemset(partials, 0xA5, (size_t)blocks * sizeof *partials) != cudaSuccess) die("read memset");
+            int rc = orthros_read_xor_u64(&p, 0);
+            unsigned long long got = 0;
+            if (!rc && cudaMemcpy(hp, partials, (size_t)blocks * sizeof *hp, cudaMemcpyDeviceToHost) == cudaSuccess)
+                for (int i = 0; i < blocks; i++) got ^= hp[i];
+            char name[200];
+            snprintf(name, sizeof name, "read variant %d (%s) bytes=%zu (exact)", v, orthros_read_variant_name(v), bytes);
+            float fw = (float)(want == got), one = 1.0f;
+            if (rc == ORTHROS_EUNSUPPORTED) printf("SKIP %s: %s\n", name, orthros_last_error());
+            else if (rc) op_rc(rc, name);
+            else report(name, &one, &fw, 1, 0);
+        }
         cudaFree(d);
         free(h);
     }
@@ -723,8 +728,8 @@ static void test_read(void)
     free(hp);
 }
 
-/* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5 (to
- * rerun the last ones alone when an earlier one hangs). */
+/* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
+ * readprobe (to rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -775,10 +780,12 @@ int main(void)
     /* The wgmma versions (sm_90a builds): v5, run on the H200 and the default there, then the versions not yet
      * run on a GPU when written, last, so that a hang or fault in one of them leaves every other result printed. */
     if (section("prefill5")) prefill_versions(5, 5);
-    if (section("read")) test_read();
+    if (section("read")) test_read(0, 0);
     if (section("prefill6")) prefill_versions(6, 6);
     if (section("decode6")) decode_v6();
     if (section("linear5")) linear_suite(5, 6);
+    /* The read patterns beside the ceiling's (probes, not yet run on a GPU when written: last). */
+    if (section("readprobe")) test_read(1, ORTHROS_READ_VARIANTS - 1);
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);
