@@ -207,6 +207,7 @@ static void read_probes(void)
     c.p.blocks = orthros_read_blocks(be->info.sm_count);
     c.p.partials = dalloc((size_t)c.p.blocks * sizeof(unsigned long long));
     c.p.src = src, c.p.bytes = bytes;
+    must(be->sync(be), "sync"); /* the fill, on the backend's stream, before the default stream reads */
     for (int v = 0; v < ORTHROS_READ_VARIANTS; v++) {
         c.p.variant = v;
         int rc = run_read_variant(&c);
