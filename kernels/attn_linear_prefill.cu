@@ -276,8 +276,8 @@ static __device__ __forceinline__ void lin_den_inverse_x8(float &iA, float &iB, 
         const float z[8] = {z0.x, z0.y, z0.z, z0.w, z1.x, z1.y, z1.z, z1.w};
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            denA += __uint_as_float(wa[i] << 16) * z[2 * i] + __uint_as_float(wa[i] & 0xffff0000u) * z[2 * i + 1];
-            denB += __uint_as_float(wb[i] << 16) * z[2 * i] + __uint_as_float(wb[i] & 0xffff0000u) * z[2 * i + 1];
+            denA += bf16x2_lo(wa[i]) * z[2 * i] + bf16x2_hi(wa[i]) * z[2 * i + 1];
+            denB += bf16x2_lo(wb[i]) * z[2 * i] + bf16x2_hi(wb[i]) * z[2 * i + 1];
         }
     }
     lin_den_finish(iA, iB, denA, denB, eps);

@@ -42,6 +42,9 @@ static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&v);
 }
+/* The low and the high bf16 of such a register as fp32 (exact: a shift or a mask, no conversion instruction). */
+static __device__ __forceinline__ float bf16x2_lo(uint32_t w) { return __uint_as_float(w << 16); }
+static __device__ __forceinline__ float bf16x2_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
 static __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {

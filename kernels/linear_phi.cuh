@@ -42,8 +42,7 @@ static __device__ __forceinline__ void phi_tile_inplace_x8(bf16 *tile, int ld, i
         uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
         for (int i = 0; i < 4; i++)
-            w[i] = pack_bf16x2(phi_elementwise(__uint_as_float(w[i] << 16), fmap),
-                               phi_elementwise(__uint_as_float(w[i] & 0xffff0000u), fmap));
+            w[i] = pack_bf16x2(phi_elementwise(bf16x2_lo(w[i]), fmap), phi_elementwise(bf16x2_hi(w[i]), fmap));
         *x = make_uint4(w[0], w[1], w[2], w[3]);
     }
 }

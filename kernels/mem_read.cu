@@ -15,22 +15,18 @@
 #define READ_BLOCKS_PER_SM 8
 #define READ_UNROLL 4
 
-static __device__ __forceinline__ uint4 ld_stream16(const uint4 *p)
+/* A 16-byte load past L1; HINT asks L2 for the 256-byte sector group (variant 1 reads without it). */
+template <bool HINT = true> static __device__ __forceinline__ uint4 ld_stream16(const uint4 *p)
 {
     uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
-/* Variant 1: the same load without the L2 prefetch hint. */
-static __device__ __forceinline__ uint4 ld_stream16_nohint(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
+    if (HINT)
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    else
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
     return v;
 }
 
@@ -65,11 +61,11 @@ static __global__ void __launch_bounds__(READ_THREADS) read_xor_kernel(orthros_r
     for (; i + (READ_UNROLL - 1) * stride < n16; i += READ_UNROLL * stride) {
         uint4 v[READ_UNROLL];
 #pragma unroll
-        for (int u = 0; u < READ_UNROLL; u++) v[u] = HINT ? ld_stream16(src + i + u * stride) : ld_stream16_nohint(src + i + u * stride);
+        for (int u = 0; u < READ_UNROLL; u++) v[u] = ld_stream16<HINT>(src + i + u * stride);
 #pragma unroll
         for (int u = 0; u < READ_UNROLL; u++) acc ^= fold(v[u]);
     }
-    for (; i < n16; i += stride) acc ^= fold(HINT ? ld_stream16(src + i) : ld_stream16_nohint(src + i));
+    for (; i < n16; i += stride) acc ^= fold(ld_stream16<HINT>(src + i));
     read_finish(p, acc);
 }
 

@@ -29,8 +29,7 @@ static __global__ void swiglu_x8_kernel(orthros_swiglu_params p)
         uint32_t o[4];
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            const float g0 = __uint_as_float(gw[k] << 16), g1 = __uint_as_float(gw[k] & 0xffff0000u);
-            const float u0 = __uint_as_float(uw[k] << 16), u1 = __uint_as_float(uw[k] & 0xffff0000u);
+            const float g0 = bf16x2_lo(gw[k]), g1 = bf16x2_hi(gw[k]), u0 = bf16x2_lo(uw[k]), u1 = bf16x2_hi(uw[k]);
             o[k] = pack_bf16x2(g0 / (1.0f + __expf(-g0)) * u0, g1 / (1.0f + __expf(-g1)) * u1);
         }
         ((uint4 *)((bf16 *)p.out + i * (size_t)p.F))[v] = make_uint4(o[0], o[1], o[2], o[3]);
