@@ -54,13 +54,13 @@ static void add_loadavg(cJSON *env, const char *key)
 }
 
 /* environment.world_size and environment.ranks: one object per rank of the run, the host and the device it ran
- * on (the ranks as processes sent theirs to rank 0 when the world started). */
-/* environment.ranks; a cuda rank on this host also gets its GPU's state_start (NVML reads any GPU of the host by
- * its PCI bus id, so rank 0 reads the others' too; ranks on other hosts get none). */
+ * on (the ranks as processes sent theirs to rank 0 when the world started). A cuda rank on this process's host
+ * (the host of be's device, named as every rank names its own) also gets its GPU's state_start: NVML reads any
+ * GPU of the host by its PCI bus id, so rank 0 reads the others' too; ranks on other hosts get none. */
 static int add_ranks(cJSON *env, const orthros_backend *be, int tp)
 {
-    char here[256] = "";
-    gethostname(here, sizeof here - 1);
+    orthros_device_info here;
+    orthros_backend_device_info(be, &here);
     int n = orthros_tp_devices(be, tp, NULL, 0);
     orthros_device_info *d = calloc((size_t)n, sizeof *d);
     if (!d) return ORTHROS_ENOMEM;
@@ -81,7 +81,7 @@ static int add_ranks(cJSON *env, const orthros_backend *be, int tp)
         cJSON_AddNumberToObject(o, "memory_bytes", (double)d[r].mem_total);
         cJSON_AddStringToObject(o, "pci_bus_id", d[r].pci_bus_id);
         cJSON_AddStringToObject(o, "uuid", d[r].uuid);
-        cJSON *gs = !strcmp(kind, "cuda") && !strcmp(host, here) ? orthros_gpu_state_json(d[r].pci_bus_id) : NULL;
+        cJSON *gs = !strcmp(kind, "cuda") && !strcmp(host, here.host) ? orthros_gpu_state_json(d[r].pci_bus_id) : NULL;
         if (gs) cJSON_AddItemToObject(o, "state_start", gs);
     }
     free(d);
