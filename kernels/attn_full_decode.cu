@@ -59,10 +59,19 @@
  *   B 16 ~2.0 ms against cuDNN's 1.86-1.90 (0.95-1.0x), d 64 B 16 ~1.0 ms against flash's 1.02 (~1.0x); B 1
  *   128K: d 128 ~0.135 ms (cuDNN 0.157: 1.15x), d 64 ~0.075 ms. If it falls short at B 16 while B 1 does not,
  *   the next step is fewer, larger TMA boxes (a {64, Hkv, BN} box with a 5-d map, heads outermost in shared
- *   memory) and one block of two 96 KB rings per SM. */
+ *   memory) and one block of two 96 KB rings per SM.
+ *   Measured (2026-12-01, anchors in the same run): 128K B16 d 128 2.079 ms = 4.13 TB/s, 0.92x flash (1.903 ms,
+ *   4.51 TB/s) and 0.94x cuDNN; d 64 1.035 ms, 1.01-1.05x. Read probes of the same run (mem_read.cu): 16-byte
+ *   loads without the L2::256B hint read 4.40 TB/s, with it 4.19, and a span per block through bulk copies (v6's
+ *   way) 3.94; Nsight Compute on cuDNN's decode (d 128, B 16): an sm80 kernel, one 128-thread block per (b, kv
+ *   head) = 128 blocks, 86 KB of shared memory, no L2 hint, 4.56 TB/s, 95% of DRAM peak.
+ * v7 (opt-in; not yet run on a GPU when written): v6's blocks, stages and consumers, the ring filled by cp.async
+ *   of 16 bytes from all 8 warps (no producer warp, no L2 hint, no tensor maps), two stages ahead, one block
+ *   barrier per stage: the question is whether the TMA path itself is what holds v6 below the probes' 4.4 TB/s. */
 #include "attn_full_decode.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "cuda_common.cuh"
 #include "tma.cuh"
@@ -392,7 +401,9 @@ static __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr
 }
 #endif
 
-template <int D>
+/* v7 (CPA): the same blocks, stages and consumers, but no producer warp: the 8 warps fill the ring themselves
+ * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. */
+template <int D, bool CPA>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
@@ -426,7 +437,30 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     }
     __syncthreads();
 
-    if (warp == DEC6_WARPS) {
+    // v7: thread i copies the 16-byte column (head h0 + cp_h, chunk cp_c) of the stage's positions
+    // cp_p0 + u * cp_step, u = 0..7 (a stage is BN positions x HB * D / 8 chunks = 2048 chunks, 8 per thread).
+    const int lg_row = (__ffs(HB) - 1) + (D == 128 ? 4 : 3), row16 = 1 << lg_row;
+    const int cp_rem = threadIdx.x & (row16 - 1), cp_h = cp_rem / (D / 8), cp_c = cp_rem % (D / 8);
+    const int cp_p0 = threadIdx.x >> lg_row, cp_step = (DEC6_WARPS * 32) >> lg_row;
+    const uint32_t cp_dst = (uint32_t)((cp_h * NC + cp_c / 8) * BN * 128);
+    auto cp_stage = [&](int t) {
+        if (t < ntiles) {
+            const int s = t % NST, ts = k_lo + (t0 + t) * BN;
+#pragma unroll
+            for (int u = 0; u < STAGE / 16 / (DEC6_WARPS * 32); u++) {
+                const int r = cp_p0 + u * cp_step, key = ts + r;
+                const size_t off = (((size_t)b * p.cap + (key < 0 ? 0 : key)) * p.Hkv + h0 + cp_h) * D + cp_c * 8;
+                const uint32_t dst = (uint32_t)(s * STAGE) + cp_dst + swz128(r, cp_c % 8);
+                cp_async16_s(sK + dst, (const bf16 *)p.k_cache + off, key < 0 ? 0 : 16);
+                cp_async16_s(sV + dst, (const bf16 *)p.v_cache + off, key < 0 ? 0 : 16);
+            }
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    if (CPA)
+        for (int t = 0; t < NST - 1; t++) cp_stage(t);
+
+    if (!CPA && warp == DEC6_WARPS) {
         // ---- producer ----
         if (lane == 0) {
             asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tmK) : "memory");
@@ -474,7 +508,13 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     const int region = BN * 128;
     for (int t = 0; t < ntiles; t++) {
         const int s = t % NST, ts = k_lo + (t0 + t) * BN;
-        mbar_wait(full(s), (uint32_t)(t / NST) & 1u);
+        if (CPA) {
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(NST - 2) : "memory");
+            __syncthreads();  // stage t landed for every thread; every warp is done with stage t - 1
+            cp_stage(t + NST - 1);
+        } else {
+            mbar_wait(full(s), (uint32_t)(t / NST) & 1u);
+        }
         const uint32_t kb = sK + (uint32_t)(s * STAGE + h * NC * region), vb = sV + (uint32_t)(s * STAGE + h * NC * region);
         float sc[KW / 8][4];
 #pragma unroll
@@ -522,9 +562,12 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
             }
         }
         // The warp's reads of the stage are done (ldmatrix results consumed above): release it.
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty(s));
+        if (!CPA) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty(s));
+        }
     }
+    if (CPA) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 
     // This warp's partial, in the layout of v3-v5 (part = (b, kv head) * nsplit * WPH + split * WPH + j).
     lA += __shfl_xor_sync(0xffffffffu, lA, 1);
@@ -632,18 +675,25 @@ static int dec6_plan(const orthros_attn_full_decode_params *p, int *split_len, i
     return 0;
 }
 
-template <int D> static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream)
+/* v6 (CPA false: TMA, a producer warp) and v7 (CPA true: cp.async from the consumers, no tensor maps). */
+template <int D, bool CPA>
+static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream)
 {
     using C = dec6_cfg<D>;
     const int HB = dec6_group(p->Hkv), WPH = DEC6_WARPS / HB, BN = C::KW * WPH;
     CUtensorMap tk, tv;
-    int rc = tma_kv_cache_map(&tk, p->k_cache, p->B, p->cap, p->Hkv, D, BN, "decode attention v6");
-    if (!rc) rc = tma_kv_cache_map(&tv, p->v_cache, p->B, p->cap, p->Hkv, D, BN, "decode attention v6");
-    if (rc) return rc;
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_tma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    memset(&tk, 0, sizeof tk);
+    memset(&tv, 0, sizeof tv);
+    if (!CPA) {
+        int rc = tma_kv_cache_map(&tk, p->k_cache, p->B, p->cap, p->Hkv, D, BN, "decode attention v6");
+        if (!rc) rc = tma_kv_cache_map(&tv, p->v_cache, p->B, p->cap, p->Hkv, D, BN, "decode attention v6");
+        if (rc) return rc;
+    }
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_tma_kernel<D, CPA>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)C::SMEM));
     dim3 grid((unsigned)nsplit, (unsigned)(p->Hkv / HB), (unsigned)p->B);
-    attn_decode_tma_kernel<D><<<grid, C::THREADS, C::SMEM, stream>>>(tk, tv, *p, HB, split_len, nsplit);
+    attn_decode_tma_kernel<D, CPA><<<grid, CPA ? DEC6_WARPS * 32 : C::THREADS, C::SMEM, stream>>>(tk, tv, *p, HB,
+                                                                                                 split_len, nsplit);
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_tma_kernel");
     attn_decode_combine_kernel<256><<<(unsigned)(p->B * p->Hkv * p->n * (p->Hq / p->Hkv)), 256, 0, stream>>>(
         *p, nsplit * WPH);
@@ -705,7 +755,7 @@ static int tickets(unsigned **out, size_t heads, cudaStream_t stream)
  * (one full wave) where "about one wave" rounded up to 1.2 or 1.45 waves. */
 static int decode_plan(const orthros_attn_full_decode_params *p, int version, int *split_len, int *nsplit)
 {
-    if (version == 6) return dec6_plan(p, split_len, nsplit);
+    if (version >= 6) return dec6_plan(p, split_len, nsplit);
     const bool fused = version >= 5;
     int per_sm = 1, rc = p->d == 64 ? blocks_per_sm<64>(&per_sm, fused) : blocks_per_sm<128>(&per_sm, fused);
     if (rc) return rc;
@@ -729,14 +779,14 @@ int orthros_attn_full_decode_supported(const orthros_attn_full_decode_params *p)
  * else v4 for it; the others as set. */
 static int call_version(const orthros_attn_full_decode_params *p)
 {
-    if (decode_version == 6 && !(tma_available() && dec6_shape(p))) return 4;
+    if (decode_version >= 6 && !(tma_available() && dec6_shape(p))) return 4;
     return decode_version;
 }
 
 /* fp32 partials: per (b, kv head) and partial, 16 rows of d values and (m, l). */
 static size_t partial_bytes(const orthros_attn_full_decode_params *p, int version, int nsplit)
 {
-    size_t parts = (size_t)p->B * p->Hkv * nsplit * (version == 6 ? DEC6_WARPS / dec6_group(p->Hkv) : 1);
+    size_t parts = (size_t)p->B * p->Hkv * nsplit * (version >= 6 ? DEC6_WARPS / dec6_group(p->Hkv) : 1);
     return parts * DEC_ROWS * (p->d + 2) * sizeof(float);
 }
 
@@ -754,9 +804,9 @@ int orthros_attn_full_decode_set_version(int version)
     if (version < 3 || version > ORTHROS_ATTN_DECODE_LATEST)
         return orthros_error(ORTHROS_EINVAL, "decode attention: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_DECODE_LATEST);
-    if (version == 6 && !tma_available())
-        return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention v6 (TMA): the device is not compute capability "
-                                                   "9.0 or later, or this binary has no sm_90 code for it");
+    if (version >= 6 && !tma_available())
+        return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention v%d: the device is not compute capability "
+                                                   "9.0 or later, or this binary has no sm_90 code for it", version);
     decode_version = version;
     return 0;
 }
@@ -777,7 +827,11 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
         return orthros_error(ORTHROS_EINVAL, "decode attention: %zu bytes of scratch given, %zu needed", p->work_bytes,
                              need);
     if (version == 6)
-        return p->d == 64 ? launch_dec6<64>(p, split_len, nsplit, stream) : launch_dec6<128>(p, split_len, nsplit, stream);
+        return p->d == 64 ? launch_dec6<64, false>(p, split_len, nsplit, stream)
+                          : launch_dec6<128, false>(p, split_len, nsplit, stream);
+    if (version == 7)
+        return p->d == 64 ? launch_dec6<64, true>(p, split_len, nsplit, stream)
+                          : launch_dec6<128, true>(p, split_len, nsplit, stream);
     unsigned blocks = (unsigned)(p->B * p->Hkv * nsplit);
     if (version == 5) {
         unsigned *counters = NULL;

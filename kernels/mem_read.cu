@@ -1,11 +1,13 @@
 /* The read-bandwidth ceiling: a grid-stride pass of 16-byte loads, four independent ones in flight per thread
  * (8 blocks of 256 threads per SM: 128 KB of loads in flight per SM, several times the ~35 KB that ~4.6 TB/s
  * at ~1 us of latency needs), XORed into one word per thread, reduced per block and written once per block.
- * The loads bypass L1 (ld.global.nc.L1::no_allocate) and ask L2 for 256-byte sectors groups.
+ * The loads bypass L1 (ld.global.nc.L1::no_allocate).
  * Floor: bytes over the HBM read rate; what cuDNN's decode reaches (4.61 TB/s on the H200, issue 11) is a lower
- * bound on it. Measured on the H200: 4.25-4.27 TB/s over 4 GiB, 88% of the DRAM peak by Nsight Compute, with the
- * L2 at 95-97% of its throughput (data/results/h200-2026-12-01/profile): short of cuDNN's rate, so the ceiling it
- * gives is a floor of the true one. */
+ * bound on it. Measured on the H200: with an L2::256B prefetch hint on every load (the ceiling's pattern until
+ * 2026-12-01) 4.19-4.27 TB/s over 4 GiB, 88% of the DRAM peak by Nsight Compute, with the L2 at 95-97% of its
+ * throughput (data/results/h200-2026-12-01/profile); the same loads without the hint 4.40 TB/s in the same run
+ * (read_probe, data/results/h200-2026-12-01-decode-v7), so the ceiling reads without it. The other variants are
+ * probes of the patterns a decode kernel could use. */
 #include "mem_read.h"
 
 #include "cuda_common.cuh"
@@ -15,7 +17,7 @@
 #define READ_BLOCKS_PER_SM 8
 #define READ_UNROLL 4
 
-/* A 16-byte load past L1; HINT asks L2 for the 256-byte sector group (variant 1 reads without it). */
+/* A 16-byte load past L1; HINT asks L2 for the 256-byte sector group (variants 1 and 2). */
 template <bool HINT = true> static __device__ __forceinline__ uint4 ld_stream16(const uint4 *p)
 {
     uint4 v;
@@ -69,8 +71,9 @@ static __global__ void __launch_bounds__(READ_THREADS) read_xor_kernel(orthros_r
     read_finish(p, acc);
 }
 
-/* Variant 2: block b reads the 16-byte words [b span16, (b + 1) span16), 8 loads in flight per thread. */
+/* Variants 2 and 4: block b reads the 16-byte words [b span16, (b + 1) span16), 8 loads in flight per thread. */
 #define SPAN_UNROLL 8
+template <bool HINT>
 static __global__ void __launch_bounds__(READ_THREADS) read_span_kernel(orthros_read_params p, size_t span16)
 {
     const uint4 *src = (const uint4 *)p.src;
@@ -81,11 +84,11 @@ static __global__ void __launch_bounds__(READ_THREADS) read_span_kernel(orthros_
     for (; b1 > (SPAN_UNROLL - 1) * READ_THREADS && i < b1 - (SPAN_UNROLL - 1) * READ_THREADS; i += SPAN_UNROLL * READ_THREADS) {
         uint4 v[SPAN_UNROLL];
 #pragma unroll
-        for (int u = 0; u < SPAN_UNROLL; u++) v[u] = ld_stream16(src + i + u * READ_THREADS);
+        for (int u = 0; u < SPAN_UNROLL; u++) v[u] = ld_stream16<HINT>(src + i + u * READ_THREADS);
 #pragma unroll
         for (int u = 0; u < SPAN_UNROLL; u++) acc ^= fold(v[u]);
     }
-    for (; i < b1; i += READ_THREADS) acc ^= fold(ld_stream16(src + i));
+    for (; i < b1; i += READ_THREADS) acc ^= fold(ld_stream16<HINT>(src + i));
     read_finish(p, acc);
 }
 
@@ -136,11 +139,52 @@ static __global__ void __launch_bounds__(READ_THREADS) read_bulk_kernel(orthros_
     read_finish(p, acc);
 }
 
+/* Variant 5: block b's span streamed through ASYNC_STAGES shared-memory stages of BULK_CHUNK bytes, each filled
+ * by cp.async.cg of 16 bytes from every thread (no L2 hint: the pattern of cuDNN's sm80 decode kernel, one block
+ * per SM), ASYNC_STAGES - 1 stages in flight while one is XORed. */
+#define ASYNC_STAGES 4
+static __global__ void __launch_bounds__(READ_THREADS, 1) read_async_kernel(orthros_read_params p, size_t span16)
+{
+    unsigned long long acc = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char ring[];
+    constexpr int PER = BULK_CHUNK / 16 / READ_THREADS;  // 16-byte copies per thread per stage
+    const size_t n16 = p.bytes / 16, b0 = (size_t)blockIdx.x * span16;
+    const size_t len16 = b0 < n16 ? (b0 + span16 < n16 ? b0 + span16 : n16) - b0 : 0;
+    const int nchunks = (int)((len16 + BULK_CHUNK / 16 - 1) / (BULK_CHUNK / 16));
+    const uint4 *src = (const uint4 *)p.src + b0;
+    auto issue = [&](int c) {
+        if (c < nchunks) {
+            const uint32_t dst = smem_addr(ring + (size_t)(c % ASYNC_STAGES) * BULK_CHUNK);
+#pragma unroll
+            for (int u = 0; u < PER; u++) {
+                const size_t i = (size_t)c * (BULK_CHUNK / 16) + u * READ_THREADS + threadIdx.x;
+                cp_async16_s(dst + (uint32_t)(u * READ_THREADS + threadIdx.x) * 16u, src + (i < len16 ? i : 0),
+                             i < len16 ? 16 : 0);
+            }
+        }
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    for (int c = 0; c < ASYNC_STAGES - 1; c++) issue(c);
+    for (int c = 0; c < nchunks; c++) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(ASYNC_STAGES - 2) : "memory");
+        __syncthreads();  // stage c landed for every thread; every thread is done with stage c - 1
+        issue(c + ASYNC_STAGES - 1);
+        const uint4 *q = (const uint4 *)(ring + (size_t)(c % ASYNC_STAGES) * BULK_CHUNK);
+#pragma unroll
+        for (int u = 0; u < PER; u++) acc ^= fold(q[u * READ_THREADS + threadIdx.x]);  // zeros past the end
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+    read_finish(p, acc);
+}
+
 const char *orthros_read_variant_name(int variant)
 {
     static const char *const names[ORTHROS_READ_VARIANTS] = {
-        "grid-stride, 4 x 16 B in flight, L2 256 B hint", "grid-stride, 4 x 16 B in flight, no hint",
-        "span per block, 8 x 16 B in flight, L2 256 B hint", "span per block, 3 x 32 KB bulk copies in flight"};
+        "grid-stride, 4 x 16 B in flight, no hint", "grid-stride, 4 x 16 B in flight, L2 256 B hint",
+        "span per block, 8 x 16 B in flight, L2 256 B hint", "span per block, 3 x 32 KB bulk copies in flight",
+        "span per block, 8 x 16 B in flight, no hint", "span per block, 1 block/SM, 3 x 32 KB cp.async in flight"};
     return variant >= 0 && variant < ORTHROS_READ_VARIANTS ? names[variant] : "unknown";
 }
 
@@ -156,32 +200,40 @@ int orthros_read_xor_u64(const orthros_read_params *p, cudaStream_t stream)
     switch (p->variant) {
     case 0:
     case 1:
-        if (p->variant) read_xor_kernel<false><<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p);
-        else read_xor_kernel<true><<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p);
+        if (p->variant) read_xor_kernel<true><<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p);
+        else read_xor_kernel<false><<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p);
         ORTHROS_CUDA_LAUNCH_CHECK("read_xor_kernel");
         return 0;
     case 2:
-        read_span_kernel<<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p, (n16 + p->blocks - 1) / p->blocks);
+    case 4:
+        if (p->variant == 2) read_span_kernel<true><<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p, (n16 + p->blocks - 1) / p->blocks);
+        else read_span_kernel<false><<<(unsigned)p->blocks, READ_THREADS, 0, stream>>>(*p, (n16 + p->blocks - 1) / p->blocks);
         ORTHROS_CUDA_LAUNCH_CHECK("read_span_kernel");
         return 0;
-    case 3: {
+    case 3:
+    case 5: {
         int dev = 0, cc = 0;
         if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
             cudaGetLastError();
             return orthros_error(ORTHROS_EDEVICE, "read: cannot query the device");
         }
-        if (cc < 9) return orthros_error(ORTHROS_EUNSUPPORTED, "read variant 3 (bulk copies) needs sm_90 or later");
-        /* Fewer, longer spans (two blocks per SM); the other partials are zero. */
-        const int blocks = p->blocks / (READ_BLOCKS_PER_SM / BULK_BLOCKS_PER_SM) > 0 ? p->blocks / (READ_BLOCKS_PER_SM / BULK_BLOCKS_PER_SM) : 1;
-        const size_t smem = (size_t)BULK_STAGES * BULK_CHUNK;
-        static int smem_set = 0; /* (per process: one device) */
-        if (!smem_set) {
-            ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            smem_set = 1;
+        if (cc < 9) return orthros_error(ORTHROS_EUNSUPPORTED, "read variant %d needs sm_90 or later", p->variant);
+        /* Fewer, longer spans (two blocks per SM for the bulk copies, one for cp.async); the other partials are
+         * zero. */
+        const bool bulk = p->variant == 3;
+        const int per_sm = bulk ? BULK_BLOCKS_PER_SM : 1;
+        const int blocks = p->blocks / (READ_BLOCKS_PER_SM / per_sm) > 0 ? p->blocks / (READ_BLOCKS_PER_SM / per_sm) : 1;
+        const size_t smem = (size_t)(bulk ? BULK_STAGES : ASYNC_STAGES) * BULK_CHUNK;
+        static int smem_set[2] = {0, 0}; /* (per process: one device) */
+        if (!smem_set[bulk]) {
+            if (bulk) ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            else ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(read_async_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            smem_set[bulk] = 1;
         }
         ORTHROS_CUDA_CHECK(cudaMemsetAsync(p->partials, 0, (size_t)p->blocks * sizeof *p->partials, stream));
-        read_bulk_kernel<<<(unsigned)blocks, READ_THREADS, smem, stream>>>(*p, (n16 + blocks - 1) / blocks);
-        ORTHROS_CUDA_LAUNCH_CHECK("read_bulk_kernel");
+        if (bulk) read_bulk_kernel<<<(unsigned)blocks, READ_THREADS, smem, stream>>>(*p, (n16 + blocks - 1) / blocks);
+        else read_async_kernel<<<(unsigned)blocks, READ_THREADS, smem, stream>>>(*p, (n16 + blocks - 1) / blocks);
+        ORTHROS_CUDA_LAUNCH_CHECK(bulk ? "read_bulk_kernel" : "read_async_kernel");
         return 0;
     }
     default:

@@ -23,14 +23,17 @@ typedef struct {
     int variant;                  /* how the bytes are read (0, the ceiling's pattern; the others are probes) */
 } orthros_read_params;
 
-/* The read patterns, probes of what reaches the HBM's read rate (the ceiling uses 0; decode reads its cache in
- * contiguous per-block spans through a TMA ring, like 3):
- *   0 grid-stride 16-byte loads, 4 in flight per thread, L2 256-byte prefetch hint;
- *   1 the same without the prefetch hint;
+/* The read patterns, probes of what reaches the HBM's read rate (the ceiling uses 0, the fastest measured; decode
+ * v6 reads its cache in contiguous per-block spans through a TMA ring, like 3, v7 through a cp.async ring, like 5):
+ *   0 grid-stride 16-byte loads, 4 in flight per thread, no prefetch hint;
+ *   1 the same with an L2 256-byte prefetch hint (the ceiling's pattern until 2026-12-01);
  *   2 a contiguous span per block, 16-byte loads, 8 in flight per thread, with the hint;
  *   3 a contiguous span per block through a 3-stage shared-memory ring of 32 KB bulk copies (sm_90 and later;
- *     ORTHROS_EUNSUPPORTED elsewhere), two blocks per SM. */
-#define ORTHROS_READ_VARIANTS 4
+ *     ORTHROS_EUNSUPPORTED elsewhere), two blocks per SM;
+ *   4 as 2 without the hint;
+ *   5 a contiguous span per block, one block per SM, through a 4-stage ring of 32 KB stages filled by 16-byte
+ *     cp.async from every thread (sm_90 and later). */
+#define ORTHROS_READ_VARIANTS 6
 const char *orthros_read_variant_name(int variant);
 
 /* The block count that keeps every SM full of loads (8 blocks of 256 threads per SM). */

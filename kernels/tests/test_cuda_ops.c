@@ -10,7 +10,7 @@
  * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
- * prefill5, read, prefill6, decode6, linear5, readprobe). Kernel versions not yet run on a GPU when written come
+ * prefill5, read, prefill6, decode6, linear5, decode7, readprobe). Kernel versions not yet run on a GPU when written come
  * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
@@ -649,19 +649,19 @@ static void linear_suite(int first, int last)
     if (orthros_attn_linear_prefill_set_version(0)) die("linear prefill version");
 }
 
-/* Decode v6 (TMA ring, a block per group of kv heads): every head geometry (Hkv 1, 2, 3, 8, 16: groups of 1, 2,
- * 1, 8 and 8 heads, so 8, 4, 8, 1 and 1 warps per head), GQA 1 to 16, B 1 to 16 with sequences of very
- * different lengths (one of a single key), n = 2 rows per query, one split (a short cache) and many (a long
- * one), both head dims; and a window, which v6 leaves to v4. */
-static void decode_v6(void)
+/* Decode v6 (TMA ring, a block per group of kv heads) and v7 (the same ring filled by cp.async): every head
+ * geometry (Hkv 1, 2, 3, 8, 16: groups of 1, 2, 1, 8 and 8 heads, so 8, 4, 8, 1 and 1 warps per head), GQA 1 to
+ * 16, B 1 to 16 with sequences of very different lengths (one of a single key), n = 2 rows per query, one split
+ * (a short cache) and many (a long one), both head dims; and a window, which both leave to v4. */
+static void decode_v6(int version)
 {
-    int rc = orthros_attn_full_decode_set_version(6);
+    int rc = orthros_attn_full_decode_set_version(version);
     if (rc == ORTHROS_EUNSUPPORTED) {
-        printf("SKIP decode kernel version 6: %s\n", orthros_last_error());
+        printf("SKIP decode kernel version %d: %s\n", version, orthros_last_error());
         return;
     }
     if (rc) die("decode version");
-    printf("decode kernel version 6\n");
+    printf("decode kernel version %d\n", version);
     geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {8, 1, 128}, {6, 3, 64}, {32, 8, 128}, {32, 8, 64},
                  {16, 16, 128}, {48, 16, 64}, {4, 1, 64}};
     int ng = (int)(sizeof gs / sizeof gs[0]);
@@ -729,7 +729,7 @@ static void test_read(int first, int last)
 }
 
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
- * readprobe (to rerun the last ones alone when an earlier one hangs). */
+ * decode7, readprobe (to rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -782,9 +782,10 @@ int main(void)
     if (section("prefill5")) prefill_versions(5, 5);
     if (section("read")) test_read(0, 0);
     if (section("prefill6")) prefill_versions(6, 6);
-    if (section("decode6")) decode_v6();
+    if (section("decode6")) decode_v6(6);
     if (section("linear5")) linear_suite(5, 6);
-    /* The read patterns beside the ceiling's (probes, not yet run on a GPU when written: last). */
+    /* Not yet run on a GPU when written, last: decode v7, the read patterns beside the ceiling's (probes). */
+    if (section("decode7")) decode_v6(7);
     if (section("readprobe")) test_read(1, ORTHROS_READ_VARIANTS - 1);
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
