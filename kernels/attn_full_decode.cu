@@ -65,9 +65,14 @@
  *   loads without the L2::256B hint read 4.40 TB/s, with it 4.19, and a span per block through bulk copies (v6's
  *   way) 3.94; Nsight Compute on cuDNN's decode (d 128, B 16): an sm80 kernel, one 128-thread block per (b, kv
  *   head) = 128 blocks, 86 KB of shared memory, no L2 hint, 4.56 TB/s, 95% of DRAM peak.
- * v7 (opt-in; not yet run on a GPU when written): v6's blocks, stages and consumers, the ring filled by cp.async
- *   of 16 bytes from all 8 warps (no producer warp, no L2 hint, no tensor maps), two stages ahead, one block
- *   barrier per stage: the question is whether the TMA path itself is what holds v6 below the probes' 4.4 TB/s. */
+ * v7 (the default on sm_90 devices): v6's blocks, stages and consumers, the ring filled by cp.async of 16 bytes
+ *   from all 8 warps (no producer warp, no L2 hint, no tensor maps), two stages ahead, one block barrier per
+ *   stage: whether the TMA path itself held v6 below the probes' 4.4 TB/s. It did: H200 (commit 91f13b7, v6 and
+ *   the read ceiling in the same process, 4.49 TB/s): 128K B16 d 128 1.906 ms (4.51 TB/s, 100% of the read
+ *   ceiling; v6 2.085 ms), d 64 0.969 ms (v6 1.038); B8 d 128 0.960 ms (v6 1.044); B1 128K d 128 0.139 ms (v6
+ *   0.147), d 64 0.076 (v6 0.079); B1 32K d 64 0.035 (v6 0.032: the block barrier per stage shows where a
+ *   split is a few stages long). GPU tests (148 checks) and memcheck pass. The anchors of the previous run: flash
+ *   1.903 / cuDNN 1.947 ms at 128K B16 d 128, so v7 is at parity with flash there. */
 #include "attn_full_decode.h"
 
 #include <math.h>
@@ -800,7 +805,7 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
 int orthros_attn_full_decode_set_version(int version)
 {
     /* The default needs sm_90 code and a Hopper device; elsewhere it is v4, the fastest of the portable ones. */
-    if (version == 0) version = ORTHROS_ATTN_DECODE_DEFAULT == 6 && !tma_available() ? 4 : ORTHROS_ATTN_DECODE_DEFAULT;
+    if (version == 0) version = ORTHROS_ATTN_DECODE_DEFAULT >= 6 && !tma_available() ? 4 : ORTHROS_ATTN_DECODE_DEFAULT;
     if (version < 3 || version > ORTHROS_ATTN_DECODE_LATEST)
         return orthros_error(ORTHROS_EINVAL, "decode attention: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_DECODE_LATEST);

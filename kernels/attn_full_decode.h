@@ -42,11 +42,13 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
  *      timed on the H200: no faster than 4;
  *   6  a block per (sequence, group of kv heads, split) fed by TMA through an mbarrier ring, so each stage
  *      streams whole Hkv * d rows of the cache (sm_90 devices; other shapes and devices go to 4). Measured on
- *      the H200: the fastest at every batch (128K: 0.079 / 1.035 ms at d 64 B1 / B16, v4 0.085 / 1.178);
- *   7  6 with the ring filled by cp.async from the consumer warps instead of TMA (sm_90 devices, same shapes).
+ *      the H200: 128K, 0.079 / 1.035 ms at d 64 B1 / B16, v4 0.085 / 1.178;
+ *   7  (the default) 6 with the ring filled by cp.async from the consumer warps instead of TMA (sm_90 devices,
+ *      same shapes). H200, 128K: d 128 B16 1.906 ms (4.51 TB/s; v6 2.085), d 64 B16 0.969 (v6 1.038), d 128 B1
+ *      0.139 (v6 0.147).
  * ORTHROS_ATTN_DECODE_VERSION selects one for a process. */
 #define ORTHROS_ATTN_DECODE_LATEST 7
-#define ORTHROS_ATTN_DECODE_DEFAULT 6
+#define ORTHROS_ATTN_DECODE_DEFAULT 7
 /* 0 selects the default; 6 or 7 on a device without sm_90 code (compute capability < 9.0) returns
  * ORTHROS_EUNSUPPORTED. */
 int orthros_attn_full_decode_set_version(int version);
