@@ -622,12 +622,14 @@ static void test_linear(geom g, orthros_fmap fmap, int F, int B, int n1, int n2,
 /* Linear prefill versions first .. last (the chunked path), then back to the default. */
 static void linear_suite(int first, int last)
 {
-    geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {4, 1, 80}, {6, 3, 32}, {6, 2, 64}};
+    geom gs[] = {{4, 4, 64}, {8, 2, 128}, {16, 2, 64}, {4, 1, 80}, {6, 3, 32}, {6, 2, 64}, {6, 2, 128}, {4, 4, 128}};
     int ng = (int)(sizeof gs / sizeof gs[0]);
     /* The kept versions of the chunked prefill (4 maps elu1 / relu inside the chunk kernels, 5 walks segments
      * with the state in registers); chunks of 64 with tails of 6, 2, 8, 35 and 0 rows, GQA groups of 1, 2, 3, 4
      * and 8 (a group of 3 leaves the second query tile of chunk_out's last pair empty, and v5's last head pair
-     * one head), state carried over calls of different lengths (v5: segments that start inside the state). */
+     * one head), state carried over calls of different lengths (v5: segments that start inside the state); at
+     * head dim 128 (v7's 16-warp output pass) groups of 4, 3 (a pair of one head) and 1 (half the warps without a
+     * head), and a long sequence of many segments. */
     for (int v = first; v <= last; v++) {
         if (orthros_attn_linear_prefill_set_version(v)) die("linear prefill version");
         printf("linear prefill version %d\n", v);
@@ -645,6 +647,8 @@ static void linear_suite(int first, int last)
         test_linear(gl, ORTHROS_FMAP_ELU1, 64, 1, 9000, 300, 1);
         test_linear(gl, ORTHROS_FMAP_RELU, 64, 2, 8300, 0, 0);
         test_linear(gl, ORTHROS_FMAP_HEDGEHOG, 64, 3, 3000, 0, 0);
+        geom gl128 = {8, 2, 128};
+        test_linear(gl128, ORTHROS_FMAP_ELU1, 128, 1, 9000, 300, 1);
     }
     if (orthros_attn_linear_prefill_set_version(0)) die("linear prefill version");
 }
@@ -783,7 +787,7 @@ int main(void)
     if (section("read")) test_read(0, 0);
     if (section("prefill6")) prefill_versions(6, 6);
     if (section("decode6")) decode_v6(6);
-    if (section("linear5")) linear_suite(5, 6);
+    if (section("linear5")) linear_suite(5, 7);
     /* Decode v7 (the default on sm_90), then the read patterns beside the ceiling's (probes). */
     if (section("decode7")) decode_v6(7);
     if (section("readprobe")) test_read(1, ORTHROS_READ_VARIANTS - 1);
