@@ -51,12 +51,13 @@
  * intra-chunk tiles wholly above a warp's rows, and at d 128 forms the denominators 8 features a step. H200, 128K:
  * d 64 1.14 ms, d 128 3.08 ms; lin5_out at 16K 133 us (v5 207), still 25% occupancy and an issue every 2 cycles
  * (data/results/h200-2026-12-01-linear-v6/NOTES.md).
- * v7 (opt-in; not yet run on a GPU when written): at head dim 128 the output pass runs 16 warps (one block per SM
- * still: 128 registers x 512 threads) where v6 ran 8 at 209 registers: v6's d 128 lin5_out had two warps a
- * scheduler and issued nothing in 64% of cycles. Each row tile of a head now has two warps, each with 64 of the
- * output columns (both form the tile's intra-chunk scores and denominators: ~14% more mma work a chunk), and the
- * state update spreads over 16 warps (32 accumulator registers each instead of 64). ptxas: 128 registers, 4 bytes
- * of spill (the denominators take the scalar form, as at d 64). Head dim 64 is v6's kernel. */
+ * Tried and dropped (commit ebb2b01, H200 2026-12-01): at d 128 an output pass of 16 warps (128 registers, two
+ * warps per row tile each with 64 of the output columns, both forming the tile's scores; the state update over 16
+ * warps) to double the warps a scheduler: 128K 3.091 ms against v6's 3.057 in the same run (16K 0.410 / 0.401):
+ * the second warp of each tile repeats the scores (~14% more mma work) and the barriers a chunk stay. Per chunk a
+ * block issues ~400 mma.sync a warp, ~256 of them the inter-chunk product Phi_q (S_hi + S_lo); at ~11 us a chunk
+ * that is ~30% of the tensor pipe. What is left is the shape of that product: wgmma over a warp group, Phi_q and
+ * S hi / lo from shared memory, instead of 8 warps of mma.sync fed by ldmatrix. */
 #include "attn_linear_prefill.h"
 
 #include "cuda_common.cuh"
@@ -439,19 +440,16 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
  * times) never reach memory. elu1 / relu with F == d only (phi applied in shared memory as v4); hedgehog keeps
  * v4's path. */
 #define L5_WARPS 8
-/* NW warps a block: 8 (v5, v6, and v7's pass 1 and head dim 64), 16 (v7's output pass at head dim 128). */
-template <int D, int NW = L5_WARPS> struct lin5_cfg {
+template <int D> struct lin5_cfg {
     static constexpr int LD = D + SMEM_PAD;        // F == D
     static constexpr int TILE = LC * LD;           // bf16 elements of one [64][LD] tile
     static constexpr int MT = D / 16;              // 16-row feature tiles of S
-    static constexpr int WPM = NW / MT;            // warps per feature tile (8 warps: 1 at d 128, 2 at d 64)
-    static constexpr int NTW = (D / 8) / WPM;      // n8 column tiles of S per warp (8 warps: 16, 4; 16 warps: 8)
-    static constexpr int CG = NW / 8;              // output column groups of a row tile (1, or 2 at 16 warps)
+    static constexpr int WPM = L5_WARPS / MT;      // warps per feature tile (1 at d 128, 2 at d 64)
+    static constexpr int NTW = (D / 8) / WPM;      // n8 column tiles of S per warp (16, 4)
     static constexpr size_t SMEM_STATE = (size_t)2 * 2 * TILE * sizeof(bf16);  // 2 stages of phi_k, V
     // 2 stages of phi_k, V, phi_q of two heads; S hi and lo [D][LD]; z [D] fp32
     static constexpr size_t SMEM_OUT = ((size_t)2 * 4 * TILE + 2 * (size_t)D * LD) * sizeof(bf16) + D * sizeof(float);
-    static_assert(NW % MT == 0, "the feature tiles of S must spread evenly over the warps");
-    static_assert(D / CG >= 64 && (D / CG) % 64 == 0, "an output column group is a whole number of 64-column halves");
+    static_assert(L5_WARPS % MT == 0, "the feature tiles of S must spread evenly over the warps");
     static_assert(SMEM_OUT <= 227 * 1024, "v5's stages exceed the shared memory of a block");
 };
 
@@ -499,11 +497,11 @@ static __device__ __forceinline__ void lin5_zsum(float &zacc, const bf16 *sPk)
 /* acc += phi_k^T V for this warp's tiles of S: feature tile mt = warp % MT, column tiles [n0, n0 + NTW) with
  * n0 = (warp / MT) NTW. A = phi_k^T and B = V by transposing loads of the token-major tiles (lin_chunk_state's
  * fragments). */
-template <int D, int NW = L5_WARPS>
-static __device__ __forceinline__ void lin5_update(float (&acc)[lin5_cfg<D, NW>::NTW][4], const bf16 *sPk,
-                                                   const bf16 *sV, int warp, int lane)
+template <int D>
+static __device__ __forceinline__ void lin5_update(float (&acc)[lin5_cfg<D>::NTW][4], const bf16 *sPk, const bf16 *sV,
+                                                   int warp, int lane)
 {
-    using C = lin5_cfg<D, NW>;
+    using C = lin5_cfg<D>;
     constexpr int LD = C::LD, NTW = C::NTW;
     const int mt = warp % C::MT, n0 = (warp / C::MT) * NTW;
 #pragma unroll
@@ -572,15 +570,13 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
 }
 
 /* Pass 3: the outputs of query heads 2 blockIdx.y % HP .. + 1 of kv head blockIdx.y / HP (HP = head pairs per kv
- * head) over segment blockIdx.x (tokens [x Lseg, (x + 1) Lseg), starting from the state at P1 segment x m).
- * NW / 2 warps per query head: warp w takes row tile w % 4 of the chunk and output column group (w % (NW / 2)) / 4
- * (with 16 warps each of a row tile's two warps forms the tile's scores and denominators, and 64 of the columns). */
-template <int D, bool X8, int NW = L5_WARPS>
-static __global__ void __launch_bounds__(NW * 32, D == 64 ? 2 : 1)
+ * head) over segment blockIdx.x (tokens [x Lseg, (x + 1) Lseg), starting from the state at P1 segment x m). */
+template <int D, bool X8>
+static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
     lin5_out_kernel(orthros_attn_linear_params p, lin_work w, int Lseg, int m, int P1)
 {
-    using C = lin5_cfg<D, NW>;
-    constexpr int LD = C::LD, TILE = C::TILE, NTW = C::NTW, KF = D / 16, CW = D / C::CG;
+    using C = lin5_cfg<D>;
+    constexpr int LD = C::LD, TILE = C::TILE, NTW = C::NTW, KF = D / 16;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *sbuf = (bf16 *)smem_raw;              // [2 stages][phi_k, V, phi_q x2][64][LD]
     bf16 *sHi = sbuf + 2 * 4 * TILE;            // [D][LD]
@@ -638,8 +634,7 @@ static __global__ void __launch_bounds__(NW * 32, D == 64 ? 2 : 1)
     publish();
     if (nch > 0) load(0);
 
-    const int hh = warp / (NW / 2), cg = (warp % (NW / 2)) / 4;
-    const int rA = (warp % 4) * 16 + lane / 4, rB = rA + 8, col = (lane % 4) * 2;
+    const int hh = warp / 4, rA = (warp % 4) * 16 + lane / 4, rB = rA + 8, col = (lane % 4) * 2;
     for (int c = 0; c < nch; c++) {
         cp_async_wait<0>();
         __syncthreads();  // chunk c landed, S_c published; the other stage's last reads (chunk c - 1) are done
@@ -655,7 +650,7 @@ static __global__ void __launch_bounds__(NW * 32, D == 64 ? 2 : 1)
             lin_intra_scores(sc, denA, denB, sPq + (warp % 4) * 16 * LD, sPk, LD, KF, rA, rB, lane, X8);
             float iA, iB;
             // (at d 64 the vector form spills under the 128 registers of two blocks per SM)
-            if (X8 && D == 128 && NW == 8) lin_den_inverse_x8<D>(iA, iB, denA, denB, sPq, LD, sz, p.eps, rA, rB, lane);
+            if (X8 && D == 128) lin_den_inverse_x8<D>(iA, iB, denA, denB, sPq, LD, sz, p.eps, rA, rB, lane);
             else lin_den_inverse(iA, iB, denA, denB, sPq, LD, sz, D, p.eps, rA, rB, lane);
             // A as bf16 A fragments (16 registers instead of the 32 of sc), then the output in 64-column halves:
             // with S's 64 accumulator registers per thread at d 128, o for all 128 columns would not fit.
@@ -670,7 +665,7 @@ static __global__ void __launch_bounds__(NW * 32, D == 64 ? 2 : 1)
             const int h = kv * g + j0 + hh;
             bf16 *out = (bf16 *)p.out;
 #pragma unroll 1
-            for (int c0 = cg * CW; c0 < (cg + 1) * CW; c0 += 64) {
+            for (int c0 = 0; c0 < D; c0 += 64) {
                 float o[8][4];
 #pragma unroll
                 for (int i = 0; i < 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
@@ -720,7 +715,7 @@ static __global__ void __launch_bounds__(NW * 32, D == 64 ? 2 : 1)
         }
         __syncthreads();  // every read of S_c (hi, lo, z) is done
         lin5_zsum<D, X8>(zacc, sPk);
-        lin5_update<D, NW>(acc, sPk, sV, warp, lane);
+        lin5_update<D>(acc, sPk, sV, warp, lane);
         publish();        // S_{c+1}; the next iteration's first barrier orders it before its reads
     }
 }
@@ -767,14 +762,13 @@ static bool lin5_applies(const orthros_attn_linear_params *p)
     return p->F == p->d && (p->d == 64 || p->d == 128) && (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
 }
 
-/* NW: the output pass's warps (16 for v7 at head dim 128, else 8). */
-template <int D, bool X8, int NW = L5_WARPS>
+template <int D, bool X8>
 static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl, cudaStream_t stream)
 {
     using C = lin5_cfg<D>;
     ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_state_kernel<D, X8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)C::SMEM_STATE));
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D, X8, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D, X8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)C::SMEM_OUT));
     lin5_state_kernel<D, X8><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin5_state_kernel");
@@ -782,7 +776,7 @@ static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, c
     lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
     const int HP = (p->Hq / p->Hkv + 1) / 2;
-    lin5_out_kernel<D, X8, NW><<<dim3(pl.P3, p->Hkv * HP, p->B), NW * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+    lin5_out_kernel<D, X8><<<dim3(pl.P3, p->Hkv * HP, p->B), L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin5_out_kernel");
     return 0;
 }
@@ -877,9 +871,7 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
         if (p->work_bytes < total)
             return orthros_error(ORTHROS_EINVAL, "linear attention v5: %zu bytes of scratch given, %zu needed",
                                  p->work_bytes, total);
-        if (linear_prefill_version >= 7)
-            return p->d == 64 ? launch_lin5<64, true>(p, w, pl, stream) : launch_lin5<128, true, 16>(p, w, pl, stream);
-        if (linear_prefill_version == 6)
+        if (linear_prefill_version >= 6)
             return p->d == 64 ? launch_lin5<64, true>(p, w, pl, stream) : launch_lin5<128, true>(p, w, pl, stream);
         return p->d == 64 ? launch_lin5<64, false>(p, w, pl, stream) : launch_lin5<128, false>(p, w, pl, stream);
     }

@@ -541,11 +541,10 @@ int main(int argc, char **argv)
         bench_prefill_vs(d, 16384, 0, 4096, swa_vs, 2);
     }
 
-    /* Linear prefill v5 (segments with the state in registers), v6 (v5 with the map 8 values a step and the
-     * empty causal tiles skipped) and v7 (v6 with 16 warps in the output pass at head dim 128; v6 at 64), 128K
-     * and 16K tokens, both head dims. */
+    /* Linear prefill v5 (segments with the state in registers) and v6 (v5 with the map 8 values a step and the
+     * empty causal tiles skipped), 128K and 16K tokens, both head dims. */
     for (int di = 0; di < 2; di++)
-        for (int v = 5; v <= 7; v++) {
+        for (int v = 5; v <= 6; v++) {
             bench_linear(di ? 128 : 64, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, v);
             if (!quick) bench_linear(di ? 128 : 64, 1, 16384, ORTHROS_FMAP_ELU1, 0, v);
         }
