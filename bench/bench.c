@@ -17,6 +17,7 @@
 #include "stats.h"
 #include "table.h"
 #include "util.h"
+#include "version.h"
 
 #include <limits.h>
 #include <math.h>
@@ -438,8 +439,35 @@ static int config_of(orthros_bench_config *c, const bench_opts *o, const orthros
     return 0;
 }
 
-/* Opens the result file: the cells of an earlier run of the same configuration with --resume (refused when the
- * configuration differs), a fresh header, and the ceilings measured now. */
+/* A string member of root.environment.device (kernels: the kernel versions in use), "" when absent. */
+static const char *env_device_str(const cJSON *root, const char *key)
+{
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(root, "environment");
+    const cJSON *dev = env ? cJSON_GetObjectItemCaseSensitive(env, "device") : NULL;
+    const cJSON *v = dev ? cJSON_GetObjectItemCaseSensitive(dev, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* --resume keeps cells measured by the same code only: the file's commit and kernel versions against this
+ * build's (a commit "unknown" on both sides cannot be told apart and passes). Cells of two versions of the code in
+ * one file would make its speedups compare a new kernel with an old one. */
+static int resume_same_code(const orthros_bench_file *old, const cJSON *now, const char *path)
+{
+    const char *commit = orthros_tool_git_commit();
+    if (strcmp(old->hdr.git_commit, commit))
+        return orthros_error(ORTHROS_EINVAL, "%s was measured by commit %s, this build is %s: its cells would mix two "
+                             "versions of the code (write a new file, or --force to replace it)", path,
+                             old->hdr.git_commit, commit);
+    const char *k_old = old->header ? env_device_str(old->header, "kernels") : "", *k_now = env_device_str(now, "kernels");
+    if (strcmp(k_old, k_now))
+        return orthros_error(ORTHROS_EINVAL, "%s was measured with the kernels \"%s\", this run uses \"%s\" (the "
+                             "ORTHROS_*_VERSION settings differ)", path, k_old, k_now);
+    return 0;
+}
+
+/* Opens the result file: the cells of an earlier run of the same configuration and code with --resume (refused
+ * when the configuration, the commit or the kernel versions differ), a fresh header, and the ceilings measured
+ * now. */
 static int open_results(sweep *s, int argc, char **argv)
 {
     const bench_opts *o = s->o;
@@ -456,18 +484,19 @@ static int open_results(sweep *s, int argc, char **argv)
     }
     s->existed = exists;
     if ((rc = config_of(&s->f.cfg, o, s->be))) goto done;
+    if (!(s->f.header = orthros_result_new("bench", argc, argv, (uint64_t)o->mo.seed, s->be, o->mo.tp))) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto done;
+    }
     if (exists && o->resume) {
-        if ((rc = orthros_bench_config_check_same(&old.cfg, o->json, &s->f.cfg, "this run"))) {
+        if ((rc = orthros_bench_config_check_same(&old.cfg, o->json, &s->f.cfg, "this run")) ||
+            (rc = resume_same_code(&old, s->f.header, o->json))) {
             orthros_error(rc, "cannot resume: %s", orthros_last_error());
             goto done;
         }
         /* The old cells move over; skipped and failed ones are run again. */
         for (size_t i = 0; i < old.n_cells; i++)
             if (old.cells[i].state == ORTHROS_CELL_MEASURED && (rc = orthros_bench_file_add(&s->f, &old.cells[i]))) goto done;
-    }
-    if (!(s->f.header = orthros_result_new("bench", argc, argv, (uint64_t)o->mo.seed, s->be, o->mo.tp))) {
-        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-        goto done;
     }
     progress(s, "bench: measuring ceilings on %s...\n", orthros_backend_name(s->be));
     if ((rc = orthros_measure_ceilings(s->be, &s->f.ceilings))) goto done;
@@ -796,7 +825,7 @@ static int run_recipe(bench_opts *o, int argc, char **argv)
     o->phases = "prefill";
     o->batches = "1";
     if (!o->ctxs) o->ctxs = "4k:1m:x2";
-    o->resume = 1;
+    o->resume = !o->force; /* --force: the models' files are replaced, not resumed */
     if (o->cell_budget <= 0) o->cell_budget = 240;
     int status = 0;
     char run_path[1100];

@@ -14,8 +14,9 @@
 #                a run over 10-minute calls: --skip memcheck,bench,anchors,e2e; then --skip tests,bench,anchors,e2e;
 #                then --no-tests --skip e2e; then --no-tests --skip bench,anchors)
 #   --gate       the perf gate's A/A check: ci/perf-gate.sh --prebuilt on this build twice (nothing may be SLOW)
-#   --recipe S   orthros bench --recipe reproduce-21.9x --cell-budget S, resuming data/results/reproduce-21.9x
-#                (copy OUTDIR/recipe back into the repository to keep it)
+#   --recipe S   orthros bench --recipe reproduce-21.9x --cell-budget S into OUTDIR/recipe, resuming the files
+#                already there (a run of the same commit: bench refuses cells of other code); copy OUTDIR/recipe
+#                into data/results to keep it
 # A device command is limited to 10 minutes: split a long session into calls with these switches.
 set -u -o pipefail
 
@@ -109,7 +110,6 @@ if [ $GATE = 1 ]; then
 fi
 if [ -n "$RECIPE" ]; then
     mkdir -p "$OUT/recipe"
-    cp data/results/reproduce-21.9x/*.json "$OUT/recipe/" 2>/dev/null
     anchors=()
     [ -f "$OUT/anchors.json" ] && anchors=(--anchors "$OUT/anchors.json")
     step recipe recipe.log "$BUILD/orthros" bench --recipe reproduce-21.9x --device cuda --cell-budget "$RECIPE" \

@@ -75,6 +75,33 @@ static void file_safety(const char *json, const char *log)
               "resume with %s %s: status %d, log: %s", other[i][0], other[i][1], rc, l ? l : "");
         free(l);
     }
+    /* A file measured by other code (another commit, other kernel versions): a resume is refused, naming what
+     * differs, and rewrites nothing. */
+    const char *code[][3] = {{"tool", "git_commit", "0123456789abcdef0123456789abcdef01234567"},
+                             {"environment", "kernels", "attn_prefill v99"}};
+    for (size_t i = 0; i < sizeof code / sizeof *code; i++) {
+        cJSON *r = tu_load_json(json);
+        cJSON *o = cJSON_GetObjectItem(r, code[i][0]);
+        if (i == 1) o = cJSON_GetObjectItem(o, "device");
+        CHECK(o != NULL, "no %s in the result file", code[i][0]);
+        if (o) cJSON_ReplaceItemInObject(o, code[i][1], cJSON_CreateString(code[i][2]));
+        char *t = cJSON_Print(r);
+        tu_write_text(json, t);
+        free(t);
+        cJSON_Delete(r);
+        size_t olen = 0;
+        char *other_code = bytes_of(json, &olen);
+        char *a[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx",
+                     "64,128", "--phase", "prefill", "--reps", "2", "--max-reps", "2", "--json", (char *)json, "--resume", NULL};
+        int rc = tu_run(a, log);
+        char *l = tu_slurp(log, NULL);
+        CHECK(rc == 1 && l && strstr(l, "cannot resume") && strstr(l, i ? "kernels" : "commit") &&
+                  strstr(l, code[i][2]) && same_bytes(json, other_code, olen),
+              "resume of a file by other code (%s): status %d, log: %s", code[i][1], rc, l ? l : "");
+        free(l);
+        free(other_code);
+        tu_write_text(json, orig);
+    }
     /* A file with a malformed cell: refused by its path, not rewritten. */
     cJSON *r = tu_load_json(json);
     cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "measurements"), 0), "stats", cJSON_CreateNull());
