@@ -107,14 +107,15 @@
  * d 128) and HGMMA.64x64x16 (P V at d 64), UTMALDG.4D, SYNCS mbarrier ops; one "warpgroup.arrive injected"
  * note (C7519) at the last P V, where the loop's registers are merged.
  * Measured (v5): see the list above.
- *   v7 (opt-in; not yet run on a GPU when written): v6 with a quarter of the softmax's exponentials computed by a
- *       polynomial on the FMA pipe (poly_ex2) at head dim 64, window 0. Why: at d 64 a consumer warpgroup's
- *       64 x 128 tile costs 512 tensor-core cycles of an SM (2 MFLOP at ~4096 FLOP per cycle) and, per warp,
- *       64 ex2 x 32 lanes / 4 per cycle = 512 MUFU cycles of its SM sub-partition: with the two warpgroups'
- *       warps sharing the sub-partitions, MUFU is as busy as the tensor cores, and d 64 runs at 56% of the GEMM
- *       rate where d 128 (twice the GEMM work per exponential) runs at 77%. A poly_ex2 is ~6 FMA-pipe
- *       instructions (128 lanes a cycle) against 1 MUFU one (16): moving a quarter of them balances the two
- *       pipes (the FlashAttention-4 trick). Head dim 128 is tensor-bound and keeps v6's kernel. */
+ * Tried and dropped (commit 6e2c38d, H200 2026-12-01, data/results/h200-2026-12-01-decode-v7/prefill-poly-exp):
+ *   at d 64 a quarter of the softmax's exponentials by a degree-3 polynomial on the FMA pipe (the
+ *   FlashAttention-4 trick), on the reasoning that a warpgroup's 64 x 128 tile costs as many MUFU cycles of its
+ *   sub-partition (64 ex2 x 32 lanes / 4 a cycle = 512) as tensor-core cycles of the SM (2 MFLOP at ~4096 a
+ *   cycle). GPU tests (1028 checks) and memcheck passed, but it was 7-11% slower (128K 170.9 ms against 158.9,
+ *   the 1B transformer at 128K 3.24 s against 3.01): the ~8 extra instructions per moved exponential cost more
+ *   than the MUFU time they saved, so d 64 is not MUFU-bound; instruction issue in the softmax is the likelier
+ *   limit (not profiled). Left for d 64: fewer softmax instructions per element (the mask and max passes), or a
+ *   third consumer warpgroup (FA3's 192-row tile at d 64) for more GEMM per softmax. */
 #include "attn_full_prefill_wgmma.cuh"
 
 #include <math.h>
@@ -147,21 +148,6 @@ static __device__ __forceinline__ float wg_ex2(float x)
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
-}
-
-/* 2^x for x <= 0 (-inf included) on the FMA and integer pipes instead of the MUFU one (v7, head dim 64): the
- * round-to-nearest integer n of x by the 1.5 * 2^23 shifter, f = x - n in [-0.5, 0.5], 2^f by a degree-3
- * polynomial (relative-error minimax on that interval, |error| <= 7.5e-5, fitted for this kernel; P is rounded to
- * bf16, 3.9e-3, right after), and n added to the exponent field. Below -126 (masked keys, -inf) it returns 0, as
- * ex2.approx.ftz does there. */
-static __device__ __forceinline__ float poly_ex2(float x)
-{
-    const float xc = fmaxf(x, -126.0f);
-    const float t = xc + 12582912.0f;  // 1.5 * 2^23: the low mantissa bits of t hold round(xc)
-    const float f = xc - (t - 12582912.0f);
-    float p = fmaf(fmaf(fmaf(0.0551716698f, f, 0.242611148f), f, 0.693260988f), f, 0.999928072f);
-    const int bits = __float_as_int(p) + (__float_as_int(t) << 23);  // (t's bits << 23) == round(xc) << 23
-    return x < -126.0f ? 0.0f : __int_as_float(bits);
 }
 
 static __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -298,9 +284,8 @@ static __device__ __forceinline__ void produce_ring(const CUtensorMap &tmK, cons
 
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
 
-/* WIN (v6): sliding windows and ring caches whose tiles may wrap (see the top comment); false: v5 exactly.
- * POLY (v7): a quarter of the softmax's exponentials by poly_ex2 on the FMA pipe (the rest on MUFU). */
-template <int D, bool WIN, bool POLY = false>
+/* WIN (v6): sliding windows and ring caches whose tiles may wrap (see the top comment); false: v5 exactly. */
+template <int D, bool WIN>
 static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
     attn_prefill_wgmma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                               const orthros_attn_full_prefill_params p)
@@ -474,17 +459,10 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
             float sA = 0.0f, sB = 0.0f;
 #pragma unroll
             for (int i = 0; i < BN / 2; i += 4) {
-                if (POLY && (i / 4) % 4 == 3) {  // every fourth group of four: 25% of the exponentials
-                    s[i] = poly_ex2(fmaf(s[i], sl2, -uA));
-                    s[i + 1] = poly_ex2(fmaf(s[i + 1], sl2, -uA));
-                    s[i + 2] = poly_ex2(fmaf(s[i + 2], sl2, -uB));
-                    s[i + 3] = poly_ex2(fmaf(s[i + 3], sl2, -uB));
-                } else {
-                    s[i] = wg_ex2(fmaf(s[i], sl2, -uA));
-                    s[i + 1] = wg_ex2(fmaf(s[i + 1], sl2, -uA));
-                    s[i + 2] = wg_ex2(fmaf(s[i + 2], sl2, -uB));
-                    s[i + 3] = wg_ex2(fmaf(s[i + 3], sl2, -uB));
-                }
+                s[i] = wg_ex2(fmaf(s[i], sl2, -uA));
+                s[i + 1] = wg_ex2(fmaf(s[i + 1], sl2, -uA));
+                s[i + 2] = wg_ex2(fmaf(s[i + 2], sl2, -uB));
+                s[i + 3] = wg_ex2(fmaf(s[i + 3], sl2, -uB));
                 sA += s[i] + s[i + 1];
                 sB += s[i + 2] + s[i + 3];
             }
@@ -644,19 +622,18 @@ int orthros_attn_prefill_wgmma_supported(const orthros_attn_full_prefill_params 
     return version >= 6 ? p->window >= 0 && p->max_keys > 0 : plain_slots(p);
 }
 
-template <int D, bool WIN, bool POLY = false>
-static int launch_wgmma(const orthros_attn_full_prefill_params *p, cudaStream_t stream)
+template <int D, bool WIN> static int launch_wgmma(const orthros_attn_full_prefill_params *p, cudaStream_t stream)
 {
     using C = wg_cfg<D>;
     CUtensorMap tk, tv;
     int rc = tma_kv_cache_map(&tk, p->k_cache, p->B, p->cap, p->Hkv, D, C::BN, "attention prefill v5/v6");
     if (!rc) rc = tma_kv_cache_map(&tv, p->v_cache, p->B, p->cap, p->Hkv, D, C::BN, "attention prefill v5/v6");
     if (rc) return rc;
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_wgmma_kernel<D, WIN, POLY>,
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_wgmma_kernel<D, WIN>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
     int g = p->Hq / p->Hkv;
     dim3 grid(p->Hkv * p->B, ceil_div(p->n * g, C::BM));
-    attn_prefill_wgmma_kernel<D, WIN, POLY><<<grid, C::THREADS, C::SMEM, stream>>>(tk, tv, *p);
+    attn_prefill_wgmma_kernel<D, WIN><<<grid, C::THREADS, C::SMEM, stream>>>(tk, tv, *p);
     ORTHROS_CUDA_LAUNCH_CHECK("attn_prefill_wgmma_kernel");
     return 0;
 }
@@ -671,11 +648,7 @@ int orthros_attn_prefill_wgmma_bf16(const orthros_attn_full_prefill_params *p, i
         return orthros_error(ORTHROS_EINVAL, "attention prefill v%d: unsupported shape (d %d, window %d, %d keys, cap %d)",
                              version, p->d, p->window, p->max_keys, p->cap);
     if (p->n <= 0 || p->B <= 0) return 0;
-    /* The same kernel as v5 wherever v5 applies: v6 changes only the shapes v5 refuses; v7 is v6 with part of the
-     * exponentials on the FMA pipe at head dim 64 and window 0. */
-    if (plain_slots(p)) {
-        if (p->d == 128) return launch_wgmma<128, false>(p, stream);
-        return version >= 7 ? launch_wgmma<64, false, true>(p, stream) : launch_wgmma<64, false>(p, stream);
-    }
+    /* The same kernel as v5 wherever v5 applies: v6 changes only the shapes v5 refuses. */
+    if (plain_slots(p)) return p->d == 64 ? launch_wgmma<64, false>(p, stream) : launch_wgmma<128, false>(p, stream);
     return p->d == 64 ? launch_wgmma<64, true>(p, stream) : launch_wgmma<128, true>(p, stream);
 }
