@@ -17,7 +17,6 @@
 #include "stats.h"
 #include "table.h"
 #include "util.h"
-#include "version.h"
 
 #include <limits.h>
 #include <math.h>
@@ -439,32 +438,6 @@ static int config_of(orthros_bench_config *c, const bench_opts *o, const orthros
     return 0;
 }
 
-/* A string member of root.environment.device (kernels: the kernel versions in use), "" when absent. */
-static const char *env_device_str(const cJSON *root, const char *key)
-{
-    const cJSON *env = cJSON_GetObjectItemCaseSensitive(root, "environment");
-    const cJSON *dev = env ? cJSON_GetObjectItemCaseSensitive(env, "device") : NULL;
-    const cJSON *v = dev ? cJSON_GetObjectItemCaseSensitive(dev, key) : NULL;
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-/* --resume keeps cells measured by the same code only: the file's commit and kernel versions against this
- * build's (a commit "unknown" on both sides cannot be told apart and passes). Cells of two versions of the code in
- * one file would make its speedups compare a new kernel with an old one. */
-static int resume_same_code(const orthros_bench_file *old, const cJSON *now, const char *path)
-{
-    const char *commit = orthros_tool_git_commit();
-    if (strcmp(old->hdr.git_commit, commit))
-        return orthros_error(ORTHROS_EINVAL, "%s was measured by commit %s, this build is %s: its cells would mix two "
-                             "versions of the code (write a new file, or --force to replace it)", path,
-                             old->hdr.git_commit, commit);
-    const char *k_old = old->header ? env_device_str(old->header, "kernels") : "", *k_now = env_device_str(now, "kernels");
-    if (strcmp(k_old, k_now))
-        return orthros_error(ORTHROS_EINVAL, "%s was measured with the kernels \"%s\", this run uses \"%s\" (the "
-                             "ORTHROS_*_VERSION settings differ)", path, k_old, k_now);
-    return 0;
-}
-
 /* Opens the result file: the cells of an earlier run of the same configuration and code with --resume (refused
  * when the configuration, the commit or the kernel versions differ), a fresh header, and the ceilings measured
  * now. */
@@ -490,7 +463,7 @@ static int open_results(sweep *s, int argc, char **argv)
     }
     if (exists && o->resume) {
         if ((rc = orthros_bench_config_check_same(&old.cfg, o->json, &s->f.cfg, "this run")) ||
-            (rc = resume_same_code(&old, s->f.header, o->json))) {
+            (rc = orthros_result_same_code(&old.hdr, old.header, s->f.header, o->json))) {
             orthros_error(rc, "cannot resume: %s", orthros_last_error());
             goto done;
         }

@@ -159,8 +159,8 @@ int eval_save_line(FILE *f, cJSON *j)
     return ok ? 0 : orthros_error(ORTHROS_EIO, "cannot write the --save-prompts file");
 }
 
-/* The result file: an earlier run's cells with --resume (same configuration, else refused), a fresh header. An
- * existing file is not replaced before this run has a cell (or with --force). */
+/* The result file: an earlier run's cells with --resume (same configuration, commit and kernel versions, else
+ * refused), a fresh header. An existing file is not replaced before this run has a cell (or with --force). */
 static int open_results(eval_run *r, int argc, char **argv, orthros_eval_config *config)
 {
     const eval_common *o = r->o;
@@ -174,17 +174,20 @@ static int open_results(eval_run *r, int argc, char **argv, orthros_eval_config 
         exists = 1;
     }
     r->existed = exists;
+    if (!(r->f.header = orthros_result_new("eval", argc, argv, (uint64_t)o->mo.seed, r->be, o->mo.tp))) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto done;
+    }
     if (exists && o->resume) {
-        if ((rc = orthros_eval_config_check_same(&old.cfg, o->json, &r->f.cfg, "this run"))) {
+        if ((rc = orthros_eval_config_check_same(&old.cfg, o->json, &r->f.cfg, "this run")) ||
+            (rc = orthros_result_same_code(&old.hdr, old.header, r->f.header, o->json))) {
             orthros_error(rc, "cannot resume: %s", orthros_last_error());
             goto done;
         }
         for (size_t i = 0; i < old.n_cells; i++)
             if ((rc = orthros_eval_file_add(&r->f, &old.cells[i]))) goto done;
     }
-    if (!(r->f.header = orthros_result_new("eval", argc, argv, (uint64_t)o->mo.seed, r->be, o->mo.tp)))
-        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-    if (!rc && o->force && exists) rc = orthros_eval_file_write(&r->f, o->json);
+    if (o->force && exists) rc = orthros_eval_file_write(&r->f, o->json);
 done:
     if (exists) orthros_eval_file_free(&old);
     return rc;

@@ -294,6 +294,29 @@ int orthros_result_same_str(const char *a_name, const char *b_name, const char *
                          b ? b : "");
 }
 
+/* A string member of root.environment.device, "" when absent. */
+static const char *env_device_str(const cJSON *root, const char *key)
+{
+    const cJSON *env = root ? cJSON_GetObjectItemCaseSensitive(root, "environment") : NULL;
+    const cJSON *dev = env ? cJSON_GetObjectItemCaseSensitive(env, "device") : NULL;
+    const cJSON *v = dev ? cJSON_GetObjectItemCaseSensitive(dev, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+int orthros_result_same_code(const orthros_result_header *hdr, const cJSON *old, const cJSON *now, const char *path)
+{
+    const char *commit = orthros_tool_git_commit();
+    if (strcmp(hdr->git_commit, commit))
+        return orthros_error(ORTHROS_EINVAL, "%s was measured by commit %s, this build is %s: its cells would mix two "
+                             "versions of the code (write a new file, or --force to replace it)", path,
+                             hdr->git_commit, commit);
+    const char *k_old = env_device_str(old, "kernels"), *k_now = env_device_str(now, "kernels");
+    if (strcmp(k_old, k_now))
+        return orthros_error(ORTHROS_EINVAL, "%s was measured with the kernels \"%s\", this run uses \"%s\" (the "
+                             "ORTHROS_*_VERSION settings differ)", path, k_old, k_now);
+    return 0;
+}
+
 int orthros_result_same_num(const char *a_name, const char *b_name, const char *label, double a, double b)
 {
     if (a == b) return 0;

@@ -67,6 +67,11 @@ int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *,
  * "A and B differ in LABEL: a against b". */
 int orthros_result_same_str(const char *a_name, const char *b_name, const char *label, const char *a, const char *b);
 int orthros_result_same_num(const char *a_name, const char *b_name, const char *label, double a, double b);
+/* For --resume: 0 when the file at path (its read header hdr and header objects old, NULL if none) was written by
+ * this build's commit with the kernel versions of the new header now (environment.device.kernels), else
+ * ORTHROS_EINVAL naming what differs: cells of two versions of the code in one file would compare a new kernel
+ * with an old one. A commit "unknown" on both sides cannot be told apart and passes. */
+int orthros_result_same_code(const orthros_result_header *hdr, const cJSON *old, const cJSON *now, const char *path);
 
 /* The first key that appears twice in one object of the tree o (cJSON keeps both and every lookup returns the
  * first), or NULL; for readers of other JSON inputs (the recall tasks' JSONL). */

@@ -69,6 +69,28 @@ static void test_niah(void)
     rc = run("eval", "niah", "--model", model, "--device", "cpu", "--arch", "transformer", "--ctx", "32", "--depths",
              "0", "--samples", "3", "--json", out, "--resume", NULL);
     CHECK(rc == 1 && log_has("cannot resume"), "resuming with other --samples: exit %d", rc);
+    /* A file written by another commit: a resume is refused, naming the commit, and the file stays as it was. */
+    root = tu_load_json(out);
+    cJSON *tool = root ? cJSON_GetObjectItem(root, "tool") : NULL;
+    CHECK(tool != NULL, "no tool object in the niah result");
+    if (tool) {
+        cJSON_ReplaceItemInObject(tool, "git_commit", cJSON_CreateString("0123456789abcdef0123456789abcdef01234567"));
+        char *text = cJSON_Print(root);
+        tu_write_text(out, text);
+        size_t len = 0;
+        char *before = tu_slurp(out, &len);
+        rc = run("eval", "niah", "--model", model, "--device", "cpu", "--arch", "transformer,linear", "--ctx", "32,64",
+                 "--depths", "0,50,100", "--samples", "2", "--json", out, "--resume", NULL);
+        size_t len2 = 0;
+        char *after = tu_slurp(out, &len2);
+        CHECK(rc == 1 && log_has("cannot resume") && log_has("0123456789abcdef0123456789abcdef01234567") && before &&
+                  after && len == len2 && !memcmp(before, after, len),
+              "resuming a file of another commit: exit %d, or the file changed", rc);
+        free(text);
+        free(before);
+        free(after);
+    }
+    cJSON_Delete(root);
 
     snprintf(out, sizeof out, "%s/multivalue.json", dir);
     rc = run("eval", "niah", "--model", model, "--device", "cpu", "--arch", "orthros", "--ctx", "48", "--depths", "30",
