@@ -71,8 +71,10 @@
  *   the read ceiling in the same process, 4.49 TB/s): 128K B16 d 128 1.906 ms (4.51 TB/s, 100% of the read
  *   ceiling; v6 2.085 ms), d 64 0.969 ms (v6 1.038); B8 d 128 0.960 ms (v6 1.044); B1 128K d 128 0.139 ms (v6
  *   0.147), d 64 0.076 (v6 0.079); B1 32K d 64 0.035 (v6 0.032: the block barrier per stage shows where a
- *   split is a few stages long). GPU tests (148 checks) and memcheck pass. The anchors of the previous run: flash
- *   1.903 / cuDNN 1.947 ms at 128K B16 d 128, so v7 is at parity with flash there. */
+ *   split is a few stages long). GPU tests (148 checks) and memcheck pass. With the anchors in the same GPU job
+ *   (commit 741bb3e, data/results/h200-2026-12-01-decode-v7/summary.txt; read ceiling 4.60 TB/s): the faster of
+ *   flash and cuDNN over v7, B8-16: d 64 1.01-1.10x, d 128 0.99-1.01x (128K B16 1.860 ms against 1.866 / 1.872,
+ *   99-100% of the read ceiling at 128K); B1: 1.03-1.17x. */
 #include "attn_full_decode.h"
 
 #include <math.h>
