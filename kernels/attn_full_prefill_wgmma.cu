@@ -115,7 +115,15 @@
  *   the 1B transformer at 128K 3.24 s against 3.01): the ~8 extra instructions per moved exponential cost more
  *   than the MUFU time they saved, so d 64 is not MUFU-bound; instruction issue in the softmax is the likelier
  *   limit (not profiled). Left for d 64: fewer softmax instructions per element (the mask and max passes), or a
- *   third consumer warpgroup (FA3's 192-row tile at d 64) for more GEMM per softmax. */
+ *   third consumer warpgroup (FA3's 192-row tile at d 64) for more GEMM per softmax.
+ *   v7 (opt-in; not yet run on a GPU when written): that third consumer warpgroup at d 64, window 0. Nsight
+ *   Compute on v6 at d 64 (16K, data/results/h200-2026-12-01-decode-v7/profile): 2.24 active and 0.62 eligible
+ *   warps a scheduler, issue slots 43% busy, the tensor pipe 47%: latency with too few warps to hide it, not a
+ *   saturated unit. v7's block is 192 rows (3 x 64) and 512 threads: producer 24 registers, consumers 160
+ *   (setmaxnreg; (65536 - 128 x 24) / 384), the same K/V ring (3 stages, 120 KB with Q), so each K/V tile feeds
+ *   1.5x the rows and a scheduler holds 3 consumer warps. No ping-pong (written for two warpgroups): the three
+ *   issue whenever ready, each keeping its intra-warpgroup overlap. ptxas: 128 registers at entry, no spills;
+ *   the two-warpgroup instantiations' PTX is unchanged (identical up to label numbers). */
 #include "attn_full_prefill_wgmma.cuh"
 
 #include <math.h>
@@ -124,10 +132,10 @@
 #include "cuda_common.cuh"
 #include "tma.cuh"
 
-/* Tile shapes of v5 (see the top comment). */
-template <int D> struct wg_cfg {
+/* Tile shapes of v5 (see the top comment); NWG_ = 3 is v7's (d 64: a 192-row block, no ping-pong). */
+template <int D, int NWG_ = 2> struct wg_cfg {
     static constexpr int BN = 128;                  // keys per K/V tile
-    static constexpr int NWG = 2;                   // consumer warpgroups, 64 rows each
+    static constexpr int NWG = NWG_;                // consumer warpgroups, 64 rows each
     static constexpr int BM = 64 * NWG;             // rows per block
     static constexpr int NST = D == 64 ? 3 : 2;     // K/V ring depth
     static constexpr int THREADS = 128 * (NWG + 1); // + the producer warpgroup
@@ -138,7 +146,7 @@ template <int D> struct wg_cfg {
     static constexpr int OFF_BAR = OFF_V + NST * KV_BYTES;
     static constexpr size_t SMEM = (size_t)OFF_BAR + 4 * NST * 8 + 1024;
     static_assert(SMEM <= 227 * 1024, "v5 tiles exceed the 227 KB of shared memory a block can have");
-    static_assert(NWG == 2, "the ping-pong hand-over is written for two consumer warpgroups");
+    static_assert(NWG == 2 || (NWG == 3 && D == 64), "two consumer warpgroups (ping-pong), or three at d 64");
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -285,13 +293,15 @@ static __device__ __forceinline__ void produce_ring(const CUtensorMap &tmK, cons
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
 
 /* WIN (v6): sliding windows and ring caches whose tiles may wrap (see the top comment); false: v5 exactly. */
-template <int D, bool WIN>
-static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
+template <int D, bool WIN, int NWG_ = 2>
+static __global__ void __launch_bounds__(wg_cfg<D, NWG_>::THREADS, 1)
     attn_prefill_wgmma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                               const orthros_attn_full_prefill_params p)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using C = wg_cfg<D>;
+    using C = wg_cfg<D, NWG_>;
+    // Two consumer warpgroups take turns at the tensor cores (named barriers 3 and 4); three (v7) run freely.
+    constexpr bool PP = NWG_ == 2;
     constexpr int BN = C::BN, BM = C::BM, NST = C::NST, NWG = C::NWG, KVB = C::KV_BYTES;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -355,7 +365,10 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
         }
     } else {
         // ---- consumers ----
-        if constexpr (WIN)
+        // Three consumer warpgroups (v7): (65536 - 128 x 24) / 384 leaves 160 registers each.
+        if constexpr (NWG == 3)
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n" ::: "memory");
+        else if constexpr (WIN)
             asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
         else
             asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
@@ -375,10 +388,10 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
         }
         asm volatile("cp.async.wait_all;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        bar_sync(1 + cw, 128);
+        bar_sync(PP ? 1 + cw : 6 + cw, 128);
 
         // Ping-pong: named barrier 3 + w is warpgroup w's turn to issue; WG 1 opens WG 0's first turn.
-        if (cw == 1) bar_arrive(3, 256);
+        if (PP && cw == 1) bar_arrive(3, 256);
 
         // The two rows this thread holds accumulator elements of, their positions (-1: past the end).
         const int rA = r0 + cw * 64 + warp * 16 + lane / 4, rB = rA + 8;
@@ -490,12 +503,12 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
         };
 
         // Turn 0: S_0 (nothing to overlap it with).
-        bar_sync(3 + cw, 256);
+        if (PP) bar_sync(3 + cw, 256);
         mbar_wait(fullK(0), 0);
         wg_fence();
         issue_qk(0);
         wg_commit();
-        bar_arrive(3 + (cw ^ 1), 256);
+        if (PP) bar_arrive(3 + (cw ^ 1), 256);
         wg_wait<0>();
         reg_fence(s);
         release(emptyK(0));
@@ -514,7 +527,7 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
             rescale();
             pack();
             const int sk = j % NST, sv = (j - 1) % NST;
-            bar_sync(3 + cw, 256);
+            if (PP) bar_sync(3 + cw, 256);
             mbar_wait(fullK(sk), (uint32_t)(j / NST) & 1u);
             wg_fence();
             issue_qk(sk);
@@ -522,7 +535,7 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
             mbar_wait(fullV(sv), (uint32_t)((j - 1) / NST) & 1u);
             issue_pv(sv);
             wg_commit();
-            bar_arrive(3 + (cw ^ 1), 256);
+            if (PP) bar_arrive(3 + (cw ^ 1), 256);
             wg_wait<1>();  // S_j
             reg_fence(s);
             release(emptyK(sk));
@@ -539,12 +552,12 @@ static __global__ void __launch_bounds__(wg_cfg<D>::THREADS, 1)
         // Last turn: P_{n-1} V_{n-1}. WG 1 hands over no more (WG 0 takes no further turn).
         {
             const int sv = (ntiles - 1) % NST;
-            bar_sync(3 + cw, 256);
+            if (PP) bar_sync(3 + cw, 256);
             mbar_wait(fullV(sv), (uint32_t)((ntiles - 1) / NST) & 1u);
             wg_fence();
             issue_pv(sv);
             wg_commit();
-            if (cw == 0) bar_arrive(4, 256);
+            if (PP && cw == 0) bar_arrive(4, 256);
             wg_wait<0>();
             reg_fence(o);
             release(emptyV(sv));
@@ -622,18 +635,19 @@ int orthros_attn_prefill_wgmma_supported(const orthros_attn_full_prefill_params 
     return version >= 6 ? p->window >= 0 && p->max_keys > 0 : plain_slots(p);
 }
 
-template <int D, bool WIN> static int launch_wgmma(const orthros_attn_full_prefill_params *p, cudaStream_t stream)
+template <int D, bool WIN, int NWG = 2>
+static int launch_wgmma(const orthros_attn_full_prefill_params *p, cudaStream_t stream)
 {
-    using C = wg_cfg<D>;
+    using C = wg_cfg<D, NWG>;
     CUtensorMap tk, tv;
     int rc = tma_kv_cache_map(&tk, p->k_cache, p->B, p->cap, p->Hkv, D, C::BN, "attention prefill v5/v6");
     if (!rc) rc = tma_kv_cache_map(&tv, p->v_cache, p->B, p->cap, p->Hkv, D, C::BN, "attention prefill v5/v6");
     if (rc) return rc;
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_wgmma_kernel<D, WIN>,
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_prefill_wgmma_kernel<D, WIN, NWG>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
     int g = p->Hq / p->Hkv;
     dim3 grid(p->Hkv * p->B, ceil_div(p->n * g, C::BM));
-    attn_prefill_wgmma_kernel<D, WIN><<<grid, C::THREADS, C::SMEM, stream>>>(tk, tv, *p);
+    attn_prefill_wgmma_kernel<D, WIN, NWG><<<grid, C::THREADS, C::SMEM, stream>>>(tk, tv, *p);
     ORTHROS_CUDA_LAUNCH_CHECK("attn_prefill_wgmma_kernel");
     return 0;
 }
@@ -648,7 +662,11 @@ int orthros_attn_prefill_wgmma_bf16(const orthros_attn_full_prefill_params *p, i
         return orthros_error(ORTHROS_EINVAL, "attention prefill v%d: unsupported shape (d %d, window %d, %d keys, cap %d)",
                              version, p->d, p->window, p->max_keys, p->cap);
     if (p->n <= 0 || p->B <= 0) return 0;
-    /* The same kernel as v5 wherever v5 applies: v6 changes only the shapes v5 refuses. */
-    if (plain_slots(p)) return p->d == 64 ? launch_wgmma<64, false>(p, stream) : launch_wgmma<128, false>(p, stream);
+    /* The same kernel as v5 wherever v5 applies: v6 changes only the shapes v5 refuses; v7 runs three consumer
+     * warpgroups there at head dim 64. */
+    if (plain_slots(p)) {
+        if (p->d == 128) return launch_wgmma<128, false>(p, stream);
+        return version >= 7 ? launch_wgmma<64, false, 3>(p, stream) : launch_wgmma<64, false>(p, stream);
+    }
     return p->d == 64 ? launch_wgmma<64, true>(p, stream) : launch_wgmma<128, true>(p, stream);
 }

@@ -10,7 +10,7 @@
  * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
- * prefill5, read, prefill6, decode6, linear5, decode7, readprobe). Kernel versions not yet run on a GPU when written come
+ * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe). Kernel versions not yet run on a GPU when written come
  * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
@@ -407,7 +407,8 @@ static void test_full(geom g, int B, int n, int cap, int window, const int *pos0
     pair_free(&out);
 }
 
-/* Prefill v5's tile edges: 128 rows per block, 64 per consumer warpgroup, 128-key tiles aligned to the block's
+/* Prefill v5's tile edges (and v7's, 192 rows per block at d 64): 128 rows per block, 64 per consumer
+ * warpgroup, 128-key tiles aligned to the block's
  * last key (so the first tile is partial, with negative key coordinates, unless the keys are a multiple of 128),
  * causal masking on the diagonal tile only. Chunks around multiples of 64 and 128, from position 0 and against
  * a longer cache (pos0 > 0, and a second sequence at another position), GQA 1:1, 4:1, 8:1 and 3:1 (a group that
@@ -416,7 +417,7 @@ static void test_full(geom g, int B, int n, int cap, int window, const int *pos0
 static void prefill_v5_edges(void)
 {
     geom gs[] = {{4, 4, 64}, {8, 2, 64}, {16, 2, 64}, {12, 4, 64}, {4, 4, 128}, {8, 2, 128}, {16, 2, 128}, {12, 4, 128}};
-    int ns[] = {1, 63, 64, 65, 127, 128, 129, 191, 257, 1000};
+    int ns[] = {1, 63, 64, 65, 127, 128, 129, 191, 192, 193, 257, 385, 1000};
     int ng = (int)(sizeof gs / sizeof gs[0]), nn = (int)(sizeof ns / sizeof ns[0]);
     for (int gi = 0; gi < ng; gi++)
         for (int ni = 0; ni < nn; ni++) {
@@ -497,8 +498,8 @@ static void prefill_versions(int first, int last)
             test_full(edge[i], 1, 1, 1001, 0, pc, 0, 0);
             test_full(edge[i], 1, 3, 1003, 0, pc, 0, 0);
         }
-        if (v == 5) prefill_v5_edges();
-        if (v == 6) prefill_v6_window();
+        if (v == 5 || v == 7) prefill_v5_edges();
+        if (v >= 6) prefill_v6_window();
     }
     if (orthros_attn_full_prefill_set_version(0)) die("prefill version");
 }
@@ -732,7 +733,7 @@ static void test_read(int first, int last)
 }
 
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
- * decode7, readprobe (to rerun the last ones alone when an earlier one hangs). */
+ * decode7, prefill7, readprobe (to rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -787,8 +788,10 @@ int main(void)
     if (section("prefill6")) prefill_versions(6, 6);
     if (section("decode6")) decode_v6(6);
     if (section("linear5")) linear_suite(5, 6);
-    /* Decode v7 (the default on sm_90), then the read patterns beside the ceiling's (probes). */
+    /* Decode v7 (the default on sm_90), prefill v7 (not yet run on a GPU when written), then the read patterns
+     * beside the ceiling's (probes). */
     if (section("decode7")) decode_v6(7);
+    if (section("prefill7")) prefill_versions(7, 7);
     if (section("readprobe")) test_read(1, ORTHROS_READ_VARIANTS - 1);
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
