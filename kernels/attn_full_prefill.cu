@@ -29,11 +29,13 @@
  *     Known gap: one warp does QK^T, softmax and PV in sequence, so with 2 warps per scheduler the tensor
  *     cores idle during the softmax; next: issue QK^T of tile t+1 before the softmax of tile t (needs the
  *     registers of a second S tile), or wgmma (sm_90a) with two ping-ponging warpgroups as cuDNN/FA3 do.
- * v5 (attn_full_prefill_wgmma.cu; the default with sm_90a code on a 9.0 device): wgmma + TMA + warp
+ * v5 (attn_full_prefill_wgmma.cu): wgmma + TMA + warp
  *     specialization (FA3 style), window == 0 only; other shapes fall back to v4. Run on the H200: all GPU tests
  *     and memcheck pass; d64 128K 443 TFLOP/s, d128 600-633 (0.95-1.05x cuDNN), 1.5x v4. See that file.
- * v6 (same file; the sm_90a default, measured on the H200): v5 plus sliding windows and wrapped ring caches, so
- *     the swa layers get the wgmma kernel too; window-0 shapes run v5's kernel unchanged.
+ * v6 (same file; measured on the H200): v5 plus sliding windows and wrapped ring caches, so the swa layers get
+ *     the wgmma kernel too; window-0 shapes run v5's kernel unchanged.
+ * v7 (same file; the sm_90a default since 2026-12-01): v6 with three consumer warpgroups at head dim 64, window
+ *     0 (192-row blocks): d64 128K 138 ms (509 TFLOP/s, v6 160 ms, cuDNN ~152), 1.07-1.11x cuDNN.
  * The plain kernel handles head dims other than 64 and 128: one warp per row, fp32, online softmax. */
 #include "attn_full_prefill.h"
 

@@ -39,13 +39,15 @@ int orthros_attn_full_prefill_bf16(const orthros_attn_full_prefill_params *p, cu
  *   6    5 plus sliding windows and ring caches that wrap (the swa layers). Run on the H200 (2026-12-01):
  *        every GPU test and memcheck pass; swa prefill 1.4-2.0x v4; window == 0 runs v5's instantiation;
  *   7    6 with three consumer warpgroups (192-row blocks, no ping-pong) at head dim 64, window 0, where v5/v6's
- *        two leave the kernel latency-bound; elsewhere 6's kernels.
- * The default: ORTHROS_ATTN_PREFILL_SM90A_DEFAULT (6) where the binary carries sm_90a code and the device is
+ *        two leave the kernel latency-bound; elsewhere 6's kernels. Run on the H200 (2026-12-01): the prefill
+ *        GPU tests (1220 checks) and memcheck pass; d 64 16K-128K 1.09-1.11x cuDNN of the same job where v6 is
+ *        0.95-0.98x; the 1B transformer at 128K 2.68 s (v6 3.03 s).
+ * The default: ORTHROS_ATTN_PREFILL_SM90A_DEFAULT (7) where the binary carries sm_90a code and the device is
  * compute capability 9.0, else ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT (4). ORTHROS_ATTN_PREFILL_VERSION selects
  * one for a process. */
 #define ORTHROS_ATTN_PREFILL_LATEST 7
 #define ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT 4
-#define ORTHROS_ATTN_PREFILL_SM90A_DEFAULT 6
+#define ORTHROS_ATTN_PREFILL_SM90A_DEFAULT 7
 /* The default for this binary and device (the first call probes the device). */
 int orthros_attn_full_prefill_default_version(void);
 /* 0 selects the default. Versions 5 to 7 need sm_90a code in the binary and a 9.0 device: without, setting

@@ -116,14 +116,20 @@
  *   than the MUFU time they saved, so d 64 is not MUFU-bound; instruction issue in the softmax is the likelier
  *   limit (not profiled). Left for d 64: fewer softmax instructions per element (the mask and max passes), or a
  *   third consumer warpgroup (FA3's 192-row tile at d 64) for more GEMM per softmax.
- *   v7 (opt-in; not yet run on a GPU when written): that third consumer warpgroup at d 64, window 0. Nsight
+ *   v7 (the sm_90a default since 2026-12-01): that third consumer warpgroup at d 64, window 0. Nsight
  *   Compute on v6 at d 64 (16K, data/results/h200-2026-12-01-decode-v7/profile): 2.24 active and 0.62 eligible
  *   warps a scheduler, issue slots 43% busy, the tensor pipe 47%: latency with too few warps to hide it, not a
  *   saturated unit. v7's block is 192 rows (3 x 64) and 512 threads: producer 24 registers, consumers 160
  *   (setmaxnreg; (65536 - 128 x 24) / 384), the same K/V ring (3 stages, 120 KB with Q), so each K/V tile feeds
  *   1.5x the rows and a scheduler holds 3 consumer warps. No ping-pong (written for two warpgroups): the three
  *   issue whenever ready, each keeping its intra-warpgroup overlap. ptxas: 128 registers at entry, no spills;
- *   the two-warpgroup instantiations' PTX is unchanged (identical up to label numbers). */
+ *   the two-warpgroup instantiations' PTX is unchanged (identical up to label numbers).
+ *   Measured on the H200 (commit 452bf35, data/results/h200-2026-12-01-decode-v7/prefill-3wg): the prefill GPU
+ *   tests with v7 (1220 checks, the 192-row edges included) and memcheck pass; d 64 16K / 32K / 64K / 128K 2.272
+ *   / 8.767 / 34.686 / 138.149 ms (484-509 TFLOP/s) against v6's 2.449 / 9.973 / 39.784 / 159.958 in the same
+ *   process; cuDNN in the same job 2.486 (16K) and 38.458 (64K): 1.09x and 1.11x (32K and 128K against the
+ *   cuDNN of the day's other jobs, 9.36-9.55 and 151.3-152.5 ms: 1.07-1.09x and 1.10x). The Llama-3.2-1B
+ *   transformer prefills 128K tokens in 2.680 s [2.679, 2.681] against 3.031 s with v6. */
 #include "attn_full_prefill_wgmma.cuh"
 
 #include <math.h>

@@ -788,8 +788,8 @@ int main(void)
     if (section("prefill6")) prefill_versions(6, 6);
     if (section("decode6")) decode_v6(6);
     if (section("linear5")) linear_suite(5, 6);
-    /* Decode v7 (the default on sm_90), prefill v7 (not yet run on a GPU when written), then the read patterns
-     * beside the ceiling's (probes). */
+    /* Decode v7 and prefill v7 (the defaults on sm_90 / sm_90a), then the read patterns beside the ceiling's
+     * (probes). */
     if (section("decode7")) decode_v6(7);
     if (section("prefill7")) prefill_versions(7, 7);
     if (section("readprobe")) test_read(1, ORTHROS_READ_VARIANTS - 1);
