@@ -57,12 +57,19 @@
  * the second warp of each tile repeats the scores (~14% more mma work) and the barriers a chunk stay. Per chunk a
  * block issues ~400 mma.sync a warp, ~256 of them the inter-chunk product Phi_q (S_hi + S_lo); at ~11 us a chunk
  * that is ~30% of the tensor pipe. What is left is the shape of that product: wgmma over a warp group, Phi_q and
- * S hi / lo from shared memory, instead of 8 warps of mma.sync fed by ldmatrix. */
+ * S hi / lo from shared memory, instead of 8 warps of mma.sync fed by ldmatrix.
+ * v7 (opt-in; not yet run on a GPU when written): that step. At d 128, on an sm_90a build and device, the output
+ * pass is lin7_out (below): the chunk's four products as wgmma, two warpgroups (a query head each, and half of S
+ * each), 255 registers, no spills. Elsewhere v7 runs v6. Floor of the products at the tensor cores' rate: ~7.3
+ * MFLOP a warpgroup a chunk, ~2 us a chunk for the block's two, against v6's ~11 us. */
 #include "attn_linear_prefill.h"
 
+#include "attn_full_prefill_wgmma.cuh"
 #include "cuda_common.cuh"
 #include "linear_featurize.h"
 #include "linear_phi.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
 
 #define LC 64
 #define LC_WARPS 4
@@ -720,6 +727,218 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
     }
 }
 
+/* ---- v7: the output pass at head dim 128 on wgmma (sm_90a) ----
+ * v5/v6's lin5_out with its four products per chunk as warpgroup MMAs: one block per (segment, kv head, pair of
+ * query heads), two warpgroups. Warpgroup w takes query head j0 + w of the pair (when it exists) for all 64 rows
+ * of the chunk, and rows [64 w, 64 w + 64) of the state S = sum phi_k^T V (F = d = 128):
+ *   scores  A = Phi_q Phi_k^T       wgmma m64n64k16,  Phi_q and Phi_k K-major in shared memory, 8 k-steps;
+ *   intra   O = tril(A) V           wgmma m64n128k16, P = tril(A) as bf16 A fragments from registers, V MN-major;
+ *   inter   O += Phi_q (S_hi + S_lo) wgmma m64n128k16, S hi / lo MN-major in shared memory, 2 x 8 k-steps;
+ *   update  S_w += Phi_k[:, w]^T V  wgmma m64n128k16, Phi_k MN-major as A (imm-trans-a), V as B, 4 k-steps;
+ * the denominators (row sums of tril(A) plus Phi_q z) on the CUDA cores, as in v5. Every tile sits in shared
+ * memory in the 128-byte-swizzled layout of the wgmma operands (attn_full_prefill_wgmma.cu's top comment derives
+ * them): a [64 rows][128 columns] bf16 tile is two [64][64] regions 8 KB apart, row r's 16-byte chunk c of a
+ * region at swz128(r, c); S hi / lo are [128 F rows][128 d] as two [128][64] regions 16 KB apart. Loads are
+ * cp.async of the next chunk (two stages), phi is applied in place (an element-wise map does not care where an
+ * element sits), and generic-proxy writes (cp.async, phi, the S publish) are fenced to the async proxy before
+ * wgmma reads them. Shared memory: 2 stages x 4 tiles x 16 KB + 64 KB of S hi / lo + z: ~193 KB, one block per
+ * SM, as v6 at d 128. */
+#define L7_THREADS 256
+#define L7_TILE 16384u                 /* bytes of a [64][128] bf16 tile */
+#define L7_STAGE (4u * L7_TILE)        /* phi_k, V, phi_q of two heads */
+#define L7_SREG 16384u                 /* bytes of one [128][64] region of S hi or lo */
+#define L7_SMEM (2u * L7_STAGE + 4u * L7_SREG + 128u * 4u + 1024u)
+
+static __global__ void __launch_bounds__(L7_THREADS, 1)
+    lin7_out_kernel(orthros_attn_linear_params p, lin_work w, int Lseg, int m, int P1)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int D = 128;
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    unsigned char *gbase = smem_raw + (base - smem_addr(smem_raw));  // the same bytes, generic address
+    const uint32_t sStage = base, sHi = base + 2u * L7_STAGE, sLo = sHi + 2u * L7_SREG;
+    float *sz = (float *)(gbase + 2u * L7_STAGE + 4u * L7_SREG);
+    const int g = p.Hq / p.Hkv, HP = (g + 1) / 2;
+    const int seg = blockIdx.x, kv = blockIdx.y / HP, j0 = 2 * (blockIdx.y % HP), b = blockIdx.z;
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+    const int W = (p.Hq + 2 * p.Hkv) * D, t_begin = seg * Lseg, t_end = min(p.n, t_begin + Lseg);
+    const int nch = (t_end - t_begin + LC - 1) / LC;
+    const bf16 *qkv = (const bf16 *)p.qkv;
+    const size_t row_b = (size_t)b * p.n;
+    const int nq = min(2, g - j0);
+    // This thread's accumulator rows (of any m64nN tile): r0 and r0 + 8; register i holds row (i / 2) % 2 ? r1 : r0,
+    // column 8 (i / 4) + 2 (lane % 4) + (i % 2).
+    const int r0 = 16 * warp + lane / 4, r1 = r0 + 8, cq = 2 * (lane % 4);
+
+    // The state at the segment's start: S rows [64 wg, 64 wg + 64) into the accumulators, z[threadIdx.x].
+    const size_t part = ((size_t)b * p.Hkv + kv) * P1 + (size_t)seg * m;
+    float sacc[64];
+    {
+        const float *Sp = w.dS + part * D * D + (size_t)(64 * wg) * D;
+#pragma unroll
+        for (int i = 0; i < 64; i += 2) {
+            const float2 x = *(const float2 *)(Sp + (size_t)((i / 2) % 2 ? r1 : r0) * D + 8 * (i / 4) + cq);
+            sacc[i] = x.x;
+            sacc[i + 1] = x.y;
+        }
+    }
+    float zacc = threadIdx.x < D ? w.dz[part * D + threadIdx.x] : 0.0f;
+    // S as bf16 hi + lo in the MN-major layout of the inter product's B operand, and z.
+    auto publish = [&]() {
+#pragma unroll
+        for (int i = 0; i < 64; i += 2) {
+            const int f = 64 * wg + ((i / 2) % 2 ? r1 : r0), c = 8 * (i / 4) + cq;
+            const __nv_bfloat162 hi = __floats2bfloat162_rn(sacc[i], sacc[i + 1]);
+            const __nv_bfloat162 lo = __floats2bfloat162_rn(sacc[i] - __low2float(hi), sacc[i + 1] - __high2float(hi));
+            const uint32_t off = (uint32_t)(c / 64) * L7_SREG + swz128(f, (c % 64) / 8) + (uint32_t)(c % 8) * 2u;
+            *(__nv_bfloat162 *)(gbase + (sHi - base) + off) = hi;
+            *(__nv_bfloat162 *)(gbase + (sLo - base) + off) = lo;
+        }
+        if (threadIdx.x < D) sz[threadIdx.x] = zacc;
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    };
+    // cp.async of chunk c's tiles into stage c & 1: [64 rows][16 chunks] each, rows past the chunk zero-filled.
+    auto load = [&](int c) {
+        const uint32_t st = sStage + (uint32_t)(c & 1) * L7_STAGE;
+        const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
+        const int cols[4] = {(p.Hq + kv) * D, (p.Hq + p.Hkv + kv) * D, (kv * g + j0) * D, (kv * g + j0 + 1) * D};
+#pragma unroll
+        for (int t = 0; t < 4; t++) {
+            if (t == 3 && nq < 2) break;
+#pragma unroll
+            for (int k = 0; k < LC * 16 / L7_THREADS; k++) {
+                const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16, ok = r < valid;
+                const bf16 *src = ok ? qkv + (row_b + t0 + r) * (size_t)W + cols[t] + ch * 8 : qkv;
+                cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8), src, ok ? 16 : 0);
+            }
+        }
+        cp_async_commit();
+    };
+    publish();
+    if (nch > 0) load(0);
+
+    for (int c = 0; c < nch; c++) {
+        cp_async_wait<0>();
+        __syncthreads();  // chunk c landed, S_c published; every read of the other stage (chunk c - 1) is done
+        if (c + 1 < nch) {
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // its last readers were wgmma
+            load(c + 1);
+        }
+        const uint32_t st = sStage + (uint32_t)(c & 1) * L7_STAGE;
+        const uint32_t sPk = st, sV = st + L7_TILE, sPq = st + (uint32_t)(2 + wg) * L7_TILE;
+        const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
+        // phi in place on phi_k and the query tiles, each region a [64][64] tile of stride 64.
+        for (int t = 0; t < 2 + nq; t++) {
+            if (t == 1) continue;  // V
+            for (int rg = 0; rg < 2; rg++)
+                phi_tile_inplace_x8<64>((bf16 *)(gbase + (st - base) + (uint32_t)t * L7_TILE + (uint32_t)rg * 8192u), 64,
+                                        LC, valid, p.fmap);
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+
+        if (wg < nq) {
+            // Scores of this warpgroup's head: A = Phi_q Phi_k^T, then the causal mask and the row sums.
+            float sc[32];
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const uint32_t ko = (uint32_t)(kk / 4) * 8192u + (uint32_t)(kk % 4) * 32u;
+                wgmma_ss_m64n64(sc, sw128_desc(sPq + ko, 16, 1024), sw128_desc(sPk + ko, 16, 1024), kk > 0);
+            }
+            wg_commit();
+            wg_wait<0>();
+            reg_fence(sc);
+            float denA = 0.0f, denB = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 32; i++) {
+                const int row = (i / 2) % 2 ? r1 : r0, key = 8 * (i / 4) + cq + (i % 2);
+                if (key > row) sc[i] = 0.0f;
+                if ((i / 2) % 2) denB += sc[i];
+                else denA += sc[i];
+            }
+            // + Phi_q z: the row's 4 threads take 32 features each (4 chunks of 8).
+            const unsigned char *q = gbase + (sPq - base);
+#pragma unroll
+            for (int mm = 0; mm < 4; mm++) {
+                const int ch = (lane % 4) * 4 + mm, f = ch * 8;
+                const uint4 a = *(const uint4 *)(q + (ch / 8) * 8192 + swz128(r0, ch % 8));
+                const uint4 bq = *(const uint4 *)(q + (ch / 8) * 8192 + swz128(r1, ch % 8));
+                const float4 z0 = *(const float4 *)(sz + f), z1 = *(const float4 *)(sz + f + 4);
+                const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {bq.x, bq.y, bq.z, bq.w};
+                const float z[8] = {z0.x, z0.y, z0.z, z0.w, z1.x, z1.y, z1.z, z1.w};
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    denA += bf16x2_lo(wa[u]) * z[2 * u] + bf16x2_hi(wa[u]) * z[2 * u + 1];
+                    denB += bf16x2_lo(wb[u]) * z[2 * u] + bf16x2_hi(wb[u]) * z[2 * u + 1];
+                }
+            }
+            float iA, iB;
+            lin_den_finish(iA, iB, denA, denB, p.eps);
+            // P as bf16 A fragments: keys [16 kk, 16 kk + 16) are registers 8 kk .. 8 kk + 7, packed pairwise.
+            uint32_t pf[4][4];
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) pf[kk][r] = pack_bf16x2(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+            float o[64];
+#pragma unroll
+            for (int i = 0; i < 64; i++) o[i] = 0.0f;
+            wg_fence();
+            // Intra-chunk: O = P V (V MN-major: 64 d-columns a region, regions 8 KB apart; 16 keys = 2048 bytes).
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) wgmma_rs_m64n128(o, pf[kk], sw128_desc(sV + (uint32_t)kk * 2048u, 8192, 1024));
+            // Inter-chunk: O += Phi_q S_hi + Phi_q S_lo (S MN-major: 64 d-columns a region, regions 16 KB apart).
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const uint32_t qo = (uint32_t)(kk / 4) * 8192u + (uint32_t)(kk % 4) * 32u;
+                wgmma_ss_m64n128<0, 1>(o, sw128_desc(sPq + qo, 16, 1024), sw128_desc(sHi + (uint32_t)kk * 2048u, L7_SREG, 1024), 1);
+                wgmma_ss_m64n128<0, 1>(o, sw128_desc(sPq + qo, 16, 1024), sw128_desc(sLo + (uint32_t)kk * 2048u, L7_SREG, 1024), 1);
+            }
+            wg_commit();
+            wg_wait<0>();
+            reg_fence(o);
+            reg_fence(pf);
+            const int h = kv * g + j0 + wg;
+            bf16 *out = (bf16 *)p.out;
+#pragma unroll
+            for (int i = 0; i < 64; i += 2) {
+                const int row = (i / 2) % 2 ? r1 : r0, col = 8 * (i / 4) + cq;
+                if (row < valid) {
+                    const float inv = (i / 2) % 2 ? iB : iA;
+                    *(__nv_bfloat162 *)(out + ((row_b + t0 + row) * p.Hq + h) * D + col) =
+                        __floats2bfloat162_rn(o[i] * inv, o[i + 1] * inv);
+                }
+            }
+        }
+        // S_{c+1} = S_c + Phi_k^T V, this warpgroup's 64 feature rows: A = Phi_k region wg read MN-major
+        // (imm-trans-a; 16 keys = 2048 bytes), B = V MN-major.
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            wgmma_ss_m64n128<1, 1>(sacc, sw128_desc(sPk + (uint32_t)wg * 8192u + (uint32_t)kk * 2048u, 8192, 1024),
+                                   sw128_desc(sV + (uint32_t)kk * 2048u, 8192, 1024), 1);
+        wg_commit();
+        // z += the column sums of phi_k (rows past the chunk are zero), feature threadIdx.x.
+        if (threadIdx.x < D) {
+            const unsigned char *k = gbase + (sPk - base);
+            const int f = threadIdx.x, rg = f / 64, ch = (f % 64) / 8, e = f % 8;
+            float zs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int r = 0; r < LC; r += 4)
+#pragma unroll
+                for (int u = 0; u < 4; u++) zs[u] += bf2f(*(const bf16 *)(k + rg * 8192 + swz128(r + u, ch) + e * 2));
+            zacc += (zs[0] + zs[1]) + (zs[2] + zs[3]);
+        }
+        wg_wait<0>();
+        reg_fence(sacc);
+        __syncthreads();  // every read of S_c (hi, lo, z) is done
+        publish();        // S_{c+1}; the next iteration's first barrier orders it before its reads
+    }
+#endif
+}
+
 /* v5's segmentation: P3 output segments of Lseg tokens per (b, head pair) filling the resident blocks once,
  * each made of m pass-1 segments of Lsub tokens (pass 1 has fewer blocks per segment: one per kv head). */
 struct lin5_plan {
@@ -778,6 +997,24 @@ static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, c
     const int HP = (p->Hq / p->Hkv + 1) / 2;
     lin5_out_kernel<D, X8><<<dim3(pl.P3, p->Hkv * HP, p->B), L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin5_out_kernel");
+    return 0;
+}
+
+/* v7 at head dim 128: v5/v6's pass 1 and scan, then lin7_out (wgmma). */
+static int launch_lin7(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl, cudaStream_t stream)
+{
+    using C = lin5_cfg<128>;
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_state_kernel<128, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)C::SMEM_STATE));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin7_out_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L7_SMEM));
+    lin5_state_kernel<128, true><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
+    ORTHROS_CUDA_LAUNCH_CHECK("lin5_state_kernel");
+    dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
+    lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, pl.P1);
+    ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
+    const int HP = (p->Hq / p->Hkv + 1) / 2;
+    lin7_out_kernel<<<dim3(pl.P3, p->Hkv * HP, p->B), L7_THREADS, L7_SMEM, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+    ORTHROS_CUDA_LAUNCH_CHECK("lin7_out_kernel");
     return 0;
 }
 
@@ -843,6 +1080,10 @@ int orthros_attn_linear_prefill_set_version(int version)
     if (version < 3 || version > ORTHROS_ATTN_LINEAR_PREFILL_LATEST)
         return orthros_error(ORTHROS_EINVAL, "linear prefill: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
+    if (version == 7 && !orthros_attn_prefill_wgmma_available())
+        return orthros_error(ORTHROS_EUNSUPPORTED, "linear prefill v7 (wgmma): this binary has no sm_90a code "
+                                                   "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device "
+                                                   "is not sm_90");
     linear_prefill_version = version;
     return 0;
 }
@@ -871,6 +1112,9 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
         if (p->work_bytes < total)
             return orthros_error(ORTHROS_EINVAL, "linear attention v5: %zu bytes of scratch given, %zu needed",
                                  p->work_bytes, total);
+        /* v7: the wgmma output pass at head dim 128 where the binary has sm_90a code for this device; else v6. */
+        if (linear_prefill_version >= 7 && p->d == 128 && orthros_attn_prefill_wgmma_available())
+            return launch_lin7(p, w, pl, stream);
         if (linear_prefill_version >= 6)
             return p->d == 64 ? launch_lin5<64, true>(p, w, pl, stream) : launch_lin5<128, true>(p, w, pl, stream);
         return p->d == 64 ? launch_lin5<64, false>(p, w, pl, stream) : launch_lin5<128, false>(p, w, pl, stream);

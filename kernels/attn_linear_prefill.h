@@ -24,11 +24,12 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
  * 4's path); 6 (the default) is 5 with the feature map applied 8 values a step and the causally empty tiles of
  * the intra-chunk products skipped (v5's lin5_out was issue-bound, about half its instructions the element-wise
  * map). Measured on the H200 at 128K tokens, 32 q / 8 kv heads, elu1, one run: d 64 v3 2.59 ms, v4 2.57, v5
- * 1.64, v6 1.14; d 128 v3 8.16, v4 9.03, v5 4.46, v6 3.08 (data/results/h200-2026-12-01-linear-v6).
- * ORTHROS_LINEAR_PREFILL_VERSION selects one for a process. */
+ * 1.64, v6 1.14; d 128 v3 8.16, v4 9.03, v5 4.46, v6 3.08 (data/results/h200-2026-12-01-linear-v6). 7 (opt-in,
+ * not yet run on a GPU when written) is 6 with the output pass on wgmma at head dim 128 where the binary has
+ * sm_90a code and the device is 9.0 (else 6). ORTHROS_LINEAR_PREFILL_VERSION selects one for a process. */
 #define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 6
-#define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 6
-/* 0 selects the default. */
+#define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 7
+/* 0 selects the default; 7 without sm_90a code for the device returns ORTHROS_EUNSUPPORTED. */
 int orthros_attn_linear_prefill_set_version(int version);
 int orthros_attn_linear_prefill_version(void);
 
