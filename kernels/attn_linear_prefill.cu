@@ -275,6 +275,19 @@ static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, flo
     lin_den_finish(iA, iB, denA, denB, eps);
 }
 
+/* denA += the dot of the 8 bf16 features in a with z8[0..8), denB the same for b (two query rows, one z chunk). */
+static __device__ __forceinline__ void lin_den_add8(float &denA, float &denB, uint4 a, uint4 b, const float *z8)
+{
+    const float4 z0 = *(const float4 *)z8, z1 = *(const float4 *)(z8 + 4);
+    const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+    const float z[8] = {z0.x, z0.y, z0.z, z0.w, z1.x, z1.y, z1.z, z1.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        denA += bf16x2_lo(wa[i]) * z[2 * i] + bf16x2_hi(wa[i]) * z[2 * i + 1];
+        denB += bf16x2_lo(wb[i]) * z[2 * i] + bf16x2_hi(wb[i]) * z[2 * i + 1];
+    }
+}
+
 /* lin_den_inverse with F a compile-time multiple of 32 and 16-byte aligned rows: each of the row's 4 threads
  * takes 8 features a step (one 16-byte load of each query row, two of z) instead of one. */
 template <int F>
@@ -283,17 +296,8 @@ static __device__ __forceinline__ void lin_den_inverse_x8(float &iA, float &iB, 
 {
     static_assert(F % 32 == 0, "4 threads x 8 features a step");
 #pragma unroll
-    for (int f = (lane % 4) * 8; f < F; f += 32) {
-        const uint4 a = *(const uint4 *)(q + rA * ld + f), b = *(const uint4 *)(q + rB * ld + f);
-        const float4 z0 = *(const float4 *)(sz + f), z1 = *(const float4 *)(sz + f + 4);
-        const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
-        const float z[8] = {z0.x, z0.y, z0.z, z0.w, z1.x, z1.y, z1.z, z1.w};
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            denA += bf16x2_lo(wa[i]) * z[2 * i] + bf16x2_hi(wa[i]) * z[2 * i + 1];
-            denB += bf16x2_lo(wb[i]) * z[2 * i] + bf16x2_hi(wb[i]) * z[2 * i + 1];
-        }
-    }
+    for (int f = (lane % 4) * 8; f < F; f += 32)
+        lin_den_add8(denA, denB, *(const uint4 *)(q + rA * ld + f), *(const uint4 *)(q + rB * ld + f), sz + f);
     lin_den_finish(iA, iB, denA, denB, eps);
 }
 
@@ -862,17 +866,9 @@ static __global__ void __launch_bounds__(L7_THREADS, 1)
             const unsigned char *q = gbase + (sPq - base);
 #pragma unroll
             for (int mm = 0; mm < 4; mm++) {
-                const int ch = (lane % 4) * 4 + mm, f = ch * 8;
-                const uint4 a = *(const uint4 *)(q + (ch / 8) * 8192 + swz128(r0, ch % 8));
-                const uint4 bq = *(const uint4 *)(q + (ch / 8) * 8192 + swz128(r1, ch % 8));
-                const float4 z0 = *(const float4 *)(sz + f), z1 = *(const float4 *)(sz + f + 4);
-                const uint32_t wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {bq.x, bq.y, bq.z, bq.w};
-                const float z[8] = {z0.x, z0.y, z0.z, z0.w, z1.x, z1.y, z1.z, z1.w};
-#pragma unroll
-                for (int u = 0; u < 4; u++) {
-                    denA += bf16x2_lo(wa[u]) * z[2 * u] + bf16x2_hi(wa[u]) * z[2 * u + 1];
-                    denB += bf16x2_lo(wb[u]) * z[2 * u] + bf16x2_hi(wb[u]) * z[2 * u + 1];
-                }
+                const int ch = (lane % 4) * 4 + mm;
+                lin_den_add8(denA, denB, *(const uint4 *)(q + (ch / 8) * 8192 + swz128(r0, ch % 8)),
+                             *(const uint4 *)(q + (ch / 8) * 8192 + swz128(r1, ch % 8)), sz + ch * 8);
             }
             float iA, iB;
             lin_den_finish(iA, iB, denA, denB, p.eps);
@@ -981,40 +977,32 @@ static bool lin5_applies(const orthros_attn_linear_params *p)
     return p->F == p->d && (p->d == 64 || p->d == 128) && (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
 }
 
-template <int D, bool X8>
+/* Pass 1, the scan, then the output pass: lin5_out, or with WG (v7, head dim 128) lin7_out on wgmma. */
+template <int D, bool X8, bool WG = false>
 static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl, cudaStream_t stream)
 {
+    static_assert(!WG || (D == 128 && X8), "lin7_out is v7's head-dim-128 output pass");
     using C = lin5_cfg<D>;
     ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_state_kernel<D, X8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)C::SMEM_STATE));
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D, X8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)C::SMEM_OUT));
+    if constexpr (WG)
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin7_out_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L7_SMEM));
+    else
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D, X8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)C::SMEM_OUT));
     lin5_state_kernel<D, X8><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin5_state_kernel");
     dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
     lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
-    const int HP = (p->Hq / p->Hkv + 1) / 2;
-    lin5_out_kernel<D, X8><<<dim3(pl.P3, p->Hkv * HP, p->B), L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
-    ORTHROS_CUDA_LAUNCH_CHECK("lin5_out_kernel");
-    return 0;
-}
-
-/* v7 at head dim 128: v5/v6's pass 1 and scan, then lin7_out (wgmma). */
-static int launch_lin7(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl, cudaStream_t stream)
-{
-    using C = lin5_cfg<128>;
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_state_kernel<128, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)C::SMEM_STATE));
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin7_out_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L7_SMEM));
-    lin5_state_kernel<128, true><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
-    ORTHROS_CUDA_LAUNCH_CHECK("lin5_state_kernel");
-    dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
-    lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, pl.P1);
-    ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
-    const int HP = (p->Hq / p->Hkv + 1) / 2;
-    lin7_out_kernel<<<dim3(pl.P3, p->Hkv * HP, p->B), L7_THREADS, L7_SMEM, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
-    ORTHROS_CUDA_LAUNCH_CHECK("lin7_out_kernel");
+    const dim3 ogrid(pl.P3, p->Hkv * ((p->Hq / p->Hkv + 1) / 2), p->B);
+    if constexpr (WG) {
+        lin7_out_kernel<<<ogrid, L7_THREADS, L7_SMEM, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+        ORTHROS_CUDA_LAUNCH_CHECK("lin7_out_kernel");
+    } else {
+        lin5_out_kernel<D, X8><<<ogrid, L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+        ORTHROS_CUDA_LAUNCH_CHECK("lin5_out_kernel");
+    }
     return 0;
 }
 
@@ -1114,7 +1102,7 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
                                  p->work_bytes, total);
         /* v7: the wgmma output pass at head dim 128 where the binary has sm_90a code for this device; else v6. */
         if (linear_prefill_version >= 7 && p->d == 128 && orthros_attn_prefill_wgmma_available())
-            return launch_lin7(p, w, pl, stream);
+            return launch_lin5<128, true, true>(p, w, pl, stream);
         if (linear_prefill_version >= 6)
             return p->d == 64 ? launch_lin5<64, true>(p, w, pl, stream) : launch_lin5<128, true>(p, w, pl, stream);
         return p->d == 64 ? launch_lin5<64, false>(p, w, pl, stream) : launch_lin5<128, false>(p, w, pl, stream);

@@ -85,9 +85,7 @@ static void file_safety(const char *json, const char *log)
         if (i == 1) o = cJSON_GetObjectItem(o, "device");
         CHECK(o != NULL, "no %s in the result file", code[i][0]);
         if (o) cJSON_ReplaceItemInObject(o, code[i][1], cJSON_CreateString(code[i][2]));
-        char *t = cJSON_Print(r);
-        tu_write_text(json, t);
-        free(t);
+        tu_write_json(json, r);
         cJSON_Delete(r);
         size_t olen = 0;
         char *other_code = bytes_of(json, &olen);
@@ -105,9 +103,7 @@ static void file_safety(const char *json, const char *log)
     /* A file with a malformed cell: refused by its path, not rewritten. */
     cJSON *r = tu_load_json(json);
     cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "measurements"), 0), "stats", cJSON_CreateNull());
-    char *t = cJSON_Print(r);
-    tu_write_text(json, t);
-    free(t);
+    tu_write_json(json, r);
     cJSON_Delete(r);
     size_t blen = 0;
     char *broken = bytes_of(json, &blen);
@@ -304,9 +300,7 @@ int main(int argc, char **argv)
             double f1024 = cJSON_GetObjectItem(cJSON_GetObjectItem(c1024, "cost"), "flops")->valuedouble;
             cJSON_SetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(c256, "stats"), "median"), 100.0);
             cJSON_DeleteItemFromArray(meas, 1);
-            char *text = cJSON_Print(f);
-            tu_write_text(json, text);
-            free(text);
+            tu_write_json(json, f);
             char budget[64];
             snprintf(budget, sizeof budget, "%.6f", 2.5 * 100.0 * f1024 / f256);
             char *a6[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer",

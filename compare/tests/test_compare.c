@@ -109,9 +109,7 @@ static const char *save(const char *name, cJSON *root)
     static int next;
     char *p = paths[next++ % 16];
     snprintf(p, 4200, "%s/%s", dir, name);
-    char *text = cJSON_Print(root);
-    tu_write_text(p, text);
-    free(text);
+    tu_write_json(p, root);
     cJSON_Delete(root);
     return p;
 }

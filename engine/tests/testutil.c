@@ -64,6 +64,14 @@ int tu_write_text(const char *path, const char *text)
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+int tu_write_json(const char *path, const cJSON *root)
+{
+    char *text = cJSON_Print(root);
+    int rc = text ? tu_write_text(path, text) : -1;
+    free(text);
+    return rc;
+}
+
 int tu_write_raw_safetensors(const char *path, const char *header, uint64_t hlen_override, const void *data,
                              size_t data_len)
 {

@@ -41,6 +41,8 @@ int tu_write_checkpoint(const char *dir, const orthros_model_config *cfg, uint64
 int tu_write_raw_safetensors(const char *path, const char *header, uint64_t hlen_override, const void *data,
                              size_t data_len);
 int tu_write_text(const char *path, const char *text);
+/* root printed as JSON into path; 0, or -1 when it cannot be printed or written. */
+int tu_write_json(const char *path, const cJSON *root);
 /* A whole file as a NUL-terminated string (malloc'd; *len, if not NULL, gets its length), or NULL. */
 char *tu_slurp(const char *path, size_t *len);
 /* A file parsed as JSON, or NULL. */

@@ -66,9 +66,7 @@ static const char *save_json(const char *name, cJSON *root)
 {
     static char path[4300];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *t = cJSON_Print(root);
-    tu_write_text(path, t);
-    free(t);
+    tu_write_json(path, root);
     return path;
 }
 

@@ -34,9 +34,7 @@ static int log_has(const char *log, const char *text)
 
 static void write_json(const char *path, cJSON *root)
 {
-    char *text = cJSON_Print(root);
-    CHECK(text && tu_write_text(path, text) == 0, "cannot write %s", path);
-    free(text);
+    CHECK(tu_write_json(path, root) == 0, "cannot write %s", path);
     cJSON_Delete(root);
 }
 
