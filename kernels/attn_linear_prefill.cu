@@ -58,10 +58,14 @@
  * block issues ~400 mma.sync a warp, ~256 of them the inter-chunk product Phi_q (S_hi + S_lo); at ~11 us a chunk
  * that is ~30% of the tensor pipe. What is left is the shape of that product: wgmma over a warp group, Phi_q and
  * S hi / lo from shared memory, instead of 8 warps of mma.sync fed by ldmatrix.
- * v7 (opt-in; not yet run on a GPU when written): that step. At d 128, on an sm_90a build and device, the output
- * pass is lin7_out (below): the chunk's four products as wgmma, two warpgroups (a query head each, and half of S
- * each), 255 registers, no spills. Elsewhere v7 runs v6. Floor of the products at the tensor cores' rate: ~7.3
- * MFLOP a warpgroup a chunk, ~2 us a chunk for the block's two, against v6's ~11 us. */
+ * v7 (the default on sm_90a): that step. At d 128, on an sm_90a build and device, the output pass is lin7_out
+ * (below): the chunk's four products as wgmma, two warpgroups (a query head each, and half of S each), 255
+ * registers, no spills. Elsewhere v7 runs v6. Floor of the products at the tensor cores' rate: ~7.3 MFLOP a
+ * warpgroup a chunk, ~2 us a chunk for the block's two, against v6's ~11 us. Run on the H200 (2026-12-01): tests
+ * (224 checks) and memcheck pass; 128K d 128 2.651 ms against v6's 3.070 in the same job (16K 0.357 / 0.401).
+ * Nsight Compute of lin7_out at 16K (its locked clocks): 405 us, 2.00 active / 0.52 eligible warps a scheduler, issue 41%, memory
+ * throughput 47% (L1 49%), tensor work no longer the bound: the block's barriers a chunk and 255 registers (one
+ * block an SM) leave it latency-bound; more blocks an SM would need the state halves out of registers. */
 #include "attn_linear_prefill.h"
 
 #include "attn_full_prefill_wgmma.cuh"
@@ -1038,7 +1042,8 @@ static void work_layout(const orthros_attn_linear_params *p, int ns, lin_work *w
     *total = off;
 }
 
-static int linear_prefill_version = ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT;
+/* 0 until the first call or set_version: then the default for this binary and device. */
+static int linear_prefill_version = 0;
 
 /* v5's scratch: the P1 segment sums (then prefix states) per (b, kv head). */
 static void lin5_work_layout(const orthros_attn_linear_params *p, const lin5_plan &pl, lin_work *w, size_t *total)
@@ -1054,7 +1059,7 @@ size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *
 {
     lin_work w;
     size_t total;
-    if (linear_prefill_version >= 5 && lin5_applies(p)) {
+    if (orthros_attn_linear_prefill_version() >= 5 && lin5_applies(p)) {
         lin5_work_layout(p, lin5_make_plan(p), &w, &total);
         return total;
     }
@@ -1062,9 +1067,15 @@ size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *
     return total;
 }
 
+int orthros_attn_linear_prefill_default_version(void)
+{
+    return orthros_attn_prefill_wgmma_available() ? ORTHROS_ATTN_LINEAR_PREFILL_SM90A_DEFAULT
+                                                  : ORTHROS_ATTN_LINEAR_PREFILL_PORTABLE_DEFAULT;
+}
+
 int orthros_attn_linear_prefill_set_version(int version)
 {
-    if (version == 0) version = ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT;
+    if (version == 0) version = orthros_attn_linear_prefill_default_version();
     if (version < 3 || version > ORTHROS_ATTN_LINEAR_PREFILL_LATEST)
         return orthros_error(ORTHROS_EINVAL, "linear prefill: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
@@ -1076,7 +1087,11 @@ int orthros_attn_linear_prefill_set_version(int version)
     return 0;
 }
 
-int orthros_attn_linear_prefill_version(void) { return linear_prefill_version; }
+int orthros_attn_linear_prefill_version(void)
+{
+    if (!linear_prefill_version) linear_prefill_version = orthros_attn_linear_prefill_default_version();
+    return linear_prefill_version;
+}
 
 template <bool FUSED> static int set_smem(size_t smem_state, size_t smem_out)
 {
@@ -1092,18 +1107,19 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
     if (p->n <= 0 || p->B <= 0) return 0;
     if (!orthros_attn_linear_chunked_supported(p))
         return orthros_error(ORTHROS_EUNSUPPORTED, "chunked linear attention: head_dim %d, features %d", p->d, p->F);
+    const int version = orthros_attn_linear_prefill_version();
     lin_work w;
     size_t total;
-    if (linear_prefill_version >= 5 && lin5_applies(p)) {
+    if (version >= 5 && lin5_applies(p)) {
         const lin5_plan pl = lin5_make_plan(p);
         lin5_work_layout(p, pl, &w, &total);
         if (p->work_bytes < total)
             return orthros_error(ORTHROS_EINVAL, "linear attention v5: %zu bytes of scratch given, %zu needed",
                                  p->work_bytes, total);
         /* v7: the wgmma output pass at head dim 128 where the binary has sm_90a code for this device; else v6. */
-        if (linear_prefill_version >= 7 && p->d == 128 && orthros_attn_prefill_wgmma_available())
+        if (version >= 7 && p->d == 128 && orthros_attn_prefill_wgmma_available())
             return launch_lin5<128, true, true>(p, w, pl, stream);
-        if (linear_prefill_version >= 6)
+        if (version >= 6)
             return p->d == 64 ? launch_lin5<64, true>(p, w, pl, stream) : launch_lin5<128, true>(p, w, pl, stream);
         return p->d == 64 ? launch_lin5<64, false>(p, w, pl, stream) : launch_lin5<128, false>(p, w, pl, stream);
     }
@@ -1114,7 +1130,7 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
                              total);
     size_t smem_state = (size_t)LC * (p->F + SMEM_PAD + p->d + SMEM_PAD) * sizeof(bf16);
     size_t smem_out = chunk_out_smem(p->F, p->d);
-    const bool fused = linear_prefill_version >= 4 && p->F == p->d &&
+    const bool fused = version >= 4 && p->F == p->d &&
                        (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
     int rc = fused ? set_smem<true>(smem_state, smem_out) : set_smem<false>(smem_state, smem_out);
     if (rc) return rc;

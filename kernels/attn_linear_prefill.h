@@ -21,16 +21,25 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
 /* The numbered version the chunked path uses, process-wide, for tests and benchmarks that compare versions:
  * 3 featurizes q and k into scratch first; 4 applies elu1 / relu inside the chunk kernels; 5 walks segments of
  * the sequence chunk by chunk with the state in registers (elu1 / relu, head dim 64 or 128; other shapes take
- * 4's path); 6 (the default) is 5 with the feature map applied 8 values a step and the causally empty tiles of
- * the intra-chunk products skipped (v5's lin5_out was issue-bound, about half its instructions the element-wise
- * map). Measured on the H200 at 128K tokens, 32 q / 8 kv heads, elu1, one run: d 64 v3 2.59 ms, v4 2.57, v5
- * 1.64, v6 1.14; d 128 v3 8.16, v4 9.03, v5 4.46, v6 3.08 (data/results/h200-2026-12-01-linear-v6). 7 (opt-in,
- * not yet run on a GPU when written) is 6 with the output pass on wgmma at head dim 128 where the binary has
- * sm_90a code and the device is 9.0 (else 6). ORTHROS_LINEAR_PREFILL_VERSION selects one for a process. */
-#define ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT 6
+ * 4's path); 6 is 5 with the feature map applied 8 values a step and the causally empty tiles of the intra-chunk
+ * products skipped (v5's lin5_out was issue-bound, about half its instructions the element-wise map); 7 is 6 with
+ * the output pass on wgmma at head dim 128 (the chunk's scores, intra, inter and state-update products as
+ * warpgroup MMAs from 128-byte-swizzled shared memory), 6's kernels elsewhere. Measured on the H200 at 128K
+ * tokens, 32 q / 8 kv heads, elu1, one run: d 64 v3 2.59 ms, v4 2.57, v5 1.64, v6 1.14; d 128 v3 8.16, v4 9.03,
+ * v5 4.46, v6 3.08 (data/results/h200-2026-12-01-linear-v6); v7 d 128 2.65 ms against v6's 3.07 in the same job,
+ * its tests (224 checks) and memcheck passing (data/results/h200-2026-12-01-linear-v7).
+ * The default: ORTHROS_ATTN_LINEAR_PREFILL_SM90A_DEFAULT (7) where the binary carries sm_90a code and the device is
+ * compute capability 9.0, else ORTHROS_ATTN_LINEAR_PREFILL_PORTABLE_DEFAULT (6). ORTHROS_LINEAR_PREFILL_VERSION
+ * selects one for a process. */
+#define ORTHROS_ATTN_LINEAR_PREFILL_PORTABLE_DEFAULT 6
+#define ORTHROS_ATTN_LINEAR_PREFILL_SM90A_DEFAULT 7
 #define ORTHROS_ATTN_LINEAR_PREFILL_LATEST 7
-/* 0 selects the default; 7 without sm_90a code for the device returns ORTHROS_EUNSUPPORTED. */
+/* The default for this binary and device (the first call probes the device). */
+int orthros_attn_linear_prefill_default_version(void);
+/* 0 selects the default; 7 without sm_90a code for the device returns ORTHROS_EUNSUPPORTED and leaves the version
+ * unchanged. */
 int orthros_attn_linear_prefill_set_version(int version);
+/* The version in use. */
 int orthros_attn_linear_prefill_version(void);
 
 #ifdef __cplusplus

@@ -446,8 +446,8 @@ static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode, int
     if (version) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " v%d", version);
     /* Decode reads the state and writes little: the read ceiling. Prefill writes o as it reads q, k, v: copy. */
     bench_case bc = {decode ? "linear_decode" : "linear_prefill", d, n, B, 0, 0,
-                     decode ? 0 : version ? version : ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT,
-                     decode || !version || version == ORTHROS_ATTN_LINEAR_PREFILL_DEFAULT};
+                     decode ? 0 : version ? version : orthros_attn_linear_prefill_default_version(),
+                     decode || !version || version == orthros_attn_linear_prefill_default_version()};
     record_case(decode ? "attn_linear_decode" : "attn_linear_prefill", shape, &bc, decode, flops, bytes, t, samples);
     if (wq) be->free(be, wq);
     if (wk) be->free(be, wk);
@@ -562,7 +562,7 @@ int main(int argc, char **argv)
     /* The read patterns of mem_read.cu (probes beside the ceiling's pattern). */
     read_probes();
 
-    /* Linear prefill v7 (the output pass on wgmma at head dim 128; not yet run on a GPU when written): last. */
+    /* Linear prefill v7 by name (the output pass on wgmma at head dim 128; the default on sm_90a), beside v5 and v6. */
     bench_linear(128, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, 7);
     if (!quick) bench_linear(128, 1, 16384, ORTHROS_FMAP_ELU1, 0, 7);
 
