@@ -62,10 +62,11 @@
  * (below): the chunk's four products as wgmma, two warpgroups (a query head each, and half of S each), 255
  * registers, no spills. Elsewhere v7 runs v6. Floor of the products at the tensor cores' rate: ~7.3 MFLOP a
  * warpgroup a chunk, ~2 us a chunk for the block's two, against v6's ~11 us. Run on the H200 (2026-12-01): tests
- * (224 checks) and memcheck pass; 128K d 128 2.651 ms against v6's 3.070 in the same job (16K 0.357 / 0.401).
- * Nsight Compute of lin7_out at 16K (its locked clocks): 405 us, 2.00 active / 0.52 eligible warps a scheduler, issue 41%, memory
- * throughput 47% (L1 49%), tensor work no longer the bound: the block's barriers a chunk and 255 registers (one
- * block an SM) leave it latency-bound; more blocks an SM would need the state halves out of registers. */
+ * (224 checks) and memcheck pass; 128K d 128 2.651 ms against v6's 3.070 in the same job (16K 0.357 / 0.401;
+ * data/results/h200-2026-12-01-v7-defaults). Nsight Compute of lin7_out at 16K (at its locked clocks): 405 us,
+ * 2.00 active / 0.52 eligible warps a scheduler, issue 41%, memory throughput 47% (L1 49%): tensor work is no
+ * longer the bound; the block's barriers a chunk and 255 registers (one block an SM) leave it latency-bound, and
+ * more blocks an SM would need the halves of S out of registers. */
 #include "attn_linear_prefill.h"
 
 #include "attn_full_prefill_wgmma.cuh"

@@ -27,7 +27,7 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
  * warpgroup MMAs from 128-byte-swizzled shared memory), 6's kernels elsewhere. Measured on the H200 at 128K
  * tokens, 32 q / 8 kv heads, elu1, one run: d 64 v3 2.59 ms, v4 2.57, v5 1.64, v6 1.14; d 128 v3 8.16, v4 9.03,
  * v5 4.46, v6 3.08 (data/results/h200-2026-12-01-linear-v6); v7 d 128 2.65 ms against v6's 3.07 in the same job,
- * its tests (224 checks) and memcheck passing (data/results/h200-2026-12-01-linear-v7).
+ * its tests (224 checks) and memcheck passing (data/results/h200-2026-12-01-v7-defaults).
  * The default: ORTHROS_ATTN_LINEAR_PREFILL_SM90A_DEFAULT (7) where the binary carries sm_90a code and the device is
  * compute capability 9.0, else ORTHROS_ATTN_LINEAR_PREFILL_PORTABLE_DEFAULT (6). ORTHROS_LINEAR_PREFILL_VERSION
  * selects one for a process. */
