@@ -665,6 +665,9 @@ static void split_search(int keys, int bn, int min_len, int max_ns, long blocks_
     }
 }
 
+/* orthros_attn_full_decode_force_splits: 0, or the split count v6 / v7 take instead of their plan's. */
+static int forced_splits = 0;
+
 /* v6's split plan: blocks = B * (Hkv / HB) * nsplit, one per SM (its ring takes ~193 KB); the count minimising
  * (waves) x (split length + a fixed cost of two stages) wins, as in decode_plan. The partials are nsplit * WPH
  * per head, at most DEC_COMBINE_MAXW. */
@@ -676,9 +679,22 @@ static int dec6_plan(const orthros_attn_full_decode_params *p, int *split_len, i
     const long blocks_per_ns = (long)p->B * (p->Hkv / HB);
     const int keys = p->max_keys > 0 ? p->max_keys : 1;
     int max_ns = ceil_div(keys, bn), cap_ns = (int)(4 * slots / blocks_per_ns) + 1;
-    if (max_ns > cap_ns) max_ns = cap_ns;
     if (max_ns > DEC_COMBINE_MAXW / WPH) max_ns = DEC_COMBINE_MAXW / WPH;
+    if (forced_splits > 0) {
+        const int ns = forced_splits < max_ns ? forced_splits : max_ns;
+        *split_len = ceil_div(ceil_div(keys, ns), bn) * bn;
+        *nsplit = ceil_div(keys, *split_len);
+        return 0;
+    }
+    if (max_ns > cap_ns) max_ns = cap_ns;
     split_search(keys, bn, bn, max_ns, blocks_per_ns, slots, split_len, nsplit);
+    return 0;
+}
+
+int orthros_attn_full_decode_force_splits(int nsplit)
+{
+    if (nsplit < 0) return orthros_error(ORTHROS_EINVAL, "decode attention: %d splits", nsplit);
+    forced_splits = nsplit;
     return 0;
 }
 

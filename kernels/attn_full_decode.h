@@ -53,6 +53,10 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
  * ORTHROS_EUNSUPPORTED. */
 int orthros_attn_full_decode_set_version(int version);
 int orthros_attn_full_decode_version(void);
+/* For benchmarks that tune the split plan: v6 and v7 split every sequence into `nsplit` parts (clamped to one tile
+ * each at least and to what the combine kernel merges) instead of the planned count; 0 restores the plan.
+ * Process-wide; a negative count returns ORTHROS_EINVAL. Versions 3 to 5 ignore it. */
+int orthros_attn_full_decode_force_splits(int nsplit);
 int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
 
 #ifdef __cplusplus

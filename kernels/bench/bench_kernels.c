@@ -346,6 +346,33 @@ static void bench_decode_vs(int d, int B, int L, const int *vs, int nv)
     must(orthros_attn_full_decode_set_version(0), "decode version");
 }
 
+/* The default decode (v7 on Hopper) with its split plan overridden: each split count in ns (0: the plan's), for
+ * tuning the plan where it sits near the read ceiling (op attn_full_decode_splits; --only decode_splits). */
+static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
+{
+    if (!want("attn_full_decode_splits")) return;
+    attn_ctx a;
+    double samples[SAMPLES];
+    setup_attn(&a, 32, 8, d, B, 1, L);
+    a.decode = 1;
+    for (int b = 0; b < B; b++) a.pos0[b] = L - 1;
+    const double bytes = 2.0 * B * (double)L * 8 * d * 2, flops = 4.0 * B * (double)L * 32 * d;
+    const int v = orthros_attn_full_decode_version();
+    for (int i = 0; i < nn; i++) {
+        must(orthros_attn_full_decode_force_splits(ns[i]), "decode splits");
+        double t = time_op(run_attn, &a, samples);
+        char shape[96];
+        if (ns[i])
+            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v%d splits=%d", B, L, d, v, ns[i]);
+        else
+            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v%d planned", B, L, d, v);
+        bench_case bc = {"decode_splits", d, L, B, L - 1, 0, v, ns[i] == 0};
+        record_case("attn_full_decode_splits", shape, &bc, 1, flops, bytes, t, samples);
+    }
+    must(orthros_attn_full_decode_force_splits(0), "decode splits");
+    free_attn(&a);
+}
+
 /* Causal prefill of n tokens at positions pos0.. against a cache of pos0 + n keys (cap, when > 0, sizes a ring as
  * the engine does for a sliding window: window + n - 1), for each version in vs (0: the default). */
 static void bench_prefill_vs(int d, int n, int pos0, int window, const int *vs, int nv)
@@ -561,6 +588,17 @@ int main(int argc, char **argv)
 
     /* The read patterns of mem_read.cu (probes beside the ceiling's pattern). */
     read_probes();
+
+    /* The decode split plan against fixed split counts, on the cells nearest the read ceiling (batch 8-16); the
+     * plan's pick is the "planned" row. Not with --quick. */
+    if (!quick) {
+        const int ns[] = {0, 4, 6, 8, 12, 16, 24, 33, 48};
+        const int nsn = (int)(sizeof ns / sizeof ns[0]);
+        for (int li = 1; li < 3; li++) {
+            bench_decode_splits(128, 16, Ls[li], ns, nsn);
+            bench_decode_splits(64, 8, Ls[li], ns, nsn);
+        }
+    }
 
     /* Linear prefill v7 by name (the output pass on wgmma at head dim 128; the default on sm_90a), beside v5 and v6. */
     bench_linear(128, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, 7);

@@ -141,6 +141,20 @@ def main():
         for r in others:
             print(f"{r['op']:22s} {r['shape']:52s} {r['median_ms']:9.3f} ms  {100 * (r.get('fraction_of_floor') or 0):5.1f}% of floor")
 
+    # The decode split plan against fixed split counts (attn_full_decode_splits): the planned row and the fastest.
+    splits = [r for r in results if r["op"] == "attn_full_decode_splits" and r.get("case")]
+    if splits:
+        print()
+        print("decode split counts (ms; 'planned' is the default plan's pick):")
+        groups = {}
+        for r in splits:
+            c = r["case"]
+            groups.setdefault((int(c["head_dim"]), int(c["ctx"]), int(c["batch"])), []).append(r)
+        for (d, n, b), rs in sorted(groups.items()):
+            row = ", ".join(f"{r['shape'].split()[-1]} {r['median_ms']:.3f}" for r in rs)
+            best = min(rs, key=lambda r: r["median_ms"])
+            print(f"  decode d{d} {n // 1024}K B{b}: {row}; fastest {best['shape'].split()[-1]}")
+
     # The read patterns of mem_read.cu (the ceiling reads with variant 0): which reaches the HBM's rate.
     probes = [r for r in results if r["op"] == "read_probe"]
     if probes:
