@@ -643,10 +643,10 @@ static bool dec6_shape(const orthros_attn_full_decode_params *p)
 }
 
 /* The split count in 1 .. max_ns minimising (waves of `slots` resident blocks) x (split length + a fixed cost of
- * two tiles per block: its first load's latency and the partial it writes), with blocks_per_ns blocks per split
- * and split lengths a multiple of the tile bn, at least min_len; the fewest splits on a tie. */
-static void split_search(int keys, int bn, int min_len, int max_ns, long blocks_per_ns, long slots, int *split_len,
-                         int *nsplit)
+ * `fixed` keys per block: its first loads' latency, the partial it writes and merges), with blocks_per_ns blocks
+ * per split and split lengths a multiple of the tile bn, at least min_len; the fewest splits on a tie. */
+static void split_search(int keys, int bn, int min_len, int max_ns, long blocks_per_ns, long slots, long fixed,
+                         int *split_len, int *nsplit)
 {
     long best = -1;
     *split_len = ceil_div(keys, bn) * bn;
@@ -656,7 +656,7 @@ static void split_search(int keys, int bn, int min_len, int max_ns, long blocks_
         if (len < min_len) len = min_len;
         if (ceil_div(keys, len) != ns) continue;
         long waves = (blocks_per_ns * ns + slots - 1) / slots;
-        long cost = waves * ((long)len + 2 * bn);
+        long cost = waves * ((long)len + fixed);
         if (best < 0 || cost < best) {
             best = cost;
             *split_len = len;
@@ -669,8 +669,14 @@ static void split_search(int keys, int bn, int min_len, int max_ns, long blocks_
 static int forced_splits = 0;
 
 /* v6's split plan: blocks = B * (Hkv / HB) * nsplit, one per SM (its ring takes ~193 KB); the count minimising
- * (waves) x (split length + a fixed cost of two stages) wins, as in decode_plan. The partials are nsplit * WPH
- * per head, at most DEC_COMBINE_MAXW. */
+ * (waves) x (split length + a fixed cost per block) wins, as in decode_plan. The partials are nsplit * WPH per
+ * head, at most DEC_COMBINE_MAXW. The fixed cost is DEC6_FIXED_BYTES of the block's K / V rows (HB * d * 4 bytes a
+ * key), not two stages as first modelled: measured on the H200 (data/results/h200-2026-12-01-v7-defaults/splits),
+ * one wave of 128 blocks on the 132 SMs beat four full waves at d 128 B16 64K / 128K (0.956 / 1.888 ms against
+ * 0.974 / 1.900 with 33 splits) and two at d 64 B8 128K (0.486 against 0.498): ~15-20 us a block beyond its
+ * keys, which 1 MiB of rows (~30 us of one SM's share of the bandwidth) puts on the side of fewer, longer splits.
+ * At batch 1 every candidate is one wave and the plan is unchanged. */
+#define DEC6_FIXED_BYTES (1L << 20)
 static int dec6_plan(const orthros_attn_full_decode_params *p, int *split_len, int *nsplit)
 {
     const int HB = dec6_group(p->Hkv), WPH = DEC6_WARPS / HB;
@@ -687,7 +693,9 @@ static int dec6_plan(const orthros_attn_full_decode_params *p, int *split_len, i
         return 0;
     }
     if (max_ns > cap_ns) max_ns = cap_ns;
-    split_search(keys, bn, bn, max_ns, blocks_per_ns, slots, split_len, nsplit);
+    const long fixed = DEC6_FIXED_BYTES / ((long)HB * p->d * 4) > 2L * bn ? DEC6_FIXED_BYTES / ((long)HB * p->d * 4)
+                                                                             : 2L * bn;
+    split_search(keys, bn, bn, max_ns, blocks_per_ns, slots, fixed, split_len, nsplit);
     return 0;
 }
 
@@ -789,7 +797,7 @@ static int decode_plan(const orthros_attn_full_decode_params *p, int version, in
     int bn = p->d == 64 ? dec_cfg<64>::BN : dec_cfg<128>::BN;
     int max_ns = ceil_div(keys, DEC_MIN_SPLIT), cap_ns = (int)(4 * slots / heads) + 1;
     if (max_ns > cap_ns) max_ns = cap_ns;
-    split_search(keys, bn, DEC_MIN_SPLIT, max_ns, heads, slots, split_len, nsplit);
+    split_search(keys, bn, DEC_MIN_SPLIT, max_ns, heads, slots, 2L * bn, split_len, nsplit);
     return 0;
 }
 

@@ -594,10 +594,11 @@ int main(int argc, char **argv)
     if (!quick) {
         const int ns[] = {0, 4, 6, 8, 12, 16, 24, 33, 48};
         const int nsn = (int)(sizeof ns / sizeof ns[0]);
-        for (int li = 1; li < 3; li++) {
-            bench_decode_splits(128, 16, Ls[li], ns, nsn);
-            bench_decode_splits(64, 8, Ls[li], ns, nsn);
-        }
+        for (int li = 1; li < 3; li++)
+            for (int bi = 1; bi < 3; bi++) {
+                bench_decode_splits(128, Bs[bi], Ls[li], ns, nsn);
+                bench_decode_splits(64, Bs[bi], Ls[li], ns, nsn);
+            }
     }
 
     /* Linear prefill v7 by name (the output pass on wgmma at head dim 128; the default on sm_90a), beside v5 and v6. */
