@@ -687,6 +687,22 @@ static void decode_v6(int version)
     test_full(gs[5], 16, 1, 3001, 0, p16, 0, 1);
     test_full(gs[6], 16, 1, 3001, 0, p16, 0, 1);
     test_full(gs[0], 3, 1, 5000, 300, p3, 0, 1); /* a window: v4 runs it */
+    /* Split counts other than the plan's (orthros_attn_full_decode_force_splits, which the bench's split sweep
+     * uses): one split, odd counts whose boundaries fall inside a stage, and more than the combine takes
+     * (clamped); a negative count is refused. Written after the last GPU run of the session that added it. */
+    const int forced[] = {1, 3, 7, 48, 100000};
+    for (int fi = 0; fi < (int)(sizeof forced / sizeof forced[0]); fi++) {
+        op_rc(orthros_attn_full_decode_force_splits(forced[fi]), "decode force splits");
+        test_full(gs[5], 8, 1, 8192, 0, p8, 0, 1);
+        test_full(gs[6], 8, 1, 8192, 0, p8, 0, 1);
+    }
+    op_rc(orthros_attn_full_decode_force_splits(0), "decode force splits");
+    if (orthros_attn_full_decode_force_splits(-1) != ORTHROS_EINVAL) {
+        printf("FAIL decode force splits: -1 was not refused\n");
+        n_fail++;
+    } else {
+        n_pass++;
+    }
     if (!quick) {
         int p6[1] = {20000};
         test_full(gs[5], 1, 1, 20001, 0, p6, 0, 1);
