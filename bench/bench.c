@@ -269,6 +269,13 @@ static int arm_round(sweep *s, arm *a, const int32_t *tok, int k, int keep_sessi
         c->samples[c->n_samples++] = t;
     }
     c->round_ends[c->n_rounds++] = c->n_samples;
+    /* The clock and power the round ended at (its last repetition's): the last round's stay in the file. */
+    orthros_device_info info;
+    memset(&info, 0, sizeof info);
+    if (orthros_backend_caps(s->be) & ORTHROS_CAP_GPU) {
+        orthros_backend_device_info(s->be, &info);
+        orthros_bench_cell_set_gpu(c, info.pci_bus_id);
+    }
     if (!keep_session) {
         orthros_session_free(a->s);
         a->s = NULL;
@@ -720,6 +727,10 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
                 rc = sweep_group(&s, s.ax.phases[ip], s.ax.ctxs[ic], s.ax.batches[ib], tok);
     if (!rc && !(rc = save(&s, 1))) {
         print_speedups(&s);
+        char note[512];
+        if (orthros_bench_clock_note(&s.f, note, sizeof note)[0])
+            progress(&s, "bench: %s; a long cell at a power or thermal limit runs at a lower clock than a short one "
+                         "(\"gpu\" in each cell)\n", note);
         if (strcmp(o->json, "-") && (s.measured || !s.existed || o->force || o->resume))
             progress(&s, "bench: results in %s\n", o->json);
     }

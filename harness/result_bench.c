@@ -1,6 +1,7 @@
 /* Bench result files: the typed cells, their one reader (with validation) and one writer. */
 #define _GNU_SOURCE
 #include "result_bench.h"
+#include "gpu_state.h"
 #include "util.h"
 
 #include <limits.h>
@@ -19,7 +20,63 @@ void orthros_bench_cell_init(orthros_bench_cell *c)
     c->noise = c->flops = c->attn_flops = c->bytes = NAN;
     c->tokens_per_s = c->tflops = c->tbps = c->frac_gemm = c->frac_copy = c->frac_read = NAN;
     c->floor_s = c->weights_bytes = c->session_bytes = c->device_used_bytes = NAN;
+    c->gpu_sm_clock_mhz = c->gpu_sm_clock_max_mhz = c->gpu_power_w = c->gpu_power_limit_w = NAN;
     c->stats.median = c->stats.ci_lo = c->stats.ci_hi = NAN;
+}
+
+void orthros_bench_cell_set_gpu(orthros_bench_cell *c, const char *bus_id)
+{
+    orthros_gpu_state st;
+    if (orthros_gpu_state_read(bus_id, &st)) return;
+    c->gpu_sm_clock_mhz = st.sm_clock_mhz, c->gpu_sm_clock_max_mhz = st.sm_clock_max_mhz;
+    c->gpu_power_w = st.power_w, c->gpu_power_limit_w = st.power_limit_w;
+    c->gpu_clock_limits[0] = '\0';
+    if (st.have_reasons) orthros_gpu_reasons_text(st.reasons, c->gpu_clock_limits, sizeof c->gpu_clock_limits);
+}
+
+const char *orthros_bench_clock_note(const orthros_bench_file *f, char *buf, size_t n)
+{
+    enum { MAXR = 12 };
+    char names[MAXR][40];
+    int counts[MAXR], nr = 0;
+    size_t measured = 0, limited = 0;
+    double lo = INFINITY, hi = -INFINITY, max = NAN;
+    if (n) buf[0] = '\0';
+    for (size_t i = 0; i < f->n_cells; i++) {
+        const orthros_bench_cell *c = &f->cells[i];
+        if (c->state != ORTHROS_CELL_MEASURED || !c->gpu_clock_limits[0]) continue;
+        measured++;
+        int any = 0;
+        char list[sizeof c->gpu_clock_limits];
+        snprintf(list, sizeof list, "%s", c->gpu_clock_limits);
+        for (char *save = NULL, *r = strtok_r(list, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(r, "gpu_idle") || !strcmp(r, "none")) continue;
+            any = 1;
+            int k = 0;
+            while (k < nr && strcmp(names[k], r)) k++;
+            if (k == nr && nr < MAXR) snprintf(names[nr], sizeof names[nr], "%s", r), counts[nr++] = 0;
+            if (k < nr) counts[k]++;
+        }
+        if (!any) continue;
+        limited++;
+        if (isfinite(c->gpu_sm_clock_mhz)) {
+            lo = fmin(lo, c->gpu_sm_clock_mhz);
+            hi = fmax(hi, c->gpu_sm_clock_mhz);
+        }
+        if (isfinite(c->gpu_sm_clock_max_mhz)) max = c->gpu_sm_clock_max_mhz;
+    }
+    if (!limited || !n) return buf;
+    size_t used = 0;
+    int w = snprintf(buf, n, "the GPU clock was held below its maximum at the end of %zu of %zu cells (", limited, measured);
+    for (int k = 0; k < nr && w >= 0 && (used += (size_t)w) < n; k++)
+        w = snprintf(buf + used, n - used, "%s%s %d", k ? ", " : "", names[k], counts[k]);
+    if (w >= 0 && (used += (size_t)w) < n) {
+        if (isfinite(lo) && isfinite(max))
+            snprintf(buf + used, n - used, "): SM %.0f-%.0f of %.0f MHz", lo, hi, max);
+        else
+            snprintf(buf + used, n - used, ")");
+    }
+    return buf;
 }
 
 void orthros_bench_cell_free(orthros_bench_cell *c)
@@ -189,7 +246,7 @@ static int read_rounds(orthros_bench_cell *c, orthros_jr *j, const cJSON *o)
 /* The measured part of a cell: samples, statistics, cost, throughput, memory. */
 static int read_measured(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, double sample_scale)
 {
-    const cJSON *st, *cost, *thr, *mem;
+    const cJSON *st, *cost, *thr, *mem, *gpu;
     int rc;
     int64_t chunk = 0;
     if ((rc = orthros_jr_positive_array(&c->samples, &c->n_samples, j, o, sample_scale == 1 ? "samples" : "samples_ms",
@@ -201,7 +258,8 @@ static int read_measured(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, d
         (rc = orthros_jr_num(&c->noise, j, o, "noise", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
         (rc = orthros_jr_bool(&c->noisy, j, o, "noisy", 0)) || (rc = orthros_jr_int(&chunk, j, o, "chunk", 0, INT_MAX, 0)) ||
         (rc = orthros_jr_object(&st, j, o, "stats", 0)) || (rc = orthros_jr_object(&cost, j, o, "cost", 0)) ||
-        (rc = orthros_jr_object(&thr, j, o, "throughput", 0)) || (rc = orthros_jr_object(&mem, j, o, "memory", 0)))
+        (rc = orthros_jr_object(&thr, j, o, "throughput", 0)) || (rc = orthros_jr_object(&mem, j, o, "memory", 0)) ||
+        (rc = orthros_jr_object(&gpu, j, o, "gpu", 0)))
         return rc;
     c->chunk = (int)chunk;
     if (st) {
@@ -227,11 +285,23 @@ static int read_measured(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, d
              {thr, "throughput", "frac_read_ceiling", &c->frac_read},
              {mem, "memory", "weights_bytes", &c->weights_bytes},
              {mem, "memory", "session_bytes", &c->session_bytes},
-             {mem, "memory", "device_used_bytes", &c->device_used_bytes}};
+             {mem, "memory", "device_used_bytes", &c->device_used_bytes},
+             {gpu, "gpu", "sm_clock_mhz", &c->gpu_sm_clock_mhz},
+             {gpu, "gpu", "sm_clock_max_mhz", &c->gpu_sm_clock_max_mhz},
+             {gpu, "gpu", "power_w", &c->gpu_power_w},
+             {gpu, "gpu", "power_limit_w", &c->gpu_power_limit_w}};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
         if (!f[i].obj) continue;
         size_t at = orthros_jr_push_key(j, f[i].obj_key);
         rc = orthros_jr_num(f[i].dst, j, f[i].obj, f[i].key, 0, BIG, ORTHROS_JR_NULL_NAN);
+        orthros_jr_pop(j, at);
+        if (rc) return rc;
+    }
+    if (gpu) {
+        size_t at = orthros_jr_push_key(j, "gpu");
+        rc = orthros_jr_string(c->gpu_clock_limits, sizeof c->gpu_clock_limits, j, gpu, "clock_limits", 0);
+        if (!rc && c->gpu_clock_limits[0] && !orthros_gpu_reasons_valid(c->gpu_clock_limits))
+            rc = orthros_jr_fail(j, "clock_limits", "must be comma-separated names of a-z, 0-9 and _");
         orthros_jr_pop(j, at);
         if (rc) return rc;
     }
@@ -603,6 +673,14 @@ static cJSON *cell_json(const orthros_bench_cell *c)
         add_num(mem, "weights_bytes", c->weights_bytes);
         add_num(mem, "session_bytes", c->session_bytes);
         add_num(mem, "device_used_bytes", c->device_used_bytes);
+    }
+    if (isfinite(c->gpu_sm_clock_mhz) || isfinite(c->gpu_power_w) || c->gpu_clock_limits[0]) {
+        cJSON *gpu = cJSON_AddObjectToObject(o, "gpu");
+        add_num(gpu, "sm_clock_mhz", c->gpu_sm_clock_mhz);
+        add_num(gpu, "sm_clock_max_mhz", c->gpu_sm_clock_max_mhz);
+        add_num(gpu, "power_w", c->gpu_power_w);
+        add_num(gpu, "power_limit_w", c->gpu_power_limit_w);
+        if (c->gpu_clock_limits[0]) cJSON_AddStringToObject(gpu, "clock_limits", c->gpu_clock_limits);
     }
     return o;
 }

@@ -50,6 +50,11 @@ typedef struct {
     int head_dim, pos0, window, version, is_default;
     char ceiling[8];
     double weights_bytes, session_bytes, device_used_bytes; /* NAN when not recorded */
+    /* The GPU right after the cell's last timed repetition ("gpu" in the file; rank 0's GPU under tensor
+     * parallel), through NVML: SM clock and its maximum (MHz), power and its enforced limit (W), NAN where not
+     * read; the active clock event reasons as orthros_gpu_reasons_text writes them, empty where not read. */
+    double gpu_sm_clock_mhz, gpu_sm_clock_max_mhz, gpu_power_w, gpu_power_limit_w;
+    char gpu_clock_limits[160];
 } orthros_bench_cell;
 
 /* Every architecture over transformer, per (phase, ctx, batch). */
@@ -107,6 +112,12 @@ cJSON *orthros_bench_file_to_json(const orthros_bench_file *f);
 int orthros_bench_file_write(const orthros_bench_file *f, const char *path);
 
 /* Cells. A new cell is zeroed with NAN in every measured number. add takes ownership of c's buffers. */
+/* Records the state of the GPU at PCI address bus_id now in c's gpu fields (unchanged where NVML cannot read). */
+void orthros_bench_cell_set_gpu(orthros_bench_cell *c, const char *bus_id);
+/* A line on the measured cells of f whose GPU clock was held below its maximum when they ended (any clock event
+ * reason but gpu_idle): how many, by reason, and their SM clocks against the maximum; "" when none was (or none
+ * recorded the GPU). Returns buf. */
+const char *orthros_bench_clock_note(const orthros_bench_file *f, char *buf, size_t n);
 void orthros_bench_cell_init(orthros_bench_cell *c);
 void orthros_bench_cell_free(orthros_bench_cell *c);
 int orthros_bench_cell_set_reason(orthros_bench_cell *c, orthros_cell_state state, const char *reason);

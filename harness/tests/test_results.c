@@ -3,6 +3,7 @@
  * identically and matches the JSON schemas; atomic writes leave no temporary file behind.
  * usage: test_results SOURCE_DIR */
 #define _GNU_SOURCE
+#include "gpu_state.h"
 #include "result_bench.h"
 #include "result_eval.h"
 #include "schema.h"
@@ -57,6 +58,15 @@ static void make_bench(orthros_bench_file *f)
                 c.noise = 0.01, c.chunk = 64, c.flops = 1e9 * ctx, c.attn_flops = 1e8, c.bytes = 1e7;
                 c.tflops = 1, c.tbps = 0.1, c.tokens_per_s = 1000, c.frac_gemm = 0.5, c.frac_copy = 0.1, c.frac_read = 0.1;
                 c.weights_bytes = 1e6, c.session_bytes = 1e5, c.device_used_bytes = 2e6;
+                /* The GPU at the cell's end: transformer's held at the power cap, orthros's not read at 64. */
+                if (a == 0) {
+                    c.gpu_sm_clock_mhz = 1600 + ctx, c.gpu_sm_clock_max_mhz = 1980, c.gpu_power_w = 693.5;
+                    c.gpu_power_limit_w = 700;
+                    snprintf(c.gpu_clock_limits, sizeof c.gpu_clock_limits, "%s", ctx == 64 ? "none" : "sw_power_cap");
+                } else if (ctx == 128) {
+                    c.gpu_sm_clock_mhz = 1980, c.gpu_sm_clock_max_mhz = 1980, c.gpu_power_w = 250;
+                    snprintf(c.gpu_clock_limits, sizeof c.gpu_clock_limits, "gpu_idle");
+                }
             }
             orthros_bench_file_add(f, &c);
         }
@@ -122,6 +132,16 @@ static void bench_refusals(void)
     r = bench_json();
     cJSON_ReplaceItemInObject(cell(r, 1), "arch", cJSON_CreateString(""));
     expect_bench_refused("an empty arch", r, "measurements[1].arch: empty");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cell(r, 1), "gpu"), "clock_limits",
+                              cJSON_CreateString("sw_power_cap;reboot"));
+    expect_bench_refused("a clock reason with a ';'", r, "measurements[1].gpu.clock_limits: must be comma-separated");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cell(r, 1), "gpu"), "sm_clock_mhz", cJSON_CreateNumber(-5));
+    expect_bench_refused("a negative SM clock", r, "measurements[1].gpu.sm_clock_mhz");
+    r = bench_json();
+    cJSON_ReplaceItemInObject(cell(r, 1), "gpu", cJSON_CreateString("hot"));
+    expect_bench_refused("gpu: a string", r, "measurements[1].gpu: not an object");
     r = bench_json();
     cJSON_AddItemToArray(cJSON_GetObjectItem(r, "measurements"), cJSON_CreateNumber(1));
     expect_bench_refused("a non-object measurement", r, "measurements[6]: not an object");
@@ -530,6 +550,42 @@ static void tables(void)
     }
 }
 
+/* The clock event reasons as text (and the reader's check of that text), and the run's line on clock-held cells. */
+static void gpu_clock_text(void)
+{
+    char b[160];
+    CHECK(!strcmp(orthros_gpu_reasons_text(0, b, sizeof b), "none"), "no reason: \"%s\"", b);
+    CHECK(!strcmp(orthros_gpu_reasons_text(0x5, b, sizeof b), "gpu_idle,sw_power_cap"), "0x5: \"%s\"", b);
+    CHECK(!strcmp(orthros_gpu_reasons_text(0xC8, b, sizeof b), "hw_slowdown,hw_thermal_slowdown,hw_power_brake"),
+          "0xc8: \"%s\"", b);
+    CHECK(!strcmp(orthros_gpu_reasons_text(0x204, b, sizeof b), "sw_power_cap,0x200"), "an unnamed bit: \"%s\"", b);
+    CHECK(!strcmp(orthros_gpu_reasons_text(0x1FF, b, 20), "gpu_idle,app_clocks"), "a short buffer keeps whole names: "
+          "\"%s\"", b);
+    CHECK(orthros_gpu_reasons_valid(orthros_gpu_reasons_text(~0ULL, b, sizeof b)), "every bit's text reads back: %s", b);
+    const char *bad[] = {"", ",", "sw_power_cap,", ",sw", "a,,b", "Sw_power_cap", "sw power", "x;y", "$(id)"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(!orthros_gpu_reasons_valid(bad[i]), "\"%s\" passes as clock reasons", bad[i]);
+    CHECK(orthros_gpu_reasons_valid("sw_power_cap,0x200") && orthros_gpu_reasons_valid("none"), "valid reasons refused");
+    /* NVML cannot be read without a bus id: nothing is recorded. */
+    orthros_gpu_state st;
+    CHECK(orthros_gpu_state_read("", &st) == ORTHROS_EUNSUPPORTED && isnan(st.sm_clock_mhz) && !st.have_reasons,
+          "a state read with no bus id");
+
+    orthros_bench_file f;
+    make_bench(&f);
+    char note[512];
+    orthros_bench_clock_note(&f, note, sizeof note);
+    /* transformer 128 and 256 at sw_power_cap (SM 1728, 1856); 64 "none" and orthros 128 "gpu_idle" not held. */
+    CHECK(!strcmp(note, "the GPU clock was held below its maximum at the end of 2 of 4 cells (sw_power_cap 2): SM "
+                        "1728-1856 of 1980 MHz"),
+          "clock note: \"%s\"", note);
+    orthros_bench_clock_note(&f, note, 40);
+    CHECK(strlen(note) == 39, "a clock note cut to its buffer: \"%s\"", note);
+    for (size_t i = 0; i < f.n_cells; i++) snprintf(f.cells[i].gpu_clock_limits, sizeof f.cells[i].gpu_clock_limits, "none");
+    CHECK(!orthros_bench_clock_note(&f, note, sizeof note)[0], "a note where no cell was held: \"%s\"", note);
+    orthros_bench_file_free(&f);
+}
+
 int main(int argc, char **argv)
 {
     const char *src = argc > 1 ? argv[1] : ".";
@@ -548,6 +604,7 @@ int main(int argc, char **argv)
     eval_refusals(src);
     text_eval_cells(src);
     tables();
+    gpu_clock_text();
     orthros_backend_free(cpu_be);
     return tu_finish();
 }

@@ -126,11 +126,17 @@ static void record_case(const char *op, const char *shape, const bench_case *bc,
     double bw = read ? ceil_read_tbps : ceil_tbps;
     double floor_s = fmax(flops / (ceil_tflops * 1e12), bytes / (bw * 1e12));
     double tf = flops / sec / 1e12, tb = bytes / sec / 1e12;
-    printf("%-22s %-40s %10.3f %10.3f %8.1f %8.2f %7.2f\n", op, shape, sec * 1e3, floor_s * 1e3, tf, tb,
-           floor_s / sec);
-    fflush(stdout);
     orthros_bench_cell c;
     orthros_bench_cell_init(&c);
+    /* The GPU right after the last sample: the SM clock it ran at, and what held it below its maximum. */
+    orthros_bench_cell_set_gpu(&c, be->info.pci_bus_id);
+    char gpu[200] = "";
+    if (isfinite(c.gpu_sm_clock_mhz))
+        snprintf(gpu, sizeof gpu, "  sm %.0f/%.0f MHz %.0f W %s", c.gpu_sm_clock_mhz, c.gpu_sm_clock_max_mhz, c.gpu_power_w,
+                 c.gpu_clock_limits);
+    printf("%-22s %-40s %10.3f %10.3f %8.1f %8.2f %7.2f%s\n", op, shape, sec * 1e3, floor_s * 1e3, tf, tb,
+           floor_s / sec, gpu);
+    fflush(stdout);
     snprintf(c.op, sizeof c.op, "%s", op);
     snprintf(c.shape, sizeof c.shape, "%s", shape);
     snprintf(c.ceiling, sizeof c.ceiling, "%s", read ? "read" : "copy");
