@@ -31,7 +31,7 @@ def normalise(bench):
         floor = m.get("floor_s")
         out.append({"op": m["op"], "shape": m["shape"], "median_ms": med * 1e3, "tflops": thr.get("tflops"),
                     "tbps": thr.get("tbps"), "fraction_of_floor": floor / med if floor else None,
-                    "case": m.get("case")})
+                    "case": m.get("case"), "gpu": m.get("gpu")})
     in_use = bench.get("environment", {}).get("device", {}).get("kernels", "")
     defaults = {"in_use": in_use} if in_use else {}
     for part in in_use.split(","):
@@ -80,6 +80,21 @@ def main():
     if defs:
         print(f"default kernel versions: attn_prefill v{defs.get('attn_prefill')}, attn_decode v{defs.get('attn_decode')}, "
               f"linear_prefill v{defs.get('linear_prefill')} (backend: {defs.get('in_use', '?')})")
+
+    # The GPU at the end of each cell (bench_kernels since it records it): the SM clock range and what held it.
+    gpus = [r["gpu"] for r in results if isinstance(r.get("gpu"), dict)]
+    clocks = [g["sm_clock_mhz"] for g in gpus if isinstance(g.get("sm_clock_mhz"), (int, float))]
+    if clocks:
+        held = {}
+        for g in gpus:
+            for reason in str(g.get("clock_limits", "")).split(","):
+                if reason and reason not in ("none", "gpu_idle"):
+                    held[reason] = held.get(reason, 0) + 1
+        top = max((g.get("sm_clock_max_mhz") for g in gpus if isinstance(g.get("sm_clock_max_mhz"), (int, float))),
+                  default=None)
+        why = ", ".join(f"{k} {v}" for k, v in sorted(held.items())) or "none"
+        print(f"GPU at the end of the {len(gpus)} cells: SM {min(clocks):.0f}-{max(clocks):.0f}"
+              f"{f' of {top:.0f}' if top else ''} MHz; cells whose clock was held, by reason: {why}")
 
     # Ours per (kind, d, ctx, batch), window 0 and (prefill) from position 0: the default's time and the best.
     ours = {}
