@@ -59,6 +59,7 @@ typedef struct {
     int measured;     /* cells measured by this run: an existing file is replaced only once there is one */
     double t0;
     size_t total, idx;
+    char gpu_bus[32]; /* the GPU's PCI address (rank 0's), read once: its state is recorded after each round */
 } sweep;
 
 static void progress(const sweep *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -270,12 +271,7 @@ static int arm_round(sweep *s, arm *a, const int32_t *tok, int k, int keep_sessi
     }
     c->round_ends[c->n_rounds++] = c->n_samples;
     /* The clock and power the round ended at (its last repetition's): the last round's stay in the file. */
-    orthros_device_info info;
-    memset(&info, 0, sizeof info);
-    if (orthros_backend_caps(s->be) & ORTHROS_CAP_GPU) {
-        orthros_backend_device_info(s->be, &info);
-        orthros_bench_cell_set_gpu(c, info.pci_bus_id);
-    }
+    if (s->gpu_bus[0]) orthros_bench_cell_set_gpu(c, s->gpu_bus);
     if (!keep_session) {
         orthros_session_free(a->s);
         a->s = NULL;
@@ -702,6 +698,12 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
         (rc = orthros_table_format_parse(&tf, o->format)))
         return orthros_cmd_fail_usage(cmd, rc);
     if ((rc = orthros_backend_create(&s.be, o->mo.device))) return orthros_cmd_fail(cmd, rc);
+    if (orthros_backend_caps(s.be) & ORTHROS_CAP_GPU) {
+        orthros_device_info info;
+        memset(&info, 0, sizeof info);
+        orthros_backend_device_info(s.be, &info);
+        snprintf(s.gpu_bus, sizeof s.gpu_bus, "%s", info.pci_bus_id);
+    }
     ao.arch = s.ax.archs[0];
     if ((rc = orthros_model_load(&s.m, s.be, o->mo.model, &ao, (uint64_t)o->mo.seed)) || (rc = open_results(&s, argc, argv)) ||
         (rc = orthros_table_open(&s.table, tf, o->table_out, table_cols, (int)(sizeof table_cols / sizeof *table_cols)))) {

@@ -69,6 +69,34 @@ int orthros_gpu_reasons_valid(const char *text)
     }
 }
 
+/* The NVML entry points, resolved once for the process (NVML is initialised once); ok 0 where it cannot be used. */
+static struct {
+    int tried, ok;
+    nvml_handle_by_bus_fn by_bus;
+    nvml_clock_fn clock, max_clock;
+    nvml_temp_fn temp;
+    nvml_power_fn power, limit;
+    nvml_reasons_fn reasons;
+} nvml;
+
+static void nvml_open(void)
+{
+    nvml.tried = 1;
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    nvml_init_fn init = lib ? (nvml_init_fn)dlsym(lib, "nvmlInit_v2") : NULL;
+    nvml.by_bus = lib ? (nvml_handle_by_bus_fn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2") : NULL;
+    nvml.ok = init && nvml.by_bus && init() == 0;
+    if (!nvml.ok) return;
+    nvml.clock = (nvml_clock_fn)dlsym(lib, "nvmlDeviceGetClockInfo");
+    nvml.max_clock = (nvml_clock_fn)dlsym(lib, "nvmlDeviceGetMaxClockInfo");
+    nvml.temp = (nvml_temp_fn)dlsym(lib, "nvmlDeviceGetTemperature");
+    nvml.power = (nvml_power_fn)dlsym(lib, "nvmlDeviceGetPowerUsage");
+    nvml.limit = (nvml_power_fn)dlsym(lib, "nvmlDeviceGetEnforcedPowerLimit");
+    /* Drivers since R535 name it "event"; older ones only "throttle" (the same bits). */
+    nvml.reasons = (nvml_reasons_fn)dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!nvml.reasons) nvml.reasons = (nvml_reasons_fn)dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
+}
+
 int orthros_gpu_state_read(const char *bus_id, orthros_gpu_state *st)
 {
     st->sm_clock_mhz = st->sm_clock_max_mhz = st->mem_clock_mhz = st->temperature_c = NAN;
@@ -76,36 +104,18 @@ int orthros_gpu_state_read(const char *bus_id, orthros_gpu_state *st)
     st->reasons = 0;
     st->have_reasons = 0;
     if (!bus_id || !bus_id[0]) return ORTHROS_EUNSUPPORTED;
-    /* Kept open for the process: NVML is initialised once. */
-    static void *lib;
-    static int tried, ok;
-    if (!tried) {
-        tried = 1;
-        lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-        nvml_init_fn init = lib ? (nvml_init_fn)dlsym(lib, "nvmlInit_v2") : NULL;
-        ok = init && init() == 0;
-    }
-    if (!ok) return ORTHROS_EUNSUPPORTED;
-    nvml_handle_by_bus_fn by_bus = (nvml_handle_by_bus_fn)dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
-    nvml_clock_fn clock = (nvml_clock_fn)dlsym(lib, "nvmlDeviceGetClockInfo");
-    nvml_clock_fn max_clock = (nvml_clock_fn)dlsym(lib, "nvmlDeviceGetMaxClockInfo");
-    nvml_temp_fn temp = (nvml_temp_fn)dlsym(lib, "nvmlDeviceGetTemperature");
-    nvml_power_fn power = (nvml_power_fn)dlsym(lib, "nvmlDeviceGetPowerUsage");
-    nvml_power_fn limit = (nvml_power_fn)dlsym(lib, "nvmlDeviceGetEnforcedPowerLimit");
-    /* Drivers since R535 name it "event"; older ones only "throttle" (the same bits). */
-    nvml_reasons_fn reasons = (nvml_reasons_fn)dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons");
-    if (!reasons) reasons = (nvml_reasons_fn)dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    if (!nvml.tried) nvml_open();
     void *dev = NULL;
-    if (!by_bus || by_bus(bus_id, &dev) != 0) return ORTHROS_EUNSUPPORTED;
+    if (!nvml.ok || nvml.by_bus(bus_id, &dev) != 0) return ORTHROS_EUNSUPPORTED;
     unsigned v;
-    if (clock && clock(dev, NVML_CLOCK_SM, &v) == 0) st->sm_clock_mhz = v;
-    if (max_clock && max_clock(dev, NVML_CLOCK_SM, &v) == 0) st->sm_clock_max_mhz = v;
-    if (clock && clock(dev, NVML_CLOCK_MEM, &v) == 0) st->mem_clock_mhz = v;
-    if (temp && temp(dev, NVML_TEMPERATURE_GPU, &v) == 0) st->temperature_c = v;
-    if (power && power(dev, &v) == 0) st->power_w = v / 1000.0;
-    if (limit && limit(dev, &v) == 0) st->power_limit_w = v / 1000.0;
+    if (nvml.clock && nvml.clock(dev, NVML_CLOCK_SM, &v) == 0) st->sm_clock_mhz = v;
+    if (nvml.max_clock && nvml.max_clock(dev, NVML_CLOCK_SM, &v) == 0) st->sm_clock_max_mhz = v;
+    if (nvml.clock && nvml.clock(dev, NVML_CLOCK_MEM, &v) == 0) st->mem_clock_mhz = v;
+    if (nvml.temp && nvml.temp(dev, NVML_TEMPERATURE_GPU, &v) == 0) st->temperature_c = v;
+    if (nvml.power && nvml.power(dev, &v) == 0) st->power_w = v / 1000.0;
+    if (nvml.limit && nvml.limit(dev, &v) == 0) st->power_limit_w = v / 1000.0;
     unsigned long long r;
-    if (reasons && reasons(dev, &r) == 0) st->reasons = r, st->have_reasons = 1;
+    if (nvml.reasons && nvml.reasons(dev, &r) == 0) st->reasons = r, st->have_reasons = 1;
     return 0;
 }
 

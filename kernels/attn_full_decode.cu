@@ -693,8 +693,8 @@ static int dec6_plan(const orthros_attn_full_decode_params *p, int *split_len, i
         return 0;
     }
     if (max_ns > cap_ns) max_ns = cap_ns;
-    const long fixed = DEC6_FIXED_BYTES / ((long)HB * p->d * 4) > 2L * bn ? DEC6_FIXED_BYTES / ((long)HB * p->d * 4)
-                                                                             : 2L * bn;
+    const long fixed_keys = DEC6_FIXED_BYTES / ((long)HB * p->d * 4);
+    const long fixed = fixed_keys > 2L * bn ? fixed_keys : 2L * bn;
     split_search(keys, bn, bn, max_ns, blocks_per_ns, slots, fixed, split_len, nsplit);
     return 0;
 }

@@ -322,18 +322,25 @@ static void free_attn(attn_ctx *a)
     if (a->L.z) be->free(be, a->L.z);
 }
 
+/* One query token per sequence after an L-key cache (32 q / 8 kv heads, head dim d, B sequences), and what a
+ * decode step over it reads (the K and V rows) and computes. */
+static void setup_decode(attn_ctx *a, int d, int B, int L, double *bytes, double *flops)
+{
+    setup_attn(a, 32, 8, d, B, 1, L);
+    a->decode = 1;
+    for (int b = 0; b < B; b++) a->pos0[b] = L - 1;
+    *bytes = 2.0 * B * (double)L * 8 * d * 2;
+    *flops = 4.0 * B * (double)L * 32 * d;
+}
+
 /* Decode of one query token per sequence over an L-key cache, B sequences, for each version in vs[0..nv)
  * (0: the default), on one allocation. A version this build or device cannot run is reported as skipped. */
 static void bench_decode_vs(int d, int B, int L, const int *vs, int nv)
 {
     if (!want("attn_full_decode")) return;
     attn_ctx a;
-    double samples[SAMPLES];
-    setup_attn(&a, 32, 8, d, B, 1, L);
-    a.decode = 1;
-    for (int b = 0; b < B; b++) a.pos0[b] = L - 1;
-    double bytes = 2.0 * B * (double)L * 8 * d * 2;
-    double flops = 4.0 * B * (double)L * 32 * d;
+    double samples[SAMPLES], bytes, flops;
+    setup_decode(&a, d, B, L, &bytes, &flops);
     for (int i = 0; i < nv; i++) {
         int rc = orthros_attn_full_decode_set_version(vs[i]);
         if (rc == ORTHROS_EUNSUPPORTED) {
@@ -358,11 +365,8 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 {
     if (!want("attn_full_decode_splits")) return;
     attn_ctx a;
-    double samples[SAMPLES];
-    setup_attn(&a, 32, 8, d, B, 1, L);
-    a.decode = 1;
-    for (int b = 0; b < B; b++) a.pos0[b] = L - 1;
-    const double bytes = 2.0 * B * (double)L * 8 * d * 2, flops = 4.0 * B * (double)L * 32 * d;
+    double samples[SAMPLES], bytes, flops;
+    setup_decode(&a, d, B, L, &bytes, &flops);
     const int v = orthros_attn_full_decode_version();
     for (int i = 0; i < nn; i++) {
         must(orthros_attn_full_decode_force_splits(ns[i]), "decode splits");
