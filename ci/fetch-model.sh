@@ -3,8 +3,8 @@
 # git-ignored cache .cache/models/ and checks its sha256. Idempotent: a file already there with the right
 # hash is kept. Prints the path of the model on stdout; exit 1 when it cannot be fetched or the hash differs.
 #   ci/fetch-model.sh            # -> .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
-# For a machine without network access, the checked file travels xz-compressed, in pieces of 44 MiB:
-#   ci/fetch-model.sh --split DIR    # writes DIR/smollm2.xz.part00, part01 (from the fetched model)
+# For a machine without network access, the checked file travels xz-compressed, in pieces of 30 MiB (three), each small enough to travel beside the repository:
+#   ci/fetch-model.sh --split DIR    # writes DIR/smollm2.xz.part00, part01, part02 (from the fetched model)
 #   ci/fetch-model.sh --join DIR     # joins DIR/smollm2.xz.part* into the cache (the same hash check)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,7 @@ if [ $# -gt 0 ]; then
   if [ "$1" = --split ]; then
     "$0" >/dev/null
     rm -f -- "$2"/smollm2.xz.part*
-    xz -T0 -6 -c -- "$OUT" | split -b 44M -d - "$2/smollm2.xz.part"
+    xz -T0 -6 -c -- "$OUT" | split -b 30M -d - "$2/smollm2.xz.part"
     ls -- "$2"/smollm2.xz.part*
     exit 0
   fi
