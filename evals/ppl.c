@@ -79,7 +79,7 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
     ppl_window *w = NULL;
     orthros_session *sess = NULL;
     float *logits = NULL;
-    double *num = NULL, *den = NULL, nll = 0, t0 = orthros_now_s();
+    double *num = NULL, *den = NULL, *row_nll = NULL, nll = 0, t0 = orthros_now_s();
     int64_t scored = 0, linear = 0;
     int rc = 0, nw = windows_of(&w, T, L, S);
     memset(out, 0, sizeof *out);
@@ -88,7 +88,8 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
     int n_max = T < L ? T : L;
     logits = malloc((size_t)n_max * (size_t)V * sizeof *logits);
     num = malloc((size_t)nw * sizeof *num), den = malloc((size_t)nw * sizeof *den);
-    if (!logits || !num || !den || !(out->records = cJSON_CreateArray())) {
+    row_nll = malloc((size_t)n_max * sizeof *row_nll);
+    if (!logits || !num || !den || !row_nll || !(out->records = cJSON_CreateArray())) {
         rc = orthros_error(ORTHROS_ENOMEM, "out of memory for the logits of a %d-token window (%.1f GiB)", n_max,
                            (double)n_max * V * 4 / (1 << 30));
         goto fail;
@@ -100,9 +101,14 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
         int64_t lin = 0;
         if ((rc = orthros_session_reset(sess)) || (rc = orthros_prefill(sess, 0, t->ids + w[i].begin, n, logits, NULL)))
             goto fail;
-        /* Row j predicts window token j + 1: the scored targets are the window's last `scored` tokens. */
-        for (int j = n - 1 - w[i].scored; j < n - 1; j++) {
-            sum += nll_of(logits + (size_t)j * V, V, t->ids[w[i].begin + j + 1]);
+        /* Row j predicts window token j + 1: the scored targets are the window's last `scored` tokens. The rows'
+         * NLLs are computed in parallel (a 49K-entry log-sum-exp each: most of a GPU run's time was spent here on
+         * one core) and added in row order, so the sum does not depend on the thread count. */
+        int j0 = n - 1 - w[i].scored;
+#pragma omp parallel for schedule(static)
+        for (int j = j0; j < n - 1; j++) row_nll[j - j0] = nll_of(logits + (size_t)j * V, V, t->ids[w[i].begin + j + 1]);
+        for (int j = j0; j < n - 1; j++) {
+            sum += row_nll[j - j0];
             lin += j < lin_rows;
         }
         num[i] = sum, den[i] = w[i].scored;
@@ -142,6 +148,7 @@ done:
     free(logits);
     free(num);
     free(den);
+    free(row_nll);
     free(w);
     return rc;
 }
