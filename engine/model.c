@@ -192,16 +192,6 @@ void orthros_model_free(orthros_model *m)
     free(m);
 }
 
-/* Rank 0 after a command the other ranks answer: waits for all of them; rank 0's own failure rc (with its
- * message) is the one reported when there is one, else the first other rank's. */
-static int gather_status(int rc)
-{
-    char mine[1024];
-    snprintf(mine, sizeof mine, "%s", orthros_last_error());
-    int rc_others = orthros_tp_gather_status();
-    return rc ? orthros_error(rc, "%s", mine) : rc_others;
-}
-
 static int set_arch_shard(orthros_model *m, const char *arch)
 {
     orthros_arch_opts o = m->opts;
@@ -228,7 +218,7 @@ int orthros_model_set_arch(orthros_model *m, const char *arch)
     }
     for (int r = 0; !rc && r < (m->ranks ? m->world : 1); r++) rc = set_arch_shard(m->ranks ? m->ranks[r] : m, arch);
     if (m->remote) {
-        rc = gather_status(rc);
+        rc = orthros_tp_gather_status(rc);
     }
     return rc;
 }
@@ -643,7 +633,7 @@ static int load_as_process(orthros_model **out, orthros_backend *be, const char 
         m->remote = sent;
     }
     if (sent) {
-        rc = gather_status(rc);
+        rc = orthros_tp_gather_status(rc);
         if (rc) {
             if (m) orthros_model_free(m); /* tells the others to drop theirs */
             else {
@@ -882,7 +872,7 @@ int orthros_session_init(orthros_session **out, orthros_model *m, int batch, int
         for (int r = 1; !rc && r < m->world; r++) rc = session_alloc_shard(&s->ranks[r], m->ranks[r], batch, max_ctx, chunk, need);
     }
     if (m->remote) {
-        rc = gather_status(rc);
+        rc = orthros_tp_gather_status(rc);
         if (s) s->id = id; /* freeing s tells the others to drop theirs */
         else {
             orthros_tp_cmd cmd = {.op = ORTHROS_TP_SESSION_FREE, .id = id};
