@@ -14,7 +14,7 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
     {"config", "config.json text: the model fields, then the schedule under every named architecture",
      orthros_fuzz_config, orthros_fuzz_seeds_config},
     {"gguf", "a GGUF file from memory: parse, model config, tokenizer (and a sample encode / decode), every tensor "
-             "dequantised (orthros_gguf_check_buffer)",
+             "dequantised (orthros_fuzz_gguf_check_buffer)",
      orthros_fuzz_gguf, orthros_fuzz_seeds_gguf},
     {"bench_file", "a bench result file (what bench --resume, compare, plot and the report read): validated, then "
                    "written back and read again",
