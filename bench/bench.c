@@ -889,7 +889,7 @@ int orthros_cmd_bench(int argc, char **argv)
     orthros_cmd_add(&c, "report-only", ORTHROS_OPT_FLAG, &o.report_only, NULL,
                     "recipe: write the report from the result files already in --out-dir, measuring nothing");
     orthros_cmd_add(&c, "anchors", ORTHROS_OPT_STR, &o.anchors, "FILE",
-                    "recipe: anchors.json of kernels/bench/anchors.py (same GPU) to quote in the report");
+                    "recipe: anchors.json of bench/kernels/anchors.py (same GPU) to quote in the report");
     int pr = orthros_cmd_parse(&c, argc, argv);
     if (pr >= 0) return pr;
     if (o.max_reps < o.reps) return orthros_cmd_usage(&c, "--max-reps (%d) is below --reps (%d)", o.max_reps, o.reps);

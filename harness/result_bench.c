@@ -782,7 +782,7 @@ int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, con
     orthros_result_header h;
     if ((rc = orthros_result_header_read(&h, root, name))) return rc;
     if (h.kind != ORTHROS_RESULT_ANCHORS)
-        return orthros_error(ORTHROS_EFORMAT, "%s: not an anchors file (kernels/bench/anchors.py)", name);
+        return orthros_error(ORTHROS_EFORMAT, "%s: not an anchors file (bench/kernels/anchors.py)", name);
     snprintf(f->device_name, sizeof f->device_name, "%s", h.device_name);
     if ((rc = orthros_jr_array(&cases, &j, root, "cases", ORTHROS_JR_REQUIRED))) return rc;
     size_t n = (size_t)cJSON_GetArraySize(cases);

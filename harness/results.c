@@ -426,7 +426,7 @@ int orthros_result_header_read(orthros_result_header *h, const cJSON *root, cons
     int rc;
     if ((rc = orthros_jr_string(kind, sizeof kind, &j, root, "kind", 0))) return rc;
     if (!kind[0]) {
-        /* Anchor files of kernels/bench/anchors.py: a "cases" list and the device as a string. */
+        /* Anchor files of bench/kernels/anchors.py: a "cases" list and the device as a string. */
         if (!cJSON_IsArray(cJSON_GetObjectItem(root, "cases")))
             return orthros_jr_fail(&j, "kind", "missing: not an orthros result file (bench, eval or SDPA anchors)");
         h->kind = ORTHROS_RESULT_ANCHORS;

@@ -51,7 +51,7 @@ int orthros_result_write(const char *path, const cJSON *root);
 int orthros_result_load(cJSON **out, const char *path, int missing_ok);
 /* The same from text[0..len) in memory (name for messages). */
 int orthros_result_parse(cJSON **out, const char *text, size_t len, const char *name);
-/* The kind of a parsed file (anchor files of kernels/bench/anchors.py, which predate the header, are recognised
+/* The kind of a parsed file (anchor files of bench/kernels/anchors.py, which predate the header, are recognised
  * by their "cases" list) and its header. */
 int orthros_result_header_read(orthros_result_header *h, const cJSON *root, const char *path);
 

@@ -507,7 +507,7 @@ static int prefill_version = 0;
 
 int orthros_attn_full_prefill_default_version(void)
 {
-    return orthros_attn_prefill_wgmma_available() ? ORTHROS_ATTN_PREFILL_SM90A_DEFAULT
+    return orthros_cuda_sm90a_available() ? ORTHROS_ATTN_PREFILL_SM90A_DEFAULT
                                                   : ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT;
 }
 
@@ -517,7 +517,7 @@ int orthros_attn_full_prefill_set_version(int version)
     if (version < 1 || version > ORTHROS_ATTN_PREFILL_LATEST)
         return orthros_error(ORTHROS_EINVAL, "attention prefill: no kernel version %d (1 .. %d kept)", version,
                              ORTHROS_ATTN_PREFILL_LATEST);
-    if (version >= 5 && !orthros_attn_prefill_wgmma_available())
+    if (version >= 5 && !orthros_cuda_sm90a_available())
         return orthros_error(ORTHROS_EUNSUPPORTED, "attention prefill v%d (wgmma): this binary has no sm_90a code "
                                                    "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device "
                                                    "is not sm_90", version);

@@ -539,39 +539,6 @@ static __global__ void __launch_bounds__(wg_cfg<D, NWG_>::THREADS, 1)
 
 /* ---- host side ---- */
 
-static __device__ int wgmma_probe_flag;
-static __global__ void attn_prefill_wgmma_probe_kernel(void)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    wgmma_probe_flag = 1;
-#else
-    wgmma_probe_flag = 0;
-#endif
-}
-
-int orthros_attn_prefill_wgmma_available(void)
-{
-    static int cached = -1;
-    if (cached >= 0) return cached;
-    int dev = 0, major = 0, minor = 0, flag = 0;
-    cached = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess || major != 9 ||
-        minor != 0) {
-        cudaGetLastError();
-        return cached;
-    }
-    attn_prefill_wgmma_probe_kernel<<<1, 1>>>();
-    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
-        cudaMemcpyFromSymbol(&flag, wgmma_probe_flag, sizeof flag) != cudaSuccess) {
-        cudaGetLastError();  // no kernel image for this device: not sticky, clear it
-        return cached;
-    }
-    cached = flag == 1;
-    return cached;
-}
-
 /* Every key a chunk reads sits in its own slot (no window, the ring never wrapped): v5's kernel. */
 static bool plain_slots(const orthros_attn_full_prefill_params *p)
 {
@@ -605,7 +572,7 @@ static int launch_wgmma(const orthros_attn_full_prefill_params *p, cudaStream_t 
 
 int orthros_attn_prefill_wgmma_bf16(const orthros_attn_full_prefill_params *p, int version, cudaStream_t stream)
 {
-    if (!orthros_attn_prefill_wgmma_available())
+    if (!orthros_cuda_sm90a_available())
         return orthros_error(ORTHROS_EUNSUPPORTED,
                              "attention prefill v%d (wgmma): this binary was built without sm_90a code "
                              "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device is not sm_90", version);

@@ -69,7 +69,6 @@
  * more blocks an SM would need the halves of S out of registers. */
 #include "attn_linear_prefill.h"
 
-#include "attn_full_prefill_wgmma.cuh"
 #include "cuda_common.cuh"
 #include "linear_featurize.h"
 #include "linear_phi.cuh"
@@ -1070,7 +1069,7 @@ size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *
 
 int orthros_attn_linear_prefill_default_version(void)
 {
-    return orthros_attn_prefill_wgmma_available() ? ORTHROS_ATTN_LINEAR_PREFILL_SM90A_DEFAULT
+    return orthros_cuda_sm90a_available() ? ORTHROS_ATTN_LINEAR_PREFILL_SM90A_DEFAULT
                                                   : ORTHROS_ATTN_LINEAR_PREFILL_PORTABLE_DEFAULT;
 }
 
@@ -1080,7 +1079,7 @@ int orthros_attn_linear_prefill_set_version(int version)
     if (version < 3 || version > ORTHROS_ATTN_LINEAR_PREFILL_LATEST)
         return orthros_error(ORTHROS_EINVAL, "linear prefill: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
-    if (version == 7 && !orthros_attn_prefill_wgmma_available())
+    if (version == 7 && !orthros_cuda_sm90a_available())
         return orthros_error(ORTHROS_EUNSUPPORTED, "linear prefill v7 (wgmma): this binary has no sm_90a code "
                                                    "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device "
                                                    "is not sm_90");
@@ -1118,7 +1117,7 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
             return orthros_error(ORTHROS_EINVAL, "linear attention v5: %zu bytes of scratch given, %zu needed",
                                  p->work_bytes, total);
         /* v7: the wgmma output pass at head dim 128 where the binary has sm_90a code for this device; else v6. */
-        if (version >= 7 && p->d == 128 && orthros_attn_prefill_wgmma_available())
+        if (version >= 7 && p->d == 128 && orthros_cuda_sm90a_available())
             return launch_lin5<128, true, true>(p, w, pl, stream);
         if (version >= 6)
             return p->d == 64 ? launch_lin5<64, true>(p, w, pl, stream) : launch_lin5<128, true>(p, w, pl, stream);

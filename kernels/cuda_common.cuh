@@ -28,6 +28,12 @@
                                  __FILE__, __LINE__);                                                         \
     } while (0)
 
+/* 1 when this binary carries sm_90a code (every kernel is built for the same architectures, so the wgmma and
+ * TMA kernels have it exactly when the probe has) and the current device runs it (compute capability 9.0), else
+ * 0: the one check behind every sm_90a version's default and refusal. The first call launches a one-thread probe
+ * kernel and waits for it; the answer is cached (cuda_common.cu). */
+extern "C" int orthros_cuda_sm90a_available(void);
+
 /* After a launch: a bad configuration shows up here, not at the launch. */
 #define ORTHROS_CUDA_LAUNCH_CHECK(name) ORTHROS_CUDA_CHECK(cudaGetLastError())
 

@@ -807,7 +807,7 @@ static int fig_attention_op(const plot_ctx *c, const char *fig, const char **why
         }
     }
     if (!rc && !l.n) {
-        *why = "no prefill cases in the anchor files (kernels/bench/anchors.py)";
+        *why = "no prefill cases in the anchor files (bench/kernels/anchors.py)";
         goto done;
     }
     double lo, hi;
@@ -1233,7 +1233,7 @@ int orthros_cmd_plot(int argc, char **argv)
     orthros_cmd_init(&c, cmd,
                      "orthros plot RESULT.json... --out DIR: figures from result files only, through gnuplot.\n"
                      "Inputs are recognised by content: bench files (orthros bench), eval files (orthros eval: NIAH,\n"
-                     "MQAR, RULER, recall and perplexity cells) and PyTorch SDPA anchor files (kernels/bench/anchors.py); each is validated first.\n"
+                     "MQAR, RULER, recall and perplexity cells) and PyTorch SDPA anchor files (bench/kernels/anchors.py); each is validated first.\n"
                      "Figures, each as DIR/NAME.png, .svg or .pdf with its data in DIR/NAME.dat and texts in DIR/NAME.txt:\n"
                      "  prefill_latency  model prefill time vs context length, log-log, per architecture\n"
                      "  speedup          speedup over transformer vs length, 95% band, the 21.9x line\n"
