@@ -178,12 +178,6 @@ int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int 
  * this process (cpu) and each reports be's device. */
 int orthros_tp_devices(const orthros_backend *be, int tp, orthros_device_info *out, int max);
 
-/* Reads a whole regular file (a folder, a FIFO or a device is refused with a message naming it) into *out,
- * NUL-terminated, *len (when not NULL) its length; the caller frees it. Fails with ORTHROS_EIO naming the file when
- * it cannot be read and ORTHROS_EFORMAT when it is larger than max_bytes. With exists not NULL, a missing file sets
- * *exists = 0 and returns 0. */
-int orthros_read_file(char **out, size_t *len, const char *path, size_t max_bytes, int *exists);
-
 /* Parses config.json text (exposed for tests). The JSON is read strictly (engine/json.h): duplicate keys, NUL
  * bytes and \u0000, trailing bytes, and a field of the wrong type (attention_bias: 1, 4.5 heads) are refused. */
 int orthros_config_parse(orthros_model_config *cfg, const char *json_text);

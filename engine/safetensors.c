@@ -17,21 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int orthros_read_text_file(char **out, const char *path, size_t max_bytes)
-{
-    size_t len = 0;
-    int rc = orthros_read_file(out, &len, path, max_bytes, NULL);
-    if (rc) return rc;
-    /* Text read as a C string must not end early: what follows a NUL would be silently ignored. */
-    const char *z = memchr(*out, '\0', len);
-    if (z) {
-        rc = orthros_error(ORTHROS_EFORMAT, "%s: holds a NUL byte at offset %zu, not text", path, (size_t)(z - *out));
-        free(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
 static int dtype_parse(const char *s, orthros_dtype *t)
 {
     if (!strcmp(s, "F32")) *t = ORTHROS_DTYPE_F32;
