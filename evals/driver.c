@@ -159,48 +159,20 @@ int eval_save_line(FILE *f, cJSON *j)
     return ok ? 0 : orthros_error(ORTHROS_EIO, "cannot write the --save-prompts file");
 }
 
-/* The result file: an earlier run's cells with --resume (same configuration, commit and kernel versions, else
- * refused), a fresh header. An existing file is not replaced before this run has a cell (or with --force). */
+/* The result file (harness/result_run.h): an earlier run's cells with --resume (same configuration, commit and
+ * kernel versions, else refused), a fresh header. An existing file is not replaced before this run has a cell (or
+ * with --force). */
 static int open_results(eval_run *r, int argc, char **argv, orthros_eval_config *config)
 {
     const eval_common *o = r->o;
-    orthros_eval_file old;
-    int rc, exists = 0;
     orthros_eval_file_init(&r->f);
     r->f.cfg = *config;
     memset(config, 0, sizeof *config);
-    if ((rc = orthros_eval_file_read(&old, o->json, 1, &exists))) {
-        if (!o->force || o->resume) return rc;
-        exists = 1;
-    }
-    r->existed = exists;
-    if (!(r->f.header = orthros_result_new("eval", argc, argv, (uint64_t)o->mo.seed, r->be, o->mo.tp))) {
-        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-        goto done;
-    }
-    if (exists && o->resume) {
-        if ((rc = orthros_eval_config_check_same(&old.cfg, o->json, &r->f.cfg, "this run")) ||
-            (rc = orthros_result_same_code(&old.hdr, old.header, r->f.header, o->json))) {
-            orthros_error(rc, "cannot resume: %s", orthros_last_error());
-            goto done;
-        }
-        for (size_t i = 0; i < old.n_cells; i++)
-            if ((rc = orthros_eval_file_add(&r->f, &old.cells[i]))) goto done;
-    }
-    if (o->force && exists) rc = orthros_eval_file_write(&r->f, o->json);
-done:
-    if (exists) orthros_eval_file_free(&old);
+    r->run = (orthros_result_run){.type = &orthros_eval_type, .file = &r->f, .cmd = "eval",
+                                  .nothing = "nothing was run", .path = o->json, .resume = o->resume, .force = o->force};
+    int rc = orthros_result_run_open(&r->run, argc, argv, (uint64_t)o->mo.seed, r->be, o->mo.tp);
+    if (!rc && o->force && r->run.existed) rc = orthros_result_run_save(&r->run, 0);
     return rc;
-}
-
-static int save(eval_run *r, int final)
-{
-    if (r->existed && !r->measured && !r->o->force && !r->o->resume) {
-        if (final) fprintf(stderr, "eval: nothing was run; %s left as it was\n", r->o->json);
-        return 0;
-    }
-    if (final) orthros_result_finish(r->f.header);
-    return orthros_eval_file_write(&r->f, r->o->json);
 }
 
 void eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
@@ -276,10 +248,10 @@ static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, 
                 cJSON_Delete(res.records);
                 break;
             }
-            r->measured++;
+            r->run.measured++;
             print_cell(r, &r->f.cells[r->f.n_cells - 1]);
             if (r->prompts) fflush(r->prompts);
-            rc = save(r, 0);
+            rc = orthros_result_run_save(&r->run, 0);
         }
     orthros_model_free(m);
     return rc;
@@ -312,9 +284,9 @@ int eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, 
     size_t total = r->na * r->nc * r->nx, idx = 0;
     double t0 = orthros_now_s();
     for (size_t ia = 0; ia < r->na && !rc; ia++) rc = run_arch(r, ia, &ao, &idx, total, t0);
-    if (!rc && !(rc = save(r, 1))) {
+    if (!rc && !(rc = orthros_result_run_save(&r->run, 1))) {
         (r->ops->summary ? r->ops->summary : accuracy_summary)(r);
-        if (!o->quiet && (r->measured || !r->existed || o->force || o->resume)) fprintf(stderr, "eval: results in %s\n", o->json);
+        if (!o->quiet && (r->run.measured || !r->run.existed || o->force || o->resume)) fprintf(stderr, "eval: results in %s\n", o->json);
     }
 done:
     orthros_eval_config_free(config);

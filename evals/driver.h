@@ -10,6 +10,7 @@
 #include "axes.h"
 #include "options.h"
 #include "result_eval.h"
+#include "result_run.h"
 #include "table.h"
 
 #include <stdio.h>
@@ -65,7 +66,7 @@ struct eval_run {
     orthros_eval_file f;
     orthros_table table;
     FILE *prompts;
-    int existed, measured;
+    orthros_result_run run; /* the file's lifecycle (result_run.h) */
 };
 
 /* Parses --arch into r->archs and a list of integers in [lo, hi] for option `what` (a usage error otherwise). */

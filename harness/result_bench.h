@@ -100,6 +100,9 @@ typedef struct {
     size_t n_summary;
 } orthros_bench_file;
 
+/* The kind, for the scaffolding of results.h and the lifecycle of result_run.h. */
+extern const orthros_result_type orthros_bench_type;
+
 void orthros_bench_file_init(orthros_bench_file *f);
 void orthros_bench_file_free(orthros_bench_file *f);
 void orthros_bench_config_free(orthros_bench_config *c);

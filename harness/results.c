@@ -271,10 +271,18 @@ int orthros_result_load(cJSON **out, const char *path, int missing_ok)
     return rc;
 }
 
-int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *, const char *), const char *path,
-                              int missing_ok, int *exists)
+int orthros_result_from_json(const orthros_result_type *t, void *f, const cJSON *root, const char *name)
+{
+    t->init(f);
+    int rc = t->from_json(f, root, name);
+    if (rc) t->free(f);
+    return rc;
+}
+
+int orthros_result_read_file(const orthros_result_type *t, void *f, const char *path, int missing_ok, int *exists)
 {
     cJSON *root = NULL;
+    t->init(f);
     if (exists) *exists = 1;
     int rc = orthros_result_load(&root, path, missing_ok);
     if (rc) return rc;
@@ -282,9 +290,24 @@ int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *,
         if (exists) *exists = 0;
         return 0;
     }
-    rc = from_json(obj, root, path);
+    rc = orthros_result_from_json(t, f, root, path);
     cJSON_Delete(root);
     return rc;
+}
+
+int orthros_result_write_file(const orthros_result_type *t, const void *f, const char *path)
+{
+    cJSON *root = t->to_json(f);
+    if (!root) return orthros_error(ORTHROS_ENOMEM, "out of memory writing %s", path);
+    int rc = orthros_result_write(path, root);
+    cJSON_Delete(root);
+    return rc;
+}
+
+void orthros_json_add_num(cJSON *o, const char *key, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
+    else cJSON_AddNullToObject(o, key);
 }
 
 int orthros_result_same_str(const char *a_name, const char *b_name, const char *label, const char *a, const char *b)
