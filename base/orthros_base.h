@@ -62,6 +62,11 @@ float orthros_bf16_to_f32(uint16_t h);
 uint16_t orthros_f32_to_bf16(float f);     /* round to nearest even; NaN stays NaN */
 float orthros_f16_to_f32(uint16_t h);
 
+/* The qsort order of doubles (ascending; a NaN compares equal to everything). */
+int orthros_cmp_double(const void *a, const void *b);
+/* Sorts x[n] (n >= 1) in place and returns its median: the middle value, or the mean of the two middle ones. */
+double orthros_median_sorting(double *x, size_t n);
+
 /* Counter-based uniform in [0, 1) from (seed, i): splitmix64 of seed ^ golden * (i + 1), top 24 bits. */
 static inline ORTHROS_HD float orthros_uniform(uint64_t seed, uint64_t i)
 {

@@ -249,17 +249,6 @@ static int parse_tensor_info(reader *r, orthros_gguf_tensor *t, int64_t index)
     return 0;
 }
 
-typedef struct {
-    uint64_t begin, end;
-    const char *name;
-} span;
-
-static int span_cmp(const void *a, const void *b)
-{
-    const span *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
 void orthros_gguf_free(orthros_gguf *g)
 {
     if (!g) return;
@@ -278,7 +267,7 @@ void orthros_gguf_free(orthros_gguf *g)
 int orthros_gguf_parse_buffer(orthros_gguf **out, const void *data, size_t size, const char *name)
 {
     int rc = 0;
-    span *spans = NULL;
+    orthros_span *spans = NULL;
     *out = NULL;
     orthros_gguf *g = calloc(1, sizeof *g);
     if (!g || !(g->name = strdup(name ? name : "buffer"))) {
@@ -378,14 +367,9 @@ int orthros_gguf_parse_buffer(orthros_gguf **out, const void *data, size_t size,
             goto fail;
         }
         t->data = g->buf + g->data_offset + t->offset;
-        spans[i] = (span){t->offset, t->offset + t->nbytes, t->name};
+        spans[i] = (orthros_span){t->offset, t->offset + t->nbytes, t->name}; /* never empty: every dimension is >= 1 */
     }
-    qsort(spans, (size_t)g->n_tensors, sizeof *spans, span_cmp);
-    for (int64_t i = 1; i < g->n_tensors; i++)
-        if (spans[i].begin < spans[i - 1].end) {
-            rc = orthros_error(ORTHROS_EFORMAT, "tensors %s and %s overlap in the data", spans[i - 1].name, spans[i].name);
-            goto fail;
-        }
+    if ((rc = orthros_spans_disjoint(spans, (size_t)g->n_tensors))) goto fail;
     free(spans);
     *out = g;
     return 0;

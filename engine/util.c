@@ -1,9 +1,10 @@
-/* Helpers shared by the engine: dtype sizes and RoPE frequencies (the bf16 / fp16 conversions are in
+/* Helpers shared by the engine: dtype sizes, RoPE frequencies, the checkpoint readers' overlap check (the bf16 / fp16 conversions are in
  * base/numeric.c, reading a whole file in base/file.c). */
 #define _GNU_SOURCE
 #include "backend.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -39,4 +40,22 @@ void orthros_rope_inv_freq(float *inv_freq, const orthros_model_config *cfg)
         }
         inv_freq[i] = f;
     }
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const orthros_span *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+int orthros_spans_disjoint(orthros_span *spans, size_t n)
+{
+    qsort(spans, n, sizeof *spans, span_cmp);
+    /* In begin order, a span overlaps an earlier one exactly when it begins before the furthest end so far. */
+    for (size_t i = 1, far = 0; i < n; i++) {
+        if (spans[i].begin < spans[far].end)
+            return orthros_error(ORTHROS_EFORMAT, "tensors %s and %s overlap in the data", spans[far].name, spans[i].name);
+        if (spans[i].end > spans[far].end) far = i;
+    }
+    return 0;
 }

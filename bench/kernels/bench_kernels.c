@@ -59,12 +59,6 @@ static void *dalloc(size_t bytes)
 
 typedef int (*run_fn)(void *ctx);
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Times fn: returns the median seconds per call; samples[] receives every timed sample. */
 static double time_op(run_fn fn, void *ctx, double *samples)
 {
@@ -86,8 +80,7 @@ static double time_op(run_fn fn, void *ctx, double *samples)
     }
     double sorted[SAMPLES];
     memcpy(sorted, samples, sizeof sorted);
-    qsort(sorted, SAMPLES, sizeof(double), cmp_double);
-    return sorted[SAMPLES / 2];
+    return orthros_median_sorting(sorted, SAMPLES);
 }
 
 /* --only OP: run only the benchmarks of ops whose name contains OP (for a profiler run of one kernel). The
