@@ -4,7 +4,8 @@
 # and leave every log in OUTDIR (file names of letters, digits and ._- only, at most two folders deep).
 # Without --quick it also runs the PyTorch SDPA anchors (bench/kernels/anchors.py) and the end-to-end bench of
 # the Llama-3.2-1B and Llama-3.1-8B shapes (transformer against orthros), all in the same GPU run.
-# The summary printed last: each step's status, the test and memcheck counts, the kernel table of
+# The summary printed last: each step's status, the kernels that spill registers (OUTDIR/spills.txt, from the
+# build's ptxas warnings), the test and memcheck counts, the kernel table of
 # bench/kernels/summary.py (every kernel version against SDPA flash and cuDNN of the same run, as ratios, the
 # copy / read / GEMM ceilings and the default kernel versions; also in OUTDIR/summary.txt), the end-to-end lines.
 # Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]
@@ -46,8 +47,9 @@ skipped() { case "$SKIP" in *",$1,"*) return 0 ;; esac; return 1; }
     git rev-parse HEAD 2>/dev/null || true
 } | tee "$OUT/env.txt"
 
+# Warnings are errors here as in ci/test.sh (ORTHROS_WERROR=OFF for a toolchain that warns where CI's does not).
 step configure build.log cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
-    -DCJSON_ROOT="$CJSON" || { echo "configure failed"; exit 1; }
+    -DCJSON_ROOT="$CJSON" -DORTHROS_WERROR="${ORTHROS_WERROR:-ON}" || { echo "configure failed"; exit 1; }
 step build build.log cmake --build "$BUILD" -j"$(nproc)" --target test_cuda_ops bench_kernels || { echo "build failed"; exit 1; }
 # The rest of the project, so that ctest -L gpu sees every gpu-labelled test; its failure is reported, not fatal.
 step build_all build.log cmake --build "$BUILD" -j"$(nproc)"
@@ -120,6 +122,9 @@ echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b gate recipe; do printf '%-12s %s\n' "$s" "${status[$s]:-not run}"; done
+# Register spills of the kernels this build compiled (ptxas -warn-spills; a fresh build lists every kernel).
+grep -h "Registers are spilled" "$OUT/build.log" 2>/dev/null | sort -u >"$OUT/spills.txt"
+echo "register spills: $(wc -l <"$OUT/spills.txt") kernel(s) (OUTDIR/spills.txt)"
 grep -E "passed, .* failed" "$OUT/ctest.log" 2>/dev/null | tail -1
 # (ctest -V prefixes each line of a test's output with its number.)
 grep -E "^([0-9]+: )?(FAIL|SKIP)" "$OUT/ctest.log" 2>/dev/null | head -20
