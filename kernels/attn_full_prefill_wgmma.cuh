@@ -1,4 +1,4 @@
-/* Versions 5 and 6 of the causal prefill attention kernel: wgmma (sm_90a) with TMA-fed K/V, for head dims 64 and
+/* Versions 5 to 7 of the causal prefill attention kernel: wgmma (sm_90a) with TMA-fed K/V, for head dims 64 and
  * 128 (attn_full_prefill_wgmma.cu). v5: window == 0 with every key in its own slot; v6 adds sliding windows and
  * ring caches that wrap. Internal to kernels/: attn_full_prefill.cu dispatches to it. */
 #ifndef ORTHROS_KERNEL_ATTN_FULL_PREFILL_WGMMA_CUH
