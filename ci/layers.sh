@@ -21,7 +21,7 @@ rule() {
     engine/gguf.c | engine/safetensors.c | engine/json.c | engine/config.c)
         echo "base -engine:model.h -engine:tokenizer.h" ;;    # the checkpoint readers: below the model and tokenizer
     engine/tp.c | engine/tp_nccl.c | engine/tp_world.c | engine/tokenizer.c)
-        echo "base -engine:model.h" ;;                        # the transport of the ranks, the tokenizer: below the model
+        echo "base -engine:model.h" ;;                        # the ranks' transport, the tokenizer: below the model
     base) echo "" ;;
     kernels) echo "base" ;;
     engine) echo "base -engine:model.h" ;;

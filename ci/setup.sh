@@ -31,5 +31,6 @@ if [ -z "${ORTHROS_CUDA:-}" ]; then
   if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then ORTHROS_CUDA=ON; else ORTHROS_CUDA=OFF; fi
 fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DORTHROS_CUDA="$ORTHROS_CUDA" -DORTHROS_WERROR="${ORTHROS_WERROR:-OFF}" >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DORTHROS_CUDA="$ORTHROS_CUDA" \
+    -DORTHROS_WERROR="${ORTHROS_WERROR:-OFF}" >/dev/null
 cmake --build build -j"$(nproc)"

@@ -19,8 +19,8 @@ for t in "$@"; do
             orthros_* | main | __* | DW.ref.* | nvtx* | InitializeInjectionNvtx* | LLVMFuzzer*) ;;
             *) echo "symbols: ${o#"$build"/}: exports $sym without the orthros_ prefix"; bad=1 ;;
             esac
-        done < <(nm -g --defined-only -C "$o" | awk '$2 ~ /^[A-Z]$/ && $2 != "U" { $1 = ""; $2 = ""; sub(/^ +/, ""); print }' |
-                 sed 's/(.*//')
+        done < <(nm -g --defined-only -C "$o" |
+                 awk '$2 ~ /^[A-Z]$/ && $2 != "U" { $1 = ""; $2 = ""; sub(/^ +/, ""); print }' | sed 's/(.*//')
     done < <(find $dirs -name '*.o')
 done
 echo "symbols: $objs object files of $# targets"

@@ -13,7 +13,8 @@ ci/fetch-model.sh || echo "test: the model could not be fetched; its tests skip 
 echo "== test suite (build/) =="
 (cd build && ctest --output-on-failure -j"$(nproc)")
 echo "== test suite under ASan + UBSan (build-asan/, cpu backend) =="
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTHROS_SANITIZE=ON -DORTHROS_CUDA=OFF -DORTHROS_WERROR=ON >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTHROS_SANITIZE=ON -DORTHROS_CUDA=OFF \
+    -DORTHROS_WERROR=ON >/dev/null
 cmake --build build-asan -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # The tests of the real model (label model) run in the plain pass only: under ASan they take ten minutes.

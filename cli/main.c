@@ -29,7 +29,8 @@ static const command commands[] = {
     {"bench", orthros_cmd_bench, "prefill / decode / end-to-end timing sweeps with statistics, JSON results", 1},
     {"plot", orthros_cmd_plot, "PNG / SVG / PDF figures from result files (gnuplot)", 0},
     {"compare", orthros_cmd_compare, "two bench result files cell by cell: FAST / SLOW / SAME / AMBIGUOUS", 0},
-    {"eval", orthros_cmd_eval, "recall evals on an analytic checkpoint: niah (context x depth), mqar (context x pairs)", 1},
+    {"eval", orthros_cmd_eval,
+     "recall evals on an analytic checkpoint: niah (context x depth), mqar (context x pairs)", 1},
     {"make-model", orthros_cmd_make_model, "write a checkpoint built by construction (analytic-recall)", 0},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
