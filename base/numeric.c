@@ -1,6 +1,8 @@
-/* The bf16 / fp16 conversions of orthros_base.h (host side; kernels use the CUDA intrinsics). */
+/* The bf16 / fp16 conversions of orthros_base.h (host side; kernels use the CUDA intrinsics), and the order and
+ * median of doubles that the timing loops and the statistics share. */
 #include "orthros_base.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 float orthros_bf16_to_f32(uint16_t h)
@@ -45,4 +47,16 @@ float orthros_f16_to_f32(uint16_t h)
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
+}
+
+int orthros_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double orthros_median_sorting(double *x, size_t n)
+{
+    qsort(x, n, sizeof *x, orthros_cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }

@@ -1,8 +1,9 @@
 /* The base of the project, below both the engine and the kernels: error codes and the last-error message, the
  * limits and enums a kernel needs (the feature maps, the largest head dim), the bf16 / fp16 conversions and the
- * counter-based uniform generator that every backend fills tensors with. Plain C11, and includable from CUDA
- * (orthros_uniform is __host__ __device__ there). engine/orthros.h includes it; kernels/ include nothing else
- * of the project. Built as the orthros_base library (base/error.c, base/numeric.c). */
+ * counter-based uniform generator that every backend fills tensors with, and the one whole-file reader. Plain
+ * C11, and includable from CUDA (orthros_uniform is __host__ __device__ there). engine/orthros.h includes it;
+ * kernels/ include nothing else of the project. Built as the orthros_base library (base/error.c,
+ * base/numeric.c, base/file.c). */
 #ifndef ORTHROS_BASE_H
 #define ORTHROS_BASE_H
 
@@ -41,6 +42,15 @@ const char *orthros_last_error(void);
 /* Prepends "prefix: " to the recorded message (for adding the file name) and returns code. */
 int orthros_error_prefix(int code, const char *prefix);
 
+/* Reads a whole regular file (a folder, a FIFO or a device is refused with a message naming it) into *out,
+ * NUL-terminated, *len (when not NULL) its length; the caller frees it. Fails with ORTHROS_EIO naming the file when
+ * it cannot be read and ORTHROS_EFORMAT when it is larger than max_bytes. With exists not NULL, a missing file sets
+ * *exists = 0 and returns 0 (base/file.c). */
+int orthros_read_file(char **out, size_t *len, const char *path, size_t max_bytes, int *exists);
+/* The same for a text read as a C string (config.json, an index, tokenizer.json): a file holding a NUL byte is
+ * refused, since what follows it would be silently ignored. */
+int orthros_read_text_file(char **out, const char *path, size_t max_bytes);
+
 /* The feature maps phi of linear attention (DESIGN section 2). */
 typedef enum {
     ORTHROS_FMAP_ELU1 = 0,
@@ -51,6 +61,11 @@ typedef enum {
 float orthros_bf16_to_f32(uint16_t h);
 uint16_t orthros_f32_to_bf16(float f);     /* round to nearest even; NaN stays NaN */
 float orthros_f16_to_f32(uint16_t h);
+
+/* The qsort order of doubles (ascending; a NaN compares equal to everything). */
+int orthros_cmp_double(const void *a, const void *b);
+/* Sorts x[n] (n >= 1) in place and returns its median: the middle value, or the mean of the two middle ones. */
+double orthros_median_sorting(double *x, size_t n);
 
 /* Counter-based uniform in [0, 1) from (seed, i): splitmix64 of seed ^ golden * (i + 1), top 24 bits. */
 static inline ORTHROS_HD float orthros_uniform(uint64_t seed, uint64_t i)

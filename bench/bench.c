@@ -14,6 +14,7 @@
 #include "options.h"
 #include "report.h"
 #include "result_bench.h"
+#include "result_run.h"
 #include "stats.h"
 #include "table.h"
 #include "util.h"
@@ -55,8 +56,7 @@ typedef struct {
     orthros_model *m;
     orthros_bench_file f;
     orthros_table table;
-    int existed;      /* --json held a result file before this run */
-    int measured;     /* cells measured by this run: an existing file is replaced only once there is one */
+    orthros_result_run run; /* the file's lifecycle (result_run.h): measured counts this run's measured cells */
     double t0;
     size_t total, idx;
     char gpu_bus[32]; /* the GPU's PCI address (rank 0's), read once: its state is recorded after each round */
@@ -403,18 +403,11 @@ static int compute_speedups(orthros_bench_file *f, uint64_t seed)
 
 /* ---- the result file ---- */
 
-/* Writes the file unless it would replace an existing one before this run measured anything. */
+/* Writes the file (with its speedups) unless it would replace an existing one before this run measured anything. */
 static int save(sweep *s, int final)
 {
     int rc = compute_speedups(&s->f, (uint64_t)s->o->mo.seed);
-    if (rc) return rc;
-    if (s->existed && !s->measured && !s->o->force && !s->o->resume) {
-        if (final) fprintf(stderr, "bench: nothing was measured; %s left as it was\n", s->o->json);
-        return 0;
-    }
-    if (!strcmp(s->o->json, "-") && !final) return 0; /* stdout gets the file once, at the end */
-    if (final) orthros_result_finish(s->f.header);
-    return orthros_bench_file_write(&s->f, s->o->json);
+    return rc ? rc : orthros_result_run_save(&s->run, final);
 }
 
 static int config_of(orthros_bench_config *c, const bench_opts *o, const orthros_backend *be)
@@ -447,40 +440,19 @@ static int config_of(orthros_bench_config *c, const bench_opts *o, const orthros
 static int open_results(sweep *s, int argc, char **argv)
 {
     const bench_opts *o = s->o;
-    orthros_bench_file old;
-    int rc, exists = 0;
+    int rc;
     orthros_bench_file_init(&s->f);
-    if (strcmp(o->json, "-")) {
-        if ((rc = orthros_bench_file_read(&old, o->json, 1, &exists))) {
-            if (!o->force || o->resume) return rc;
-            fprintf(stderr, "bench: %s is not a valid result file (%s); --force: it will be replaced\n", o->json,
-                    orthros_last_error());
-            exists = 1;
-        }
-    }
-    s->existed = exists;
-    if ((rc = config_of(&s->f.cfg, o, s->be))) goto done;
-    if (!(s->f.header = orthros_result_new("bench", argc, argv, (uint64_t)o->mo.seed, s->be, o->mo.tp))) {
-        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-        goto done;
-    }
-    if (exists && o->resume) {
-        if ((rc = orthros_bench_config_check_same(&old.cfg, o->json, &s->f.cfg, "this run")) ||
-            (rc = orthros_result_same_code(&old.hdr, old.header, s->f.header, o->json))) {
-            orthros_error(rc, "cannot resume: %s", orthros_last_error());
-            goto done;
-        }
-        /* The old cells move over; skipped and failed ones are run again. */
-        for (size_t i = 0; i < old.n_cells; i++)
-            if (old.cells[i].state == ORTHROS_CELL_MEASURED && (rc = orthros_bench_file_add(&s->f, &old.cells[i]))) goto done;
-    }
+    s->run = (orthros_result_run){.type = &orthros_bench_type, .file = &s->f, .cmd = "bench",
+                                  .nothing = "nothing was measured", .path = o->json, .resume = o->resume,
+                                  .force = o->force};
+    if ((rc = config_of(&s->f.cfg, o, s->be)) ||
+        (rc = orthros_result_run_open(&s->run, argc, argv, (uint64_t)o->mo.seed, s->be, o->mo.tp)))
+        return rc;
     progress(s, "bench: measuring ceilings on %s...\n", orthros_backend_name(s->be));
-    if ((rc = orthros_measure_ceilings(s->be, &s->f.ceilings))) goto done;
+    if ((rc = orthros_measure_ceilings(s->be, &s->f.ceilings))) return rc;
     progress(s, "bench: GEMM %.3g TFLOP/s, copy %.3g TB/s, read %.3g TB/s\n", s->f.ceilings.gemm_tflops,
              s->f.ceilings.copy_tbps, s->f.ceilings.read_tbps);
-    if (o->force && exists) rc = save(s, 0);
-done:
-    if (exists) orthros_bench_file_free(&old);
+    if (o->force && s->run.existed) rc = save(s, 0);
     return rc;
 }
 
@@ -625,7 +597,7 @@ static int sweep_group(sweep *s, const char *phase, int ctx, int batch, const in
         /* An earlier record of the same cell (skipped or failed) is dropped. */
         for (size_t k = s->f.n_cells; k-- > 0;)
             if (orthros_bench_cell_same_key(&s->f.cells[k], &arms[i].cell)) orthros_bench_file_remove(&s->f, k);
-        s->measured += arms[i].cell.state == ORTHROS_CELL_MEASURED;
+        s->run.measured += arms[i].cell.state == ORTHROS_CELL_MEASURED;
         print_cell(s, &arms[i].cell);
         if ((rc = orthros_bench_file_add(&s->f, &arms[i].cell))) goto done;
     }
@@ -733,7 +705,7 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
         if (orthros_bench_clock_note(&s.f, note, sizeof note)[0])
             progress(&s, "bench: %s; a long cell at a power or thermal limit runs at a lower clock than a short one "
                          "(\"gpu\" in each cell)\n", note);
-        if (strcmp(o->json, "-") && (s.measured || !s.existed || o->force || o->resume))
+        if (strcmp(o->json, "-") && (s.run.measured || !s.run.existed || o->force || o->resume))
             progress(&s, "bench: results in %s\n", o->json);
     }
 done:
@@ -889,7 +861,7 @@ int orthros_cmd_bench(int argc, char **argv)
     orthros_cmd_add(&c, "report-only", ORTHROS_OPT_FLAG, &o.report_only, NULL,
                     "recipe: write the report from the result files already in --out-dir, measuring nothing");
     orthros_cmd_add(&c, "anchors", ORTHROS_OPT_STR, &o.anchors, "FILE",
-                    "recipe: anchors.json of kernels/bench/anchors.py (same GPU) to quote in the report");
+                    "recipe: anchors.json of bench/kernels/anchors.py (same GPU) to quote in the report");
     int pr = orthros_cmd_parse(&c, argc, argv);
     if (pr >= 0) return pr;
     if (o.max_reps < o.reps) return orthros_cmd_usage(&c, "--max-reps (%d) is below --reps (%d)", o.max_reps, o.reps);

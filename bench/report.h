@@ -3,7 +3,7 @@
 #define ORTHROS_REPORT_H
 
 /* Writes md_path from the bench result files json_paths[n] (missing files are reported as not run) and, when not
- * NULL, an anchors file written by kernels/bench/anchors.py. */
+ * NULL, an anchors file written by bench/kernels/anchors.py. */
 int orthros_bench_report(const char *md_path, const char *const *json_paths, int n, const char *anchors_path);
 
 #endif

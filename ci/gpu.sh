@@ -2,10 +2,11 @@
 # The whole GPU run, on a machine with an NVIDIA GPU: configure and build with CUDA, run the
 # gpu-labelled tests, run compute-sanitizer memcheck over the GPU test program, run the kernel benchmarks,
 # and leave every log in OUTDIR (file names of letters, digits and ._- only, at most two folders deep).
-# Without --quick it also runs the PyTorch SDPA anchors (kernels/bench/anchors.py) and the end-to-end bench of
+# Without --quick it also runs the PyTorch SDPA anchors (bench/kernels/anchors.py) and the end-to-end bench of
 # the Llama-3.2-1B and Llama-3.1-8B shapes (transformer against orthros), all in the same GPU run.
-# The summary printed last: each step's status, the test and memcheck counts, the kernel table of
-# kernels/bench/summary.py (every kernel version against SDPA flash and cuDNN of the same run, as ratios, the
+# The summary printed last: each step's status, the kernels that spill registers (OUTDIR/spills.txt, from the
+# build's ptxas warnings), the test and memcheck counts, the kernel table of
+# bench/kernels/summary.py (every kernel version against SDPA flash and cuDNN of the same run, as ratios, the
 # copy / read / GEMM ceilings and the default kernel versions; also in OUTDIR/summary.txt), the end-to-end lines.
 # Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]
 #   (run from the repository root; cJSON from .deps/cjson if present)
@@ -46,8 +47,9 @@ skipped() { case "$SKIP" in *",$1,"*) return 0 ;; esac; return 1; }
     git rev-parse HEAD 2>/dev/null || true
 } | tee "$OUT/env.txt"
 
+# Warnings are errors here as in ci/test.sh (ORTHROS_WERROR=OFF for a toolchain that warns where CI's does not).
 step configure build.log cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
-    -DCJSON_ROOT="$CJSON" || { echo "configure failed"; exit 1; }
+    -DCJSON_ROOT="$CJSON" -DORTHROS_WERROR="${ORTHROS_WERROR:-ON}" || { echo "configure failed"; exit 1; }
 step build build.log cmake --build "$BUILD" -j"$(nproc)" --target test_cuda_ops bench_kernels || { echo "build failed"; exit 1; }
 # The rest of the project, so that ctest -L gpu sees every gpu-labelled test; its failure is reported, not fatal.
 step build_all build.log cmake --build "$BUILD" -j"$(nproc)"
@@ -79,7 +81,7 @@ fi
 if skipped bench; then
     status[bench]="skipped (--skip)"
 else
-    step bench bench.log timeout -k 10 "${ORTHROS_GPU_BENCH_TIMEOUT:-300}" "$BUILD/kernels/tests/bench_kernels" "$OUT/bench_kernels.json" $QUICK
+    step bench bench.log timeout -k 10 "${ORTHROS_GPU_BENCH_TIMEOUT:-300}" "$BUILD/bench/kernels/bench_kernels" "$OUT/bench_kernels.json" $QUICK
 fi
 
 if [ "$QUICK" != "--quick" ]; then
@@ -87,7 +89,7 @@ if [ "$QUICK" != "--quick" ]; then
     if skipped anchors; then
         status[anchors]="skipped (--skip)"
     elif python3 -c 'import torch' 2>/dev/null; then
-        step anchors anchors.log python3 kernels/bench/anchors.py "$OUT/anchors.json"
+        step anchors anchors.log python3 bench/kernels/anchors.py "$OUT/anchors.json"
     else
         status[anchors]="skipped (no PyTorch)"
     fi
@@ -120,6 +122,9 @@ echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b gate recipe; do printf '%-12s %s\n' "$s" "${status[$s]:-not run}"; done
+# Register spills of the kernels this build compiled (ptxas -warn-spills; a fresh build lists every kernel).
+grep -h "Registers are spilled" "$OUT/build.log" 2>/dev/null | sort -u >"$OUT/spills.txt"
+echo "register spills: $(wc -l <"$OUT/spills.txt") kernel(s) (OUTDIR/spills.txt)"
 grep -E "passed, .* failed" "$OUT/ctest.log" 2>/dev/null | tail -1
 # (ctest -V prefixes each line of a test's output with its number.)
 grep -E "^([0-9]+: )?(FAIL|SKIP)" "$OUT/ctest.log" 2>/dev/null | head -20
@@ -129,7 +134,7 @@ grep -E "^([0-9]+: )?(prefill kernel version|decode kernel version|linear prefil
 if [ -f "$OUT/bench_kernels.json" ] && command -v python3 >/dev/null; then
     anchors_json=()
     [ -f "$OUT/anchors.json" ] && anchors_json=("$OUT/anchors.json")
-    python3 kernels/bench/summary.py "$OUT/bench_kernels.json" ${anchors_json[@]+"${anchors_json[@]}"} >"$OUT/summary.txt" 2>&1
+    python3 bench/kernels/summary.py "$OUT/bench_kernels.json" ${anchors_json[@]+"${anchors_json[@]}"} >"$OUT/summary.txt" 2>&1
     echo
     cat "$OUT/summary.txt"
 elif [ -f "$OUT/bench.log" ]; then

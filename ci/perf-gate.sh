@@ -5,8 +5,9 @@
 #        ci/perf-gate.sh --prebuilt BASE_BUILD_DIR HEAD_BUILD_DIR [OUTDIR] [--device cpu]
 #
 # --prebuilt skips git and the builds and runs the rounds with two existing build folders (each with orthros
-# and, for the kernel comparison, kernels/tests/bench_kernels): for a tree without git history (a copy on a GPU
-# machine), or an A/A check of the gate itself (the same folder twice: nothing may come out SLOW).
+# and, for the kernel comparison, bench/kernels/bench_kernels, or kernels/tests/bench_kernels in builds from
+# before it moved): for a tree without git history (a copy on a GPU machine), or an A/A check of the gate itself
+# (the same folder twice: nothing may come out SLOW).
 # Each ref gets a git worktree under a temporary directory and its own Release build (CUDA architectures from
 # ORTHROS_CUDA_ARCHS, default 90a; --device cpu builds without CUDA). Then PERF_GATE_ROUNDS rounds (default 8)
 # run, in ABBA order (base, head, head, base, ...) so that drift of clocks and temperature falls on both
@@ -106,8 +107,15 @@ else
     BUILD_DIR[head]=$TMP/head/build
 fi
 
+# The kernel benchmark of a build folder (bench/kernels/; kernels/tests/ in builds from before it moved there).
+declare -A KERNELS_BIN
+for name in base head; do
+    for rel in bench/kernels/bench_kernels kernels/tests/bench_kernels; do
+        if [ -x "${BUILD_DIR[$name]}/$rel" ]; then KERNELS_BIN[$name]=${BUILD_DIR[$name]}/$rel; break; fi
+    done
+done
 KERNELS=0
-if [ "$DEVICE" = cuda ] && [ -x "${BUILD_DIR[base]}/kernels/tests/bench_kernels" ] && [ -x "${BUILD_DIR[head]}/kernels/tests/bench_kernels" ]; then
+if [ "$DEVICE" = cuda ] && [ -n "${KERNELS_BIN[base]:-}" ] && [ -n "${KERNELS_BIN[head]:-}" ]; then
     KERNELS=1
 fi
 
@@ -115,7 +123,7 @@ run_one() { # run_one NAME ROUND
     local name=$1 r=$2 bin=${BUILD_DIR[$1]}/orthros
     mkdir -p "$OUT/$name"
     if [ $KERNELS = 1 ]; then
-        "${BUILD_DIR[$name]}/kernels/tests/bench_kernels" "$OUT/$name/kernels-r$r.json" --quick >>"$OUT/$name/kernels.log" 2>&1 ||
+        "${KERNELS_BIN[$name]}" "$OUT/$name/kernels-r$r.json" --quick >>"$OUT/$name/kernels.log" 2>&1 ||
             fail "bench_kernels of $name failed in round $r (see $OUT/$name/kernels.log)"
     fi
     # shellcheck disable=SC2086 # BENCH_ARGS is a list of options

@@ -23,7 +23,7 @@ REGEX=${3:-$DEFAULT_REGEX}
 COUNT=${4:-24}
 . "$(dirname "$0")/gpu-common.sh"
 command -v ncu >/dev/null || { echo "profile: no ncu (Nsight Compute) on PATH" >&2; exit 3; }
-if [ ! -x "$BUILD/kernels/tests/bench_kernels" ]; then
+if [ ! -x "$BUILD/bench/kernels/bench_kernels" ]; then
     cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
         -DCJSON_ROOT="$CJSON" >"$OUT/build.log" 2>&1 &&
         cmake --build "$BUILD" -j"$(nproc)" --target bench_kernels >>"$OUT/build.log" 2>&1 ||
@@ -33,7 +33,7 @@ fi
 # stall and scheduler sections; -c bounds the replays; --clock-control none leaves the clocks as they run.
 timeout -k 10 "${ORTHROS_PROFILE_TIMEOUT:-420}" ncu --clock-control none --set basic \
     --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats -k "regex:$REGEX" -c "$COUNT" \
-    -o "$OUT/$OP" -f "$BUILD/kernels/tests/bench_kernels" "$OUT/$OP-bench.json" --quick --only "$OP" \
+    -o "$OUT/$OP" -f "$BUILD/bench/kernels/bench_kernels" "$OUT/$OP-bench.json" --quick --only "$OP" \
     >"$OUT/$OP-ncu.log" 2>&1
 rc=$?
 if [ -f "$OUT/$OP.ncu-rep" ]; then

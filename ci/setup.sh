@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks (compiler, CMake, cJSON, gnuplot), then configures and builds
-# into build/ (the CUDA backend too when nvcc is on the PATH; override with ORTHROS_CUDA=OFF).
+# into build/ (the CUDA backend too when nvcc is on the PATH; override with ORTHROS_CUDA=OFF; ORTHROS_WERROR=ON makes
+# warnings errors, as ci/test.sh does).
 # `ci/setup.sh --fuzz` instead installs clang-14 with libFuzzer (libclang-rt-14-dev) and its OpenMP, and builds
 # the libFuzzer harness into build-fuzz/ (fuzz/README.md); the default build never needs clang.
 set -euo pipefail
@@ -30,5 +31,6 @@ if [ -z "${ORTHROS_CUDA:-}" ]; then
   if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then ORTHROS_CUDA=ON; else ORTHROS_CUDA=OFF; fi
 fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DORTHROS_CUDA="$ORTHROS_CUDA" >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DORTHROS_CUDA="$ORTHROS_CUDA" \
+    -DORTHROS_WERROR="${ORTHROS_WERROR:-OFF}" >/dev/null
 cmake --build build -j"$(nproc)"

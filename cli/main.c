@@ -5,27 +5,33 @@
 #include "eval.h"
 #include "orthros.h"
 #include "plot.h"
+#include "ranks.h"
 #include "text.h"
 #include "version.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *help;
+    int runs_model; /* takes the model options, --tp among them: may run as tensor-parallel ranks */
 } command;
 
 static const command commands[] = {
-    {"logits", orthros_cmd_logits, "write the logits of every prompt position"},
-    {"generate", orthros_cmd_generate, "greedy generation, JSON on the last stdout line"},
-    {"tokenize", orthros_cmd_tokenize, "text to token ids (or ids to text) with a model's tokenizer"},
-    {"bench", orthros_cmd_bench, "prefill / decode / end-to-end timing sweeps with statistics, JSON results"},
-    {"plot", orthros_cmd_plot, "PNG / SVG / PDF figures from result files (gnuplot)"},
-    {"compare", orthros_cmd_compare, "two bench result files cell by cell: FAST / SLOW / SAME / AMBIGUOUS"},
-    {"eval", orthros_cmd_eval, "recall evals on an analytic checkpoint: niah (context x depth), mqar (context x pairs)"},
-    {"make-model", orthros_cmd_make_model, "write a checkpoint built by construction (analytic-recall)"},
+    {"logits", orthros_cmd_logits, "write the logits of every prompt position", 1},
+    {"generate", orthros_cmd_generate, "greedy generation, JSON on the last stdout line", 1},
+    {"tokenize", orthros_cmd_tokenize, "text to token ids (or ids to text) with a model's tokenizer", 0},
+    {"bench", orthros_cmd_bench, "prefill / decode / end-to-end timing sweeps with statistics, JSON results", 1},
+    {"plot", orthros_cmd_plot, "PNG / SVG / PDF figures from result files (gnuplot)", 0},
+    {"compare", orthros_cmd_compare, "two bench result files cell by cell: FAST / SLOW / SAME / AMBIGUOUS", 0},
+    {"eval", orthros_cmd_eval,
+     "recall evals on an analytic checkpoint: niah (context x depth), mqar (context x pairs)", 1},
+    {"make-model", orthros_cmd_make_model, "write a checkpoint built by construction (analytic-recall)", 0},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 
@@ -65,6 +71,41 @@ static int list_all(void)
     return 0;
 }
 
+/* The value of --NAME V or --NAME=V in argv[2..], or NULL; *help is set when --help / -h is there. */
+static const char *arg_value(int argc, char **argv, const char *name, int *help)
+{
+    size_t len = strlen(name);
+    const char *v = NULL;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) *help = 1;
+        if (strncmp(a, "--", 2) || strncmp(a + 2, name, len)) continue;
+        if (a[2 + len] == '=') v = a + 3 + len;
+        else if (!a[2 + len] && i + 1 < argc) v = argv[++i];
+    }
+    return v;
+}
+
+/* Tensor parallel as processes (ranks/ranks.h): a model-running command with --tp N may be started as N ranks,
+ * or be one of them. --tp and --device are read here for the launcher; the command's own parser checks them
+ * again (a bad value is its usage error). Returns 1 when the command was handled, with its exit status. */
+static int run_as_ranks(const command *c, int argc, char **argv, int *status)
+{
+    int help = 0;
+    const char *tp_arg = arg_value(argc, argv, "tp", &help), *device = arg_value(argc, argv, "device", &help);
+    if (!c->runs_model || help || !tp_arg) return 0;
+    char *end;
+    errno = 0;
+    long tp = strtol(tp_arg, &end, 10);
+    if (errno || end == tp_arg || *end || tp < 1 || tp > INT_MAX) return 0;
+    orthros_ranks_request r = {(int)tp, device, argv};
+    int rank, rc = orthros_ranks_main(&r, status, &rank);
+    if (rc >= 0) return rc;
+    if (rank >= 0) fprintf(stderr, "orthros %s: rank %d: error: %s\n", c->name, rank, orthros_last_error());
+    else fprintf(stderr, "orthros %s: error: %s\n", c->name, orthros_last_error());
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -82,8 +123,10 @@ int main(int argc, char **argv)
                ORTHROS_HAVE_CUDA ? "built" : "not built");
         return 0;
     }
-    int tp_status;
-    if (orthros_tp_main(argc, argv, &tp_status)) return tp_status; /* the ranks of a --tp run on cuda */
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        int status;
+        if (!strcmp(cmd, commands[i].name) && run_as_ranks(&commands[i], argc, argv, &status)) return status;
+    }
     if (!strcmp(cmd, "list") || !strcmp(cmd, "--list")) return list_all();
     if (!strcmp(cmd, "help")) {
         /* orthros help CMD [TASK] is orthros CMD [TASK] --help. */

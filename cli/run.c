@@ -52,7 +52,7 @@ static int prompt_tokens(int32_t **tokens, int *n, orthros_arch_opts *ao, const 
     if ((p->list != NULL) + (p->file != NULL) + (p->text != NULL) + (p->text_file != NULL) != 1)
         return orthros_cmd_usage(c, "give the prompt as one of --tokens, --tokens-file, --prompt, --prompt-file (see --help)");
     if (p->text || p->text_file) {
-        int rc = cli_text_tokens(tokens, n, mo->model, p->text, p->text_file);
+        int rc = orthros_cli_text_tokens(tokens, n, mo->model, p->text, p->text_file);
         return rc ? orthros_cmd_fail(c->name, rc) : -1;
     }
     int rc = p->list ? orthros_opt_parse_tokens(tokens, n, p->list) : orthros_opt_read_tokens(tokens, n, p->file);
@@ -153,7 +153,7 @@ int orthros_cmd_generate(int argc, char **argv)
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "generated");
     for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(gen[i]));
-    char *decoded = cli_decode_text(mo.model, gen, count);
+    char *decoded = orthros_cli_decode_text(mo.model, gen, count);
     if (decoded) cJSON_AddStringToObject(o, "text", decoded);
     free(decoded);
     char *text = cJSON_PrintUnformatted(o);

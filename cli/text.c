@@ -26,7 +26,7 @@ static int encode_text(int32_t **ids, int *n, const char *model, const char *tex
     return rc;
 }
 
-int cli_text_tokens(int32_t **tokens, int *n, const char *model, const char *prompt, const char *prompt_file)
+int orthros_cli_text_tokens(int32_t **tokens, int *n, const char *model, const char *prompt, const char *prompt_file)
 {
     *tokens = NULL;
     *n = 0;
@@ -39,7 +39,7 @@ int cli_text_tokens(int32_t **tokens, int *n, const char *model, const char *pro
     return rc;
 }
 
-char *cli_decode_text(const char *model, const int32_t *ids, int n)
+char *orthros_cli_decode_text(const char *model, const int32_t *ids, int n)
 {
     orthros_tokenizer *tok = NULL;
     char *text = NULL;

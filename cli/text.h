@@ -10,10 +10,10 @@ int orthros_cmd_tokenize(int argc, char **argv);
 
 /* The ids of prompt (text) or, when it is NULL, of prompt_file's bytes, encoded with the tokenizer of `model`
  * (what the tokenizer adds around a text included). *tokens is malloc'd; no tokens is an error. */
-int cli_text_tokens(int32_t **tokens, int *n, const char *model, const char *prompt, const char *prompt_file);
+int orthros_cli_text_tokens(int32_t **tokens, int *n, const char *model, const char *prompt, const char *prompt_file);
 
 /* The text of ids decoded with the tokenizer of `model` (special tokens left out, invalid UTF-8 replaced by
  * U+FFFD), or NULL when the model has no tokenizer. malloc'd. */
-char *cli_decode_text(const char *model, const int32_t *ids, int n);
+char *orthros_cli_decode_text(const char *model, const int32_t *ids, int n);
 
 #endif

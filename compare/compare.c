@@ -524,7 +524,7 @@ int orthros_cmd_compare(int argc, char **argv)
     orthros_cmd c;
     orthros_cmd_init(&c, cmd,
                      "orthros compare BASE.json NEW.json: compares two benchmark result files (orthros bench, or\n"
-                     "kernels/bench/bench_kernels) cell by cell.\n"
+                     "bench/kernels/bench_kernels) cell by cell.\n"
                      "Cells are matched by (arch, phase, ctx, batch) (kernel files: by op and shape); run.config's model,\n"
                      "device, seed, decode_tokens, schedule options and noise target must agree. BASE and NEW may each be a\n"
                      "comma-separated list of files of one configuration (rounds of an interleaved run): samples are\n"

@@ -56,12 +56,6 @@ int orthros_timer_seconds(orthros_backend *be, int from, int to, double *seconds
     return be->timer_seconds(be, from, to, seconds);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median seconds of `reps` timed runs of op(be, arg) after `warm` untimed ones; NAN on failure. */
 static double time_op(orthros_backend *be, int (*op)(orthros_backend *, void *), void *arg, int warm, int reps)
 {
@@ -72,8 +66,7 @@ static double time_op(orthros_backend *be, int (*op)(orthros_backend *, void *),
     for (int i = 0; i < reps; i++)
         if (be->timer_mark(be, 0) || op(be, arg) || be->timer_mark(be, 1) || be->timer_seconds(be, 0, 1, &t[i]))
             return NAN;
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    return reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    return orthros_median_sorting(t, (size_t)reps);
 }
 
 typedef struct {

@@ -137,6 +137,15 @@ int orthros_cuda_set_device(int device);
 /* inv_freq[head_dim / 2] for a model, llama3 scaling applied as Hugging Face does. */
 void orthros_rope_inv_freq(float *inv_freq, const orthros_model_config *cfg);
 size_t orthros_dtype_size(orthros_dtype t);
+/* The bytes [begin, end) a tensor takes in a file's data, named for the message. */
+typedef struct {
+    uint64_t begin, end;
+    const char *name;
+} orthros_span;
+/* The one overlap check of the checkpoint readers (safetensors, GGUF): sorts spans[n] and refuses two that share a
+ * byte with ORTHROS_EFORMAT, "tensors A and B overlap in the data". An empty span holds no bytes and cannot
+ * overlap: callers leave it out, so that it cannot hide an overlap of its neighbours. */
+int orthros_spans_disjoint(orthros_span *spans, size_t n);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,6 @@
  *   padding to `general.alignment` (default 32), then the data section that the offsets point into. */
 #define _GNU_SOURCE
 #include "gguf.h"
-#include "tokenizer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -250,17 +249,6 @@ static int parse_tensor_info(reader *r, orthros_gguf_tensor *t, int64_t index)
     return 0;
 }
 
-typedef struct {
-    uint64_t begin, end;
-    const char *name;
-} span;
-
-static int span_cmp(const void *a, const void *b)
-{
-    const span *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
-}
-
 void orthros_gguf_free(orthros_gguf *g)
 {
     if (!g) return;
@@ -279,7 +267,7 @@ void orthros_gguf_free(orthros_gguf *g)
 int orthros_gguf_parse_buffer(orthros_gguf **out, const void *data, size_t size, const char *name)
 {
     int rc = 0;
-    span *spans = NULL;
+    orthros_span *spans = NULL;
     *out = NULL;
     orthros_gguf *g = calloc(1, sizeof *g);
     if (!g || !(g->name = strdup(name ? name : "buffer"))) {
@@ -379,14 +367,9 @@ int orthros_gguf_parse_buffer(orthros_gguf **out, const void *data, size_t size,
             goto fail;
         }
         t->data = g->buf + g->data_offset + t->offset;
-        spans[i] = (span){t->offset, t->offset + t->nbytes, t->name};
+        spans[i] = (orthros_span){t->offset, t->offset + t->nbytes, t->name}; /* never empty: every dimension is >= 1 */
     }
-    qsort(spans, (size_t)g->n_tensors, sizeof *spans, span_cmp);
-    for (int64_t i = 1; i < g->n_tensors; i++)
-        if (spans[i].begin < spans[i - 1].end) {
-            rc = orthros_error(ORTHROS_EFORMAT, "tensors %s and %s overlap in the data", spans[i - 1].name, spans[i].name);
-            goto fail;
-        }
+    if ((rc = orthros_spans_disjoint(spans, (size_t)g->n_tensors))) goto fail;
     free(spans);
     *out = g;
     return 0;
@@ -741,50 +724,4 @@ void orthros_gguf_unpermute_rows(float *w, float *tmp, int heads, int head_dim, 
         for (size_t i = 0; i < half; i++)
             for (size_t j = 0; j < 2; j++)
                 memcpy(w + (h * d + j * half + i) * cols, tmp + (h * d + 2 * i + j) * cols, cols * sizeof *w);
-}
-
-/* ---- the fuzz driver's path ---- */
-
-int orthros_gguf_check_buffer(const void *data, size_t size)
-{
-    orthros_gguf *g = NULL;
-    orthros_tokenizer *tok = NULL;
-    orthros_model_config cfg;
-    float *buf = NULL;
-    int rc = orthros_gguf_parse_buffer(&g, data, size, "fuzz");
-    if (rc) return rc;
-    int rc_cfg = orthros_gguf_model_config(&cfg, g);
-    if (orthros_gguf_find(g, "tokenizer.ggml.model")) {
-        if (!orthros_tokenizer_from_gguf(&tok, g)) {
-            int32_t *ids = NULL;
-            int n = 0;
-            static const char sample[] = "Hello, world! 12345 \xe4\xbd\xa0\xe5\xa5\xbd \xff<|im_end|>  \n\t x";
-            if (!orthros_tokenizer_encode(tok, sample, sizeof sample - 1, ORTHROS_TOK_ADD_SPECIAL, &ids, &n)) {
-                char *text = NULL;
-                size_t len = 0;
-                if (!orthros_tokenizer_decode(tok, ids, n, 0, &text, &len)) free(text);
-                free(ids);
-            }
-            orthros_tokenizer_free(tok);
-        }
-    }
-    for (int64_t i = 0; i < g->n_tensors; i++) {
-        const orthros_gguf_tensor *t = &g->tensors[i];
-        if (!orthros_ggml_type_supported(t->type)) continue;
-        float *nb = realloc(buf, orthros_gguf_numel(t) * sizeof *buf);
-        if (!nb) {
-            rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-            break;
-        }
-        buf = nb;
-        orthros_gguf_dequantize(buf, t);
-    }
-    if (!rc && !rc_cfg) {
-        float inv[ORTHROS_MAX_HEAD_DIM / 2] = {0};
-        orthros_rope_inv_freq(inv, &cfg);
-        rc_cfg = orthros_gguf_rope_adjust(inv, cfg.head_dim / 2, g);
-    }
-    free(buf);
-    orthros_gguf_free(g);
-    return rc ? rc : rc_cfg;
 }

@@ -89,10 +89,6 @@ int orthros_gguf_parse_buffer(orthros_gguf **out, const void *data, size_t size,
 int orthros_gguf_open(orthros_gguf **out, const char *path);
 void orthros_gguf_free(orthros_gguf *g);
 
-/* A fuzz driver's whole path over one buffer: parse, model config, tokenizer (when the metadata has one),
- * and dequantisation of every tensor of a supported type. Returns 0 or an error code; never crashes. */
-int orthros_gguf_check_buffer(const void *data, size_t size);
-
 const orthros_gguf_kv *orthros_gguf_find(const orthros_gguf *g, const char *key);
 /* Typed getters: 0 and *out set; ORTHROS_EFORMAT when present with another type or out of range; when absent,
  * ORTHROS_EFORMAT if `required`, else 0 with *out untouched. Integers of any width are accepted. */

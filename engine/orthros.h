@@ -152,7 +152,8 @@ typedef struct orthros_model orthros_model;
  * preset:llama3.1-70b) onto `be` under the schedule resolved from `opts`. `seed` fills preset weights.
  * opts->tp > 1 shards the model over that many ranks (docs/tensor-parallel.md): on the cpu backend the model
  * holds every shard, each on a cpu backend of its own (be holds rank 0's); on the cuda backend this process is
- * one rank of a world started by orthros_tp_main (or torchrun / mpirun), and be holds its shard. */
+ * one rank of a world started by the orthros command (ranks/ranks.h) or by torchrun / mpirun, and be holds its
+ * shard. */
 int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spec,
                        const orthros_arch_opts *opts, uint64_t seed);
 void orthros_model_free(orthros_model *m);
@@ -172,16 +173,10 @@ int orthros_model_tp(const orthros_model *m);
 /* The devices a model runs on, rank by rank: fills out[0 .. min(max, world)) and returns the world size. */
 int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int max);
 /* The same before a model exists, for the result file of a run of `tp` ranks whose rank 0 runs on be: in a world
- * of ranks as processes (orthros_tp_main), be's device for this rank and, for every other rank, the device it sent
+ * of ranks as processes (ranks/ranks.h), be's device for this rank and, for every other rank, the device it sent
  * to rank 0 when the world started (the world's size is returned, whatever tp says); else the ranks are threads of
  * this process (cpu) and each reports be's device. */
 int orthros_tp_devices(const orthros_backend *be, int tp, orthros_device_info *out, int max);
-
-/* Reads a whole regular file (a folder, a FIFO or a device is refused with a message naming it) into *out,
- * NUL-terminated, *len (when not NULL) its length; the caller frees it. Fails with ORTHROS_EIO naming the file when
- * it cannot be read and ORTHROS_EFORMAT when it is larger than max_bytes. With exists not NULL, a missing file sets
- * *exists = 0 and returns 0. */
-int orthros_read_file(char **out, size_t *len, const char *path, size_t max_bytes, int *exists);
 
 /* Parses config.json text (exposed for tests). The JSON is read strictly (engine/json.h): duplicate keys, NUL
  * bytes and \u0000, trailing bytes, and a field of the wrong type (attention_bias: 1, 4.5 heads) are refused. */
@@ -219,13 +214,6 @@ int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, f
  * receives [batch][vocab] float32. With next and logits both NULL no logits are computed (the ranks > 0 of a
  * tensor-parallel model). */
 int orthros_decode(orthros_session *s, const int32_t *tokens, int32_t *next, float *logits);
-/* Tensor parallel, for main(): call before the command runs (docs/tensor-parallel.md). It reads `--tp N` and
- * `--device` from argv[2..] of a model-running command (logits, generate, bench, eval). Returns 1 when the
- * command was handled here, with its exit status in *status: `--tp N` on cuda without a launcher's environment
- * started N processes of this binary (one per GPU) and waited for them, or this process is rank > 0 of a
- * launched world and served rank 0 until it finished. Returns 0 when the command runs in this process (no
- * processes to start, or this is rank 0 of a launched world, whose communicator is then ready). */
-int orthros_tp_main(int argc, char **argv, int *status);
 /* Times an in-place sum all-reduce of a [rows][d_model] activation across the model's ranks: one untimed
  * call (which also lines the ranks up), then `iters` back to back on rank 0's backend timer; *seconds gets
  * the time per all-reduce. ORTHROS_EINVAL on a model with no communicator (world size 1). */

@@ -17,21 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int orthros_read_text_file(char **out, const char *path, size_t max_bytes)
-{
-    size_t len = 0;
-    int rc = orthros_read_file(out, &len, path, max_bytes, NULL);
-    if (rc) return rc;
-    /* Text read as a C string must not end early: what follows a NUL would be silently ignored. */
-    const char *z = memchr(*out, '\0', len);
-    if (z) {
-        rc = orthros_error(ORTHROS_EFORMAT, "%s: holds a NUL byte at offset %zu, not text", path, (size_t)(z - *out));
-        free(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
 static int dtype_parse(const char *s, orthros_dtype *t)
 {
     if (!strcmp(s, "F32")) *t = ORTHROS_DTYPE_F32;
@@ -48,16 +33,6 @@ static int dtype_parse(const char *s, orthros_dtype *t)
     return 0;
 }
 
-typedef struct {
-    size_t begin, end;
-    const char *name;
-} span;
-
-static int span_cmp(const void *a, const void *b)
-{
-    const span *x = a, *y = b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
-}
 
 static int tensor_cmp(const void *a, const void *b)
 {
@@ -121,7 +96,7 @@ static int st_add(orthros_st *st, const char *path, void *map, size_t size, int 
 {
     int rc = 0;
     cJSON *hdr = NULL;
-    span *spans = NULL;
+    orthros_span *spans = NULL;
     orthros_st_tensor *tensors = NULL;
     char *pcopy = NULL;
     int n_new = 0;
@@ -186,16 +161,9 @@ static int st_add(orthros_st *st, const char *path, void *map, size_t size, int 
         }
         /* A zero-length tensor holds no bytes and cannot overlap; leaving it out of the sweep keeps it from
          * hiding an overlap of its neighbours. */
-        if (t->nbytes) spans[n_spans++] = (span){b, b + t->nbytes, t->name};
+        if (t->nbytes) spans[n_spans++] = (orthros_span){b, b + t->nbytes, t->name};
     }
-    qsort(spans, (size_t)n_spans, sizeof *spans, span_cmp);
-    for (int i = 1, far = 0; i < n_spans; i++) {
-        if (spans[i].begin < spans[far].end) {
-            rc = orthros_error(ORTHROS_EFORMAT, "tensors %s and %s overlap in the data", spans[far].name, spans[i].name);
-            goto fail;
-        }
-        if (spans[i].end > spans[far].end) far = i;
-    }
+    if ((rc = orthros_spans_disjoint(spans, (size_t)n_spans))) goto fail;
 
     orthros_st_file *nf = realloc(st->files, (size_t)(st->n_files + 1) * sizeof *nf);
     if (!nf) {

@@ -43,8 +43,4 @@ const orthros_st_tensor *orthros_st_find(const orthros_st *st, const char *name)
 void orthros_st_close(orthros_st *st);
 const char *orthros_st_tensor_file(const orthros_st *st, const orthros_st_tensor *t);
 
-/* Reads a whole small text file (config.json, index.json); NUL-terminated, caller frees. A file that is not
- * regular or holds a NUL byte is refused. */
-int orthros_read_text_file(char **out, const char *path, size_t max_bytes);
-
 #endif

@@ -3,21 +3,21 @@
  * rank on its shard and meets the other ranks in a sum all-reduce after the O and the down projection.
  *
  *   - cpu backend: the N ranks are threads of one process (a pool, tp.c), meeting in an in-memory all-reduce;
- *   - cuda backend: one process per GPU (tp_proc.c), meeting in NCCL (tp_nccl.c, loaded at run time). Rank 0
- *     runs the command and drives the others over a TCP control channel: every public call on a model or a
- *     session (load, session init, prefill, decode, reset, rewind, free) is sent to ranks 1..N-1, which make
- *     the same call on their shard. Nothing else runs on them, so every decision the harness takes from a
- *     timing, a file or the free memory is rank 0's alone and the ranks cannot fall out of step. */
+ *   - cuda backend: one process per GPU, meeting in NCCL (tp_nccl.c, loaded at run time). Rank 0 runs the
+ *     command and drives the others over a TCP control channel (tp_world.h): every public call on a model or a
+ *     session (load, session init, prefill, decode, reset, rewind, free) is sent to ranks 1..N-1, whose rank
+ *     server (ranks/ranks.c) makes the same call on their shard. Nothing else runs on them, so every decision
+ *     the harness takes from a timing, a file or the free memory is rank 0's alone and the ranks cannot fall
+ *     out of step. */
 #ifndef ORTHROS_TP_H
 #define ORTHROS_TP_H
 
 #include "backend.h"
+#include "tp_world.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define ORTHROS_TP_MAX_WORLD 64
 
 struct orthros_comm {
     int rank, world;
@@ -53,48 +53,12 @@ int orthros_nccl_comm_init(void **comm, int world, const unsigned char id[128], 
 /* x[n] bf16 on the device, summed in place by ncclAllReduce on `stream` (a cudaStream_t). */
 int orthros_comm_allreduce_bf16(orthros_comm *c, void *x, size_t n, void *stream);
 
-/* ---- ranks as processes (tp_proc.c) ---- */
+/* ---- ranks as processes over TCP (tp_world.c) ---- */
 
 /* cpu ranks as processes: x[n] = the sum of every rank's x, added by rank 0 in rank order (the same bits as
  * orthros_comm_allreduce_f32) and sent back over the control connections. For testing the process machinery
  * without GPUs; slow. */
 int orthros_comm_allreduce_tcp_f32(orthros_comm *c, float *x, size_t n);
-
-/* This process's communicator when it runs as a rank of a launched world (after orthros_tp_main), else NULL. */
-orthros_comm *orthros_tp_world(void);
-/* The device of a rank of the launched world (each rank sends its own when the world starts). */
-const orthros_device_info *orthros_tp_world_device(int rank);
-/* A fresh id for a model or a session that rank 0 drives. */
-int orthros_tp_new_id(void);
-
-enum {
-    ORTHROS_TP_LOAD = 1,     /* id: model; a: fmap, feature_dim, tail, window, hybrid_every, tp; payload: spec, arch */
-    ORTHROS_TP_MODEL_FREE,   /* id: model */
-    ORTHROS_TP_SESSION_INIT, /* id: session, ref: model; a: batch, max_ctx, chunk */
-    ORTHROS_TP_SESSION_FREE, /* id: session */
-    ORTHROS_TP_RESET,        /* id: session */
-    ORTHROS_TP_REWIND,       /* id: session; a: pos */
-    ORTHROS_TP_PREFILL,      /* id: session; a: seq, n; payload: tokens[n] */
-    ORTHROS_TP_DECODE,       /* id: session; a: batch; payload: tokens[batch] */
-    ORTHROS_TP_ALLREDUCE,    /* id: model; a: rows, iters */
-    ORTHROS_TP_SET_ARCH,     /* id: model; payload: the schedule's name ("" for the checkpoint's) */
-    ORTHROS_TP_EXIT,
-};
-
-typedef struct {
-    uint32_t magic;
-    int32_t op, id, ref;
-    int64_t a[8];
-    uint64_t seed;
-    double eps;
-    uint64_t payload_bytes;
-} orthros_tp_cmd;
-
-/* Rank 0: sends cmd (and payload_bytes of payload) to every other rank. */
-int orthros_tp_send(orthros_tp_cmd *cmd, const void *payload);
-/* Rank 0: after a command the others answer (load, set arch, session init), waits for every answer; the first failure
- * becomes this call's error, named by its rank. */
-int orthros_tp_gather_status(void);
 
 #ifdef __cplusplus
 }

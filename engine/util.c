@@ -1,16 +1,10 @@
-/* Helpers shared by the engine: dtype sizes, RoPE frequencies (the bf16 / fp16 conversions are in base/numeric.c)
- * and reading a whole file. */
+/* Helpers shared by the engine: dtype sizes, RoPE frequencies, the checkpoint readers' overlap check (the bf16 / fp16 conversions are in
+ * base/numeric.c, reading a whole file in base/file.c). */
 #define _GNU_SOURCE
 #include "backend.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <string.h>
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -48,55 +42,20 @@ void orthros_rope_inv_freq(float *inv_freq, const orthros_model_config *cfg)
     }
 }
 
-int orthros_read_file(char **out, size_t *len, const char *path, size_t max_bytes, int *exists)
+static int span_cmp(const void *a, const void *b)
 {
-    *out = NULL;
-    if (len) *len = 0;
-    if (exists) *exists = 1;
-    /* O_NONBLOCK: a FIFO in place of the file must not hang the open; a regular file ignores the flag. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        if (errno == ENOENT && exists) {
-            *exists = 0;
-            return 0;
-        }
-        return orthros_error(ORTHROS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    const orthros_span *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+int orthros_spans_disjoint(orthros_span *spans, size_t n)
+{
+    qsort(spans, n, sizeof *spans, span_cmp);
+    /* In begin order, a span overlaps an earlier one exactly when it begins before the furthest end so far. */
+    for (size_t i = 1, far = 0; i < n; i++) {
+        if (spans[i].begin < spans[far].end)
+            return orthros_error(ORTHROS_EFORMAT, "tensors %s and %s overlap in the data", spans[far].name, spans[i].name);
+        if (spans[i].end > spans[far].end) far = i;
     }
-    int rc = 0;
-    char *buf = NULL;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        rc = orthros_error(ORTHROS_EIO, "%s: cannot stat: %s", path, strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        rc = orthros_error(ORTHROS_EIO, "%s: not a regular file", path);
-        goto done;
-    }
-    if ((uint64_t)sb.st_size > max_bytes) {
-        rc = orthros_error(ORTHROS_EFORMAT, "%s: file is larger than %zu bytes", path, max_bytes);
-        goto done;
-    }
-    size_t size = (size_t)sb.st_size, got = 0;
-    if (!(buf = malloc(size + 1))) {
-        rc = orthros_error(ORTHROS_ENOMEM, "%s: out of memory reading it", path);
-        goto done;
-    }
-    while (got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            rc = orthros_error(ORTHROS_EIO, "%s: short read%s%s", path, r < 0 ? ": " : "", r < 0 ? strerror(errno) : "");
-            goto done;
-        }
-        got += (size_t)r;
-    }
-    buf[size] = '\0';
-    *out = buf;
-    if (len) *len = size;
-    buf = NULL;
-done:
-    free(buf);
-    close(fd);
-    return rc;
+    return 0;
 }

@@ -29,8 +29,7 @@
  * unused (zero in q and k). */
 #define _GNU_SOURCE
 #include "analytic.h"
-#include "backend.h"
-#include "safetensors.h"
+#include "orthros.h"
 
 #include <errno.h>
 #include <math.h>

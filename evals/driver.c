@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void eval_common_default(eval_common *o, const char *task)
+void orthros_eval_common_default(eval_common *o, const char *task)
 {
     memset(o, 0, sizeof *o);
     orthros_model_opts_default(&o->mo);
@@ -24,7 +24,7 @@ void eval_common_default(eval_common *o, const char *task)
     o->format = "text";
 }
 
-void eval_common_add(orthros_cmd *c, eval_common *o, const char *json_default, const char *prompts_help)
+void orthros_eval_common_add(orthros_cmd *c, eval_common *o, const char *json_default, const char *prompts_help)
 {
     static char json_help[160];
     orthros_opt *arch = orthros_cmd_opt(c, "arch");
@@ -43,7 +43,7 @@ void eval_common_add(orthros_cmd *c, eval_common *o, const char *json_default, c
     orthros_cmd_add(c, "quiet", ORTHROS_OPT_FLAG, &o->quiet, NULL, "no progress lines on stderr");
 }
 
-int eval_common_check(orthros_cmd *c, eval_common *o, const char *json_default)
+int orthros_eval_common_check(orthros_cmd *c, eval_common *o, const char *json_default)
 {
     if (o->resume && o->force) return orthros_cmd_usage(c, "--resume keeps the file's cells, --force replaces them: not both");
     if (!strcmp(o->json ? o->json : "", "-")) return orthros_cmd_usage(c, "--json needs a file (results are rewritten as cells finish)");
@@ -51,7 +51,7 @@ int eval_common_check(orthros_cmd *c, eval_common *o, const char *json_default)
     return -1;
 }
 
-int eval_parse_ints(int *out, size_t *n, const char *text, const char *what, int64_t lo, int64_t hi)
+int orthros_eval_parse_ints(int *out, size_t *n, const char *text, const char *what, int64_t lo, int64_t hi)
 {
     int64_t v[EVAL_MAX_AXIS];
     int rc = orthros_axis_parse_int(v, EVAL_MAX_AXIS, n, text, INT64_MIN / 2);
@@ -66,12 +66,12 @@ int eval_parse_ints(int *out, size_t *n, const char *text, const char *what, int
     return 0;
 }
 
-int eval_parse_archs(eval_run *r)
+int orthros_eval_parse_archs(eval_run *r)
 {
     return orthros_axis_parse_names(r->archs, EVAL_MAX_AXIS, &r->na, r->o->archs, orthros_arch_names);
 }
 
-int eval_config_common(orthros_eval_config *c, const eval_common *o, const char *device)
+int orthros_eval_config_common(orthros_eval_config *c, const eval_common *o, const char *device)
 {
     memset(c, 0, sizeof *c);
     c->text_tokens = -1, c->stride = -1, c->max_new = -1;
@@ -89,14 +89,14 @@ int eval_config_common(orthros_eval_config *c, const eval_common *o, const char 
     return 0;
 }
 
-void eval_cell_set_accuracy(orthros_eval_cell *out, int64_t correct, int64_t trials)
+void orthros_eval_cell_set_accuracy(orthros_eval_cell *out, int64_t correct, int64_t trials)
 {
     out->n = trials, out->correct = correct, out->accuracy = (double)correct / (double)trials;
     out->ci_lo = 0, out->ci_hi = 1;
     orthros_stats_wilson(&out->ci_lo, &out->ci_hi, correct, trials, ORTHROS_STATS_Z95);
 }
 
-int gen_cell_begin(gen_cell *g, orthros_eval_cell *out, orthros_model *m, int ctx, int max_new, int chunk)
+int orthros_eval_gen_cell_begin(gen_cell *g, orthros_eval_cell *out, orthros_model *m, int ctx, int max_new, int chunk)
 {
     memset(out, 0, sizeof *out);
     out->partial = NAN;
@@ -118,12 +118,13 @@ int gen_cell_begin(gen_cell *g, orthros_eval_cell *out, orthros_model *m, int ct
     return rc;
 }
 
-int gen_cell_end(gen_cell *g, orthros_eval_cell *out, const eval_cell *c, int rc, int64_t correct, int64_t samples)
+int orthros_eval_gen_cell_end(gen_cell *g, orthros_eval_cell *out, const eval_cell *c, int rc, int64_t correct,
+                              int64_t samples)
 {
     if (!rc) {
         snprintf(out->arch, sizeof out->arch, "%s", c->arch);
         out->ctx = c->ctx, out->axis = c->axis, out->samples = (int)samples, out->samples_correct = (int)correct;
-        eval_cell_set_accuracy(out, correct, samples);
+        orthros_eval_cell_set_accuracy(out, correct, samples);
         out->elapsed_s = orthros_now_s() - g->t0;
     } else {
         cJSON_Delete(out->records);
@@ -135,14 +136,14 @@ int gen_cell_end(gen_cell *g, orthros_eval_cell *out, const eval_cell *c, int rc
     return rc;
 }
 
-cJSON *eval_ints_json(const int32_t *v, int n)
+cJSON *orthros_eval_ints_json(const int32_t *v, int n)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
     return a;
 }
 
-void eval_add_seed(cJSON *o, uint64_t seed)
+void orthros_eval_add_seed(cJSON *o, uint64_t seed)
 {
     char hex[17];
     snprintf(hex, sizeof hex, "%016" PRIx64, seed);
@@ -150,7 +151,7 @@ void eval_add_seed(cJSON *o, uint64_t seed)
     cJSON_AddStringToObject(o, "seed_hex", hex);
 }
 
-int eval_save_line(FILE *f, cJSON *j)
+int orthros_eval_save_line(FILE *f, cJSON *j)
 {
     char *t = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -159,51 +160,23 @@ int eval_save_line(FILE *f, cJSON *j)
     return ok ? 0 : orthros_error(ORTHROS_EIO, "cannot write the --save-prompts file");
 }
 
-/* The result file: an earlier run's cells with --resume (same configuration, commit and kernel versions, else
- * refused), a fresh header. An existing file is not replaced before this run has a cell (or with --force). */
+/* The result file (harness/result_run.h): an earlier run's cells with --resume (same configuration, commit and
+ * kernel versions, else refused), a fresh header. An existing file is not replaced before this run has a cell (or
+ * with --force). */
 static int open_results(eval_run *r, int argc, char **argv, orthros_eval_config *config)
 {
     const eval_common *o = r->o;
-    orthros_eval_file old;
-    int rc, exists = 0;
     orthros_eval_file_init(&r->f);
     r->f.cfg = *config;
     memset(config, 0, sizeof *config);
-    if ((rc = orthros_eval_file_read(&old, o->json, 1, &exists))) {
-        if (!o->force || o->resume) return rc;
-        exists = 1;
-    }
-    r->existed = exists;
-    if (!(r->f.header = orthros_result_new("eval", argc, argv, (uint64_t)o->mo.seed, r->be, o->mo.tp))) {
-        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-        goto done;
-    }
-    if (exists && o->resume) {
-        if ((rc = orthros_eval_config_check_same(&old.cfg, o->json, &r->f.cfg, "this run")) ||
-            (rc = orthros_result_same_code(&old.hdr, old.header, r->f.header, o->json))) {
-            orthros_error(rc, "cannot resume: %s", orthros_last_error());
-            goto done;
-        }
-        for (size_t i = 0; i < old.n_cells; i++)
-            if ((rc = orthros_eval_file_add(&r->f, &old.cells[i]))) goto done;
-    }
-    if (o->force && exists) rc = orthros_eval_file_write(&r->f, o->json);
-done:
-    if (exists) orthros_eval_file_free(&old);
+    r->run = (orthros_result_run){.type = &orthros_eval_type, .file = &r->f, .cmd = "eval",
+                                  .nothing = "nothing was run", .path = o->json, .resume = o->resume, .force = o->force};
+    int rc = orthros_result_run_open(&r->run, argc, argv, (uint64_t)o->mo.seed, r->be, o->mo.tp);
+    if (!rc && o->force && r->run.existed) rc = orthros_result_run_save(&r->run, 0);
     return rc;
 }
 
-static int save(eval_run *r, int final)
-{
-    if (r->existed && !r->measured && !r->o->force && !r->o->resume) {
-        if (final) fprintf(stderr, "eval: nothing was run; %s left as it was\n", r->o->json);
-        return 0;
-    }
-    if (final) orthros_result_finish(r->f.header);
-    return orthros_eval_file_write(&r->f, r->o->json);
-}
-
-void eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
+void orthros_eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
 {
     snprintf(v[0], ORTHROS_NAME_MAX, "%s", c->arch);
     snprintf(v[1], ORTHROS_NAME_MAX, "%d", c->ctx);
@@ -219,7 +192,7 @@ static void print_cell(eval_run *r, const orthros_eval_cell *c)
     char v[ORTHROS_TABLE_MAX_COLS][ORTHROS_NAME_MAX];
     const char *cells[ORTHROS_TABLE_MAX_COLS];
     for (int i = 0; i < ORTHROS_TABLE_MAX_COLS; i++) cells[i] = v[i], v[i][0] = 0;
-    (r->ops->row ? r->ops->row : eval_accuracy_row)(r, c, v);
+    (r->ops->row ? r->ops->row : orthros_eval_accuracy_row)(r, c, v);
     orthros_table_row(&r->table, cells);
 }
 
@@ -276,16 +249,16 @@ static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, 
                 cJSON_Delete(res.records);
                 break;
             }
-            r->measured++;
+            r->run.measured++;
             print_cell(r, &r->f.cells[r->f.n_cells - 1]);
             if (r->prompts) fflush(r->prompts);
-            rc = save(r, 0);
+            rc = orthros_result_run_save(&r->run, 0);
         }
     orthros_model_free(m);
     return rc;
 }
 
-int eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, const orthros_table_col *cols,
+int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, const orthros_table_col *cols,
                int n_cols)
 {
     const eval_common *o = r->o;
@@ -312,9 +285,9 @@ int eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, 
     size_t total = r->na * r->nc * r->nx, idx = 0;
     double t0 = orthros_now_s();
     for (size_t ia = 0; ia < r->na && !rc; ia++) rc = run_arch(r, ia, &ao, &idx, total, t0);
-    if (!rc && !(rc = save(r, 1))) {
+    if (!rc && !(rc = orthros_result_run_save(&r->run, 1))) {
         (r->ops->summary ? r->ops->summary : accuracy_summary)(r);
-        if (!o->quiet && (r->measured || !r->existed || o->force || o->resume)) fprintf(stderr, "eval: results in %s\n", o->json);
+        if (!o->quiet && (r->run.measured || !r->run.existed || o->force || o->resume)) fprintf(stderr, "eval: results in %s\n", o->json);
     }
 done:
     orthros_eval_config_free(config);

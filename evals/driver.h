@@ -10,6 +10,7 @@
 #include "axes.h"
 #include "options.h"
 #include "result_eval.h"
+#include "result_run.h"
 #include "table.h"
 
 #include <stdio.h>
@@ -25,13 +26,13 @@ typedef struct {
 } eval_common;
 
 /* Defaults: every architecture, text table, 4 samples; the model options' defaults with no model. */
-void eval_common_default(eval_common *o, const char *task);
+void orthros_eval_common_default(eval_common *o, const char *task);
 /* Adds --arch (as a list), --json, --resume, --force, --save-prompts (when prompts_help is not NULL), -o,
  * --table-out, --quiet to a command whose model options are already added. json_default names the default file. */
-void eval_common_add(orthros_cmd *c, eval_common *o, const char *json_default, const char *prompts_help);
+void orthros_eval_common_add(orthros_cmd *c, eval_common *o, const char *json_default, const char *prompts_help);
 /* The usage checks they share (--resume with --force, --json -); fills the default --json. Returns -1 to go on,
  * else the exit status. */
-int eval_common_check(orthros_cmd *c, eval_common *o, const char *json_default);
+int orthros_eval_common_check(orthros_cmd *c, eval_common *o, const char *json_default);
 
 typedef struct eval_run eval_run;
 
@@ -47,7 +48,7 @@ typedef struct {
     int (*check_model)(eval_run *r, orthros_model *m);
     /* Runs one cell on model m into *out (records owned by it), writing prompts to r->prompts when open. */
     int (*run_cell)(eval_run *r, orthros_eval_cell *out, orthros_model *m, const eval_cell *c);
-    /* The table row of a cell (the columns given to eval_drive); NULL: the accuracy columns. */
+    /* The table row of a cell (the columns given to orthros_eval_drive); NULL: the accuracy columns. */
     void (*row)(eval_run *r, const orthros_eval_cell *c, char (*cells)[ORTHROS_NAME_MAX]);
     /* Notes after the table (NULL: the per-architecture pooled accuracy). */
     void (*summary)(eval_run *r);
@@ -65,43 +66,44 @@ struct eval_run {
     orthros_eval_file f;
     orthros_table table;
     FILE *prompts;
-    int existed, measured;
+    orthros_result_run run; /* the file's lifecycle (result_run.h) */
 };
 
 /* Parses --arch into r->archs and a list of integers in [lo, hi] for option `what` (a usage error otherwise). */
-int eval_parse_archs(eval_run *r);
-int eval_parse_ints(int *out, size_t *n, const char *text, const char *what, int64_t lo, int64_t hi);
+int orthros_eval_parse_archs(eval_run *r);
+int orthros_eval_parse_ints(int *out, size_t *n, const char *text, const char *what, int64_t lo, int64_t hi);
 
 /* The configuration every task records: task, model, archs, ctx list, samples, seed, device, schedule options.
  * The caller sets the rest (variant, xs, scoring and its own fields) and frees it with orthros_eval_config_free. */
-int eval_config_common(orthros_eval_config *c, const eval_common *o, const char *device);
+int orthros_eval_config_common(orthros_eval_config *c, const eval_common *o, const char *device);
 
 /* Runs the grid (r->archs x r->ctxs x r->xs, those already in the file skipped); `config` (owned) is the run's
  * configuration; the table has the given columns. Creates the backend. Returns the exit status. */
-int eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, const orthros_table_col *cols,
+int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, const orthros_table_col *cols,
                int n_cols);
 
 /* The accuracy columns of a cell's table row: arch, ctx, x, n, accuracy, ci95_lo, ci95_hi. */
-void eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX]);
+void orthros_eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX]);
 /* A cell's accuracy fields from its counts, with the Wilson 95% interval. */
-void eval_cell_set_accuracy(orthros_eval_cell *out, int64_t correct, int64_t trials);
-/* The frame of a cell whose samples are answers generated greedily (ruler, recall): gen_cell_begin clears *out
- * (partial NaN), makes its records array, a session of ctx positions and a buffer of max_new tokens;
- * gen_cell_end, given the loop's rc, sets arch, ctx, axis, the counts, the accuracy and the time when rc is 0,
- * else drops the records, frees the frame either way and returns rc. */
+void orthros_eval_cell_set_accuracy(orthros_eval_cell *out, int64_t correct, int64_t trials);
+/* The frame of a cell whose samples are answers generated greedily (ruler, recall): orthros_eval_gen_cell_begin
+ * clears *out (partial NaN), makes its records array, a session of ctx positions and a buffer of max_new tokens;
+ * orthros_eval_gen_cell_end, given the loop's rc, sets arch, ctx, axis, the counts, the accuracy and the time when
+ * rc is 0, else drops the records, frees the frame either way and returns rc. */
 typedef struct {
     orthros_session *sess;
     int32_t *gen;
     double t0;
 } gen_cell;
-int gen_cell_begin(gen_cell *g, orthros_eval_cell *out, orthros_model *m, int ctx, int max_new, int chunk);
-int gen_cell_end(gen_cell *g, orthros_eval_cell *out, const eval_cell *c, int rc, int64_t correct, int64_t samples);
+int orthros_eval_gen_cell_begin(gen_cell *g, orthros_eval_cell *out, orthros_model *m, int ctx, int max_new, int chunk);
+int orthros_eval_gen_cell_end(gen_cell *g, orthros_eval_cell *out, const eval_cell *c, int rc, int64_t correct,
+                              int64_t samples);
 /* An array of token ids as JSON. */
-cJSON *eval_ints_json(const int32_t *v, int n);
+cJSON *orthros_eval_ints_json(const int32_t *v, int n);
 /* A sample's seed on a record or a saved prompt: "seed" (a JSON number, so rounded above 2^53) and "seed_hex"
  * (16 hex digits, exact). */
-void eval_add_seed(cJSON *o, uint64_t seed);
+void orthros_eval_add_seed(cJSON *o, uint64_t seed);
 /* Writes one JSON line to the --save-prompts file; takes j. */
-int eval_save_line(FILE *f, cJSON *j);
+int orthros_eval_save_line(FILE *f, cJSON *j);
 
 #endif

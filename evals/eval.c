@@ -48,13 +48,13 @@ static int save_prompt(FILE *f, const eval_common *o, const analytic_task *t, co
     cJSON_AddStringToObject(j, "arch", c->arch);
     cJSON_AddNumberToObject(j, "ctx", c->ctx);
     cJSON_AddNumberToObject(j, orthros_eval_axis_name(o->task), c->axis);
-    eval_add_seed(j, seed);
-    cJSON_AddItemToObject(j, "prompt", eval_ints_json(s->prompt, s->n_prompt));
-    cJSON_AddItemToObject(j, "queries", eval_ints_json(s->queries, s->n_answers));
+    orthros_eval_add_seed(j, seed);
+    cJSON_AddItemToObject(j, "prompt", orthros_eval_ints_json(s->prompt, s->n_prompt));
+    cJSON_AddItemToObject(j, "queries", orthros_eval_ints_json(s->queries, s->n_answers));
     cJSON_AddBoolToObject(j, "feed_back", s->feed_back);
-    cJSON_AddItemToObject(j, "expected", eval_ints_json(s->expected, s->n_answers));
-    cJSON_AddItemToObject(j, "generated", eval_ints_json(gen, s->n_answers));
-    return eval_save_line(f, j);
+    cJSON_AddItemToObject(j, "expected", orthros_eval_ints_json(s->expected, s->n_answers));
+    cJSON_AddItemToObject(j, "generated", orthros_eval_ints_json(gen, s->n_answers));
+    return orthros_eval_save_line(f, j);
 }
 
 /* The per-sample record of a cell's result. */
@@ -64,14 +64,14 @@ static cJSON *sample_record(const eval_common *o, const analytic_task *t, const 
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "ctx", c->ctx);
     cJSON_AddNumberToObject(r, orthros_eval_axis_name(o->task), c->axis);
-    eval_add_seed(r, seed);
+    orthros_eval_add_seed(r, seed);
     if (!strcmp(o->task, "niah")) {
         cJSON *pos = cJSON_AddArrayToObject(r, "needle_positions");
         for (int j = 0; j < (t->v == ORTHROS_NIAH_SINGLE ? 1 : ORTHROS_NIAH_NEEDLES); j++)
             cJSON_AddItemToArray(pos, cJSON_CreateNumber(s->needle_pos[j]));
     }
-    cJSON_AddItemToObject(r, "expected", eval_ints_json(s->expected, s->n_answers));
-    cJSON_AddItemToObject(r, "generated", eval_ints_json(gen, s->n_answers));
+    cJSON_AddItemToObject(r, "expected", orthros_eval_ints_json(s->expected, s->n_answers));
+    cJSON_AddItemToObject(r, "generated", orthros_eval_ints_json(gen, s->n_answers));
     cJSON_AddNumberToObject(r, "n_correct", k);
     cJSON_AddBoolToObject(r, "correct", k == s->n_answers);
     return r;
@@ -114,7 +114,7 @@ static int run_cell(eval_run *run, orthros_eval_cell *out, orthros_model *m, con
     snprintf(out->variant, sizeof out->variant, "%s", variant_name(o, t));
     snprintf(out->arch, sizeof out->arch, "%s", c->arch);
     out->ctx = c->ctx, out->axis = c->axis, out->samples = o->samples, out->samples_correct = (int)sample_correct;
-    eval_cell_set_accuracy(out, correct, trials);
+    orthros_eval_cell_set_accuracy(out, correct, trials);
     out->elapsed_s = orthros_now_s() - t0;
     orthros_session_free(sess);
     return 0;
@@ -138,10 +138,10 @@ static int parse_grid(eval_run *r, analytic_task *t)
 {
     const eval_common *o = r->o;
     int rc, niah = !strcmp(o->task, "niah");
-    if ((niah && (rc = orthros_niah_variant_parse(t->variant, &t->v))) || (rc = eval_parse_archs(r)) ||
-        (rc = eval_parse_ints(r->ctxs, &r->nc, o->ctxs, "ctx", 1, INT_MAX / 2)) ||
-        (rc = niah ? eval_parse_ints(r->xs, &r->nx, t->depths, "depths", 0, 100)
-                   : eval_parse_ints(r->xs, &r->nx, t->pairs, "pairs", 1, INT_MAX)) ||
+    if ((niah && (rc = orthros_niah_variant_parse(t->variant, &t->v))) || (rc = orthros_eval_parse_archs(r)) ||
+        (rc = orthros_eval_parse_ints(r->ctxs, &r->nc, o->ctxs, "ctx", 1, INT_MAX / 2)) ||
+        (rc = niah ? orthros_eval_parse_ints(r->xs, &r->nx, t->depths, "depths", 0, 100)
+                   : orthros_eval_parse_ints(r->xs, &r->nx, t->pairs, "pairs", 1, INT_MAX)) ||
         (rc = orthros_analytic_layout_load(&t->lay, o->mo.model)))
         return rc;
     for (size_t i = 0; i < r->nc; i++)
@@ -168,7 +168,7 @@ static int run_analytic(eval_common *o, analytic_task *t, int argc, char **argv)
     snprintf(cmd, sizeof cmd, "eval %s", o->task);
     if ((rc = parse_grid(&r, t))) return orthros_cmd_fail_usage(cmd, rc);
     orthros_eval_config cfg;
-    if ((rc = eval_config_common(&cfg, o, ""))) return orthros_cmd_fail(cmd, rc);
+    if ((rc = orthros_eval_config_common(&cfg, o, ""))) return orthros_cmd_fail(cmd, rc);
     snprintf(cfg.variant, sizeof cfg.variant, "%s", variant_name(o, t));
     cfg.xs = strdup(strcmp(o->task, "niah") ? t->pairs : t->depths);
     cfg.analytic_recall = orthros_analytic_layout_json(&t->lay);
@@ -182,7 +182,7 @@ static int run_analytic(eval_common *o, analytic_task *t, int argc, char **argv)
     orthros_table_col cols[7];
     memcpy(cols, eval_cols, sizeof cols);
     cols[2].name = orthros_eval_axis_name(o->task);
-    return eval_drive(&r, argc, argv, &cfg, cols, 7);
+    return orthros_eval_drive(&r, argc, argv, &cfg, cols, 7);
 }
 
 /* orthros eval niah|mqar on the analytic checkpoint. */
@@ -190,7 +190,7 @@ static int cmd_analytic(int argc, char **argv)
 {
     eval_common o;
     analytic_task t = {.depths = "0:100:+10", .pairs = NULL, .variant = "single"};
-    eval_common_default(&o, argv[2]);
+    orthros_eval_common_default(&o, argv[2]);
     int niah = !strcmp(o.task, "niah");
     const char *json_default = niah ? "orthros-eval-niah.json" : "orthros-eval-mqar.json";
     char cmdname[32];
@@ -221,7 +221,7 @@ static int cmd_analytic(int argc, char **argv)
                         "key-value pairs per sample, at most the model's keys (default 1:64:x2, capped at the keys)");
     }
     orthros_cmd_add_num(&c, "samples", ORTHROS_OPT_INT, &o.samples, 1, 1000000, "N", "samples per cell (default 4)");
-    eval_common_add(&c, &o, json_default,
+    orthros_eval_common_add(&c, &o, json_default,
                     "also write every sample's prompt, questions and answers as JSON lines (for evals/check_hf.py)");
     int pr = orthros_cmd_parse(&c, argc, argv);
     if (pr >= 0) return pr;
@@ -230,7 +230,7 @@ static int cmd_analytic(int argc, char **argv)
     if (!strncmp(o.mo.model, "preset:", 7))
         return orthros_cmd_usage(&c, "%s has no token layout; the evals need a model made by `orthros make-model "
                                      "analytic-recall`", o.mo.model);
-    if ((pr = eval_common_check(&c, &o, json_default)) >= 0) return pr;
+    if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
     int gpu = strcmp(o.mo.device, "cpu") && (strcmp(o.mo.device, "auto") || orthros_cuda_available());
     if (!o.ctxs) o.ctxs = gpu ? "1k:128k:x2" : "256,1k";
     char pairs_default[64];

@@ -236,7 +236,7 @@ int orthros_cmd_eval_ppl(int argc, char **argv)
     eval_common o;
     ppl_task t;
     memset(&t, 0, sizeof t);
-    eval_common_default(&o, "ppl");
+    orthros_eval_common_default(&o, "ppl");
     o.samples = 1;
     orthros_cmd c;
     orthros_cmd_init(&c, cmd,
@@ -259,12 +259,12 @@ int orthros_cmd_eval_ppl(int argc, char **argv)
                     "a window every S tokens, at most every window length (default: each window's length, no overlap)");
     orthros_cmd_add(&c, "max-tokens", ORTHROS_OPT_STR, &t.max_tokens_arg, "N",
                     "score only the text's first N tokens, e.g. 16k (default: all)");
-    eval_common_add(&c, &o, json_default, NULL);
+    orthros_eval_common_add(&c, &o, json_default, NULL);
     int pr = orthros_cmd_parse(&c, argc, argv);
     if (pr >= 0) return pr;
     if (!o.mo.model || (t.text != NULL) + (t.tokens_file != NULL) != 1 || !o.ctxs)
         return orthros_cmd_usage(&c, "--model, --ctx and one of --text, --tokens-file are required (see --help)");
-    if ((pr = eval_common_check(&c, &o, json_default)) >= 0) return pr;
+    if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
     int64_t v;
     int rc;
     if (t.stride_arg) {
@@ -281,7 +281,8 @@ int orthros_cmd_eval_ppl(int argc, char **argv)
     eval_run r;
     memset(&r, 0, sizeof r);
     r.o = &o, r.ops = &ops, r.task = &t;
-    if ((rc = eval_parse_archs(&r)) || (rc = eval_parse_ints(r.ctxs, &r.nc, o.ctxs, "ctx", 2, INT_MAX / 2)))
+    if ((rc = orthros_eval_parse_archs(&r)) ||
+        (rc = orthros_eval_parse_ints(r.ctxs, &r.nc, o.ctxs, "ctx", 2, INT_MAX / 2)))
         return orthros_cmd_fail_usage(cmd, rc);
     for (size_t i = 0; i < r.nc; i++)
         if (t.stride > r.ctxs[i])
@@ -297,7 +298,7 @@ int orthros_cmd_eval_ppl(int argc, char **argv)
     /* Without --stride every window length is its own stride: the second axis follows the first. */
     r.x_from_ctx = !t.stride;
     orthros_eval_config cfg;
-    if ((rc = eval_config_common(&cfg, &o, ""))) {
+    if ((rc = orthros_eval_config_common(&cfg, &o, ""))) {
         free(t.ids);
         return orthros_cmd_fail(cmd, rc);
     }
@@ -312,7 +313,7 @@ int orthros_cmd_eval_ppl(int argc, char **argv)
         orthros_eval_config_free(&cfg);
         status = orthros_cmd_fail(cmd, orthros_error(ORTHROS_ENOMEM, "out of memory"));
     } else {
-        status = eval_drive(&r, argc, argv, &cfg, ppl_cols, 10);
+        status = orthros_eval_drive(&r, argc, argv, &cfg, ppl_cols, 10);
     }
     free(t.ids);
     return status;

@@ -198,7 +198,7 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
     const eval_common *o = r->o;
     gen_cell g;
     int64_t correct = 0;
-    int rc = gen_cell_begin(&g, out, m, t->longest, t->max_new, o->mo.chunk);
+    int rc = orthros_eval_gen_cell_begin(&g, out, m, t->longest, t->max_new, o->mo.chunk);
     if (rc) return rc;
     for (int i = 0; i < t->set.n && !rc; i++) {
         const orthros_recall_item *it = &t->set.items[i];
@@ -224,17 +224,17 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
             cJSON_AddStringToObject(j, "task", "recall");
             cJSON_AddStringToObject(j, "arch", c->arch);
             cJSON_AddNumberToObject(j, "line", it->line);
-            cJSON_AddItemToObject(j, "prompt", eval_ints_json(t->ids[i], t->n_ids[i]));
+            cJSON_AddItemToObject(j, "prompt", orthros_eval_ints_json(t->ids[i], t->n_ids[i]));
             cJSON_AddItemToObject(j, "expected", cJSON_Duplicate(ans, 1));
             cJSON_AddStringToObject(j, "generated", text);
-            rc = eval_save_line(r->prompts, j);
+            rc = orthros_eval_save_line(r->prompts, j);
         }
         if (!o->quiet) fprintf(stderr, "  %s:%d: %s: %.60s\n", t->tasks, it->line, ok ? "right" : "wrong", text);
         free(text);
     }
     snprintf(out->task, sizeof out->task, "recall");
     snprintf(out->variant, sizeof out->variant, "contains");
-    return gen_cell_end(&g, out, c, rc, correct, t->set.n);
+    return orthros_eval_gen_cell_end(&g, out, c, rc, correct, t->set.n);
 }
 
 /* Every prompt and its answer must fit the model's context. */
@@ -308,7 +308,7 @@ int orthros_cmd_eval_recall(int argc, char **argv)
     recall_task t;
     memset(&t, 0, sizeof t);
     t.chat_arg = "auto", t.max_new = 32;
-    eval_common_default(&o, "recall");
+    orthros_eval_common_default(&o, "recall");
     orthros_cmd c;
     orthros_cmd_init(&c, cmd,
                      "In-context recall on a text model: for every line of a JSONL file {\"context\", \"question\", "
@@ -325,16 +325,17 @@ int orthros_cmd_eval_recall(int argc, char **argv)
     orthros_cmd_add_num(&c, "max-new", ORTHROS_OPT_INT, &t.max_new, 1, 4096, "N", "longest answer in tokens (default 32)");
     orthros_cmd_add(&c, "chat", ORTHROS_OPT_STR, &t.chat_arg, "C",
                     "auto|chatml|none: wrap the prompt as a ChatML user turn (auto: when the tokenizer has its tokens)");
-    eval_common_add(&c, &o, json_default, "also write every item's prompt ids, answers and generated text as JSON lines");
+    orthros_eval_common_add(&c, &o, json_default,
+                            "also write every item's prompt ids, answers and generated text as JSON lines");
     int pr = orthros_cmd_parse(&c, argc, argv);
     if (pr >= 0) return pr;
     if (!o.mo.model || !t.tasks) return orthros_cmd_usage(&c, "--model and --tasks are required (see --help)");
-    if ((pr = eval_common_check(&c, &o, json_default)) >= 0) return pr;
+    if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
     static const eval_task_ops ops = {check_model, run_cell, recall_row, recall_summary};
     eval_run r;
     memset(&r, 0, sizeof r);
     r.o = &o, r.ops = &ops, r.task = &t;
-    int usage, rc = eval_parse_archs(&r);
+    int usage, rc = orthros_eval_parse_archs(&r);
     if (rc) return orthros_cmd_fail_usage(cmd, rc);
     if ((rc = prepare(&t, o.mo.model, &usage))) {
         task_free(&t);
@@ -349,7 +350,7 @@ int orthros_cmd_eval_recall(int argc, char **argv)
     o.ctxs = ctx_text;
     orthros_eval_config cfg;
     int status;
-    if ((rc = eval_config_common(&cfg, &o, "")) || !(cfg.text = strdup(t.tasks))) {
+    if ((rc = orthros_eval_config_common(&cfg, &o, "")) || !(cfg.text = strdup(t.tasks))) {
         if (!rc) orthros_eval_config_free(&cfg);
         status = orthros_cmd_fail(cmd, rc ? rc : orthros_error(ORTHROS_ENOMEM, "out of memory"));
     } else {
@@ -359,7 +360,7 @@ int orthros_cmd_eval_recall(int argc, char **argv)
         snprintf(cfg.scoring, sizeof cfg.scoring,
                  "greedy answer to an end token or max_new; right when it contains any reference answer (case-insensitive, "
                  "white space normalised, whole words); n counts items");
-        status = eval_drive(&r, argc, argv, &cfg, recall_cols, 6);
+        status = orthros_eval_drive(&r, argc, argv, &cfg, recall_cols, 6);
     }
     task_free(&t);
     return status;

@@ -33,7 +33,7 @@ static cJSON *record(const ruler_task *t, const eval_cell *c, uint64_t seed, con
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "ctx", c->ctx);
     cJSON_AddNumberToObject(r, axis_name(t), c->axis);
-    eval_add_seed(r, seed);
+    orthros_eval_add_seed(r, seed);
     cJSON_AddNumberToObject(r, "prompt_tokens", s->n_ids);
     cJSON_AddNumberToObject(r, t->spec.task == ORTHROS_RULER_CWE ? "list_entries" : "haystack_sentences", s->units);
     if (s->n_needles) {
@@ -60,14 +60,14 @@ static int save_prompt(eval_run *r, const eval_cell *c, uint64_t seed, const ort
     cJSON_AddStringToObject(j, "arch", c->arch);
     cJSON_AddNumberToObject(j, "ctx", c->ctx);
     cJSON_AddNumberToObject(j, axis_name(t), c->axis);
-    eval_add_seed(j, seed);
+    orthros_eval_add_seed(j, seed);
     cJSON_AddStringToObject(j, "chat", orthros_chat_name(t->spec.chat));
     cJSON_AddStringToObject(j, "message", s->message);
     cJSON_AddStringToObject(j, "answer_prefix", s->answer_prefix);
-    cJSON_AddItemToObject(j, "prompt", eval_ints_json(s->ids, s->n_ids));
+    cJSON_AddItemToObject(j, "prompt", orthros_eval_ints_json(s->ids, s->n_ids));
     cJSON_AddItemToObject(j, "expected", strings_json(s));
     cJSON_AddStringToObject(j, "generated", text);
-    return eval_save_line(r->prompts, j);
+    return orthros_eval_save_line(r->prompts, j);
 }
 
 static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const eval_cell *c)
@@ -77,7 +77,7 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
     gen_cell g;
     int64_t correct = 0;
     double partial = 0;
-    int rc = gen_cell_begin(&g, out, m, c->ctx, t->spec.max_new, o->mo.chunk);
+    int rc = orthros_eval_gen_cell_begin(&g, out, m, c->ctx, t->spec.max_new, o->mo.chunk);
     if (rc) return rc;
     for (int i = 0; i < o->samples && !rc; i++) {
         uint64_t seed = orthros_eval_sample_seed((uint64_t)o->mo.seed, t->seed_task, c->ctx, c->axis, i);
@@ -102,13 +102,13 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
              t->spec.task == ORTHROS_RULER_NIAH ? orthros_niah_variant_name(t->spec.variant) : orthros_ruler_task_name(t->spec.task));
     if (t->spec.task == ORTHROS_RULER_NIAH) snprintf(out->needle, sizeof out->needle, "%s", orthros_needle_name(t->spec.needle));
     out->partial = partial / o->samples;
-    return gen_cell_end(&g, out, c, rc, correct, o->samples);
+    return orthros_eval_gen_cell_end(&g, out, c, rc, correct, o->samples);
 }
 
 /* The accuracy columns and RULER's partial score. */
 static void ruler_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
 {
-    eval_accuracy_row(r, c, v);
+    orthros_eval_accuracy_row(r, c, v);
     snprintf(v[7], ORTHROS_NAME_MAX, "%.3f", c->partial);
 }
 
@@ -133,13 +133,13 @@ static int parse_task(eval_run *r, ruler_task *t, const char *model)
     int rc, lo, hi;
     if ((rc = orthros_ruler_task_parse(t->task_arg, &t->spec.task)) ||
         (rc = orthros_niah_variant_parse(t->variant_arg, &t->spec.variant)) ||
-        (rc = orthros_needle_parse(t->needle_arg, &t->spec.needle)) || (rc = eval_parse_archs(r)) ||
-        (rc = eval_parse_ints(r->ctxs, &r->nc, o->ctxs, "ctx", 2, INT_MAX / 2)))
+        (rc = orthros_needle_parse(t->needle_arg, &t->spec.needle)) || (rc = orthros_eval_parse_archs(r)) ||
+        (rc = orthros_eval_parse_ints(r->ctxs, &r->nc, o->ctxs, "ctx", 2, INT_MAX / 2)))
         return rc;
     orthros_ruler_x_range(t->spec.task, &lo, &hi);
     const char *xs = orthros_eval_xs_key(orthros_ruler_file_task(t->spec.task));
     if (!t->xs_arg) t->xs_arg = t->spec.task == ORTHROS_RULER_NIAH ? "0,50,100" : t->spec.task == ORTHROS_RULER_VT ? "4" : "10";
-    if ((rc = eval_parse_ints(r->xs, &r->nx, t->xs_arg, xs, lo, hi))) return rc;
+    if ((rc = orthros_eval_parse_ints(r->xs, &r->nx, t->xs_arg, xs, lo, hi))) return rc;
     if (!t->spec.max_new) t->spec.max_new = orthros_ruler_default_max_new(t->spec.task);
     if ((rc = orthros_tokenizer_load(&t->tok, model)) || (rc = orthros_chat_resolve(&t->spec.chat, t->chat_arg, t->tok)))
         return rc;
@@ -162,7 +162,7 @@ int orthros_cmd_eval_ruler(int argc, char **argv)
     ruler_task t;
     memset(&t, 0, sizeof t);
     t.task_arg = "niah", t.variant_arg = "single", t.needle_arg = "numbers", t.chat_arg = "auto";
-    eval_common_default(&o, "ruler_niah");
+    orthros_eval_common_default(&o, "ruler_niah");
     orthros_cmd c;
     orthros_cmd_init(&c, cmd,
                      "RULER-style synthetic tasks on a text model, generated with its tokenizer to fill each context: "
@@ -189,7 +189,7 @@ int orthros_cmd_eval_ruler(int argc, char **argv)
                         "longest answer in tokens (default niah 128, vt 30, cwe 120, as RULER)");
     orthros_cmd_add(&c, "chat", ORTHROS_OPT_STR, &t.chat_arg, "C",
                     "auto|chatml|none: wrap the prompt as a ChatML user turn (auto: when the tokenizer has its tokens)");
-    eval_common_add(&c, &o, json_default,
+    orthros_eval_common_add(&c, &o, json_default,
                     "also write every sample's message, prompt ids, expected and generated answers as JSON lines");
     int pr = orthros_cmd_parse(&c, argc, argv);
     if (pr >= 0) return pr;
@@ -200,7 +200,7 @@ int orthros_cmd_eval_ruler(int argc, char **argv)
         return orthros_cmd_usage(&c, "--task %s takes --%s (not --depths, --hops or --words of another task)", t.task_arg, own);
     if ((orthros_cmd_opt(&c, "variant")->set || orthros_cmd_opt(&c, "needle")->set) && strcmp(t.task_arg, "niah"))
         return orthros_cmd_usage(&c, "--variant and --needle are niah's");
-    if ((pr = eval_common_check(&c, &o, json_default)) >= 0) return pr;
+    if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
     if (!o.ctxs) o.ctxs = "1k:8k:x2";
     static const eval_task_ops ops = {check_model, run_cell, ruler_row, NULL};
     eval_run r;
@@ -213,7 +213,7 @@ int orthros_cmd_eval_ruler(int argc, char **argv)
     }
     o.task = orthros_ruler_file_task(t.spec.task);
     orthros_eval_config cfg;
-    if ((rc = eval_config_common(&cfg, &o, ""))) {
+    if ((rc = orthros_eval_config_common(&cfg, &o, ""))) {
         orthros_tokenizer_free(t.tok);
         return orthros_cmd_fail(cmd, rc);
     }
@@ -229,7 +229,7 @@ int orthros_cmd_eval_ruler(int argc, char **argv)
     orthros_table_col cols[8];
     memcpy(cols, ruler_cols, sizeof cols);
     cols[2].name = axis_name(&t);
-    status = cfg.xs ? eval_drive(&r, argc, argv, &cfg, cols, 8)
+    status = cfg.xs ? orthros_eval_drive(&r, argc, argv, &cfg, cols, 8)
                     : (orthros_eval_config_free(&cfg), orthros_cmd_fail(cmd, orthros_error(ORTHROS_ENOMEM, "out of memory")));
     orthros_tokenizer_free(t.tok);
     return status;

@@ -2,7 +2,6 @@
  * plot, compare and the recipe report read) and of the GGUF loader. Beyond crashes, each checks the readers'
  * promises: a refusal is one line naming the file, and an accepted file written back by its writer reads again
  * into the same document (the writer never produces what its reader refuses). */
-#include "gguf.h"
 #include "result_bench.h"
 #include "result_eval.h"
 #include "targets.h"
@@ -76,7 +75,7 @@ int orthros_fuzz_anchor_file(const uint8_t *data, size_t size) { return result_t
 
 int orthros_fuzz_gguf(const uint8_t *data, size_t size)
 {
-    int rc = orthros_gguf_check_buffer(data, size);
+    int rc = orthros_fuzz_gguf_check_buffer(data, size);
     if (rc) {
         const char *msg = orthros_last_error();
         if (!msg || !msg[0] || strchr(msg, '\n')) finding("a GGUF refusal is not one line", msg ? msg : "(null)");

@@ -1,6 +1,8 @@
 /* The one table of fuzz targets that both drivers run (see targets.h), and the seed-corpus helpers. */
 #include "targets.h"
 
+#include "orthros_base.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,7 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
     {"config", "config.json text: the model fields, then the schedule under every named architecture",
      orthros_fuzz_config, orthros_fuzz_seeds_config},
     {"gguf", "a GGUF file from memory: parse, model config, tokenizer (and a sample encode / decode), every tensor "
-             "dequantised (orthros_gguf_check_buffer)",
+             "dequantised (orthros_fuzz_gguf_check_buffer)",
      orthros_fuzz_gguf, orthros_fuzz_seeds_gguf},
     {"bench_file", "a bench result file (what bench --resume, compare, plot and the report read): validated, then "
                    "written back and read again",
@@ -57,18 +59,12 @@ int orthros_fuzz_corpus_add(orthros_fuzz_corpus *c, const void *data, size_t siz
 
 int orthros_fuzz_corpus_add_file(orthros_fuzz_corpus *c, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    int rc = -1;
-    uint8_t *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        rewind(f);
-        buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-        if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) rc = orthros_fuzz_corpus_add(c, buf, (size_t)n);
-    }
+    char *buf = NULL;
+    size_t n = 0;
+    int exists = 1;
+    if (orthros_read_file(&buf, &n, path, SIZE_MAX, &exists)) return -1;
+    int rc = exists ? orthros_fuzz_corpus_add(c, buf, n) : 0;
     free(buf);
-    fclose(f);
     return rc;
 }
 

@@ -55,6 +55,9 @@ int orthros_fuzz_bench_file(const uint8_t *data, size_t size);
 int orthros_fuzz_eval_file(const uint8_t *data, size_t size);
 int orthros_fuzz_anchor_file(const uint8_t *data, size_t size);
 int orthros_fuzz_gguf(const uint8_t *data, size_t size);
+/* The GGUF loader's whole path over one buffer (gguf_check.c): parse, model config, tokenizer (when the metadata
+ * has one), dequantisation of every tensor of a supported type. Returns 0 or an error code; never crashes. */
+int orthros_fuzz_gguf_check_buffer(const void *data, size_t size);
 int orthros_fuzz_seeds_bench_file(orthros_fuzz_corpus *c, const char *root);
 int orthros_fuzz_seeds_eval_file(orthros_fuzz_corpus *c, const char *root);
 int orthros_fuzz_seeds_anchor_file(orthros_fuzz_corpus *c, const char *root);

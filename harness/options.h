@@ -61,7 +61,7 @@ typedef struct {
     const char *model, *arch, *device, *feature_map;
     int tail, window, hybrid_every, feature_dim, chunk, seed;
     double eps;
-    int tp; /* tensor-parallel ranks (orthros_tp_main starts the processes of a cuda run) */
+    int tp; /* tensor-parallel ranks (ranks/ranks.h starts the processes of a cuda run) */
 } orthros_model_opts;
 
 void orthros_model_opts_default(orthros_model_opts *o);

@@ -569,48 +569,22 @@ static int from_json(orthros_bench_file *f, const cJSON *root, const char *name)
     return 0;
 }
 
-int orthros_bench_file_from_json(orthros_bench_file *f, const cJSON *root, const char *name)
-{
-    orthros_bench_file_init(f);
-    int rc = from_json(f, root, name);
-    if (rc) orthros_bench_file_free(f);
-    return rc;
-}
-
-static int from_json_any(void *f, const cJSON *root, const char *name)
-{
-    return orthros_bench_file_from_json(f, root, name);
-}
-
-int orthros_bench_file_read(orthros_bench_file *f, const char *path, int missing_ok, int *exists)
-{
-    orthros_bench_file_init(f);
-    return orthros_result_read_typed(f, from_json_any, path, missing_ok, exists);
-}
-
 /* ---- writing ---- */
-
-/* NAN (not measured) is written as null, which cJSON does for any non-finite number. */
-static void add_num(cJSON *o, const char *key, double v)
-{
-    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
-    else cJSON_AddNullToObject(o, key);
-}
 
 static cJSON *stats_json(const orthros_stats *st)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "n", (double)st->n);
-    add_num(o, "median", st->median);
-    add_num(o, "q1", st->q1);
-    add_num(o, "q3", st->q3);
-    add_num(o, "min", st->min);
-    add_num(o, "max", st->max);
-    add_num(o, "mean", st->mean);
-    add_num(o, "stdev", st->stdev);
-    add_num(o, "cv", st->cv);
-    add_num(o, "ci95_lo", st->ci_lo);
-    add_num(o, "ci95_hi", st->ci_hi);
+    orthros_json_add_num(o, "median", st->median);
+    orthros_json_add_num(o, "q1", st->q1);
+    orthros_json_add_num(o, "q3", st->q3);
+    orthros_json_add_num(o, "min", st->min);
+    orthros_json_add_num(o, "max", st->max);
+    orthros_json_add_num(o, "mean", st->mean);
+    orthros_json_add_num(o, "stdev", st->stdev);
+    orthros_json_add_num(o, "cv", st->cv);
+    orthros_json_add_num(o, "ci95_lo", st->ci_lo);
+    orthros_json_add_num(o, "ci95_hi", st->ci_hi);
     return o;
 }
 
@@ -645,7 +619,7 @@ static cJSON *cell_json(const orthros_bench_cell *c)
         return o;
     }
     if (c->stop_reason[0]) cJSON_AddStringToObject(o, "stop_reason", c->stop_reason);
-    add_num(o, "noise", c->noise);
+    orthros_json_add_num(o, "noise", c->noise);
     cJSON_AddBoolToObject(o, "noisy", c->noisy);
     if (!c->op[0]) cJSON_AddNumberToObject(o, "chunk", c->chunk);
     cJSON *arr = cJSON_AddArrayToObject(o, "samples");
@@ -656,30 +630,30 @@ static cJSON *cell_json(const orthros_bench_cell *c)
     }
     cJSON_AddItemToObject(o, "stats", stats_json(&c->stats));
     cJSON *cost = cJSON_AddObjectToObject(o, "cost");
-    add_num(cost, "flops", c->flops);
-    add_num(cost, "attn_flops", c->attn_flops);
-    add_num(cost, "bytes", c->bytes);
+    orthros_json_add_num(cost, "flops", c->flops);
+    orthros_json_add_num(cost, "attn_flops", c->attn_flops);
+    orthros_json_add_num(cost, "bytes", c->bytes);
     cJSON *thr = cJSON_AddObjectToObject(o, "throughput");
-    add_num(thr, "tokens_per_s", c->tokens_per_s);
-    add_num(thr, "tflops", c->tflops);
-    add_num(thr, "tbps", c->tbps);
-    add_num(thr, "frac_gemm_ceiling", c->frac_gemm);
-    add_num(thr, "frac_copy_ceiling", c->frac_copy);
-    add_num(thr, "frac_read_ceiling", c->frac_read);
+    orthros_json_add_num(thr, "tokens_per_s", c->tokens_per_s);
+    orthros_json_add_num(thr, "tflops", c->tflops);
+    orthros_json_add_num(thr, "tbps", c->tbps);
+    orthros_json_add_num(thr, "frac_gemm_ceiling", c->frac_gemm);
+    orthros_json_add_num(thr, "frac_copy_ceiling", c->frac_copy);
+    orthros_json_add_num(thr, "frac_read_ceiling", c->frac_read);
     if (c->op[0]) {
-        add_num(o, "floor_s", c->floor_s);
+        orthros_json_add_num(o, "floor_s", c->floor_s);
     } else {
         cJSON *mem = cJSON_AddObjectToObject(o, "memory");
-        add_num(mem, "weights_bytes", c->weights_bytes);
-        add_num(mem, "session_bytes", c->session_bytes);
-        add_num(mem, "device_used_bytes", c->device_used_bytes);
+        orthros_json_add_num(mem, "weights_bytes", c->weights_bytes);
+        orthros_json_add_num(mem, "session_bytes", c->session_bytes);
+        orthros_json_add_num(mem, "device_used_bytes", c->device_used_bytes);
     }
     if (isfinite(c->gpu_sm_clock_mhz) || isfinite(c->gpu_power_w) || c->gpu_clock_limits[0]) {
         cJSON *gpu = cJSON_AddObjectToObject(o, "gpu");
-        add_num(gpu, "sm_clock_mhz", c->gpu_sm_clock_mhz);
-        add_num(gpu, "sm_clock_max_mhz", c->gpu_sm_clock_max_mhz);
-        add_num(gpu, "power_w", c->gpu_power_w);
-        add_num(gpu, "power_limit_w", c->gpu_power_limit_w);
+        orthros_json_add_num(gpu, "sm_clock_mhz", c->gpu_sm_clock_mhz);
+        orthros_json_add_num(gpu, "sm_clock_max_mhz", c->gpu_sm_clock_max_mhz);
+        orthros_json_add_num(gpu, "power_w", c->gpu_power_w);
+        orthros_json_add_num(gpu, "power_limit_w", c->gpu_power_limit_w);
         if (c->gpu_clock_limits[0]) cJSON_AddStringToObject(gpu, "clock_limits", c->gpu_clock_limits);
     }
     return o;
@@ -719,8 +693,8 @@ static cJSON *speedups_json(const orthros_bench_file *f)
         cJSON_AddNumberToObject(e, "ctx", s->ctx);
         cJSON_AddNumberToObject(e, "batch", s->batch);
         cJSON_AddNumberToObject(e, "speedup", s->speedup);
-        add_num(e, "ci95_lo", s->ci_lo);
-        add_num(e, "ci95_hi", s->ci_hi);
+        orthros_json_add_num(e, "ci95_lo", s->ci_lo);
+        orthros_json_add_num(e, "ci95_hi", s->ci_hi);
         cJSON_AddItemToArray(cells, e);
     }
     for (size_t i = 0; i < f->n_summary; i++) {
@@ -729,10 +703,10 @@ static cJSON *speedups_json(const orthros_bench_file *f)
         cJSON_AddStringToObject(e, "arch", s->arch);
         cJSON_AddStringToObject(e, "phase", s->phase);
         cJSON_AddNumberToObject(e, "batch", s->batch);
-        add_num(e, "crossover_ctx", s->crossover_ctx);
+        orthros_json_add_num(e, "crossover_ctx", s->crossover_ctx);
         cJSON_AddBoolToObject(e, "reached_21_9x", isfinite(s->ctx_at_21_9x));
-        add_num(e, "ctx_at_21_9x", s->ctx_at_21_9x);
-        add_num(e, "max_speedup", s->max_speedup);
+        orthros_json_add_num(e, "ctx_at_21_9x", s->ctx_at_21_9x);
+        orthros_json_add_num(e, "max_speedup", s->max_speedup);
         cJSON_AddItemToArray(sum, e);
     }
     return o;
@@ -743,25 +717,60 @@ cJSON *orthros_bench_file_to_json(const orthros_bench_file *f)
     cJSON *root = orthros_result_header_emit(f->header, "bench", config_json(&f->cfg));
     if (!root) return NULL;
     cJSON *ceil = cJSON_AddObjectToObject(root, "ceilings");
-    add_num(ceil, "gemm_tflops", f->ceilings.gemm_tflops);
+    orthros_json_add_num(ceil, "gemm_tflops", f->ceilings.gemm_tflops);
     cJSON_AddNumberToObject(ceil, "gemm_n", f->ceilings.gemm_n);
-    add_num(ceil, "copy_tbps", f->ceilings.copy_tbps);
-    add_num(ceil, "copy_bytes", f->ceilings.copy_bytes);
-    add_num(ceil, "read_tbps", f->ceilings.read_tbps);
-    add_num(ceil, "read_bytes", f->ceilings.read_bytes);
+    orthros_json_add_num(ceil, "copy_tbps", f->ceilings.copy_tbps);
+    orthros_json_add_num(ceil, "copy_bytes", f->ceilings.copy_bytes);
+    orthros_json_add_num(ceil, "read_tbps", f->ceilings.read_tbps);
+    orthros_json_add_num(ceil, "read_bytes", f->ceilings.read_bytes);
     cJSON *meas = cJSON_AddArrayToObject(root, "measurements");
     for (size_t i = 0; i < f->n_cells; i++) cJSON_AddItemToArray(meas, cell_json(&f->cells[i]));
     cJSON_AddItemToObject(root, "speedups", speedups_json(f));
     return root;
 }
 
+/* ---- the kind ---- */
+
+static void type_init(void *f) { orthros_bench_file_init(f); }
+static void type_free(void *f) { orthros_bench_file_free(f); }
+static int type_from_json(void *f, const cJSON *root, const char *name) { return from_json(f, root, name); }
+static cJSON *type_to_json(const void *f) { return orthros_bench_file_to_json(f); }
+static orthros_result_header *type_hdr(void *f) { return &((orthros_bench_file *)f)->hdr; }
+static cJSON **type_header(void *f) { return &((orthros_bench_file *)f)->header; }
+
+static int type_same_config(const void *old, const char *old_name, const void *now, const char *now_name)
+{
+    return orthros_bench_config_check_same(&((const orthros_bench_file *)old)->cfg, old_name,
+                                           &((const orthros_bench_file *)now)->cfg, now_name);
+}
+
+/* --resume keeps the measured cells; skipped and failed ones are run again. */
+static int type_keep_cells(void *now, void *old)
+{
+    orthros_bench_file *o = old;
+    int rc = 0;
+    for (size_t i = 0; i < o->n_cells && !rc; i++)
+        if (o->cells[i].state == ORTHROS_CELL_MEASURED) rc = orthros_bench_file_add(now, &o->cells[i]);
+    return rc;
+}
+
+const orthros_result_type orthros_bench_type = {"bench", sizeof(orthros_bench_file), type_init, type_free,
+                                                type_from_json, type_to_json, type_hdr, type_header,
+                                                type_same_config, type_keep_cells};
+
+int orthros_bench_file_from_json(orthros_bench_file *f, const cJSON *root, const char *name)
+{
+    return orthros_result_from_json(&orthros_bench_type, f, root, name);
+}
+
+int orthros_bench_file_read(orthros_bench_file *f, const char *path, int missing_ok, int *exists)
+{
+    return orthros_result_read_file(&orthros_bench_type, f, path, missing_ok, exists);
+}
+
 int orthros_bench_file_write(const orthros_bench_file *f, const char *path)
 {
-    cJSON *root = orthros_bench_file_to_json(f);
-    if (!root) return orthros_error(ORTHROS_ENOMEM, "out of memory writing %s", path);
-    int rc = orthros_result_write(path, root);
-    cJSON_Delete(root);
-    return rc;
+    return orthros_result_write_file(&orthros_bench_type, f, path);
 }
 
 /* ---- anchor files ---- */
@@ -782,7 +791,7 @@ int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, con
     orthros_result_header h;
     if ((rc = orthros_result_header_read(&h, root, name))) return rc;
     if (h.kind != ORTHROS_RESULT_ANCHORS)
-        return orthros_error(ORTHROS_EFORMAT, "%s: not an anchors file (kernels/bench/anchors.py)", name);
+        return orthros_error(ORTHROS_EFORMAT, "%s: not an anchors file (bench/kernels/anchors.py)", name);
     snprintf(f->device_name, sizeof f->device_name, "%s", h.device_name);
     if ((rc = orthros_jr_array(&cases, &j, root, "cases", ORTHROS_JR_REQUIRED))) return rc;
     size_t n = (size_t)cJSON_GetArraySize(cases);

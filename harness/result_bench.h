@@ -1,6 +1,6 @@
 /* Bench result files, typed: one reader (which validates) and one writer, used by `orthros bench` (sweeps,
  * resume), `orthros compare`, `orthros plot`, the recipe report and the kernel benchmarks (bench_kernels), which
- * write the same format. Also the PyTorch SDPA anchor files of kernels/bench/anchors.py (read only).
+ * write the same format. Also the PyTorch SDPA anchor files of bench/kernels/anchors.py (read only).
  *
  * A cell is one measured configuration with its raw samples (seconds). `orthros bench` cells are keyed by
  * (arch, phase, ctx, batch); kernel-benchmark cells by (op, shape). */
@@ -100,6 +100,9 @@ typedef struct {
     size_t n_summary;
 } orthros_bench_file;
 
+/* The kind, for the scaffolding of results.h and the lifecycle of result_run.h. */
+extern const orthros_result_type orthros_bench_type;
+
 void orthros_bench_file_init(orthros_bench_file *f);
 void orthros_bench_file_free(orthros_bench_file *f);
 void orthros_bench_config_free(orthros_bench_config *c);
@@ -139,7 +142,7 @@ const char *orthros_bench_model_label(const orthros_bench_file *f);
 int orthros_bench_config_check_same(const orthros_bench_config *a, const char *a_name, const orthros_bench_config *b,
                                     const char *b_name);
 
-/* ---- PyTorch SDPA anchor files (kernels/bench/anchors.py) ---- */
+/* ---- PyTorch SDPA anchor files (bench/kernels/anchors.py) ---- */
 
 typedef struct {
     char op[16];          /* prefill or decode */

@@ -314,25 +314,6 @@ static int from_json(orthros_eval_file *f, const cJSON *root, const char *name)
     return 0;
 }
 
-int orthros_eval_file_from_json(orthros_eval_file *f, const cJSON *root, const char *name)
-{
-    orthros_eval_file_init(f);
-    int rc = from_json(f, root, name);
-    if (rc) orthros_eval_file_free(f);
-    return rc;
-}
-
-static int from_json_any(void *f, const cJSON *root, const char *name)
-{
-    return orthros_eval_file_from_json(f, root, name);
-}
-
-int orthros_eval_file_read(orthros_eval_file *f, const char *path, int missing_ok, int *exists)
-{
-    orthros_eval_file_init(f);
-    return orthros_result_read_typed(f, from_json_any, path, missing_ok, exists);
-}
-
 /* ---- writing ---- */
 
 static cJSON *config_json(const orthros_eval_config *c)
@@ -360,13 +341,6 @@ static cJSON *config_json(const orthros_eval_config *c)
     return o;
 }
 
-/* A number, or null where it is NAN (the reader reads null back as NAN). */
-static void add_num_or_null(cJSON *o, const char *key, double v)
-{
-    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
-    else cJSON_AddNullToObject(o, key);
-}
-
 static cJSON *cell_json(const orthros_eval_cell *c)
 {
     cJSON *o = cJSON_CreateObject();
@@ -382,8 +356,8 @@ static cJSON *cell_json(const orthros_eval_cell *c)
         cJSON_AddNumberToObject(o, "tokens", (double)c->n);
         cJSON_AddNumberToObject(o, "nll", c->nll);
         cJSON_AddNumberToObject(o, "ppl", c->ppl);
-        add_num_or_null(o, "ppl_ci95_lo", c->ppl_lo);
-        add_num_or_null(o, "ppl_ci95_hi", c->ppl_hi);
+        orthros_json_add_num(o, "ppl_ci95_lo", c->ppl_lo);
+        orthros_json_add_num(o, "ppl_ci95_hi", c->ppl_hi);
         cJSON_AddNumberToObject(o, "linear_phase_tokens", (double)c->linear_tokens);
     } else {
         cJSON_AddNumberToObject(o, "samples", c->samples);
@@ -409,11 +383,45 @@ cJSON *orthros_eval_file_to_json(const orthros_eval_file *f)
     return root;
 }
 
+/* ---- the kind ---- */
+
+static void type_init(void *f) { orthros_eval_file_init(f); }
+static void type_free(void *f) { orthros_eval_file_free(f); }
+static int type_from_json(void *f, const cJSON *root, const char *name) { return from_json(f, root, name); }
+static cJSON *type_to_json(const void *f) { return orthros_eval_file_to_json(f); }
+static orthros_result_header *type_hdr(void *f) { return &((orthros_eval_file *)f)->hdr; }
+static cJSON **type_header(void *f) { return &((orthros_eval_file *)f)->header; }
+
+static int type_same_config(const void *old, const char *old_name, const void *now, const char *now_name)
+{
+    return orthros_eval_config_check_same(&((const orthros_eval_file *)old)->cfg, old_name,
+                                          &((const orthros_eval_file *)now)->cfg, now_name);
+}
+
+/* --resume keeps every cell. */
+static int type_keep_cells(void *now, void *old)
+{
+    orthros_eval_file *o = old;
+    int rc = 0;
+    for (size_t i = 0; i < o->n_cells && !rc; i++) rc = orthros_eval_file_add(now, &o->cells[i]);
+    return rc;
+}
+
+const orthros_result_type orthros_eval_type = {"eval", sizeof(orthros_eval_file), type_init, type_free,
+                                               type_from_json, type_to_json, type_hdr, type_header,
+                                               type_same_config, type_keep_cells};
+
+int orthros_eval_file_from_json(orthros_eval_file *f, const cJSON *root, const char *name)
+{
+    return orthros_result_from_json(&orthros_eval_type, f, root, name);
+}
+
+int orthros_eval_file_read(orthros_eval_file *f, const char *path, int missing_ok, int *exists)
+{
+    return orthros_result_read_file(&orthros_eval_type, f, path, missing_ok, exists);
+}
+
 int orthros_eval_file_write(const orthros_eval_file *f, const char *path)
 {
-    cJSON *root = orthros_eval_file_to_json(f);
-    if (!root) return orthros_error(ORTHROS_ENOMEM, "out of memory writing %s", path);
-    int rc = orthros_result_write(path, root);
-    cJSON_Delete(root);
-    return rc;
+    return orthros_result_write_file(&orthros_eval_type, f, path);
 }

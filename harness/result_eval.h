@@ -64,6 +64,9 @@ const char *orthros_eval_xs_key(const char *task);
 int orthros_eval_is_ppl(const char *task);
 /* 1 for the RULER tasks on a text model (ruler_*). */
 int orthros_eval_is_ruler(const char *task);
+/* The kind, for the scaffolding of results.h and the lifecycle of result_run.h. */
+extern const orthros_result_type orthros_eval_type;
+
 void orthros_eval_file_init(orthros_eval_file *f);
 void orthros_eval_file_free(orthros_eval_file *f);
 void orthros_eval_config_free(orthros_eval_config *c);

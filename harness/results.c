@@ -271,10 +271,18 @@ int orthros_result_load(cJSON **out, const char *path, int missing_ok)
     return rc;
 }
 
-int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *, const char *), const char *path,
-                              int missing_ok, int *exists)
+int orthros_result_from_json(const orthros_result_type *t, void *f, const cJSON *root, const char *name)
+{
+    t->init(f);
+    int rc = t->from_json(f, root, name);
+    if (rc) t->free(f);
+    return rc;
+}
+
+int orthros_result_read_file(const orthros_result_type *t, void *f, const char *path, int missing_ok, int *exists)
 {
     cJSON *root = NULL;
+    t->init(f);
     if (exists) *exists = 1;
     int rc = orthros_result_load(&root, path, missing_ok);
     if (rc) return rc;
@@ -282,9 +290,24 @@ int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *,
         if (exists) *exists = 0;
         return 0;
     }
-    rc = from_json(obj, root, path);
+    rc = orthros_result_from_json(t, f, root, path);
     cJSON_Delete(root);
     return rc;
+}
+
+int orthros_result_write_file(const orthros_result_type *t, const void *f, const char *path)
+{
+    cJSON *root = t->to_json(f);
+    if (!root) return orthros_error(ORTHROS_ENOMEM, "out of memory writing %s", path);
+    int rc = orthros_result_write(path, root);
+    cJSON_Delete(root);
+    return rc;
+}
+
+void orthros_json_add_num(cJSON *o, const char *key, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
+    else cJSON_AddNullToObject(o, key);
 }
 
 int orthros_result_same_str(const char *a_name, const char *b_name, const char *label, const char *a, const char *b)
@@ -426,7 +449,7 @@ int orthros_result_header_read(orthros_result_header *h, const cJSON *root, cons
     int rc;
     if ((rc = orthros_jr_string(kind, sizeof kind, &j, root, "kind", 0))) return rc;
     if (!kind[0]) {
-        /* Anchor files of kernels/bench/anchors.py: a "cases" list and the device as a string. */
+        /* Anchor files of bench/kernels/anchors.py: a "cases" list and the device as a string. */
         if (!cJSON_IsArray(cJSON_GetObjectItem(root, "cases")))
             return orthros_jr_fail(&j, "kind", "missing: not an orthros result file (bench, eval or SDPA anchors)");
         h->kind = ORTHROS_RESULT_ANCHORS;

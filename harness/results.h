@@ -51,7 +51,7 @@ int orthros_result_write(const char *path, const cJSON *root);
 int orthros_result_load(cJSON **out, const char *path, int missing_ok);
 /* The same from text[0..len) in memory (name for messages). */
 int orthros_result_parse(cJSON **out, const char *text, size_t len, const char *name);
-/* The kind of a parsed file (anchor files of kernels/bench/anchors.py, which predate the header, are recognised
+/* The kind of a parsed file (anchor files of bench/kernels/anchors.py, which predate the header, are recognised
  * by their "cases" list) and its header. */
 int orthros_result_header_read(orthros_result_header *h, const cJSON *root, const char *path);
 
@@ -59,10 +59,42 @@ int orthros_result_header_read(orthros_result_header *h, const cJSON *root, cons
  * captions and provenance lines. */
 void orthros_result_device_text(char *buf, size_t n, const orthros_result_header *h);
 
-/* Reads path and fills a typed file with from_json(obj, root, path) (the kind's reader). With missing_ok, a
- * missing file gives *exists = 0 (exists may be NULL otherwise) and 0. */
-int orthros_result_read_typed(void *obj, int (*from_json)(void *, const cJSON *, const char *), const char *path,
-                              int missing_ok, int *exists);
+/* ---- the typed kinds: what every kind's reader and writer share ---- */
+
+/* A kind of typed result file, described once (orthros_bench_type in result_bench.h, orthros_eval_type in
+ * result_eval.h): the scaffolding below reads and writes it, and the lifecycle of a command's result file
+ * (result_run.h) opens, resumes and saves it. */
+typedef struct {
+    const char *kind;      /* the header's kind: "bench", "eval" */
+    size_t size;           /* bytes of the typed file (sizeof (orthros_bench_file), ...) */
+    void (*init)(void *f);
+    void (*free)(void *f); /* frees what f holds; f is initialised again */
+    /* Fills an initialised f from a parsed document, validating as it reads (name for messages). On failure f may
+     * hold part of the file: the caller frees it. */
+    int (*from_json)(void *f, const cJSON *root, const char *name);
+    /* The document of f; NULL when out of memory. */
+    cJSON *(*to_json)(const void *f);
+    /* The file's header as read, and the header objects kept for rewriting it. */
+    orthros_result_header *(*hdr)(void *f);
+    cJSON **(*header)(void *f);
+    /* For --resume: 0 when a file of configuration `old` can be resumed by a run of configuration `now`, else
+     * ORTHROS_EINVAL naming the first field that differs; and the cells of `old` such a run keeps, moved to `now`
+     * (taking their buffers). */
+    int (*same_config)(const void *old, const char *old_name, const void *now, const char *now_name);
+    int (*keep_cells)(void *now, void *old);
+} orthros_result_type;
+
+/* f (of kind t) from a parsed document: initialised, filled, and freed again when the document is refused, so
+ * that nothing is returned half-read. */
+int orthros_result_from_json(const orthros_result_type *t, void *f, const cJSON *root, const char *name);
+/* Reads and validates path into f. With missing_ok, a missing file gives *exists = 0 (exists may be NULL
+ * otherwise), an empty f and 0. */
+int orthros_result_read_file(const orthros_result_type *t, void *f, const char *path, int missing_ok, int *exists);
+/* Writes f to path through orthros_result_write ("-" is stdout). */
+int orthros_result_write_file(const orthros_result_type *t, const void *f, const char *path);
+/* Adds a number to o, or null where it is not finite (NAN: not measured; the readers read null back as NAN with
+ * ORTHROS_JR_NULL_NAN). */
+void orthros_json_add_num(cJSON *o, const char *key, double v);
 /* For the configuration checks of resume and compare: 0 when the two values agree, else ORTHROS_EINVAL with
  * "A and B differ in LABEL: a against b". */
 int orthros_result_same_str(const char *a_name, const char *b_name, const char *label, const char *a, const char *b);

@@ -86,12 +86,6 @@ static int check_resamples(size_t n_resamples, const char *what)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* A sorted heap copy of x, or NULL with the error recorded. */
 static double *sorted_copy(const double *x, size_t n, const char *what)
 {
@@ -101,7 +95,7 @@ static double *sorted_copy(const double *x, size_t n, const char *what)
         return NULL;
     }
     memcpy(c, x, n * sizeof *c);
-    qsort(c, n, sizeof *c, cmp_double);
+    qsort(c, n, sizeof *c, orthros_cmp_double);
     return c;
 }
 
@@ -283,7 +277,7 @@ static void resample_into(double *dst, const double *x, size_t n, stats_rng *r)
 /* The percentile interval: the (1-level)/2 and (1+level)/2 quantiles of the bootstrap statistics. */
 static void percentile_interval(double *lo, double *hi, double *stat, size_t n_resamples, double level)
 {
-    qsort(stat, n_resamples, sizeof *stat, cmp_double);
+    qsort(stat, n_resamples, sizeof *stat, orthros_cmp_double);
     *lo = orthros_stats_quantile_sorted(stat, n_resamples, 0.5 * (1.0 - level));
     *hi = orthros_stats_quantile_sorted(stat, n_resamples, 0.5 * (1.0 + level));
 }
@@ -441,7 +435,7 @@ typedef struct {
 
 static int cmp_labelled(const void *a, const void *b)
 {
-    return cmp_double(&((const labelled *)a)->v, &((const labelled *)b)->v);
+    return orthros_cmp_double(&((const labelled *)a)->v, &((const labelled *)b)->v);
 }
 
 /* P(U >= u_obs) under H0 without ties. The counts of arrangements of m x's and n y's by U are the

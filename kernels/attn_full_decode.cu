@@ -1,80 +1,19 @@
 /* Flash-decoding: softmax attention of up to 16 query rows per kv head (the n * Hq/Hkv (query, head) pairs
  * of a GQA group, n usually 1) against a long KV cache, split over the keys so the whole chip streams it.
+ * S = Q K^T and O += P V run on mma.sync m16n8k16 with the group's query heads as the 16 rows of the A operand;
+ * each split writes one fp32 partial (O unnormalised, the row max in log2 units, the row sum) and a combine
+ * kernel merges the splits. Floor: the cache's K and V bytes over the read ceiling (mem_read.cu).
  *
- * v1: grid = B * Hkv * nsplit blocks of 4 warps. A block streams its key range in tiles of 64
- * keys through an NST-deep cp.async ring; each warp takes 16 keys of every tile with tensor cores
- * (S = Q K^T and O += P V, mma.sync m16n8k16, the group's query heads packed as the 16 rows of the A
- * operand) and keeps its own online-softmax state. The 4 warps merge in shared memory and the block writes
- * one fp32 partial (O unnormalised, row max in log2 units, row sum); a second kernel merges the splits.
- * The split count is chosen so that about one full wave of resident blocks covers the longest sequence.
- * Floor: the K and V bytes of the cache over the measured 4.26 TB/s copy rate; B=1, Hkv=8, 128K cache:
- * 0.126 ms at d=128, 0.063 ms at d=64 (the FLOPs, 4 L Hq d, are negligible).
- * H200, B=1, Hq=32, Hkv=8, 128K cache: d=128 0.170 ms (3.15 TB/s), d=64 0.139 ms (1.93 TB/s).
- * v2: the tile is 128 keys (32 per warp) for head dim 64, so a stage moves 32 KB at either head dim and the
- * per-tile overhead (barrier, softmax) is paid per 32 KB; 3 stages for both.
- * 128K cache: d=128 0.166-0.168 ms (3.2 TB/s, 75% of copy), d=64 0.096 ms (2.8 TB/s, 65%).
- * v3: (a) the split count minimises (waves of resident blocks) x (keys per split) instead of rounding "one
- * wave" up: B * Hkv = 64 or 128 heads now take 4 or 2 splits (exactly one wave of 264 blocks) where they took
- * 5 or 3 (1.2 / 1.45 waves). B=8 32K d128: 0.478 -> 0.303 ms (2.25 -> 3.55 TB/s). (b) the combine reads all
- * splits' (m, l) at once with a block reduction, then sums float4 columns over interleaved splits with
- * precomputed weights (was nsplit dependent scalar loads per thread), one block per valid row only:
- * B=1 128K d64 0.096 -> 0.086 ms (2.8 -> 3.1 TB/s), d128 0.168 -> 0.158 ms (3.2 -> 3.4 TB/s), 64K d64
- * 0.059 -> 0.049 ms.
- * v4 (default): the K/V cp.async carry an L2::256B prefetch hint. Within noise of v3 (0-1%).
- * Last run (H200, copy 4.22 TB/s; anchors PyTorch 2.11 SDPA in the same device session, one call each, so
- * their B=1 figures carry launch overhead and moved 30% between two runs): B=1: 64K d64 0.048 ms (66% of
- * copy; cuDNN 0.053-0.075), 128K d64 0.085 ms (75%; cuDNN 0.082-0.116), 64K d128 0.087 ms (73%), 128K d128
- * 0.157 ms (81%; cuDNN 0.144-0.178). B=16: 64K/128K d64 0.589 / 1.163 ms (86 / 87%; cuDNN 0.554-0.622 /
- * 1.092-1.150), d128 1.152 / 2.303 ms (88%; cuDNN 0.966-1.024 / 1.897-1.951, 4.2-4.5 TB/s: a pure read
- * stream goes past the copy figure). Gap at B=1: a fixed ~15 us per call (two launches, the first tile's
- * latency, the partials) on a 32-64 us floor; at B=16, 12-15% of bandwidth: next, a block per (split, all
- * kv heads) so that each stage is one contiguous Hkv * d row run, and the combine fused into the last block.
- * v5 (opt-in; passes the GPU tests; timed on the H200 at 128K: no faster than v4, 0.086 / 1.204 ms at d 64 B1 /
- * B16 against v4's 0.085 / 1.178): the combine fused into the split kernel. Each block, after
- * writing its partial, takes a ticket from a per-(b, kv head) counter (threadfence, then atomicAdd, the CUDA
- * threadFenceReduction pattern); the block that draws the last ticket merges the nsplit partials of that head,
- * one warp per row, writes the output and resets the counter to 0 for the next call. No second launch, no
- * kernel boundary between the split pass and the merge: aimed at the fixed ~15 us per call at batch 1. The
- * counters are a module-owned device array (one process, one device, calls ordered on one stream). Passes the
- * GPU tests on the H200 (issue 11).
- * v6 (the default on sm_90 devices; GPU tests and memcheck pass on the H200; 128K B16: d 64 1.035 ms, d 128
- * 2.084 ms, 12% faster than v4, 95-97% of the measured read ceiling): the stream reorganised for DRAM. v1-v5 give each (b, kv
- * head) its own blocks, so a block reads 128 or 256 bytes of every 1-2 KB cache row [Hkv][d] and the 8 heads
- * of one position are fetched by 8 blocks at 8 different times; cuDNN and flash read a [B][H][N][d] layout, one
- * long run per head, and reach 4.2-4.6 TB/s where v4 stays at 3.7. v6 gives a block a group of HB kv heads (the
- * largest of 8, 4, 2, 1 dividing Hkv: all 8 in the Llama shapes), so each stage reads whole Hkv * d row runs of
- * its positions: 64 KB per stage (16 keys at d 128, 32 at d 64, K and V), one TMA box per (head, 64 columns)
- * issued by a producer warp into a 3-deep mbarrier ring (two stages, 128 KB, in flight per SM: ~3.7x the ~35 KB
- * that 4.6 TB/s at ~1 us of latency needs per SM, and no per-key address arithmetic, where v4's cp.async paid a
- * 64-bit multiply and a modulo per 16 bytes). 8 consumer warps, warp w on head w % HB and a slice of each
- * stage's keys, mma.sync as before (the group's query heads as the 16 A rows); each warp writes its own partial
- * and the combine kernel (256 threads for v6, which has more splits) merges them. Splits are aligned to each
- * sequence's end, so every tile but the first of a sequence is full and none reads a slot at or past the
- * sequence's last key (the first may start below key 0: TMA zero fill). One ~193 KB block per SM; the split
- * count minimises waves x split length: B * 1 group = 1, 8, 16 blocks per split -> 131, 33, 33 splits at 128K
- * (1, 2, 4 full waves of 132 SMs). window > 0 (the ring) and other shapes go to v4.
- *   Floors (bytes over the read ceiling, ~4.6 TB/s, which cuDNN's decode reaches; bench_kernels measures it as
- *   "ceiling_read"): B 16, 128K: d 128 8.59 GB -> 1.87 ms, d 64 0.93 ms; B 1, 128K: d 128 0.117 ms, d 64 0.058.
- *   Prediction: B 8-16 at ~93% of the read ceiling (the wave quantisation costs 2-4%, the combine ~10 us): d 128
- *   B 16 ~2.0 ms against cuDNN's 1.86-1.90 (0.95-1.0x), d 64 B 16 ~1.0 ms against flash's 1.02 (~1.0x); B 1
- *   128K: d 128 ~0.135 ms (cuDNN 0.157: 1.15x), d 64 ~0.075 ms. If it falls short at B 16 while B 1 does not,
- *   the next step is fewer, larger TMA boxes (a {64, Hkv, BN} box with a 5-d map, heads outermost in shared
- *   memory) and one block of two 96 KB rings per SM.
- *   Measured (2026-12-01, anchors in the same run): 128K B16 d 128 2.079 ms = 4.13 TB/s, 0.92x flash (1.903 ms,
- *   4.51 TB/s) and 0.94x cuDNN; d 64 1.035 ms, 1.01-1.05x. Read probes of the same run (mem_read.cu): 16-byte
- *   loads without the L2::256B hint read 4.40 TB/s, with it 4.19, and a span per block through bulk copies (v6's
- *   way) 3.94; Nsight Compute on cuDNN's decode (d 128, B 16): an sm80 kernel, one 128-thread block per (b, kv
- *   head) = 128 blocks, 86 KB of shared memory, no L2 hint, 4.56 TB/s, 95% of DRAM peak.
- * v7 (the default on sm_90 devices): v6's blocks, stages and consumers, the ring filled by cp.async of 16 bytes
- *   from all 8 warps (no producer warp, no L2 hint, no tensor maps), two stages ahead, one block barrier per
- *   stage: whether the TMA path itself held v6 below the probes' 4.4 TB/s. It did: H200 (commit 91f13b7, v6 and
- *   the read ceiling in the same process, 4.49 TB/s): 128K B16 d 128 1.906 ms (4.51 TB/s, 100% of the read
- *   ceiling; v6 2.085 ms), d 64 0.969 ms (v6 1.038); B8 d 128 0.960 ms (v6 1.044); B1 128K d 128 0.139 ms (v6
- *   0.147), d 64 0.076 (v6 0.079); B1 32K d 64 0.035 (v6 0.032: the block barrier per stage shows where a
- *   split is a few stages long). GPU tests (148 checks) and memcheck pass. With the anchors in the same GPU job
- *   (commit 741bb3e, data/results/h200-2026-12-01-decode-v7/summary.txt; read ceiling 4.60 TB/s): the faster of
- *   flash and cuDNN over v7, B8-16: d 64 1.01-1.10x, d 128 0.99-1.01x (128K B16 1.860 ms against 1.866 / 1.872,
- *   99-100% of the read ceiling at 128K); B1: 1.03-1.17x. */
+ * Versions, a line each (what each measured, and the analysis behind each step: docs/kernels.md, "Decode
+ * attention"):
+ *   v1  a block of 4 warps per (b, kv head, split), 64-key tiles through an NST-deep cp.async ring, one wave.
+ *   v2  128-key tiles at head dim 64, so that a stage is 32 KB at either head dim; 3 stages.
+ *   v3  the split count that minimises waves x keys per split; a combine that reads every split's (m, l) at once.
+ *   v4  the K/V cp.async with an L2::256B prefetch hint; the default before sm_90, and for windows everywhere.
+ *   v5  the combine fused into the split kernel (the block that finishes a head last merges it); no faster.
+ *   v6  a block per group of kv heads, whole [Hkv][d] cache rows by TMA into a 3-deep ring, 8 consumer warps.
+ *   v7  v6 with the ring filled by cp.async from all 8 warps (no producer warp, hint or tensor map): sm_90's default.
+ */
 #include "attn_full_decode.h"
 
 #include <math.h>
@@ -599,39 +538,6 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
 #endif
 }
 
-static __device__ int tma_probe_flag;
-static __global__ void attn_decode_tma_probe_kernel(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    tma_probe_flag = 1;
-#else
-    tma_probe_flag = 0;
-#endif
-}
-
-/* 1 when the binary has v6's sm_90 code for this device (compute capability 9.0 or later): a one-thread probe,
- * cached. */
-static int tma_available(void)
-{
-    static int cached = -1;
-    if (cached >= 0) return cached;
-    int dev = 0, major = 0, flag = 0;
-    cached = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9) {
-        cudaGetLastError();
-        return cached;
-    }
-    attn_decode_tma_probe_kernel<<<1, 1>>>();
-    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
-        cudaMemcpyFromSymbol(&flag, tma_probe_flag, sizeof flag) != cudaSuccess) {
-        cudaGetLastError();
-        return cached;
-    }
-    cached = flag == 1;
-    return cached;
-}
-
 /* v6's group of kv heads per block: the largest of 8, 4, 2, 1 that divides Hkv. */
 static int dec6_group(int Hkv) { return Hkv % 8 == 0 ? 8 : Hkv % 4 == 0 ? 4 : Hkv % 2 == 0 ? 2 : 1; }
 
@@ -810,7 +716,7 @@ int orthros_attn_full_decode_supported(const orthros_attn_full_decode_params *p)
  * else v4 for it; the others as set. */
 static int call_version(const orthros_attn_full_decode_params *p)
 {
-    if (decode_version >= 6 && !(tma_available() && dec6_shape(p))) return 4;
+    if (decode_version >= 6 && !(orthros_cuda_sm90_available() && dec6_shape(p))) return 4;
     return decode_version;
 }
 
@@ -831,11 +737,12 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
 int orthros_attn_full_decode_set_version(int version)
 {
     /* The default needs sm_90 code and a Hopper device; elsewhere it is v4, the fastest of the portable ones. */
-    if (version == 0) version = ORTHROS_ATTN_DECODE_DEFAULT >= 6 && !tma_available() ? 4 : ORTHROS_ATTN_DECODE_DEFAULT;
+    if (version == 0)
+        version = ORTHROS_ATTN_DECODE_DEFAULT >= 6 && !orthros_cuda_sm90_available() ? 4 : ORTHROS_ATTN_DECODE_DEFAULT;
     if (version < 3 || version > ORTHROS_ATTN_DECODE_LATEST)
         return orthros_error(ORTHROS_EINVAL, "decode attention: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_DECODE_LATEST);
-    if (version >= 6 && !tma_available())
+    if (version >= 6 && !orthros_cuda_sm90_available())
         return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention v%d: the device is not compute capability "
                                                    "9.0 or later, or this binary has no sm_90 code for it", version);
     decode_version = version;

@@ -1,10 +1,11 @@
 /* Split-K softmax attention for a few query rows against a long KV cache (decode, and any chunk with at most
  * 16 (query, head) rows per kv head).
  *   CPU reference: cpu_attn_full in engine/backend_cpu.c (the same function serves prefill).
- *   Test: kernels/tests/test_cuda_ops.c, full_suite() (decode cases of every head geometry) and
- *         decode_versions() (every kept version; those past the default last).
- *   Bench: bench_kernels op "attn_full_decode" (each version by name; batch 1, 8, 16 at 32K..128K, against the
- *         anchors' flash and cuDNN and the read ceiling). Kernels: attn_full_decode.cu. */
+ *   Test: kernels/tests/test_cuda_ops.c, full_suite() (decode cases of every head geometry, v3-v5) and
+ *         decode_v6() (v6 and v7, sections decode6 and decode7, forced split counts).
+ *   Bench: bench/kernels/bench_kernels.c op "attn_full_decode" (each version by name; batch 1, 8, 16 at
+ *         32K..128K, against the anchors' flash and cuDNN and the read ceiling), op "attn_full_decode_splits".
+ *   Kernels: attn_full_decode.cu; its versions: docs/kernels.md. */
 #ifndef ORTHROS_KERNEL_ATTN_FULL_DECODE_H
 #define ORTHROS_KERNEL_ATTN_FULL_DECODE_H
 

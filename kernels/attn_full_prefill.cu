@@ -2,40 +2,18 @@
  *
  * A "row" is one (query, head-of-the-GQA-group) pair, so the Hq/Hkv query heads that share a kv head share
  * every K/V tile load. Row tiles are the grid's slow axis, in reverse, so the heaviest (latest positions)
- * start first. Floor (H200, causal n=16K, Hq=32, Hkv=8): 2 n^2 Hq d FLOPs over the measured ~785 TFLOP/s
- * cuBLAS rate: 1.40 ms at d=64, 2.80 ms at d=128 (the K/V bytes are negligible: each tile is reused by
- * n g / 128 row blocks, from L2). All figures: one H200 (132 SMs), batch 1, Hq=32, Hkv=8, causal, pos0=0.
+ * start first. Floor: 2 n^2 Hq d causal FLOPs over the GEMM ceiling (the K/V bytes are negligible: each tile is
+ * reused by n g / 128 row blocks, from L2).
  *
- * v1: mma.sync m16n8k16 bf16 -> fp32, 4 warps x 16 rows = 64 rows per block, K/V tiles of 64 keys
- *     double-buffered through cp.async, Q fragments in registers, P re-packed from the S accumulators as the
- *     A operand of P V (no shared-memory round trip), online softmax in the log2 domain, masking only on
- *     tiles that cross a causal edge / window start. 16K: d64 5.65-5.73 ms (192-195 TFLOP/s), d128
- *     12.4 ms (178). Gap: each warp reads the whole K and V tile from shared memory for only 16 rows
- *     (one ldmatrix.x4 per 2 mma), and the exp/softmax chain between the two GEMMs stalls the tensor cores.
- * v2: 32 rows per warp (two m16 tiles share every K and V fragment: one ldmatrix.x4 per 4 mma), 128 rows
- *     per block; 3-stage cp.async ring; exp2 as ex2.approx.ftz with the 1/sqrt(d) log2(e) scale folded into
- *     one FFMA; a warp skips tiles wholly outside its rows' causal/window range; d64: BN 64, Q in registers;
- *     d128: BN 32, Q re-read from shared memory (the 32 x 128 fp32 accumulator already takes 128
- *     registers); 237-246 registers, no spills, 2 blocks/SM. 16K: d64 4.33-4.39 ms (250-254), d128
- *     8.34-8.36 ms (263-264); 64K: d64 260, d128 268.
- * v3: v2 with a lazy rescale: O is multiplied by exp2(m_old - m_new) only when some row of the warp changed
- *     its max in this tile (warp vote), which after the first tiles is rare. 16K: d64 4.26 ms (258), d128
- *     8.01 ms (274).
- * v4 (the default without sm_90a code, and the fallback of v5/v6): v3 with 2x larger key tiles, fewer barriers and rescale/max rounds per key: d64 BN 128 with
- *     Q re-read from shared memory, d128 BN 64; 2 stages; 255 registers with small spills (8 B at d64, 96 B
- *     at d128) that still pay off. 16K: d64 4.14 ms (266), d128 7.63 ms (288); 64K: d64 64.1 ms (274),
- *     d128 121.5 ms (290). Same run, PyTorch 2.11 SDPA: flash 291 / 313 (d64 16K / 64K), 343 / 350 (d128);
- *     cuDNN 465 / 457, 634 / 600. So v4 is at 85-91% of flash and 45-58% of cuDNN, 35-37% of the floor.
- *     Known gap: one warp does QK^T, softmax and PV in sequence, so with 2 warps per scheduler the tensor
- *     cores idle during the softmax; next: issue QK^T of tile t+1 before the softmax of tile t (needs the
- *     registers of a second S tile), or wgmma (sm_90a) with two ping-ponging warpgroups as cuDNN/FA3 do.
- * v5 (attn_full_prefill_wgmma.cu): wgmma + TMA + warp
- *     specialization (FA3 style), window == 0 only; other shapes fall back to v4. Run on the H200: all GPU tests
- *     and memcheck pass; d64 128K 443 TFLOP/s, d128 600-633 (0.95-1.05x cuDNN), 1.5x v4. See that file.
- * v6 (same file; measured on the H200): v5 plus sliding windows and wrapped ring caches, so the swa layers get
- *     the wgmma kernel too; window-0 shapes run v5's kernel unchanged.
- * v7 (same file; the sm_90a default since 2026-12-01): v6 with three consumer warpgroups at head dim 64, window
- *     0 (192-row blocks): d64 128K 138 ms (509 TFLOP/s, v6 160 ms, cuDNN ~152), 1.07-1.11x cuDNN.
+ * Versions, a line each (what each measured against the floor and PyTorch SDPA: docs/kernels.md, "Prefill
+ * attention"); v5-v7 are in attn_full_prefill_wgmma.cu:
+ *   v1  mma.sync m16n8k16, 4 warps x 16 rows, 64-key tiles through cp.async, P re-packed from S as P V's A.
+ *   v2  32 rows per warp, 128 per block, a 3-stage ring, ex2.approx with the scale folded into one FFMA.
+ *   v3  v2 with a lazy rescale: O is rescaled only when some row of the warp changed its max.
+ *   v4  v3 with 2x larger key tiles, 2 stages: the default without sm_90a code, and v5 / v6's fallback.
+ *   v5  wgmma + TMA + warp specialization (FA3 style), window 0 with every key at its own slot.
+ *   v6  v5 plus sliding windows and ring caches that wrap; window-0 shapes run v5's kernel unchanged.
+ *   v7  v6 with three consumer warpgroups at head dim 64, window 0 (192-row blocks): the sm_90a default.
  * The plain kernel handles head dims other than 64 and 128: one warp per row, fp32, online softmax. */
 #include "attn_full_prefill.h"
 
@@ -507,7 +485,7 @@ static int prefill_version = 0;
 
 int orthros_attn_full_prefill_default_version(void)
 {
-    return orthros_attn_prefill_wgmma_available() ? ORTHROS_ATTN_PREFILL_SM90A_DEFAULT
+    return orthros_cuda_sm90a_available() ? ORTHROS_ATTN_PREFILL_SM90A_DEFAULT
                                                   : ORTHROS_ATTN_PREFILL_PORTABLE_DEFAULT;
 }
 
@@ -517,7 +495,7 @@ int orthros_attn_full_prefill_set_version(int version)
     if (version < 1 || version > ORTHROS_ATTN_PREFILL_LATEST)
         return orthros_error(ORTHROS_EINVAL, "attention prefill: no kernel version %d (1 .. %d kept)", version,
                              ORTHROS_ATTN_PREFILL_LATEST);
-    if (version >= 5 && !orthros_attn_prefill_wgmma_available())
+    if (version >= 5 && !orthros_cuda_sm90a_available())
         return orthros_error(ORTHROS_EUNSUPPORTED, "attention prefill v%d (wgmma): this binary has no sm_90a code "
                                                    "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device "
                                                    "is not sm_90", version);

@@ -3,9 +3,10 @@
  *   CPU reference: cpu_attn_full in engine/backend_cpu.c (the same function serves decode).
  *   Test: kernels/tests/test_cuda_ops.c, full_suite() and prefill_versions() (every kept version on awkward
  *         shapes; the versions past the default last, prefill_v5_edges / prefill_v6_window).
- *   Bench: bench_kernels op "attn_full_prefill" (each version by name, against the anchors' flash and cuDNN).
- *   Kernels: attn_full_prefill.cu (v1-v4, mma.sync, any sm_80+), attn_full_prefill_wgmma.cu (v5, v6: wgmma +
- *   TMA, sm_90a only). */
+ *   Bench: bench/kernels/bench_kernels.c op "attn_full_prefill" (each version by name, against the anchors'
+ *   flash and cuDNN).
+ *   Kernels: attn_full_prefill.cu (v1-v4, mma.sync, any sm_80+), attn_full_prefill_wgmma.cu (v5-v7: wgmma +
+ *   TMA, sm_90a only); their versions: docs/kernels.md. */
 #ifndef ORTHROS_KERNEL_ATTN_FULL_PREFILL_H
 #define ORTHROS_KERNEL_ATTN_FULL_PREFILL_H
 

@@ -1,31 +1,26 @@
-/* Causal GQA prefill attention, versions 5 and 6: wgmma (sm_90a) with TMA-fed K/V and warp specialization, in
- * the style of FlashAttention-3. Head dims 64 and 128. attn_full_prefill.cu dispatches here when version 5 or 6
+/* Causal GQA prefill attention, versions 5 to 7: wgmma (sm_90a) with TMA-fed K/V and warp specialization, in
+ * the style of FlashAttention-3. Head dims 64 and 128. attn_full_prefill.cu dispatches here when version 5, 6 or 7
  * is selected and orthros_attn_prefill_wgmma_supported() holds, and to v4 otherwise.
- *   v5: window == 0 with every key at its own slot (the full-attention layers, every chunk of a chunked
- *       prefill). Run on the H200 (issue 11, commit a0ef418): every GPU test (1980 checks) and memcheck pass;
- *       d64 128K 159 ms (443 TFLOP/s, 0.95x cuDNN), d128 16K / 128K 633 / 600 TFLOP/s (0.97x / 1.05x cuDNN);
- *       1.5x v4. The default where the binary has sm_90a code and the device is 9.0.
- *   v6 (the sm_90a default since 2026-12-01: GPU tests and memcheck pass on the H200, swa 1.4-2.0x v4): v5 plus
- *       sliding windows and ring caches whose key tiles wrap (the swa layers and
- *       hybrid's windowed ones, which v5 left to v4). For window == 0 with every key at its own slot it launches
- *       the very same instantiation as v5 (attn_prefill_wgmma_kernel<D, false>, SASS identical instruction for
- *       instruction to the measured v5); the rest runs <D, true>: (a) the block's keys start at its first row's
- *       window start, s_begin = max(0, t_first - window + 1), tiles still aligned to the block's end; (b) the
- *       mask also drops keys below each row's window start (lo = max(0, t - window + 1)), on every tile that
- *       starts before the window start of the warp's last row; (c) the producer warpgroup, all 128 threads: a
- *       tile whose ring slots do not wrap comes by TMA as in v5, one that wraps (slot ts mod cap + 128 > cap,
- *       about one per block once the ring has wrapped, or every tile of a ring under 128 slots) is copied key by
- *       key with cp.async at slot (key mod cap), into the same 128-byte-swizzled layout, then fenced to the async
- *       proxy (produce_ring). The producer keeps 32 registers there (consumers 232; ptxas: no spills, consumer
- *       code up to R183 at d 128, producer up to R27). The engine's ring size (cap = window + chunk - 1) needs
- *       no change.
- *   Floors, sliding window (H200, window W = 4096, chunk n = 4096 far into the prompt, Hq 32, Hkv 8): FLOPs
- *       4 n W Hq d = 137 GFLOP at d 64 (275 at d 128) over the measured ~772 TFLOP/s cuBLAS rate: 0.18 / 0.36 ms;
- *       bytes (the window's K and V, 2 (W + n) Hkv d 2, and q, o) a few us at the 4.6 TB/s read rate.
- *       Prediction for v6: v5's fraction of the GEMM rate (57% at d 64, 78% at d 128) less one copied tile and
- *       one partial first tile in ~33 per block (~10%): d 64 ~0.35 ms, d 128 ~0.5 ms, 1.4-1.9x v4 (~0.5 /
- *       0.95 ms at v4's 270-290 TFLOP/s). To make it the default once the GPU tests and memcheck pass: set
- *       ORTHROS_ATTN_PREFILL_SM90A_DEFAULT to 6 in attn_full_prefill.h (only swa shapes change kernel).
+ *
+ * Versions, a line each (what each measured, the floors, the predictions and what was tried and dropped:
+ * docs/kernels.md, "The wgmma versions"):
+ *   v5  window == 0 with every key at its own slot (the full-attention layers, every chunk of a chunked prefill).
+ *   v6  v5 plus sliding windows and ring caches whose key tiles wrap: the swa and hybrid windowed layers too.
+ *   v7  a third consumer warpgroup at head dim 64, window 0 (192-row blocks): the sm_90a default.
+ *
+ * v6 launches, for window == 0 with every key at its own slot, the very same instantiation as v5
+ * (attn_prefill_wgmma_kernel<D, false>); the rest runs <D, true>: (a) the block's keys start at its first row's
+ * window start, s_begin = max(0, t_first - window + 1), tiles still aligned to the block's end; (b) the mask also
+ * drops keys below each row's window start (lo = max(0, t - window + 1)), on every tile that starts before the
+ * window start of the warp's last row; (c) the producer warpgroup, all 128 threads: a tile whose ring slots do
+ * not wrap comes by TMA as in v5, one that wraps (slot ts mod cap + 128 > cap, about one per block once the ring
+ * has wrapped, or every tile of a ring under 128 slots) is copied key by key with cp.async at slot (key mod cap),
+ * into the same 128-byte-swizzled layout, then fenced to the async proxy (produce_ring). The producer keeps 32
+ * registers there (consumers 232). The engine's ring size (cap = window + chunk - 1) needs no change.
+ * v7 (<64, false, 3>): a block of 192 rows (3 x 64) and 512 threads: producer 24 registers, consumers 160
+ * (setmaxnreg; (65536 - 128 x 24) / 384), the same K/V ring (3 stages, 120 KB with Q), so each K/V tile feeds
+ * 1.5x the rows and a scheduler holds 3 consumer warps. No ping-pong (written for two warpgroups): the three
+ * issue whenever ready, each keeping its intra-warpgroup overlap.
  *
  * v5's layouts below were derived from the PTX ISA (sections cited), checked by a host emulation, then on the
  * H200. v6's copied tiles write the layout the TMA writes: thread t copies the 16-byte chunk t % (d/8) of rows
@@ -98,38 +93,15 @@
  *    wgmma.wait_group says the warp's reads of it are done.
  *
  * Build: the kernel body exists only where __CUDA_ARCH_FEAT_SM90_ALL is defined (an sm_90a target, e.g.
- * -DCMAKE_CUDA_ARCHITECTURES=90a); under plain sm_90 (CI) it is empty, and the host side finds that out with a
- * one-thread probe kernel compiled with the same targets, so it returns ORTHROS_EUNSUPPORTED instead of
+ * -DCMAKE_CUDA_ARCHITECTURES=90a); under plain sm_90 (CI) it is empty, and the host side finds that out with the
+ * kernels' one probe (orthros_cuda_sm90a_available, cuda_common.cu), so it returns ORTHROS_EUNSUPPORTED instead of
  * launching an empty kernel. The tensor maps are encoded on the host with cuTensorMapEncodeTiled, reached
  * through cudaGetDriverEntryPointByVersion (no link against libcuda).
  * ptxas (CUDA 13.0, sm_90a): no spills, no stack; 168 registers at entry (384 threads, 1 block/SM), consumer
  * code up to R183 (d 128) / R151 (d 64) under its setmaxnreg 240; SASS has HGMMA.64x128x16 (S, both d; P V at
  * d 128) and HGMMA.64x64x16 (P V at d 64), UTMALDG.4D, SYNCS mbarrier ops; one "warpgroup.arrive injected"
- * note (C7519) at the last P V, where the loop's registers are merged.
- * Measured (v5): see the list above.
- * Tried and dropped (commit 6e2c38d, H200 2026-12-01, data/results/h200-2026-12-01-decode-v7/prefill-poly-exp):
- *   at d 64 a quarter of the softmax's exponentials by a degree-3 polynomial on the FMA pipe (the
- *   FlashAttention-4 trick), on the reasoning that a warpgroup's 64 x 128 tile costs as many MUFU cycles of its
- *   sub-partition (64 ex2 x 32 lanes / 4 a cycle = 512) as tensor-core cycles of the SM (2 MFLOP at ~4096 a
- *   cycle). GPU tests (1028 checks) and memcheck passed, but it was 7-11% slower (128K 170.9 ms against 158.9,
- *   the 1B transformer at 128K 3.24 s against 3.01): the ~8 extra instructions per moved exponential cost more
- *   than the MUFU time they saved, so d 64 is not MUFU-bound; instruction issue in the softmax is the likelier
- *   limit (not profiled). Left for d 64: fewer softmax instructions per element (the mask and max passes), or a
- *   third consumer warpgroup (FA3's 192-row tile at d 64) for more GEMM per softmax.
- *   v7 (the sm_90a default since 2026-12-01): that third consumer warpgroup at d 64, window 0. Nsight
- *   Compute on v6 at d 64 (16K, data/results/h200-2026-12-01-decode-v7/profile): 2.24 active and 0.62 eligible
- *   warps a scheduler, issue slots 43% busy, the tensor pipe 47%: latency with too few warps to hide it, not a
- *   saturated unit. v7's block is 192 rows (3 x 64) and 512 threads: producer 24 registers, consumers 160
- *   (setmaxnreg; (65536 - 128 x 24) / 384), the same K/V ring (3 stages, 120 KB with Q), so each K/V tile feeds
- *   1.5x the rows and a scheduler holds 3 consumer warps. No ping-pong (written for two warpgroups): the three
- *   issue whenever ready, each keeping its intra-warpgroup overlap. ptxas: 128 registers at entry, no spills;
- *   the two-warpgroup instantiations' PTX is unchanged (identical up to label numbers).
- *   Measured on the H200 (commit 452bf35, data/results/h200-2026-12-01-decode-v7/prefill-3wg): the prefill GPU
- *   tests with v7 (1220 checks, the 192-row edges included) and memcheck pass; d 64 16K / 32K / 64K / 128K 2.272
- *   / 8.767 / 34.686 / 138.149 ms (484-509 TFLOP/s) against v6's 2.449 / 9.973 / 39.784 / 159.958 in the same
- *   process; cuDNN in the same job 2.486 (16K) and 38.458 (64K): 1.09x and 1.11x (32K and 128K against the
- *   cuDNN of the day's other jobs, 9.36-9.55 and 151.3-152.5 ms: 1.07-1.09x and 1.10x). The Llama-3.2-1B
- *   transformer prefills 128K tokens in 2.680 s [2.679, 2.681] against 3.031 s with v6. */
+ * note (C7519) at the last P V, where the loop's registers are merged. v6's windowed code: consumers up to R183
+ * at d 128, producer up to R27; v7: 128 registers at entry, no spills. */
 #include "attn_full_prefill_wgmma.cuh"
 
 #include <math.h>
@@ -539,39 +511,6 @@ static __global__ void __launch_bounds__(wg_cfg<D, NWG_>::THREADS, 1)
 
 /* ---- host side ---- */
 
-static __device__ int wgmma_probe_flag;
-static __global__ void attn_prefill_wgmma_probe_kernel(void)
-{
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    wgmma_probe_flag = 1;
-#else
-    wgmma_probe_flag = 0;
-#endif
-}
-
-int orthros_attn_prefill_wgmma_available(void)
-{
-    static int cached = -1;
-    if (cached >= 0) return cached;
-    int dev = 0, major = 0, minor = 0, flag = 0;
-    cached = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess || major != 9 ||
-        minor != 0) {
-        cudaGetLastError();
-        return cached;
-    }
-    attn_prefill_wgmma_probe_kernel<<<1, 1>>>();
-    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess ||
-        cudaMemcpyFromSymbol(&flag, wgmma_probe_flag, sizeof flag) != cudaSuccess) {
-        cudaGetLastError();  // no kernel image for this device: not sticky, clear it
-        return cached;
-    }
-    cached = flag == 1;
-    return cached;
-}
-
 /* Every key a chunk reads sits in its own slot (no window, the ring never wrapped): v5's kernel. */
 static bool plain_slots(const orthros_attn_full_prefill_params *p)
 {
@@ -605,7 +544,7 @@ static int launch_wgmma(const orthros_attn_full_prefill_params *p, cudaStream_t 
 
 int orthros_attn_prefill_wgmma_bf16(const orthros_attn_full_prefill_params *p, int version, cudaStream_t stream)
 {
-    if (!orthros_attn_prefill_wgmma_available())
+    if (!orthros_cuda_sm90a_available())
         return orthros_error(ORTHROS_EUNSUPPORTED,
                              "attention prefill v%d (wgmma): this binary was built without sm_90a code "
                              "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device is not sm_90", version);

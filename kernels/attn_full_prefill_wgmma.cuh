@@ -1,4 +1,4 @@
-/* Versions 5 and 6 of the causal prefill attention kernel: wgmma (sm_90a) with TMA-fed K/V, for head dims 64 and
+/* Versions 5 to 7 of the causal prefill attention kernel: wgmma (sm_90a) with TMA-fed K/V, for head dims 64 and
  * 128 (attn_full_prefill_wgmma.cu). v5: window == 0 with every key in its own slot; v6 adds sliding windows and
  * ring caches that wrap. Internal to kernels/: attn_full_prefill.cu dispatches to it. */
 #ifndef ORTHROS_KERNEL_ATTN_FULL_PREFILL_WGMMA_CUH
@@ -8,10 +8,6 @@
 
 #include "attn_full_prefill.h"
 
-/* 1 when this binary carries sm_90a code for the wgmma kernels and the current device runs it (compute
- * capability 9.0), else 0. The first call launches a one-thread probe kernel and waits for it; the answer is
- * cached. */
-int orthros_attn_prefill_wgmma_available(void);
 /* 1 when the given version (5 or 6) can take these parameters: head dim 64 or 128, 16-byte aligned caches, and
  * for v5 window == 0 with every key the chunk reads at its own slot (0 < max_keys <= cap, so slot s % cap == s);
  * v6 takes any window and cap. Otherwise the caller uses v4. */

@@ -1,4 +1,8 @@
-/* Linear attention, token by token: the recurrent form (decode, and the fallback for any shape). */
+/* Linear attention, token by token: the recurrent form (decode, and the fallback for any shape).
+ *   CPU reference: cpu_attn_linear in engine/backend_cpu.c (token by token; the same function serves prefill).
+ *   Test: kernels/tests/test_cuda_ops.c, linear_suite() (decode steps after each prefill, every feature map).
+ *   Bench: bench/kernels/bench_kernels.c op "attn_linear_decode" (batch 1 and 16, elu1, d 64 and 128, against the
+ *   read ceiling). Kernel: attn_linear_decode.cu. */
 #ifndef ORTHROS_KERNEL_ATTN_LINEAR_DECODE_H
 #define ORTHROS_KERNEL_ATTN_LINEAR_DECODE_H
 

@@ -4,72 +4,26 @@
  * (S_c, z_c) the state before chunk c:
  *   o = (tril(Phi_q Phi_k^T) V + Phi_q S_c) / (rowsum(tril(Phi_q Phi_k^T)) + Phi_q z_c + eps)
  *   S_{c+1} = S_c + Phi_k^T V,  z_{c+1} = z_c + Phi_k^T 1.
- * v1, three launches per span of up to LC_SPAN tokens per sequence, every chunk in parallel:
+ * v1-v4 run three launches per span of up to LC_SPAN tokens per sequence, every chunk in parallel:
  *   1. chunk_state: dS_c = Phi_k^T V (mma.sync, fp32 out) and dz_c, one block per (chunk, kv head, sequence);
  *   2. scan: exclusive prefix over chunks in place, starting from the carried (S, z), which it updates;
  *   3. chunk_out: per chunk and kv head, for each query head of the group, the intra-chunk causal part and
  *      the inter-chunk part on tensor cores. S_c is split as bf16 hi + lo (two mma passes) so the
  *      inter-chunk product keeps about 16 bits of the fp32 state.
- * phi is computed once by linear_featurize into scratch.
- * H200, B=1, n=128K, Hq=32, Hkv=8, elu1: d=64 3.17 ms, d=128 21.9 ms (one 4-warp block per SM at d=128).
- * v2: chunk_out runs 8 warps, two query heads of the group at a time, for twice the warps per SM.
- *     d=64 3.28 ms, d=128 16.4 ms.
- * v3: the loads that were one-at-a-time latency chains (the S_c fp32 -> hi/lo conversion in chunk_out, the
- *     chunk loop of the scan) are batched, several 16-byte loads in flight per thread.
- *     d=64 2.59 ms, d=128 8.1 ms (flash-linear-attention's normalised chunk kernels: 5.80 and 9.59 ms).
- * v4 (opt-in until measured on the GPU): for the element-wise maps (elu1, relu; F = d) no featurize pass:
- *     chunk_state and chunk_out load the raw k and q rows of qkv and apply phi in shared memory
- *     (linear_phi.cuh, the same fp32 -> bf16 rounding as linear_featurize, so the results are identical).
- *     This drops a write and a read of phi_q and phi_k, 2 x (Hq + Hkv) d bf16 per token: at 128K, d=64,
- *     Hq=32, Hkv=8, 1.34 GB of traffic, about 0.32 ms at the 4.2 TB/s copy rate (less where phi stayed in L2).
- *     Hedgehog keeps v3's path. H200: passes the GPU tests; d=64 128K 2.72 ms (v3 2.60).
- * Where the time goes in v3/v4 (d=64, 128K, Hq=32, Hkv=8): 48 launches (16 spans of 8192 tokens x 3) of short
- * kernels; the per-chunk fp32 states (F d 4 bytes per chunk and kv head: 268 MB at d=64, 1.07 GB at d=128)
- * written by chunk_state, read and rewritten by the scan, read by chunk_out: 0.8 / 3.2 GB, ~0.2 / 0.75 ms at
- * 4.2 TB/s; and blocks of one chunk each, whose loads, barriers and stores are latency chains (v3's batching of
- * them gained 20% at d=64, 2x at d=128).
- * Floors (d=64, 128K tokens, Hq=32, Hkv=8): bytes, q k v read once and o written once, (48 + 32) d 2 per token
- * = 1.34 GB: 0.32 ms at the 4.2 TB/s copy rate; FLOPs with the hi/lo inter-chunk pass, 32 x (2 64 F + 2 64 d +
- * 4 F d) + 8 x 2 F d per token: 150 GFLOP, 0.2 ms at ~772 TFLOP/s (mma.sync reaches about half of that). d=128:
- * 2.7 GB (0.64 ms) and 540 GFLOP (0.7 ms; ~1.4 ms at mma.sync's half rate).
- * v5 (the default; GPU tests and memcheck pass on the H200; 128K: d 64 1.92 ms, d 128 5.38 ms; elu1 / relu with
- * F = d, head dim 64 or 128): three launches per call, no spans and
- * no per-chunk states in memory: lin5_state sums phi_k^T V over P1 segments (the sum in mma accumulators across
- * the segment's chunks), lin_scan_kernel gives the state at each segment's start, lin5_out walks segments of m
- * pass-1 segments chunk by chunk per (kv head, pair of query heads), S in the accumulators of its 8 warps
- * (16 / 64 fp32 registers per thread), published as bf16 hi + lo to shared memory for the next chunk's
- * inter-chunk product, the next chunk's rows loaded by cp.async during the current one. Plans at 128K: d=64 P1
- * 32, 16 output segments of 8192 tokens (256 blocks, 2 per SM, 128 registers), d=128 P1 32, 8 of 16384 (128
- * blocks, 1 per SM, 206 registers, 205 KB of shared memory); no spills. Memory: q once, k and v three times (two
- * from L2 for the second pair), o once, ~1.6 GB at d=64. Prediction: d=64 ~0.7 ms (each output block's 128
- * chunks in sequence, ~5 us per chunk), d=128 ~1.6 ms (8 x 16384 tokens, ~6 us per chunk at mma.sync's rate);
- * goal 0.8 ms / 3 ms. Risk: the sequential chain per block is latency-bound if a chunk takes much longer than its
- * load (then: more, shorter segments; the plan's P3).
- * v6 (the default; v5's kernels with X8): measured, v5's lin5_out was issue-bound, about half its instructions
- * the element-wise map applied one bf16 at a time through a branch. v6 applies it 8 values a step without a
- * branch (phi_tile_inplace_x8, __expf; the branch-free map also sped v3-v5 up: v5 1.92 -> 1.64 ms), skips the
- * intra-chunk tiles wholly above a warp's rows, and at d 128 forms the denominators 8 features a step. H200, 128K:
- * d 64 1.14 ms, d 128 3.08 ms; lin5_out at 16K 133 us (v5 207), still 25% occupancy and an issue every 2 cycles
- * (data/results/h200-2026-12-01-linear-v6/NOTES.md).
- * Tried and dropped (commit ebb2b01, H200 2026-12-01): at d 128 an output pass of 16 warps (128 registers, two
- * warps per row tile each with 64 of the output columns, both forming the tile's scores; the state update over 16
- * warps) to double the warps a scheduler: 128K 3.091 ms against v6's 3.057 in the same run (16K 0.410 / 0.401):
- * the second warp of each tile repeats the scores (~14% more mma work) and the barriers a chunk stay. Per chunk a
- * block issues ~400 mma.sync a warp, ~256 of them the inter-chunk product Phi_q (S_hi + S_lo); at ~11 us a chunk
- * that is ~30% of the tensor pipe. What is left is the shape of that product: wgmma over a warp group, Phi_q and
- * S hi / lo from shared memory, instead of 8 warps of mma.sync fed by ldmatrix.
- * v7 (the default on sm_90a): that step. At d 128, on an sm_90a build and device, the output pass is lin7_out
- * (below): the chunk's four products as wgmma, two warpgroups (a query head each, and half of S each), 255
- * registers, no spills. Elsewhere v7 runs v6. Floor of the products at the tensor cores' rate: ~7.3 MFLOP a
- * warpgroup a chunk, ~2 us a chunk for the block's two, against v6's ~11 us. Run on the H200 (2026-12-01): tests
- * (224 checks) and memcheck pass; 128K d 128 2.651 ms against v6's 3.070 in the same job (16K 0.357 / 0.401;
- * data/results/h200-2026-12-01-v7-defaults). Nsight Compute of lin7_out at 16K (at its locked clocks): 405 us,
- * 2.00 active / 0.52 eligible warps a scheduler, issue 41%, memory throughput 47% (L1 49%): tensor work is no
- * longer the bound; the block's barriers a chunk and 255 registers (one block an SM) leave it latency-bound, and
- * more blocks an SM would need the halves of S out of registers. */
+ * v5-v7 run three launches per call with no per-chunk states in memory (the v5 and v7 sections below).
+ *
+ * Versions, a line each (what each measured, the floors, the plans and what was tried and dropped:
+ * docs/kernels.md, "Linear prefill"):
+ *   v1  the three launches above; phi computed once by linear_featurize into scratch.
+ *   v2  chunk_out with 8 warps, two query heads of the group at a time.
+ *   v3  the one-at-a-time load chains (S_c's hi / lo conversion, the scan's chunk loop) batched.
+ *   v4  elu1 / relu applied in shared memory on the raw q, k rows (linear_phi.cuh): no featurize pass.
+ *   v5  segments walked chunk by chunk with the state in mma accumulators (lin5_state, the scan, lin5_out).
+ *   v6  v5 with the element-wise map 8 values a step without a branch, and empty intra-chunk tiles skipped.
+ *   v7  at head dim 128 on sm_90a the output pass on wgmma (lin7_out); v6 elsewhere: the sm_90a default.
+ */
 #include "attn_linear_prefill.h"
 
-#include "attn_full_prefill_wgmma.cuh"
 #include "cuda_common.cuh"
 #include "linear_featurize.h"
 #include "linear_phi.cuh"
@@ -1070,7 +1024,7 @@ size_t orthros_attn_linear_chunked_work_bytes(const orthros_attn_linear_params *
 
 int orthros_attn_linear_prefill_default_version(void)
 {
-    return orthros_attn_prefill_wgmma_available() ? ORTHROS_ATTN_LINEAR_PREFILL_SM90A_DEFAULT
+    return orthros_cuda_sm90a_available() ? ORTHROS_ATTN_LINEAR_PREFILL_SM90A_DEFAULT
                                                   : ORTHROS_ATTN_LINEAR_PREFILL_PORTABLE_DEFAULT;
 }
 
@@ -1080,7 +1034,7 @@ int orthros_attn_linear_prefill_set_version(int version)
     if (version < 3 || version > ORTHROS_ATTN_LINEAR_PREFILL_LATEST)
         return orthros_error(ORTHROS_EINVAL, "linear prefill: no kernel version %d (3 .. %d kept)", version,
                              ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
-    if (version == 7 && !orthros_attn_prefill_wgmma_available())
+    if (version == 7 && !orthros_cuda_sm90a_available())
         return orthros_error(ORTHROS_EUNSUPPORTED, "linear prefill v7 (wgmma): this binary has no sm_90a code "
                                                    "(configure with -DCMAKE_CUDA_ARCHITECTURES=90a) or the device "
                                                    "is not sm_90");
@@ -1118,7 +1072,7 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
             return orthros_error(ORTHROS_EINVAL, "linear attention v5: %zu bytes of scratch given, %zu needed",
                                  p->work_bytes, total);
         /* v7: the wgmma output pass at head dim 128 where the binary has sm_90a code for this device; else v6. */
-        if (version >= 7 && p->d == 128 && orthros_attn_prefill_wgmma_available())
+        if (version >= 7 && p->d == 128 && orthros_cuda_sm90a_available())
             return launch_lin5<128, true, true>(p, w, pl, stream);
         if (version >= 6)
             return p->d == 64 ? launch_lin5<64, true>(p, w, pl, stream) : launch_lin5<128, true>(p, w, pl, stream);

@@ -2,8 +2,10 @@
  * linear layers and of orthros's linear phase.
  *   CPU reference: cpu_attn_linear in engine/backend_cpu.c (token by token; the same function serves decode).
  *   Test: kernels/tests/test_cuda_ops.c, linear_suite() (every kept version; state carried across calls).
- *   Bench: bench_kernels op "attn_linear_prefill" (each version by name, 128K tokens, elu1, d 64 and 128).
- *   Kernels: attn_linear_prefill.cu (chunked), attn_linear_decode.cu (the recurrent fallback). */
+ *   Bench: bench/kernels/bench_kernels.c op "attn_linear_prefill" (each version by name, 128K tokens, elu1, d 64
+ *   and 128; hedgehog at 16K).
+ *   Kernels: attn_linear_prefill.cu (chunked; its versions: docs/kernels.md), attn_linear_decode.cu (the
+ *   recurrent fallback). */
 #ifndef ORTHROS_KERNEL_ATTN_LINEAR_PREFILL_H
 #define ORTHROS_KERNEL_ATTN_LINEAR_PREFILL_H
 

@@ -1,4 +1,7 @@
-/* Element-wise fills and dtype conversions into bf16 tensors (weight upload, dummy weights). */
+/* Element-wise fills and dtype conversions into bf16 tensors (weight upload, dummy weights).
+ *   CPU reference: cpu_upload, cpu_fill_random and cpu_fill in engine/backend_cpu.c.
+ *   Test: kernels/tests/test_cuda_ops.c, test_fill_upload (section ops).
+ *   Bench: none (they run when a model loads, not in what the bench times). Kernel: convert.cu. */
 #ifndef ORTHROS_KERNEL_CONVERT_H
 #define ORTHROS_KERNEL_CONVERT_H
 

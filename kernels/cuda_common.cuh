@@ -28,6 +28,16 @@
                                  __FILE__, __LINE__);                                                         \
     } while (0)
 
+/* The one probe of the sm_90 code a kernel may choose (cuda_common.cu): every kernel is built for the same
+ * architectures, so the TMA and wgmma kernels have the code exactly when the probe kernel has. The first call
+ * launches a one-thread probe and waits for it; the answer is cached.
+ * 1 when this binary has code of compute capability 9.0 or later for the current device and it runs it (TMA,
+ * mbarriers: decode v6 / v7), else 0. */
+extern "C" int orthros_cuda_sm90_available(void);
+/* 1 when this binary carries sm_90a code (wgmma: prefill v5-v7, linear prefill v7) and the current device runs it
+ * (compute capability 9.0), else 0. */
+extern "C" int orthros_cuda_sm90a_available(void);
+
 /* After a launch: a bad configuration shows up here, not at the launch. */
 #define ORTHROS_CUDA_LAUNCH_CHECK(name) ORTHROS_CUDA_CHECK(cudaGetLastError())
 

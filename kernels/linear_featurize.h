@@ -1,4 +1,8 @@
-/* The linear-attention feature map phi applied to the un-rotated q and k of a span of qkv rows. */
+/* The linear-attention feature map phi applied to the un-rotated q and k of a span of qkv rows.
+ *   CPU reference: feature_map (for cpu_attn_linear) in engine/backend_cpu.c.
+ *   Test: kernels/tests/test_cuda_ops.c, linear_suite() (elu1, relu and hedgehog, through the linear ops).
+ *   Bench: within bench/kernels/bench_kernels.c op "attn_linear_prefill" (the hedgehog case featurizes; elu1 and
+ *   relu are fused into v4 and later). Kernel: linear_featurize.cu. */
 #ifndef ORTHROS_KERNEL_LINEAR_FEATURIZE_H
 #define ORTHROS_KERNEL_LINEAR_FEATURIZE_H
 

@@ -1,13 +1,9 @@
 /* The read-bandwidth ceiling: a grid-stride pass of 16-byte loads, four independent ones in flight per thread
  * (8 blocks of 256 threads per SM: 128 KB of loads in flight per SM, several times the ~35 KB that ~4.6 TB/s
  * at ~1 us of latency needs), XORed into one word per thread, reduced per block and written once per block.
- * The loads bypass L1 (ld.global.nc.L1::no_allocate).
- * Floor: bytes over the HBM read rate; what cuDNN's decode reaches (4.61 TB/s on the H200, issue 11) is a lower
- * bound on it. Measured on the H200: with an L2::256B prefetch hint on every load (the ceiling's pattern until
- * 2026-12-01) 4.19-4.27 TB/s over 4 GiB, 88% of the DRAM peak by Nsight Compute, with the L2 at 95-97% of its
- * throughput (data/results/h200-2026-12-01/profile); the same loads without the hint 4.40 TB/s in the same run
- * (read_probe, data/results/h200-2026-12-01-decode-v7), so the ceiling reads without it. The other variants are
- * probes of the patterns a decode kernel could use. */
+ * The loads bypass L1 (ld.global.nc.L1::no_allocate), without an L2 prefetch hint (the hint read slower).
+ * Floor: bytes over the HBM read rate, of which what cuDNN's decode reaches is a lower bound. The other variants
+ * are probes of the patterns a decode kernel could use. What each measured: docs/kernels.md, "The read ceiling". */
 #include "mem_read.h"
 
 #include "cuda_common.cuh"

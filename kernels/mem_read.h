@@ -3,7 +3,8 @@
  * the copy ceiling).
  *   CPU reference: cpu_read in engine/backend_cpu.c (the XOR of the 64-bit words).
  *   Test: kernels/tests/test_cuda_ops.c, test_read (odd sizes against the host XOR, every variant).
- *   Bench: bench_kernels op "ceiling_read" (4 GiB), next to "ceiling_copy"; op "read_probe" (every variant). */
+ *   Bench: bench/kernels/bench_kernels.c op "ceiling_read" (4 GiB), next to "ceiling_copy"; op "read_probe"
+ *   (every variant). */
 #ifndef ORTHROS_KERNEL_MEM_READ_H
 #define ORTHROS_KERNEL_MEM_READ_H
 

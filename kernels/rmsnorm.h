@@ -1,4 +1,8 @@
-/* RMSNorm, optionally fused with the residual add that precedes it. */
+/* RMSNorm, optionally fused with the residual add that precedes it.
+ *   CPU reference: cpu_rmsnorm and cpu_add_rmsnorm in engine/backend_cpu.c.
+ *   Test: kernels/tests/test_cuda_ops.c, test_rmsnorm (section ops: plain and fused, the vector and scalar paths).
+ *   Bench: no op of its own in bench/kernels/bench_kernels.c; it runs in every layer `orthros bench` times.
+ *   Kernel: rmsnorm.cu. */
 #ifndef ORTHROS_KERNEL_RMSNORM_H
 #define ORTHROS_KERNEL_RMSNORM_H
 

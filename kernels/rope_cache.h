@@ -1,4 +1,9 @@
-/* RoPE fused with the KV-cache write. */
+/* RoPE fused with the KV-cache write.
+ *   CPU reference: cpu_rope_cache_write in engine/backend_cpu.c.
+ *   Test: kernels/tests/test_cuda_ops.c, test_full (its "rope qkv", "rope k_cache" and "rope v_cache" checks,
+ *   every head geometry, ring caches and windows) through full_suite() and the version suites.
+ *   Bench: no op of its own in bench/kernels/bench_kernels.c; it runs in every full-attention layer `orthros
+ *   bench` times. Kernel: rope_cache.cu. */
 #ifndef ORTHROS_KERNEL_ROPE_CACHE_H
 #define ORTHROS_KERNEL_ROPE_CACHE_H
 

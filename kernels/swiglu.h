@@ -1,4 +1,8 @@
-/* SwiGLU activation of the fused gate/up projection. */
+/* SwiGLU activation of the fused gate/up projection.
+ *   CPU reference: cpu_swiglu in engine/backend_cpu.c.
+ *   Test: kernels/tests/test_cuda_ops.c, test_swiglu (section ops: the vector and scalar paths).
+ *   Bench: no op of its own in bench/kernels/bench_kernels.c; it runs in every layer `orthros bench` times.
+ *   Kernel: swiglu.cu. */
 #ifndef ORTHROS_KERNEL_SWIGLU_H
 #define ORTHROS_KERNEL_SWIGLU_H
 

@@ -117,12 +117,6 @@ static int cmp_point(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* ---- files the figure reads ---- */
 
 typedef struct {
@@ -373,7 +367,7 @@ static void len_label(char *out, size_t n, double x)
 /* The distinct values of xs[n], sorted, in place; returns their count. */
 static size_t distinct(double *xs, size_t n)
 {
-    qsort(xs, n, sizeof *xs, cmp_double);
+    qsort(xs, n, sizeof *xs, orthros_cmp_double);
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (!m || xs[m - 1] != xs[i]) xs[m++] = xs[i];
@@ -600,24 +594,51 @@ static int write_texts(const plot_ctx *c, const char *fig, const texts *t)
     return mb_save(&m, c->o->out_dir, name);
 }
 
-/* Writes FIG.dat and FIG.txt and draws the figure. */
-static int draw(const plot_ctx *c, const char *fig, series_list *l, int cols, const char *comment, const texts *t,
-                prelude *p)
+/* ---- the figure skeleton ---- */
+
+/* One figure: its data, its texts, its script and the run that draws it. A figure function fills it from the
+ * inputs, or sets `why` when their data is absent (the figure is then skipped); figure_run writes NAME.dat (the
+ * series as index blocks of `cols` columns, or what the function wrote into `dat` itself, as the heatmaps do) and
+ * NAME.txt, and draws it with the prelude, common.gp, NAME.gp, `body` and overlay.gp. */
+typedef struct {
+    const plot_ctx *c;
+    const char *name;    /* prefill_latency, ...: NAME.dat, NAME.txt, NAME.gp, NAME.png */
+    series_list data;    /* the series drawn */
+    int cols;            /* columns of a point in NAME.dat: x y [lo hi] [w] (2..5) */
+    const char *comment; /* NAME.dat's first line */
+    membuf dat;          /* NAME.dat as the figure wrote it itself, when open */
+    texts t;             /* the caption and the panel titles */
+    prelude p;           /* the variables the scripts are given */
+    const char *body;    /* a shared script after NAME.gp (heatmap.gp), or NULL */
+    const char *why;     /* set when the inputs hold no data for the figure: why it is skipped */
+} figure;
+
+/* A figure function: fills f, or sets f->why. */
+typedef int (*figure_fn)(figure *f);
+
+static void figure_free(figure *f)
 {
-    membuf m;
+    series_list_free(&f->data);
+    if (f->dat.f) fclose(f->dat.f);
+    free(f->dat.buf);
+    f->dat.f = NULL, f->dat.buf = NULL;
+}
+
+/* Writes NAME.dat and NAME.txt and draws the figure. */
+static int figure_run(figure *f)
+{
     char name[64];
-    int rc = mb_open(&m);
-    if (rc) return rc;
-    write_blocks(m.f, l, cols, comment);
-    snprintf(name, sizeof name, "%s.dat", fig);
-    if ((rc = mb_save(&m, c->o->out_dir, name)) || (rc = write_texts(c, fig, t))) return rc;
-    return run_gnuplot(c, fig, p, NULL);
+    int rc = 0;
+    if (!f->dat.f) {
+        if ((rc = mb_open(&f->dat))) return rc;
+        write_blocks(f->dat.f, &f->data, f->cols, f->comment);
+    }
+    snprintf(name, sizeof name, "%s.dat", f->name);
+    if ((rc = mb_save(&f->dat, f->c->o->out_dir, name)) || (rc = write_texts(f->c, f->name, &f->t))) return rc;
+    return run_gnuplot(f->c, f->name, &f->p, f->body);
 }
 
 /* ---- figures ---- */
-
-/* Each figure function sets *why and returns 0 without drawing when its data is absent. */
-typedef int (*figure_fn)(const plot_ctx *c, const char *fig, const char **why);
 
 /* Median and interval of a measured cell, in seconds. */
 static point cell_point(const orthros_bench_cell *m)
@@ -674,39 +695,36 @@ static void bench_caption(char *out, size_t n, const plot_ctx *c, const char *wh
 }
 
 /* A latency figure (prefill or decode): series with error bars on log-log axes, skipped cells marked. */
-static int fig_latency(const plot_ctx *c, const char *fig, const char **why, const char *phase, double scale)
+static int fig_latency(figure *f, const char *phase, double scale)
 {
-    series_list l = {0}, skipped = {0};
-    prelude p = {0};
-    texts t = {0};
+    const plot_ctx *c = f->c;
+    series_list skipped = {0};
     double lo, hi;
-    int rc = bench_series(c, phase, &l, &skipped, 0);
-    if (!rc && !l.n) {
-        *why = !strcmp(phase, "prefill") ? "no prefill measurements in the bench files" : "no decode measurements in the bench files";
+    int rc = bench_series(c, phase, &f->data, &skipped, 0);
+    if (!rc && !f->data.n) {
+        f->why = !strcmp(phase, "prefill") ? "no prefill measurements in the bench files" : "no decode measurements in the bench files";
         goto done;
     }
-    y_extent(&l, &lo, &hi, scale);
-    if (!rc) rc = add_skipped(&l, &skipped, hi * 1.2 / scale);
-    pre_styles(&p, &l);
-    pre_xtics(&p, &l);
-    pre_logtics(&p, "yt", "yr", lo, hi * 1.2, "%g");
-    pre_set(&p, "nskip = %d", skipped.n ? 1 : 0);
-    bench_caption(t.caption, sizeof t.caption, c, "median with its bootstrap 95% interval; crosses on the top edge: not run");
-    if (!rc) rc = draw(c, fig, &l, 4, "latency: ctx median_s ci95_lo_s ci95_hi_s", &t, &p);
+    y_extent(&f->data, &lo, &hi, scale);
+    if (!rc) rc = add_skipped(&f->data, &skipped, hi * 1.2 / scale);
+    pre_styles(&f->p, &f->data);
+    pre_xtics(&f->p, &f->data);
+    pre_logtics(&f->p, "yt", "yr", lo, hi * 1.2, "%g");
+    pre_set(&f->p, "nskip = %d", skipped.n ? 1 : 0);
+    bench_caption(f->t.caption, sizeof f->t.caption, c, "median with its bootstrap 95% interval; crosses on the top edge: not run");
+    f->cols = 4;
+    f->comment = "latency: ctx median_s ci95_lo_s ci95_hi_s";
 done:
-    series_list_free(&l);
     series_list_free(&skipped);
     return rc;
 }
 
-static int fig_prefill(const plot_ctx *c, const char *fig, const char **why) { return fig_latency(c, fig, why, "prefill", 1); }
-static int fig_decode(const plot_ctx *c, const char *fig, const char **why) { return fig_latency(c, fig, why, "decode", 1e3); }
+static int fig_prefill(figure *f) { return fig_latency(f, "prefill", 1); }
+static int fig_decode(figure *f) { return fig_latency(f, "decode", 1e3); }
 
-static int fig_speedup(const plot_ctx *c, const char *fig, const char **why)
+static int fig_speedup(figure *f)
 {
-    series_list l = {0};
-    prelude p = {0};
-    texts t = {0};
+    const plot_ctx *c = f->c;
     char lab[LABEL_MAX];
     int rc = 0;
     for (size_t i = 0; i < c->n && !rc; i++) {
@@ -717,30 +735,28 @@ static int fig_speedup(const plot_ctx *c, const char *fig, const char **why)
             const orthros_speedup *e = &in->bench.speedups[k];
             bench_label(lab, sizeof lab, c, in, e->arch, e->phase, e->batch);
             point q = {e->ctx, e->speedup, isfinite(e->ci_lo) ? e->ci_lo : e->speedup, isfinite(e->ci_hi) ? e->ci_hi : e->speedup, 0};
-            rc = series_add(series_get(&l, lab, arch_color(e->arch, mi), phase_dash(e->phase), arch_point(e->arch, mi)), q);
+            rc = series_add(series_get(&f->data, lab, arch_color(e->arch, mi), phase_dash(e->phase), arch_point(e->arch, mi)), q);
         }
     }
-    if (!rc && !l.n) {
-        *why = "no speedups (the bench files need transformer and another architecture)";
+    if (!rc && !f->data.n) {
+        f->why = "no speedups (the bench files need transformer and another architecture)";
         goto done;
     }
     double lo, hi;
-    y_extent(&l, &lo, &hi, 1);
-    pre_styles(&p, &l);
-    pre_xtics(&p, &l);
-    pre_logtics(&p, "yt", "yr", fmin(lo, 0.9), fmax(hi, 25), "%gx");
-    bench_caption(t.caption, sizeof t.caption, c, "median(transformer) / median(arch), band: bootstrap 95% interval over rounds");
-    if (!rc) rc = draw(c, fig, &l, 4, "speedup: ctx speedup ci95_lo ci95_hi", &t, &p);
+    y_extent(&f->data, &lo, &hi, 1);
+    pre_styles(&f->p, &f->data);
+    pre_xtics(&f->p, &f->data);
+    pre_logtics(&f->p, "yt", "yr", fmin(lo, 0.9), fmax(hi, 25), "%gx");
+    bench_caption(f->t.caption, sizeof f->t.caption, c, "median(transformer) / median(arch), band: bootstrap 95% interval over rounds");
+    f->cols = 4;
+    f->comment = "speedup: ctx speedup ci95_lo ci95_hi";
 done:
-    series_list_free(&l);
     return rc;
 }
 
-static int fig_throughput(const plot_ctx *c, const char *fig, const char **why)
+static int fig_throughput(figure *f)
 {
-    series_list l = {0};
-    prelude p = {0};
-    texts t = {0};
+    const plot_ctx *c = f->c;
     char lab[LABEL_MAX];
     int rc = 0;
     double gemm = NAN, copy = NAN;
@@ -753,40 +769,38 @@ static int fig_throughput(const plot_ctx *c, const char *fig, const char **why)
             const orthros_bench_cell *m = &in->bench.cells[k];
             if (m->state != ORTHROS_CELL_MEASURED || !isfinite(m->tflops) || !isfinite(m->tbps)) continue;
             bench_label(lab, sizeof lab, c, in, m->arch, m->phase, m->batch);
-            rc = series_add(series_get(&l, lab, arch_color(m->arch, mi), phase_dash(m->phase), arch_point(m->arch, mi)),
+            rc = series_add(series_get(&f->data, lab, arch_color(m->arch, mi), phase_dash(m->phase), arch_point(m->arch, mi)),
                             (point){m->ctx, m->tflops, m->tbps, 0, 0});
         }
     }
-    if (!rc && !l.n) {
-        *why = "no measurements with a cost model in the bench files";
+    if (!rc && !f->data.n) {
+        f->why = "no measurements with a cost model in the bench files";
         goto done;
     }
     double tlo = INFINITY, thi = 0, blo = INFINITY, bhi = 0;
-    for (size_t i = 0; i < l.n; i++)
-        for (size_t j = 0; j < l.s[i].n; j++) {
-            const point *q = &l.s[i].p[j];
+    for (size_t i = 0; i < f->data.n; i++)
+        for (size_t j = 0; j < f->data.s[i].n; j++) {
+            const point *q = &f->data.s[i].p[j];
             if (q->y > 0) tlo = fmin(tlo, q->y), thi = fmax(thi, q->y);
             if (q->lo > 0) blo = fmin(blo, q->lo), bhi = fmax(bhi, q->lo);
         }
-    pre_styles(&p, &l);
-    pre_xtics(&p, &l);
-    pre_set(&p, "gemm = %.6g", isfinite(gemm) ? gemm : -1);
-    pre_set(&p, "copy = %.6g", isfinite(copy) ? copy : -1);
-    pre_logtics(&p, "yt1", "yr1", tlo, isfinite(gemm) ? fmax(thi, gemm) : thi, "%g");
-    pre_logtics(&p, "yt2", "yr2", blo, isfinite(copy) ? fmax(bhi, copy) : bhi, "%g");
-    bench_caption(t.caption, sizeof t.caption, c, "cost-model FLOPs and bytes over the median; dashed: the run's GEMM and copy ceilings");
-    if (!rc) rc = draw(c, fig, &l, 3, "throughput: ctx tflops tbps", &t, &p);
+    pre_styles(&f->p, &f->data);
+    pre_xtics(&f->p, &f->data);
+    pre_set(&f->p, "gemm = %.6g", isfinite(gemm) ? gemm : -1);
+    pre_set(&f->p, "copy = %.6g", isfinite(copy) ? copy : -1);
+    pre_logtics(&f->p, "yt1", "yr1", tlo, isfinite(gemm) ? fmax(thi, gemm) : thi, "%g");
+    pre_logtics(&f->p, "yt2", "yr2", blo, isfinite(copy) ? fmax(bhi, copy) : bhi, "%g");
+    bench_caption(f->t.caption, sizeof f->t.caption, c, "cost-model FLOPs and bytes over the median; dashed: the run's GEMM and copy ceilings");
+    f->cols = 3;
+    f->comment = "throughput: ctx tflops tbps";
 done:
-    series_list_free(&l);
     return rc;
 }
 
 /* The attention op alone (one layer, PyTorch SDPA anchors), in its own figure: it is not a whole model's prefill. */
-static int fig_attention_op(const plot_ctx *c, const char *fig, const char **why)
+static int fig_attention_op(figure *f)
 {
-    series_list l = {0};
-    prelude p = {0};
-    texts t = {0};
+    const plot_ctx *c = f->c;
     char lab[LABEL_MAX], devs[256] = "";
     int rc = 0;
     static const char *const colors[] = {"#444444", "#999999", "#1f5fa8", "#d1451b", "#6b6b6b", "#b5b5b5"};
@@ -800,25 +814,25 @@ static int fig_attention_op(const plot_ctx *c, const char *fig, const char **why
             /* Causal attention FLOPs, 2 N^2 Hq d, where the file does not state the rate. */
             double tf = isfinite(a->tflops) ? a->tflops : 2.0 * a->ctx * (double)a->ctx * a->hq * a->head_dim / a->median_s / 1e12;
             snprintf(lab, sizeof lab, "SDPA %s, head dim %d", a->backend, a->head_dim);
-            size_t before = l.n;
-            series *s = series_get(&l, lab, NULL, a->head_dim == 64 ? 1 : 2, strcmp(a->backend, "flash") ? 7 : 5);
-            if (s && l.n > before) s->color = colors[(l.n - 1) % 6];
+            size_t before = f->data.n;
+            series *s = series_get(&f->data, lab, NULL, a->head_dim == 64 ? 1 : 2, strcmp(a->backend, "flash") ? 7 : 5);
+            if (s && f->data.n > before) s->color = colors[(f->data.n - 1) % 6];
             rc = series_add(s, (point){a->ctx, tf, 0, 0, 0});
         }
     }
-    if (!rc && !l.n) {
-        *why = "no prefill cases in the anchor files (kernels/bench/anchors.py)";
+    if (!rc && !f->data.n) {
+        f->why = "no prefill cases in the anchor files (bench/kernels/anchors.py)";
         goto done;
     }
     double lo, hi;
-    y_extent(&l, &lo, &hi, 1);
-    pre_styles(&p, &l);
-    pre_xtics(&p, &l);
-    pre_logtics(&p, "yt", "yr", lo, hi, "%g");
-    snprintf(t.caption, sizeof t.caption, "causal attention of one layer (32 q / 8 kv heads), TFLOP/s = 2 N^2 Hq d / time; %s", devs);
-    if (!rc) rc = draw(c, fig, &l, 2, "attention_op: ctx tflops", &t, &p);
+    y_extent(&f->data, &lo, &hi, 1);
+    pre_styles(&f->p, &f->data);
+    pre_xtics(&f->p, &f->data);
+    pre_logtics(&f->p, "yt", "yr", lo, hi, "%g");
+    snprintf(f->t.caption, sizeof f->t.caption, "causal attention of one layer (32 q / 8 kv heads), TFLOP/s = 2 N^2 Hq d / time; %s", devs);
+    f->cols = 2;
+    f->comment = "attention_op: ctx tflops";
 done:
-    series_list_free(&l);
     return rc;
 }
 
@@ -868,17 +882,14 @@ static layout layout_of(size_t n)
     return g;
 }
 
-/* Writes one block per panel (every grid cell present, NaN where not run; columns ix iy accuracy n) and draws the
- * heatmap figure with the panels' titles. */
-static int draw_heatmap(const plot_ctx *c, const char *fig, const acc_list *a, const char *caption, const char *ylab_suffix)
+/* A heatmap figure: NAME.dat of one block per panel (every grid cell present, NaN where not run; columns ix iy
+ * accuracy n), the panels' titles, and heatmap.gp after NAME.gp. */
+static int heatmap(figure *f, const acc_list *a, const char *caption, const char *ylab_suffix)
 {
     double *xs = malloc((a->n + 1) * sizeof *xs), *ys = malloc((a->n + 1) * sizeof *ys);
     char panels[64][LABEL_MAX];
     size_t np = 0;
-    membuf m = {0};
-    prelude p = {0};
-    texts t = {0};
-    int rc = xs && ys ? mb_open(&m) : orthros_error(ORTHROS_ENOMEM, "out of memory");
+    int rc = xs && ys ? mb_open(&f->dat) : orthros_error(ORTHROS_ENOMEM, "out of memory");
     if (rc) goto done;
     for (size_t j = 0; j < a->n; j++) xs[j] = a->a[j].x, ys[j] = a->a[j].y;
     size_t nx = distinct(xs, a->n), ny = distinct(ys, a->n);
@@ -887,22 +898,19 @@ static int draw_heatmap(const plot_ctx *c, const char *fig, const acc_list *a, c
         for (size_t q = 0; q < np; q++) seen |= !strcmp(panels[q], a->a[j].panel);
         if (!seen) snprintf(panels[np++], LABEL_MAX, "%s", a->a[j].panel);
     }
-    fprintf(m.f, "# %s: ix iy accuracy n (ix, iy index the sorted distinct lengths and y values); one block per panel\n", fig);
+    fprintf(f->dat.f, "# %s: ix iy accuracy n (ix, iy index the sorted distinct lengths and y values); one block per panel\n", f->name);
     for (size_t q = 0; q < np; q++) {
-        fprintf(m.f, "%s\"%s\" iy accuracy n\n", q ? "\n\n" : "", panels[q]);
+        fprintf(f->dat.f, "%s\"%s\" iy accuracy n\n", q ? "\n\n" : "", panels[q]);
         for (size_t iy = 0; iy < ny; iy++)
             for (size_t ix = 0; ix < nx; ix++) {
                 double val = NAN, cnt = 0;
                 for (size_t j = 0; j < a->n; j++)
                     if (!strcmp(a->a[j].panel, panels[q]) && a->a[j].x == xs[ix] && a->a[j].y == ys[iy])
                         val = a->a[j].k / a->a[j].n, cnt = a->a[j].n;
-                if (isnan(val)) fprintf(m.f, "%zu %zu NaN 0\n", ix, iy);
-                else fprintf(m.f, "%zu %zu %.6g %g\n", ix, iy, val, cnt);
+                if (isnan(val)) fprintf(f->dat.f, "%zu %zu NaN 0\n", ix, iy);
+                else fprintf(f->dat.f, "%zu %zu %.6g %g\n", ix, iy, val, cnt);
             }
     }
-    char name[64];
-    snprintf(name, sizeof name, "%s.dat", fig);
-    if ((rc = mb_save(&m, c->o->out_dir, name))) goto done;
     layout g = layout_of(np);
     /* Sizes in pixels, so that a panel keeps its shape however many rows there are. */
     int w = 420 * g.cols + 220, h = 360 * g.rows + 180;
@@ -910,28 +918,27 @@ static int draw_heatmap(const plot_ctx *c, const char *fig, const acc_list *a, c
     double pw = (g.right - g.left) / g.cols, ph = (g.top - g.bottom) / g.rows;
     for (size_t q = 0; q < np; q++) {
         int r = (int)q / g.cols, col = (int)q % g.cols;
-        t.tx[q] = g.left + (col + 0.5) * pw;
-        t.ty[q] = g.top - r * ph - 22.0 / h;
-        memcpy(t.titles[q], panels[q], LABEL_MAX);
+        f->t.tx[q] = g.left + (col + 0.5) * pw;
+        f->t.ty[q] = g.top - r * ph - 22.0 / h;
+        memcpy(f->t.titles[q], panels[q], LABEL_MAX);
     }
-    t.n_titles = (int)np;
-    snprintf(t.caption, sizeof t.caption, "%s", caption);
-    pre_set(&p, "n = %zu", np);
-    pre_set(&p, "nx = %zu", nx);
-    pre_set(&p, "ny = %zu", ny);
-    pre_set(&p, "rows = %d", g.rows);
-    pre_set(&p, "cols = %d", g.cols);
-    pre_set(&p, "left = %.4f", g.left);
-    pre_set(&p, "right = %.4f", g.right);
-    pre_set(&p, "top = %.4f", g.top);
-    pre_set(&p, "bottom = %.4f", g.bottom);
-    pre_set(&p, "w = %d", w);
-    pre_set(&p, "h = %d", h);
-    pre_tics(&p, "xt", xs, nx, 1, NULL);
-    pre_tics(&p, "yt", ys, ny, 1, ylab_suffix);
-    if (!(rc = write_texts(c, fig, &t))) rc = run_gnuplot(c, fig, &p, "heatmap.gp");
+    f->t.n_titles = (int)np;
+    snprintf(f->t.caption, sizeof f->t.caption, "%s", caption);
+    pre_set(&f->p, "n = %zu", np);
+    pre_set(&f->p, "nx = %zu", nx);
+    pre_set(&f->p, "ny = %zu", ny);
+    pre_set(&f->p, "rows = %d", g.rows);
+    pre_set(&f->p, "cols = %d", g.cols);
+    pre_set(&f->p, "left = %.4f", g.left);
+    pre_set(&f->p, "right = %.4f", g.right);
+    pre_set(&f->p, "top = %.4f", g.top);
+    pre_set(&f->p, "bottom = %.4f", g.bottom);
+    pre_set(&f->p, "w = %d", w);
+    pre_set(&f->p, "h = %d", h);
+    pre_tics(&f->p, "xt", xs, nx, 1, NULL);
+    pre_tics(&f->p, "yt", ys, ny, 1, ylab_suffix);
+    f->body = "heatmap.gp";
 done:
-    if (m.f) fclose(m.f), free(m.buf);
     free(xs);
     free(ys);
     return rc;
@@ -964,8 +971,9 @@ static void eval_caption(char *out, size_t n, const plot_ctx *c, const char *tas
              hybrid, prov);
 }
 
-static int fig_niah(const plot_ctx *c, const char *fig, const char **why)
+static int fig_niah(figure *f)
 {
+    const plot_ctx *c = f->c;
     acc_list a = {0};
     int rc = 0;
     char panel[LABEL_MAX], caption[600];
@@ -979,17 +987,18 @@ static int fig_niah(const plot_ctx *c, const char *fig, const char **why)
             rc = acc_add(&a, panel, e->ctx, e->axis, (double)e->correct, (double)e->n);
         }
     }
-    if (!rc && !a.n) *why = "no NIAH cells (eval files with task \"niah\")";
+    if (!rc && !a.n) f->why = "no NIAH cells (eval files with task \"niah\")";
     else if (!rc) {
         eval_caption(caption, sizeof caption, c, "niah");
-        rc = draw_heatmap(c, fig, &a, caption, "%%");
+        rc = heatmap(f, &a, caption, "%%");
     }
     free(a.a);
     return rc;
 }
 
-static int fig_mqar(const plot_ctx *c, const char *fig, const char **why)
+static int fig_mqar(figure *f)
 {
+    const plot_ctx *c = f->c;
     acc_list a = {0};
     int rc = 0;
     char caption[600];
@@ -1001,10 +1010,10 @@ static int fig_mqar(const plot_ctx *c, const char *fig, const char **why)
             if (!strcmp(e->task, "mqar")) rc = acc_add(&a, e->arch, e->ctx, e->axis, (double)e->correct, (double)e->n);
         }
     }
-    if (!rc && !a.n) *why = "no MQAR cells (eval files with task \"mqar\")";
+    if (!rc && !a.n) f->why = "no MQAR cells (eval files with task \"mqar\")";
     else if (!rc) {
         eval_caption(caption, sizeof caption, c, "mqar");
-        rc = draw_heatmap(c, fig, &a, caption, "");
+        rc = heatmap(f, &a, caption, "");
     }
     free(a.a);
     return rc;
@@ -1012,28 +1021,29 @@ static int fig_mqar(const plot_ctx *c, const char *fig, const char **why)
 
 /* The RULER heatmaps: ruler_niah depth x length, one panel per architecture, variant and needle; ruler_vt hops x
  * length and ruler_cwe words x length, one panel per architecture. */
-static int fig_ruler(const plot_ctx *c, const char *fig, const char **why)
+static int fig_ruler(figure *f)
 {
+    const plot_ctx *c = f->c;
     acc_list a = {0};
-    int rc = 0, niah = !strcmp(fig, "ruler_niah");
+    int rc = 0, niah = !strcmp(f->name, "ruler_niah");
     char panel[LABEL_MAX], caption[600];
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (in->kind != ORTHROS_RESULT_EVAL) continue;
         for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
             const orthros_eval_cell *e = &in->eval.cells[k];
-            if (strcmp(e->task, fig)) continue;
+            if (strcmp(e->task, f->name)) continue;
             if (niah) snprintf(panel, sizeof panel, "%s, %s needle (%s)", e->arch, e->variant, e->needle);
             else snprintf(panel, sizeof panel, "%s", e->arch);
             rc = acc_add(&a, panel, e->ctx, e->axis, (double)e->correct, (double)e->n);
         }
     }
-    if (!rc && !a.n) *why = niah ? "no RULER NIAH cells (eval files with task \"ruler_niah\")"
-                      : !strcmp(fig, "ruler_vt") ? "no variable-tracking cells (task \"ruler_vt\")"
+    if (!rc && !a.n) f->why = niah ? "no RULER NIAH cells (eval files with task \"ruler_niah\")"
+                      : !strcmp(f->name, "ruler_vt") ? "no variable-tracking cells (task \"ruler_vt\")"
                                                  : "no common-words cells (task \"ruler_cwe\")";
     else if (!rc) {
-        eval_caption(caption, sizeof caption, c, fig);
-        rc = draw_heatmap(c, fig, &a, caption, niah ? "%%" : "");
+        eval_caption(caption, sizeof caption, c, f->name);
+        rc = heatmap(f, &a, caption, niah ? "%%" : "");
     }
     free(a.a);
     return rc;
@@ -1041,11 +1051,9 @@ static int fig_ruler(const plot_ctx *c, const char *fig, const char **why)
 
 /* Perplexity vs window length, one line per architecture (and stride, when the inputs hold several), with the
  * bootstrap interval over windows as error bars. */
-static int fig_ppl(const plot_ctx *c, const char *fig, const char **why)
+static int fig_ppl(figure *f)
 {
-    series_list l = {0};
-    prelude p = {0};
-    texts t = {0};
+    const plot_ctx *c = f->c;
     char lab[LABEL_MAX], texts_of[200] = "";
     int rc = 0, strides = 0, linear = 0;
     double stride0 = -1;
@@ -1070,7 +1078,7 @@ static int fig_ppl(const plot_ctx *c, const char *fig, const char **why)
             if (strides && e->axis != e->ctx) snprintf(lab, sizeof lab, "%s, stride %d", e->arch, e->axis);
             else snprintf(lab, sizeof lab, "%s%s", e->arch, e->linear_tokens > 0 ? " (linear-phase logits)" : "");
             point q = {e->ctx, e->ppl, isfinite(e->ppl_lo) ? e->ppl_lo : e->ppl, isfinite(e->ppl_hi) ? e->ppl_hi : e->ppl, 0};
-            rc = series_add(series_get(&l, lab, arch_color(e->arch, 0), 1, arch_point(e->arch, 0)), q);
+            rc = series_add(series_get(&f->data, lab, arch_color(e->arch, 0), 1, arch_point(e->arch, 0)), q);
         }
         if (any) {
             const char *txt = in->eval.cfg.text ? in->eval.cfg.text : "?", *slash = strrchr(txt, '/');
@@ -1079,31 +1087,29 @@ static int fig_ppl(const plot_ctx *c, const char *fig, const char **why)
             add_item(texts_of, sizeof texts_of, item);
         }
     }
-    if (!rc && !l.n) {
-        *why = "no perplexity cells (eval files with task \"ppl\")";
+    if (!rc && !f->data.n) {
+        f->why = "no perplexity cells (eval files with task \"ppl\")";
         goto done;
     }
     double lo, hi;
-    y_extent(&l, &lo, &hi, 1);
-    pre_styles(&p, &l);
-    pre_xtics(&p, &l);
-    pre_logtics(&p, "yt", "yr", lo, hi, "%g");
+    y_extent(&f->data, &lo, &hi, 1);
+    pre_styles(&f->p, &f->data);
+    pre_xtics(&f->p, &f->data);
+    pre_logtics(&f->p, "yt", "yr", lo, hi, "%g");
     char models[400];
     eval_caption(models, sizeof models, c, "ppl");
-    snprintf(t.caption, sizeof t.caption, "%s; bars: bootstrap 95%% over windows%s; %s", texts_of,
+    snprintf(f->t.caption, sizeof f->t.caption, "%s; bars: bootstrap 95%% over windows%s; %s", texts_of,
              linear ? "; orthros: linear-phase logits" : "", models);
-    if (!rc) rc = draw(c, fig, &l, 4, "perplexity: window ppl ci95_lo ci95_hi", &t, &p);
+    f->cols = 4;
+    f->comment = "perplexity: window ppl ci95_lo ci95_hi";
 done:
-    series_list_free(&l);
     return rc;
 }
 
 /* Recall accuracy per architecture with its Wilson interval, one bar each (one group per input file). */
-static int fig_recall(const plot_ctx *c, const char *fig, const char **why)
+static int fig_recall(figure *f)
 {
-    series_list l = {0};
-    prelude p = {0};
-    texts t = {0};
+    const plot_ctx *c = f->c;
     char lab[LABEL_MAX], files[200] = "";
     int rc = 0, x = 0;
     for (size_t i = 0; i < c->n && !rc; i++) {
@@ -1116,7 +1122,7 @@ static int fig_recall(const plot_ctx *c, const char *fig, const char **why)
             any = 1;
             snprintf(lab, sizeof lab, "%s (%lld of %lld)", e->arch, (long long)e->correct, (long long)e->n);
             point q = {x++, e->accuracy, e->ci_lo, e->ci_hi, 0};
-            rc = series_add(series_get(&l, lab, arch_color(e->arch, 0), 1, arch_point(e->arch, 0)), q);
+            rc = series_add(series_get(&f->data, lab, arch_color(e->arch, 0), 1, arch_point(e->arch, 0)), q);
         }
         if (any) {
             const char *txt = in->eval.cfg.text ? in->eval.cfg.text : "?", *slash = strrchr(txt, '/');
@@ -1124,18 +1130,18 @@ static int fig_recall(const plot_ctx *c, const char *fig, const char **why)
             x++;
         }
     }
-    if (!rc && !l.n) {
-        *why = "no recall cells (eval files with task \"recall\")";
+    if (!rc && !f->data.n) {
+        f->why = "no recall cells (eval files with task \"recall\")";
         goto done;
     }
     char models[400];
     eval_caption(models, sizeof models, c, "recall");
-    pre_styles(&p, &l);
-    pre_set(&p, "xmax = %d", x);
-    snprintf(t.caption, sizeof t.caption, "%s; bars: Wilson 95%%; %s", files, models);
-    if (!rc) rc = draw(c, fig, &l, 4, "recall: position accuracy ci95_lo ci95_hi", &t, &p);
+    pre_styles(&f->p, &f->data);
+    pre_set(&f->p, "xmax = %d", x);
+    snprintf(f->t.caption, sizeof f->t.caption, "%s; bars: Wilson 95%%; %s", files, models);
+    f->cols = 4;
+    f->comment = "recall: position accuracy ci95_lo ci95_hi";
 done:
-    series_list_free(&l);
     return rc;
 }
 
@@ -1173,14 +1179,19 @@ int orthros_plot_run(int *made, const char *const *paths, size_t n, const orthro
         }
     }
     if ((rc = orthros_mkdir_p(o->out_dir))) goto done;
-    for (int f = 0; f < ORTHROS_PLOT_FIGURES; f++) {
-        const char *why = NULL;
-        if ((rc = figure_fns[f](&c, orthros_plot_figure_names[f], &why))) {
-            orthros_error_prefix(rc, orthros_plot_figure_names[f]);
-            goto done;
+    for (int k = 0; k < ORTHROS_PLOT_FIGURES && !rc; k++) {
+        figure *f = calloc(1, sizeof *f);
+        if (!f) {
+            rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+            break;
         }
-        if (why) fprintf(stderr, "plot: %s skipped: %s\n", orthros_plot_figure_names[f], why);
+        f->c = &c, f->name = orthros_plot_figure_names[k];
+        if (!(rc = figure_fns[k](f)) && !f->why) rc = figure_run(f);
+        if (rc) orthros_error_prefix(rc, f->name);
+        else if (f->why) fprintf(stderr, "plot: %s skipped: %s\n", f->name, f->why);
         else (*made)++;
+        figure_free(f);
+        free(f);
     }
 done:
     for (size_t i = 0; i < c.n; i++) input_free(&c.in[i]);
@@ -1233,7 +1244,7 @@ int orthros_cmd_plot(int argc, char **argv)
     orthros_cmd_init(&c, cmd,
                      "orthros plot RESULT.json... --out DIR: figures from result files only, through gnuplot.\n"
                      "Inputs are recognised by content: bench files (orthros bench), eval files (orthros eval: NIAH,\n"
-                     "MQAR, RULER, recall and perplexity cells) and PyTorch SDPA anchor files (kernels/bench/anchors.py); each is validated first.\n"
+                     "MQAR, RULER, recall and perplexity cells) and PyTorch SDPA anchor files (bench/kernels/anchors.py); each is validated first.\n"
                      "Figures, each as DIR/NAME.png, .svg or .pdf with its data in DIR/NAME.dat and texts in DIR/NAME.txt:\n"
                      "  prefill_latency  model prefill time vs context length, log-log, per architecture\n"
                      "  speedup          speedup over transformer vs length, 95% band, the 21.9x line\n"

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "gguf.h"
 #include "safetensors.h"
+#include "targets.h"
 #include "testutil.h"
 #include "tokenizer.h"
 
@@ -557,7 +558,7 @@ static void check_malformed(void)
         buf b = raw_header(k);
         snprintf(path, sizeof path, "%s/bad-header-%02d.gguf", tmp, k);
         write_file(path, b.p, b.n);
-        CHECK(orthros_gguf_check_buffer(b.p ? b.p : (uint8_t *)"", b.n) < 0, "header %d: the fuzz entry accepted it", k);
+        CHECK(orthros_fuzz_gguf_check_buffer(b.p ? b.p : (uint8_t *)"", b.n) < 0, "header %d: the fuzz entry accepted it", k);
         char label[64];
         snprintf(label, sizeof label, "header defect %d", k);
         expect_refusal(label, path, "logits", header_want[k]);
@@ -617,10 +618,10 @@ static void check_mutations(void)
         if (!files[f]) continue;
         size_t n = lens[f];
         uint8_t *copy = malloc(n);
-        CHECK(orthros_gguf_check_buffer(files[f], n) == 0, "file %d: the valid file is refused: %s", f, orthros_last_error());
+        CHECK(orthros_fuzz_gguf_check_buffer(files[f], n) == 0, "file %d: the valid file is refused: %s", f, orthros_last_error());
         for (size_t cut = 0; cut < n; cut += cut < 4096 ? 7 : n / 97 + 1) {
             memcpy(copy, files[f], cut);
-            refused += orthros_gguf_check_buffer(copy, cut) < 0;
+            refused += orthros_fuzz_gguf_check_buffer(copy, cut) < 0;
             runs++;
         }
         for (int k = 0; k < 300; k++) {
@@ -632,13 +633,13 @@ static void check_mutations(void)
                 size_t at = (size_t)(orthros_uniform(7, (uint64_t)k * 64 + (uint64_t)j) * (double)span);
                 copy[at] = (uint8_t)(orthros_uniform(11, (uint64_t)k * 64 + (uint64_t)j) * 256);
             }
-            orthros_gguf_check_buffer(copy, n);
+            orthros_fuzz_gguf_check_buffer(copy, n);
             runs++;
         }
         free(copy);
     }
     CHECK(runs > 600 && refused > 100, "%d mutated buffers, %d truncations refused", runs, refused);
-    printf("mutations: %d buffers through orthros_gguf_check_buffer, %d truncations refused, no crash\n", runs, refused);
+    printf("mutations: %d buffers through orthros_fuzz_gguf_check_buffer, %d truncations refused, no crash\n", runs, refused);
     free(orig);
     free(tokb.p);
 }

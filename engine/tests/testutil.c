@@ -197,18 +197,8 @@ char *tu_tempdir(void)
 
 char *tu_slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!b) return NULL;
-    b[got] = '\0';
-    if (len) *len = got;
-    return b;
+    char *b = NULL;
+    return orthros_read_file(&b, len, path, SIZE_MAX, NULL) ? NULL : b;
 }
 
 cJSON *tu_load_json(const char *path)

@@ -341,7 +341,7 @@ static void committed_files(const char *src)
         orthros_bench_file_free(&f);
     }
     /* The kernel bench file of 2026-12-01 (the older format, with each record's case) written as a bench file:
-     * every case survives and the new file reads back; kernels/bench/summary.py reads both. */
+     * every case survives and the new file reads back; bench/kernels/summary.py reads both. */
     {
         char path[4300], out[4300];
         snprintf(path, sizeof path, "%s/data/results/h200-2026-12-01/bench_kernels.json", src);

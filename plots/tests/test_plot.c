@@ -105,7 +105,7 @@ static void write_eval(const char *path, int niah, int mqar)
     write_json(path, r);
 }
 
-/* An anchor file in the shape of kernels/bench/anchors.py's: SDPA prefill times (made up, small lengths). */
+/* An anchor file in the shape of bench/kernels/anchors.py's: SDPA prefill times (made up, small lengths). */
 static void write_anchors(const char *path)
 {
     cJSON *r = cJSON_CreateObject(), *cases = cJSON_AddArrayToObject(r, "cases");

@@ -3,7 +3,7 @@
 anchors.json (PyTorch SDPA flash and cuDNN on the same shapes, same run), as ratios: anchor time / our time, so
 above 1.0x means ours is faster. Per case the default version and the fastest kept version; the ceilings of the
 run (copy, read, GEMM) and the default kernel versions. Standard library only.
-usage: python3 kernels/bench/summary.py BENCH_KERNELS.json [ANCHORS.json]"""
+usage: python3 bench/kernels/summary.py BENCH_KERNELS.json [ANCHORS.json]"""
 import json
 import sys
 

@@ -5,7 +5,7 @@ decode of one query token over a 32K / 64K / 128K cache, batch 1, 8 and 16: the 
 kernel version on), plus a cuBLAS bf16 GEMM, a device copy and a read-only pass (a sum) as ceilings.
 Causal attention FLOPs: 2 * N^2 * Hq * d (DESIGN section 6). Decode bytes: the K and V caches read
 once plus q and o. Writes JSON to argv[1] and prints a table.
-usage: python3 kernels/bench/anchors.py OUT.json [--quick]"""
+usage: python3 bench/kernels/anchors.py OUT.json [--quick]"""
 import json
 import sys
 

@@ -3,8 +3,8 @@
  * GEMM for matrix rate). For each case: the work's FLOPs and the fewest bytes it must move, the floor those give
  * with the measured ceilings (read-bound ops, the attention kernels, against the read ceiling; ops that write as
  * much as they read against the copy ceiling), the median time, and the achieved TFLOP/s and TB/s. Each kept
- * kernel version is timed by name on the shapes of kernels/bench/anchors.py (PyTorch SDPA flash and cuDNN), and
- * every record carries its case (kind, head dim, context, batch, version) so that kernels/bench/summary.py can
+ * kernel version is timed by name on the shapes of bench/kernels/anchors.py (PyTorch SDPA flash and cuDNN), and
+ * every record carries its case (kind, head dim, context, batch, version) so that bench/kernels/summary.py can
  * set them side by side.
  *
  * Timing: each sample is K back-to-back launches between two stream syncs, read on the host clock, divided
@@ -59,12 +59,6 @@ static void *dalloc(size_t bytes)
 
 typedef int (*run_fn)(void *ctx);
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Times fn: returns the median seconds per call; samples[] receives every timed sample. */
 static double time_op(run_fn fn, void *ctx, double *samples)
 {
@@ -86,8 +80,7 @@ static double time_op(run_fn fn, void *ctx, double *samples)
     }
     double sorted[SAMPLES];
     memcpy(sorted, samples, sizeof sorted);
-    qsort(sorted, SAMPLES, sizeof(double), cmp_double);
-    return sorted[SAMPLES / 2];
+    return orthros_median_sorting(sorted, SAMPLES);
 }
 
 /* --only OP: run only the benchmarks of ops whose name contains OP (for a profiler run of one kernel). The
@@ -96,7 +89,7 @@ static const char *only;
 static int want(const char *op) { return !only || strstr(op, only) != NULL; }
 
 /* The result file (a bench result file of kernel cells, the format `orthros bench` writes, read by compare and
- * kernels/bench/summary.py), rewritten atomically after every record so that a kernel that hangs or faults (the
+ * bench/kernels/summary.py), rewritten atomically after every record so that a kernel that hangs or faults (the
  * process is then killed) loses only its own figure. */
 static orthros_bench_file out_file;
 static const char *out_path;

@@ -1,18 +1,19 @@
-/* Tensor-parallel ranks as processes (the cuda backend), docs/tensor-parallel.md:
- *   - the launch: `orthros CMD --tp N --device cuda` without a launcher's environment starts N copies of this
- *     binary (posix_spawn of /proc/self/exe, no shell) with the environment torchrun gives its workers, waits
- *     for them and returns the worst exit status;
+/* Tensor-parallel ranks as processes, the transport (docs/tensor-parallel.md): the world of ranks, the control
+ * channel and the all-reduce over it; nothing here knows a model or a command.
  *   - the world: a process whose environment names its rank (RANK / WORLD_SIZE / LOCAL_RANK as torchrun sets
  *     them, or OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK as mpirun does) takes GPU LOCAL_RANK, meets the
  *     others over TCP at MASTER_ADDR:MASTER_PORT (rank 0 listens, hands out NCCL's unique id and keeps the
  *     connections as the control channel) and joins the NCCL communicator with ncclCommInitRank, so the same
  *     code runs across nodes;
- *   - the control channel: rank 0 runs the command; ranks 1..N-1 run serve() until rank 0 sends EXIT (at its
- *     exit) or goes away, making on their shard every model and session call rank 0 makes on its own.
+ *   - the control channel: rank 0 sends every model and session call to the others (orthros_tp_send, from
+ *     model.c and load.c) and gathers their answers; ranks 1..N-1 read the calls (orthros_tp_recv) and answer
+ *     them (orthros_tp_reply) in the rank server above the model (ranks/ranks.c), until rank 0 sends EXIT (at
+ *     its exit) or goes away.
  * NVLink SHARP (multicast objects) is never used: NCCL_NVLS_ENABLE=0 is set in every rank's environment before
  * NCCL starts.
  * With ORTHROS_TP_PROCESSES=1, `--device cpu` runs its ranks the same way, as processes, with an all-reduce over
- * the control connections instead of NCCL: the whole machinery above, tested without GPUs. */
+ * the control connections instead of NCCL (orthros_comm_allreduce_tcp_f32): the whole machinery, tested without
+ * GPUs. */
 #define _GNU_SOURCE
 #include "tp.h"
 
@@ -23,22 +24,16 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define TP_MAGIC 0x5054524fu /* "ORTP" */
 #define TP_PROTOCOL (4 + 1000 * (int)sizeof(orthros_tp_cmd) + 100000 * (int)sizeof(orthros_device_info))
 #define TP_MAX_PAYLOAD ((uint64_t)1 << 32) /* 1G tokens */
-#define TP_MAX_OBJECTS 256
 
 static struct {
     int active;
@@ -148,7 +143,8 @@ typedef struct {
     char msg[1016];
 } tp_reply;
 
-int orthros_tp_gather_status(void)
+/* The others' answers: the first failure, named by its rank. */
+static int gather_others(void)
 {
     if (!world.active || world.comm.rank != 0) return 0;
     int rc = 0;
@@ -169,6 +165,14 @@ int orthros_tp_gather_status(void)
         }
     }
     return rc ? orthros_error(rc, "%s", why) : 0;
+}
+
+int orthros_tp_gather_status(int rc)
+{
+    char mine[1024];
+    snprintf(mine, sizeof mine, "%s", orthros_last_error());
+    int rc_others = gather_others();
+    return rc ? orthros_error(rc, "%s", mine) : rc_others;
 }
 
 int orthros_comm_allreduce_tcp_f32(orthros_comm *c, float *x, size_t n)
@@ -212,8 +216,6 @@ static const char *env_first(const char *a, const char *b)
     v = getenv(b);
     return v && *v ? v : NULL;
 }
-
-static int env_is_launched(void) { return env_first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE") != NULL; }
 
 static int parse_nonneg(const char *s, long max, int *out)
 {
@@ -424,31 +426,28 @@ static int join_world(const tp_env *e, int cpu, orthros_backend **be)
     return 0;
 }
 
-/* ---- ranks > 0: serve rank 0's calls ---- */
+/* ---- ranks > 0: the calls from rank 0, and the answers ---- */
 
-typedef struct {
-    int id, batch;
-    void *obj;
-} tp_object;
-
-static tp_object *object_find(tp_object *t, int id)
+int orthros_tp_recv(orthros_tp_cmd *cmd, char **payload)
 {
-    for (int i = 0; i < TP_MAX_OBJECTS; i++)
-        if (t[i].obj && t[i].id == id) return &t[i];
-    return NULL;
+    free(*payload);
+    *payload = NULL;
+    if (read_all(world.socks[0], cmd, sizeof *cmd))
+        return orthros_error(ORTHROS_EDEVICE, "rank 0 closed the control connection (%s) without saying EXIT",
+                             errno ? strerror(errno) : "end of stream");
+    if (cmd->magic != TP_MAGIC || cmd->payload_bytes > TP_MAX_PAYLOAD)
+        return orthros_error(ORTHROS_EFORMAT, "a malformed command from rank 0");
+    if (cmd->op == ORTHROS_TP_EXIT || !cmd->payload_bytes) return 0;
+    /* int32 tokens are read in place: malloc's alignment suffices */
+    if (!(*payload = malloc((size_t)cmd->payload_bytes)))
+        return orthros_error(ORTHROS_ENOMEM, "out of host memory for a %llu-byte command",
+                             (unsigned long long)cmd->payload_bytes);
+    if (read_all(world.socks[0], *payload, (size_t)cmd->payload_bytes))
+        return orthros_error(ORTHROS_EDEVICE, "rank 0 closed the control connection mid-command");
+    return 0;
 }
 
-static int object_add(tp_object *t, int id, int batch, void *obj)
-{
-    for (int i = 0; i < TP_MAX_OBJECTS; i++)
-        if (!t[i].obj) {
-            t[i] = (tp_object){id, batch, obj};
-            return 0;
-        }
-    return orthros_error(ORTHROS_ENOMEM, "more than %d models or sessions at once", TP_MAX_OBJECTS);
-}
-
-static int reply(int rc)
+int orthros_tp_reply(int rc)
 {
     tp_reply r = {TP_MAGIC, rc, ""};
     if (rc) snprintf(r.msg, sizeof r.msg, "%s", orthros_last_error());
@@ -456,324 +455,31 @@ static int reply(int rc)
                                                    : 0;
 }
 
-/* One command; a failure that rank 0 does not wait to hear about is fatal (returned), since the ranks would
- * fall out of step. */
-static int serve_one(orthros_backend *be, const orthros_tp_cmd *cmd, const char *payload, tp_object *models,
-                     tp_object *sessions)
-{
-    tp_object *o;
-    int rc = 0;
-    switch (cmd->op) {
-    case ORTHROS_TP_LOAD: {
-        const char *spec = payload, *nul = payload ? memchr(payload, '\0', (size_t)cmd->payload_bytes) : NULL;
-        const char *arch = nul ? nul + 1 : NULL;
-        if (!nul || !memchr(arch, '\0', (size_t)cmd->payload_bytes - (size_t)(arch - payload)))
-            return orthros_error(ORTHROS_EFORMAT, "a malformed load command from rank 0");
-        orthros_arch_opts ao;
-        orthros_arch_opts_default(&ao);
-        ao.arch = *arch ? arch : NULL;
-        ao.fmap = (int)cmd->a[0], ao.feature_dim = (int)cmd->a[1], ao.tail = (int)cmd->a[2];
-        ao.window = (int)cmd->a[3], ao.hybrid_every = (int)cmd->a[4], ao.tp = (int)cmd->a[5], ao.eps = cmd->eps;
-        orthros_model *m = NULL;
-        rc = orthros_model_load(&m, be, spec, &ao, cmd->seed);
-        if (!rc && (rc = object_add(models, cmd->id, 0, m))) orthros_model_free(m);
-        return reply(rc);
-    }
-    case ORTHROS_TP_MODEL_FREE:
-        if ((o = object_find(models, cmd->id))) {
-            orthros_model_free(o->obj);
-            o->obj = NULL;
-        }
-        return 0;
-    case ORTHROS_TP_SESSION_INIT: {
-        orthros_session *s = NULL;
-        if (!(o = object_find(models, cmd->ref)))
-            rc = orthros_error(ORTHROS_EINVAL, "no model %d on this rank", cmd->ref);
-        else if (cmd->a[0] < 1 || cmd->a[0] > INT_MAX || cmd->a[1] > INT_MAX || cmd->a[2] > INT_MAX)
-            rc = orthros_error(ORTHROS_EINVAL, "a malformed session command from rank 0");
-        else if (!(rc = orthros_session_init(&s, o->obj, (int)cmd->a[0], (int)cmd->a[1], (int)cmd->a[2])) &&
-                 (rc = object_add(sessions, cmd->id, (int)cmd->a[0], s)))
-            orthros_session_free(s);
-        return reply(rc);
-    }
-    case ORTHROS_TP_SESSION_FREE:
-        if ((o = object_find(sessions, cmd->id))) {
-            orthros_session_free(o->obj);
-            o->obj = NULL;
-        }
-        return 0;
-    case ORTHROS_TP_SET_ARCH:
-        if (!payload || !memchr(payload, '\0', (size_t)cmd->payload_bytes))
-            return orthros_error(ORTHROS_EFORMAT, "a malformed set-arch command from rank 0");
-        if (!(o = object_find(models, cmd->id))) rc = orthros_error(ORTHROS_EINVAL, "no model %d on this rank", cmd->id);
-        else rc = orthros_model_set_arch(o->obj, *payload ? payload : NULL);
-        return reply(rc);
-    case ORTHROS_TP_ALLREDUCE: {
-        double t;
-        if (!(o = object_find(models, cmd->id))) return orthros_error(ORTHROS_EINVAL, "no model %d on this rank", cmd->id);
-        return orthros_tp_allreduce_time(o->obj, (int)cmd->a[0], (int)cmd->a[1], &t);
-    }
-    default:
-        break;
-    }
-    if (!(o = object_find(sessions, cmd->id))) return orthros_error(ORTHROS_EINVAL, "no session %d on this rank", cmd->id);
-    switch (cmd->op) {
-    case ORTHROS_TP_RESET: return orthros_session_reset(o->obj);
-    case ORTHROS_TP_REWIND: return orthros_session_rewind(o->obj, (int)cmd->a[0]);
-    case ORTHROS_TP_PREFILL:
-        if (cmd->a[1] < 1 || (uint64_t)cmd->a[1] * sizeof(int32_t) != cmd->payload_bytes)
-            return orthros_error(ORTHROS_EFORMAT, "a malformed prefill command from rank 0");
-        return orthros_prefill(o->obj, (int)cmd->a[0], (const int32_t *)payload, (int)cmd->a[1], NULL, NULL);
-    case ORTHROS_TP_DECODE:
-        if (cmd->a[0] != o->batch || (uint64_t)o->batch * sizeof(int32_t) != cmd->payload_bytes)
-            return orthros_error(ORTHROS_EFORMAT, "a malformed decode command from rank 0");
-        return orthros_decode(o->obj, (const int32_t *)payload, NULL, NULL);
-    default: return orthros_error(ORTHROS_EFORMAT, "unknown command %d from rank 0", cmd->op);
-    }
-}
+/* ---- joining a launched world ---- */
 
-static int serve(orthros_backend *be)
+const char *orthros_tp_env_world_size(void) { return env_first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"); }
+
+int orthros_tp_launch_check(int tp)
 {
-    static tp_object models[TP_MAX_OBJECTS], sessions[TP_MAX_OBJECTS];
-    int rc = 0;
-    char *payload = NULL;
-    for (;;) {
-        orthros_tp_cmd cmd;
-        if (read_all(world.socks[0], &cmd, sizeof cmd)) {
-            rc = orthros_error(ORTHROS_EDEVICE, "rank 0 closed the control connection (%s) without saying EXIT",
-                               errno ? strerror(errno) : "end of stream");
-            break;
-        }
-        if (cmd.magic != TP_MAGIC || cmd.payload_bytes > TP_MAX_PAYLOAD) {
-            rc = orthros_error(ORTHROS_EFORMAT, "a malformed command from rank 0");
-            break;
-        }
-        if (cmd.op == ORTHROS_TP_EXIT) break;
-        free(payload);
-        payload = NULL;
-        if (cmd.payload_bytes) {
-            /* int32 tokens are read in place: malloc's alignment suffices */
-            if (!(payload = malloc((size_t)cmd.payload_bytes))) {
-                rc = orthros_error(ORTHROS_ENOMEM, "out of host memory for a %llu-byte command",
-                                   (unsigned long long)cmd.payload_bytes);
-                break;
-            }
-            if (read_all(world.socks[0], payload, (size_t)cmd.payload_bytes)) {
-                rc = orthros_error(ORTHROS_EDEVICE, "rank 0 closed the control connection mid-command");
-                break;
-            }
-        }
-        if ((rc = serve_one(be, &cmd, payload, models, sessions))) break;
-    }
-    free(payload);
-    for (int i = 0; i < TP_MAX_OBJECTS; i++)
-        if (sessions[i].obj) orthros_session_free(sessions[i].obj);
-    for (int i = 0; i < TP_MAX_OBJECTS; i++)
-        if (models[i].obj) orthros_model_free(models[i].obj);
+    int count = orthros_cuda_device_count(), rc = 0;
+    if (!ORTHROS_HAVE_CUDA)
+        rc = orthros_error(ORTHROS_EUNSUPPORTED, "this build has no CUDA backend (configure with nvcc on the PATH)");
+    else if ((rc = orthros_nccl_load()))
+        rc = needs_nccl(rc, tp);
+    else if (count < tp)
+        rc = orthros_error(ORTHROS_EINVAL, "--tp %d needs %d GPUs, %d found (one process per GPU)", tp, tp, count);
     return rc;
 }
 
-/* ---- the launch on one host ---- */
-
-static volatile sig_atomic_t launch_signal;
-static void on_signal(int sig) { launch_signal = sig; }
-
-static int free_port(void)
+int orthros_tp_join(int tp, int cpu, int *rank, orthros_backend **be)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a) && !getsockname(fd, (struct sockaddr *)&a, &len))
-        port = ntohs(a.sin_port);
-    if (fd >= 0) close(fd);
-    return port;
-}
-
-static int is_launch_var(const char *kv)
-{
-    static const char *const names[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=",
-                                        "MASTER_PORT=", "NCCL_NVLS_ENABLE=", "ORTHROS_TP_PORT=",
-                                        "TORCHELASTIC_USE_AGENT_STORE=", "OMPI_COMM_WORLD_"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (!strncmp(kv, names[i], strlen(names[i]))) return 1;
-    return 0;
-}
-
-static int exit_code(int st) { return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0); }
-
-/* Starts `world` ranks of this binary with argv, waits for them, and returns the worst exit status: the first
- * rank to fail takes the others down (they would wait for it forever). */
-static int launch(char **argv, int world_size)
-{
-    int port = free_port();
-    if (port < 0) {
-        fprintf(stderr, "orthros: error: no free local port for the ranks to meet on\n");
-        return 1;
-    }
-    size_t n_env = 0;
-    while (environ[n_env]) n_env++;
-    char **envp = calloc(n_env + 8, sizeof *envp);
-    char vars[7][64];
-    if (!envp) {
-        fprintf(stderr, "orthros: error: out of memory\n");
-        return 1;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n_env; i++)
-        if (!is_launch_var(environ[i])) envp[k++] = environ[i];
-    size_t base = k;
-    pid_t pids[ORTHROS_TP_MAX_WORLD];
-    int done[ORTHROS_TP_MAX_WORLD] = {0}, codes[ORTHROS_TP_MAX_WORLD] = {0}, started = 0, status = 0;
-    struct sigaction sa = {.sa_handler = on_signal}, old[3];
-    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
-    for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
-    for (int r = 0; r < world_size; r++) {
-        k = base;
-        snprintf(vars[0], sizeof vars[0], "RANK=%d", r);
-        snprintf(vars[1], sizeof vars[1], "LOCAL_RANK=%d", r);
-        snprintf(vars[2], sizeof vars[2], "WORLD_SIZE=%d", world_size);
-        snprintf(vars[3], sizeof vars[3], "LOCAL_WORLD_SIZE=%d", world_size);
-        snprintf(vars[4], sizeof vars[4], "MASTER_ADDR=127.0.0.1");
-        snprintf(vars[5], sizeof vars[5], "MASTER_PORT=%d", port);
-        snprintf(vars[6], sizeof vars[6], "NCCL_NVLS_ENABLE=0");
-        for (int v = 0; v < 7; v++) envp[k++] = vars[v];
-        envp[k] = NULL;
-        int err = posix_spawn(&pids[r], "/proc/self/exe", NULL, NULL, argv, envp);
-        if (err) {
-            fprintf(stderr, "orthros: error: cannot start rank %d: %s\n", r, strerror(err));
-            status = 1;
-            break;
-        }
-        started++;
-    }
-    free(envp);
-    if (status)
-        for (int r = 0; r < started; r++) kill(pids[r], SIGTERM);
-    /* Wait. Rank 0 tells the others to exit when it does (its atexit), so after a normal exit of rank 0 they get
-     * a grace period (60 s after success, 10 s after a failure, when one may be stuck in a collective waiting for
-     * it); a rank > 0 that fails, rank 0 killed by a signal, or a signal to this process stops the rest at once
-     * (SIGTERM, then SIGKILL 10 s later). */
-    int remaining = started, first_fail = -1, stopping = status != 0, killed = 0, grace = 10;
-    struct timespec t_stop = {0}, now;
-    if (stopping) clock_gettime(CLOCK_MONOTONIC, &t_stop);
-    while (remaining > 0) {
-        for (int r = 0; r < started; r++) {
-            int st;
-            if (done[r] || waitpid(pids[r], &st, WNOHANG) != pids[r]) continue;
-            done[r] = 1;
-            remaining--;
-            codes[r] = exit_code(st);
-            if (stopping || (!codes[r] && r > 0)) continue;
-            if (codes[r] && first_fail < 0) first_fail = r;
-            if (r > 0 || !WIFEXITED(st)) {
-                if (remaining)
-                    fprintf(stderr, "orthros: rank %d exited with status %d; stopping the other ranks\n", r, codes[r]);
-                for (int q = 0; q < started; q++)
-                    if (!done[q]) kill(pids[q], SIGTERM);
-            } else {
-                grace = codes[r] ? 10 : 60;
-            }
-            stopping = 1;
-            clock_gettime(CLOCK_MONOTONIC, &t_stop);
-        }
-        if (launch_signal && !stopping) {
-            for (int q = 0; q < started; q++)
-                if (!done[q]) kill(pids[q], launch_signal);
-            stopping = 1;
-            clock_gettime(CLOCK_MONOTONIC, &t_stop);
-        }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long waited = stopping ? (long)(now.tv_sec - t_stop.tv_sec) : 0;
-        if (stopping && remaining && !killed && waited >= grace) {
-            for (int q = 0; q < started; q++)
-                if (!done[q]) kill(pids[q], SIGKILL);
-            killed = 1;
-        }
-        if (remaining) usleep(20000);
-    }
-    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
-    if (first_fail >= 0) return codes[first_fail];
-    if (launch_signal) return 128 + launch_signal;
-    for (int r = 0; r < started; r++)
-        if (codes[r] > status) status = codes[r];
-    return status;
-}
-
-/* ---- main's entry ---- */
-
-static int is_model_command(const char *c)
-{
-    return !strcmp(c, "logits") || !strcmp(c, "generate") || !strcmp(c, "bench") || !strcmp(c, "eval");
-}
-
-/* The value of --NAME V or --NAME=V in argv[2..], or NULL; *help is set when --help / -h is there. */
-static const char *arg_value(int argc, char **argv, const char *name, int *help)
-{
-    size_t len = strlen(name);
-    const char *v = NULL;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) *help = 1;
-        if (strncmp(a, "--", 2) || strncmp(a + 2, name, len)) continue;
-        if (a[2 + len] == '=') v = a + 3 + len;
-        else if (!a[2 + len] && i + 1 < argc) v = argv[++i];
-    }
-    return v;
-}
-
-int orthros_tp_main(int argc, char **argv, int *status)
-{
-    if (argc < 2 || !is_model_command(argv[1])) return 0;
-    int help = 0, tp = 0;
-    const char *tp_arg = arg_value(argc, argv, "tp", &help), *device = arg_value(argc, argv, "device", &help);
-    /* Without --tp, or with a bad value (the command's own parser reports it), nothing to do here. */
-    if (help || !tp_arg || parse_nonneg(tp_arg, INT_MAX, &tp) || tp < 1) return 0;
-    if (!device || !strcmp(device, "auto")) device = orthros_cuda_available() ? "cuda" : "cpu";
-    int launched = env_is_launched();
-    const char *procs = getenv("ORTHROS_TP_PROCESSES");
-    int cpu = !strcmp(device, "cpu") && procs && !strcmp(procs, "1");
-    if (strcmp(device, "cuda") && !cpu) {
-        const char *ws = env_first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE");
-        if (launched && !strcmp(device, "cpu") && strcmp(ws, "1")) {
-            fprintf(stderr,
-                    "orthros %s: error: --device cpu runs every rank as a thread of one process; do not start it as "
-                    "%s ranks (WORLD_SIZE) unless ORTHROS_TP_PROCESSES=1\n",
-                    argv[1], ws);
-            *status = 2;
-            return 1;
-        }
-        return 0; /* cpu: the ranks are threads (model.c); an unknown device is the command's error */
-    }
-    int rc = 0;
-    if (!launched) {
-        if (tp == 1) return 0;
-        int count = orthros_cuda_device_count();
-        if (cpu)
-            rc = 0;
-        else if (!ORTHROS_HAVE_CUDA)
-            rc = orthros_error(ORTHROS_EUNSUPPORTED, "this build has no CUDA backend (configure with nvcc on the PATH)");
-        else if ((rc = orthros_nccl_load()))
-            rc = needs_nccl(rc, tp);
-        else if (count < tp)
-            rc = orthros_error(ORTHROS_EINVAL, "--tp %d needs %d GPUs, %d found (one process per GPU)", tp, tp, count);
-        if (rc) {
-            fprintf(stderr, "orthros %s: error: %s\n", argv[1], orthros_last_error());
-            *status = 1;
-            return 1;
-        }
-        *status = launch(argv, tp);
-        return 1;
-    }
     tp_env e;
-    orthros_backend *be = NULL;
-    if (!(rc = env_read(&e)) && tp != e.world)
-        rc = orthros_error(ORTHROS_EINVAL, "--tp %d, but the launcher started %d ranks (WORLD_SIZE=%d)", tp, e.world, e.world);
-    if (!rc) rc = join_world(&e, cpu, &be);
-    if (!rc && e.rank == 0) return 0; /* rank 0 runs the command */
-    if (!rc) rc = serve(be);
-    orthros_backend_free(be);
-    if (rc) fprintf(stderr, "orthros %s: rank %d: error: %s\n", argv[1], e.rank, orthros_last_error());
-    *status = rc ? 1 : 0;
-    return 1;
+    int rc;
+    *be = NULL;
+    rc = env_read(&e);
+    *rank = e.rank;
+    if (rc) return rc;
+    if (tp != e.world)
+        return orthros_error(ORTHROS_EINVAL, "--tp %d, but the launcher started %d ranks (WORLD_SIZE=%d)", tp, e.world, e.world);
+    return join_world(&e, cpu, be);
 }

@@ -1,0 +1,52 @@
+/* The lifecycle of a command's result file (result_run.h). */
+#include "result_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int orthros_result_run_open(orthros_result_run *r, int argc, char **argv, uint64_t seed, const orthros_backend *be,
+                            int tp)
+{
+    const orthros_result_type *t = r->type;
+    void *old = calloc(1, t->size);
+    int rc = 0, exists = 0;
+    if (!old) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    t->init(old);
+    if (strcmp(r->path, "-") && (rc = orthros_result_read_file(t, old, r->path, 1, &exists))) {
+        if (!r->force || r->resume) goto done;
+        fprintf(stderr, "%s: %s is not a valid result file (%s); --force: it will be replaced\n", r->cmd, r->path,
+                orthros_last_error());
+        rc = 0;
+        exists = 1;
+    }
+    r->existed = exists;
+    cJSON **header = t->header(r->file);
+    if (!(*header = orthros_result_new(t->kind, argc, argv, seed, be, tp))) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto done;
+    }
+    if (exists && r->resume) {
+        if ((rc = t->same_config(old, r->path, r->file, "this run")) ||
+            (rc = orthros_result_same_code(t->hdr(old), *t->header(old), *header, r->path))) {
+            orthros_error(rc, "cannot resume: %s", orthros_last_error());
+            goto done;
+        }
+        rc = t->keep_cells(r->file, old);
+    }
+done:
+    t->free(old);
+    free(old);
+    return rc;
+}
+
+int orthros_result_run_save(orthros_result_run *r, int final)
+{
+    if (r->existed && !r->measured && !r->force && !r->resume) {
+        if (final) fprintf(stderr, "%s: %s; %s left as it was\n", r->cmd, r->nothing, r->path);
+        return 0;
+    }
+    if (!strcmp(r->path, "-") && !final) return 0; /* stdout gets the file once, at the end */
+    if (final) orthros_result_finish(*r->type->header(r->file));
+    return orthros_result_write_file(r->type, r->file, r->path);
+}
