@@ -312,11 +312,23 @@ static int check_heads(const orthros_attn_layer *L, const char *op)
     return 0;
 }
 
+/* The linear formula of a converted model (docs/converted-models.md) is not on the cuda backend yet. */
+static int converted_unsupported(const orthros_attn_layer *L, const char *op)
+{
+    if (L->local_window > 0 || L->fmap_after || L->kraw_cache || L->q_rot)
+        return orthros_error(ORTHROS_EUNSUPPORTED,
+                             "%s: a local window or phi after RoPE is not implemented on the cuda backend yet (use --device "
+                             "cpu)",
+                             op);
+    return 0;
+}
+
 static int cuda_rope_cache_write(orthros_backend *be, void *qkv, const orthros_attn_layer *L, const orthros_rope *rope,
                                  const int *pos0, int B, int n, int rotate_q_from)
 {
     if (B <= 0 || n <= 0) return 0;
     int rc = check_heads(L, "rope");
+    if (!rc) rc = converted_unsupported(L, "rope");
     if (rc) return rc;
     if (L->cap <= 0 || !L->k_cache || !L->v_cache) return orthros_error(ORTHROS_EINVAL, "rope: layer has no KV cache");
     cuda_impl *c = impl_of(be);
@@ -408,13 +420,15 @@ static int linear_params(orthros_attn_linear_params *p, void *out, const void *q
     return 0;
 }
 
-static int cuda_attn_linear_prefill(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, int B,
-                                    int n)
+static int cuda_attn_linear_prefill(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
+                                    const int *pos0, int B, int n)
 {
     if (B <= 0 || n <= 0) return 0;
     cuda_impl *c = impl_of(be);
     orthros_attn_linear_params p;
-    int rc = linear_params(&p, out, qkv, L, B, n);
+    int rc = converted_unsupported(L, "linear attention");
+    if (rc) return rc;
+    rc = linear_params(&p, out, qkv, L, B, n);
     if (rc) return rc;
     int chunked = n > 1 && orthros_attn_linear_chunked_supported(&p);
     size_t need = chunked ? orthros_attn_linear_chunked_work_bytes(&p) : orthros_attn_linear_recurrent_work_bytes(&p);
@@ -425,13 +439,15 @@ static int cuda_attn_linear_prefill(orthros_backend *be, void *out, const void *
                    : orthros_attn_linear_recurrent_bf16(&p, c->cublas, c->stream);
 }
 
-static int cuda_attn_linear_decode(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, int B,
-                                   int n)
+static int cuda_attn_linear_decode(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
+                                   const int *pos0, int B, int n)
 {
     if (B <= 0 || n <= 0) return 0;
     cuda_impl *c = impl_of(be);
     orthros_attn_linear_params p;
-    int rc = linear_params(&p, out, qkv, L, B, n);
+    int rc = converted_unsupported(L, "linear attention");
+    if (rc) return rc;
+    rc = linear_params(&p, out, qkv, L, B, n);
     if (rc) return rc;
     if ((rc = work_reserve(c, orthros_attn_linear_recurrent_work_bytes(&p)))) return rc;
     p.work = c->work;

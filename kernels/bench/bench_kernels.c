@@ -286,7 +286,7 @@ static int run_attn(void *p)
 {
     attn_ctx *a = p;
     if (a->linear)
-        return (a->decode ? be->attn_linear_decode : be->attn_linear_prefill)(be, a->out, a->qkv, &a->L, a->B, a->n);
+        return (a->decode ? be->attn_linear_decode : be->attn_linear_prefill)(be, a->out, a->qkv, &a->L, a->pos0, a->B, a->n);
     return (a->decode ? be->attn_full_decode : be->attn_full_prefill)(be, a->out, a->qkv, &a->L, a->pos0, a->B, a->n);
 }
 

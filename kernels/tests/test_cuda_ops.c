@@ -592,15 +592,16 @@ static void test_linear(geom g, orthros_fmap fmap, int F, int B, int n1, int n2,
     Lc.eps = Lg.eps = 1e-6f;
     char tag[160], name[220];
     snprintf(tag, sizeof tag, "%s F=%d B=%d Hq=%d Hkv=%d d=%d", orthros_fmap_name(fmap), F, B, g.Hq, g.Hkv, g.d);
-    int steps[3] = {n1, n2, 0};
+    int steps[3] = {n1, n2, 0}, pos[3] = {0, 0, 0};
     for (int call = 0; call < 2 + ndec; call++) {
         int n = call < 2 ? steps[call] : 1, decode = call >= 2;
         if (n <= 0) continue;
         /* fresh q, k, v for each call; relu gets a positive bias so that denominators stay away from 0 */
         pair_random(&qkv, 30 + call, 1.0f, fmap == ORTHROS_FMAP_RELU ? 0.3f : 0.0f);
         pair_poison(&out);
-        int rc_c = (decode ? cpu->attn_linear_decode : cpu->attn_linear_prefill)(cpu, out.c, qkv.c, &Lc, B, n);
-        int rc_g = (decode ? gpu->attn_linear_decode : gpu->attn_linear_prefill)(gpu, out.g, qkv.g, &Lg, B, n);
+        int rc_c = (decode ? cpu->attn_linear_decode : cpu->attn_linear_prefill)(cpu, out.c, qkv.c, &Lc, pos, B, n);
+        int rc_g = (decode ? gpu->attn_linear_decode : gpu->attn_linear_prefill)(gpu, out.g, qkv.g, &Lg, pos, B, n);
+        for (int b = 0; b < B; b++) pos[b] += n;
         op_rc(rc_c, "linear cpu");
         op_rc(rc_g, "linear gpu");
         pair o = out;
