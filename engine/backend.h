@@ -43,6 +43,17 @@ typedef struct {
     const void *fmap_q;  /* hedgehog: [Hq][d][F/2] act */
     const void *fmap_k;  /* hedgehog: [Hkv][d][F/2] act */
     float eps;
+    /* The linear formula of a converted model (docs/converted-models.md; 0 / NULL: DESIGN section 2's): */
+    int fmap_after;      /* phi acts on q~, k~: rope_cache_write rotates q and k in place, the linear op reads them */
+    int local_window;    /* W >= 1: the linear term covers s <= t - W and exact softmax (full's scores) the last W
+                          * positions, their k~ and v read from the cache (a ring of cap >= W + n for linear layers) */
+    const void *window_gate; /* [Hq] act: gamma_h of the window term; NULL: 1 for every head */
+    void *kraw_cache;    /* before with a window: [B][kraw_cap][Hkv][d] act, un-rotated k of position p at slot
+                          * p % kraw_cap (kraw_cap >= W + n), written by rope_cache_write: the keys phi reads once
+                          * they leave the window (after: phi reads k~ from k_cache) */
+    int kraw_cap;
+    void *q_rot;         /* before with a window: [B][n][Hq][d] act, rope_cache_write writes every row's q~ here
+                          * (q in qkv stays un-rotated for phi) */
 } orthros_attn_layer;
 
 struct orthros_backend {
@@ -102,8 +113,9 @@ struct orthros_backend {
     int (*argmax)(orthros_backend *be, int32_t *ids, const float *logits, int n, int V);
 
     /* For B sequences of n tokens each: rotate k of qkv [B][n][W] by position pos0[b] + i and write it with v
-     * into the layer's cache; rotate q in place for rows i >= rotate_q_from (the rows that run full
-     * attention). pos0 on the host. */
+     * into the layer's cache (when cap > 0); rotate q in place for rows i >= rotate_q_from (the rows that run full
+     * attention). For the linear formula of a converted model: the un-rotated k into kraw_cache (when set), every
+     * row's q~ into q_rot (when set), and with fmap_after k rotated in place too. pos0 on the host. */
     int (*rope_cache_write)(orthros_backend *be, void *qkv, const orthros_attn_layer *L, const orthros_rope *rope,
                             const int *pos0, int B, int n, int rotate_q_from);
     /* Softmax attention of the rotated q of qkv [B][n][W] at positions pos0[b] + i over cached positions
@@ -112,12 +124,15 @@ struct orthros_backend {
                              const int *pos0, int B, int n);
     int (*attn_full_decode)(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
                             const int *pos0, int B, int n);
-    /* Linear attention of the un-rotated q, k, v of qkv [B][n][W], updating the layer's (S, z) token by
-     * token: out [B][n][Hq][d]. prefill: any n; decode: n == 1. */
+    /* Linear attention of the q, k, v of qkv [B][n][W] at positions pos0[b] + i (un-rotated, or rotated in place
+     * with fmap_after), updating the layer's (S, z) token by token: out [B][n][Hq][d]. With a local window W the
+     * state holds the positions up to t - W, the window's k~, v come from the cache (rope_cache_write has written
+     * the call's rows) and its q~ from q_rot or qkv (docs/converted-models.md). prefill: any n; decode: n == 1.
+     * pos0 on the host. */
     int (*attn_linear_prefill)(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
-                               int B, int n);
+                               const int *pos0, int B, int n);
     int (*attn_linear_decode)(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
-                              int B, int n);
+                              const int *pos0, int B, int n);
 
     /* Tensor parallel: x[n][D] = the sum over the ranks of `comm` of their x, in place, the same on every rank
      * (cpu: fp32 in rank order; cuda: bf16 through NCCL, which adds in fp32 and rounds to bf16 per step). */

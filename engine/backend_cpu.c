@@ -327,18 +327,26 @@ static int cpu_rope_cache_write(orthros_backend *be, void *qkv, const orthros_at
         for (int i = 0; i < n; i++) {
             float *row = fp(qkv) + ((size_t)b * n + i) * W;
             int p = pos0[b] + i;
-            size_t slot = (size_t)b * L->cap + (size_t)(p % L->cap);
             for (int h = 0; h < Hkv; h++) {
-                float *kc = fp(L->k_cache) + (slot * Hkv + h) * d;
-                float *vc = fp(L->v_cache) + (slot * Hkv + h) * d;
-                rope_row(kc, row + (size_t)(Hq + h) * d, rope->inv_freq, d, p);
-                memcpy(vc, row + (size_t)(Hq + Hkv + h) * d, (size_t)d * sizeof(float));
+                float *k = row + (size_t)(Hq + h) * d, kr[ORTHROS_MAX_HEAD_DIM];
+                rope_row(kr, k, rope->inv_freq, d, p);
+                if (L->kraw_cache) {
+                    size_t slot = (size_t)b * L->kraw_cap + (size_t)(p % L->kraw_cap);
+                    memcpy(fp(L->kraw_cache) + (slot * Hkv + h) * d, k, (size_t)d * sizeof(float));
+                }
+                if (L->cap > 0) {
+                    size_t slot = (size_t)b * L->cap + (size_t)(p % L->cap);
+                    memcpy(fp(L->k_cache) + (slot * Hkv + h) * d, kr, (size_t)d * sizeof(float));
+                    memcpy(fp(L->v_cache) + (slot * Hkv + h) * d, row + (size_t)(Hq + Hkv + h) * d, (size_t)d * sizeof(float));
+                }
+                if (L->fmap_after) memcpy(k, kr, (size_t)d * sizeof(float));
             }
-            if (i >= rotate_q_from)
+            if (i >= rotate_q_from || L->q_rot)
                 for (int h = 0; h < Hq; h++) {
                     float tmp[ORTHROS_MAX_HEAD_DIM];
                     rope_row(tmp, row + (size_t)h * d, rope->inv_freq, d, p);
-                    memcpy(row + (size_t)h * d, tmp, (size_t)d * sizeof(float));
+                    if (L->q_rot) memcpy(fp(L->q_rot) + (((size_t)b * n + i) * Hq + h) * d, tmp, (size_t)d * sizeof(float));
+                    if (i >= rotate_q_from) memcpy(row + (size_t)h * d, tmp, (size_t)d * sizeof(float));
                 }
         }
     }
@@ -370,7 +378,8 @@ static int cpu_rope_cache_write(orthros_backend *be, void *qkv, const orthros_at
  * cached positions lo .. p in increasing order, with an online (running max) softmax per head: every head's sums
  * are formed exactly as one head alone would form them, one key at a time. The scores of a block of keys are
  * computed first (independent dot products the core can overlap), and the G heads share the loads of each key.
- * Compiled twice, like the GEMM tile. */
+ * With lsum NULL o gets the normalised output; else o gets sum_s exp(x_s - m) v_s and lsum[g] sum_s exp(x_s - m),
+ * m the max over lo .. p (the local window of the linear formula). Compiled twice, like the GEMM tile. */
 #define ATTN_ROW_BODY                                                                                                  \
     float acc[ATTN_GROUP_MAX][ORTHROS_MAX_HEAD_DIM], m[ATTN_GROUP_MAX], l[ATTN_GROUP_MAX];                             \
     float sc[ATTN_GROUP_MAX][ATTN_KEY_BLOCK];                                                                          \
@@ -405,24 +414,38 @@ static int cpu_rope_cache_write(orthros_backend *be, void *qkv, const orthros_at
                 for (int j = 0; j < d; j++) acc[g][j] += e * vp[t][j];                                                 \
             }                                                                                                          \
     }                                                                                                                  \
-    for (int g = 0; g < G; g++)                                                                                        \
-        for (int j = 0; j < d; j++) o[(size_t)g * d + j] = acc[g][j] / l[g];
+    for (int g = 0; g < G; g++) {                                                                                      \
+        if (lsum) lsum[g] = l[g];                                                                                      \
+        for (int j = 0; j < d; j++) o[(size_t)g * d + j] = lsum ? acc[g][j] : acc[g][j] / l[g];                        \
+    }
 
-/* q [G][d], o [G][d]; kc, vc: the sequence's caches [cap][Hkv][d] offset to kv head kv. */
-static void attn_row(float *o, const float *q, const float *kc, const float *vc, const orthros_attn_layer *L, int G,
-                     int lo, int p, float scale)
+/* q [G][d], o [G][d], lsum NULL or [G]; kc, vc: the sequence's caches [cap][Hkv][d] offset to kv head kv. */
+static void attn_row(float *o, float *lsum, const float *q, const float *kc, const float *vc, const orthros_attn_layer *L,
+                     int G, int lo, int p, float scale)
 {
     int d = L->head_dim, Hkv = L->n_kv_heads;
     ATTN_ROW_BODY
 }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target("avx2"))) static void attn_row_avx2(float *o, const float *q, const float *kc, const float *vc,
-                                                          const orthros_attn_layer *L, int G, int lo, int p, float scale)
+__attribute__((target("avx2"))) static void attn_row_avx2(float *o, float *lsum, const float *q, const float *kc,
+                                                          const float *vc, const orthros_attn_layer *L, int G, int lo,
+                                                          int p, float scale)
 {
     int d = L->head_dim, Hkv = L->n_kv_heads;
     ATTN_ROW_BODY
 }
 #endif
+
+typedef void (*attn_row_fn)(float *, float *, const float *, const float *, const float *, const orthros_attn_layer *,
+                            int, int, int, float);
+
+static attn_row_fn attn_row_pick(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx2")) return attn_row_avx2;
+#endif
+    return attn_row;
+}
 
 /* Softmax attention, one query row and one group of query heads at a time (attn_row). */
 static int cpu_attn_full(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
@@ -431,11 +454,7 @@ static int cpu_attn_full(orthros_backend *be, void *out, const void *qkv, const 
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L), group = Hq / Hkv;
     int per_kv = (group + ATTN_GROUP_MAX - 1) / ATTN_GROUP_MAX, units = Hkv * per_kv;
     float scale = 1.0f / sqrtf((float)d);
-    void (*row)(float *, const float *, const float *, const float *, const orthros_attn_layer *, int, int, int,
-                float) = attn_row;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (__builtin_cpu_supports("avx2")) row = attn_row_avx2;
-#endif
+    attn_row_fn row = attn_row_pick();
     /* Work bound: every row reads at most its position + 1 keys (or the window). */
     int keys = 0;
     for (int b = 0; b < B; b++) keys = pos0[b] + n > keys ? pos0[b] + n : keys;
@@ -449,7 +468,7 @@ static int cpu_attn_full(orthros_backend *be, void *out, const void *qkv, const 
                 int p = pos0[b] + i, lo = L->window > 0 ? p - L->window + 1 : 0;
                 if (lo < 0) lo = 0;
                 size_t seq = (size_t)b * L->cap * Hkv * d;
-                row(fp(out) + (((size_t)b * n + i) * Hq + h0) * d, cfp(qkv) + ((size_t)b * n + i) * W + (size_t)h0 * d,
+                row(fp(out) + (((size_t)b * n + i) * Hq + h0) * d, NULL, cfp(qkv) + ((size_t)b * n + i) * W + (size_t)h0 * d,
                     cfp(L->k_cache) + seq + (size_t)kv * d, cfp(L->v_cache) + seq + (size_t)kv * d, L, G, lo, p, scale);
             }
         }
@@ -490,38 +509,80 @@ static void feature_map(float *f, const float *x, int d, orthros_fmap fmap, cons
 }
 
 /* Linear attention, token by token in order: (S, z) += (phi(k) v^T, phi(k)), then every query head of the
- * group reads the updated state. */
-static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, int B, int n)
+ * group reads the updated state. With a local window W (docs/converted-models.md) the key that enters the state
+ * at position p is that of position p - W (from kf, the ring or cache of the keys phi reads, and v_cache), and each
+ * head's output adds the window term: attn_row over positions max(0, p - W + 1) .. p, exactly as full computes its
+ * scores, unnormalised, weighed by gamma_h, under one denominator with the state's. While no position has left the
+ * window (p < W) the state is empty and gamma cancels: the output is computed as full's, acc / l. */
+static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
+                           int B, int n)
 {
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L), group = Hq / Hkv, F = L->feature_dim;
-    int half = F / 2;
-#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * n * Hq * F * d > CPU_PAR_MIN)
+    int half = F / 2, win = L->local_window;
+    const float *kf_ring = L->fmap_after ? cfp(L->k_cache) : cfp(L->kraw_cache);
+    int kf_cap = L->fmap_after ? L->cap : L->kraw_cap;
+    if (win > 0 && (!L->k_cache || !L->v_cache || !kf_ring || L->cap < 1 || kf_cap < 1 || (!L->fmap_after && !L->q_rot)))
+        return orthros_error(ORTHROS_EINVAL, "linear attention with a local window of %d: the layer has no window cache",
+                             win);
+    float scale = 1.0f / sqrtf((float)d);
+    attn_row_fn row_fn = attn_row_pick();
+#pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * n * Hq * (F + win) * d > CPU_PAR_MIN)
     for (int b = 0; b < B; b++) {
         for (int kv = 0; kv < Hkv; kv++) {
             float *S = L->S + ((size_t)b * Hkv + kv) * F * d;
             float *z = L->z + ((size_t)b * Hkv + kv) * F;
             const float *wk = L->fmap == ORTHROS_FMAP_HEDGEHOG ? cfp(L->fmap_k) + (size_t)kv * d * half : NULL;
             float fk[CPU_MAX_FEATURE], fq[CPU_MAX_FEATURE];
+            float accw[ATTN_GROUP_MAX * ORTHROS_MAX_HEAD_DIM], lw[ATTN_GROUP_MAX];
             for (int i = 0; i < n; i++) {
                 const float *row = cfp(qkv) + ((size_t)b * n + i) * W;
                 const float *k = row + (size_t)(Hq + kv) * d, *v = row + (size_t)(Hq + Hkv + kv) * d;
-                feature_map(fk, k, d, L->fmap, wk, F);
-                for (int f = 0; f < F; f++) {
-                    z[f] += fk[f];
-                    for (int j = 0; j < d; j++) S[(size_t)f * d + j] += fk[f] * v[j];
+                int p = pos0[b] + i;
+                if (win > 0) {
+                    /* The key of position p - W leaves the window and enters the state (none while p < W). */
+                    int s = p - win;
+                    k = s < 0 ? NULL : kf_ring + (((size_t)b * kf_cap + (size_t)(s % kf_cap)) * Hkv + kv) * d;
+                    v = s < 0 ? NULL : cfp(L->v_cache) + (((size_t)b * L->cap + (size_t)(s % L->cap)) * Hkv + kv) * d;
                 }
-                for (int g = 0; g < group; g++) {
-                    int h = kv * group + g;
-                    const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? cfp(L->fmap_q) + (size_t)h * d * half : NULL;
-                    feature_map(fq, row + (size_t)h * d, d, L->fmap, wq, F);
-                    float num[ORTHROS_MAX_HEAD_DIM] = {0};
-                    float den = 0.0f;
+                if (k) {
+                    feature_map(fk, k, d, L->fmap, wk, F);
                     for (int f = 0; f < F; f++) {
-                        den += fq[f] * z[f];
-                        for (int j = 0; j < d; j++) num[j] += fq[f] * S[(size_t)f * d + j];
+                        z[f] += fk[f];
+                        for (int j = 0; j < d; j++) S[(size_t)f * d + j] += fk[f] * v[j];
                     }
-                    float *o = fp(out) + (((size_t)b * n + i) * Hq + h) * d;
-                    for (int j = 0; j < d; j++) o[j] = num[j] / (den + L->eps);
+                }
+                for (int h0 = kv * group; h0 < kv * group + group; h0 += ATTN_GROUP_MAX) {
+                    int G = kv * group + group - h0 < ATTN_GROUP_MAX ? kv * group + group - h0 : ATTN_GROUP_MAX;
+                    if (win > 0) {
+                        const float *qr = L->fmap_after ? row : cfp(L->q_rot) + ((size_t)b * n + i) * Hq * d;
+                        size_t seq = (size_t)b * L->cap * Hkv * d;
+                        int lo = p - win + 1 < 0 ? 0 : p - win + 1;
+                        row_fn(accw, lw, qr + (size_t)h0 * d, cfp(L->k_cache) + seq + (size_t)kv * d,
+                               cfp(L->v_cache) + seq + (size_t)kv * d, L, G, lo, p, scale);
+                    }
+                    for (int g = 0; g < G; g++) {
+                        int h = h0 + g;
+                        const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? cfp(L->fmap_q) + (size_t)h * d * half : NULL;
+                        float *o = fp(out) + (((size_t)b * n + i) * Hq + h) * d;
+                        if (win > 0 && p < win) {
+                            for (int j = 0; j < d; j++) o[j] = accw[(size_t)g * d + j] / lw[g];
+                            continue;
+                        }
+                        feature_map(fq, row + (size_t)h * d, d, L->fmap, wq, F);
+                        float num[ORTHROS_MAX_HEAD_DIM] = {0};
+                        float den = 0.0f;
+                        for (int f = 0; f < F; f++) {
+                            den += fq[f] * z[f];
+                            for (int j = 0; j < d; j++) num[j] += fq[f] * S[(size_t)f * d + j];
+                        }
+                        if (win > 0) {
+                            float gamma = L->window_gate ? cfp(L->window_gate)[h] : 1.0f;
+                            float dsum = den + gamma * lw[g];
+                            for (int j = 0; j < d; j++) o[j] = (num[j] + gamma * accw[(size_t)g * d + j]) / dsum;
+                        } else {
+                            for (int j = 0; j < d; j++) o[j] = num[j] / (den + L->eps);
+                        }
+                    }
                 }
             }
         }

@@ -18,6 +18,7 @@
 #include "attn_full_prefill.h"
 #include "attn_linear_decode.h"
 #include "attn_linear_prefill.h"
+#include "attn_linear_window.h"
 #include "convert.h"
 #include "cuda_common.cuh"
 #include "embed.h"
@@ -318,7 +319,9 @@ static int cuda_rope_cache_write(orthros_backend *be, void *qkv, const orthros_a
     if (B <= 0 || n <= 0) return 0;
     int rc = check_heads(L, "rope");
     if (rc) return rc;
-    if (L->cap <= 0 || !L->k_cache || !L->v_cache) return orthros_error(ORTHROS_EINVAL, "rope: layer has no KV cache");
+    /* A linear layer with phi after RoPE and no window has no cache: its q and k are only rotated in place. */
+    if ((L->cap <= 0 || !L->k_cache || !L->v_cache) && !(L->fmap_after && L->cap <= 0))
+        return orthros_error(ORTHROS_EINVAL, "rope: layer has no KV cache");
     cuda_impl *c = impl_of(be);
     orthros_rope_cache_params p;
     memset(&p, 0, sizeof p);
@@ -330,8 +333,12 @@ static int cuda_rope_cache_write(orthros_backend *be, void *qkv, const orthros_a
     p.Hq = L->n_heads;
     p.Hkv = L->n_kv_heads;
     p.d = L->head_dim;
-    p.cap = L->cap;
+    p.cap = L->cap > 0 ? L->cap : 0;
     p.rotate_q_from = rotate_q_from;
+    p.kraw = L->kraw_cache;
+    p.kraw_cap = L->kraw_cap;
+    p.q_rot = L->q_rot;
+    p.rotate_k = L->fmap_after;
     memcpy(p.inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
     if ((rc = stage_ints(c, pos0, B, &p.pos0))) return rc;
     return orthros_rope_cache_write_bf16(&p, c->stream);
@@ -408,35 +415,78 @@ static int linear_params(orthros_attn_linear_params *p, void *out, const void *q
     return 0;
 }
 
-static int cuda_attn_linear_prefill(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, int B,
-                                    int n)
+/* Linear attention, and with a local window (docs/converted-models.md) the window pass after it: the linear kernels
+ * then read the key stream W positions behind (the call's rows and, before them, the ring or cache: k~ when phi acts
+ * after RoPE, the ring of un-rotated k before) and write each row's denominator into the workspace, which the window
+ * pass (attn_linear_window.cu) combines with the scores of q~ (in qkv, or q_rot) against the cache's k~. */
+static int linear_run(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
+                      int B, int n, int decode)
 {
     if (B <= 0 || n <= 0) return 0;
     cuda_impl *c = impl_of(be);
     orthros_attn_linear_params p;
     int rc = linear_params(&p, out, qkv, L, B, n);
     if (rc) return rc;
-    int chunked = n > 1 && orthros_attn_linear_chunked_supported(&p);
+    const int win = L->local_window;
+    const int *dpos = NULL;
+    const void *kf = L->fmap_after ? L->k_cache : L->kraw_cache;
+    const int kf_cap = L->fmap_after ? L->cap : L->kraw_cap;
+    const void *q = L->fmap_after ? qkv : L->q_rot;
+    if (win > 0) {
+        if (!L->k_cache || !L->v_cache || L->cap < 1 || !kf || kf_cap < 1 || !q)
+            return orthros_error(ORTHROS_EINVAL, "linear attention with a local window of %d: the layer has no window cache",
+                                 win);
+        for (int b = 0; b < B; b++)
+            if (pos0[b] < 0) return orthros_error(ORTHROS_EINVAL, "linear attention: negative position %d", pos0[b]);
+        if ((rc = stage_ints(c, pos0, B, &dpos))) return rc;
+        p.keys.shift = win;
+        p.keys.pos0 = dpos;
+        p.keys.kf_ring = kf;
+        p.keys.kf_cap = kf_cap;
+        p.keys.v_ring = L->v_cache;
+        p.keys.v_cap = L->cap;
+    }
+    const int chunked = !decode && n > 1 && orthros_attn_linear_chunked_supported(&p);
     size_t need = chunked ? orthros_attn_linear_chunked_work_bytes(&p) : orthros_attn_linear_recurrent_work_bytes(&p);
-    if ((rc = work_reserve(c, need))) return rc;
-    p.work = c->work;
-    p.work_bytes = c->work_cap;
-    return chunked ? orthros_attn_linear_chunked_bf16(&p, c->cublas, c->stream)
-                   : orthros_attn_linear_recurrent_bf16(&p, c->cublas, c->stream);
+    size_t den_bytes = win > 0 ? ((size_t)B * n * L->n_heads * sizeof(float) + 255) / 256 * 256 : 0;
+    if ((rc = work_reserve(c, den_bytes + need))) return rc;
+    p.den = win > 0 ? (float *)c->work : NULL;
+    p.work = (char *)c->work + den_bytes;
+    p.work_bytes = c->work_cap - den_bytes;
+    rc = chunked ? orthros_attn_linear_chunked_bf16(&p, c->cublas, c->stream)
+                 : orthros_attn_linear_recurrent_bf16(&p, c->cublas, c->stream);
+    if (rc || win <= 0) return rc;
+    orthros_attn_linear_window_params w;
+    memset(&w, 0, sizeof w);
+    w.out = out;
+    w.den = p.den;
+    w.q = q;
+    w.q_stride = L->fmap_after ? (size_t)(L->n_heads + 2 * L->n_kv_heads) * L->head_dim : (size_t)L->n_heads * L->head_dim;
+    w.k_cache = L->k_cache;
+    w.v_cache = L->v_cache;
+    w.pos0 = dpos;
+    w.gate = L->window_gate;
+    w.B = B;
+    w.n = n;
+    w.Hq = L->n_heads;
+    w.Hkv = L->n_kv_heads;
+    w.d = L->head_dim;
+    w.cap = L->cap;
+    w.window = win;
+    w.eps = L->eps;
+    return orthros_attn_linear_window_bf16(&w, c->stream);
 }
 
-static int cuda_attn_linear_decode(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, int B,
-                                   int n)
+static int cuda_attn_linear_prefill(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
+                                    const int *pos0, int B, int n)
 {
-    if (B <= 0 || n <= 0) return 0;
-    cuda_impl *c = impl_of(be);
-    orthros_attn_linear_params p;
-    int rc = linear_params(&p, out, qkv, L, B, n);
-    if (rc) return rc;
-    if ((rc = work_reserve(c, orthros_attn_linear_recurrent_work_bytes(&p)))) return rc;
-    p.work = c->work;
-    p.work_bytes = c->work_cap;
-    return orthros_attn_linear_recurrent_bf16(&p, c->cublas, c->stream);
+    return linear_run(be, out, qkv, L, pos0, B, n, 0);
+}
+
+static int cuda_attn_linear_decode(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L,
+                                   const int *pos0, int B, int n)
+{
+    return linear_run(be, out, qkv, L, pos0, B, n, 1);
 }
 
 /* The ranks of a cuda model are processes, one per GPU: NCCL sums their bf16 partial sums on this backend's

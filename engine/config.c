@@ -245,7 +245,8 @@ int orthros_preset_config(orthros_model_config *cfg, const char *name)
 void orthros_arch_opts_default(orthros_arch_opts *o)
 {
     *o = (orthros_arch_opts){.arch = NULL, .fmap = ORTHROS_UNSET, .feature_dim = ORTHROS_UNSET, .tail = ORTHROS_UNSET,
-                             .eps = ORTHROS_UNSET, .window = ORTHROS_UNSET, .hybrid_every = ORTHROS_UNSET, .tp = 1};
+                             .eps = ORTHROS_UNSET, .window = ORTHROS_UNSET, .hybrid_every = ORTHROS_UNSET,
+                             .fmap_rope = ORTHROS_UNSET, .local_window = ORTHROS_UNSET, .tp = 1};
 }
 
 const char *orthros_fmap_name(orthros_fmap f)
@@ -262,6 +263,19 @@ int orthros_fmap_parse(const char *s, orthros_fmap *out)
             return 0;
         }
     return orthros_error(ORTHROS_EINVAL, "unknown feature map \"%s\" (elu1, relu, hedgehog)", s);
+}
+
+const char *orthros_fmap_rope_name(orthros_fmap_rope r)
+{
+    return r == ORTHROS_FMAP_ROPE_BEFORE ? "before" : r == ORTHROS_FMAP_ROPE_AFTER ? "after" : "?";
+}
+
+int orthros_fmap_rope_parse(const char *s, orthros_fmap_rope *out)
+{
+    if (!strcmp(s, "before")) *out = ORTHROS_FMAP_ROPE_BEFORE;
+    else if (!strcmp(s, "after")) *out = ORTHROS_FMAP_ROPE_AFTER;
+    else return orthros_error(ORTHROS_EINVAL, "unknown feature-map placement \"%s\" (before, after)", s);
+    return 0;
 }
 
 int orthros_arch_feature_size(const orthros_arch *a, int head_dim)
@@ -348,6 +362,13 @@ int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, co
             rc = orthros_error_prefix(ORTHROS_EFORMAT, "orthros.feature_map");
             goto fail;
         }
+        const char *fr = NULL;
+        if ((rc = json_str(oj, "feature_map_rope", &fr))) goto fail;
+        if (fr && (rc = orthros_fmap_rope_parse(fr, &arch->fmap_rope))) {
+            rc = orthros_error_prefix(ORTHROS_EFORMAT, "orthros.feature_map_rope");
+            goto fail;
+        }
+        if ((rc = json_int(oj, "local_window", &arch->local_window, 0, 0, 1 << 30))) goto fail;
         double eps = arch->eps;
         if ((rc = json_int(oj, "feature_dim", &arch->feature_dim, 0, 1, 1024))) goto fail;
         if ((rc = json_int(oj, "tail", &arch->tail, 0, 1, 1 << 30))) goto fail;
@@ -374,6 +395,21 @@ int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, co
     if (opts->tail != ORTHROS_UNSET) arch->tail = opts->tail;
     if (opts->window != ORTHROS_UNSET) arch->window = opts->window;
     if (opts->hybrid_every != ORTHROS_UNSET) arch->hybrid_every = opts->hybrid_every;
+    if (opts->fmap_rope != ORTHROS_UNSET) {
+        if (opts->fmap_rope != ORTHROS_FMAP_ROPE_BEFORE && opts->fmap_rope != ORTHROS_FMAP_ROPE_AFTER) {
+            rc = orthros_error(ORTHROS_EINVAL, "feature-map placement %d is not one of 0 (before), 1 (after)",
+                               opts->fmap_rope);
+            goto fail;
+        }
+        arch->fmap_rope = (orthros_fmap_rope)opts->fmap_rope;
+    }
+    if (opts->local_window != ORTHROS_UNSET) {
+        if (opts->local_window < 0 || opts->local_window > (1 << 30)) {
+            rc = orthros_error(ORTHROS_EINVAL, "local window must be in [0, 2^30] (got %d)", opts->local_window);
+            goto fail;
+        }
+        arch->local_window = opts->local_window;
+    }
     if (opts->eps != ORTHROS_UNSET) {
         /* Checked before the conversion: a double out of float's range does not convert. */
         if (!(opts->eps > 0.0 && opts->eps <= 1.0) || !((float)opts->eps > 0.0f)) {

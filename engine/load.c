@@ -123,6 +123,8 @@ void orthros_model_free(orthros_model *m)
                 if (*slots[i].dst) m->be->free(m->be, *slots[i].dst);
             free(slots);
         }
+        for (int l = 0; l < m->cfg.n_layers; l++)
+            if (m->layers[l].window_gate) m->be->free(m->be, m->layers[l].window_gate);
         free(m->layers);
     }
     if (m->owns_be) orthros_backend_free(m->be);
@@ -302,6 +304,63 @@ static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n)
     return 0;
 }
 
+/* The optional window gates (docs/converted-models.md): model.layers.{i}.self_attn.window_gate, shape [Hq], every
+ * value finite and > 0, read where a safetensors checkpoint has one (a layer without weighs both terms of the local
+ * window equally). Checked with the other tensors, before any weight memory is claimed; values held on the host
+ * until the upload, this rank's heads only. */
+static int window_gates_read(const orthros_model *m, const orthros_st *ckpt, float **host)
+{
+    const orthros_model_config *c = &m->cfg;
+    *host = NULL;
+    for (int l = 0; l < c->n_layers; l++) {
+        char name[80];
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.window_gate", l);
+        const orthros_st_tensor *t = orthros_st_find(ckpt, name);
+        if (!t) continue;
+        if (t->ndim != 1 || t->shape[0] != c->n_heads)
+            return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s must have shape [%d] (one gate per query head)",
+                                 orthros_st_tensor_file(ckpt, t), name, c->n_heads);
+        if (!*host && !(*host = calloc((size_t)c->n_layers * (size_t)m->hq, sizeof **host)))
+            return orthros_error(ORTHROS_ENOMEM, "out of host memory");
+        float *g = *host + (size_t)l * (size_t)m->hq;
+        for (int h = 0; h < m->hq; h++) {
+            size_t i = (size_t)(m->q0 + h);
+            /* Tensor data need not be aligned in a safetensors file. */
+            const unsigned char *src = (const unsigned char *)t->data + i * orthros_dtype_size(t->dtype);
+            float x;
+            uint16_t u;
+            if (t->dtype == ORTHROS_DTYPE_F32) {
+                memcpy(&x, src, sizeof x);
+            } else {
+                memcpy(&u, src, sizeof u);
+                x = t->dtype == ORTHROS_DTYPE_BF16 ? orthros_bf16_to_f32(u) : orthros_f16_to_f32(u);
+            }
+            if (!(x > 0.0f) || isinf(x))
+                return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s: gate %zu is %g, not a finite number > 0",
+                                     orthros_st_tensor_file(ckpt, t), name, i, (double)x);
+            g[h] = x;
+        }
+    }
+    return 0;
+}
+
+static int window_gates_upload(orthros_model *m, const orthros_st *ckpt, const float *host)
+{
+    for (int l = 0; host && l < m->cfg.n_layers; l++) {
+        char name[80];
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.window_gate", l);
+        if (!orthros_st_find(ckpt, name)) continue;
+        size_t bytes = (size_t)m->hq * m->be->act_size;
+        if (!(m->layers[l].window_gate = m->be->alloc(m->be, bytes)))
+            return orthros_error(ORTHROS_ENOMEM, "out of %s memory for the window gates", m->be->name);
+        m->weight_bytes += bytes;
+        int rc = m->be->upload(m->be, m->layers[l].window_gate, 0, host + (size_t)l * (size_t)m->hq, ORTHROS_DTYPE_F32,
+                               (size_t)m->hq);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 /* Reads DIR/config.json: the model config and the text of its optional `orthros` object, which is checked here
  * (without the caller's options) so that its errors name the file. */
 static int read_model_config(orthros_model_config *cfg, char **orthros_json, const char *dir)
@@ -371,6 +430,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     weight_slot *slots = NULL;
     tensor_need *needs = NULL;
     int n_needs = 0;
+    float *gates = NULL;
     *out = NULL;
     orthros_model *m = calloc(1, sizeof *m);
     if (!m) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
@@ -419,6 +479,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
         }
         n_needs = checkpoint_needs(m, needs);
         if ((rc = checkpoint_check(m, &(weight_source){&ckpt, g}, needs, n_needs))) goto fail;
+        if (!gguf && (rc = window_gates_read(m, &ckpt, &gates))) goto fail;
     }
     int n_slots = weight_slots(m, slots, max_slots);
     size_t total = 0;
@@ -449,11 +510,12 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     if (preset) {
         for (int i = 0; i < n_slots; i++)
             if ((rc = fill_slot(be, &slots[i], seed * 1000003ull + (uint64_t)i))) goto fail;
-    } else if ((rc = checkpoint_upload(m, needs, n_needs))) {
+    } else if ((rc = checkpoint_upload(m, needs, n_needs)) || (rc = window_gates_upload(m, &ckpt, gates))) {
         goto fail;
     }
     if (m->cfg.tie_embeddings) m->lm_head = m->embed;
     if ((rc = be->sync(be))) goto fail;
+    free(gates);
     free(needs);
     free(slots);
     m->orthros_json = orthros_json;
@@ -462,6 +524,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     *out = m;
     return 0;
 fail:
+    free(gates);
     free(needs);
     free(slots);
     free(orthros_json);
@@ -525,7 +588,8 @@ static int load_as_process(orthros_model **out, orthros_backend *be, const char 
         memcpy(payload + ls, opts->arch ? opts->arch : "", la);
         id = orthros_tp_new_id();
         orthros_tp_cmd cmd = {.op = ORTHROS_TP_LOAD, .id = id,
-                              .a = {opts->fmap, opts->feature_dim, opts->tail, opts->window, opts->hybrid_every, opts->tp},
+                              .a = {opts->fmap, opts->feature_dim, opts->tail, opts->window, opts->hybrid_every, opts->tp,
+                                    opts->fmap_rope, opts->local_window},
                               .seed = seed, .eps = opts->eps, .payload_bytes = ls + la};
         rc = orthros_tp_send(&cmd, payload);
         free(payload);

@@ -70,6 +70,9 @@ struct orthros_session {
     int *cap;                 /* per layer; 0 where the layer keeps no cache */
     void **k_cache, **v_cache;/* per layer [B][cap][hkv][d] */
     float **S, **z;           /* per layer [B][hkv][F][d], [B][hkv][F] */
+    int *kraw_cap;            /* per layer; 0 where the layer keeps no ring of un-rotated keys */
+    void **kraw;              /* per layer [B][kraw_cap][hkv][d]: the local window's keys for phi (before RoPE) */
+    void *q_rot;              /* [rows][hq][d]: the local window's rotated queries (phi before RoPE); or NULL */
     void *x, *xn, *qkv, *attn, *delta, *gu, *act; /* [rows][...] activations, this rank's heads and MLP columns */
     float *logits;            /* [logit_rows][V] on the backend; rank 0 only */
     float *logits_host;       /* [logit_rows][V] */
@@ -77,15 +80,41 @@ struct orthros_session {
     int id;                   /* the id the other processes know this session by (rank 0 of processes) */
 };
 
+/* A layer of the linear formula (linear, orthros) with a local window W keeps the last W positions' keys and values
+ * beyond a chunk of n <= chunk rows: the window reads positions p - W + 1 .. p and the state takes position p - W,
+ * so a ring of W + chunk slots holds every one a call reads after it has written its own rows. */
+static int window_ring(const orthros_model *m, int l, int max_ctx, int chunk)
+{
+    orthros_attn_kind k = m->arch.kind[l];
+    long c = (long)m->arch.local_window + chunk;
+    if ((k != ORTHROS_ATTN_LINEAR && k != ORTHROS_ATTN_ORTHROS) || m->arch.local_window < 1) return 0;
+    return c < max_ctx ? (int)c : max_ctx;
+}
+
+/* KV-cache slots of layer l: the whole context (full, orthros), the window plus a chunk (swa), the local window's
+ * ring (linear with a window), none (linear). */
 static int layer_cap(const orthros_model *m, int l, int max_ctx, int chunk)
 {
     orthros_attn_kind k = m->arch.kind[l];
-    if (k == ORTHROS_ATTN_LINEAR) return 0;
+    if (k == ORTHROS_ATTN_LINEAR) return window_ring(m, l, max_ctx, chunk);
     if (k == ORTHROS_ATTN_SWA) {
         long c = (long)m->arch.window + chunk - 1;
         return c < max_ctx ? (int)c : max_ctx;
     }
     return max_ctx;
+}
+
+/* Slots of the ring of un-rotated keys: a local window with phi before RoPE (after RoPE phi reads k~ from the cache). */
+static int layer_kraw_cap(const orthros_model *m, int l, int max_ctx, int chunk)
+{
+    return m->arch.fmap_rope == ORTHROS_FMAP_ROPE_BEFORE ? window_ring(m, l, max_ctx, chunk) : 0;
+}
+
+/* The rotated queries of a chunk's rows: a local window with phi before RoPE. */
+static int needs_q_rot(const orthros_model *m)
+{
+    return m->arch.local_window > 0 && m->arch.fmap_rope == ORTHROS_FMAP_ROPE_BEFORE &&
+           orthros_arch_uses_state(&m->arch, m->cfg.n_layers);
 }
 
 static int session_rows(int batch, int chunk) { return chunk > batch ? chunk : batch; }
@@ -101,11 +130,13 @@ static size_t shard_session_bytes(const orthros_model *m, int batch, int max_ctx
     size_t bytes = 0;
     for (int l = 0; l < c->n_layers; l++) {
         bytes += 2 * (size_t)batch * (size_t)layer_cap(m, l, max_ctx, chunk) * hkv * d * act;
+        bytes += (size_t)batch * (size_t)layer_kraw_cap(m, l, max_ctx, chunk) * hkv * d * act;
         orthros_attn_kind k = m->arch.kind[l];
         if (k == ORTHROS_ATTN_LINEAR || k == ORTHROS_ATTN_ORTHROS) bytes += (size_t)batch * hkv * F * (d + 1) * 4;
     }
     size_t rows = (size_t)session_rows(batch, chunk);
-    size_t width = 3 * (size_t)c->d_model + (size_t)(m->hq + 2 * m->hkv) * d + (size_t)m->hq * d + 3 * (size_t)m->ffn;
+    size_t width = 3 * (size_t)c->d_model + (size_t)(m->hq + 2 * m->hkv) * d + (size_t)m->hq * d + 3 * (size_t)m->ffn +
+                   (needs_q_rot(m) ? (size_t)m->hq * d : 0);
     bytes += rows * width * act;
     if (m->rank == 0) bytes += (size_t)session_logit_rows(batch) * (size_t)c->vocab * 4;
     return bytes;
@@ -129,13 +160,16 @@ static void session_free_shard(orthros_session *s)
         if (s->v_cache) be->free(be, s->v_cache[l]);
         if (s->S) be->free(be, s->S[l]);
         if (s->z) be->free(be, s->z[l]);
+        if (s->kraw) be->free(be, s->kraw[l]);
     }
-    void *bufs[] = {s->x, s->xn, s->qkv, s->attn, s->delta, s->gu, s->act, s->logits};
+    void *bufs[] = {s->x, s->xn, s->qkv, s->attn, s->delta, s->gu, s->act, s->logits, s->q_rot};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
     free(s->k_cache);
     free(s->v_cache);
     free(s->S);
     free(s->z);
+    free(s->kraw);
+    free(s->kraw_cap);
     free(s->pos);
     free(s->cap);
     free(s->logits_host);
@@ -180,8 +214,11 @@ static int session_alloc_shard(orthros_session **out, orthros_model *m, int batc
     s->v_cache = calloc((size_t)n_layers, sizeof *s->v_cache);
     s->S = calloc((size_t)n_layers, sizeof *s->S);
     s->z = calloc((size_t)n_layers, sizeof *s->z);
+    s->kraw = calloc((size_t)n_layers, sizeof *s->kraw);
+    s->kraw_cap = calloc((size_t)n_layers, sizeof *s->kraw_cap);
     if (m->rank == 0) s->logits_host = malloc((size_t)s->logit_rows * (size_t)c->vocab * sizeof(float));
-    if (!s->pos || !s->cap || !s->k_cache || !s->v_cache || !s->S || !s->z || (m->rank == 0 && !s->logits_host))
+    if (!s->pos || !s->cap || !s->k_cache || !s->v_cache || !s->S || !s->z || !s->kraw || !s->kraw_cap ||
+        (m->rank == 0 && !s->logits_host))
         goto oom;
     for (int l = 0; l < n_layers; l++) {
         s->cap[l] = layer_cap(m, l, max_ctx, chunk);
@@ -189,6 +226,9 @@ static int session_alloc_shard(orthros_session **out, orthros_model *m, int batc
             size_t bytes = (size_t)batch * (size_t)s->cap[l] * hkv * d * act;
             if (!(s->k_cache[l] = be->alloc(be, bytes)) || !(s->v_cache[l] = be->alloc(be, bytes))) goto oom;
         }
+        s->kraw_cap[l] = layer_kraw_cap(m, l, max_ctx, chunk);
+        if (s->kraw_cap[l] && !(s->kraw[l] = be->alloc(be, (size_t)batch * (size_t)s->kraw_cap[l] * hkv * d * act)))
+            goto oom;
         orthros_attn_kind k = m->arch.kind[l];
         if (k == ORTHROS_ATTN_LINEAR || k == ORTHROS_ATTN_ORTHROS) {
             if (!(s->S[l] = be->alloc(be, (size_t)batch * hkv * F * d * 4)) ||
@@ -201,7 +241,8 @@ static int session_alloc_shard(orthros_session **out, orthros_model *m, int batc
         !(s->delta = be->alloc(be, R * D * act)) || !(s->qkv = be->alloc(be, R * (hq + 2 * hkv) * d * act)) ||
         !(s->attn = be->alloc(be, R * hq * d * act)) || !(s->gu = be->alloc(be, R * 2 * (size_t)m->ffn * act)) ||
         !(s->act = be->alloc(be, R * (size_t)m->ffn * act)) ||
-        (m->rank == 0 && !(s->logits = be->alloc(be, (size_t)s->logit_rows * (size_t)c->vocab * 4))))
+        (m->rank == 0 && !(s->logits = be->alloc(be, (size_t)s->logit_rows * (size_t)c->vocab * 4))) ||
+        (needs_q_rot(m) && !(s->q_rot = be->alloc(be, R * hq * d * act))))
         goto oom;
     *out = s;
     return 0;
@@ -321,10 +362,12 @@ static orthros_attn_layer attn_view(const orthros_session *s, int l, int b0)
     const orthros_model_config *c = &m->cfg;
     size_t d = (size_t)c->head_dim, hkv = (size_t)m->hkv;
     size_t F = (size_t)orthros_arch_feature_size(&m->arch, c->head_dim);
+    orthros_attn_kind kind = m->arch.kind[l];
+    int lin = kind == ORTHROS_ATTN_LINEAR || kind == ORTHROS_ATTN_ORTHROS;
     orthros_attn_layer view = {.n_heads = m->hq, .n_kv_heads = m->hkv, .head_dim = c->head_dim,
                             .cap = s->cap[l], .fmap = m->arch.fmap, .feature_dim = (int)F,
                             .fmap_q = m->layers[l].fmap_q, .fmap_k = m->layers[l].fmap_k, .eps = m->arch.eps};
-    view.window = m->arch.kind[l] == ORTHROS_ATTN_SWA ? m->arch.window : 0;
+    view.window = kind == ORTHROS_ATTN_SWA ? m->arch.window : 0;
     if (s->cap[l]) {
         size_t per_seq = (size_t)s->cap[l] * hkv * d;
         view.k_cache = offset(s, s->k_cache[l], (size_t)b0 * per_seq);
@@ -334,6 +377,15 @@ static orthros_attn_layer attn_view(const orthros_session *s, int l, int b0)
         view.S = s->S[l] + (size_t)b0 * hkv * F * d;
         view.z = s->z[l] + (size_t)b0 * hkv * F;
     }
+    /* The linear formula of a converted model (docs/converted-models.md). */
+    view.fmap_after = lin && m->arch.fmap_rope == ORTHROS_FMAP_ROPE_AFTER;
+    view.local_window = lin ? m->arch.local_window : 0;
+    view.window_gate = m->layers[l].window_gate;
+    if (s->kraw_cap[l]) {
+        view.kraw_cap = s->kraw_cap[l];
+        view.kraw_cache = offset(s, s->kraw[l], (size_t)b0 * (size_t)s->kraw_cap[l] * hkv * d);
+    }
+    if (view.local_window && !view.fmap_after) view.q_rot = s->q_rot;
     return view;
 }
 
@@ -353,7 +405,8 @@ static orthros_attn_layer attn_view(const orthros_session *s, int l, int b0)
     } while (0)
 
 /* Attention of layer l for B sequences starting at b0 with n new tokens each, at positions pos0[b] + i.
- * `lin_rows` (orthros prefill only) is how many leading rows are linear-phase positions. */
+ * `lin_rows` (orthros prefill only) is how many leading rows are linear-phase positions. The linear formula reads
+ * rotated rows when phi acts after RoPE, and the cache (a ring on linear layers) when it has a local window. */
 static int attention(orthros_session *s, int l, int b0, int B, int n, const int *pos0, int lin_rows, int decode)
 {
     orthros_backend *be = s->be;
@@ -362,11 +415,14 @@ static int attention(orthros_session *s, int l, int b0, int B, int n, const int 
     orthros_attn_kind kind = s->m->arch.kind[l];
     size_t W = (size_t)(s->m->hq + 2 * s->m->hkv) * (size_t)c->head_dim;
     size_t Wo = (size_t)s->m->hq * (size_t)c->head_dim;
-    if (kind == ORTHROS_ATTN_LINEAR)
-        return (decode ? be->attn_linear_decode : be->attn_linear_prefill)(be, s->attn, s->qkv, &view, B, n);
+    if (kind == ORTHROS_ATTN_LINEAR) {
+        if (view.cap || view.fmap_after)
+            TRY(be->rope_cache_write(be, s->qkv, &view, &s->m->rope, pos0, B, n, view.fmap_after ? 0 : n));
+        return (decode ? be->attn_linear_decode : be->attn_linear_prefill)(be, s->attn, s->qkv, &view, pos0, B, n);
+    }
     if (kind != ORTHROS_ATTN_ORTHROS || decode) lin_rows = 0;
-    TRY(be->rope_cache_write(be, s->qkv, &view, &s->m->rope, pos0, B, n, lin_rows));
-    if (lin_rows > 0) TRY(be->attn_linear_prefill(be, s->attn, s->qkv, &view, 1, lin_rows));
+    TRY(be->rope_cache_write(be, s->qkv, &view, &s->m->rope, pos0, B, n, view.fmap_after ? 0 : lin_rows));
+    if (lin_rows > 0) TRY(be->attn_linear_prefill(be, s->attn, s->qkv, &view, pos0, 1, lin_rows));
     if (lin_rows < n) {
         int p_full = pos0[0] + lin_rows;
         const int *p = lin_rows ? &p_full : pos0;

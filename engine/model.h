@@ -15,6 +15,7 @@ typedef struct {
     void *mlp_norm;  /* [D] */
     void *fmap_q;    /* hedgehog: [Hq][d][F/2] */
     void *fmap_k;    /* hedgehog: [Hkv][d][F/2] */
+    void *window_gate; /* [hq]: gamma_h of the local window, where the checkpoint has it (else NULL: 1) */
 } layer_weights;
 
 /* A model, or one rank's shard of it. */

@@ -20,6 +20,13 @@ extern "C" {
 
 #define ORTHROS_VERSION "0.1.0"
 
+/* Where the feature map phi of the linear formula acts (docs/converted-models.md): on q_t, k_t before RoPE (DESIGN
+ * section 2's meaning, the default) or on the rotated q~_t, k~_t (LoLCATs' placement). */
+typedef enum {
+    ORTHROS_FMAP_ROPE_BEFORE = 0,
+    ORTHROS_FMAP_ROPE_AFTER = 1,
+} orthros_fmap_rope;
+
 typedef enum {
     ORTHROS_ATTN_FULL = 0,
     ORTHROS_ATTN_LINEAR = 1,
@@ -57,6 +64,9 @@ typedef struct {
     float eps;                      /* linear: denominator epsilon */
     int window;                     /* swa: W */
     int hybrid_every;               /* hybrid: layer i is full when (i + 1) % k == 0 */
+    orthros_fmap_rope fmap_rope;    /* linear formula: phi before or after RoPE */
+    int local_window;               /* linear formula: exact softmax over the last W positions, the linear term over
+                                     * the older ones (0: no window); docs/converted-models.md */
 } orthros_arch;
 
 /* The value of an orthros_arch_opts field that is not set (exactly this value; for eps, (double)ORTHROS_UNSET). */
@@ -75,6 +85,8 @@ typedef struct {
     double eps;         /* ORTHROS_UNSET: checkpoint or 1e-6; else (0, 1] */
     int window;         /* ORTHROS_UNSET: checkpoint or 4096; else >= 1 */
     int hybrid_every;   /* ORTHROS_UNSET: checkpoint or 4; else >= 1 */
+    int fmap_rope;      /* ORTHROS_UNSET: checkpoint or before; else an orthros_fmap_rope */
+    int local_window;   /* ORTHROS_UNSET: checkpoint or 0; else [0, 2^30] */
     int tp;             /* tensor-parallel ranks (world size), default 1; docs/tensor-parallel.md */
 } orthros_arch_opts;
 
@@ -83,6 +95,9 @@ void orthros_arch_opts_default(orthros_arch_opts *o);
 extern const char *const orthros_arch_names[];
 const char *orthros_fmap_name(orthros_fmap f);
 int orthros_fmap_parse(const char *s, orthros_fmap *out);
+/* "before" / "after". */
+const char *orthros_fmap_rope_name(orthros_fmap_rope r);
+int orthros_fmap_rope_parse(const char *s, orthros_fmap_rope *out);
 /* Feature dimension F of phi for this schedule and head dim. */
 int orthros_arch_feature_size(const orthros_arch *a, int head_dim);
 /* True when some layer of the schedule uses the linear state. */

@@ -25,7 +25,8 @@ const orthros_device_info *orthros_tp_world_device(int rank);
 int orthros_tp_new_id(void);
 
 enum {
-    ORTHROS_TP_LOAD = 1,     /* id: model; a: fmap, feature_dim, tail, window, hybrid_every, tp; payload: spec, arch */
+    ORTHROS_TP_LOAD = 1,     /* id: model; a: fmap, feature_dim, tail, window, hybrid_every, tp, fmap_rope,
+                              * local_window; payload: spec, arch */
     ORTHROS_TP_MODEL_FREE,   /* id: model */
     ORTHROS_TP_SESSION_INIT, /* id: session, ref: model; a: batch, max_ctx, chunk */
     ORTHROS_TP_SESSION_FREE, /* id: session */

@@ -198,22 +198,32 @@ typedef struct {
     orthros_dtype dtype;
     int hedgehog_half;
     const char *orthros_obj;
+    int window_gates; /* TU_GATES_* */
 } gen_model;
 
 static gen_model gen_models[] = {
     {{.d_model = 8, .n_layers = 2, .n_heads = 2, .n_kv_heads = 1, .head_dim = 4, .ffn = 8, .vocab = 16,
       .max_pos = 64, .norm_eps = 1e-5f, .rope_theta = 10000.0},
-     ORTHROS_DTYPE_F32, 0, NULL},
+     ORTHROS_DTYPE_F32, 0, NULL, TU_GATES_NONE},
     {{.d_model = 8, .n_layers = 1, .n_heads = 2, .n_kv_heads = 2, .head_dim = 4, .ffn = 4, .vocab = 8,
       .max_pos = 64, .norm_eps = 1e-5f, .rope_theta = 500000.0, .tie_embeddings = 1},
-     ORTHROS_DTYPE_BF16, 0, "{\"architecture\": \"orthros\", \"tail\": 2}"},
+     ORTHROS_DTYPE_BF16, 0, "{\"architecture\": \"orthros\", \"tail\": 2}", TU_GATES_NONE},
     {{.d_model = 4, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 2, .ffn = 4, .vocab = 8,
       .max_pos = 64, .norm_eps = 1e-6f, .rope_theta = 10000.0},
      ORTHROS_DTYPE_F32, 2,
-     "{\"architecture\": [\"orthros\", \"linear\"], \"feature_map\": \"hedgehog\", \"feature_dim\": 2, \"eps\": 1e-5}"},
+     "{\"architecture\": [\"orthros\", \"linear\"], \"feature_map\": \"hedgehog\", \"feature_dim\": 2, \"eps\": 1e-5}",
+     TU_GATES_NONE},
     {{.d_model = 8, .n_layers = 2, .n_heads = 2, .n_kv_heads = 1, .head_dim = 4, .ffn = 8, .vocab = 16,
       .max_pos = 64, .norm_eps = 1e-5f, .rope_theta = 10000.0},
-     ORTHROS_DTYPE_BF16, 0, "{\"architecture\": [\"swa:2\", \"full\"], \"hybrid_every\": 2, \"window\": 3}"},
+     ORTHROS_DTYPE_BF16, 0, "{\"architecture\": [\"swa:2\", \"full\"], \"hybrid_every\": 2, \"window\": 3}",
+     TU_GATES_NONE},
+    /* A converted model: hedgehog maps after RoPE, a local window and its gates. */
+    {{.d_model = 4, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .head_dim = 2, .ffn = 4, .vocab = 8,
+      .max_pos = 64, .norm_eps = 1e-6f, .rope_theta = 10000.0},
+     ORTHROS_DTYPE_BF16, 2,
+     "{\"architecture\": [\"orthros\", \"linear\"], \"feature_map\": \"hedgehog\", \"feature_dim\": 2, "
+     "\"feature_map_rope\": \"after\", \"local_window\": 3}",
+     TU_GATES_RANDOM},
 };
 #define N_GEN ((int)(sizeof gen_models / sizeof *gen_models))
 
@@ -222,7 +232,8 @@ static int gen_read(int i, char **config, size_t *config_len, uint8_t **st, size
 {
     char *dir = tu_tempdir(), path[4400];
     if (!dir) return -1;
-    int rc = tu_write_checkpoint(dir, &gen_models[i].cfg, (uint64_t)i + 1, gen_models[i].dtype, gen_models[i].hedgehog_half);
+    int rc = tu_write_checkpoint_gated(dir, &gen_models[i].cfg, (uint64_t)i + 1, gen_models[i].dtype,
+                                       gen_models[i].hedgehog_half, gen_models[i].window_gates);
     char *cfg_text = rc ? NULL : tu_config_json(&gen_models[i].cfg, gen_models[i].orthros_obj);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     *st = cfg_text ? (uint8_t *)tu_slurp(path, st_len) : NULL;
@@ -374,7 +385,8 @@ int orthros_fuzz_seeds_config(orthros_fuzz_corpus *c, const char *root)
         "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": null, "
         "\"intermediate_size\": 160, \"vocab_size\": 256, \"rope_parameters\": {\"rope_type\": \"default\", "
         "\"rope_theta\": 10000.0}, \"eos_token_id\": 2, \"orthros\": {\"architecture\": \"hybrid\", \"hybrid_every\": 2, "
-        "\"feature_map\": \"relu\", \"feature_dim\": 8, \"tail\": 4, \"window\": 16, \"eps\": 1e-6}}",
+        "\"feature_map\": \"relu\", \"feature_dim\": 8, \"tail\": 4, \"window\": 16, \"eps\": 1e-6, "
+        "\"feature_map_rope\": \"before\", \"local_window\": 64}}",
     };
     for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
         if (orthros_fuzz_corpus_add(c, extra[i], strlen(extra[i]))) return -1;

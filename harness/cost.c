@@ -5,7 +5,9 @@
  *                 causal prefill of N tokens, the figure DESIGN section 6 uses;
  *   linear:       per token, 2 F d per kv head for the state update and (2 F d + 2 F) per query head for the
  *                 read-out, plus the feature map (hedgehog: 2 d F/2 per head of q and k);
- *   orthros:      linear for the N - T positions before the tail, full for the T tail positions.
+ *   orthros:      linear for the N - T positions before the tail, full for the T tail positions;
+ *   local window: the linear formula's positions add 4 Hq d per (query, key) pair of the window (min(t + 1, W)
+ *                 keys), and a linear layer writes and reads its ring of k~, v (docs/converted-models.md).
  * Bytes: weights read once per prefill chunk (and once per decode step), the KV cache written once
  * (prefill) or read once (decode), the linear state read and written once per chunk or step. */
 #include "cost.h"
@@ -48,17 +50,18 @@ orthros_cost orthros_cost_prefill(const orthros_model_config *c, const orthros_a
         case ORTHROS_ATTN_FULL: attn = 4 * Hq * d * pairs(0, N, 0); break;
         case ORTHROS_ATTN_SWA: attn = 4 * Hq * d * pairs(0, N, a->window); break;
         case ORTHROS_ATTN_LINEAR:
-            attn = N * linear_flops_per_token(c, a);
+            attn = N * linear_flops_per_token(c, a) + (a->local_window > 0 ? 4 * Hq * d * pairs(0, N, a->local_window) : 0);
             state_bytes = 2 * chunks * Hkv * F * (d + 1) * 4;
             break;
         case ORTHROS_ATTN_ORTHROS: {
             double lin = N - a->tail > 0 ? N - a->tail : 0;
-            attn = lin * linear_flops_per_token(c, a) + 4 * Hq * d * pairs(lin, N, 0);
+            attn = lin * linear_flops_per_token(c, a) + 4 * Hq * d * pairs(lin, N, 0) +
+                   (a->local_window > 0 ? 4 * Hq * d * pairs(0, lin, a->local_window) : 0);
             state_bytes = 2 * chunks * Hkv * F * (d + 1) * 4;
             break;
         }
         }
-        double kv_write = a->kind[l] == ORTHROS_ATTN_LINEAR ? 0 : 2 * N * Hkv * d * act_size;
+        double kv_write = a->kind[l] == ORTHROS_ATTN_LINEAR && a->local_window < 1 ? 0 : 2 * N * Hkv * d * act_size;
         k.attn_flops += B * attn;
         k.flops += B * (2 * P * N + attn);
         k.bytes += B * (chunks * P * act_size + kv_write + state_bytes);
@@ -79,11 +82,11 @@ orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_ar
         double keys = 0, attn, state = 0;
         switch (a->kind[l]) {
         case ORTHROS_ATTN_SWA: keys = depth + 1 < a->window ? depth + 1 : a->window; break;
-        case ORTHROS_ATTN_LINEAR: break;
+        case ORTHROS_ATTN_LINEAR: keys = a->local_window > 0 ? (depth + 1 < a->local_window ? depth + 1 : a->local_window) : 0; break;
         default: keys = depth + 1; break;
         }
         if (a->kind[l] == ORTHROS_ATTN_LINEAR) {
-            attn = linear_flops_per_token(c, a);
+            attn = linear_flops_per_token(c, a) + 4 * Hq * d * keys;
             state = 2 * Hkv * F * (d + 1) * 4;
         } else {
             attn = 4 * Hq * d * keys;

@@ -146,9 +146,9 @@ int orthros_cmd_fail_usage(const char *cmd, int rc)
 
 void orthros_model_opts_default(orthros_model_opts *o)
 {
-    *o = (orthros_model_opts){.model = "preset:tiny", .arch = NULL, .device = "auto", .feature_map = NULL, .tail = -1,
-                              .window = -1, .hybrid_every = -1, .feature_dim = -1, .chunk = 0, .seed = 1, .eps = -1.0,
-                              .tp = 1};
+    *o = (orthros_model_opts){.model = "preset:tiny", .arch = NULL, .device = "auto", .feature_map = NULL,
+                              .feature_map_rope = NULL, .tail = -1, .window = -1, .hybrid_every = -1, .feature_dim = -1,
+                              .chunk = 0, .seed = 1, .local_window = -1, .eps = -1.0, .tp = 1};
 }
 
 void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o)
@@ -163,6 +163,11 @@ void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o)
     orthros_cmd_add(c, "feature-map", ORTHROS_OPT_STR, &o->feature_map, "FM", "linear attention feature map: elu1|relu|hedgehog");
     orthros_cmd_add_num(c, "feature-dim", ORTHROS_OPT_INT, &o->feature_dim, 1, ORTHROS_MAX_HEAD_DIM, "N",
                         "hedgehog feature dim per sign (F = 2N)");
+    orthros_cmd_add(c, "feature-map-rope", ORTHROS_OPT_STR, &o->feature_map_rope, "before|after",
+                    "linear attention: phi acts on q, k before RoPE (default) or on the rotated q~, k~");
+    orthros_cmd_add_num(c, "local-window", ORTHROS_OPT_INT, &o->local_window, 0, 1 << 30, "W",
+                        "linear attention: exact softmax over the last W positions, the linear term over older ones "
+                        "(default 0: none; docs/converted-models.md)");
     orthros_cmd_add_num(c, "window", ORTHROS_OPT_INT, &o->window, 1, INT_MAX, "W", "swa window in tokens (default 4096)");
     orthros_cmd_add_num(c, "hybrid-every", ORTHROS_OPT_INT, &o->hybrid_every, 1, ORTHROS_MAX_LAYERS, "K",
                         "hybrid: every K-th layer is full (default 4)");
@@ -176,8 +181,9 @@ void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o)
 void orthros_model_opts_sched(orthros_sched_config *s, const orthros_model_opts *o)
 {
     s->chunk = o->chunk, s->tail = o->tail, s->window = o->window, s->hybrid_every = o->hybrid_every;
-    s->feature_dim = o->feature_dim, s->eps = o->eps;
+    s->feature_dim = o->feature_dim, s->eps = o->eps, s->local_window = o->local_window;
     snprintf(s->feature_map, sizeof s->feature_map, "%s", o->feature_map ? o->feature_map : "");
+    snprintf(s->feature_map_rope, sizeof s->feature_map_rope, "%s", o->feature_map_rope ? o->feature_map_rope : "");
 }
 
 int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts *o)
@@ -199,6 +205,13 @@ int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts 
         if (rc) return rc;
         out->fmap = (int)f;
     }
+    if (o->feature_map_rope) {
+        orthros_fmap_rope r;
+        int rc = orthros_fmap_rope_parse(o->feature_map_rope, &r);
+        if (rc) return rc;
+        out->fmap_rope = (int)r;
+    }
+    if (o->local_window != -1) out->local_window = o->local_window;
     /* The table's ranges already refused values below 1 (and with them the -1 that stands for "not given"). */
     if (o->tail != -1) out->tail = o->tail;
     if (o->window != -1) out->window = o->window;

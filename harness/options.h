@@ -58,8 +58,8 @@ int orthros_cmd_fail_usage(const char *cmd, int rc);
 
 /* The options every model-running command shares (logits, generate, bench, eval). */
 typedef struct {
-    const char *model, *arch, *device, *feature_map;
-    int tail, window, hybrid_every, feature_dim, chunk, seed;
+    const char *model, *arch, *device, *feature_map, *feature_map_rope;
+    int tail, window, hybrid_every, feature_dim, chunk, seed, local_window;
     double eps;
     int tp; /* tensor-parallel ranks (ranks/ranks.h starts the processes of a cuda run) */
 } orthros_model_opts;
@@ -68,7 +68,7 @@ void orthros_model_opts_default(orthros_model_opts *o);
 /* Appends the shared options to the command's table. */
 void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o);
 /* Resolves them to engine options: options not given keep the checkpoint's value or the default. An unknown
- * feature map is an error. */
+ * feature map or placement is an error. */
 int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts *o);
 /* The schedule options as a result file records them (-1 / "" where not given). */
 void orthros_model_opts_sched(orthros_sched_config *s, const orthros_model_opts *o);

@@ -348,9 +348,9 @@ int orthros_result_same_num(const char *a_name, const char *b_name, const char *
 
 void orthros_sched_config_init(orthros_sched_config *s)
 {
-    s->chunk = s->tail = s->window = s->hybrid_every = s->feature_dim = -1;
+    s->chunk = s->tail = s->window = s->hybrid_every = s->feature_dim = s->local_window = -1;
     s->eps = -1;
-    s->feature_map[0] = '\0';
+    s->feature_map[0] = s->feature_map_rope[0] = '\0';
 }
 
 int orthros_sched_config_same(const orthros_sched_config *a, const char *a_name, const orthros_sched_config *b,
@@ -363,7 +363,9 @@ int orthros_sched_config_same(const orthros_sched_config *a, const char *a_name,
         (rc = orthros_result_same_num(a_name, b_name, "--window", a->window, b->window)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--hybrid-every", a->hybrid_every, b->hybrid_every)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--feature-dim", a->feature_dim, b->feature_dim)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)))
+        (rc = orthros_result_same_num(a_name, b_name, "--eps", a->eps, b->eps)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "--feature-map-rope", a->feature_map_rope, b->feature_map_rope)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--local-window", a->local_window, b->local_window)))
         return rc;
     return 0;
 }
@@ -374,9 +376,10 @@ int orthros_sched_config_read(orthros_sched_config *s, const orthros_jr *j, cons
         const char *key;
         int *dst;
     } ints[] = {{"chunk", &s->chunk}, {"tail", &s->tail}, {"window", &s->window}, {"hybrid_every", &s->hybrid_every},
-                {"feature_dim", &s->feature_dim}};
+                {"feature_dim", &s->feature_dim}, {"local_window", &s->local_window}};
     int rc;
     if ((rc = orthros_jr_string(s->feature_map, sizeof s->feature_map, j, o, "feature_map", 0)) ||
+        (rc = orthros_jr_string(s->feature_map_rope, sizeof s->feature_map_rope, j, o, "feature_map_rope", 0)) ||
         (rc = orthros_jr_num(&s->eps, j, o, "eps", -1, 1, 0)))
         return rc;
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
@@ -396,6 +399,8 @@ void orthros_sched_config_write(cJSON *o, const orthros_sched_config *s)
     cJSON_AddNumberToObject(o, "feature_dim", s->feature_dim);
     cJSON_AddNumberToObject(o, "eps", s->eps);
     cJSON_AddStringToObject(o, "feature_map", s->feature_map);
+    cJSON_AddStringToObject(o, "feature_map_rope", s->feature_map_rope);
+    cJSON_AddNumberToObject(o, "local_window", s->local_window);
 }
 
 /* environment.world_size and environment.ranks (j at environment): both or neither (files before them have

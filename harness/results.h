@@ -157,6 +157,8 @@ typedef struct {
     int chunk, tail, window, hybrid_every, feature_dim;
     double eps;
     char feature_map[16];
+    char feature_map_rope[16]; /* --feature-map-rope; files before it have none ("") */
+    int local_window;          /* --local-window; files before it have none (-1) */
 } orthros_sched_config;
 
 /* All not given. */
@@ -166,7 +168,7 @@ int orthros_sched_config_same(const orthros_sched_config *a, const char *a_name,
                               const char *b_name);
 /* Reads the keys present in the config object o (j at o); absent ones stay as they are. */
 int orthros_sched_config_read(orthros_sched_config *s, const orthros_jr *j, const cJSON *o);
-/* Adds chunk, tail, window, hybrid_every, feature_dim, eps and feature_map to o. */
+/* Adds chunk, tail, window, hybrid_every, feature_dim, eps, feature_map, feature_map_rope and local_window to o. */
 void orthros_sched_config_write(cJSON *o, const orthros_sched_config *s);
 
 #endif

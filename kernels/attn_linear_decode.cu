@@ -5,11 +5,14 @@
  * lane = column and the 8 warps split the F rows, so every S element is read and written by one thread
  * only (S stays in global memory, where it is touched once per token). Each block runs its own copy of z
  * from a snapshot of the input z taken before the launch (blocks never read what another wrote); block 0
- * writes z back. Decode (n = 1) is one pass over S: bandwidth-bound on F * d * 8 bytes per head. */
+ * writes z back. Decode (n = 1) is one pass over S: bandwidth-bound on F * d * 8 bytes per head.
+ * A lagging key stream (a local window, p.keys.shift > 0): phi_k is featurized from it and v read from it, so token i
+ * adds the key of position pos0 + i - shift (none before 0); block 0 writes each row's denominator to p.den. */
 #include "attn_linear_decode.h"
 
 #include "cuda_common.cuh"
 #include "linear_featurize.h"
+#include "linear_phi.cuh"
 
 #define LR_WARPS 8
 #define LR_HEADS 8
@@ -28,17 +31,17 @@ static __global__ void __launch_bounds__(LR_WARPS * 32)
     float *den = red + LR_WARPS * LR_HEADS * 32; // [LR_HEADS]
     int kv = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int c = blockIdx.x * 32 + lane;
-    int W = (p.Hq + 2 * p.Hkv) * d;
     float *S = p.S + ((size_t)b * p.Hkv + kv) * F * d;
+    const int pos0b = lin_key_pos0(p.keys, b);
     for (int f = threadIdx.x; f < F; f += blockDim.x) zr[f] = z_in[((size_t)b * p.Hkv + kv) * F + f];
     for (int i = 0; i < ns; i++) {
         size_t r = (size_t)b * ns + i;
-        const bf16 *row = (const bf16 *)p.qkv + ((size_t)b * p.n + i0 + i) * W;
         for (int f = threadIdx.x; f < F; f += blockDim.x) pk[f] = bf2f(phi_k[(r * p.Hkv + kv) * F + f]);
         for (int e = threadIdx.x; e < g * F; e += blockDim.x) pq[e] = bf2f(phi_q[(r * p.Hq + kv * g) * F + e]);
         if (threadIdx.x < 32) {
             int cc = blockIdx.x * 32 + threadIdx.x;
-            vv[threadIdx.x] = cc < d ? bf2f(row[(size_t)(p.Hq + p.Hkv + kv) * d + cc]) : 0.0f;
+            const bf16 *v = lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, d, b, pos0b, i0 + i, kv, 1);
+            vv[threadIdx.x] = cc < d && v ? bf2f(v[cc]) : 0.0f;
         }
         __syncthreads();
         for (int f = threadIdx.x; f < F; f += blockDim.x) zr[f] += pk[f];
@@ -63,6 +66,8 @@ static __global__ void __launch_bounds__(LR_WARPS * 32)
                 for (int f = lane; f < F; f += 32) ds += pq[(jb + warp) * F + f] * zr[f];
                 for (int o = 16; o > 0; o >>= 1) ds += __shfl_xor_sync(0xffffffffu, ds, o);
                 if (lane == 0) den[warp] = ds;
+                if (lane == 0 && p.den && blockIdx.x == 0)
+                    p.den[((size_t)b * p.n + i0 + i) * p.Hq + kv * g + jb + warp] = ds;
             }
             __syncthreads();
             int jj = threadIdx.x / 32;
@@ -116,7 +121,7 @@ int orthros_attn_linear_recurrent_bf16(const orthros_attn_linear_params *p, cubl
     for (int i0 = 0; i0 < p->n; i0 += ns_max) {
         int ns = p->n - i0 < ns_max ? p->n - i0 : ns_max;
         orthros_linear_featurize_params fp = {phi_q, phi_k, tmp, p->qkv, p->fmap_q, p->fmap_k, p->B, p->n, i0, ns,
-                                              p->Hq, p->Hkv, p->d, p->F, p->fmap};
+                                              p->Hq, p->Hkv, p->d, p->F, p->fmap, p->keys};
         int rc = orthros_linear_featurize_bf16(&fp, cublas, stream);
         if (rc) return rc;
         ORTHROS_CUDA_CHECK(cudaMemcpyAsync(z_in, p->z, (size_t)p->B * p->Hkv * p->F * sizeof(float),

@@ -10,13 +10,18 @@
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 
+#include "linear_featurize.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* One layer's linear attention over qkv [B][n][(Hq + 2 Hkv) d] (q, k un-rotated), carrying (S, z). */
+/* One layer's linear attention over qkv [B][n][(Hq + 2 Hkv) d] (q, k un-rotated, or rotated in place when phi acts
+ * after RoPE), carrying (S, z). With keys.shift = W >= 1 (a converted model's local window, docs/converted-models.md)
+ * the keys and values the state takes are those of the lagging key stream (linear_featurize.h): query row i reads
+ * the keys of positions up to pos0 + i - W, and the window term is added by attn_linear_window.cu, which needs den. */
 typedef struct {
-    void *out;             /* [B][n][Hq][d] bf16 */
+    void *out;             /* [B][n][Hq][d] bf16: num / (den + eps) */
     const void *qkv;
     float *S;              /* [B][Hkv][F][d] fp32, updated */
     float *z;              /* [B][Hkv][F] fp32, updated */
@@ -26,6 +31,8 @@ typedef struct {
     float eps;
     void *work;            /* scratch, at least the *_work_bytes of the op */
     size_t work_bytes;
+    orthros_linear_keys keys; /* shift 0: key row i is qkv row i */
+    float *den;            /* NULL, or [B][n][Hq] fp32: each row's denominator phi(q).z_t (eps not added) */
 } orthros_attn_linear_params;
 
 size_t orthros_attn_linear_recurrent_work_bytes(const orthros_attn_linear_params *p);

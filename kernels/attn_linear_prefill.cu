@@ -21,6 +21,13 @@
  *   v5  segments walked chunk by chunk with the state in mma accumulators (lin5_state, the scan, lin5_out).
  *   v6  v5 with the element-wise map 8 values a step without a branch, and empty intra-chunk tiles skipped.
  *   v7  at head dim 128 on sm_90a the output pass on wgmma (lin7_out); v6 elsewhere: the sm_90a default.
+ *   window  (not a version: every path) a converted model's local window (docs/converted-models.md, written without
+ *           a GPU, first run pending): with p.keys.shift = W the state lags the window; every path reads the keys and
+ *           values of the key stream W rows behind (linear_phi.cuh's lin_key_row: the call's rows W earlier, or before
+ *           the call the ring / cache, zeros before position 0, and phi skips those rows) and writes each row's
+ *           denominator to p.den for attn_linear_window.cu's pass. v5-v7 take it as separate instantiations (LAG), so
+ *           that their code without a window is what it was; v3/v4 featurize the lagging keys through
+ *           linear_featurize and read its values row by row.
  */
 #include "attn_linear_prefill.h"
 
@@ -61,6 +68,20 @@ static __device__ __forceinline__ void load_phi_k(bf16 *sPk, int ldf, const orth
     }
 }
 
+/* cp.async of the values of key rows j0 .. j0 + 63 of the call (the key stream: qkv rows, or with a local window the
+ * rows W earlier, from the ring before the call) of kv head kv into sV (row stride ldd); rows at or past `valid` and
+ * rows before position 0 zero-filled. */
+static __device__ __forceinline__ void load_v_rows(bf16 *sV, int ldd, const orthros_attn_linear_params &p, int b, int kv,
+                                                   int j0, int valid)
+{
+    const int d = p.d, pos0b = lin_key_pos0(p.keys, b);
+    for (int e = threadIdx.x; e < LC * (d / 8); e += blockDim.x) {
+        const int r = e / (d / 8), ch = e % (d / 8);
+        const bf16 *v = r < valid ? lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, d, b, pos0b, j0 + r, kv, 1) : NULL;
+        cp_async16(sV + r * ldd + ch * 8, v ? v + ch * 8 : (const bf16 *)p.qkv, v ? 16 : 0);
+    }
+}
+
 /* FUSED: phi_k is made here from the raw k of qkv (element-wise maps, F == d) instead of read from w.phi_k. */
 template <bool FUSED>
 static __global__ void __launch_bounds__(LC_WARPS * 32)
@@ -74,11 +95,7 @@ static __global__ void __launch_bounds__(LC_WARPS * 32)
     int W = (p.Hq + 2 * p.Hkv) * d, t0 = c * LC;
     const bf16 *qkv = (const bf16 *)p.qkv;
     load_phi_k<FUSED>(sPk, LDF, p, w, qkv, W, b, kv, i0, ns, t0);
-    for (int e = tid; e < LC * (d / 8); e += blockDim.x) {
-        int r = e / (d / 8), ch = e % (d / 8), ok = t0 + r < ns;
-        const bf16 *src = ok ? qkv + ((size_t)b * p.n + i0 + t0 + r) * W + (size_t)(p.Hq + p.Hkv + kv) * d + ch * 8 : qkv;
-        cp_async16(sV + r * LDD + ch * 8, src, ok ? 16 : 0);
-    }
+    load_v_rows(sV, LDD, p, b, kv, i0 + t0, ns - t0);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -210,8 +227,9 @@ static __device__ __forceinline__ void lin_intra_scores(float (&s)[LC / 8][4], f
     }
 }
 
-/* The row sums of the row's 4 threads added up, + eps, inverted. */
-static __device__ __forceinline__ void lin_den_finish(float &iA, float &iB, float denA, float denB, float eps)
+/* The row sums of the row's 4 threads added up (left in denA, denB: the denominators without eps, which a local
+ * window's combine needs), + eps, inverted. */
+static __device__ __forceinline__ void lin_den_finish(float &iA, float &iB, float &denA, float &denB, float eps)
 {
     denA += __shfl_xor_sync(0xffffffffu, denA, 1);
     denA += __shfl_xor_sync(0xffffffffu, denA, 2);
@@ -223,7 +241,7 @@ static __device__ __forceinline__ void lin_den_finish(float &iA, float &iB, floa
 
 /* The denominators' inverses of rows rA and rB: the intra-chunk row sums denA, denB plus Phi_q z (z [F] fp32 in
  * shared memory, the query rows of the tile q with row stride ld), reduced over the row's 4 threads, + eps. */
-static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, float denA, float denB, const bf16 *q,
+static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, float &denA, float &denB, const bf16 *q,
                                                        int ld, const float *sz, int F, float eps, int rA, int rB,
                                                        int lane)
 {
@@ -232,6 +250,14 @@ static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, flo
         denB += bf2f(q[rB * ld + f]) * sz[f];
     }
     lin_den_finish(iA, iB, denA, denB, eps);
+}
+
+/* A local window's combine needs each row's linear denominator: row (b, i) of query head h, [B][n][Hq] fp32 (one
+ * thread of the row's 4 writes it; rows past the call's are not written). */
+static __device__ __forceinline__ void lin_den_store(const orthros_attn_linear_params &p, size_t row, int valid_row,
+                                                     int h, float den, int lane)
+{
+    if (p.den && valid_row && lane % 4 == 0) p.den[row * p.Hq + h] = den;
 }
 
 /* denA += the dot of the 8 bf16 features in a with z8[0..8), denB the same for b (two query rows, one z chunk). */
@@ -250,7 +276,7 @@ static __device__ __forceinline__ void lin_den_add8(float &denA, float &denB, ui
 /* lin_den_inverse with F a compile-time multiple of 32 and 16-byte aligned rows: each of the row's 4 threads
  * takes 8 features a step (one 16-byte load of each query row, two of z) instead of one. */
 template <int F>
-static __device__ __forceinline__ void lin_den_inverse_x8(float &iA, float &iB, float denA, float denB, const bf16 *q,
+static __device__ __forceinline__ void lin_den_inverse_x8(float &iA, float &iB, float &denA, float &denB, const bf16 *q,
                                                           int ld, const float *sz, float eps, int rA, int rB, int lane)
 {
     static_assert(F % 32 == 0, "4 threads x 8 features a step");
@@ -279,11 +305,7 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
     int g = p.Hq / p.Hkv, W = (p.Hq + 2 * p.Hkv) * d, t0 = c * LC;
     const bf16 *qkv = (const bf16 *)p.qkv;
     load_phi_k<FUSED>(sPk, LDF, p, w, qkv, W, b, kv, i0, ns, t0);
-    for (int e = tid; e < LC * (d / 8); e += blockDim.x) {
-        int r = e / (d / 8), ch = e % (d / 8), ok = t0 + r < ns;
-        const bf16 *src = ok ? qkv + ((size_t)b * p.n + i0 + t0 + r) * W + (size_t)(p.Hq + p.Hkv + kv) * d + ch * 8 : qkv;
-        cp_async16(sV + r * LDD + ch * 8, src, ok ? 16 : 0);
-    }
+    load_v_rows(sV, LDD, p, b, kv, i0 + t0, ns - t0);
     cp_async_commit();
     size_t part = ((size_t)b * p.Hkv + kv) * nc + c;
     const float *Sp = w.dS + part * F * d;
@@ -380,6 +402,8 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
             }
             float iA, iB;
             lin_den_inverse(iA, iB, denA, denB, sPq, LDF, sz, F, p.eps, rA, rB, lane);
+            lin_den_store(p, (size_t)b * p.n + i0 + t0 + rA, t0 + rA < ns, h, denA, lane);
+            lin_den_store(p, (size_t)b * p.n + i0 + t0 + rB, t0 + rB < ns, h, denB, lane);
             bf16 *out = (bf16 *)p.out;
             if (t0 + rA < ns) {
                 bf16 *dst = out + (((size_t)b * p.n + i0 + t0 + rA) * p.Hq + h) * d + col;
@@ -436,13 +460,27 @@ static __device__ __forceinline__ void lin5_load(bf16 *dst, const bf16 *qkv, siz
     }
 }
 
-/* phi in place over a chunk's 64-row tile: v5 element by element (phi_tile_inplace), v6 (X8) 8 values a step
- * (as are v6's denominators at d 128, lin_den_inverse_x8). */
-template <int D, bool X8>
-static __device__ __forceinline__ void lin5_phi(bf16 *tile, int valid, int fmap)
+/* cp.async of the 64-row tile of the call's key rows j0 .. j0 + 63 (a lagging key stream, p.keys.shift > 0): the keys
+ * phi reads (which 0) or the values (which 1) of kv head kv, zeros past `valid` rows and before position 0. */
+template <int D>
+static __device__ __forceinline__ void lin5_load_keys(bf16 *dst, const orthros_attn_linear_params &p, int b, int pos0b,
+                                                      int j0, int valid, int kv, int which)
 {
-    if (X8) phi_tile_inplace_x8<D>(tile, lin5_cfg<D>::LD, LC, valid, fmap);
-    else phi_tile_inplace(tile, lin5_cfg<D>::LD, LC, valid, D, fmap);
+    constexpr int LD = lin5_cfg<D>::LD, CH = D / 8;
+    for (int e = threadIdx.x; e < LC * CH; e += blockDim.x) {
+        const int r = e / CH, ch = e % CH;
+        const bf16 *src = r < valid ? lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, D, b, pos0b, j0 + r, kv, which) : NULL;
+        cp_async16(dst + r * LD + ch * 8, src ? src + ch * 8 : (const bf16 *)p.qkv, src ? 16 : 0);
+    }
+}
+
+/* phi in place over a chunk's 64-row tile, rows [first, valid): v5 element by element (phi_tile_inplace), v6 (X8) 8
+ * values a step (as are v6's denominators at d 128, lin_den_inverse_x8). */
+template <int D, bool X8>
+static __device__ __forceinline__ void lin5_phi(bf16 *tile, int valid, int fmap, int first = 0)
+{
+    if (X8) phi_tile_inplace_x8<D>(tile, lin5_cfg<D>::LD, LC, valid, fmap, first);
+    else phi_tile_inplace(tile, lin5_cfg<D>::LD, LC, valid, D, fmap, first);
 }
 
 /* z += the column sums of the chunk's phi_k tile, feature threadIdx.x (< D): v5 one chain of 64 adds, v6 (X8)
@@ -492,7 +530,7 @@ static __device__ __forceinline__ void lin5_update(float (&acc)[lin5_cfg<D>::NTW
 
 /* Pass 1: the sums of phi_k^T V and phi_k over segment blockIdx.x (tokens [x Lsub, (x + 1) Lsub) of the call),
  * kv head blockIdx.y, sequence blockIdx.z, into w.dS / w.dz [b][kv][P1][F][d] as lin_scan_kernel reads them. */
-template <int D, bool X8>
+template <int D, bool X8, bool LAG>
 static __global__ void __launch_bounds__(L5_WARPS * 32)
     lin5_state_kernel(orthros_attn_linear_params p, lin_work w, int Lsub, int P1)
 {
@@ -505,6 +543,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
     const int nch = (t_end - t_begin + LC - 1) / LC;
     const bf16 *qkv = (const bf16 *)p.qkv;
     const size_t row_b = (size_t)b * p.n;
+    const int pos0b = LAG ? lin_key_pos0(p.keys, b) : 0, kfirst = LAG ? lin_first_key(p.keys, pos0b) : 0;
     float acc[NTW][4];
 #pragma unroll
     for (int i = 0; i < NTW; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
@@ -512,8 +551,13 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
     auto load = [&](int c) {
         bf16 *st = sbuf + (c & 1) * 2 * TILE;
         const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
-        lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
-        lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
+        if (LAG) {  // a local window: the keys and values W rows earlier
+            lin5_load_keys<D>(st, p, b, pos0b, t0, valid, kv, 0);
+            lin5_load_keys<D>(st + TILE, p, b, pos0b, t0, valid, kv, 1);
+        } else {
+            lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
+            lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
+        }
         cp_async_commit();
     };
     if (nch > 0) load(0);
@@ -523,7 +567,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
         if (c + 1 < nch) load(c + 1);
         bf16 *sPk = sbuf + (c & 1) * 2 * TILE, *sV = sPk + TILE;
         const int valid = min(LC, t_end - (t_begin + c * LC));
-        lin5_phi<D, X8>(sPk, valid, p.fmap);
+        lin5_phi<D, X8>(sPk, valid, p.fmap, LAG ? kfirst - (t_begin + c * LC) : 0);
         __syncthreads();
         lin5_zsum<D, X8>(zacc, sPk);
         lin5_update<D>(acc, sPk, sV, warp, lane);
@@ -541,7 +585,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
 
 /* Pass 3: the outputs of query heads 2 blockIdx.y % HP .. + 1 of kv head blockIdx.y / HP (HP = head pairs per kv
  * head) over segment blockIdx.x (tokens [x Lseg, (x + 1) Lseg), starting from the state at P1 segment x m). */
-template <int D, bool X8>
+template <int D, bool X8, bool LAG>
 static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
     lin5_out_kernel(orthros_attn_linear_params p, lin_work w, int Lseg, int m, int P1)
 {
@@ -560,6 +604,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
     const bf16 *qkv = (const bf16 *)p.qkv;
     const size_t row_b = (size_t)b * p.n;
     const int nq = min(2, g - j0);              // query heads of this block (the last pair of an odd group has 1)
+    const int pos0b = LAG ? lin_key_pos0(p.keys, b) : 0, kfirst = LAG ? lin_first_key(p.keys, pos0b) : 0;
 
     // The state at the segment's start, into this warp's accumulator tiles (the mapping of lin5_update).
     const size_t part = ((size_t)b * p.Hkv + kv) * P1 + (size_t)seg * m;
@@ -596,8 +641,13 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
     auto load = [&](int c) {
         bf16 *st = sbuf + (c & 1) * 4 * TILE;
         const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
-        lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
-        lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
+        if (LAG) {  // a local window: the keys and values W rows earlier
+            lin5_load_keys<D>(st, p, b, pos0b, t0, valid, kv, 0);
+            lin5_load_keys<D>(st + TILE, p, b, pos0b, t0, valid, kv, 1);
+        } else {
+            lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
+            lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
+        }
         for (int hh = 0; hh < nq; hh++) lin5_load<D>(st + (2 + hh) * TILE, qkv, row_b + t0, W, (kv * g + j0 + hh) * D, valid);
         cp_async_commit();
     };
@@ -611,7 +661,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
         if (c + 1 < nch) load(c + 1);
         bf16 *sPk = sbuf + (c & 1) * 4 * TILE, *sV = sPk + TILE, *sPq = sPk + (2 + hh) * TILE;
         const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
-        lin5_phi<D, X8>(sPk, valid, p.fmap);
+        lin5_phi<D, X8>(sPk, valid, p.fmap, LAG ? kfirst - t0 : 0);
         for (int q = 0; q < nq; q++) lin5_phi<D, X8>(sPk + (2 + q) * TILE, valid, p.fmap);
         __syncthreads();
         if (hh < nq) {
@@ -622,6 +672,10 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
             // (at d 64 the vector form spills under the 128 registers of two blocks per SM)
             if (X8 && D == 128) lin_den_inverse_x8<D>(iA, iB, denA, denB, sPq, LD, sz, p.eps, rA, rB, lane);
             else lin_den_inverse(iA, iB, denA, denB, sPq, LD, sz, D, p.eps, rA, rB, lane);
+            if (LAG) {
+                lin_den_store(p, row_b + t0 + rA, rA < valid, kv * g + j0 + hh, denA, lane);
+                lin_den_store(p, row_b + t0 + rB, rB < valid, kv * g + j0 + hh, denB, lane);
+            }
             // A as bf16 A fragments (16 registers instead of the 32 of sc), then the output in 64-column halves:
             // with S's 64 accumulator registers per thread at d 128, o for all 128 columns would not fit.
             uint32_t pa[LC / 16][4];
@@ -712,6 +766,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
 #define L7_SREG 16384u                 /* bytes of one [128][64] region of S hi or lo */
 #define L7_SMEM (2u * L7_STAGE + 4u * L7_SREG + 128u * 4u + 1024u)
 
+template <bool LAG>
 static __global__ void __launch_bounds__(L7_THREADS, 1)
     lin7_out_kernel(orthros_attn_linear_params p, lin_work w, int Lseg, int m, int P1)
 {
@@ -730,6 +785,7 @@ static __global__ void __launch_bounds__(L7_THREADS, 1)
     const bf16 *qkv = (const bf16 *)p.qkv;
     const size_t row_b = (size_t)b * p.n;
     const int nq = min(2, g - j0);
+    const int pos0b = LAG ? lin_key_pos0(p.keys, b) : 0, kfirst = LAG ? lin_first_key(p.keys, pos0b) : 0;
     // This thread's accumulator rows (of any m64nN tile): r0 and r0 + 8; register i holds row (i / 2) % 2 ? r1 : r0,
     // column 8 (i / 4) + 2 (lane % 4) + (i % 2).
     const int r0 = 16 * warp + lane / 4, r1 = r0 + 8, cq = 2 * (lane % 4);
@@ -771,9 +827,14 @@ static __global__ void __launch_bounds__(L7_THREADS, 1)
             if (t == 3 && nq < 2) break;
 #pragma unroll
             for (int k = 0; k < LC * 16 / L7_THREADS; k++) {
-                const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16, ok = r < valid;
-                const bf16 *src = ok ? qkv + (row_b + t0 + r) * (size_t)W + cols[t] + ch * 8 : qkv;
-                cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8), src, ok ? 16 : 0);
+                const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16;
+                const bf16 *src;
+                if (LAG && t < 2)  // a local window: the keys and values W rows earlier
+                    src = r < valid ? lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, D, b, pos0b, t0 + r, kv, t) : NULL;
+                else
+                    src = r < valid ? qkv + (row_b + t0 + r) * (size_t)W + cols[t] : NULL;
+                cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8),
+                             src ? src + ch * 8 : qkv, src ? 16 : 0);
             }
         }
         cp_async_commit();
@@ -796,7 +857,7 @@ static __global__ void __launch_bounds__(L7_THREADS, 1)
             if (t == 1) continue;  // V
             for (int rg = 0; rg < 2; rg++)
                 phi_tile_inplace_x8<64>((bf16 *)(gbase + (st - base) + (uint32_t)t * L7_TILE + (uint32_t)rg * 8192u), 64,
-                                        LC, valid, p.fmap);
+                                        LC, valid, p.fmap, LAG && t == 0 ? kfirst - t0 : 0);
         }
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();
@@ -831,6 +892,10 @@ static __global__ void __launch_bounds__(L7_THREADS, 1)
             }
             float iA, iB;
             lin_den_finish(iA, iB, denA, denB, p.eps);
+            if (LAG) {
+                lin_den_store(p, row_b + t0 + r0, r0 < valid, kv * g + j0 + wg, denA, lane);
+                lin_den_store(p, row_b + t0 + r1, r1 < valid, kv * g + j0 + wg, denB, lane);
+            }
             // P as bf16 A fragments: keys [16 kk, 16 kk + 16) are registers 8 kk .. 8 kk + 7, packed pairwise.
             uint32_t pf[4][4];
 #pragma unroll
@@ -936,33 +1001,43 @@ static bool lin5_applies(const orthros_attn_linear_params *p)
     return p->F == p->d && (p->d == 64 || p->d == 128) && (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
 }
 
-/* Pass 1, the scan, then the output pass: lin5_out, or with WG (v7, head dim 128) lin7_out on wgmma. */
-template <int D, bool X8, bool WG = false>
-static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl, cudaStream_t stream)
+/* Pass 1, the scan, then the output pass: lin5_out, or with WG (v7, head dim 128) lin7_out on wgmma. LAG: the key
+ * stream lags a local window (p->keys.shift > 0) and the rows' denominators go to p->den; a separate instantiation,
+ * so that the code without a window is the code it was. */
+template <int D, bool X8, bool WG, bool LAG>
+static int launch_lin5_keys(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl, cudaStream_t stream)
 {
     static_assert(!WG || (D == 128 && X8), "lin7_out is v7's head-dim-128 output pass");
     using C = lin5_cfg<D>;
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_state_kernel<D, X8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_state_kernel<D, X8, LAG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             (int)C::SMEM_STATE));
     if constexpr (WG)
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin7_out_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L7_SMEM));
+        ORTHROS_CUDA_CHECK(
+            cudaFuncSetAttribute(lin7_out_kernel<LAG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L7_SMEM));
     else
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D, X8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D, X8, LAG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                 (int)C::SMEM_OUT));
-    lin5_state_kernel<D, X8><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
+    lin5_state_kernel<D, X8, LAG><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin5_state_kernel");
     dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
     lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
     const dim3 ogrid(pl.P3, p->Hkv * ((p->Hq / p->Hkv + 1) / 2), p->B);
     if constexpr (WG) {
-        lin7_out_kernel<<<ogrid, L7_THREADS, L7_SMEM, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+        lin7_out_kernel<LAG><<<ogrid, L7_THREADS, L7_SMEM, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
         ORTHROS_CUDA_LAUNCH_CHECK("lin7_out_kernel");
     } else {
-        lin5_out_kernel<D, X8><<<ogrid, L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+        lin5_out_kernel<D, X8, LAG><<<ogrid, L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
         ORTHROS_CUDA_LAUNCH_CHECK("lin5_out_kernel");
     }
     return 0;
+}
+
+template <int D, bool X8, bool WG = false>
+static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl, cudaStream_t stream)
+{
+    return p->keys.shift > 0 ? launch_lin5_keys<D, X8, WG, true>(p, w, pl, stream)
+                             : launch_lin5_keys<D, X8, WG, false>(p, w, pl, stream);
 }
 
 static int span_len(const orthros_attn_linear_params *p)
@@ -1085,7 +1160,8 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
                              total);
     size_t smem_state = (size_t)LC * (p->F + SMEM_PAD + p->d + SMEM_PAD) * sizeof(bf16);
     size_t smem_out = chunk_out_smem(p->F, p->d);
-    const bool fused = version >= 4 && p->F == p->d &&
+    /* A lagging key stream (a local window) goes through linear_featurize, which reads it row by row. */
+    const bool fused = version >= 4 && p->F == p->d && p->keys.shift == 0 &&
                        (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
     int rc = fused ? set_smem<true>(smem_state, smem_out) : set_smem<false>(smem_state, smem_out);
     if (rc) return rc;
@@ -1093,7 +1169,7 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
         int ns = p->n - i0 < span ? p->n - i0 : span, nc = ceil_div(ns, LC);
         if (!fused) {
             orthros_linear_featurize_params fp = {w.phi_q, w.phi_k, w.tmp, p->qkv, p->fmap_q, p->fmap_k, p->B, p->n,
-                                                  i0, ns, p->Hq, p->Hkv, p->d, p->F, p->fmap};
+                                                  i0, ns, p->Hq, p->Hkv, p->d, p->F, p->fmap, p->keys};
             if ((rc = orthros_linear_featurize_bf16(&fp, cublas, stream))) return rc;
         }
         dim3 grid(nc, p->Hkv, p->B);

@@ -1,9 +1,11 @@
 /* Chunked linear attention for prefill (tensor cores, sequence split across blocks): the prefill op of the
- * linear layers and of orthros's linear phase.
+ * linear layers and of orthros's linear phase. With a local window (params.keys.shift, a converted model's formula)
+ * it is the linear term over the lagging key stream, and attn_linear_window.h adds the window.
  *   CPU reference: cpu_attn_linear in engine/backend_cpu.c (token by token; the same function serves decode).
- *   Test: kernels/tests/test_cuda_ops.c, linear_suite() (every kept version; state carried across calls).
+ *   Test: kernels/tests/test_cuda_ops.c, linear_suite() (every kept version; state carried across calls) and
+ *         window_suite() (the local window on every kept version).
  *   Bench: bench/kernels/bench_kernels.c op "attn_linear_prefill" (each version by name, 128K tokens, elu1, d 64
- *   and 128; hedgehog at 16K).
+ *   and 128; hedgehog at 16K) and "attn_linear_window" (windows 0 and 64).
  *   Kernels: attn_linear_prefill.cu (chunked; its versions: docs/kernels.md), attn_linear_decode.cu (the
  *   recurrent fallback). */
 #ifndef ORTHROS_KERNEL_ATTN_LINEAR_PREFILL_H

@@ -17,11 +17,16 @@ extern "C" {
 
 typedef struct {
     void *qkv;             /* [B][n][(Hq + 2 Hkv) d] bf16; q rows i >= rotate_q_from rotated in place */
-    void *k_cache;         /* [B][cap][Hkv][d] bf16 */
+    void *k_cache;         /* [B][cap][Hkv][d] bf16; with cap 0 nothing is written */
     void *v_cache;         /* [B][cap][Hkv][d] bf16 */
     const int *pos0;       /* device [B] */
     int B, n, Hq, Hkv, d, cap, rotate_q_from;
     float inv_freq[ORTHROS_ROPE_MAX_HALF];
+    /* The linear formula of a converted model (docs/converted-models.md): */
+    void *kraw;            /* NULL, or [B][kraw_cap][Hkv][d] bf16: the un-rotated k of position p at slot p % kraw_cap */
+    int kraw_cap;
+    void *q_rot;           /* NULL, or [B][n][Hq][d] bf16: every row's rotated q */
+    int rotate_k;          /* 1: k rotated in place in qkv too (phi after RoPE) */
 } orthros_rope_cache_params;
 
 int orthros_rope_cache_write_bf16(const orthros_rope_cache_params *p, cudaStream_t stream);

@@ -69,6 +69,7 @@ static int serve_one(orthros_backend *be, const orthros_tp_cmd *cmd, const char 
         ao.arch = *arch ? arch : NULL;
         ao.fmap = (int)cmd->a[0], ao.feature_dim = (int)cmd->a[1], ao.tail = (int)cmd->a[2];
         ao.window = (int)cmd->a[3], ao.hybrid_every = (int)cmd->a[4], ao.tp = (int)cmd->a[5], ao.eps = cmd->eps;
+        ao.fmap_rope = (int)cmd->a[6], ao.local_window = (int)cmd->a[7];
         orthros_model *m = NULL;
         rc = orthros_model_load(&m, be, spec, &ao, cmd->seed);
         if (!rc && (rc = object_add(models, cmd->id, 0, m))) orthros_model_free(m);

@@ -279,7 +279,7 @@ static int run_attn(void *p)
 {
     attn_ctx *a = p;
     if (a->linear)
-        return (a->decode ? be->attn_linear_decode : be->attn_linear_prefill)(be, a->out, a->qkv, &a->L, a->B, a->n);
+        return (a->decode ? be->attn_linear_decode : be->attn_linear_prefill)(be, a->out, a->qkv, &a->L, a->pos0, a->B, a->n);
     return (a->decode ? be->attn_full_decode : be->attn_full_prefill)(be, a->out, a->qkv, &a->L, a->pos0, a->B, a->n);
 }
 
@@ -484,6 +484,59 @@ static void bench_linear(int d, int B, int n, orthros_fmap fmap, int decode, int
     free_attn(&a);
 }
 
+/* The linear formula of a converted model (docs/converted-models.md) as a linear layer runs it, at window W (0: none):
+ * the linear op of the default version over the key stream W positions behind (the ring of W + n slots, the raw-key
+ * ring of phi before RoPE, q~ in q_rot, gates), writing its denominators, then the window pass (attn_linear_window.cu).
+ * Op attn_linear_window, one sequence of n tokens, 32 q / 8 kv heads, elu1; W 0 and 64 side by side (the issue's
+ * target: W 64 at most 1.5x W 0 at 128K). The rope and cache write of the chunk are not counted (a separate op). */
+static void bench_linear_window(int d, int n, int W)
+{
+    if (!want("attn_linear_window")) return;
+    attn_ctx a;
+    double samples[SAMPLES];
+    int cap = W > 0 ? W + n : 0;
+    setup_attn(&a, 32, 8, d, 1, n, cap);
+    a.linear = 1;
+    a.L.fmap = ORTHROS_FMAP_ELU1;
+    a.L.feature_dim = d;
+    a.L.eps = 1e-6f;
+    a.L.local_window = W;
+    size_t se = (size_t)8 * d * d;
+    a.L.S = dalloc(se * 4);
+    a.L.z = dalloc((size_t)8 * d * 4);
+    must(be->zero(be, a.L.S, se * 4), "zero");
+    must(be->zero(be, a.L.z, (size_t)8 * d * 4), "zero");
+    void *kraw = NULL, *qrot = NULL, *gate = NULL;
+    if (W > 0) {
+        kraw = dalloc((size_t)cap * 8 * d * 2);
+        qrot = dalloc((size_t)n * 32 * d * 2);
+        gate = dalloc(32 * 2);
+        must(be->fill_random(be, kraw, (size_t)cap * 8 * d, 12, 1.0f), "fill");
+        must(be->fill_random(be, qrot, (size_t)n * 32 * d, 13, 1.0f), "fill");
+        must(be->fill(be, gate, 32, 0.25f), "fill");
+        a.L.kraw_cache = kraw;
+        a.L.kraw_cap = cap;
+        a.L.q_rot = qrot;
+        a.L.window_gate = gate;
+    }
+    double t = time_op(run_attn, &a, samples);
+    /* The linear op's count (as bench_linear) plus the window's 4 Hq d per (query, key) pair; bytes: q, k, v read and
+     * o written once, and the window pass's q~ read, o read and rewritten, den, k~ and v once. */
+    double keys = 0;
+    for (int i = 0; W > 0 && i < n; i++) keys += fmin((double)W, (double)(i + 1));
+    double flops = (double)n * (8 * 2.0 * d * d + 32 * (2.0 * 64 * d + 2.0 * 64 * d + 2.0 * d * d)) + 4.0 * 32 * d * keys;
+    double bytes = (double)n * ((32 + 16) * d * 2.0 + 32 * d * 2.0) +
+                   (W > 0 ? (double)n * (3 * 32 * d * 2.0 + 32 * 4.0 + 16 * d * 2.0) : 0);
+    char shape[96];
+    snprintf(shape, sizeof shape, "B=1 n=%d Hq=32 Hkv=8 d=%d elu1 window=%d", n, d, W);
+    bench_case bc = {"linear_window", d, n, 1, 0, W, orthros_attn_linear_prefill_version(), 1};
+    record_case("attn_linear_window", shape, &bc, 0, flops, bytes, t, samples);
+    if (kraw) be->free(be, kraw);
+    if (qrot) be->free(be, qrot);
+    if (gate) be->free(be, gate);
+    free_attn(&a);
+}
+
 int main(int argc, char **argv)
 {
     const char *json_path = NULL;
@@ -607,6 +660,11 @@ int main(int argc, char **argv)
     /* Linear prefill v7 by name (the output pass on wgmma at head dim 128; the default on sm_90a), beside v5 and v6. */
     bench_linear(128, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, 7);
     if (!quick) bench_linear(128, 1, 16384, ORTHROS_FMAP_ELU1, 0, 7);
+
+    /* A converted model's local window (written without a GPU; first run pending), last: W 0 and 64 at 128K, the
+     * default linear version, both head dims. */
+    for (int di = 0; di < 2; di++)
+        for (int w = 0; w <= 64; w += 64) bench_linear_window(di ? 128 : 64, quick ? 16384 : 131072, w);
 
     orthros_result_finish(out_file.header);
     if (save_json()) return 1;

@@ -156,6 +156,18 @@ def main():
         for r in others:
             print(f"{r['op']:22s} {r['shape']:52s} {r['median_ms']:9.3f} ms  {100 * (r.get('fraction_of_floor') or 0):5.1f}% of floor")
 
+    # A converted model's local window (attn_linear_window): W 64 against W 0 of the same run; the target is 1.5x.
+    win = {}
+    for r in results:
+        c = r.get("case")
+        if r["op"] == "attn_linear_window" and c:
+            win[(int(c["head_dim"]), int(c["ctx"]), int(c.get("window", 0)))] = r["median_ms"]
+    for (d, n, w), ms in sorted(win.items()):
+        base = win.get((d, n, 0))
+        if w and base:
+            print(f"local window {w} against none, d{d} {n // 1024}K: {ms:.3f} / {base:.3f} ms = {ms / base:.2f}x "
+                  "(target: at most 1.50x)")
+
     # The decode split plan against fixed split counts (attn_full_decode_splits): the planned row and the fastest.
     splits = [r for r in results if r["op"] == "attn_full_decode_splits" and r.get("case")]
     if splits:

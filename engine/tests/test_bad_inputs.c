@@ -313,6 +313,23 @@ static void test_arch_opts(void)
         printf("%-32s -> %s\n", cases[i].label, rc ? orthros_last_error() : "accepted");
     }
     orthros_arch_opts_default(&o);
+    o.fmap_rope = 2;
+    CHECK(orthros_arch_resolve(&a, &c, &o, NULL) == ORTHROS_EINVAL && strstr(orthros_last_error(), "placement 2"),
+          "feature-map placement 2 accepted");
+    orthros_arch_opts_default(&o);
+    o.local_window = -3;
+    CHECK(orthros_arch_resolve(&a, &c, &o, NULL) == ORTHROS_EINVAL && strstr(orthros_last_error(), "got -3"),
+          "local window -3 accepted");
+    orthros_arch_opts_default(&o);
+    CHECK(orthros_arch_resolve(&a, &c, &o, "{\"feature_map_rope\": \"after\", \"local_window\": 64}") == 0 &&
+              a.fmap_rope == ORTHROS_FMAP_ROPE_AFTER && a.local_window == 64,
+          "the orthros object's feature_map_rope and local_window: %s", orthros_last_error());
+    o.fmap_rope = ORTHROS_FMAP_ROPE_BEFORE;
+    o.local_window = 0;
+    CHECK(orthros_arch_resolve(&a, &c, &o, "{\"feature_map_rope\": \"after\", \"local_window\": 64}") == 0 &&
+              a.fmap_rope == ORTHROS_FMAP_ROPE_BEFORE && a.local_window == 0,
+          "options override the orthros object's feature_map_rope and local_window");
+    orthros_arch_opts_default(&o);
     CHECK(o.tail == ORTHROS_UNSET && o.eps == ORTHROS_UNSET, "defaults are ORTHROS_UNSET");
     CHECK(orthros_arch_resolve(&a, &c, &o, NULL) == 0 && a.tail == 1 && a.eps == 1e-6f, "unset options take the defaults");
 }
@@ -436,6 +453,20 @@ int main(int argc, char **argv)
     free(t);
     expect_model_error("hedgehog without its weights", d, "feature_map_q", NULL);
     free(d);
+    /* Window gates (docs/converted-models.md): one per query head, each finite and > 0. */
+    static const struct {
+        const char *label;
+        int form;
+        const char *want, *want2;
+    } gates[] = {{"window gate of the wrong shape", TU_GATES_SHAPE, "window_gate must have shape [4]", "model.safetensors"},
+                 {"window gate 0", TU_GATES_ZERO, "gate 1 is 0, not a finite number > 0", "window_gate"},
+                 {"window gate NaN", TU_GATES_NAN, "gate 1 is nan, not a finite number > 0", "window_gate"}};
+    for (size_t i = 0; i < sizeof gates / sizeof *gates; i++) {
+        d = subdir(gates[i].label);
+        CHECK(tu_write_checkpoint_gated(d, &c, 3, ORTHROS_DTYPE_F32, 0, gates[i].form) == 0, "write %s", gates[i].label);
+        expect_model_error(gates[i].label, d, gates[i].want, gates[i].want2);
+        free(d);
+    }
 
     /* config.json */
     d = valid_case("cfgjson", &c);
@@ -462,6 +493,20 @@ int main(int argc, char **argv)
     d = subdir("nothing");
     expect_model_error("directory without a model", d, "config.json", "cannot open");
     free(d);
+    static const struct {
+        const char *label, *orthros, *want;
+    } lw[] = {{"feature_map_rope sideways", "{\"feature_map_rope\": \"sideways\"}", "orthros.feature_map_rope"},
+              {"feature_map_rope 1", "{\"feature_map_rope\": 1}", "\"feature_map_rope\" is not a string"},
+              {"local_window -1", "{\"local_window\": -1}", "\"local_window\" = -1 is outside [0, 1073741824]"},
+              {"local_window 2.5", "{\"local_window\": 2.5}", "\"local_window\" is not an integer"}};
+    for (size_t i = 0; i < sizeof lw / sizeof *lw; i++) {
+        d = valid_case(lw[i].label, &c);
+        t = tu_config_json(&c, lw[i].orthros);
+        set_config(d, t);
+        free(t);
+        expect_model_error(lw[i].label, d, lw[i].want, "config.json");
+        free(d);
+    }
 
     /* arguments */
     char *good = valid_case("good", &c), out[4300];
@@ -505,6 +550,10 @@ int main(int argc, char **argv)
     expect_cli_error("unknown device", a10, "unknown device \"tpu\"", NULL);
     char *a11[] = {(char *)bin, "generate", "--model", good, "--tokens", "1", "--feature-map", "cosine", NULL};
     expect_cli_error("unknown feature map", a11, "unknown feature map \"cosine\"", NULL);
+    char *a11b[] = {(char *)bin, "generate", "--model", good, "--tokens", "1", "--feature-map-rope", "sideways", NULL};
+    expect_cli_error("unknown feature-map placement", a11b, "unknown feature-map placement \"sideways\"", NULL);
+    char *a11c[] = {(char *)bin, "generate", "--model", good, "--tokens", "1", "--local-window", "-1", NULL};
+    expect_cli_error("negative local window", a11c, "--local-window", NULL);
     char *a12[] = {(char *)bin, "frobnicate", NULL};
     expect_cli_error("unknown command", a12, "unknown command", NULL);
     char *a13[] = {(char *)bin, "logits", "--model", good, "--tokens", "1,2,3", "--out", out, "--device", "cpu",

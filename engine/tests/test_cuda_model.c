@@ -1,7 +1,10 @@
 /* The whole model on the cuda backend against the cpu backend, on every fixture in data/fixtures and every
  * architecture: per prompt position the argmax must agree (at least 90% of positions: bf16 weights and
  * activations can flip near-ties) and the logit error must stay under 5% of the logits' range; decode logits
- * after the prompt are compared the same way. Skips (exit 77) without a GPU.
+ * after the prompt are compared the same way. The linear formula of a converted model too (docs/converted-models.md):
+ * phi after RoPE and local windows of 3, 16 and 64 over prefill chunks of 64 (the window crosses the chunk boundary)
+ * on every fixture, and on llama-tiny-converted (hedgehog maps, gates, phi after RoPE, window 4 in its config) every
+ * architecture under its own settings. Skips (exit 77) without a GPU.
  * usage: test_cuda_model FIXTURE_DIR... */
 #include "orthros.h"
 #include "backend.h"
@@ -13,7 +16,7 @@
 
 typedef struct {
     const char *arch;
-    int window;
+    int window, fmap_rope, local_window; /* -1: the checkpoint's or the default */
 } arch_case;
 
 static float *run(orthros_backend *be, const char *dir, const arch_case *a, const int32_t *tok, int n, int *V,
@@ -23,6 +26,9 @@ static float *run(orthros_backend *be, const char *dir, const arch_case *a, cons
     orthros_arch_opts_default(&ao);
     ao.arch = a->arch;
     ao.window = a->window;
+    ao.fmap_rope = a->fmap_rope;
+    ao.local_window = a->local_window;
+    if (a->local_window > 0 || a->fmap_rope > 0) ao.hybrid_every = 2;
     orthros_model *m = NULL;
     orthros_session *s = NULL;
     float *out = NULL;
@@ -64,7 +70,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "backend: %s\n", orthros_last_error());
         return 1;
     }
-    static const arch_case archs[] = {{"transformer", -1}, {"orthros", -1}, {"linear", -1}, {"swa", 16}, {"hybrid", -1}};
+    static const arch_case archs[] = {{"transformer", -1, -1, -1}, {"orthros", -1, -1, -1}, {"linear", -1, -1, -1},
+                                      {"swa", 16, -1, -1},         {"hybrid", -1, -1, -1},
+                                      {"orthros", -1, ORTHROS_FMAP_ROPE_AFTER, 64},
+                                      {"orthros", -1, ORTHROS_FMAP_ROPE_BEFORE, 16},
+                                      {"linear", -1, ORTHROS_FMAP_ROPE_BEFORE, 64},
+                                      {"linear", -1, ORTHROS_FMAP_ROPE_AFTER, 0},
+                                      {"hybrid", -1, ORTHROS_FMAP_ROPE_AFTER, 3}};
     for (int f = 1; f < argc; f++) {
         int n = 100, V = 0;
         int32_t tok[100];
@@ -73,8 +85,12 @@ int main(int argc, char **argv)
             float *dref = malloc(sizeof(float) * 1024 * 1024), *dgot = malloc(sizeof(float) * 1024 * 1024);
             float *ref = run(cpu, argv[f], &archs[a], tok, n, &V, dref), *got = run(gpu, argv[f], &archs[a], tok, n, &V, dgot);
             char label[256];
-            snprintf(label, sizeof label, "%s %s prefill", strrchr(argv[f], '/') ? strrchr(argv[f], '/') + 1 : argv[f],
-                     archs[a].arch);
+            char arch[64];
+            snprintf(arch, sizeof arch, "%s", archs[a].arch);
+            if (archs[a].fmap_rope >= 0)
+                snprintf(arch + strlen(arch), sizeof arch - strlen(arch), " phi %s lw %d",
+                         orthros_fmap_rope_name((orthros_fmap_rope)archs[a].fmap_rope), archs[a].local_window);
+            snprintf(label, sizeof label, "%s %s prefill", strrchr(argv[f], '/') ? strrchr(argv[f], '/') + 1 : argv[f], arch);
             CHECK(ref && got, "%s: a run failed", label);
             if (ref && got) {
                 compare_rows(label, ref, got, n, V);

@@ -2,7 +2,12 @@
  * the O(N^2) masked form of linear attention, a dense windowed softmax, a direct RoPE; and at model level the
  * identities the spec implies (recurrent decode = parallel prefill for linear, orthros with tail N = transformer,
  * a 1-layer orthros model's first generated token = transformer's, chunk-size independence, batched decode =
- * single-sequence decode). */
+ * single-sequence decode). The linear formula of a converted model (docs/converted-models.md: phi before or after
+ * RoPE, a local softmax window with per-head gates) against its O(N^2) form written here from the raw q, k, v with
+ * its own rotation, op by op and for whole models (linear, orthros tails 1 and 4, hybrid; windows 0, 1, 3, 63, 64,
+ * 65 and longer than the prompt); chunked prefill bit-equal across chunk sizes 1, 7 and N; a window of 0 bit-equal
+ * to the linear attention op as it was before windows existed (a frozen copy below); a window covering the prompt
+ * equal to the transformer bit for bit whatever the gates; decode after prefill equal to the naive form. */
 #include "orthros.h"
 #include "backend.h"
 #include "testutil.h"
@@ -13,7 +18,7 @@
 
 /* ---- naive references, in double ---- */
 
-static void naive_phi(double *f, const float *x, int d, orthros_fmap fm, const float *w, int F)
+static void naive_phi(double *f, const double *x, int d, orthros_fmap fm, const float *w, int F)
 {
     if (fm == ORTHROS_FMAP_ELU1) {
         for (int j = 0; j < d; j++) f[j] = x[j] > 0 ? x[j] + 1.0 : exp(x[j]);
@@ -37,6 +42,16 @@ static void naive_phi(double *f, const float *x, int d, orthros_fmap fm, const f
     }
 }
 
+/* x as doubles, in one of two rotating buffers (two live at a time). */
+static const double *dvec(const float *x, int d)
+{
+    static double buf[2][ORTHROS_MAX_HEAD_DIM];
+    static int which;
+    double *b = buf[which ^= 1];
+    for (int j = 0; j < d; j++) b[j] = x[j];
+    return b;
+}
+
 /* o_t = sum_{s<=t} (phi(q_t).phi(k_s)) v_s / (sum_{s<=t} phi(q_t).phi(k_s) + eps), rows of one sequence from 0. */
 static void naive_linear(float *out, const float *qkv, const orthros_attn_layer *L, int n)
 {
@@ -48,10 +63,10 @@ static void naive_linear(float *out, const float *qkv, const orthros_attn_layer 
             int kv = h / (Hq / Hkv);
             const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_q + (size_t)h * d * half : NULL;
             const float *wk = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_k + (size_t)kv * d * half : NULL;
-            naive_phi(fq, qkv + (size_t)t * W + (size_t)h * d, d, L->fmap, wq, F);
+            naive_phi(fq, dvec(qkv + (size_t)t * W + (size_t)h * d, d), d, L->fmap, wq, F);
             double num[ORTHROS_MAX_HEAD_DIM] = {0}, den = 0;
             for (int s = 0; s <= t; s++) {
-                naive_phi(fk, qkv + (size_t)s * W + (size_t)(Hq + kv) * d, d, L->fmap, wk, F);
+                naive_phi(fk, dvec(qkv + (size_t)s * W + (size_t)(Hq + kv) * d, d), d, L->fmap, wk, F);
                 double a = 0;
                 for (int f = 0; f < F; f++) a += fq[f] * fk[f];
                 const float *v = qkv + (size_t)s * W + (size_t)(Hq + Hkv + kv) * d;
@@ -93,6 +108,146 @@ static void naive_full(float *out, const float *qkv, const orthros_attn_layer *L
             }
 }
 
+/* RoPE of x at position pos in double, the angle formed in fp32 as the engine and transformers form it. */
+static void naive_rope(double *out, const float *x, const float *inv_freq, int d, int pos)
+{
+    int half = d / 2;
+    for (int j = 0; j < half; j++) {
+        double a = (double)(float)((float)pos * inv_freq[j]);
+        out[j] = x[j] * cos(a) - x[j + half] * sin(a);
+        out[j + half] = x[j + half] * cos(a) + x[j] * sin(a);
+    }
+}
+
+/* The linear formula of docs/converted-models.md, term by term, for rows 0 .. n - 1 of one sequence from position 0,
+ * from the raw (un-rotated) q, k, v of qkv: phi on q, k (before) or on q~, k~ (after); with W >= 1 the window term
+ * gamma_h exp(q~.k~ / sqrt(d) - m_t) over the last W positions and the linear term phi.phi over s <= t - W under one
+ * denominator, no eps; with W = 0 DESIGN's formula. gates NULL: gamma 1. */
+static void naive_linear_window(float *out, const float *qkv, const orthros_attn_layer *L, const float *inv_freq,
+                                const float *gates, int n)
+{
+    int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, Wd = (Hq + 2 * Hkv) * d, F = L->feature_dim;
+    int half = F / 2, win = L->local_window, after = L->fmap_after;
+    double *qr = malloc(sizeof(double) * (size_t)n * Hq * d), *kr = malloc(sizeof(double) * (size_t)n * Hkv * d);
+    double *phik = malloc(sizeof(double) * (size_t)n * Hkv * F), *sc = malloc(sizeof(double) * (size_t)n);
+    double fq[2048];
+    for (int t = 0; t < n; t++) {
+        for (int h = 0; h < Hq; h++) naive_rope(qr + ((size_t)t * Hq + h) * d, qkv + (size_t)t * Wd + (size_t)h * d, inv_freq, d, t);
+        for (int kv = 0; kv < Hkv; kv++) {
+            const float *k = qkv + (size_t)t * Wd + (size_t)(Hq + kv) * d;
+            double *r = kr + ((size_t)t * Hkv + kv) * d;
+            naive_rope(r, k, inv_freq, d, t);
+            const float *wk = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_k + (size_t)kv * d * half : NULL;
+            naive_phi(phik + ((size_t)t * Hkv + kv) * F, after ? r : dvec(k, d), d, L->fmap, wk, F);
+        }
+    }
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < Hq; h++) {
+            int kv = h / (Hq / Hkv), lo = win > 0 ? (t - win + 1 > 0 ? t - win + 1 : 0) : t + 1;
+            int lin_end = win > 0 ? t - win : t; /* the linear term covers s <= lin_end */
+            const double *q = qr + ((size_t)t * Hq + h) * d;
+            const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_q + (size_t)h * d * half : NULL;
+            naive_phi(fq, after ? q : dvec(qkv + (size_t)t * Wd + (size_t)h * d, d), d, L->fmap, wq, F);
+            double num[ORTHROS_MAX_HEAD_DIM] = {0}, den = 0, mx = -INFINITY;
+            double gamma = gates ? gates[h] : 1.0;
+            for (int s = lo; s <= t; s++) {
+                double a = 0;
+                for (int j = 0; j < d; j++) a += q[j] * kr[((size_t)s * Hkv + kv) * d + j];
+                sc[s] = a / sqrt((double)d);
+                if (sc[s] > mx) mx = sc[s];
+            }
+            for (int s = lo; s <= t; s++) {
+                double a = gamma * exp(sc[s] - mx);
+                const float *v = qkv + (size_t)s * Wd + (size_t)(Hq + Hkv + kv) * d;
+                for (int j = 0; j < d; j++) num[j] += a * v[j];
+                den += a;
+            }
+            for (int s = 0; s <= lin_end; s++) {
+                double b = 0;
+                for (int f = 0; f < F; f++) b += fq[f] * phik[((size_t)s * Hkv + kv) * F + f];
+                const float *v = qkv + (size_t)s * Wd + (size_t)(Hq + Hkv + kv) * d;
+                for (int j = 0; j < d; j++) num[j] += b * v[j];
+                den += b;
+            }
+            if (win == 0) den += L->eps;
+            for (int j = 0; j < d; j++) out[((size_t)t * Hq + h) * d + j] = (float)(num[j] / den);
+        }
+    free(qr), free(kr), free(phik), free(sc);
+}
+
+/* The cpu linear attention op as it was before phi after RoPE and local windows (commit 5ab5c75), frozen here:
+ * a window of 0 with phi before RoPE must give its output bit for bit. */
+static void legacy_feature_map(float *f, const float *x, int d, orthros_fmap fmap, const float *w, int F)
+{
+    if (fmap == ORTHROS_FMAP_ELU1) {
+        for (int j = 0; j < d; j++) f[j] = x[j] > 0.0f ? x[j] + 1.0f : expf(x[j]);
+    } else if (fmap == ORTHROS_FMAP_RELU) {
+        for (int j = 0; j < d; j++) f[j] = x[j] > 0.0f ? x[j] : 0.0f;
+    } else {
+        int half = F / 2;
+        float mx = -INFINITY, mn = INFINITY;
+        for (int c = 0; c < half; c++) {
+            float u = 0.0f;
+            for (int j = 0; j < d; j++) u += x[j] * w[(size_t)j * half + c];
+            f[c] = u;
+            if (u > mx) mx = u;
+            if (u < mn) mn = u;
+        }
+        float sp = 0.0f, sn = 0.0f;
+        for (int c = 0; c < half; c++) {
+            float u = f[c];
+            f[c] = expf(u - mx);
+            f[half + c] = expf(mn - u);
+            sp += f[c];
+            sn += f[half + c];
+        }
+        for (int c = 0; c < half; c++) {
+            f[c] /= sp;
+            f[half + c] /= sn;
+        }
+    }
+}
+
+static int legacy_linear_op(orthros_backend *be, void *out, const void *qkv_, const orthros_attn_layer *L,
+                            const int *pos0, int B, int n)
+{
+    const float *qkv = qkv_;
+    int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = (Hq + 2 * Hkv) * d, group = Hq / Hkv;
+    int F = L->feature_dim, half = F / 2;
+    if (L->local_window || L->fmap_after) return orthros_error(ORTHROS_EINVAL, "the legacy op has no window");
+    for (int b = 0; b < B; b++) {
+        for (int kv = 0; kv < Hkv; kv++) {
+            float *S = L->S + ((size_t)b * Hkv + kv) * F * d;
+            float *z = L->z + ((size_t)b * Hkv + kv) * F;
+            const float *wk = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_k + (size_t)kv * d * half : NULL;
+            float fk[2048], fq[2048];
+            for (int i = 0; i < n; i++) {
+                const float *row = qkv + ((size_t)b * n + i) * W;
+                const float *k = row + (size_t)(Hq + kv) * d, *v = row + (size_t)(Hq + Hkv + kv) * d;
+                legacy_feature_map(fk, k, d, L->fmap, wk, F);
+                for (int f = 0; f < F; f++) {
+                    z[f] += fk[f];
+                    for (int j = 0; j < d; j++) S[(size_t)f * d + j] += fk[f] * v[j];
+                }
+                for (int g = 0; g < group; g++) {
+                    int h = kv * group + g;
+                    const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_q + (size_t)h * d * half : NULL;
+                    legacy_feature_map(fq, row + (size_t)h * d, d, L->fmap, wq, F);
+                    float num[ORTHROS_MAX_HEAD_DIM] = {0};
+                    float den = 0.0f;
+                    for (int f = 0; f < F; f++) {
+                        den += fq[f] * z[f];
+                        for (int j = 0; j < d; j++) num[j] += fq[f] * S[(size_t)f * d + j];
+                    }
+                    float *o = (float *)out + (((size_t)b * n + i) * Hq + h) * d;
+                    for (int j = 0; j < d; j++) o[j] = num[j] / (den + L->eps);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 /* ---- op-level checks on random inputs ---- */
 
 static void test_linear_op(orthros_backend *be, orthros_fmap fm, int Hq, int Hkv)
@@ -109,13 +264,105 @@ static void test_linear_op(orthros_backend *be, orthros_fmap fm, int Hq, int Hkv
     orthros_attn_layer L = {.n_heads = Hq, .n_kv_heads = Hkv, .head_dim = d, .S = S, .z = z, .fmap = fm,
                             .feature_dim = F, .fmap_q = wq, .fmap_k = wk, .eps = 1e-6f};
     /* Two calls, so that the state carried between them is exercised. */
-    be->attn_linear_prefill(be, out, qkv, &L, 1, n1);
-    be->attn_linear_prefill(be, out + (size_t)n1 * Hq * d, qkv + (size_t)n1 * W, &L, 1, n2);
+    be->attn_linear_prefill(be, out, qkv, &L, (int[]){0}, 1, n1);
+    be->attn_linear_prefill(be, out + (size_t)n1 * Hq * d, qkv + (size_t)n1 * W, &L, (int[]){n1}, 1, n2);
     naive_linear(ref, qkv, &L, n);
     double err = tu_max_abs_diff(out, ref, (size_t)n * Hq * d);
     printf("linear op %s Hq %d Hkv %d: max abs err %.3g\n", orthros_fmap_name(fm), Hq, Hkv, err);
     CHECK(err < 1e-4, "linear %s differs from the O(N^2) masked form by %.3g", orthros_fmap_name(fm), err);
     free(qkv), free(out), free(ref), free(wq), free(wk), free(S), free(z);
+}
+
+/* The linear formula of a converted model op by op: rope_cache_write then attn_linear_prefill over chunks of
+ * `chunk` rows, as the engine runs them (a ring of W + chunk slots, the raw-key ring and q~ rows for phi before
+ * RoPE), against naive_linear_window; out [n][Hq][d] is returned for the chunk-size comparison. */
+static float *window_op(orthros_backend *be, orthros_fmap fm, int Hq, int Hkv, int after, int win, int n, int chunk,
+                        int gated, double *err)
+{
+    int d = 16, half = 12, F = fm == ORTHROS_FMAP_HEDGEHOG ? 2 * half : d, W = (Hq + 2 * Hkv) * d;
+    float *raw = malloc(sizeof(float) * (size_t)n * W), *qkv = malloc(sizeof(float) * (size_t)chunk * W);
+    float *out = malloc(sizeof(float) * (size_t)n * Hq * d), *ref = malloc(sizeof(float) * (size_t)n * Hq * d);
+    float *wq = malloc(sizeof(float) * (size_t)Hq * d * half), *wk = malloc(sizeof(float) * (size_t)Hkv * d * half);
+    float *S = calloc((size_t)Hkv * F * d, sizeof(float)), *z = calloc((size_t)Hkv * F, sizeof(float));
+    float gates[64];
+    int cap = win > 0 ? (win + chunk < n ? win + chunk : n) : 0;
+    float *kc = malloc(sizeof(float) * (size_t)(cap ? cap : 1) * Hkv * d), *vc = malloc(sizeof(float) * (size_t)(cap ? cap : 1) * Hkv * d);
+    float *kr = malloc(sizeof(float) * (size_t)(cap ? cap : 1) * Hkv * d), *qr = malloc(sizeof(float) * (size_t)chunk * Hq * d);
+    tu_random(raw, (size_t)n * W, 41 + (uint64_t)fm, 1.0f);
+    tu_random(wq, (size_t)Hq * d * half, 42, 0.5f);
+    tu_random(wk, (size_t)Hkv * d * half, 43, 0.5f);
+    for (int h = 0; h < Hq; h++) gates[h] = 0.05f + 0.95f * orthros_uniform(44, (uint64_t)h);
+    orthros_model_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.head_dim = d;
+    cfg.rope_theta = 10000.0;
+    float inv[ORTHROS_MAX_HEAD_DIM / 2];
+    orthros_rope_inv_freq(inv, &cfg);
+    orthros_rope rope = {Hq, Hkv, d, inv};
+    orthros_attn_layer L = {.n_heads = Hq, .n_kv_heads = Hkv, .head_dim = d, .S = S, .z = z, .fmap = fm,
+                            .feature_dim = F, .fmap_q = wq, .fmap_k = wk, .eps = 1e-6f, .fmap_after = after,
+                            .local_window = win, .window_gate = gated ? gates : NULL};
+    if (win > 0) {
+        L.k_cache = kc, L.v_cache = vc, L.cap = cap;
+        if (!after) L.kraw_cache = kr, L.kraw_cap = cap, L.q_rot = qr;
+    }
+    int rc = 0;
+    for (int c0 = 0; !rc && c0 < n; c0 += chunk) {
+        int rows = n - c0 < chunk ? n - c0 : chunk;
+        memcpy(qkv, raw + (size_t)c0 * W, sizeof(float) * (size_t)rows * W);
+        if (win > 0 || after) rc = be->rope_cache_write(be, qkv, &L, &rope, &c0, 1, rows, after ? 0 : rows);
+        if (!rc) rc = be->attn_linear_prefill(be, out + (size_t)c0 * Hq * d, qkv, &L, &c0, 1, rows);
+    }
+    CHECK(rc == 0, "window op: %s", orthros_last_error());
+    naive_linear_window(ref, raw, &L, inv, gated ? gates : NULL, n);
+    *err = tu_max_abs_diff(out, ref, (size_t)n * Hq * d);
+    free(raw), free(qkv), free(ref), free(wq), free(wk), free(S), free(z), free(kc), free(vc), free(kr), free(qr);
+    return out;
+}
+
+static void test_window_ops(orthros_backend *be)
+{
+    static const int wins[] = {0, 1, 3, 63, 64, 65, 150, 400};
+    static const struct {
+        orthros_fmap fm;
+        int Hq, Hkv;
+    } gs[] = {{ORTHROS_FMAP_ELU1, 4, 2}, {ORTHROS_FMAP_RELU, 3, 1}, {ORTHROS_FMAP_HEDGEHOG, 4, 4}, {ORTHROS_FMAP_ELU1, 8, 2}};
+    int n = 150;
+    double worst = 0;
+    for (size_t gi = 0; gi < sizeof gs / sizeof *gs; gi++)
+        for (int after = 0; after < 2; after++)
+            for (size_t wi = 0; wi < sizeof wins / sizeof *wins; wi++) {
+                int win = wins[wi];
+                double e1, e7, en;
+                float *o1 = window_op(be, gs[gi].fm, gs[gi].Hq, gs[gi].Hkv, after, win, n, 1, 1, &e1);
+                float *o7 = window_op(be, gs[gi].fm, gs[gi].Hq, gs[gi].Hkv, after, win, n, 7, 1, &e7);
+                float *on = window_op(be, gs[gi].fm, gs[gi].Hq, gs[gi].Hkv, after, win, n, n, 1, &en);
+                size_t cnt = (size_t)n * gs[gi].Hq * 16;
+                char label[128];
+                snprintf(label, sizeof label, "%s Hq %d Hkv %d phi %s window %d", orthros_fmap_name(gs[gi].fm), gs[gi].Hq,
+                         gs[gi].Hkv, after ? "after" : "before", win);
+                CHECK(e1 < 1e-4 && e7 < 1e-4 && en < 1e-4, "window op %s differs from the O(N^2) form by %.3g / %.3g / %.3g",
+                      label, e1, e7, en);
+                CHECK(!memcmp(o1, on, sizeof(float) * cnt) && !memcmp(o7, on, sizeof(float) * cnt),
+                      "window op %s: chunks of 1, 7 and %d differ", label, n);
+                worst = fmax(worst, fmax(e1, fmax(e7, en)));
+                free(o1), free(o7), free(on);
+            }
+    printf("linear formula ops (phi before / after RoPE, windows 0 to 400, gated): max abs err %.3g against the O(N^2) "
+           "form, chunks of 1, 7 and %d bit-equal\n", worst, n);
+    /* Gamma 1 where a layer has no gates, and the legacy op for a window of 0 before RoPE. */
+    double e;
+    free(window_op(be, ORTHROS_FMAP_ELU1, 4, 2, 1, 5, 40, 9, 0, &e));
+    CHECK(e < 1e-4, "window op without gates differs from the O(N^2) form by %.3g", e);
+    for (int fm = 0; fm < 3; fm++) {
+        orthros_backend legacy = *be;
+        legacy.attn_linear_prefill = legacy_linear_op;
+        float *a = window_op(be, (orthros_fmap)fm, 4, 2, 0, 0, 60, 13, 1, &e);
+        float *b = window_op(&legacy, (orthros_fmap)fm, 4, 2, 0, 0, 60, 13, 1, &e);
+        CHECK(!memcmp(a, b, sizeof(float) * 60 * 4 * 16), "%s: a window of 0 differs from the op before windows",
+              orthros_fmap_name(fm));
+        free(a), free(b);
+    }
 }
 
 static void test_full_op(orthros_backend *be, int window, int Hq, int Hkv)
@@ -210,11 +457,52 @@ static int naive_full_op(orthros_backend *be, void *out, const void *qkv, const 
     return 0;
 }
 
-/* Valid only for one sequence prefilled from position 0 in one chunk, which is how it is used below. */
-static int naive_linear_op(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, int B, int n)
+/* The naive backend's rope: the cpu's (whose cache the naive full attention reads), after keeping the raw rows and
+ * the frequencies, from which the naive linear formula makes its own q~, k~. */
+static struct {
+    const void *qkv;
+    float *raw;
+    size_t cap;
+    const float *inv_freq;
+} stash;
+
+static int naive_rope_op(orthros_backend *be, void *qkv, const orthros_attn_layer *L, const orthros_rope *rope,
+                         const int *pos0, int B, int n, int rotate_q_from)
 {
-    naive_linear(out, qkv, L, n);
+    size_t count = (size_t)B * n * (size_t)(L->n_heads + 2 * L->n_kv_heads) * (size_t)L->head_dim;
+    if (count > stash.cap) {
+        free(stash.raw);
+        stash.raw = malloc(sizeof(float) * count);
+        stash.cap = count;
+    }
+    memcpy(stash.raw, qkv, sizeof(float) * count);
+    stash.qkv = qkv;
+    stash.inv_freq = rope->inv_freq;
+    return cpu->rope_cache_write(cpu, qkv, L, rope, pos0, B, n, rotate_q_from);
+}
+
+/* Valid only for one sequence prefilled from position 0 in one chunk, which is how it is used below. */
+static int naive_linear_op(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
+                           int B, int n)
+{
+    if (!L->local_window && !L->fmap_after) {
+        naive_linear(out, qkv, L, n);
+        return 0;
+    }
+    if (stash.qkv != qkv || B != 1 || pos0[0] != 0)
+        return orthros_error(ORTHROS_EINVAL, "the naive linear formula runs one sequence from 0 after its rope");
+    naive_linear_window(out, stash.raw, L, stash.inv_freq, L->window_gate, n);
     return 0;
+}
+
+static orthros_backend naive_backend(void)
+{
+    orthros_backend naive = *cpu;
+    naive.attn_full_prefill = naive.attn_full_decode = naive_full_op;
+    naive.attn_linear_prefill = naive.attn_linear_decode = naive_linear_op;
+    naive.rope_cache_write = naive_rope_op;
+    naive.destroy = NULL;
+    return naive;
 }
 
 static float *run_logits(orthros_backend *be, const char *spec, const orthros_arch_opts *ao, const int32_t *tok, int n,
@@ -238,10 +526,7 @@ fail:
 
 static void test_model_against_naive(const int32_t *tok, int n, int V)
 {
-    orthros_backend naive = *cpu;
-    naive.attn_full_prefill = naive.attn_full_decode = naive_full_op;
-    naive.attn_linear_prefill = naive.attn_linear_decode = naive_linear_op;
-    naive.destroy = NULL;
+    orthros_backend naive = naive_backend();
     for (size_t c = 0; c < tu_n_arch_cases; c++) {
         orthros_arch_opts ao = tu_arch_case_opts(&tu_arch_cases[c]);
         float *a = run_logits(cpu, "preset:tiny", &ao, tok, n, n), *b = run_logits(&naive, "preset:tiny", &ao, tok, n, n);
@@ -321,6 +606,117 @@ static void test_identities(const int32_t *tok, int n, int V)
     err = tr && orth1 ? tu_max_abs_diff(tr, orth1, (size_t)n * V) : 0;
     CHECK(err > 1e-3, "orthros tail 1 equals transformer: the linear phase did not run");
     free(tr), free(orth), free(orth1);
+}
+
+/* Logits of prefill(tok[0 .. n1)) then decode(tok[n1 .. n)), row by row. */
+static float *run_prefill_decode(const char *spec, const orthros_arch_opts *ao, const int32_t *tok, int n, int n1, int V)
+{
+    orthros_model *m = NULL;
+    orthros_session *s = NULL;
+    float *out = malloc(sizeof(float) * (size_t)n * V);
+    int32_t next;
+    int rc = orthros_model_load(&m, cpu, spec, ao, 7);
+    if (!rc) rc = orthros_session_init(&s, m, 1, n, 0);
+    if (!rc) rc = orthros_prefill(s, 0, tok, n1, out, &next);
+    for (int i = n1; !rc && i < n; i++) rc = orthros_decode(s, &tok[i], &next, out + (size_t)i * V);
+    CHECK(rc == 0, "prefill + decode: %s", orthros_last_error());
+    orthros_session_free(s);
+    orthros_model_free(m);
+    if (rc) {
+        free(out);
+        out = NULL;
+    }
+    return out;
+}
+
+/* Whole models under the linear formula of a converted model, on a checkpoint with hedgehog maps and random window
+ * gates: linear, orthros (tails 1 and 4) and hybrid, phi before and after RoPE, windows 0, 1, 3, 63, 64, 65 and
+ * longer than the prompt, the three feature maps in turn. Each against the naive form (prefill, and prefill then
+ * decode), chunks of 1, 7 and N bit-equal, a window covering the prompt equal to the transformer bit for bit, a
+ * window of 0 before RoPE equal to the op before windows bit for bit. */
+static void test_window_models(void)
+{
+    char *dir = tu_tempdir();
+    orthros_model_config cfg;
+    orthros_preset_config(&cfg, "tiny");
+    CHECK(dir && tu_write_checkpoint_gated(dir, &cfg, 9, ORTHROS_DTYPE_F32, cfg.head_dim / 2, TU_GATES_RANDOM) == 0,
+          "write a gated checkpoint");
+    enum { N = 80, N1 = 68 };
+    int V = cfg.vocab;
+    int32_t tok[N];
+    for (int i = 0; i < N; i++) tok[i] = (int32_t)(orthros_uniform(123, (uint64_t)i) * V);
+    orthros_arch_opts ao;
+    orthros_arch_opts_default(&ao);
+    ao.arch = "transformer";
+    float *tr = run_logits(cpu, dir, &ao, tok, N, N);
+    orthros_backend naive = naive_backend(), legacy = *cpu;
+    legacy.attn_linear_prefill = legacy.attn_linear_decode = legacy_linear_op;
+    legacy.destroy = NULL;
+    static const struct {
+        const char *arch;
+        int tail;
+    } archs[] = {{"linear", -1}, {"orthros", 1}, {"orthros", 4}, {"hybrid", -1}};
+    static const int wins[] = {0, 1, 3, 63, 64, 65, N, N + 20};
+    double worst = 0, worst_dec = 0;
+    int configs = 0;
+    for (size_t a = 0; a < sizeof archs / sizeof *archs; a++)
+        for (int after = 0; after < 2; after++)
+            for (size_t wi = 0; wi < sizeof wins / sizeof *wins; wi++) {
+                int win = wins[wi];
+                orthros_arch_opts_default(&ao);
+                ao.arch = archs[a].arch;
+                ao.tail = archs[a].tail;
+                ao.hybrid_every = 2;
+                ao.fmap = (int)((wi + a) % 3);
+                ao.fmap_rope = after;
+                ao.local_window = win;
+                char label[96];
+                snprintf(label, sizeof label, "%s tail %d %s phi %s window %d", archs[a].arch, archs[a].tail,
+                         orthros_fmap_name((orthros_fmap)ao.fmap), after ? "after" : "before", win);
+                float *whole = run_logits(cpu, dir, &ao, tok, N, N), *c1 = run_logits(cpu, dir, &ao, tok, N, 1);
+                float *c7 = run_logits(cpu, dir, &ao, tok, N, 7), *nv = run_logits(&naive, dir, &ao, tok, N, N);
+                CHECK(whole && c1 && c7 && nv, "%s: a run failed", label);
+                if (whole && c1 && c7 && nv) {
+                    double err = tu_max_abs_diff(whole, nv, (size_t)N * V);
+                    worst = fmax(worst, err);
+                    CHECK(err < 1e-4, "%s: the engine differs from the naive form by %.3g", label, err);
+                    CHECK(!memcmp(whole, c1, sizeof(float) * N * V) && !memcmp(whole, c7, sizeof(float) * N * V),
+                          "%s: chunks of 1, 7 and %d give different logits", label, N);
+                    if (win >= N)
+                        CHECK(tr && !memcmp(whole, tr, sizeof(float) * N * V),
+                              "%s: a window covering the prompt differs from the transformer", label);
+                    else
+                        CHECK(tr && tu_max_abs_diff(whole, tr, (size_t)N * V) > 1e-3,
+                              "%s: equals the transformer, the linear term did not run", label);
+                }
+                if (win == 0 && !after) {
+                    float *old = run_logits(&legacy, dir, &ao, tok, N, 7);
+                    CHECK(whole && old && !memcmp(whole, old, sizeof(float) * N * V),
+                          "%s: differs from the linear attention op before windows", label);
+                    free(old);
+                }
+                /* Prefill then decode: the naive form of the same positions (an orthros tail grows by the decoded
+                 * tokens: they run full attention). */
+                float *dec = run_prefill_decode(dir, &ao, tok, N, N1, V);
+                if (archs[a].tail > 0) ao.tail = archs[a].tail + (N - N1);
+                float *nd = ao.tail == archs[a].tail ? NULL : run_logits(&naive, dir, &ao, tok, N, N);
+                const float *want = nd ? nd : nv;
+                if (dec && want) {
+                    double err = tu_max_abs_diff(dec, want, (size_t)N * V);
+                    worst_dec = fmax(worst_dec, err);
+                    CHECK(err < 1e-4, "%s: prefill %d + decode differs from the naive form by %.3g", label, N1, err);
+                }
+                free(whole), free(c1), free(c7), free(nv), free(dec), free(nd);
+                configs++;
+            }
+    printf("linear formula models (%d configurations, gated checkpoint): max abs logit err %.3g against the naive form, "
+           "%.3g after decode; chunks 1, 7, %d bit-equal; windows >= %d equal the transformer\n",
+           configs, worst, worst_dec, N, N);
+    free(tr);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+    free(dir);
 }
 
 /* In a 1-layer model the tail's full attention reads the same k~, v (functions of the embeddings alone) as the
@@ -421,6 +817,7 @@ int main(void)
     test_full_op(cpu, 0, 2, 2);
     test_rope_op(cpu);
     test_rope_config_layouts();
+    test_window_ops(cpu);
 
     int n = 40, V = 256;
     int32_t tok[40];
@@ -430,6 +827,8 @@ int main(void)
     test_identities(tok, n, V);
     test_one_layer_first_token(tok, n);
     test_batched_decode(tok, 20, V);
+    test_window_models();
+    free(stash.raw);
     orthros_backend_free(cpu);
     return tu_finish();
 }

@@ -268,13 +268,14 @@ static void test_group(void)
 /* ---- ranks as processes ---- */
 
 /* orthros logits on dir with --tp 2 on cpu; with `procs` the ranks are processes. Returns the file's bytes. */
-static char *cli_logits(const char *dir, const char *out, int procs, size_t *len)
+static char *cli_logits(const char *dir, const char *out, int procs, int window, size_t *len)
 {
     char log[4200];
     snprintf(log, sizeof log, "%s.log", out);
+    /* window: phi after RoPE and a local window of 3, which every rank must get from rank 0's load. */
     char *argv[] = {(char *)bin, "logits", "--model", (char *)dir, "--arch", "orthros", "--tail", "4", "--tokens",
                     "5,17,42,9,77,3,101,64,8,33,21,90,12,6", "--out", (char *)out, "--device", "cpu", "--tp", "2",
-                    "--chunk", "5", NULL};
+                    "--chunk", "5", window ? "--local-window" : NULL, "3", "--feature-map-rope", "after", NULL};
     if (procs) setenv("ORTHROS_TP_PROCESSES", "1", 1);
     int st = tu_run(argv, log);
     unsetenv("ORTHROS_TP_PROCESSES");
@@ -288,11 +289,16 @@ static void test_processes(const char *dir)
     snprintf(a, sizeof a, "%s/threads.f32", tmp);
     snprintf(b, sizeof b, "%s/procs.f32", tmp);
     size_t la = 0, lb = 0;
-    char *da = cli_logits(dir, a, 0, &la), *db = cli_logits(dir, b, 1, &lb);
+    char *da = cli_logits(dir, a, 0, 0, &la), *db = cli_logits(dir, b, 1, 0, &lb);
     /* Same shards, same ops, the same rank-order sums: the same bits. */
     CHECK(da && db && la == lb && la > 0 && !memcmp(da, db, la), "logits of ranks as processes differ from ranks as threads");
     printf("%s: --tp 2 as processes gives the logits of --tp 2 as threads, bit for bit\n", dir);
-    free(da), free(db);
+    size_t lc = 0, ld = 0;
+    char *dc = cli_logits(dir, a, 0, 1, &lc), *dd = cli_logits(dir, b, 1, 1, &ld);
+    CHECK(dc && dd && lc == ld && lc == la && !memcmp(dc, dd, lc) && memcmp(dc, da, lc),
+          "with a local window, logits of ranks as processes differ from ranks as threads (or from no window)");
+    printf("%s: the same with --local-window 3 --feature-map-rope after\n", dir);
+    free(da), free(db), free(dc), free(dd);
 
     /* Started from outside as torchrun starts its workers: RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT. */
     char port[16];
@@ -430,7 +436,7 @@ static char *write_test_checkpoint(int heads, int kv, int d_model, int ffn)
     cfg.n_kv_heads = kv;
     cfg.d_model = d_model;
     cfg.ffn = ffn;
-    CHECK(dir && tu_write_checkpoint(dir, &cfg, 11, ORTHROS_DTYPE_F32, cfg.head_dim / 2) == 0, "write checkpoint");
+    CHECK(dir && tu_write_checkpoint_gated(dir, &cfg, 11, ORTHROS_DTYPE_F32, cfg.head_dim / 2, TU_GATES_RANDOM) == 0, "write checkpoint");
     return dir;
 }
 
@@ -445,7 +451,8 @@ int main(int argc, char **argv)
     test_group();
     test_set_arch();
     /* 4 kv heads (world sizes 2 and 4, an MLP of 150 split 37/38/37/38), 3 (world size 3) and 8 (world sizes 2, 4
-     * and 8, as the 8B and 70B shapes shard on 8 GPUs; an MLP of 200 split in 25s), with hedgehog feature maps. */
+     * and 8, as the 8B and 70B shapes shard on 8 GPUs; an MLP of 200 split in 25s), with hedgehog feature maps and
+     * window gates (each rank holds its heads' gates). */
     char *kv4 = write_test_checkpoint(8, 4, 64, 150), *kv3 = write_test_checkpoint(6, 3, 48, 100),
          *kv8 = write_test_checkpoint(16, 8, 64, 200);
     test_model("preset:tiny", 1);

@@ -94,8 +94,14 @@ typedef struct {
 int tu_write_checkpoint(const char *dir, const orthros_model_config *c, uint64_t seed, orthros_dtype dtype,
                         int hedgehog_half)
 {
+    return tu_write_checkpoint_gated(dir, c, seed, dtype, hedgehog_half, 0);
+}
+
+int tu_write_checkpoint_gated(const char *dir, const orthros_model_config *c, uint64_t seed, orthros_dtype dtype,
+                              int hedgehog_half, int window_gates)
+{
     if (dtype == ORTHROS_DTYPE_F16) return -1;
-    int L = c->n_layers, n = 0, cap = 16 + 12 * L;
+    int L = c->n_layers, n = 0, cap = 16 + 13 * L;
     int64_t D = c->d_model, d = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads, F = c->ffn, V = c->vocab;
     tu_tensor *ts = calloc((size_t)cap, sizeof *ts);
 #define T(nm, nd, a, b, cc)                                                                                            \
@@ -135,6 +141,10 @@ int tu_write_checkpoint(const char *dir, const orthros_model_config *c, uint64_t
             snprintf(nm, sizeof nm, "model.layers.%d.self_attn.feature_map_k.weight", l);
             T(nm, 3, Hkv, d, hedgehog_half);
         }
+        if (window_gates != TU_GATES_NONE) {
+            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.window_gate", l);
+            T(nm, 1, Hq + (window_gates == TU_GATES_SHAPE && l == L - 1), 0, 0);
+        }
     }
 #undef T
     size_t esz = orthros_dtype_size(dtype), total = 0;
@@ -156,12 +166,14 @@ int tu_write_checkpoint(const char *dir, const orthros_model_config *c, uint64_t
     for (int i = 0; i < n; i++) {
         size_t numel = 1;
         for (int k = 0; k < ts[i].ndim; k++) numel *= (size_t)ts[i].shape[k];
-        int is_norm = strstr(ts[i].name, "norm") != NULL;
+        int is_norm = strstr(ts[i].name, "norm") != NULL, is_gate = strstr(ts[i].name, "window_gate") != NULL;
         /* Fan-in scaling keeps activations of a random model in a sane range. */
         float scale = strstr(ts[i].name, "embed") || ts[i].ndim < 2 ? 1.0f : 1.0f / sqrtf((float)ts[i].shape[1]);
         for (size_t j = 0; j < numel; j++) {
-            float v = is_norm ? 1.0f + 0.1f * (2.0f * orthros_uniform(seed + (uint64_t)i, j) - 1.0f)
-                              : (2.0f * orthros_uniform(seed + (uint64_t)i, j) - 1.0f) * scale;
+            float u = orthros_uniform(seed + (uint64_t)i, j);
+            float v = is_gate ? 0.05f + 0.95f * u : is_norm ? 1.0f + 0.1f * (2.0f * u - 1.0f) : (2.0f * u - 1.0f) * scale;
+            if (is_gate && j == 1 && window_gates == TU_GATES_ZERO) v = 0.0f;
+            if (is_gate && j == 1 && window_gates == TU_GATES_NAN) v = NAN;
             if (dtype == ORTHROS_DTYPE_F32) {
                 memcpy(data + at, &v, 4);
             } else {
@@ -281,15 +293,22 @@ void tu_logit_agreement(const float *ref, const float *got, int rows, int V, int
 }
 
 const tu_arch_case tu_arch_cases[] = {
-    {"transformer", "transformer", -1, -1, -1, -1},
-    {"orthros tail 1", "orthros", -1, 1, -1, -1},
-    {"orthros tail 5", "orthros", -1, 5, -1, -1},
-    {"linear elu1", "linear", ORTHROS_FMAP_ELU1, -1, -1, -1},
-    {"linear relu", "linear", ORTHROS_FMAP_RELU, -1, -1, -1},
-    {"linear hedgehog", "linear", ORTHROS_FMAP_HEDGEHOG, -1, -1, -1},
-    {"orthros hedgehog", "orthros", ORTHROS_FMAP_HEDGEHOG, 3, -1, -1},
-    {"swa 5", "swa", -1, -1, 5, -1},
-    {"hybrid every 2", "hybrid", -1, -1, -1, 2},
+    {"transformer", "transformer", -1, -1, -1, -1, -1, -1},
+    {"orthros tail 1", "orthros", -1, 1, -1, -1, -1, -1},
+    {"orthros tail 5", "orthros", -1, 5, -1, -1, -1, -1},
+    {"linear elu1", "linear", ORTHROS_FMAP_ELU1, -1, -1, -1, -1, -1},
+    {"linear relu", "linear", ORTHROS_FMAP_RELU, -1, -1, -1, -1, -1},
+    {"linear hedgehog", "linear", ORTHROS_FMAP_HEDGEHOG, -1, -1, -1, -1, -1},
+    {"orthros hedgehog", "orthros", ORTHROS_FMAP_HEDGEHOG, 3, -1, -1, -1, -1},
+    {"swa 5", "swa", -1, -1, 5, -1, -1, -1},
+    {"hybrid every 2", "hybrid", -1, -1, -1, 2, -1, -1},
+    /* The linear formula of a converted model (docs/converted-models.md): phi after RoPE, local windows. */
+    {"linear phi after", "linear", -1, -1, -1, -1, ORTHROS_FMAP_ROPE_AFTER, 0},
+    {"linear lw 3 after", "linear", ORTHROS_FMAP_ELU1, -1, -1, -1, ORTHROS_FMAP_ROPE_AFTER, 3},
+    {"linear hh lw 5", "linear", ORTHROS_FMAP_HEDGEHOG, -1, -1, -1, ORTHROS_FMAP_ROPE_BEFORE, 5},
+    {"orthros lw 4 after", "orthros", -1, 3, -1, -1, ORTHROS_FMAP_ROPE_AFTER, 4},
+    {"orthros hh lw 2", "orthros", ORTHROS_FMAP_HEDGEHOG, 1, -1, -1, ORTHROS_FMAP_ROPE_BEFORE, 2},
+    {"hybrid relu lw 3", "hybrid", ORTHROS_FMAP_RELU, -1, -1, 2, ORTHROS_FMAP_ROPE_BEFORE, 3},
 };
 const size_t tu_n_arch_cases = sizeof tu_arch_cases / sizeof *tu_arch_cases;
 
@@ -302,6 +321,8 @@ orthros_arch_opts tu_arch_case_opts(const tu_arch_case *c)
     o.tail = c->tail;
     o.window = c->window;
     o.hybrid_every = c->hybrid_every;
+    o.fmap_rope = c->fmap_rope;
+    o.local_window = c->local_window;
     return o;
 }
 

@@ -36,6 +36,11 @@ char *tu_config_json(const orthros_model_config *cfg, const char *orthros_obj);
  * > 0 adds feature-map tensors of that many columns. Returns 0 or -1. */
 int tu_write_checkpoint(const char *dir, const orthros_model_config *cfg, uint64_t seed, orthros_dtype dtype,
                         int hedgehog_half);
+/* The same with window gates (model.layers.{i}.self_attn.window_gate): random in [0.05, 1] per query head and layer,
+ * or one of the malformed forms the loader must refuse. */
+enum { TU_GATES_NONE, TU_GATES_RANDOM, TU_GATES_ZERO, TU_GATES_NAN, TU_GATES_SHAPE };
+int tu_write_checkpoint_gated(const char *dir, const orthros_model_config *cfg, uint64_t seed, orthros_dtype dtype,
+                              int hedgehog_half, int window_gates);
 /* Writes a safetensors file from a raw header text and raw data bytes (header length as given in hlen_override
  * when nonzero, else the true length). */
 int tu_write_raw_safetensors(const char *path, const char *header, uint64_t hlen_override, const void *data,
@@ -69,7 +74,7 @@ void tu_logit_agreement(const float *ref, const float *got, int rows, int V, int
 /* The attention schedules the model-level tests run: every kind, both orthros tails, every feature map. */
 typedef struct {
     const char *label, *arch;
-    int fmap, tail, window, hybrid_every;
+    int fmap, tail, window, hybrid_every, fmap_rope, local_window; /* -1: not set */
 } tu_arch_case;
 extern const tu_arch_case tu_arch_cases[];
 extern const size_t tu_n_arch_cases;

@@ -36,6 +36,8 @@ static void make_bench(orthros_bench_file *f)
     snprintf(f->cfg.source, sizeof f->cfg.source, "orthros bench");
     f->cfg.decode_tokens = 16, f->cfg.reps = 4, f->cfg.max_reps = 8, f->cfg.max_noise_pct = 2, f->cfg.timeout_s = 10;
     f->cfg.seed = 7;
+    snprintf(f->cfg.sched.feature_map_rope, sizeof f->cfg.sched.feature_map_rope, "after");
+    f->cfg.sched.local_window = 64;
     f->ceilings = (orthros_ceilings){1.5, 512, 20, 1 << 20, 25, 1 << 20};
     const char *archs[] = {"transformer", "orthros"};
     for (int a = 0; a < 2; a++)
@@ -286,6 +288,22 @@ static void round_trip(const char *src)
     cJSON *a = orthros_bench_file_to_json(&f), *b = orthros_bench_file_to_json(&g);
     CHECK(cJSON_Compare(a, b, 1), "the bench file does not survive a round trip");
     CHECK(g.hdr.world_size == 2, "the header reads world_size %d, want 2", g.hdr.world_size);
+    CHECK(g.cfg.sched.local_window == 64 && !strcmp(g.cfg.sched.feature_map_rope, "after") &&
+              g.cfg.sched.hybrid_every == -1,
+          "the schedule options read back wrong (local_window %d, feature_map_rope \"%s\")", g.cfg.sched.local_window,
+          g.cfg.sched.feature_map_rope);
+    {
+        orthros_sched_config other = g.cfg.sched;
+        other.local_window = 0;
+        CHECK(orthros_sched_config_same(&g.cfg.sched, "a.json", &other, "b.json") == ORTHROS_EINVAL &&
+                  strstr(orthros_last_error(), "--local-window"),
+              "files of different local windows are the same configuration");
+        other = g.cfg.sched;
+        snprintf(other.feature_map_rope, sizeof other.feature_map_rope, "before");
+        CHECK(orthros_sched_config_same(&g.cfg.sched, "a.json", &other, "b.json") == ORTHROS_EINVAL &&
+                  strstr(orthros_last_error(), "--feature-map-rope"),
+              "files of different feature-map placements are the same configuration");
+    }
     char dev[160];
     orthros_result_device_text(dev, sizeof dev, &g.hdr);
     CHECK(strstr(dev, " (tp 2)") && !strncmp(dev, g.hdr.device_name, strlen(g.hdr.device_name)), "device text \"%s\"", dev);
@@ -338,6 +356,9 @@ static void committed_files(const char *src)
         orthros_bench_file f;
         int rc = orthros_bench_file_read(&f, path, 0, NULL);
         CHECK(rc == 0 && f.n_cells > 0, "%s does not read: %s", files[i], rc ? orthros_last_error() : "no cells");
+        /* Written before the options existed: read as not given. */
+        CHECK(rc || (f.cfg.sched.local_window == -1 && !f.cfg.sched.feature_map_rope[0]),
+              "%s: a file without local_window / feature_map_rope reads them as given", files[i]);
         orthros_bench_file_free(&f);
     }
     /* The kernel bench file of 2026-12-01 (the older format, with each record's case) written as a bench file:
@@ -420,6 +441,8 @@ static void make_text_eval(orthros_eval_file *f)
     f->cfg.text = strdup("text.txt");
     f->cfg.text_tokens = 21, f->cfg.stride = 4, f->cfg.samples = 1, f->cfg.seed = 3;
     snprintf(f->cfg.device, sizeof f->cfg.device, "cpu");
+    snprintf(f->cfg.sched.feature_map_rope, sizeof f->cfg.sched.feature_map_rope, "before");
+    f->cfg.sched.local_window = 1;
     orthros_eval_cell c;
     memset(&c, 0, sizeof c);
     snprintf(c.task, sizeof c.task, "ruler_niah");
@@ -467,7 +490,8 @@ static void text_eval_cells(const char *src)
     cJSON *a = orthros_eval_file_to_json(&f), *b = orthros_eval_file_to_json(&g);
     CHECK(cJSON_Compare(a, b, 1), "the text eval file does not survive a round trip");
     CHECK(g.n_cells == 3 && !strcmp(g.cells[0].needle, "numbers") && g.cells[0].partial == 0.8 && g.cells[2].samples == 2 &&
-              g.cells[2].linear_tokens == 11 && g.cfg.stride == 4 && g.cfg.text_tokens == 21,
+              g.cells[2].linear_tokens == 11 && g.cfg.stride == 4 && g.cfg.text_tokens == 21 &&
+              g.cfg.sched.local_window == 1 && !strcmp(g.cfg.sched.feature_map_rope, "before"),
           "the typed text cells read back wrong");
     snprintf(schema_path, sizeof schema_path, "%s/evals/result.schema.json", src);
     cJSON *schema = tu_load_json(schema_path);

@@ -1,6 +1,7 @@
 /* Every op of the cuda backend against the cpu backend (the fp32 reference) on fresh random inputs of
  * awkward sizes: n = 1 and tails that no tile divides, B = 1 and 3, GQA 1:1, 4:1 and 8:1, head dims 64, 128
- * and the odd 32 and 80, window on and off, each feature map, linear state carried across calls.
+ * and the odd 32 and 80, window on and off, each feature map, linear state carried across calls; the linear formula
+ * of a converted model (phi after RoPE, local windows 1 to beyond the prompt) on every linear prefill version.
  *
  * Inputs are drawn on the host in fp32 and rounded to bf16 before both backends see them, so the two
  * compute the same function of the same values. Outputs are poisoned (NaN) before each run; NaN never
@@ -10,7 +11,7 @@
  * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
- * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7). Kernel versions not yet run on a GPU when written come
+ * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window). Kernel versions not yet run on a GPU when written come
  * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
@@ -592,15 +593,16 @@ static void test_linear(geom g, orthros_fmap fmap, int F, int B, int n1, int n2,
     Lc.eps = Lg.eps = 1e-6f;
     char tag[160], name[220];
     snprintf(tag, sizeof tag, "%s F=%d B=%d Hq=%d Hkv=%d d=%d", orthros_fmap_name(fmap), F, B, g.Hq, g.Hkv, g.d);
-    int steps[3] = {n1, n2, 0};
+    int steps[3] = {n1, n2, 0}, pos[3] = {0, 0, 0};
     for (int call = 0; call < 2 + ndec; call++) {
         int n = call < 2 ? steps[call] : 1, decode = call >= 2;
         if (n <= 0) continue;
         /* fresh q, k, v for each call; relu gets a positive bias so that denominators stay away from 0 */
         pair_random(&qkv, 30 + call, 1.0f, fmap == ORTHROS_FMAP_RELU ? 0.3f : 0.0f);
         pair_poison(&out);
-        int rc_c = (decode ? cpu->attn_linear_decode : cpu->attn_linear_prefill)(cpu, out.c, qkv.c, &Lc, B, n);
-        int rc_g = (decode ? gpu->attn_linear_decode : gpu->attn_linear_prefill)(gpu, out.g, qkv.g, &Lg, B, n);
+        int rc_c = (decode ? cpu->attn_linear_decode : cpu->attn_linear_prefill)(cpu, out.c, qkv.c, &Lc, pos, B, n);
+        int rc_g = (decode ? gpu->attn_linear_decode : gpu->attn_linear_prefill)(gpu, out.g, qkv.g, &Lg, pos, B, n);
+        for (int b = 0; b < B; b++) pos[b] += n;
         op_rc(rc_c, "linear cpu");
         op_rc(rc_g, "linear gpu");
         pair o = out;
@@ -654,6 +656,156 @@ static void linear_suite(int first, int last)
         test_linear(gl, ORTHROS_FMAP_HEDGEHOG, 64, 3, 3000, 0, 0);
         geom gl128 = {8, 2, 128};
         test_linear(gl128, ORTHROS_FMAP_ELU1, 128, 1, 9000, 300, 1);
+    }
+    if (orthros_attn_linear_prefill_set_version(0)) die("linear prefill version");
+}
+
+/* The linear formula of a converted model (docs/converted-models.md) as the engine runs it: rope_cache_write (k~ and v
+ * into a ring of W + chunk slots, the un-rotated k into the raw-key ring and every row's q~ into q_rot before RoPE, q
+ * and k rotated in place after), then linear attention with a local window W: the lagging key stream (the call's
+ * rows and the ring before them) in the linear kernels, their denominators, and the window pass
+ * (attn_linear_window.cu). Calls of n1 and n2 rows then ndec decode steps, B sequences starting at positions start[b]:
+ * the rings are filled beforehand with the same random history on both backends (positions before start[b]), the
+ * state starts at 0. Both backends continue from the gpu's rotated values (bf16), so the attention is tested on equal
+ * inputs. */
+static void test_linear_window(geom g, orthros_fmap fmap, int F, int B, int after, int win, int n1, int n2, int ndec,
+                               const int *start)
+{
+    int W = (g.Hq + 2 * g.Hkv) * g.d, half = F / 2, chunk = n1 > n2 ? n1 : n2;
+    if (chunk < 1) chunk = 1;
+    int cap = win > 0 ? win + chunk : 0, cap1 = cap > 0 ? cap : 1;
+    size_t cache = (size_t)B * cap1 * g.Hkv * g.d;
+    pair qkv = pair_new((size_t)B * chunk * W, 0), out = pair_new((size_t)B * chunk * g.Hq * g.d, 0);
+    pair S = pair_new((size_t)B * g.Hkv * F * g.d, 1), z = pair_new((size_t)B * g.Hkv * F, 1);
+    pair fq = pair_new(fmap == ORTHROS_FMAP_HEDGEHOG ? (size_t)g.Hq * g.d * half : 1, 0);
+    pair fk = pair_new(fmap == ORTHROS_FMAP_HEDGEHOG ? (size_t)g.Hkv * g.d * half : 1, 0);
+    pair kc = pair_new(cache, 0), vc = pair_new(cache, 0), kr = pair_new(cache, 0);
+    pair qr = pair_new((size_t)B * chunk * g.Hq * g.d, 0), gate = pair_new((size_t)g.Hq, 0);
+    pair_random(&fq, 21, 1.0f / sqrtf((float)g.d), 0.0f);
+    pair_random(&fk, 22, 1.0f / sqrtf((float)g.d), 0.0f);
+    pair_random(&kc, 23, 1.5f, 0.0f);
+    pair_random(&vc, 24, 1.0f, 0.0f);
+    pair_random(&kr, 25, 1.0f, 0.0f);
+    pair_random(&gate, 26, 0.45f, 0.5f);
+    float *zero = calloc(S.n, sizeof(float));
+    pair_set(&S, zero);
+    pair_set(&z, zero);
+    free(zero);
+    float inv[ORTHROS_MAX_HEAD_DIM / 2];
+    inv_freq_for(inv, g.d);
+    orthros_rope rope = {g.Hq, g.Hkv, g.d, inv};
+    orthros_attn_layer Lc = layer_for(g), Lg = layer_for(g);
+    Lc.S = S.c, Lc.z = z.c, Lg.S = S.g, Lg.z = z.g;
+    Lc.fmap = Lg.fmap = fmap;
+    Lc.feature_dim = Lg.feature_dim = F;
+    Lc.fmap_q = fq.c, Lc.fmap_k = fk.c, Lg.fmap_q = fq.g, Lg.fmap_k = fk.g;
+    Lc.eps = Lg.eps = 1e-6f;
+    Lc.fmap_after = Lg.fmap_after = after;
+    Lc.local_window = Lg.local_window = win;
+    Lc.window_gate = gate.c, Lg.window_gate = gate.g;
+    if (win > 0) {
+        Lc.k_cache = kc.c, Lc.v_cache = vc.c, Lg.k_cache = kc.g, Lg.v_cache = vc.g;
+        Lc.cap = Lg.cap = cap;
+        if (!after) {
+            Lc.kraw_cache = kr.c, Lg.kraw_cache = kr.g;
+            Lc.kraw_cap = Lg.kraw_cap = cap;
+            Lc.q_rot = qr.c, Lg.q_rot = qr.g;
+        }
+    }
+    char tag[200], name[300];
+    snprintf(tag, sizeof tag, "%s F=%d B=%d Hq=%d Hkv=%d d=%d phi %s W=%d start=%d", orthros_fmap_name(fmap), F, B, g.Hq,
+             g.Hkv, g.d, after ? "after" : "before", win, start[0]);
+    int pos[3] = {start[0], B > 1 ? start[1] : 0, B > 2 ? start[2] : 0};
+    int steps[2] = {n1, n2};
+    for (int call = 0; call < 2 + ndec; call++) {
+        int n = call < 2 ? steps[call] : 1, decode = call >= 2;
+        if (n <= 0) continue;
+        pair_random(&qkv, 30 + call, 1.0f, fmap == ORTHROS_FMAP_RELU ? 0.3f : 0.0f);
+        if (win > 0 || after) {
+            op_rc(cpu->rope_cache_write(cpu, qkv.c, &Lc, &rope, pos, B, n, after ? 0 : n), "rope cpu");
+            op_rc(gpu->rope_cache_write(gpu, qkv.g, &Lg, &rope, pos, B, n, after ? 0 : n), "rope gpu");
+            pair o = qkv;
+            o.n = (size_t)B * n * W;
+            snprintf(name, sizeof name, "window rope qkv call %d n=%d %s", call, n, tag);
+            check(name, &o, TOL_BF16);
+            if (win > 0) {
+                snprintf(name, sizeof name, "window rope k ring call %d %s", call, tag);
+                check(name, &kc, TOL_BF16);
+            }
+            if (win > 0 && !after) {
+                snprintf(name, sizeof name, "window rope raw-key ring call %d %s (exact)", call, tag);
+                check(name, &kr, 0);
+                o = qr;
+                o.n = (size_t)B * n * g.Hq * g.d;
+                snprintf(name, sizeof name, "window rope q_rot call %d %s", call, tag);
+                check(name, &o, TOL_BF16);
+            }
+            pair *sync[4] = {&qkv, &kc, &kr, &qr};
+            for (int i = 0; i < 4; i++) {
+                float *h = pair_get_gpu(sync[i]);
+                pair_set(sync[i], h);
+                free(h);
+            }
+        }
+        pair_poison(&out);
+        int rc_c = (decode ? cpu->attn_linear_decode : cpu->attn_linear_prefill)(cpu, out.c, qkv.c, &Lc, pos, B, n);
+        int rc_g = (decode ? gpu->attn_linear_decode : gpu->attn_linear_prefill)(gpu, out.g, qkv.g, &Lg, pos, B, n);
+        op_rc(rc_c, "linear window cpu");
+        op_rc(rc_g, "linear window gpu");
+        pair o = out;
+        o.n = (size_t)B * n * g.Hq * g.d;
+        snprintf(name, sizeof name, "linear_window_%s call %d n=%d %s", decode ? "decode" : "prefill", call, n, tag);
+        check(name, &o, TOL_BF16);
+        for (int b = 0; b < B; b++) pos[b] += n;
+    }
+    snprintf(name, sizeof name, "linear window state S %s", tag);
+    check(name, &S, TOL_BF16);
+    snprintf(name, sizeof name, "linear window state z %s", tag);
+    check(name, &z, TOL_BF16);
+    pair *all[] = {&qkv, &out, &S, &z, &fq, &fk, &kc, &vc, &kr, &qr, &gate};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+}
+
+/* The local window on linear prefill versions first .. last: windows of 1, 63, 64, 65 (around the kernels' 64-token
+ * chunk), 100 (beyond it), 200 (beyond the engine's chunk of these calls) and 1000 (beyond the prompt); phi before and
+ * after RoPE; elu1, relu, hedgehog with F = d (the chunked kernels) and F = 40 (the recurrent fallback); GQA 1, 3, 4;
+ * head dims 64 and 128 (the window's mma kernel) and 32 (its plain kernel); B 1 from position 0 and B 3 from
+ * positions 0, 5 and 300 (the rings' history); calls of 130 and 45 rows (chunks of 64 with tails), then decode. */
+static void window_suite(int first, int last)
+{
+    geom gs[] = {{4, 4, 64}, {12, 4, 64}, {8, 2, 128}, {6, 2, 128}, {6, 3, 32}};
+    int wins[] = {1, 63, 64, 65, 100, 200, 1000};
+    int ng = (int)(sizeof gs / sizeof gs[0]), nw = (int)(sizeof wins / sizeof wins[0]);
+    int p1[1] = {0}, p3[3] = {0, 5, 300};
+    for (int v = first; v <= last; v++) {
+        int rc = orthros_attn_linear_prefill_set_version(v);
+        if (rc == ORTHROS_EUNSUPPORTED) {
+            printf("SKIP linear prefill version %d (window): %s\n", v, orthros_last_error());
+            continue;
+        }
+        if (rc) die("linear prefill version");
+        printf("linear prefill version %d with a local window\n", v);
+        for (int gi = 0; gi < ng; gi++) {
+            geom g = gs[gi];
+            for (int wi = 0; wi < nw; wi++)
+                for (int after = 0; after < 2; after++) {
+                    int w = wins[wi], k = gi + wi + after;
+                    if (quick && k % 3) continue;
+                    orthros_fmap fm = (orthros_fmap)(k % 3);
+                    test_linear_window(g, fm, g.d, k % 2 ? 3 : 1, after, w, 130, 45, 2, k % 2 ? p3 : p1);
+                    if (k % 4 == 0) test_linear_window(g, ORTHROS_FMAP_HEDGEHOG, 40, 3, after, w, 70, 33, 1, p3);
+                }
+            /* phi after RoPE without a window (rotation only, no cache) */
+            test_linear_window(g, ORTHROS_FMAP_ELU1, g.d, 3, 1, 0, 99, 20, 1, p3);
+        }
+        if (quick) continue;
+        /* long calls: many segments of v5-v7's plan, the window inside and across them */
+        geom gl[] = {{8, 2, 64}, {8, 2, 128}};
+        for (int i = 0; i < 2; i++) {
+            test_linear_window(gl[i], ORTHROS_FMAP_ELU1, gl[i].d, 1, 0, 64, 9000, 300, 1, p1);
+            test_linear_window(gl[i], ORTHROS_FMAP_RELU, gl[i].d, 2, 1, 65, 3000, 0, 0, p3);
+            test_linear_window(gl[i], ORTHROS_FMAP_HEDGEHOG, gl[i].d, 1, 1, 700, 3000, 0, 0, p1);
+        }
     }
     if (orthros_attn_linear_prefill_set_version(0)) die("linear prefill version");
 }
@@ -754,7 +906,7 @@ static void test_read(int first, int last)
 }
 
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
- * decode7, prefill7, readprobe, linear7 (to rerun the last ones alone when an earlier one hangs). */
+ * decode7, prefill7, readprobe, linear7, window (to rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -816,6 +968,9 @@ int main(void)
     if (section("readprobe")) test_read(1, ORTHROS_READ_VARIANTS - 1);
     /* Linear prefill v7 (wgmma at head dim 128, the default on sm_90a; first run on the H200 2026-12-01). */
     if (section("linear7")) linear_suite(7, 7);
+    /* The local window of a converted model's linear formula (written without a GPU; first run pending), every kept
+     * linear prefill version. */
+    if (section("window")) window_suite(3, ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);
