@@ -474,6 +474,25 @@ static __device__ __forceinline__ void lin5_load_keys(bf16 *dst, const orthros_a
     }
 }
 
+/* The phi_k and V tiles of a chunk (key rows j0 .. j0 + 63 of the call, `valid` of them) into st and st + TILE: from
+ * qkv, or with LAG from the key stream W rows behind. */
+template <int D, bool LAG>
+static __device__ __forceinline__ void lin5_load_kv(bf16 *st, const orthros_attn_linear_params &p, int b, int pos0b,
+                                                    int j0, int valid, int kv)
+{
+    constexpr int TILE = lin5_cfg<D>::TILE;
+    const int W = (p.Hq + 2 * p.Hkv) * D;
+    if (LAG) {
+        lin5_load_keys<D>(st, p, b, pos0b, j0, valid, kv, 0);
+        lin5_load_keys<D>(st + TILE, p, b, pos0b, j0, valid, kv, 1);
+    } else {
+        const bf16 *qkv = (const bf16 *)p.qkv;
+        const size_t row = (size_t)b * p.n + j0;
+        lin5_load<D>(st, qkv, row, W, (p.Hq + kv) * D, valid);
+        lin5_load<D>(st + TILE, qkv, row, W, (p.Hq + p.Hkv + kv) * D, valid);
+    }
+}
+
 /* phi in place over a chunk's 64-row tile, rows [first, valid): v5 element by element (phi_tile_inplace), v6 (X8) 8
  * values a step (as are v6's denominators at d 128, lin_den_inverse_x8). */
 template <int D, bool X8>
@@ -539,10 +558,8 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *sbuf = (bf16 *)smem_raw;  // [2 stages][phi_k, V][64][LD]
     const int seg = blockIdx.x, kv = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int W = (p.Hq + 2 * p.Hkv) * D, t_begin = seg * Lsub, t_end = min(p.n, t_begin + Lsub);
+    const int t_begin = seg * Lsub, t_end = min(p.n, t_begin + Lsub);
     const int nch = (t_end - t_begin + LC - 1) / LC;
-    const bf16 *qkv = (const bf16 *)p.qkv;
-    const size_t row_b = (size_t)b * p.n;
     const int pos0b = LAG ? lin_key_pos0(p.keys, b) : 0, kfirst = LAG ? lin_first_key(p.keys, pos0b) : 0;
     float acc[NTW][4];
 #pragma unroll
@@ -551,13 +568,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
     auto load = [&](int c) {
         bf16 *st = sbuf + (c & 1) * 2 * TILE;
         const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
-        if (LAG) {  // a local window: the keys and values W rows earlier
-            lin5_load_keys<D>(st, p, b, pos0b, t0, valid, kv, 0);
-            lin5_load_keys<D>(st + TILE, p, b, pos0b, t0, valid, kv, 1);
-        } else {
-            lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
-            lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
-        }
+        lin5_load_kv<D, LAG>(st, p, b, pos0b, t0, valid, kv);
         cp_async_commit();
     };
     if (nch > 0) load(0);
@@ -641,13 +652,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
     auto load = [&](int c) {
         bf16 *st = sbuf + (c & 1) * 4 * TILE;
         const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
-        if (LAG) {  // a local window: the keys and values W rows earlier
-            lin5_load_keys<D>(st, p, b, pos0b, t0, valid, kv, 0);
-            lin5_load_keys<D>(st + TILE, p, b, pos0b, t0, valid, kv, 1);
-        } else {
-            lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
-            lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
-        }
+        lin5_load_kv<D, LAG>(st, p, b, pos0b, t0, valid, kv);
         for (int hh = 0; hh < nq; hh++) lin5_load<D>(st + (2 + hh) * TILE, qkv, row_b + t0, W, (kv * g + j0 + hh) * D, valid);
         cp_async_commit();
     };

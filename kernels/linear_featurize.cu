@@ -27,6 +27,33 @@ static __global__ void featurize_elementwise_kernel(orthros_linear_featurize_par
     }
 }
 
+/* One warp: dst[F] = [softmax(u), softmax(-u)] of u[F/2] (fp32, in global or shared memory), rounded to bf16. */
+static __device__ __forceinline__ void hedgehog_softmax_warp(bf16 *dst, const float *u, int half, int lane)
+{
+    float mx = -INFINITY, mn = INFINITY;
+    for (int c = lane; c < half; c += 32) {
+        mx = fmaxf(mx, u[c]);
+        mn = fminf(mn, u[c]);
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
+    }
+    float sp = 0.0f, sn = 0.0f;
+    for (int c = lane; c < half; c += 32) {
+        sp += expf(u[c] - mx);
+        sn += expf(mn - u[c]);
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        sp += __shfl_xor_sync(0xffffffffu, sp, o);
+        sn += __shfl_xor_sync(0xffffffffu, sn, o);
+    }
+    for (int c = lane; c < half; c += 32) {
+        dst[c] = f2bf(expf(u[c] - mx) / sp);
+        dst[half + c] = f2bf(expf(mn - u[c]) / sn);
+    }
+}
+
 /* One warp per (row, kv head) of the key stream: x = the key row (kf ring or qkv), phi(x) into phi_k; zero where the
  * row holds no key. Hedgehog: u[c] = sum_j x[j] W[kv][j][c] in fp32 from bf16, then as featurize_softmax_kernel. */
 #define FK_WARPS 8
@@ -53,31 +80,13 @@ static __global__ void __launch_bounds__(FK_WARPS * 32) featurize_keys_kernel(or
     for (int j = lane; j < d; j += 32) xs[j] = bf2f(x[j]);
     __syncwarp();
     const bf16 *w = (const bf16 *)p.fmap_k + (size_t)kv * d * half;
-    float mx = -INFINITY, mn = INFINITY;
     for (int c = lane; c < half; c += 32) {
         float acc = 0.0f;
         for (int j = 0; j < d; j++) acc += xs[j] * bf2f(w[(size_t)j * half + c]);
         u[c] = acc;
-        mx = fmaxf(mx, acc);
-        mn = fminf(mn, acc);
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
-    }
-    float sp = 0.0f, sn = 0.0f;
-    for (int c = lane; c < half; c += 32) {
-        sp += expf(u[c] - mx);
-        sn += expf(mn - u[c]);
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        sp += __shfl_xor_sync(0xffffffffu, sp, o);
-        sn += __shfl_xor_sync(0xffffffffu, sn, o);
-    }
-    for (int c = lane; c < half; c += 32) {
-        dst[c] = f2bf(expf(u[c] - mx) / sp);
-        dst[half + c] = f2bf(expf(mn - u[c]) / sn);
-    }
+    __syncwarp();
+    hedgehog_softmax_warp(dst, u, half, lane);
 }
 
 static __global__ void featurize_softmax_kernel(orthros_linear_featurize_params p)
@@ -92,28 +101,7 @@ static __global__ void featurize_softmax_kernel(orthros_linear_featurize_params 
     int h = (int)(item % H);
     const float *u = p.tmp + (r * (size_t)(p.Hq + p.Hkv) + h) * half;
     bf16 *dst = h < p.Hq ? (bf16 *)p.phi_q + (r * p.Hq + h) * p.F : (bf16 *)p.phi_k + (r * p.Hkv + h - p.Hq) * p.F;
-    float mx = -INFINITY, mn = INFINITY;
-    for (int c = lane; c < half; c += 32) {
-        mx = fmaxf(mx, u[c]);
-        mn = fminf(mn, u[c]);
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
-    }
-    float sp = 0.0f, sn = 0.0f;
-    for (int c = lane; c < half; c += 32) {
-        sp += expf(u[c] - mx);
-        sn += expf(mn - u[c]);
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        sp += __shfl_xor_sync(0xffffffffu, sp, o);
-        sn += __shfl_xor_sync(0xffffffffu, sn, o);
-    }
-    for (int c = lane; c < half; c += 32) {
-        dst[c] = f2bf(expf(u[c] - mx) / sp);
-        dst[half + c] = f2bf(expf(mn - u[c]) / sn);
-    }
+    hedgehog_softmax_warp(dst, u, half, lane);
 }
 
 size_t orthros_linear_featurize_tmp_bytes(int B, int ns, int Hq, int Hkv, int F, int fmap)

@@ -129,7 +129,8 @@ static void file_safety(const char *json, const char *log)
     /* Out of range and not-a-number values are usage errors (exit 2). */
     const char *bad[][2] = {{"--timeout", "nan"}, {"--max-noise", "inf"}, {"--cell-budget", "-1"}, {"--eps", "nan"},
                             {"--window", "-1"}, {"--tail", "-1"},        {"--hybrid-every", "-1"}, {"--feature-dim", "-1"},
-                            {"--decode-tokens", "2147483647"}, {"--reps", "0"}};
+                            {"--decode-tokens", "2147483647"}, {"--reps", "0"}, {"--local-window", "-1"},
+                            {"--feature-map-rope", "sideways"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char *a[] = {(char *)bin, "bench", "--device", "cpu", (char *)bad[i][0], (char *)bad[i][1], "--json", (char *)json, NULL};
         int rc = tu_run(a, log);
