@@ -245,7 +245,8 @@ int orthros_preset_config(orthros_model_config *cfg, const char *name)
 void orthros_arch_opts_default(orthros_arch_opts *o)
 {
     *o = (orthros_arch_opts){.arch = NULL, .fmap = ORTHROS_UNSET, .feature_dim = ORTHROS_UNSET, .tail = ORTHROS_UNSET,
-                             .eps = ORTHROS_UNSET, .window = ORTHROS_UNSET, .hybrid_every = ORTHROS_UNSET, .tp = 1};
+                             .eps = ORTHROS_UNSET, .window = ORTHROS_UNSET, .hybrid_every = ORTHROS_UNSET, .tp = 1,
+                             .adapter = NULL};
 }
 
 const char *orthros_fmap_name(orthros_fmap f)
