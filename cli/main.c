@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "compare.h"
 #include "eval.h"
+#include "export.h"
 #include "orthros.h"
 #include "plot.h"
 #include "text.h"
@@ -26,6 +27,7 @@ static const command commands[] = {
     {"compare", orthros_cmd_compare, "two bench result files cell by cell: FAST / SLOW / SAME / AMBIGUOUS"},
     {"eval", orthros_cmd_eval, "recall evals on an analytic checkpoint: niah (context x depth), mqar (context x pairs)"},
     {"make-model", orthros_cmd_make_model, "write a checkpoint built by construction (analytic-recall)"},
+    {"export", orthros_cmd_export, "any model the engine loads as a Hugging Face directory (merged weights, tokenizer)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 

@@ -159,7 +159,8 @@ static int adapter_config_read(adapter_config *c, const cJSON *root, const char 
     return 0;
 }
 
-/* The base's path: c->path relative to the adapter directory, then to .cache/models/ (an absolute path as is). */
+/* The base's path: c->path relative to the adapter directory, then to .cache/models/ (an absolute path as is). A
+ * base that is itself an adapter directory is refused (no chains, and no loop through "path": "."). */
 static int base_resolve(char **out, const adapter_config *c, const char *dir, const char *where)
 {
     char cand[2][PATH_CAP];
@@ -178,6 +179,14 @@ static int base_resolve(char **out, const adapter_config *c, const char *dir, co
             if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
                 return orthros_error(ORTHROS_EFORMAT, "%s: base %s is neither a GGUF file nor a model directory", where,
                                      cand[i]);
+            char probe_path[PATH_CAP + 64];
+            cJSON *inner = NULL;
+            adapter_config_probe(&inner, cand[i], probe_path, sizeof probe_path);
+            if (inner) {
+                cJSON_Delete(inner);
+                return orthros_error(ORTHROS_EUNSUPPORTED, "%s: base %s is itself an adapter directory (not supported)",
+                                     where, cand[i]);
+            }
             if (!(*out = strdup(cand[i]))) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
             return 0;
         }
@@ -191,20 +200,13 @@ static int base_resolve(char **out, const adapter_config *c, const char *dir, co
 }
 
 /* The base's sha256 against the config's: of the GGUF file, or of the directory's model.safetensors (else its
- * index), the file the loader reads first. A base that is itself an adapter is refused. */
+ * index), the file the loader reads first. */
 static int base_verify(const char *base, const adapter_config *c, const char *where)
 {
     struct stat sb;
     char path[PATH_CAP + 64], hex[65];
     const char *hashed = base;
     if (stat(base, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        cJSON *inner = NULL;
-        adapter_config_probe(&inner, base, path, sizeof path);
-        if (inner) {
-            cJSON_Delete(inner);
-            return orthros_error(ORTHROS_EUNSUPPORTED, "%s: base %s is itself an adapter directory (not supported)",
-                                 where, base);
-        }
         snprintf(path, sizeof path, "%s/model.safetensors", base);
         if (stat(path, &sb) != 0) snprintf(path, sizeof path, "%s/model.safetensors.index.json", base);
         if (stat(path, &sb) != 0)
@@ -528,8 +530,8 @@ int orthros_adapter_check(orthros_adapter *a, const orthros_model_config *cfg, c
             n_deltas++;
         }
     if (n_deltas && !a->has_alpha)
-        return orthros_error(ORTHROS_EFORMAT, "%s: __metadata__ has no lora_alpha, which its %d low-rank delta%s need",
-                             a->file, n_deltas, n_deltas == 1 ? "" : "s");
+        return orthros_error(ORTHROS_EFORMAT, "%s: __metadata__ has no lora_alpha, which its %d low-rank delta%s need%s",
+                             a->file, n_deltas, n_deltas == 1 ? "" : "s", n_deltas == 1 ? "s" : "");
     if (gate)
         return tensor_error(a, gate, ORTHROS_EUNSUPPORTED, "window_gate needs the local-window engine (not in this build)");
     return 0;

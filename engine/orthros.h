@@ -199,6 +199,15 @@ int orthros_model_weight_read(orthros_model *m, const char *name, float *out);
 const char *orthros_model_orthros_json(const orthros_model *m);
 /* The model's RoPE frequencies inv_freq[head_dim / 2], after a GGUF's scaling. */
 const float *orthros_model_rope_inv_freq(const orthros_model *m);
+/* The model's config.json as transformers writes a Llama config (`dtype` its torch dtype name, bos the BOS id or
+ * -1), with the model's `orthros` object; *json malloc'd. ORTHROS_EUNSUPPORTED when the model's RoPE frequencies
+ * have no config field (a GGUF's linear scaling or rope_freqs factors). */
+int orthros_model_hf_config(const orthros_model *m, int bos, const char *dtype, char **json);
+/* A model spec's tokenizer as Hugging Face files (malloc'd texts, both NULL when the model has no tokenizer): a
+ * directory's own tokenizer.json and tokenizer_config.json as they are, an adapter directory's base's, or a GGUF's
+ * tokenizer.ggml.* metadata written as a tokenizer.json that Hugging Face tokenizers reads as the engine does and a
+ * tokenizer_config.json with the special tokens (model_max_length max_pos). */
+int orthros_tokenizer_hf_files(const char *spec, int max_pos, char **tok_json, char **tok_cfg);
 
 /* Reads a whole regular file (a folder, a FIFO or a device is refused with a message naming it) into *out,
  * NUL-terminated, *len (when not NULL) its length; the caller frees it. Fails with ORTHROS_EIO naming the file when

@@ -36,6 +36,19 @@ char *tu_config_json(const orthros_model_config *cfg, const char *orthros_obj);
  * > 0 adds feature-map tensors of that many columns. Returns 0 or -1. */
 int tu_write_checkpoint(const char *dir, const orthros_model_config *cfg, uint64_t seed, orthros_dtype dtype,
                         int hedgehog_half);
+/* A tensor to write: its name, shape and fp32 values. */
+typedef struct {
+    char name[128];
+    int ndim;
+    int64_t shape[3];
+    float *data;
+} tu_tensor;
+size_t tu_tensor_numel(const tu_tensor *t);
+/* Writes ts[n] as a safetensors file in dtype (F32, BF16 or F16, rounded to nearest even), with the JSON object
+ * text `metadata` as its __metadata__ when not NULL. 0 or -1. */
+int tu_write_tensors(const char *path, const tu_tensor *ts, int n, orthros_dtype dtype, const char *metadata);
+/* fp32 -> IEEE half, rounded to nearest even. */
+uint16_t tu_f32_to_f16(float f);
 /* Writes a safetensors file from a raw header text and raw data bytes (header length as given in hlen_override
  * when nonzero, else the true length). */
 int tu_write_raw_safetensors(const char *path, const char *header, uint64_t hlen_override, const void *data,
