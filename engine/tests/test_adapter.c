@@ -189,25 +189,7 @@ static float *logits_of(const char *spec, const char *adapter, const char *arch,
     ao.arch = arch;
     ao.adapter = adapter;
     ao.tp = tp;
-    orthros_model *m = NULL;
-    orthros_session *s = NULL;
-    float *lg = NULL;
-    int rc = orthros_model_load(&m, cpu, spec, &ao, 7);
-    if (!rc) {
-        *V = orthros_model_get_config(m)->vocab;
-        lg = malloc(sizeof(float) * NTOK * (size_t)*V);
-        rc = orthros_session_init(&s, m, 1, NTOK, 5);
-        int32_t tk[NTOK];
-        for (int i = 0; i < NTOK; i++) tk[i] = tokens[i] % *V;
-        if (!rc) rc = orthros_prefill(s, 0, tk, NTOK, lg, NULL);
-    }
-    orthros_session_free(s);
-    orthros_model_free(m);
-    if (rc) {
-        free(lg);
-        return NULL;
-    }
-    return lg;
+    return tu_model_logits(cpu, spec, &ao, 7, NULL, tokens, NTOK, 5, V);
 }
 
 /* a and b (spec + adapter each) give bit-equal logits under arch. */
@@ -774,6 +756,7 @@ int main(int argc, char **argv)
     root = tu_tempdir();
     snprintf(tiny, sizeof tiny, "%s/data/fixtures/llama-tiny", repo);
     snprintf(gguf, sizeof gguf, "%s/data/gguf/tiny-q4_1/model.gguf", repo);
+    /* Ids below every base's vocabulary (256). */
     for (int i = 0; i < NTOK; i++) tokens[i] = (int32_t)(orthros_uniform(5, (uint64_t)i) * 250.0f);
     if (!root || orthros_backend_cpu_create(&cpu)) {
         fprintf(stderr, "setup failed\n");

@@ -213,6 +213,29 @@ int tu_write_checkpoint(const char *dir, const orthros_model_config *c, uint64_t
     return rc;
 }
 
+float *tu_model_logits(orthros_backend *be, const char *spec, const orthros_arch_opts *ao, uint64_t seed,
+                       const char *then, const int32_t *tok, int n, int chunk, int *V)
+{
+    orthros_model *m = NULL;
+    orthros_session *s = NULL;
+    float *lg = NULL;
+    int rc = orthros_model_load(&m, be, spec, ao, seed);
+    if (!rc && then) rc = orthros_model_set_arch(m, then);
+    if (!rc) {
+        *V = orthros_model_get_config(m)->vocab;
+        if (!(lg = malloc(sizeof(float) * (size_t)n * (size_t)*V))) rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        if (!rc) rc = orthros_session_init(&s, m, 1, n, chunk);
+        if (!rc) rc = orthros_prefill(s, 0, tok, n, lg, NULL);
+    }
+    orthros_session_free(s);
+    orthros_model_free(m);
+    if (rc) {
+        free(lg);
+        return NULL;
+    }
+    return lg;
+}
+
 char *tu_tempdir(void)
 {
     const char *base = getenv("TMPDIR");

@@ -88,6 +88,12 @@ extern const tu_arch_case tu_arch_cases[];
 extern const size_t tu_n_arch_cases;
 orthros_arch_opts tu_arch_case_opts(const tu_arch_case *c);
 
+/* The logits of every position of tok[n] (malloc'd [n][*V]) from spec loaded on be under ao (seed for presets),
+ * then switched to the schedule `then` when not NULL (orthros_model_set_arch: the same weights), prefilled in
+ * chunks of `chunk`; NULL on an error (recorded, as orthros_last_error() says). */
+float *tu_model_logits(orthros_backend *be, const char *spec, const orthros_arch_opts *ao, uint64_t seed,
+                       const char *then, const int32_t *tok, int n, int chunk, int *V);
+
 /* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
 char *tu_tempdir(void);
 
