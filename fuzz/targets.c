@@ -25,6 +25,9 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
      orthros_fuzz_seeds_anchor_file},
     {"recall_jsonl", "a recall tasks file (orthros eval recall --tasks): every line parsed and checked",
      orthros_fuzz_recall_jsonl, orthros_fuzz_seeds_recall_jsonl},
+    {"adapter", "an adapter directory (config.json, then adapter.safetensors; an empty config: --adapter FILE) over a "
+                "fixed base, loaded on the cpu backend, then 4 tokens prefilled and 1 decoded",
+     orthros_fuzz_adapter, orthros_fuzz_seeds_adapter},
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);
 
