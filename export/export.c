@@ -132,19 +132,6 @@ static int move_into_place(const char *tmp, const char *out)
 
 /* ---- model.safetensors ---- */
 
-static int write_all(int fd, const void *data, size_t n)
-{
-    const char *p = data;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static size_t info_numel(const orthros_weight_info *w)
 {
     size_t n = 1;
@@ -184,7 +171,7 @@ static int write_weights(const char *path, orthros_model *m, const orthros_weigh
     }
     uint8_t len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-    if (write_all(fd, len8, 8) || write_all(fd, text, hlen) || write_all(fd, "        ", padded - hlen))
+    if (orthros_write_all(fd, len8, 8) || orthros_write_all(fd, text, hlen) || orthros_write_all(fd, "        ", padded - hlen))
         rc = orthros_error(ORTHROS_EIO, "%s: write failed: %s", path, strerror(errno));
     for (int i = 0; !rc && i < n; i++) {
         size_t numel = info_numel(&w[i]);
@@ -199,7 +186,7 @@ static int write_weights(const char *path, orthros_model *m, const orthros_weigh
         if ((rc = orthros_model_weight_read(m, w[i].name, x))) break;
         if (bf16)
             for (size_t k = 0; k < numel; k++) h[k] = orthros_f32_to_bf16(x[k]);
-        if (write_all(fd, bf16 ? (const void *)h : (const void *)x, numel * esz))
+        if (orthros_write_all(fd, bf16 ? (const void *)h : (const void *)x, numel * esz))
             rc = orthros_error(ORTHROS_EIO, "%s: write failed: %s", path, strerror(errno));
     }
     if (!rc && fsync(fd) != 0) rc = orthros_error(ORTHROS_EIO, "%s: write failed: %s", path, strerror(errno));

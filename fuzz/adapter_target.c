@@ -3,9 +3,9 @@
  * ORTHROS_FUZZ_SEP, then adapter.safetensors; an empty config.json part loads the base with --adapter FILE
  * instead (the file over a plain model). The base is a generated checkpoint written once per process beside
  * the adapter (WORK/base: 2 layers, hidden 8, 2 q / 1 kv heads of 4, FFN 8, vocab 16), so that the seeds' sha256
- * and relative path "../base" name it. Promises checked besides crashes and sanitizer reports: a refusal is one
- * line, a refused file (format, I/O, unsupported) is named, a refused load returns no model, generated tokens lie
- * in the vocabulary. */
+ * and relative path "../base" name it. Promises checked besides crashes and sanitizer reports (as model_dir's,
+ * orthros_fuzz_check_load): a refusal is one line naming the file (other than ENOMEM / EINVAL), a refused load
+ * returns no model, an accepted one runs, its tokens in the vocabulary. */
 #define _GNU_SOURCE
 #include "targets.h"
 
@@ -26,12 +26,6 @@ static const orthros_model_config base_cfg = {.d_model = 8, .n_layers = 2, .n_he
                                               .ffn = 8, .vocab = 16, .max_pos = 64, .norm_eps = 1e-5f,
                                               .rope_theta = 10000.0};
 
-static void finding(const char *what, const char *detail)
-{
-    fprintf(stderr, "fuzz finding: %s: %s\n", what, detail);
-    abort();
-}
-
 /* The base checkpoint in dir (deterministic: the seeds hash the same bytes). */
 static int write_base(const char *dir) { return tu_write_checkpoint(dir, &base_cfg, 42, ORTHROS_DTYPE_F32, 0); }
 
@@ -48,13 +42,7 @@ static void remove_work(void)
     cpu = NULL;
 }
 
-static void put_file(const char *name, const uint8_t *data, size_t size)
-{
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", work, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) finding("cannot write the adapter", path);
-}
+static void put_file(const char *name, const uint8_t *data, size_t size) { orthros_fuzz_write_file(work, name, data, size); }
 
 int orthros_fuzz_adapter(const uint8_t *data, size_t size)
 {
@@ -62,13 +50,13 @@ int orthros_fuzz_adapter(const uint8_t *data, size_t size)
     if (!work[0]) {
         const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
         snprintf(work, sizeof work, "%s/orthros-fuzz-adapter-XXXXXX", tmp);
-        if (!mkdtemp(work)) finding("cannot make a temporary directory", work);
+        if (!mkdtemp(work)) orthros_fuzz_finding("cannot make a temporary directory", work);
         snprintf(path, sizeof path, "%s/base", work);
         mkdir(path, 0755);
-        if (write_base(path)) finding("cannot write the base", path);
+        if (write_base(path)) orthros_fuzz_finding("cannot write the base", path);
         snprintf(path, sizeof path, "%s/adapter", work);
         mkdir(path, 0755);
-        if (orthros_backend_cpu_create(&cpu)) finding("cannot create the cpu backend", orthros_last_error());
+        if (orthros_backend_cpu_create(&cpu)) orthros_fuzz_finding("cannot create the cpu backend", orthros_last_error());
         atexit(remove_work);
     }
     const size_t sl = sizeof ORTHROS_FUZZ_SEP - 1;
@@ -89,27 +77,9 @@ int orthros_fuzz_adapter(const uint8_t *data, size_t size)
         snprintf(spec, sizeof spec, "%s/adapter", work);
     }
     orthros_model *m = NULL;
+    /* A refused file is named: the adapter's, or the base beside it (all under WORK). */
     int rc = orthros_model_load(&m, cpu, spec, &opts, 1);
-    if (rc) {
-        const char *msg = orthros_last_error();
-        if (!msg[0] || strchr(msg, '\n') || strchr(msg, '\r')) finding("a refusal that is not one line", msg);
-        if ((rc == ORTHROS_EFORMAT || rc == ORTHROS_EIO || rc == ORTHROS_EUNSUPPORTED) && !strstr(msg, work))
-            finding("a refusal that names no file", msg);
-        if (m) finding("a refused load that returned a model", msg);
-        return rc;
-    }
-    const orthros_model_config *c = orthros_model_get_config(m);
-    orthros_session *s = NULL;
-    int32_t tok[4], next = 0;
-    for (int i = 0; i < 4; i++) tok[i] = (int32_t)(i * 5 % c->vocab);
-    int run = orthros_session_init(&s, m, 1, 8, 0);
-    if (!run) run = orthros_prefill(s, 0, tok, 4, NULL, &next);
-    if (!run && (next < 0 || next >= c->vocab)) finding("a generated token outside the vocabulary", "prefill");
-    if (!run) run = orthros_decode(s, &next, &next, NULL);
-    if (!run && (next < 0 || next >= c->vocab)) finding("a generated token outside the vocabulary", "decode");
-    orthros_session_free(s);
-    orthros_model_free(m);
-    return 0;
+    return orthros_fuzz_check_load(rc, m, work);
 }
 
 /* ---- seeds ---- */
