@@ -17,7 +17,12 @@ LlamaForCausalLM.from_pretrained(DIR) and AutoTokenizer.from_pretrained(DIR). Th
     row's largest |logit| (f32), the greedy token of every position the same;
   - the bf16 export: transformers loading it in float32 (the bf16 weights widened exactly) against `orthros logits`
     on it (cpu, fp32 arithmetic over the same weights), within 1e-4 of the row's scale; how far rounding the
-    weights to bf16 moves the logits (the bf16 export against the f32 one) is reported.
+    weights to bf16 moves the logits (the bf16 export against the f32 one) is reported;
+  - an adapter: a directory naming the GGUF by file name (found through .cache/models/) and its sha256, holding
+    PEFT-named BF16 low-rank deltas on every projection of three layers; PyTorch merges them into the f32 export's
+    weights (W + alpha / r * B @ A in float64, rounded once) and transformers runs the merged model: its logits
+    equal `orthros logits` on the adapter directory within 1e-4 of the row's scale, and `orthros export` of the
+    adapter directory holds the merged weights (every element equal, or the count that is not).
 The reference file holds, per prompt, the ids and the top-16 logits (ids and values) of three positions from
 transformers on the f32 export; engine/tests' export test compares the engine's export with it (CI, no PyTorch).
 """
@@ -60,6 +65,66 @@ def engine_logits(orthros, model, ids, tmp):
     path = os.path.join(tmp, "logits.f32")
     run([orthros, "logits", "--model", model, "--tokens", ",".join(map(str, ids)), "--out", path, "--device", "cpu"])
     return np.fromfile(path, dtype=np.float32).reshape(len(ids), -1)
+
+
+def check_adapter(orthros, gguf, exp, tmp, failures):
+    """PEFT-style deltas over the GGUF, merged by PyTorch, against the engine's adapter directory."""
+    import hashlib
+
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers import LlamaForCausalLM
+
+    adir, mdir = os.path.join(tmp, "adapter"), os.path.join(tmp, "merged")
+    os.makedirs(adir)
+    os.makedirs(mdir)
+    weights = load_file(os.path.join(exp, "model.safetensors"))
+    gen = torch.Generator().manual_seed(0)
+    alpha, tensors = 16.0, {}
+    projs = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+             "mlp.up_proj", "mlp.down_proj"]
+    for layer in (0, 7, 29):
+        for p in projs:
+            name = f"model.layers.{layer}.{p}"
+            w = weights[name + ".weight"]
+            r = 4 if "attn" in p else 8
+            a = (torch.randn(r, w.shape[1], generator=gen) * 0.05).to(torch.bfloat16)
+            b = (torch.randn(w.shape[0], r, generator=gen) * 0.05).to(torch.bfloat16)
+            tensors[name + ".lora_A.weight"], tensors[name + ".lora_B.weight"] = a, b
+            weights[name + ".weight"] = (w.double() + alpha / r * (b.double() @ a.double())).float()
+    save_file(tensors, os.path.join(adir, "adapter.safetensors"), metadata={"lora_alpha": "16"})
+    with open(gguf, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    with open(os.path.join(adir, "config.json"), "w") as f:
+        json.dump({"orthros_base": {"path": os.path.basename(gguf), "sha256": sha, "fetch": "ci/fetch-model.sh"}}, f)
+    save_file(weights, os.path.join(mdir, "model.safetensors"), metadata={"format": "pt"})
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        with open(os.path.join(exp, name), "rb") as src, open(os.path.join(mdir, name), "wb") as dst:
+            dst.write(src.read())
+    model = LlamaForCausalLM.from_pretrained(mdir, dtype=torch.float32).eval()
+    worst = 0.0
+    for text in PROMPTS[:2]:
+        ids = [int(x) for x in run([orthros, "tokenize", "--model", adir, "--text", text], cwd=ROOT).strip().split(",")]
+        path = os.path.join(tmp, "adapter-logits.f32")
+        run([orthros, "logits", "--model", adir, "--tokens", ",".join(map(str, ids)), "--out", path, "--device", "cpu"],
+            cwd=ROOT)
+        got = np.fromfile(path, dtype=np.float32).reshape(len(ids), -1)
+        with torch.no_grad():
+            ref = model(torch.tensor([ids])).logits[0].numpy()
+        err = (np.abs(got - ref).max(axis=1) / np.abs(ref).max(axis=1)).max()
+        worst = max(worst, err)
+        if err > 1e-4:
+            failures.append(f"adapter, {text!r}: the engine's logits differ from PyTorch's merge by {err:.3g}")
+    out = os.path.join(tmp, "adapter-export")
+    run([orthros, "export", "--model", adir, "--out", out], cwd=ROOT)
+    exported = load_file(os.path.join(out, "model.safetensors"))
+    differ = sum(int((exported[k] != weights[k]).sum()) for k in exported)
+    total = sum(v.numel() for v in exported.values())
+    if set(exported) != set(weights) or differ > total // 100000:
+        failures.append(f"adapter export: {differ} of {total} weights differ from PyTorch's merge")
+    print(f"adapter (21 BF16 deltas over the GGUF, via .cache/models/): logits within {worst:.2e} of the row scale of "
+          f"transformers on PyTorch's merge; its export differs from that merge in {differ} of {total} weights")
+    return worst, differ
 
 
 def main():
@@ -136,6 +201,7 @@ def main():
                   f"{err16:.2e} of the row scale; bf16 vs f32 export {rounding:.2e}")
         print(f"worst: f32 {worst:.3g}, bf16 {worst16:.3g} of the row scale; rounding to bf16 moves the logits by up to "
               f"{worst_round:.3g} of the row scale, greedy tokens the same at {agree16}/{total16} positions")
+        adapter_err, adapter_differ = check_adapter(a.orthros, os.path.abspath(a.model), exp["f32"], tmp, failures)
 
     if failures:
         for f in failures:
@@ -148,7 +214,9 @@ def main():
                           "tokenizers": tokenizers.__version__},
             "check": {"f32_max_err_of_row_scale": float(f"{worst:.3g}"), "bf16_max_err_of_row_scale": float(f"{worst16:.3g}"),
                       "bf16_rounding_of_row_scale": float(f"{worst_round:.3g}"),
-                      "bf16_greedy_same_as_f32": [agree16, total16], "tokenizer_corpus_texts_equal": [n_equal, n_corpus]},
+                      "bf16_greedy_same_as_f32": [agree16, total16], "tokenizer_corpus_texts_equal": [n_equal, n_corpus],
+                      "adapter_max_err_of_row_scale": float(f"{adapter_err:.3g}"),
+                      "adapter_export_weights_differing_from_torch_merge": adapter_differ},
             "topk": TOPK,
             "prompts": prompts,
         }
