@@ -56,6 +56,16 @@ static tu_tensor *ts_add(tset *s, const char *name, int ndim, int64_t a, int64_t
     return t;
 }
 
+/* A new 2-D shape, its data refilled. */
+static void ts_reshape(tu_tensor *t, int64_t a, int64_t b)
+{
+    t->shape[0] = a, t->shape[1] = b;
+    free(t->data);
+    size_t n = tu_tensor_numel(t);
+    t->data = malloc((n ? n : 1) * sizeof(float));
+    tu_random(t->data, n, 99, 0.3f);
+}
+
 static void ts_free(tset *s)
 {
     for (int i = 0; i < s->n; i++) free(s->t[i].data);
@@ -536,19 +546,18 @@ static void test_refusals(void)
 
     /* Shapes. */
     add_delta(&s, &c, 0, 0, 2, 1);
-    s.t[0].shape[1] += 1;
-    free(s.t[0].data), s.t[0].data = calloc(2 * 65, sizeof(float));
+    ts_reshape(&s.t[0], 2, 65);
     d = bad_dir("bad-shape-a", &s, alpha);
     expect_refused("lora_A of the wrong width", d, NULL, "q_proj.lora_A.weight: has shape [2, 65], the model implies [2, 64]",
                    "adapter.safetensors");
     free(d), ts_free(&s);
     add_delta(&s, &c, 1, 6, 2, 1);
-    s.t[1].shape[0] = 65;
+    ts_reshape(&s.t[1], 65, 2);
     d = bad_dir("bad-shape-b", &s, alpha);
     expect_refused("lora_B of the wrong height", d, NULL, "down_proj.lora_B.weight: has shape [65, 2]", NULL);
     free(d), ts_free(&s);
     add_delta(&s, &c, 0, 1, 2, 1);
-    s.t[1].shape[1] = 3, s.t[1].shape[0] = 32 * 2 / 3;
+    ts_reshape(&s.t[1], 21, 3);
     d = bad_dir("bad-rank-b", &s, alpha);
     expect_refused("lora_B's r differs from lora_A's", d, NULL, "k_proj.lora_B.weight: has shape [21, 3], the model implies [32, 2]",
                    NULL);
@@ -657,7 +666,7 @@ static void test_refusals(void)
     s.n = 2;
     ts_free(&s);
     add_delta(&s, &c, 0, 3, 1, 1);
-    s.t[0].shape[0] = 0, s.t[1].shape[1] = 0;
+    ts_reshape(&s.t[0], 0, 64), ts_reshape(&s.t[1], 64, 0);
     d = bad_dir("rank-0", &s, alpha);
     expect_refused("r = 0", d, NULL, "o_proj.lora_A.weight: has rank r = 0", NULL);
     free(d), ts_free(&s);

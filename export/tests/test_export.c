@@ -13,7 +13,8 @@
  *     of the row's scale;
  *   - the output folder: a non-empty one is refused without --force (exit 1, one line) and replaced with it, one
  *     holding a folder is never replaced, a failed export leaves nothing behind; usage errors exit 2.
- * usage: test_export PATH/TO/orthros REPO_ROOT [SHARED_FIXTURE_DIR] */
+ * usage: test_export [--smollm2 | --no-smollm2] PATH/TO/orthros REPO_ROOT [SHARED_FIXTURE_DIR]
+ * (--smollm2: only the SmolLM2 part, which ctest runs as export_smollm2, labelled model; --no-smollm2: all else) */
 #define _GNU_SOURCE
 #include "adapter.h"
 #include "orthros.h"
@@ -470,8 +471,11 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 
 int main(int argc, char **argv)
 {
+    int parts = 3; /* 1: the SmolLM2 part, 2: the rest */
+    if (argc > 1 && !strcmp(argv[1], "--smollm2")) parts = 1, argc--, argv++;
+    else if (argc > 1 && !strcmp(argv[1], "--no-smollm2")) parts = 2, argc--, argv++;
     if (argc < 3) {
-        fprintf(stderr, "usage: test_export PATH/TO/orthros REPO_ROOT [SHARED_FIXTURE_DIR]\n");
+        fprintf(stderr, "usage: test_export [--smollm2 | --no-smollm2] PATH/TO/orthros REPO_ROOT [SHARED_FIXTURE_DIR]\n");
         return 2;
     }
     bin = argv[1];
@@ -481,12 +485,14 @@ int main(int argc, char **argv)
     root = tu_tempdir();
     if (!root || orthros_backend_cpu_create(&cpu)) return 1;
     for (int i = 0; i < NTOK; i++) tokens[i] = (int32_t)(orthros_uniform(9, (uint64_t)i) * 250.0f);
-    test_fixtures(argc > 3 ? argv[3] : NULL);
-    test_preset();
-    test_adapter();
-    test_tokenizer_copy();
-    test_smollm2();
-    test_out_folder();
+    if (parts & 2) {
+        test_fixtures(argc > 3 ? argv[3] : NULL);
+        test_preset();
+        test_adapter();
+        test_tokenizer_copy();
+        test_out_folder();
+    }
+    if (parts & 1) test_smollm2();
     orthros_backend_free(cpu);
     if (!tu_failed) nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     return tu_finish();
