@@ -342,9 +342,10 @@ static int read_optional(char **text, const char *dir, const char *name)
     return orthros_read_text_file(text, path, 256u << 20);
 }
 
-int orthros_tokenizer_hf_files(const char *spec, int max_pos, char **tok_json, char **tok_cfg)
+int orthros_tokenizer_hf_files(const char *spec, int max_pos, char **tok_json, char **tok_cfg, int *generated)
 {
     *tok_json = *tok_cfg = NULL;
+    *generated = 0;
     if (!strncmp(spec, "preset:", 7)) return 0;
     char *base = NULL;
     int rc = orthros_adapter_dir_base(spec, &base);
@@ -362,6 +363,7 @@ int orthros_tokenizer_hf_files(const char *spec, int max_pos, char **tok_json, c
         if (!(rc = orthros_gguf_open(&g, spec)) && orthros_gguf_find(g, "tokenizer.ggml.model")) {
             rc = gguf_tokenizer_files(g, max_pos, tok_json, tok_cfg);
             if (rc) rc = orthros_error_prefix(rc, spec);
+            *generated = 1;
         }
         orthros_gguf_free(g);
     }

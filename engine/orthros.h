@@ -206,8 +206,8 @@ int orthros_model_hf_config(const orthros_model *m, int bos, const char *dtype, 
 /* A model spec's tokenizer as Hugging Face files (malloc'd texts, both NULL when the model has no tokenizer): a
  * directory's own tokenizer.json and tokenizer_config.json as they are, an adapter directory's base's, or a GGUF's
  * tokenizer.ggml.* metadata written as a tokenizer.json that Hugging Face tokenizers reads as the engine does and a
- * tokenizer_config.json with the special tokens (model_max_length max_pos). */
-int orthros_tokenizer_hf_files(const char *spec, int max_pos, char **tok_json, char **tok_cfg);
+ * tokenizer_config.json with the special tokens (model_max_length max_pos); *generated is 1 for the last. */
+int orthros_tokenizer_hf_files(const char *spec, int max_pos, char **tok_json, char **tok_cfg, int *generated);
 
 /* Reads a whole regular file (a folder, a FIFO or a device is refused with a message naming it) into *out,
  * NUL-terminated, *len (when not NULL) its length; the caller frees it. Fails with ORTHROS_EIO naming the file when

@@ -290,18 +290,22 @@ static int export_model(const export_opts *o, const orthros_arch_opts *ao, const
     orthros_model *m = NULL;
     orthros_weight_info *w = NULL;
     char *tok_json = NULL, *tok_cfg = NULL, *cfg = NULL, path[PATH_MAX];
-    int n = 0, bos = -1, rc;
+    int n = 0, bos = -1, generated = 0, rc;
     if ((rc = orthros_backend_create(&be, "cpu")) || (rc = orthros_model_load(&m, be, o->mo.model, ao, (uint64_t)o->mo.seed)) ||
         (rc = orthros_model_weights(m, &w, &n)))
         goto done;
-    if ((rc = orthros_tokenizer_hf_files(o->mo.model, orthros_model_get_config(m)->max_pos, &tok_json, &tok_cfg))) goto done;
+    if ((rc = orthros_tokenizer_hf_files(o->mo.model, orthros_model_get_config(m)->max_pos, &tok_json, &tok_cfg,
+                                         &generated)))
+        goto done;
     if (tok_json) {
+        /* Files written from a GGUF's metadata are checked against the GGUF's tokenizer; a directory's are copied
+         * as they are (even a tokenizer the engine cannot read: then config.json has no bos_token_id). */
         if ((rc = write_text(tmp, "tokenizer.json", tok_json)) ||
-            (tok_cfg && (rc = write_text(tmp, "tokenizer_config.json", tok_cfg))) || (rc = check_tokenizer(o->mo.model, tmp)))
+            (tok_cfg && (rc = write_text(tmp, "tokenizer_config.json", tok_cfg))) ||
+            (generated && (rc = check_tokenizer(o->mo.model, tmp))))
             goto done;
         orthros_tokenizer *t = NULL;
-        if ((rc = orthros_tokenizer_load(&t, tmp))) goto done;
-        bos = orthros_tokenizer_bos(t);
+        if (!orthros_tokenizer_load(&t, tmp)) bos = orthros_tokenizer_bos(t);
         orthros_tokenizer_free(t);
     }
     if ((rc = config_text(&cfg, m, o, bos)) || (rc = write_text(tmp, "config.json", cfg))) goto done;
