@@ -325,6 +325,7 @@ static int need_f32(const orthros_model *m, const tensor_need *w, float **out)
     if (!x || (w->heads && !tmp)) rc = orthros_error(ORTHROS_ENOMEM, "out of host memory reading %s", w->name);
     else if (w->gt) rc = orthros_gguf_dequantize(x, w->gt);
     else if (w->t) orthros_st_tensor_f32(w->t, x);
+    else if (!w->fill) rc = orthros_error(ORTHROS_EINVAL, "%s: no source for this tensor", w->name);
     else
         for (size_t e = 0; e < numel; e++)
             x[e] = w->fill_scale == 0.0f ? 1.0f
@@ -448,8 +449,8 @@ static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n, 
 }
 
 /* A preset under an adapter: where each need's values come from (its slot's fill) and the adapter's feature maps. */
-static void preset_needs(const orthros_model *m, const weight_slot *slots, int n_slots, uint64_t seed,
-                         tensor_need *needs, int n, const orthros_adapter *ad)
+static void preset_needs(const weight_slot *slots, int n_slots, uint64_t seed, tensor_need *needs, int n,
+                         const orthros_adapter *ad)
 {
     for (int i = 0; i < n; i++) {
         tensor_need *w = &needs[i];
@@ -595,7 +596,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
         if (!preset && (rc = checkpoint_check(m, &(weight_source){&ckpt, g}, needs, n_needs, ad))) goto fail;
     }
     int n_slots = weight_slots(m, slots, max_slots);
-    if (preset && ad) preset_needs(m, slots, n_slots, seed, needs, n_needs, ad);
+    if (preset && ad) preset_needs(slots, n_slots, seed, needs, n_needs, ad);
     size_t total = 0;
     for (int i = 0; i < n_slots; i++) {
         /* The config limits keep this far from overflowing; the check keeps that true if they change. */
@@ -801,14 +802,12 @@ int orthros_model_weight_read(orthros_model *m, const char *name, float *out)
     tensor_need *needs = NULL;
     int n = 0, rc = held_needs(m, &needs, &n);
     if (rc) return rc;
-    rc = orthros_error(ORTHROS_EINVAL, "the model holds no tensor %s", name);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(needs[i].name, name)) {
-            /* One rank: every part is one run, at dst0 of its buffer. */
-            const tensor_part *p = &needs[i].part;
-            rc = m->be->download_f32(m->be, out, (const float *)*needs[i].dst + p->dst0, p->runs * p->len);
-            break;
-        }
+    int i = 0;
+    while (i < n && strcmp(needs[i].name, name)) i++;
+    if (i == n) rc = orthros_error(ORTHROS_EINVAL, "the model holds no tensor %.100s", name);
+    /* One rank: every part is one run, at dst0 of its buffer. */
+    else rc = m->be->download_f32(m->be, out, (const float *)*needs[i].dst + needs[i].part.dst0,
+                                   needs[i].part.runs * needs[i].part.len);
     free(needs);
     return rc;
 }
