@@ -13,7 +13,11 @@
  *     deltas for tensors the model does not have, lora_A without lora_B, non-finite values, r of 0 or larger than
  *     the weight, duplicates, lora_alpha missing or malformed, window gates (validated, then refused: this build
  *     has no window term), config.json fields outside the schema, chains of adapters, a merge that overflows.
- * usage: test_adapter PATH/TO/orthros REPO_ROOT */
+ * With --cuda (ctest adapters_cuda, label gpu; exit 77 without a GPU): the same adapters on the cuda backend, where
+ * the merge must happen in fp32 before the conversion to bf16: an adapter's logits equal bit for bit those of the
+ * checkpoint this test merged in fp32 (both converted at upload), and stay within the cuda-vs-cpu tolerance of
+ * test_cuda_model (90% argmax, 5% of the logit range) of the cpu's.
+ * usage: test_adapter [--cuda] PATH/TO/orthros REPO_ROOT */
 #define _GNU_SOURCE
 #include "adapter.h"
 #include "orthros.h"
@@ -28,7 +32,7 @@
 
 static const char *bin, *repo;
 static char *root;
-static orthros_backend *cpu;
+static orthros_backend *cpu, *gpu;
 static char tiny[4096], gguf[4096];
 
 #define NTOK 24
@@ -199,7 +203,7 @@ static float *logits_of(const char *spec, const char *adapter, const char *arch,
     ao.arch = arch;
     ao.adapter = adapter;
     ao.tp = tp;
-    return tu_model_logits(cpu, spec, &ao, 7, NULL, tokens, NTOK, 5, V);
+    return tu_model_logits(gpu ? gpu : cpu, spec, &ao, 7, NULL, tokens, NTOK, 5, V);
 }
 
 /* a and b (spec + adapter each) give bit-equal logits under arch. */
@@ -381,6 +385,24 @@ static void test_preset(void)
     printf("%-44s --tp 2 vs 1: max |diff| %.3g\n", "preset:tiny + --adapter", e);
     free(a);
     free(b);
+    free(exp);
+    free(ref);
+    ts_free(&ad);
+}
+
+/* preset:tiny + --adapter on the backend in use against the fp32 merge into its (cpu) export. */
+static void test_preset_cuda(void)
+{
+    char *exp = export_of("preset-export-cuda", "preset:tiny", "7");
+    orthros_model_config c;
+    orthros_preset_config(&c, "tiny");
+    tset ad = {0};
+    for (int p = 0; p < 7; p++) add_delta(&ad, &c, p % 2, p, 2, 170 + (uint64_t)p);
+    char file[4400];
+    snprintf(file, sizeof file, "%s/preset-cuda-adapter.safetensors", root);
+    CHECK(tu_write_tensors(file, ad.t, ad.n, ORTHROS_DTYPE_F32, "{\"lora_alpha\": \"4\"}") == 0, "write %s", file);
+    char *ref = merged_checkpoint("preset-cuda-ref", exp, &ad, 4.0, NULL, NULL);
+    expect_same("cuda: preset:tiny + --adapter vs the fp32 merge", "preset:tiny", file, ref, NULL, NULL);
     free(exp);
     free(ref);
     ts_free(&ad);
@@ -748,8 +770,54 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
+/* --cuda: adapter directories over a safetensors, a GGUF and a preset base, each against the checkpoint merged in
+ * fp32 by this test (bit-equal on cuda: both go to bf16 at upload from the same fp32 values) and against the cpu. */
+static int run_cuda(void)
+{
+    if (!orthros_cuda_available() || orthros_backend_create(&gpu, "cuda")) {
+        printf("SKIP: no GPU (or a build without CUDA)\n");
+        return 77;
+    }
+    orthros_model_config c = config_of(tiny);
+    tset ad = {0};
+    for (int l = 0; l < c.n_layers; l++)
+        for (int p = 0; p < 7; p++) add_delta(&ad, &c, l, p, 1 + (l + p) % 4, 300 + (uint64_t)(l * 7 + p));
+    ts_round(&ad, ORTHROS_DTYPE_BF16);
+    char *adir = adapter_dir("cuda", tiny, NULL, NULL, NULL, &ad, ORTHROS_DTYPE_BF16, "{\"lora_alpha\": \"7\"}");
+    char *ref = merged_checkpoint("cuda-ref", tiny, &ad, 7.0, NULL, NULL);
+    static const char *const archs[] = {NULL, "orthros", "linear"};
+    for (int k = 0; k < 3; k++) {
+        expect_same("cuda: adapter dir vs the fp32 merge", adir, NULL, ref, NULL, archs[k]);
+        int Vg = 0, Vc = 0;
+        float *g = logits_of(adir, NULL, archs[k], 1, &Vg);
+        orthros_backend *keep = gpu;
+        gpu = NULL;
+        float *cl = logits_of(adir, NULL, archs[k], 1, &Vc);
+        gpu = keep;
+        int agree = 0;
+        double err = 0, range = 0;
+        if (g && cl && Vg == Vc) tu_logit_agreement(cl, g, NTOK, Vc, &agree, &err, &range);
+        CHECK(g && cl && agree >= NTOK * 9 / 10 && err <= 0.05 * range,
+              "cuda vs cpu (%s): argmax %d/%d, max error %.3g of range %.3g", archs[k] ? archs[k] : "checkpoint", agree,
+              NTOK, err, range);
+        printf("cuda vs cpu, adapter dir (%s): argmax %d/%d, max error %.3g of range %.3g\n",
+               archs[k] ? archs[k] : "checkpoint", agree, NTOK, err, range);
+        free(g);
+        free(cl);
+    }
+    free(adir);
+    free(ref);
+    ts_free(&ad);
+    test_gguf_base();
+    test_preset_cuda();
+    orthros_backend_free(gpu);
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
+    int cuda = argc > 1 && !strcmp(argv[1], "--cuda");
+    if (cuda) argc--, argv++;
     if (argc != 3) {
         fprintf(stderr, "usage: test_adapter PATH/TO/orthros REPO_ROOT\n");
         return 2;
@@ -770,6 +838,13 @@ int main(int argc, char **argv)
     if (!root || orthros_backend_cpu_create(&cpu)) {
         fprintf(stderr, "setup failed\n");
         return 1;
+    }
+    if (cuda) {
+        int st = run_cuda();
+        orthros_backend_free(cpu);
+        if (st == 77) return 77;
+        if (!tu_failed) nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return tu_finish();
     }
     test_sha256();
     test_merge(ORTHROS_DTYPE_F32, "F32");
