@@ -10,7 +10,7 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 2
 
 folders="base kernels kernels/tests engine engine/tests ranks harness harness/tests bench bench/kernels bench/tests
-compare compare/tests plots plots/tests evals evals/tests cli fuzz"
+compare compare/tests plots plots/tests evals evals/tests export export/tests cli fuzz"
 
 # What a folder (or one file) may include: folders (any of their headers) and FOLDER:HEADER (that header alone).
 # A folder may always include its own headers.
@@ -27,8 +27,8 @@ rule() {
     engine) echo "base -engine:model.h" ;;
     ranks) echo "base engine:orthros.h engine:tp_world.h" ;;
     harness) echo "base engine:orthros.h" ;;
-    bench | compare | plots | evals) echo "base engine:orthros.h harness" ;;
-    cli) echo "base engine:orthros.h harness ranks bench:bench.h compare:compare.h evals:eval.h plots:plot.h" ;;
+    bench | compare | plots | evals | export) echo "base engine:orthros.h harness" ;;
+    cli) echo "base engine:orthros.h harness ranks bench:bench.h compare:compare.h evals:eval.h plots:plot.h export:export.h" ;;
     bench/kernels) echo "base engine:orthros.h engine:backend.h kernels harness" ;;
     fuzz) echo "base engine harness evals engine/tests:testutil.h" ;;
     engine/tests) echo "base engine fuzz:targets.h" ;;
@@ -36,6 +36,7 @@ rule() {
     harness/tests) echo "base engine:orthros.h harness engine/tests:testutil.h" ;;
     bench/tests | compare/tests | plots/tests)
         echo "base engine:orthros.h harness engine/tests:testutil.h harness/tests:schema.h" ;;
+    export/tests) echo "base engine:orthros.h engine:adapter.h harness engine/tests:testutil.h" ;; # adapter.h: sha256 of a file
     evals/tests) echo "base engine:orthros.h harness evals engine/tests:testutil.h harness/tests:schema.h" ;;
     *) echo "?" ;;
     esac

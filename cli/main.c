@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "compare.h"
 #include "eval.h"
+#include "export.h"
 #include "orthros.h"
 #include "plot.h"
 #include "ranks.h"
@@ -32,6 +33,7 @@ static const command commands[] = {
     {"eval", orthros_cmd_eval,
      "recall evals on an analytic checkpoint: niah (context x depth), mqar (context x pairs)", 1},
     {"make-model", orthros_cmd_make_model, "write a checkpoint built by construction (analytic-recall)", 0},
+    {"export", orthros_cmd_export, "any model the engine loads as a Hugging Face directory (merged weights, tokenizer)", 0},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 

@@ -81,6 +81,7 @@ int orthros_cmd_logits(int argc, char **argv)
                      "its attention kind prescribes (under orthros, positions before the tail are linear-phase outputs).",
                      0);
     orthros_model_opts_add(&c, &mo);
+    orthros_model_opts_add_adapter(&c, &mo);
     add_prompt_opts(&c, &po);
     orthros_cmd_add(&c, "out", ORTHROS_OPT_STR, &out_path, "FILE",
                     "write float32 little-endian logits [position][vocab] of every prompt position (required)");
@@ -126,6 +127,7 @@ int orthros_cmd_generate(int argc, char **argv)
                      "(the decoded continuation, special tokens left out) when the model has a tokenizer.",
                      0);
     orthros_model_opts_add(&c, &mo);
+    orthros_model_opts_add_adapter(&c, &mo);
     add_prompt_opts(&c, &po);
     orthros_cmd_add_num(&c, "max-new", ORTHROS_OPT_INT, &max_new, 1, 1 << 24, "N",
                         "tokens to generate greedily (default 16; stops early after an end-of-sequence token)");

@@ -246,7 +246,7 @@ void orthros_arch_opts_default(orthros_arch_opts *o)
 {
     *o = (orthros_arch_opts){.arch = NULL, .fmap = ORTHROS_UNSET, .feature_dim = ORTHROS_UNSET, .tail = ORTHROS_UNSET,
                              .eps = ORTHROS_UNSET, .window = ORTHROS_UNSET, .hybrid_every = ORTHROS_UNSET,
-                             .fmap_rope = ORTHROS_UNSET, .local_window = ORTHROS_UNSET, .tp = 1};
+                             .fmap_rope = ORTHROS_UNSET, .local_window = ORTHROS_UNSET, .tp = 1, .adapter = NULL};
 }
 
 const char *orthros_fmap_name(orthros_fmap f)

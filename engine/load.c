@@ -3,6 +3,7 @@
  * before any weight memory is claimed, and the ranks of a tensor-parallel model (in-process threads, or processes
  * driven by rank 0 through engine/tp_world.h). The forward schedule is model.c's. */
 #define _GNU_SOURCE
+#include "adapter.h"
 #include "gguf.h"
 #include "model.h"
 #include "safetensors.h"
@@ -142,6 +143,12 @@ typedef struct {
     const orthros_st_tensor *t;    /* safetensors: set by checkpoint_check */
     const orthros_gguf_tensor *gt; /* GGUF: set by checkpoint_check */
     int heads;        /* GGUF q / k: the heads whose RoPE row permutation is undone at upload; else 0 */
+    /* A preset tensor an adapter changes: element e is fill_scale * (2 u(fill_seed, fill_off + e) - 1) (or 1 when
+     * fill_scale is 0), as its slot's fill wrote it (see fill_slot). */
+    int fill;
+    uint64_t fill_seed;
+    size_t fill_off;
+    float fill_scale;
 } tensor_need;
 
 /* Where checkpoint weights come from: a safetensors checkpoint (Hugging Face names) or a GGUF file (llama.cpp
@@ -198,18 +205,46 @@ static int gguf_check(const orthros_model *m, const orthros_gguf *g, tensor_need
     return 0;
 }
 
-/* A GGUF tensor dequantised to float32, the RoPE row permutation of q / k undone, uploaded. */
-static int gguf_upload(orthros_model *m, const tensor_need *w)
+static size_t need_numel(const tensor_need *w)
 {
-    size_t numel = orthros_gguf_numel(w->gt);
+    size_t n = 1;
+    for (int i = 0; i < w->ndim; i++) n *= (size_t)w->shape[i];
+    return n;
+}
+
+/* The whole tensor of a need as float32 on the host, in the Hugging Face layout (malloc'd into *out): a GGUF
+ * tensor dequantised with the RoPE row permutation of q / k undone, a safetensors tensor converted, or a preset
+ * tensor generated as its fill wrote it. */
+static int need_f32(const orthros_model *m, const tensor_need *w, float **out)
+{
+    size_t numel = need_numel(w);
     float *x = malloc(numel * sizeof *x), *tmp = w->heads ? malloc(numel * sizeof *tmp) : NULL;
     int rc = 0;
-    if (!x || (w->heads && !tmp)) rc = orthros_error(ORTHROS_ENOMEM, "out of host memory dequantising %s", w->name);
-    if (!rc) rc = orthros_gguf_dequantize(x, w->gt);
+    *out = NULL;
+    if (!x || (w->heads && !tmp)) rc = orthros_error(ORTHROS_ENOMEM, "out of host memory reading %s", w->name);
+    else if (w->gt) rc = orthros_gguf_dequantize(x, w->gt);
+    else if (w->t) orthros_st_tensor_f32(w->t, x);
+    else if (!w->fill) rc = orthros_error(ORTHROS_EINVAL, "%s: no source for this tensor", w->name);
+    else
+        for (size_t e = 0; e < numel; e++)
+            x[e] = w->fill_scale == 0.0f ? 1.0f
+                                         : (2.0f * orthros_uniform(w->fill_seed, w->fill_off + e) - 1.0f) * w->fill_scale;
     if (!rc && w->heads) orthros_gguf_unpermute_rows(x, tmp, w->heads, m->cfg.head_dim, (size_t)w->shape[1]);
+    free(tmp);
+    if (rc) free(x);
+    else *out = x;
+    return rc;
+}
+
+/* A need through the host in float32: the whole tensor read, an adapter's delta merged into it (before any
+ * conversion to the backend's dtype, and before the rank's part is taken), this rank's part uploaded. */
+static int whole_upload(orthros_model *m, const tensor_need *w, orthros_adapter *ad)
+{
+    float *x = NULL;
+    int rc = need_f32(m, w, &x);
+    if (!rc) rc = orthros_adapter_merge(ad, w->name, x, w->shape[0], w->shape[1]);
     if (!rc) rc = upload_part(m, w, x, ORTHROS_DTYPE_F32);
     free(x);
-    free(tmp);
     return rc;
 }
 
@@ -261,20 +296,23 @@ static int checkpoint_needs(orthros_model *m, tensor_need *needs)
 /* Finds every needed tensor and checks its shape against config.json, before anything is allocated: a small
  * file must not make the loader claim memory that its config.json promises. (The dtype was checked when the
  * file was opened: F32, BF16 or F16, all of which upload converts.) */
-static int checkpoint_check(const orthros_model *m, const weight_source *src, tensor_need *needs, int n)
+static int checkpoint_check(const orthros_model *m, const weight_source *src, tensor_need *needs, int n,
+                            const orthros_adapter *ad)
 {
     for (int i = 0; i < n; i++) {
         tensor_need *w = &needs[i];
-        if (strstr(w->name, ".feature_map_") && src->g)
+        /* An adapter's feature maps replace the checkpoint's (and give a GGUF base the ones it cannot hold). */
+        const orthros_st_tensor *at = orthros_adapter_tensor(ad, w->name);
+        if (!at && strstr(w->name, ".feature_map_") && src->g)
             return orthros_error(ORTHROS_EUNSUPPORTED,
                                  "%s: feature map hedgehog needs learned weights, which GGUF files do not hold", src->g->name);
-        if (src->g) {
+        if (!at && src->g) {
             int rc = gguf_check(m, src->g, w);
             if (rc) return rc;
             continue;
         }
-        const orthros_st *ckpt = src->st;
-        const orthros_st_tensor *t = w->t = orthros_st_find(ckpt, w->name);
+        const orthros_st *ckpt = at ? orthros_adapter_st(ad) : src->st;
+        const orthros_st_tensor *t = w->t = at ? at : orthros_st_find(ckpt, w->name);
         if (!t) {
             if (strstr(w->name, ".feature_map_"))
                 return orthros_error(ORTHROS_EFORMAT, "%s: feature map hedgehog needs learned weights, but the checkpoint has no %s",
@@ -294,32 +332,59 @@ static int checkpoint_check(const orthros_model *m, const weight_source *src, te
     return 0;
 }
 
-/* Uploads this rank's part of every checked tensor into its (now allocated) weight buffer. */
-static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n)
+/* Uploads this rank's part of every checked tensor into its (now allocated) weight buffer; a weight with an
+ * adapter's delta goes through the host in float32, merged. For a preset (needs only when there is an adapter:
+ * the fill wrote every tensor) only what the adapter changes. */
+static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n, orthros_adapter *ad)
 {
     for (int i = 0; i < n; i++) {
-        int rc = needs[i].gt ? gguf_upload(m, &needs[i]) : upload_part(m, &needs[i], needs[i].t->data, needs[i].t->dtype);
+        const tensor_need *w = &needs[i];
+        int rc = 0;
+        if (w->gt || orthros_adapter_has_delta(ad, w->name)) rc = whole_upload(m, w, ad);
+        else if (w->t) rc = upload_part(m, w, w->t->data, w->t->dtype);
         if (rc) return rc;
     }
-    return 0;
+    return orthros_adapter_all_merged(ad);
+}
+
+/* A preset under an adapter: where each need's values come from (its slot's fill) and the adapter's feature maps. */
+static void preset_needs(const weight_slot *slots, int n_slots, uint64_t seed, tensor_need *needs, int n,
+                         const orthros_adapter *ad)
+{
+    for (int i = 0; i < n; i++) {
+        tensor_need *w = &needs[i];
+        w->t = orthros_adapter_tensor(ad, w->name);
+        for (int k = 0; k < n_slots; k++)
+            for (int p = 0; slots[k].dst == w->dst && p < slots[k].nparts; p++)
+                if (slots[k].parts[p].dst0 == w->part.dst0) {
+                    /* The need's elements start at this offset of its slot's whole (fused) tensor. */
+                    w->fill = 1;
+                    w->fill_seed = seed * 1000003ull + (uint64_t)k;
+                    w->fill_off = slots[k].parts[p].src0 - w->part.src0;
+                    w->fill_scale = slots[k].scale;
+                }
+    }
 }
 
 /* The optional window gates (docs/converted-models.md): model.layers.{i}.self_attn.window_gate, shape [Hq], every
- * value finite and > 0, read where a safetensors checkpoint has one (a layer without weighs both terms of the local
- * window equally). Checked with the other tensors, before any weight memory is claimed; values held on the host
- * until the upload, this rank's heads only. */
-static int window_gates_read(const orthros_model *m, const orthros_st *ckpt, float **host)
+ * value finite and > 0, read from the adapter (when it has one) or else from a safetensors checkpoint (ckpt, NULL
+ * for a GGUF or a preset); a layer without one weighs both terms of the local window equally. Checked with the
+ * other tensors, before any weight memory is claimed; values held on the host until the upload, this rank's heads
+ * only, 0 for a layer without gates (a gate itself is > 0). */
+static int window_gates_read(const orthros_model *m, const orthros_st *ckpt, const orthros_adapter *ad, float **host)
 {
     const orthros_model_config *c = &m->cfg;
     *host = NULL;
     for (int l = 0; l < c->n_layers; l++) {
         char name[80];
         snprintf(name, sizeof name, "model.layers.%d.self_attn.window_gate", l);
-        const orthros_st_tensor *t = orthros_st_find(ckpt, name);
+        const orthros_st *st = ad ? orthros_adapter_st(ad) : ckpt;
+        const orthros_st_tensor *t = orthros_adapter_tensor(ad, name);
+        if (!t) st = ckpt, t = ckpt ? orthros_st_find(ckpt, name) : NULL;
         if (!t) continue;
         if (t->ndim != 1 || t->shape[0] != c->n_heads)
             return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s must have shape [%d] (one gate per query head)",
-                                 orthros_st_tensor_file(ckpt, t), name, c->n_heads);
+                                 orthros_st_tensor_file(st, t), name, c->n_heads);
         if (!*host && !(*host = calloc((size_t)c->n_layers * (size_t)m->hq, sizeof **host)))
             return orthros_error(ORTHROS_ENOMEM, "out of host memory");
         float *g = *host + (size_t)l * (size_t)m->hq;
@@ -337,25 +402,23 @@ static int window_gates_read(const orthros_model *m, const orthros_st *ckpt, flo
             }
             if (!(x > 0.0f) || isinf(x))
                 return orthros_error(ORTHROS_EFORMAT, "%s: tensor %s: gate %zu is %g, not a finite number > 0",
-                                     orthros_st_tensor_file(ckpt, t), name, i, (double)x);
+                                     orthros_st_tensor_file(st, t), name, i, (double)x);
             g[h] = x;
         }
     }
     return 0;
 }
 
-static int window_gates_upload(orthros_model *m, const orthros_st *ckpt, const float *host)
+static int window_gates_upload(orthros_model *m, const float *host)
 {
     for (int l = 0; host && l < m->cfg.n_layers; l++) {
-        char name[80];
-        snprintf(name, sizeof name, "model.layers.%d.self_attn.window_gate", l);
-        if (!orthros_st_find(ckpt, name)) continue;
+        const float *g = host + (size_t)l * (size_t)m->hq;
+        if (m->hq < 1 || g[0] == 0.0f) continue; /* no gates in this layer */
         size_t bytes = (size_t)m->hq * m->be->act_size;
         if (!(m->layers[l].window_gate = m->be->alloc(m->be, bytes)))
             return orthros_error(ORTHROS_ENOMEM, "out of %s memory for the window gates", m->be->name);
         m->weight_bytes += bytes;
-        int rc = m->be->upload(m->be, m->layers[l].window_gate, 0, host + (size_t)l * (size_t)m->hq, ORTHROS_DTYPE_F32,
-                               (size_t)m->hq);
+        int rc = m->be->upload(m->be, m->layers[l].window_gate, 0, g, ORTHROS_DTYPE_F32, (size_t)m->hq);
         if (rc) return rc;
     }
     return 0;
@@ -423,6 +486,11 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     char *orthros_json = NULL;
     orthros_st ckpt = {0};
     orthros_gguf *g = NULL;
+    orthros_adapter *ad = NULL;
+    *out = NULL;
+    /* An adapter directory loads its base; --adapter goes over the spec itself. */
+    if ((rc = orthros_adapter_open(&ad, spec, opts->adapter))) return rc;
+    if (ad) spec = orthros_adapter_base(ad);
     int preset = !strncmp(spec, "preset:", 7);
     struct stat sb;
     /* A file is a GGUF (a directory is a Hugging Face checkpoint). */
@@ -431,9 +499,11 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     tensor_need *needs = NULL;
     int n_needs = 0;
     float *gates = NULL;
-    *out = NULL;
     orthros_model *m = calloc(1, sizeof *m);
-    if (!m) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
+    if (!m) {
+        orthros_adapter_free(ad);
+        return orthros_error(ORTHROS_ENOMEM, "out of host memory");
+    }
     m->be = be;
     if (preset) {
         if ((rc = orthros_preset_config(&m->cfg, spec + 7))) goto fail;
@@ -446,10 +516,13 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     } else if ((rc = read_model_config(&m->cfg, &orthros_json, spec))) {
         goto fail;
     }
+    if (ad && (rc = orthros_adapter_schedule(ad, &m->cfg, &orthros_json))) goto fail;
     if ((rc = shard_geometry(m, rank, world))) goto fail;
     if ((rc = orthros_arch_resolve(&m->arch, &m->cfg, opts, orthros_json))) goto fail;
+    if (ad && (rc = orthros_adapter_check(ad, &m->cfg, &m->arch))) goto fail;
     m->opts = *opts;
     m->opts.arch = NULL;
+    m->opts.adapter = NULL;
     m->has_fmap_weights = arch_needs_hedgehog(&m->arch, m->cfg.n_layers);
     if (m->arch.fmap != ORTHROS_FMAP_HEDGEHOG && orthros_arch_feature_size(&m->arch, m->cfg.head_dim) > 2048) {
         rc = orthros_error(ORTHROS_EINVAL, "feature size too large");
@@ -470,18 +543,19 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     }
     /* A checkpoint is checked in full (files, then every needed tensor's presence, dtype and shape) before
      * any weight memory is claimed. */
-    if (!preset) {
-        if (!gguf && (rc = orthros_st_open_dir(&ckpt, spec))) goto fail;
+    if (!preset || ad) {
+        if (!preset && !gguf && (rc = orthros_st_open_dir(&ckpt, spec))) goto fail;
         needs = malloc(sizeof *needs * (size_t)(11 * m->cfg.n_layers + 3));
         if (!needs) {
             rc = orthros_error(ORTHROS_ENOMEM, "out of host memory");
             goto fail;
         }
         n_needs = checkpoint_needs(m, needs);
-        if ((rc = checkpoint_check(m, &(weight_source){&ckpt, g}, needs, n_needs))) goto fail;
-        if (!gguf && (rc = window_gates_read(m, &ckpt, &gates))) goto fail;
+        if (!preset && (rc = checkpoint_check(m, &(weight_source){&ckpt, g}, needs, n_needs, ad))) goto fail;
+        if ((rc = window_gates_read(m, !preset && !gguf ? &ckpt : NULL, ad, &gates))) goto fail;
     }
     int n_slots = weight_slots(m, slots, max_slots);
+    if (preset && ad) preset_needs(slots, n_slots, seed, needs, n_needs, ad);
     size_t total = 0;
     for (int i = 0; i < n_slots; i++) {
         /* The config limits keep this far from overflowing; the check keeps that true if they change. */
@@ -510,9 +584,9 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     if (preset) {
         for (int i = 0; i < n_slots; i++)
             if ((rc = fill_slot(be, &slots[i], seed * 1000003ull + (uint64_t)i))) goto fail;
-    } else if ((rc = checkpoint_upload(m, needs, n_needs)) || (rc = window_gates_upload(m, &ckpt, gates))) {
-        goto fail;
     }
+    if ((!preset || ad) && (rc = checkpoint_upload(m, needs, n_needs, ad))) goto fail;
+    if ((rc = window_gates_upload(m, gates))) goto fail;
     if (m->cfg.tie_embeddings) m->lm_head = m->embed;
     if ((rc = be->sync(be))) goto fail;
     free(gates);
@@ -521,6 +595,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     m->orthros_json = orthros_json;
     orthros_st_close(&ckpt);
     orthros_gguf_free(g);
+    orthros_adapter_free(ad);
     *out = m;
     return 0;
 fail:
@@ -530,6 +605,7 @@ fail:
     free(orthros_json);
     orthros_st_close(&ckpt);
     orthros_gguf_free(g);
+    orthros_adapter_free(ad);
     orthros_model_free(m);
     return rc;
 }
@@ -581,16 +657,19 @@ static int load_as_process(orthros_model **out, orthros_backend *be, const char 
                              opts->tp, world->world, world->world);
     int id = 0, rc, sent = 0;
     size_t ls = strlen(spec) + 1, la = opts->arch ? strlen(opts->arch) + 1 : 1;
+    size_t lad = opts->adapter ? strlen(opts->adapter) + 1 : 1;
     if (world->rank == 0 && world->world > 1) {
-        char *payload = malloc(ls + la);
+        /* spec, arch and adapter, each NUL-terminated ("" for none) */
+        char *payload = malloc(ls + la + lad);
         if (!payload) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
         memcpy(payload, spec, ls);
         memcpy(payload + ls, opts->arch ? opts->arch : "", la);
+        memcpy(payload + ls + la, opts->adapter ? opts->adapter : "", lad);
         id = orthros_tp_new_id();
         orthros_tp_cmd cmd = {.op = ORTHROS_TP_LOAD, .id = id,
                               .a = {opts->fmap, opts->feature_dim, opts->tail, opts->window, opts->hybrid_every, opts->tp,
                                     opts->fmap_rope, opts->local_window},
-                              .seed = seed, .eps = opts->eps, .payload_bytes = ls + la};
+                              .seed = seed, .eps = opts->eps, .payload_bytes = ls + la + lad};
         rc = orthros_tp_send(&cmd, payload);
         free(payload);
         if (rc) return rc;
@@ -635,4 +714,84 @@ int orthros_model_load(orthros_model **out, orthros_backend *be, const char *spe
                              "(which starts them), torchrun or mpirun, not through the library alone",
                              world, be->name);
     return load_in_process(out, be, spec, opts, seed, world);
+}
+
+/* ---- the weights read back (orthros export) ---- */
+
+const char *orthros_model_orthros_json(const orthros_model *m) { return m->orthros_json; }
+const float *orthros_model_rope_inv_freq(const orthros_model *m) { return m->inv_freq; }
+
+/* The needs of a loaded model of one rank: every tensor it holds, by its Hugging Face name, and where it lies. */
+static int held_needs(orthros_model *m, tensor_need **out, int *n)
+{
+    *out = NULL;
+    if (m->world != 1)
+        return orthros_error(ORTHROS_EUNSUPPORTED, "reading weights back needs a model of one rank (it has %d)", m->world);
+    tensor_need *needs = malloc(sizeof *needs * (size_t)(11 * m->cfg.n_layers + 3));
+    if (!needs) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
+    *n = checkpoint_needs(m, needs);
+    *out = needs;
+    return 0;
+}
+
+/* The layer whose window gate `name` is (model.layers.{i}.self_attn.window_gate, held by the model), or -1. */
+static int gate_layer(const orthros_model *m, const char *name)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        char g[80];
+        snprintf(g, sizeof g, "model.layers.%d.self_attn.window_gate", l);
+        if (m->layers[l].window_gate && !strcmp(name, g)) return l;
+    }
+    return -1;
+}
+
+int orthros_model_weights(orthros_model *m, orthros_weight_info **out, int *n)
+{
+    tensor_need *needs = NULL;
+    *out = NULL;
+    *n = 0;
+    int count = 0, rc = held_needs(m, &needs, &count), gates = 0;
+    if (rc) return rc;
+    for (int l = 0; l < m->cfg.n_layers; l++) gates += m->layers[l].window_gate != NULL;
+    orthros_weight_info *info = calloc((size_t)(count + gates), sizeof *info);
+    if (!info) {
+        free(needs);
+        return orthros_error(ORTHROS_ENOMEM, "out of host memory");
+    }
+    for (int i = 0; i < count; i++) {
+        snprintf(info[i].name, sizeof info[i].name, "%s", needs[i].name);
+        info[i].ndim = needs[i].ndim;
+        memcpy(info[i].shape, needs[i].shape, sizeof info[i].shape);
+    }
+    /* The window gates, which no need names (a layer may have none). */
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        if (!m->layers[l].window_gate) continue;
+        orthros_weight_info *w = &info[count++];
+        snprintf(w->name, sizeof w->name, "model.layers.%d.self_attn.window_gate", l);
+        w->ndim = 1, w->shape[0] = m->hq;
+    }
+    free(needs);
+    *out = info;
+    *n = count;
+    return 0;
+}
+
+int orthros_model_weight_read(orthros_model *m, const char *name, float *out)
+{
+    if (m->be->act_size != sizeof(float))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "reading weights back as fp32 needs the cpu backend (this model is on %s)",
+                             m->be->name);
+    int gl = gate_layer(m, name);
+    if (gl >= 0 && m->world == 1) return m->be->download_f32(m->be, out, (const float *)m->layers[gl].window_gate, (size_t)m->hq);
+    tensor_need *needs = NULL;
+    int n = 0, rc = held_needs(m, &needs, &n);
+    if (rc) return rc;
+    int i = 0;
+    while (i < n && strcmp(needs[i].name, name)) i++;
+    if (i == n) rc = orthros_error(ORTHROS_EINVAL, "the model holds no tensor %.100s", name);
+    /* One rank: every part is one run, at dst0 of its buffer. */
+    else rc = m->be->download_f32(m->be, out, (const float *)*needs[i].dst + needs[i].part.dst0,
+                                   needs[i].part.runs * needs[i].part.len);
+    free(needs);
+    return rc;
 }

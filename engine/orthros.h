@@ -88,6 +88,7 @@ typedef struct {
     int fmap_rope;      /* ORTHROS_UNSET: checkpoint or before; else an orthros_fmap_rope */
     int local_window;   /* ORTHROS_UNSET: checkpoint or 0; else [0, 2^30] */
     int tp;             /* tensor-parallel ranks (world size), default 1; docs/tensor-parallel.md */
+    const char *adapter;/* NULL, or an adapter safetensors merged over the model (docs/converted-models.md#adapters) */
 } orthros_arch_opts;
 
 void orthros_arch_opts_default(orthros_arch_opts *o);
@@ -164,7 +165,9 @@ int orthros_measure_ceilings(orthros_backend *be, orthros_ceilings *out);
 typedef struct orthros_model orthros_model;
 
 /* Loads `spec` (a model directory, a FILE.gguf, or preset:tiny / preset:llama3.2-1b / preset:llama3.1-8b /
- * preset:llama3.1-70b) onto `be` under the schedule resolved from `opts`. `seed` fills preset weights.
+ * preset:llama3.1-70b) onto `be` under the schedule resolved from `opts`. `seed` fills preset weights. A model
+ * directory whose config.json has an `orthros_base` object is an adapter over that base, and opts->adapter merges
+ * an adapter file over any spec (docs/converted-models.md#adapters).
  * opts->tp > 1 shards the model over that many ranks (docs/tensor-parallel.md): on the cpu backend the model
  * holds every shard, each on a cpu backend of its own (be holds rank 0's); on the cuda backend this process is
  * one rank of a world started by the orthros command (ranks/ranks.h) or by torchrun / mpirun, and be holds its
@@ -192,6 +195,35 @@ int orthros_model_devices(const orthros_model *m, orthros_device_info *out, int 
  * to rank 0 when the world started (the world's size is returned, whatever tp says); else the ranks are threads of
  * this process (cpu) and each reports be's device. */
 int orthros_tp_devices(const orthros_backend *be, int tp, orthros_device_info *out, int max);
+
+/* ---- a model's weights read back (orthros export; docs/converted-models.md#export) ---- */
+
+typedef struct {
+    char name[80];      /* the Hugging Face name, e.g. model.layers.0.self_attn.q_proj.weight */
+    int ndim;
+    int64_t shape[3];
+} orthros_weight_info;
+
+/* The tensors the model holds, under their Hugging Face names and shapes, in load order: the fused q/k/v and
+ * gate/up weights split back, lm_head left out when tied to the embedding, feature maps when they were loaded.
+ * *out is malloc'd. A model of one rank (ORTHROS_EUNSUPPORTED for --tp > 1). */
+int orthros_model_weights(orthros_model *m, orthros_weight_info **out, int *n);
+/* Weight `name` as fp32 into out[numel]: what the backend holds (adapters merged). The act dtype must be fp32 (the
+ * cpu backend); ORTHROS_EUNSUPPORTED else. */
+int orthros_model_weight_read(orthros_model *m, const char *name, float *out);
+/* The text of the model's `orthros` object (the checkpoint's, or its adapter's), or NULL. */
+const char *orthros_model_orthros_json(const orthros_model *m);
+/* The model's RoPE frequencies inv_freq[head_dim / 2], after a GGUF's scaling. */
+const float *orthros_model_rope_inv_freq(const orthros_model *m);
+/* The model's config.json as transformers writes a Llama config (`dtype` its torch dtype name, bos the BOS id or
+ * -1), with the model's `orthros` object; *json malloc'd. ORTHROS_EUNSUPPORTED when the model's RoPE frequencies
+ * have no config field (a GGUF's linear scaling or rope_freqs factors). */
+int orthros_model_hf_config(const orthros_model *m, int bos, const char *dtype, char **json);
+/* A model spec's tokenizer as Hugging Face files (malloc'd texts, both NULL when the model has no tokenizer): a
+ * directory's own tokenizer.json and tokenizer_config.json as they are, an adapter directory's base's, or a GGUF's
+ * tokenizer.ggml.* metadata written as a tokenizer.json that Hugging Face tokenizers reads as the engine does and a
+ * tokenizer_config.json with the special tokens (model_max_length max_pos); *generated is 1 for the last. */
+int orthros_tokenizer_hf_files(const char *spec, int max_pos, char **tok_json, char **tok_cfg, int *generated);
 
 /* Parses config.json text (exposed for tests). The JSON is read strictly (engine/json.h): duplicate keys, NUL
  * bytes and \u0000, trailing bytes, and a field of the wrong type (attention_bias: 1, 4.5 heads) are refused. */

@@ -329,6 +329,21 @@ const char *orthros_st_tensor_file(const orthros_st *st, const orthros_st_tensor
     return st->files[t->file].path;
 }
 
+void orthros_st_tensor_f32(const orthros_st_tensor *t, float *out)
+{
+    size_t n = t->nbytes / orthros_dtype_size(t->dtype);
+    if (t->dtype == ORTHROS_DTYPE_F32) {
+        memcpy(out, t->data, t->nbytes);
+        return;
+    }
+    const unsigned char *p = t->data;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        out[i] = t->dtype == ORTHROS_DTYPE_BF16 ? orthros_bf16_to_f32(h) : orthros_f16_to_f32(h);
+    }
+}
+
 void orthros_st_close(orthros_st *st)
 {
     for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);

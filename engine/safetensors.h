@@ -42,5 +42,7 @@ int orthros_st_open_memory(orthros_st *st, const char *label, const void *data, 
 const orthros_st_tensor *orthros_st_find(const orthros_st *st, const char *name);
 void orthros_st_close(orthros_st *st);
 const char *orthros_st_tensor_file(const orthros_st *st, const orthros_st_tensor *t);
+/* out[numel] = the tensor's values as fp32 (F32, BF16 or F16; the data need not be aligned). */
+void orthros_st_tensor_f32(const orthros_st_tensor *t, float *out);
 
 #endif

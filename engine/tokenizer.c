@@ -11,6 +11,7 @@
  * is dropped, as HF does). Tokens are stored as the bytes they decode to. */
 #define _GNU_SOURCE
 #include "tokenizer.h"
+#include "adapter.h"
 #include "gguf.h"
 #include "safetensors.h"
 
@@ -1109,7 +1110,17 @@ int orthros_tokenizer_load(orthros_tokenizer **out, const char *spec)
         return orthros_error(ORTHROS_EUNSUPPORTED, "%s has dummy weights and no tokenizer", spec);
     struct stat sb;
     if (stat(spec, &sb) != 0) return orthros_error(ORTHROS_EIO, "%s: no such file or directory", spec);
-    if (S_ISDIR(sb.st_mode)) return load_json_dir(out, spec);
+    if (S_ISDIR(sb.st_mode)) {
+        /* An adapter directory has its base's tokenizer. */
+        char *base = NULL;
+        int rc = orthros_adapter_dir_base(spec, &base);
+        if (!rc && base) rc = orthros_tokenizer_load(out, base);
+        if (rc || base) {
+            free(base);
+            return rc;
+        }
+        return load_json_dir(out, spec);
+    }
     size_t n = strlen(spec);
     if (n >= 5 && !strcmp(spec + n - 5, ".json")) {
         char *text = NULL;

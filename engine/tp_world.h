@@ -26,7 +26,7 @@ int orthros_tp_new_id(void);
 
 enum {
     ORTHROS_TP_LOAD = 1,     /* id: model; a: fmap, feature_dim, tail, window, hybrid_every, tp, fmap_rope,
-                              * local_window; payload: spec, arch */
+                              * local_window; payload: spec, arch, adapter */
     ORTHROS_TP_MODEL_FREE,   /* id: model */
     ORTHROS_TP_SESSION_INIT, /* id: session, ref: model; a: batch, max_ctx, chunk */
     ORTHROS_TP_SESSION_FREE, /* id: session */

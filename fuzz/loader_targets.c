@@ -17,28 +17,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A broken promise: report it the way a sanitizer would, so that both drivers treat it as a crash. */
-static void finding(const char *what, const char *detail)
-{
-    fprintf(stderr, "fuzz finding: %s: %s\n", what, detail);
-    abort();
-}
-
-/* A refusal must be one non-empty line that names `must_name` (when not NULL). */
-static void check_refusal(int rc, const char *must_name)
-{
-    const char *msg = orthros_last_error();
-    if (rc >= 0) finding("a refusal without a negative code", msg);
-    if (!msg[0] || strchr(msg, '\n') || strchr(msg, '\r')) finding("a refusal that is not one line", msg);
-    if (must_name && !strstr(msg, must_name)) finding("a refusal that does not name the file", msg);
-}
 
 int orthros_fuzz_st_file(const uint8_t *data, size_t size)
 {
     orthros_st st = {0};
     int rc = orthros_st_open_memory(&st, "fuzz.safetensors", data, size);
     if (rc) {
-        check_refusal(rc, "fuzz.safetensors");
+        orthros_fuzz_check_refusal(rc, "fuzz.safetensors");
         return rc;
     }
     volatile uint8_t sink = 0;
@@ -46,11 +31,11 @@ int orthros_fuzz_st_file(const uint8_t *data, size_t size)
         const orthros_st_tensor *t = &st.tensors[i];
         const uint8_t *p = t->data;
         if (p < data || p > data + size || t->nbytes > (size_t)(data + size - p))
-            finding("an accepted tensor outside the file", t->name);
+            orthros_fuzz_finding("an accepted tensor outside the file", t->name);
         /* The ends are enough for ASan to see a tensor that leaves the buffer. */
         if (t->nbytes) sink ^= p[0] ^ p[t->nbytes - 1];
-        if (orthros_st_find(&st, t->name) != t) finding("a tensor that lookup does not find", t->name);
-        if (i && strcmp(st.tensors[i - 1].name, t->name) >= 0) finding("tensor table not sorted and unique", t->name);
+        if (orthros_st_find(&st, t->name) != t) orthros_fuzz_finding("a tensor that lookup does not find", t->name);
+        if (i && strcmp(st.tensors[i - 1].name, t->name) >= 0) orthros_fuzz_finding("tensor table not sorted and unique", t->name);
     }
     (void)sink;
     orthros_st_close(&st);
@@ -87,10 +72,7 @@ static void remove_model_dir(void)
 
 static void write_file(const char *name, const uint8_t *data, size_t size)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", model_dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) finding("cannot write the model directory", path);
+    orthros_fuzz_write_file(model_dir, name, data, size);
 }
 
 int orthros_fuzz_model_dir(const uint8_t *data, size_t size)
@@ -99,11 +81,11 @@ int orthros_fuzz_model_dir(const uint8_t *data, size_t size)
         /* A fresh directory per process, on tmpfs where there is one. */
         const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
         snprintf(model_dir, sizeof model_dir, "%s/orthros-fuzz-XXXXXX", base);
-        if (!mkdtemp(model_dir)) finding("cannot make a temporary directory", model_dir);
-        if (orthros_backend_cpu_create(&cpu_backend)) finding("cannot create the cpu backend", orthros_last_error());
+        if (!mkdtemp(model_dir)) orthros_fuzz_finding("cannot make a temporary directory", model_dir);
+        if (orthros_backend_cpu_create(&cpu_backend)) orthros_fuzz_finding("cannot create the cpu backend", orthros_last_error());
         atexit(remove_model_dir);
     }
-    if (clear_model_dir()) finding("the model directory is gone", model_dir);
+    if (clear_model_dir()) orthros_fuzz_finding("the model directory is gone", model_dir);
     /* Split at the separators: config.json, index, shards. */
     enum { MAX_PARTS = 10 };
     const uint8_t *part[MAX_PARTS];
@@ -132,25 +114,7 @@ int orthros_fuzz_model_dir(const uint8_t *data, size_t size)
     orthros_arch_opts_default(&opts);
     orthros_model *m = NULL;
     int rc = orthros_model_load(&m, cpu_backend, model_dir, &opts, 1);
-    if (rc) {
-        check_refusal(rc, rc == ORTHROS_ENOMEM || rc == ORTHROS_EINVAL ? NULL : model_dir);
-        if (m) finding("a refused load that returned a model", orthros_last_error());
-        return rc;
-    }
-    /* An accepted model must run: 4 prompt tokens, then one decode step. */
-    const orthros_model_config *c = orthros_model_get_config(m);
-    orthros_session *s = NULL;
-    int32_t tok[4], next = 0;
-    for (int i = 0; i < 4; i++) tok[i] = (int32_t)(i * 7 % c->vocab);
-    int run = orthros_session_init(&s, m, 1, 8, 0);
-    if (!run) run = orthros_prefill(s, 0, tok, 4, NULL, &next);
-    if (!run && (next < 0 || next >= c->vocab)) finding("a generated token outside the vocabulary", "prefill");
-    if (!run) run = orthros_decode(s, &next, &next, NULL);
-    if (!run && (next < 0 || next >= c->vocab)) finding("a generated token outside the vocabulary", "decode");
-    if (run) check_refusal(run, NULL);
-    orthros_session_free(s);
-    orthros_model_free(m);
-    return 0;
+    return orthros_fuzz_check_load(rc, m, model_dir);
 }
 
 /* ---- config.json ---- */
@@ -166,7 +130,7 @@ int orthros_fuzz_config(const uint8_t *data, size_t size)
     int rc = orthros_config_parse_text(&cfg, &oj, text, size);
     free(text);
     if (rc) {
-        check_refusal(rc, NULL);
+        orthros_fuzz_check_refusal(rc, NULL);
         return rc;
     }
     float inv_freq[ORTHROS_MAX_HEAD_DIM / 2];
@@ -179,10 +143,10 @@ int orthros_fuzz_config(const uint8_t *data, size_t size)
         opts.arch = archs[i];
         int r = orthros_arch_resolve(arch, &cfg, &opts, oj);
         if (r) {
-            check_refusal(r, NULL);
+            orthros_fuzz_check_refusal(r, NULL);
             if (!i) rc = r;
         } else if (orthros_arch_feature_size(arch, cfg.head_dim) < 1) {
-            finding("a schedule with no features", arch->name);
+            orthros_fuzz_finding("a schedule with no features", arch->name);
         }
     }
     free(arch);

@@ -2,6 +2,7 @@
 #include "targets.h"
 
 #include "orthros_base.h"
+#include "orthros.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,9 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
      orthros_fuzz_seeds_anchor_file},
     {"recall_jsonl", "a recall tasks file (orthros eval recall --tasks): every line parsed and checked",
      orthros_fuzz_recall_jsonl, orthros_fuzz_seeds_recall_jsonl},
+    {"adapter", "an adapter directory (config.json, then adapter.safetensors; an empty config: --adapter FILE) over a "
+                "fixed base, loaded on the cpu backend, then 4 tokens prefilled and 1 decoded",
+     orthros_fuzz_adapter, orthros_fuzz_seeds_adapter},
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);
 
@@ -74,4 +78,52 @@ void orthros_fuzz_corpus_free(orthros_fuzz_corpus *c)
     free(c->data);
     free(c->size);
     memset(c, 0, sizeof *c);
+}
+
+/* ---- promises shared by the targets ---- */
+
+void orthros_fuzz_finding(const char *what, const char *detail)
+{
+    fprintf(stderr, "fuzz finding: %s: %s\n", what, detail);
+    abort();
+}
+
+void orthros_fuzz_check_refusal(int rc, const char *must_name)
+{
+    const char *msg = orthros_last_error();
+    if (rc >= 0) orthros_fuzz_finding("a refusal without a negative code", msg);
+    if (!msg[0] || strchr(msg, '\n') || strchr(msg, '\r')) orthros_fuzz_finding("a refusal that is not one line", msg);
+    if (must_name && !strstr(msg, must_name)) orthros_fuzz_finding("a refusal that does not name the file", msg);
+}
+
+void orthros_fuzz_write_file(const char *dir, const char *name, const uint8_t *data, size_t size)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0)
+        orthros_fuzz_finding("cannot write the input's files", path);
+}
+
+int orthros_fuzz_check_load(int rc, orthros_model *m, const char *must_name)
+{
+    if (rc) {
+        orthros_fuzz_check_refusal(rc, rc == ORTHROS_ENOMEM || rc == ORTHROS_EINVAL ? NULL : must_name);
+        if (m) orthros_fuzz_finding("a refused load that returned a model", orthros_last_error());
+        return rc;
+    }
+    /* An accepted model must run: 4 prompt tokens, then one decode step. */
+    const orthros_model_config *c = orthros_model_get_config(m);
+    orthros_session *s = NULL;
+    int32_t tok[4], next = 0;
+    for (int i = 0; i < 4; i++) tok[i] = (int32_t)(i * 7 % c->vocab);
+    int run = orthros_session_init(&s, m, 1, 8, 0);
+    if (!run) run = orthros_prefill(s, 0, tok, 4, NULL, &next);
+    if (!run && (next < 0 || next >= c->vocab)) orthros_fuzz_finding("a generated token outside the vocabulary", "prefill");
+    if (!run) run = orthros_decode(s, &next, &next, NULL);
+    if (!run && (next < 0 || next >= c->vocab)) orthros_fuzz_finding("a generated token outside the vocabulary", "decode");
+    if (run) orthros_fuzz_check_refusal(run, NULL);
+    orthros_session_free(s);
+    orthros_model_free(m);
+    return 0;
 }

@@ -37,6 +37,19 @@ extern const orthros_fuzz_target orthros_fuzz_targets[];
 extern const int orthros_fuzz_n_targets;
 const orthros_fuzz_target *orthros_fuzz_find(const char *name);
 
+/* Promises every target checks (targets.c). A broken one is reported the way a sanitizer reports, so that both
+ * drivers treat it as a crash. */
+void orthros_fuzz_finding(const char *what, const char *detail) __attribute__((noreturn));
+/* A refusal must be one non-empty line that names `must_name` (when not NULL). */
+void orthros_fuzz_check_refusal(int rc, const char *must_name);
+/* Writes dir/name (a finding when it cannot). */
+void orthros_fuzz_write_file(const char *dir, const char *name, const uint8_t *data, size_t size);
+struct orthros_model;
+/* After orthros_model_load returned rc and m: a refusal is checked (one line, naming must_name unless it is
+ * ENOMEM or EINVAL; no model) and returned; an accepted model must prefill 4 tokens and decode 1, its tokens in
+ * the vocabulary; it is freed and 0 returned. */
+int orthros_fuzz_check_load(int rc, struct orthros_model *m, const char *must_name);
+
 /* The model-directory framing: the files of one model directory in one input, separated by this line. Part 0 is
  * config.json, part 1 model.safetensors.index.json (left out when empty), parts 2.. the safetensors files:
  * model.safetensors when there is no index, else model-0000K-of-0000N.safetensors. */
@@ -66,5 +79,9 @@ int orthros_fuzz_seeds_gguf(orthros_fuzz_corpus *c, const char *root);
 /* The text evals' inputs (text_targets.c). */
 int orthros_fuzz_recall_jsonl(const uint8_t *data, size_t size);
 int orthros_fuzz_seeds_recall_jsonl(orthros_fuzz_corpus *c, const char *root);
+
+/* Adapters over a fixed base (adapter_target.c): config.json, ORTHROS_FUZZ_SEP, adapter.safetensors. */
+int orthros_fuzz_adapter(const uint8_t *data, size_t size);
+int orthros_fuzz_seeds_adapter(orthros_fuzz_corpus *c, const char *root);
 
 #endif

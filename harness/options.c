@@ -148,7 +148,7 @@ void orthros_model_opts_default(orthros_model_opts *o)
 {
     *o = (orthros_model_opts){.model = "preset:tiny", .arch = NULL, .device = "auto", .feature_map = NULL,
                               .feature_map_rope = NULL, .tail = -1, .window = -1, .hybrid_every = -1, .feature_dim = -1,
-                              .chunk = 0, .seed = 1, .local_window = -1, .eps = -1.0, .tp = 1};
+                              .chunk = 0, .seed = 1, .local_window = -1, .eps = -1.0, .tp = 1, .adapter = NULL};
 }
 
 void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o)
@@ -176,6 +176,13 @@ void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o)
     orthros_cmd_add_num(c, "seed", ORTHROS_OPT_INT, &o->seed, 0, INT_MAX, "S", "seed of preset weights (default 1)");
     orthros_cmd_add_num(c, "tp", ORTHROS_OPT_INT, &o->tp, 1, 64, "N",
                         "tensor-parallel ranks: threads on cpu, one process per GPU on cuda (default 1)");
+}
+
+void orthros_model_opts_add_adapter(orthros_cmd *c, orthros_model_opts *o)
+{
+    orthros_cmd_add(c, "adapter", ORTHROS_OPT_STR, &o->adapter, "FILE",
+                    "adapter safetensors (feature maps, low-rank deltas) merged over --model at load; see "
+                    "docs/converted-models.md");
 }
 
 void orthros_model_opts_sched(orthros_sched_config *s, const orthros_model_opts *o)
@@ -219,6 +226,7 @@ int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts 
     if (o->feature_dim != -1) out->feature_dim = o->feature_dim;
     if (o->eps != -1.0) out->eps = o->eps;
     out->tp = o->tp;
+    out->adapter = o->adapter;
     return 0;
 }
 

@@ -62,11 +62,16 @@ typedef struct {
     int tail, window, hybrid_every, feature_dim, chunk, seed, local_window;
     double eps;
     int tp; /* tensor-parallel ranks (ranks/ranks.h starts the processes of a cuda run) */
+    const char *adapter; /* --adapter FILE (logits, generate, export), or NULL */
 } orthros_model_opts;
 
 void orthros_model_opts_default(orthros_model_opts *o);
 /* Appends the shared options to the command's table. */
 void orthros_model_opts_add(orthros_cmd *c, orthros_model_opts *o);
+/* Appends --adapter FILE (an adapter safetensors merged over --model). Only the commands whose outputs do not
+ * record the model (logits, generate, export) take it: bench and eval take an adapter directory as --model, whose
+ * path their result files record. */
+void orthros_model_opts_add_adapter(orthros_cmd *c, orthros_model_opts *o);
 /* Resolves them to engine options: options not given keep the checkpoint's value or the default. An unknown
  * feature map or placement is an error. */
 int orthros_model_opts_resolve(orthros_arch_opts *out, const orthros_model_opts *o);

@@ -50,7 +50,7 @@ int orthros_mkdir_p(const char *dir)
     return rc;
 }
 
-static int write_all(int fd, const void *data, size_t n)
+int orthros_write_all(int fd, const void *data, size_t n)
 {
     const char *p = data;
     while (n) {
@@ -88,7 +88,7 @@ int orthros_write_file_atomic(const char *path, const void *data, size_t n)
     mode_t um = umask(0);
     umask(um);
     fchmod(fd, 0666 & ~um);
-    if (write_all(fd, data, n) != 0 || fsync(fd) != 0) {
+    if (orthros_write_all(fd, data, n) != 0 || fsync(fd) != 0) {
         rc = orthros_error(ORTHROS_EIO, "%s: write failed: %s", path, strerror(errno));
         goto done;
     }

@@ -15,6 +15,8 @@ int orthros_mkdir_p(const char *dir);
  * to disk (fsync), renamed over path, and the folder synced, so that a reader sees the old file or the new one,
  * never a mix; the temporary file is removed on every failure. path "-" writes to stdout instead. */
 int orthros_write_file_atomic(const char *path, const void *data, size_t n);
+/* Writes data[0..n) to the file descriptor fd, through short writes and EINTR; 0, or -1 (errno set). */
+int orthros_write_all(int fd, const void *data, size_t n);
 /* (Reading a whole file: orthros_read_file in base/orthros_base.h.) */
 
 #endif

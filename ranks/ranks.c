@@ -60,13 +60,18 @@ static int serve_one(orthros_backend *be, const orthros_tp_cmd *cmd, const char 
     int rc = 0;
     switch (cmd->op) {
     case ORTHROS_TP_LOAD: {
-        const char *spec = payload, *nul = payload ? memchr(payload, '\0', (size_t)cmd->payload_bytes) : NULL;
+        /* spec, arch and adapter, each NUL-terminated */
+        const char *spec = payload, *end = payload ? payload + cmd->payload_bytes : NULL;
+        const char *nul = payload ? memchr(spec, '\0', (size_t)cmd->payload_bytes) : NULL;
         const char *arch = nul ? nul + 1 : NULL;
-        if (!nul || !memchr(arch, '\0', (size_t)cmd->payload_bytes - (size_t)(arch - payload)))
+        const char *nul2 = arch && arch < end ? memchr(arch, '\0', (size_t)(end - arch)) : NULL;
+        const char *adapter = nul2 ? nul2 + 1 : NULL;
+        if (!adapter || adapter >= end || !memchr(adapter, '\0', (size_t)(end - adapter)))
             return orthros_error(ORTHROS_EFORMAT, "a malformed load command from rank 0");
         orthros_arch_opts ao;
         orthros_arch_opts_default(&ao);
         ao.arch = *arch ? arch : NULL;
+        ao.adapter = *adapter ? adapter : NULL;
         ao.fmap = (int)cmd->a[0], ao.feature_dim = (int)cmd->a[1], ao.tail = (int)cmd->a[2];
         ao.window = (int)cmd->a[3], ao.hybrid_every = (int)cmd->a[4], ao.tp = (int)cmd->a[5], ao.eps = cmd->eps;
         ao.fmap_rope = (int)cmd->a[6], ao.local_window = (int)cmd->a[7];

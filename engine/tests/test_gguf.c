@@ -6,7 +6,9 @@
  *     / F16 as stored, tied embeddings, llama3 RoPE as a rope_freqs tensor): the same logits as the safetensors;
  *   - a tokenizer in GGUF metadata (tokens, merges, token types, special ids, chat template);
  *   - malformed files, each refused by the CLI with one line naming the file and the problem (exit 1) and by the
- *     library with an error and no model; truncations and byte mutations of valid files through the fuzz entry.
+ *     library with an error and no model; truncations and byte mutations of valid files through the fuzz entry;
+ *   - orthros export of the GGUF fixtures and of a model with a tokenizer in its metadata: bit-equal logits, the
+ *     same token ids; a GGUF with rope_freqs refused.
  * usage: test_gguf PATH/TO/orthros REPO_ROOT */
 #define _GNU_SOURCE
 #include "gguf.h"
@@ -644,6 +646,76 @@ static void check_mutations(void)
     free(tokb.p);
 }
 
+/* ---- orthros export of GGUF models (docs/converted-models.md#export) ---- */
+
+/* `orthros export` of a GGUF: the export gives the GGUF's logits bit for bit (the same dequantised, unpermuted
+ * weights), and its tokenizer files the GGUF's ids; a GGUF whose RoPE frequencies a config.json cannot carry
+ * (rope_freqs) is refused with one line. */
+static void check_export(void)
+{
+    static const char *const names[] = {"llama-tiny", "gqa4-bf16-d64", "mqa-d128-tied", "llama3-rope", "tok-model"};
+    buf tb = model_gguf(M_GOOD_TOK);
+    char path[4600];
+    snprintf(path, sizeof path, "%s/tok-model.gguf", tmp);
+    write_file(path, tb.p, tb.n);
+    free(tb.p);
+    for (int f = 0; f < 5; f++) {
+        char gguf[4400], out[4400], log[4400];
+        snprintf(gguf, sizeof gguf, "%s/%s.gguf", tmp, names[f]);
+        snprintf(out, sizeof out, "%s/%s-export", tmp, names[f]);
+        snprintf(log, sizeof log, "%s/%s-export.log", tmp, names[f]);
+        int st = tu_run_args(bin, log, "export", "--model", gguf, "--out", out, NULL);
+        if (!strcmp(names[f], "llama3-rope")) {
+            CHECK(st == 1 && tu_log_has(log, "RoPE frequencies (a GGUF's linear scaling or rope_freqs factors) are not "
+                                              "those of a Llama config.json"),
+                  "export of a GGUF with rope_freqs: exit %d", st);
+            printf("export of %-14s refused: rope_freqs has no config.json field\n", names[f]);
+            continue;
+        }
+        CHECK(st == 0 && tu_log_has(log, "orthros export:"), "export of %s: exit %d", gguf, st);
+        int32_t tokens[20];
+        for (int i = 0; i < 20; i++) tokens[i] = (int32_t)(orthros_uniform(4, (uint64_t)i) * 250.0f);
+        int v1 = 0, v2 = 0;
+        float *a = model_logits(gguf, tokens, 20, &v1), *b = model_logits(out, tokens, 20, &v2);
+        CHECK(a && b && v1 == v2 && !memcmp(a, b, sizeof(float) * 20 * (size_t)v1), "export of %s: other logits", gguf);
+        free(a);
+        free(b);
+        if (f == 4) {
+            /* The tokenizer: the same ids (bos added by a TemplateProcessing post-processor), specials by text. */
+            orthros_tokenizer *tg = NULL, *te = NULL;
+            CHECK(orthros_tokenizer_load(&tg, gguf) == 0 && orthros_tokenizer_load(&te, out) == 0, "tokenizers: %s",
+                  orthros_last_error());
+            int32_t *ia = NULL, *ib = NULL;
+            int na = 0, nb = 0;
+            const char *text = "ab ab<|end|>aa 12 \xff";
+            if (tg && te) {
+                orthros_tokenizer_encode(tg, text, strlen(text), ORTHROS_TOK_ADD_SPECIAL, &ia, &na);
+                orthros_tokenizer_encode(te, text, strlen(text), ORTHROS_TOK_ADD_SPECIAL, &ib, &nb);
+            }
+            CHECK(na > 2 && na == nb && !memcmp(ia, ib, sizeof *ia * (size_t)na) && ia[0] == 259,
+                  "the exported tokenizer encodes \"%s\" to other ids", text);
+            free(ia);
+            free(ib);
+            orthros_tokenizer_free(tg);
+            orthros_tokenizer_free(te);
+            snprintf(path, sizeof path, "%s/tokenizer.json", out);
+            cJSON *tj = tu_load_json(path);
+            const cJSON *pp = cJSON_GetObjectItemCaseSensitive(tj, "post_processor");
+            CHECK(pp && !strcmp(cJSON_GetObjectItemCaseSensitive(pp, "type")->valuestring, "TemplateProcessing"),
+                  "add_bos_token: no TemplateProcessing post-processor");
+            cJSON_Delete(tj);
+            snprintf(path, sizeof path, "%s/config.json", out);
+            cJSON *cj = tu_load_json(path);
+            CHECK(cJSON_GetObjectItemCaseSensitive(cj, "bos_token_id")->valuedouble == 259 &&
+                      cJSON_GetObjectItemCaseSensitive(cj, "eos_token_id")->valuedouble == 259,
+                  "config.json's bos / eos are not the tokenizer's");
+            cJSON_Delete(cj);
+        }
+        printf("export of %-14s loads again with the GGUF's logits bit for bit%s\n", names[f],
+               f == 4 ? ", its tokenizer's ids" : "");
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -658,6 +730,7 @@ int main(int argc, char **argv)
     check_fixtures();
     check_gguf_tokenizer();
     check_malformed();
+    check_export();
     check_mutations();
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

@@ -85,11 +85,62 @@ int tu_write_raw_safetensors(const char *path, const char *header, uint64_t hlen
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
-typedef struct {
-    char name[128];
-    int ndim;
-    int64_t shape[3];
-} tu_tensor;
+size_t tu_tensor_numel(const tu_tensor *t)
+{
+    size_t n = 1;
+    for (int k = 0; k < t->ndim; k++) n *= (size_t)t->shape[k];
+    return n;
+}
+
+int tu_write_tensors(const char *path, const tu_tensor *ts, int n, orthros_dtype dtype, const char *metadata)
+{
+    size_t esz = orthros_dtype_size(dtype), total = 0;
+    static const char *const names[] = {"F32", "BF16", "F16"};
+    cJSON *h = cJSON_CreateObject();
+    if (metadata) cJSON_AddItemToObject(h, "__metadata__", cJSON_Parse(metadata));
+    for (int i = 0; i < n; i++) {
+        size_t numel = tu_tensor_numel(&ts[i]);
+        cJSON *e = cJSON_AddObjectToObject(h, ts[i].name);
+        cJSON_AddStringToObject(e, "dtype", names[dtype]);
+        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
+        for (int k = 0; k < ts[i].ndim; k++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)ts[i].shape[k]));
+        cJSON *off = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)total));
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(total + numel * esz)));
+        total += numel * esz;
+    }
+    unsigned char *data = malloc(total ? total : 1);
+    size_t at = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0, numel = tu_tensor_numel(&ts[i]); j < numel; j++, at += esz) {
+            float v = ts[i].data[j];
+            uint16_t b = dtype == ORTHROS_DTYPE_BF16 ? orthros_f32_to_bf16(v) : tu_f32_to_f16(v);
+            if (dtype == ORTHROS_DTYPE_F32) memcpy(data + at, &v, 4);
+            else memcpy(data + at, &b, 2);
+        }
+    char *htext = cJSON_PrintUnformatted(h);
+    int rc = htext ? tu_write_raw_safetensors(path, htext, 0, data, total) : -1;
+    free(htext);
+    free(data);
+    cJSON_Delete(h);
+    return rc;
+}
+
+uint16_t tu_f32_to_f16(float f)
+{
+    /* Round to nearest even through the float bits (normal, subnormal, overflow to infinity, NaN kept). */
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
+    if (ax < 0x38800000u) { /* subnormal half: round |f| * 2^24 to an integer */
+        float m = fabsf(f) * 16777216.0f;
+        return (uint16_t)(sign | (uint32_t)lrintf(m));
+    }
+    uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u) - (112u << 23);
+    return (uint16_t)(sign | (r >> 13));
+}
 
 int tu_write_checkpoint(const char *dir, const orthros_model_config *c, uint64_t seed, orthros_dtype dtype,
                         int hedgehog_half)
@@ -147,55 +198,55 @@ int tu_write_checkpoint_gated(const char *dir, const orthros_model_config *c, ui
         }
     }
 #undef T
-    size_t esz = orthros_dtype_size(dtype), total = 0;
-    cJSON *h = cJSON_CreateObject();
+    int rc = 0;
     for (int i = 0; i < n; i++) {
-        size_t numel = 1;
-        for (int k = 0; k < ts[i].ndim; k++) numel *= (size_t)ts[i].shape[k];
-        cJSON *e = cJSON_AddObjectToObject(h, ts[i].name);
-        cJSON_AddStringToObject(e, "dtype", dtype == ORTHROS_DTYPE_F32 ? "F32" : "BF16");
-        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
-        for (int k = 0; k < ts[i].ndim; k++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)ts[i].shape[k]));
-        cJSON *off = cJSON_AddArrayToObject(e, "data_offsets");
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)total));
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(total + numel * esz)));
-        total += numel * esz;
-    }
-    unsigned char *data = malloc(total ? total : 1);
-    size_t at = 0;
-    for (int i = 0; i < n; i++) {
-        size_t numel = 1;
-        for (int k = 0; k < ts[i].ndim; k++) numel *= (size_t)ts[i].shape[k];
+        size_t numel = tu_tensor_numel(&ts[i]);
+        float *x = malloc(numel * sizeof *x);
         int is_norm = strstr(ts[i].name, "norm") != NULL, is_gate = strstr(ts[i].name, "window_gate") != NULL;
         /* Fan-in scaling keeps activations of a random model in a sane range. */
         float scale = strstr(ts[i].name, "embed") || ts[i].ndim < 2 ? 1.0f : 1.0f / sqrtf((float)ts[i].shape[1]);
-        for (size_t j = 0; j < numel; j++) {
+        for (size_t j = 0; x && j < numel; j++) {
             float u = orthros_uniform(seed + (uint64_t)i, j);
-            float v = is_gate ? 0.05f + 0.95f * u : is_norm ? 1.0f + 0.1f * (2.0f * u - 1.0f) : (2.0f * u - 1.0f) * scale;
-            if (is_gate && j == 1 && window_gates == TU_GATES_ZERO) v = 0.0f;
-            if (is_gate && j == 1 && window_gates == TU_GATES_NAN) v = NAN;
-            if (dtype == ORTHROS_DTYPE_F32) {
-                memcpy(data + at, &v, 4);
-            } else {
-                uint16_t b = orthros_f32_to_bf16(v);
-                memcpy(data + at, &b, 2);
-            }
-            at += esz;
+            x[j] = is_gate ? 0.05f + 0.95f * u : is_norm ? 1.0f + 0.1f * (2.0f * u - 1.0f) : (2.0f * u - 1.0f) * scale;
+            if (is_gate && j == 1 && window_gates == TU_GATES_ZERO) x[j] = 0.0f;
+            if (is_gate && j == 1 && window_gates == TU_GATES_NAN) x[j] = NAN;
         }
+        ts[i].data = x;
+        if (!x) rc = -1;
     }
-    char *htext = cJSON_PrintUnformatted(h);
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = tu_write_raw_safetensors(path, htext, 0, data, total);
+    if (!rc) rc = tu_write_tensors(path, ts, n, dtype, NULL);
     char *cfg_text = tu_config_json(c, NULL);
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (!rc) rc = tu_write_text(path, cfg_text);
     free(cfg_text);
-    free(htext);
-    free(data);
+    for (int i = 0; i < n; i++) free(ts[i].data);
     free(ts);
-    cJSON_Delete(h);
     return rc;
+}
+
+float *tu_model_logits(orthros_backend *be, const char *spec, const orthros_arch_opts *ao, uint64_t seed,
+                       const char *then, const int32_t *tok, int n, int chunk, int *V)
+{
+    orthros_model *m = NULL;
+    orthros_session *s = NULL;
+    float *lg = NULL;
+    int rc = orthros_model_load(&m, be, spec, ao, seed);
+    if (!rc && then) rc = orthros_model_set_arch(m, then);
+    if (!rc) {
+        *V = orthros_model_get_config(m)->vocab;
+        if (!(lg = malloc(sizeof(float) * (size_t)n * (size_t)*V))) rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        if (!rc) rc = orthros_session_init(&s, m, 1, n, chunk);
+        if (!rc) rc = orthros_prefill(s, 0, tok, n, lg, NULL);
+    }
+    orthros_session_free(s);
+    orthros_model_free(m);
+    if (rc) {
+        free(lg);
+        return NULL;
+    }
+    return lg;
 }
 
 char *tu_tempdir(void)

@@ -41,6 +41,19 @@ int tu_write_checkpoint(const char *dir, const orthros_model_config *cfg, uint64
 enum { TU_GATES_NONE, TU_GATES_RANDOM, TU_GATES_ZERO, TU_GATES_NAN, TU_GATES_SHAPE };
 int tu_write_checkpoint_gated(const char *dir, const orthros_model_config *cfg, uint64_t seed, orthros_dtype dtype,
                               int hedgehog_half, int window_gates);
+/* A tensor to write: its name, shape and fp32 values. */
+typedef struct {
+    char name[128];
+    int ndim;
+    int64_t shape[3];
+    float *data;
+} tu_tensor;
+size_t tu_tensor_numel(const tu_tensor *t);
+/* Writes ts[n] as a safetensors file in dtype (F32, BF16 or F16, rounded to nearest even), with the JSON object
+ * text `metadata` as its __metadata__ when not NULL. 0 or -1. */
+int tu_write_tensors(const char *path, const tu_tensor *ts, int n, orthros_dtype dtype, const char *metadata);
+/* fp32 -> IEEE half, rounded to nearest even. */
+uint16_t tu_f32_to_f16(float f);
 /* Writes a safetensors file from a raw header text and raw data bytes (header length as given in hlen_override
  * when nonzero, else the true length). */
 int tu_write_raw_safetensors(const char *path, const char *header, uint64_t hlen_override, const void *data,
@@ -79,6 +92,12 @@ typedef struct {
 extern const tu_arch_case tu_arch_cases[];
 extern const size_t tu_n_arch_cases;
 orthros_arch_opts tu_arch_case_opts(const tu_arch_case *c);
+
+/* The logits of every position of tok[n] (malloc'd [n][*V]) from spec loaded on be under ao (seed for presets),
+ * then switched to the schedule `then` when not NULL (orthros_model_set_arch: the same weights), prefilled in
+ * chunks of `chunk`; NULL on an error (recorded, as orthros_last_error() says). */
+float *tu_model_logits(orthros_backend *be, const char *spec, const orthros_arch_opts *ao, uint64_t seed,
+                       const char *then, const int32_t *tok, int n, int chunk, int *V);
 
 /* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
 char *tu_tempdir(void);
