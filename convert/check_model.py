@@ -75,7 +75,7 @@ def check_kinds_engine(orthros, model_path, m, tokens, tag):
             report(f"{tag}: {name} ({fm}) vs the engine", rel_err(ours(m, arch, tokens), e), 1e-3)
 
 
-def check_formula(m, N, seed=0):
+def check_formula(m, N, seed=0, windows=(0, 1, 5, 16, 64, 100), chunks=(4, 16, 64)):
     """Chunked == naive on random hedgehog maps and gates; a window >= N gives the transformer's logits."""
     torch.manual_seed(seed)
     c = m.cfg
@@ -86,17 +86,18 @@ def check_formula(m, N, seed=0):
     worst = 0.0
     with torch.no_grad():
         for rope_side in ("before", "after"):
-            for W in (0, 1, 5, 16, 64, 100):
+            for W in windows:
                 for arch in (Arch("linear", "hedgehog", feature_map_rope=rope_side, local_window=W),
                              Arch("orthros", "hedgehog", feature_map_rope=rope_side, local_window=W, tail=7),
                              Arch("hybrid", "hedgehog", feature_map_rope=rope_side, local_window=W, hybrid_every=2)):
-                    for chunk in (4, 16, 64):
+                    for chunk in chunks:
                         m.chunk = chunk
                         a = m(tokens, arch, impl="chunked").float()
                         b = m(tokens, arch, impl="naive").float()
                         worst = max(worst, rel_err(a.numpy(), b.numpy()))
         m.chunk = 64
-        report(f"chunked form == naive form (N {N}, W 0..100, phi before/after, linear/orthros/hybrid)", worst, 1e-5)
+        report(f"chunked form == naive form (N {N}, W {list(windows)}, chunks {list(chunks)}, phi before/after, "
+               "linear/orthros/hybrid)", worst, 1e-5)
         full = m(tokens, Arch("transformer")).float().numpy()
         for rope_side in ("before", "after"):
             lin = m(tokens, Arch("linear", "hedgehog", feature_map_rope=rope_side, local_window=N)).float().numpy()
@@ -133,6 +134,7 @@ def main():
     if have_engine:
         check_kinds_engine(a.orthros, FIXTURE, m, tokens, "llama-tiny")
     check_formula(m, len(tokens))
+    check_formula(m, 200, seed=1, windows=(0, 63, 64, 65), chunks=(64,))
 
     if a.quick:
         return finish()

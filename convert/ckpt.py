@@ -127,7 +127,7 @@ def _dequant(buf, off, ttype, n):
 def _unpermute(w, n_head):
     """llama.cpp stores q/k rows interleaved for its rope; this undoes its `permute` (HF's rotate-half layout)."""
     rows = w.shape[0]
-    return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
+    return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
 def load_gguf(path):
@@ -221,8 +221,8 @@ def base_reference(path):
 
 # ---- adapters (docs/converted-models.md) ----
 
-def save_adapter(out_dir, base_ref, orthros_obj, tensors, lora_alpha=None):
-    """config.json (orthros_base + orthros) and adapter.safetensors (float32) into out_dir, atomically per file."""
+def save_adapter(out_dir, base_ref, orthros_obj, tensors, lora_alpha=None, dtype="f32"):
+    """config.json (orthros_base + orthros) and adapter.safetensors (F32 or BF16) into out_dir, atomically per file."""
     from safetensors.torch import save_file
     os.makedirs(out_dir, exist_ok=True)
     cfg = {"orthros_base": base_ref, "orthros": orthros_obj}
@@ -234,9 +234,11 @@ def save_adapter(out_dir, base_ref, orthros_obj, tensors, lora_alpha=None):
     meta = {"format": "pt"}
     if lora_alpha is not None:
         meta["lora_alpha"] = repr(float(lora_alpha))
-    t = {k: v.detach().float().contiguous().cpu() for k, v in sorted(tensors.items())}
+    dt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    t = {k: v.detach().to(dt).contiguous().cpu() for k, v in sorted(tensors.items())}
     tmp = os.path.join(out_dir, "adapter.safetensors.tmp")
     save_file(t, tmp, metadata=meta)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, os.path.join(out_dir, "adapter.safetensors"))
 
 

@@ -55,8 +55,9 @@ class Tokens:
         self.n = len(self.arr)
         self.seen = {}
 
-    def batch(self, batch, length, seed, step, micro=0):
-        """[batch, length] int64 windows at random starts (counted in self.seen per source)."""
+    def batch(self, batch, length, seed, step, micro=0, counted=None):
+        """[batch, length] int64 windows at random starts; `counted` tokens of each (default all) are added to
+        self.seen under the source the window starts in."""
         if self.n < length + 1:
             raise ValueError(f"{self.n} tokens, fewer than one window of {length}")
         rng = np.random.default_rng([seed, step, micro])
@@ -65,12 +66,13 @@ class Tokens:
         for s in starts:
             i = bisect.bisect_right(self.source_starts, int(s)) - 1
             name = self.source_names[i]
-            self.seen[name] = self.seen.get(name, 0) + length
+            self.seen[name] = self.seen.get(name, 0) + (counted or length)
         return torch.from_numpy(out)
 
     def sequential(self, batch, length, count):
-        """The first `count` windows side by side (validation), in batches."""
+        """`count` windows spread evenly over the file (validation: every source in its share), in batches."""
         wins = min(count, self.n // length)
+        stride = self.n // max(wins, 1)
+        starts = [i * stride for i in range(wins)]
         for i in range(0, wins, batch):
-            k = min(batch, wins - i)
-            yield torch.from_numpy(self.arr[i * length:(i + k) * length].astype(np.int64).reshape(k, length))
+            yield torch.from_numpy(np.stack([self.arr[s:s + length] for s in starts[i:i + batch]]).astype(np.int64))

@@ -12,6 +12,7 @@ adapter's logits; the trained Orthros model with a window as long as the prompt 
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -171,7 +172,20 @@ def main():
               np.abs(wide - full).max() < 1e-4, f"{np.abs(wide - full).max():.2g}")
         check("the trained model as orthros differs from the transformer (the maps are used)",
               np.abs(ref - full).max() > 1e-3)
-    print(f"smoke: {time.time() - t0:.1f} s, work directory {work}")
+    # the teacher sampler's KV-cache decode, greedy (top-p ~ 0), against argmax of full recomputes
+    from convert.sample_teacher import sample
+    m, _ = build(FIXTURE)
+    prefix = torch.tensor([[5, 17, 99, 3], [42, 42, 7, 200]])
+    with torch.no_grad():
+        got = sample(m, prefix, 12, 1.0, 1e-9, torch.Generator().manual_seed(0))
+        ids = prefix
+        for _ in range(12):
+            nxt = m(ids, Arch("transformer"))[:, -1].argmax(-1, keepdim=True)
+            ids = torch.cat([ids, nxt], 1)
+    check("sample_teacher's cached decode (greedy) equals full recomputes", torch.equal(got, ids[:, 4:]))
+    print(f"smoke: {time.time() - t0:.1f} s" + (f", work directory kept: {work}" if failed else ""))
+    if not failed:
+        shutil.rmtree(work, ignore_errors=True)
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

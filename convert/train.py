@@ -75,6 +75,9 @@ def common_args(ap):
     ap.add_argument("--log-every", type=int, default=10, help="stderr progress every N steps")
     ap.add_argument("--val-data", help="validation tokens (default: val.u16 beside the first --data, if present)")
     ap.add_argument("--val-windows", type=int, default=64, help="validation windows of --seq tokens (default 64)")
+    ap.add_argument("--adapter-dtype", choices=["bf16", "f32"], default="bf16",
+                    help="dtype of adapter.safetensors (default bf16: the trained tensors are rounded to it before "
+                         "the validation, so what is measured is what ships)")
 
 
 def attention_args(ap):
@@ -127,6 +130,12 @@ class Job:
         self.records = []
         self.run_seconds = 0.0
         self.amp = self.device.type == "cuda"
+
+    def round_to_adapter_dtype(self):
+        if self.a.adapter_dtype == "bf16":
+            with torch.no_grad():
+                for _, p in self.params:
+                    p.copy_(p.to(torch.bfloat16).float())
 
     def autocast(self):
         return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.amp)
@@ -295,6 +304,7 @@ def stage1(a):
 
     def finish():
         val = None
+        job.round_to_adapter_dtype()
         if job.val:
             tot, n = [0.0] * L, 0
             for ids in job.val.sequential(job.micro, a.seq, a.val_windows):
@@ -316,7 +326,8 @@ def stage1(a):
         t, _ = m.adapter_tensors(maps=True, lora=False)
         arch_out = Arch("orthros", "hedgehog", feature_dim=half, feature_map_rope=a.feature_map_rope,
                         local_window=a.window, tail=1)
-        ckpt.save_adapter(os.path.join(a.out, "adapter"), ckpt.base_reference(a.model), arch_out.to_json(), t)
+        ckpt.save_adapter(os.path.join(a.out, "adapter"), ckpt.base_reference(a.model), arch_out.to_json(), t,
+                          dtype=a.adapter_dtype)
         return val
 
     return job.loop(train_step, extra, finish)
@@ -390,7 +401,7 @@ def finetune(a, kind):
         out = {"loss": 0.0, "ce": 0.0, "kl": 0.0}
         tails = []
         for mb in range(a.batch // job.micro):
-            ids = job.data.batch(job.micro, a.seq + 1, a.seed, step, mb).to(job.device)
+            ids = job.data.batch(job.micro, a.seq + 1, a.seed, step, mb, counted=a.seq).to(job.device)
             T = tail_for(step, mb)
             ce_tok, kl_tok = losses(ids, T)
             loss = a.ce_weight * ce_tok.mean() + a.kl_weight * kl_tok.mean()
@@ -412,6 +423,7 @@ def finetune(a, kind):
 
     def finish():
         val = None
+        job.round_to_adapter_dtype()
         if job.val:
             val = {}
             evals = {"transformer": Arch("transformer")} if kind == "control" else {
@@ -430,7 +442,8 @@ def finetune(a, kind):
                 log(f"{kind}: validation {name}: ce {val[name]['ce']:.4f} ppl {val[name]['ppl']:.3f} ({n} windows)")
         t, alpha = m.adapter_tensors(maps=kind == "stage2", lora=True)
         obj = base_arch.to_json() if kind == "stage2" else {"architecture": "transformer"}
-        ckpt.save_adapter(os.path.join(a.out, "adapter"), ckpt.base_reference(a.model), obj, t, alpha)
+        ckpt.save_adapter(os.path.join(a.out, "adapter"), ckpt.base_reference(a.model), obj, t, alpha,
+                          dtype=a.adapter_dtype)
         return val
 
     return job.loop(train_step, extra, finish)

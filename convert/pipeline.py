@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The whole conversion grid in one resumable command, for a GPU machine in calls of under 9 minutes:
+
+    convert/pipeline.py --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf \\
+        --data build-data/corpus/train.u16.xz --runs build-data/runs --max-seconds 480 --bundle "$OUT"
+
+Jobs, in this order (a budget B is split as LoLCATs does it, half attention transfer, half LoRA; the control and
+the ablation get the same LoRA tokens and steps as stage 2):
+
+    s1-16M  stage1 8M      s2-16M  stage2 both phases 8M      ctl-16M  control 8M      s2lin-16M  stage2 linear 8M
+    s1-4M   stage1 2M      s2-4M   stage2 both phases 2M      ctl-4M   control 2M
+    s1-1M   stage1 512K    s2-1M   stage2 both phases 512K    ctl-1M   control 512K
+
+`--budgets 16M,4M,1M` and `--no-ablation` change the grid. Each call runs what is left within --max-seconds (a job
+cut short saves and resumes in the next call) and exits 0 when the grid is done, 3 when more calls are needed.
+`--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and, for each
+budget whose jobs are done, DIR/convert-B.tar (the stage-2, ablation and control adapter directories and every
+job's log.json, under 16 MiB). Extra options after `--` go to every train.py job (e.g. `-- --compile`).
+"""
+import argparse
+import io
+import json
+import os
+import sys
+import tarfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from convert import train  # noqa: E402
+
+
+def plan(a):
+    jobs = []
+    for b in a.budgets.split(","):
+        half = str(train.count(b) // 2)
+        jobs.append((f"s1-{b}", b, ["stage1", "--tokens", half]))
+        jobs.append((f"s2-{b}", b, ["stage2", "--tokens", half, "--maps", os.path.join(a.runs, f"s1-{b}"),
+                                    "--micro-batch", str(a.ft_micro_batch), "--tail-min", str(a.tail_min),
+                                    "--tail-max", str(a.tail_max)]))
+        jobs.append((f"ctl-{b}", b, ["control", "--tokens", half, "--micro-batch", str(a.ft_micro_batch)]))
+        if not a.no_ablation and b == a.budgets.split(",")[0]:
+            jobs.append((f"s2lin-{b}", b, ["stage2", "--phases", "linear", "--tokens", half, "--maps",
+                                           os.path.join(a.runs, f"s1-{b}"), "--micro-batch", str(a.ft_micro_batch)]))
+    return jobs
+
+
+def job_log(a, name):
+    p = os.path.join(a.runs, name, "log.json")
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def summary(a, jobs):
+    out = {"schema": 1, "jobs": {}}
+    for name, b, argv in jobs:
+        lg = job_log(a, name)
+        if lg is None:
+            out["jobs"][name] = {"state": "not started"}
+            continue
+        out["jobs"][name] = {"state": "done" if lg["done"] else "partial", "job": lg["job"], "budget": b,
+                             "tokens_planned": lg["tokens_planned"], "tokens_seen": lg["tokens_seen"],
+                             "steps": lg["steps_done"], "seconds": lg["seconds"],
+                             "gpu_minutes": round(lg["seconds"] / 60.0, 3), "gpu": lg["environment"].get("gpu"),
+                             "torch": lg["environment"]["torch"], "validation": lg.get("validation"),
+                             "last": lg["steps"][-1] if lg["steps"] else None,
+                             "tokens_seen_by_source": lg["tokens_seen_by_source"]}
+    return out
+
+
+def bundle(a, jobs):
+    os.makedirs(a.bundle, exist_ok=True)
+    s = summary(a, jobs)
+    with open(os.path.join(a.bundle, "summary.json"), "w") as f:
+        json.dump(s, f, indent=1)
+    for b in a.budgets.split(","):
+        names = [n for n, bb, _ in jobs if bb == b]
+        if not all(s["jobs"][n]["state"] == "done" for n in names):
+            continue
+        path = os.path.join(a.bundle, f"convert-{b}.tar")
+        with tarfile.open(path, "w") as t:
+            for n in names:
+                d = os.path.join(a.runs, n)
+                t.add(os.path.join(d, "log.json"), arcname=f"{n}/log.json")
+                if not n.startswith("s1-"):
+                    for f in ("config.json", "adapter.safetensors"):
+                        t.add(os.path.join(d, "adapter", f), arcname=f"{n}/adapter/{f}")
+        print(f"pipeline: {path}: {os.path.getsize(path) / 2 ** 20:.1f} MiB", file=sys.stderr)
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--data", required=True, action="append")
+    ap.add_argument("--runs", default="build-data/runs", help="job directories (kept between calls)")
+    ap.add_argument("--budgets", default="16M,4M,1M", help="conversion token budgets, first one gets the ablation")
+    ap.add_argument("--no-ablation", action="store_true", help="no linear-phase-only stage 2")
+    ap.add_argument("--ft-micro-batch", type=int, default=16, help="micro-batch of the LoRA jobs (default 16)")
+    ap.add_argument("--tail-min", type=int, default=64, help="stage 2 tail range (default 64..256)")
+    ap.add_argument("--tail-max", type=int, default=256)
+    ap.add_argument("--max-seconds", type=float, default=480)
+    ap.add_argument("--bundle", help="write summary.json and the finished budgets' tar files here")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    jobs = plan(a)
+    rc = 0
+    for name, b, job_argv in jobs:
+        lg = job_log(a, name)
+        if lg and lg["done"]:
+            continue
+        left = a.max_seconds - (time.time() - t0)
+        if left < 60:
+            rc = train.STOPPED
+            break
+        args = job_argv + ["--model", a.model, "--out", os.path.join(a.runs, name), "--seed", str(a.seed),
+                           "--resume", "--max-seconds", str(int(left))]
+        for d in a.data:
+            args += ["--data", d]
+        print(f"pipeline: {name}: {' '.join(job_argv)} ({left:.0f} s left)", file=sys.stderr, flush=True)
+        rc = train.main(args + extra)
+        if rc != 0:
+            break
+    if a.bundle:
+        bundle(a, jobs)
+    done = all((job_log(a, n) or {}).get("done") for n, _, _ in jobs)
+    print(f"pipeline: {'ALL DONE' if done else 'NOT DONE: run again'} ({time.time() - t0:.0f} s this call)",
+          file=sys.stderr)
+    return 0 if done else train.STOPPED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
