@@ -11,7 +11,8 @@ the ablation get the same LoRA tokens and steps as stage 2):
     s1-4M   stage1 2M      s2-4M   stage2 both phases 2M      ctl-4M   control 2M
     s1-1M   stage1 512K    s2-1M   stage2 both phases 512K    ctl-1M   control 512K
 
-`--budgets 16M,4M,1M` and `--no-ablation` change the grid. Each call runs what is left within --max-seconds (a job
+Every job: sequences of 1024 tokens, 32 a step (8 for the 1M budget, so that each stage has 64 steps). `--budgets
+16M,4M,1M` and `--no-ablation` change the grid. Each call runs what is left within --max-seconds (a job
 cut short saves and resumes in the next call) and exits 0 when the grid is done, 3 when more calls are needed.
 `--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and, for each
 budget whose jobs are done, DIR/convert-B.tar (the stage-2, ablation and control adapter directories and every
@@ -32,16 +33,40 @@ from convert import train  # noqa: E402
 def plan(a):
     jobs = []
     for b in a.budgets.split(","):
-        half = str(train.count(b) // 2)
-        jobs.append((f"s1-{b}", b, ["stage1", "--tokens", half]))
-        jobs.append((f"s2-{b}", b, ["stage2", "--tokens", half, "--maps", os.path.join(a.runs, f"s1-{b}"),
-                                    "--micro-batch", str(a.ft_micro_batch), "--tail-min", str(a.tail_min),
-                                    "--tail-max", str(a.tail_max)]))
-        jobs.append((f"ctl-{b}", b, ["control", "--tokens", half, "--micro-batch", str(a.ft_micro_batch)]))
+        half = train.count(b) // 2
+        # 32 sequences a step, fewer (down to 8) where that would leave under 64 steps a stage (the 1M budget)
+        batch = max(8, min(32, half // (a.seq * 64) // 8 * 8))
+        micro = min(batch, a.ft_micro_batch)
+        size = ["--tokens", str(half), "--batch", str(batch), "--seq", str(a.seq)]
+        ft = size + ["--micro-batch", str(micro)]
+        jobs.append((f"s1-{b}", b, ["stage1", *size]))
+        jobs.append((f"s2-{b}", b, ["stage2", *ft, "--maps", os.path.join(a.runs, f"s1-{b}"),
+                                    "--tail-min", str(a.tail_min), "--tail-max", str(a.tail_max)]))
+        jobs.append((f"ctl-{b}", b, ["control", *ft]))
         if not a.no_ablation and b == a.budgets.split(",")[0]:
-            jobs.append((f"s2lin-{b}", b, ["stage2", "--phases", "linear", "--tokens", half, "--maps",
-                                           os.path.join(a.runs, f"s1-{b}"), "--micro-batch", str(a.ft_micro_batch)]))
+            jobs.append((f"s2lin-{b}", b, ["stage2", "--phases", "linear", *ft, "--maps",
+                                           os.path.join(a.runs, f"s1-{b}")]))
     return jobs
+
+
+def unpacked(path):
+    """A .xz token file decompressed once beside itself (checked against manifest.json's sha256 when present)."""
+    if not path.endswith(".xz"):
+        return path
+    import hashlib
+    import lzma
+    out = path[:-3]
+    man = os.path.join(os.path.dirname(path), "manifest.json")
+    want = json.load(open(man)).get("outputs", {}).get(os.path.basename(out), {}).get("sha256") \
+        if os.path.exists(man) else None
+    if not os.path.exists(out) or (want and hashlib.sha256(open(out, "rb").read()).hexdigest() != want):
+        raw = lzma.open(path).read()
+        if want and hashlib.sha256(raw).hexdigest() != want:
+            raise SystemExit(f"{path}: the tokens' sha256 differs from {man}'s")
+        with open(out + ".tmp", "wb") as f:
+            f.write(raw)
+        os.replace(out + ".tmp", out)
+    return out
 
 
 def job_log(a, name):
@@ -99,6 +124,7 @@ def main():
     ap.add_argument("--budgets", default="16M,4M,1M", help="conversion token budgets, first one gets the ablation")
     ap.add_argument("--no-ablation", action="store_true", help="no linear-phase-only stage 2")
     ap.add_argument("--ft-micro-batch", type=int, default=16, help="micro-batch of the LoRA jobs (default 16)")
+    ap.add_argument("--seq", type=int, default=1024, help="sequence length of every job (default 1024)")
     ap.add_argument("--tail-min", type=int, default=64, help="stage 2 tail range (default 64..256)")
     ap.add_argument("--tail-max", type=int, default=256)
     ap.add_argument("--max-seconds", type=float, default=480)
@@ -106,6 +132,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
     t0 = time.time()
+    a.data = [unpacked(d) for d in a.data]
     jobs = plan(a)
     rc = 0
     for name, b, job_argv in jobs:

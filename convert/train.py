@@ -239,8 +239,8 @@ class Job:
             if self.step % a.log_every == 0 or self.step == self.steps or self.step == 1:
                 tps = self.step * a.batch * a.seq / max(self.run_seconds, 1e-9)
                 log(f"{self.kind}: step {self.step}/{self.steps} " +
-                    " ".join(f"{k} {v:.4g}" for k, v in vals.items()) + f" lr {rec['lr']:.3g} "
-                    f"{tps / 1e3:.1f}K tok/s")
+                    " ".join(f"{k} {v:.4g}" for k, v in vals.items() if not k.startswith("mse_l")) +
+                    f" lr {rec['lr']:.3g} {tps:.0f} tok/s {self.run_seconds:.0f} s")
         val = finish()
         self.save_ckpt()
         self.save_log(extra, done=True, val=val)
