@@ -431,8 +431,11 @@ class Model(nn.Module):
         N = q.shape[2]
         if T >= N:
             return full_attention(qr, kr, v)
-        o_lin = self.linear(i, arch, q[:, :, :N - T], k[:, :, :N - T], v[:, :, :N - T], qr[:, :, :N - T],
-                            kr[:, :, :N - T], impl) if N - T > 0 else None
+        if self._linear_fn is not linear_chunked:  # compiled: one shape for every tail (the prefix is causal)
+            o_lin = self.linear(i, arch, q, k, v, qr, kr, impl)[:, :, :N - T] if N - T > 0 else None
+        else:
+            o_lin = self.linear(i, arch, q[:, :, :N - T], k[:, :, :N - T], v[:, :, :N - T], qr[:, :, :N - T],
+                                kr[:, :, :N - T], impl) if N - T > 0 else None
         o_tail = tail_attention(qr[:, :, N - T:], kr, v, N - T) if T > 0 else None
         parts = [x for x in (o_lin, o_tail) if x is not None]
         return torch.cat(parts, dim=2).to(v.dtype)

@@ -14,9 +14,9 @@ the ablation get the same LoRA tokens and steps as stage 2):
 Every job: sequences of 1024 tokens, 32 a step (8 for the 1M budget, so that each stage has 64 steps). `--budgets
 16M,4M,1M` and `--no-ablation` change the grid. Each call runs what is left within --max-seconds (a job
 cut short saves and resumes in the next call) and exits 0 when the grid is done, 3 when more calls are needed.
-`--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and, for each
-budget whose jobs are done, DIR/convert-B.tar (the stage-2, ablation and control adapter directories and every
-job's log.json, under 16 MiB). Extra options after `--` go to every train.py job (e.g. `-- --compile`).
+`--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
+DIR/runs.tar.part00, part01, ... (pieces of 15 MiB: every job's log.json, the finished jobs' adapter directories, an
+unfinished job's checkpoint); on a fresh machine `--restore DIR` (those pieces carried back) puts them into --runs. Extra options after `--` go to every train.py job (e.g. `-- --compile`).
 """
 import argparse
 import io
@@ -91,24 +91,63 @@ def summary(a, jobs):
     return out
 
 
+PART = 15 * 2 ** 20  # what comes back from a GPU machine: files of at most 16 MiB
+
+
 def bundle(a, jobs):
+    """DIR/summary.json, and the state of --runs as DIR/runs.tar.partNN (15 MiB pieces): every job's log.json, a
+    finished job's adapter/, an unfinished job's ckpt.pt. `--restore DIR` puts it back on a fresh machine."""
     os.makedirs(a.bundle, exist_ok=True)
     s = summary(a, jobs)
     with open(os.path.join(a.bundle, "summary.json"), "w") as f:
         json.dump(s, f, indent=1)
-    for b in a.budgets.split(","):
-        names = [n for n, bb, _ in jobs if bb == b]
-        if not all(s["jobs"][n]["state"] == "done" for n in names):
-            continue
-        path = os.path.join(a.bundle, f"convert-{b}.tar")
-        with tarfile.open(path, "w") as t:
-            for n in names:
-                d = os.path.join(a.runs, n)
-                t.add(os.path.join(d, "log.json"), arcname=f"{n}/log.json")
-                if not n.startswith("s1-"):
-                    for f in ("config.json", "adapter.safetensors"):
-                        t.add(os.path.join(d, "adapter", f), arcname=f"{n}/adapter/{f}")
-        print(f"pipeline: {path}: {os.path.getsize(path) / 2 ** 20:.1f} MiB", file=sys.stderr)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for n, _, _ in jobs:
+            d = os.path.join(a.runs, n)
+            state = s["jobs"][n]["state"]
+            if state == "not started":
+                continue
+            t.add(os.path.join(d, "log.json"), arcname=f"{n}/log.json")
+            files = ["adapter/config.json", "adapter/adapter.safetensors"] if state == "done" else ["ckpt.pt"]
+            for f in files:
+                if os.path.exists(os.path.join(d, f)):
+                    t.add(os.path.join(d, f), arcname=f"{n}/{f}")
+    for old in os.listdir(a.bundle):
+        if old.startswith("runs.tar.part"):
+            os.unlink(os.path.join(a.bundle, old))
+    data = buf.getvalue()
+    for k in range(0, max(1, -(-len(data) // PART))):
+        with open(os.path.join(a.bundle, f"runs.tar.part{k:02d}"), "wb") as f:
+            f.write(data[k * PART:(k + 1) * PART])
+    print(f"pipeline: {a.bundle}: summary.json and runs.tar.part* ({len(data) / 2 ** 20:.1f} MiB)", file=sys.stderr)
+
+
+def restore(a):
+    """Unpacks DIR/runs.tar.part* into --runs, for the jobs --runs does not already hold."""
+    parts = sorted(f for f in os.listdir(a.restore) if f.startswith("runs.tar.part"))
+    if not parts:
+        raise SystemExit(f"--restore {a.restore}: no runs.tar.part* there")
+    data = b"".join(open(os.path.join(a.restore, f), "rb").read() for f in parts)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as t:
+        for m in t.getmembers():
+            name = os.path.normpath(m.name)
+            if not m.isfile() or name.startswith("..") or os.path.isabs(name):
+                raise SystemExit(f"--restore: unexpected member {m.name}")
+            job = name.split(os.sep)[0]
+            if os.path.exists(os.path.join(a.runs, job, "log.json")) and \
+                    not os.path.exists(os.path.join(a.runs, job, ".restored")):
+                continue  # this machine's own copy is as new or newer
+            dest = os.path.join(a.runs, name)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "wb") as f:
+                f.write(t.extractfile(m).read())
+            open(os.path.join(a.runs, job, ".restored"), "w").close()
+    for d in os.listdir(a.runs):
+        marker = os.path.join(a.runs, d, ".restored")
+        if os.path.exists(marker):
+            os.unlink(marker)
+    print(f"pipeline: restored {a.runs} from {a.restore} ({len(parts)} parts)", file=sys.stderr)
 
 
 def main():
@@ -128,11 +167,15 @@ def main():
     ap.add_argument("--tail-min", type=int, default=64, help="stage 2 tail range (default 64..256)")
     ap.add_argument("--tail-max", type=int, default=256)
     ap.add_argument("--max-seconds", type=float, default=480)
-    ap.add_argument("--bundle", help="write summary.json and the finished budgets' tar files here")
+    ap.add_argument("--bundle", help="write summary.json and runs.tar.part* (the state of --runs) here")
+    ap.add_argument("--restore", help="a folder of runs.tar.part* from an earlier call (a fresh machine)")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
     t0 = time.time()
     a.data = [unpacked(d) for d in a.data]
+    os.makedirs(a.runs, exist_ok=True)
+    if a.restore:
+        restore(a)
     jobs = plan(a)
     rc = 0
     for name, b, job_argv in jobs:

@@ -180,19 +180,26 @@ class Job:
     def save_ckpt(self):
         st = {"kind": self.kind, "step": self.step, "params": {n: p.detach().cpu() for n, p in self.params},
               "opt": self.opt.state_dict(), "records": self.records, "seen": self.data.seen,
-              "run_seconds": self.run_seconds, "args": {k: v for k, v in vars(self.a).items()
-                                                        if k not in ("resume", "max_seconds", "log_every", "compile",
-                                                                     "threads", "device")}}
+              "run_seconds": self.run_seconds, "args": self.resume_key()}
         tmp = self.ckpt_path + ".tmp"
         torch.save(st, tmp)
         os.replace(tmp, self.ckpt_path)
+
+    def resume_key(self):
+        """What must match for a checkpoint to be resumed: the options that change the result (paths aside: the
+        data by sha256, so that a job directory moved to another machine resumes)."""
+        k = {n: v for n, v in vars(self.a).items() if n not in ("resume", "max_seconds", "log_every", "compile",
+                                                                "threads", "device", "out", "maps", "data",
+                                                                "val_data", "model")}
+        k["data_sha256"] = [f["sha256"] for f in self.data.files]
+        k["model_name"] = os.path.basename(os.path.normpath(self.a.model))
+        return k
 
     def try_resume(self):
         if not self.a.resume or not os.path.exists(self.ckpt_path):
             return
         st = torch.load(self.ckpt_path, map_location="cpu", weights_only=False)
-        mine = {k: v for k, v in vars(self.a).items() if k not in ("resume", "max_seconds", "log_every", "compile",
-                                                                    "threads", "device")}
+        mine = self.resume_key()
         diff = [k for k in mine if st["args"].get(k) != mine[k]]
         if st["kind"] != self.kind or diff:
             raise SystemExit(f"{self.ckpt_path}: made by a different job ({', '.join(diff) or st['kind']} differ); "
