@@ -35,7 +35,6 @@ import json
 import lzma
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys

@@ -469,7 +469,6 @@ def build(model_path, adapter=None, device="cpu"):
     """(Model, Arch) of a base model plus an optional adapter (directory or .safetensors); Arch from the adapter's
     config (else the base's `orthros` object, else transformer)."""
     from . import ckpt
-    import os
     acfg = None
     tensors, alpha = {}, None
     if adapter:
