@@ -87,8 +87,6 @@ def main():
     dev = torch.device(a.device if a.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
     cfg, sd = ckpt.load_model(a.model)
     m = Model(cfg, sd).to(dev)
-    if dev.type == "cuda":  # the weights in bf16: sampling needs no float32 master copy
-        m = m.to(torch.bfloat16)
     data = Tokens([a.prompts], cfg.vocab)
     os.makedirs(a.out, exist_ok=True)
     path, man_path = os.path.join(a.out, "teacher.u16"), os.path.join(a.out, "manifest.json")
@@ -108,7 +106,8 @@ def main():
         t = time.time()
         gen = torch.Generator(device=dev).manual_seed(a.seed * 100003 + man["batches"])
         prefix = data.batch(a.batch, 16, a.seed, man["batches"]).to(dev)
-        ids = sample(m, prefix, a.length, a.temperature, a.top_p, gen).cpu()
+        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+            ids = sample(m, prefix, a.length, a.temperature, a.top_p, gen).cpu()
         ids = torch.cat([ids, torch.full((a.batch, 1), eos)], 1).numpy().astype("<u2")
         with open(path, "ab") as f:
             f.write(ids.tobytes())
