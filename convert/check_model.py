@@ -5,7 +5,9 @@
     .venv/bin/python convert/check_model.py --quick               # llama-tiny only (seconds)
 
 1. data/fixtures/llama-tiny: logits of the `transformer` forward against transformers' LlamaForCausalLM (eager,
-   float32) and the fixture's committed logits.f32: max |diff| <= 1e-4.
+   float32) and the fixture's committed logits.f32, and the other fixtures (BF16 with hidden != heads x head_dim,
+   MQA with tied embeddings, llama3 rope scaling, F16 shards) against their committed transformers logits: max |diff|
+   <= 1e-4.
 2. SmolLM2-135M-Instruct (the GGUF; --gguf): convert/ckpt.py's own GGUF reader against transformers' GGUF loader
    (every tensor), and logits against transformers and against the engine's cpu logits (`orthros logits --device
    cpu`): max |diff| <= 1e-3 of the row's scale (max |logit| of the row).
@@ -131,6 +133,13 @@ def main():
     report("llama-tiny transformer vs transformers", float(np.abs(mine - theirs).max()), 1e-4)
     fx = np.fromfile(os.path.join(FIXTURE, "logits.f32"), dtype=np.float32).reshape(len(tokens), -1)
     report("llama-tiny transformer vs the fixture's logits.f32", float(np.abs(mine - fx).max()), 1e-4)
+    for name in ("gqa4-bf16-d64", "mqa-d128-tied", "llama3-rope", "sharded-f16"):
+        d = os.path.join(ROOT, "data", "fixtures", name)
+        r = json.load(open(os.path.join(d, "ref.json")))
+        c2, sd2 = ckpt.load_model(d)
+        got = ours(Model(c2, sd2), Arch("transformer"), r["tokens"])
+        want = np.fromfile(os.path.join(d, r["logits_file"]), dtype=np.float32).reshape(len(r["tokens"]), -1)
+        report(f"{name} transformer vs its committed transformers logits", float(np.abs(got - want).max()), 1e-4)
     if have_engine:
         check_kinds_engine(a.orthros, FIXTURE, m, tokens, "llama-tiny")
     check_formula(m, len(tokens))
