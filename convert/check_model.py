@@ -108,11 +108,41 @@ def check_formula(m, N, seed=0, windows=(0, 1, 5, 16, 64, 100), chunks=(4, 16, 6
         a.fm_q = a.fm_k = a.gate_logit = None
 
 
+def check_converted_fixture(d):
+    """data/fixtures/llama-tiny-converted (issue 24): 32 float64 references of the converted formula (orthros tails 1
+    and 4, linear, hybrid; phi before / after RoPE; windows 0, 1, 4, 40), made by data/make_converted_fixture.py
+    independently of this code."""
+    if not os.path.exists(os.path.join(d, "converted.json")):
+        print(f"check_model: skip: no converted fixture at {d}", flush=True)
+        return
+    import json
+    ref = json.load(open(os.path.join(d, "converted.json")))
+    tokens = ref["tokens"]
+    want = np.fromfile(os.path.join(d, ref["logits_file"]), dtype=np.float32).reshape(ref["logits_shape"])
+    cfg, sd = ckpt.load_model(d)
+    m = Model(cfg, sd)
+    extra = {k: v for k, v in sd.items() if "feature_map" in k or "window_gate" in k}
+    m.load_adapter_tensors(extra, None)
+    base = Arch.from_json(cfg.orthros, cfg.head_dim)
+    worst = {"chunked": 0.0, "naive": 0.0}
+    for c in ref["cases"]:
+        arch = Arch(c["arch"], base.feature_map, base.feature_dim, c["feature_map_rope"], c["local_window"],
+                    c["tail"], c["hybrid_every"] if c["hybrid_every"] > 0 else 4)
+        for impl in worst:
+            got = ours(m, arch, tokens, impl)
+            worst[impl] = max(worst[impl], float(np.abs(got - want[c["index"]]).max()))
+    for impl, w in worst.items():
+        report(f"llama-tiny-converted: {len(ref['cases'])} float64 references of the formula, {impl} form", w,
+               ref.get("tolerance", 1e-4))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--orthros", default=os.path.join(ROOT, "build", "orthros"), help="the engine binary")
     ap.add_argument("--gguf", default=os.path.join(ROOT, ".cache", "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
-    ap.add_argument("--quick", action="store_true", help="llama-tiny only")
+    ap.add_argument("--quick", action="store_true", help="the fixtures only")
+    ap.add_argument("--converted-fixture", default=os.path.join(ROOT, "data", "fixtures", "llama-tiny-converted"),
+                    help="issue 24's converted fixture (skipped when absent)")
     a = ap.parse_args()
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     have_engine = os.path.exists(a.orthros)
@@ -143,6 +173,7 @@ def main():
     if have_engine:
         check_kinds_engine(a.orthros, FIXTURE, m, tokens, "llama-tiny")
     check_formula(m, len(tokens))
+    check_converted_fixture(a.converted_fixture)
     check_formula(m, 200, seed=1, windows=(0, 63, 64, 65), chunks=(64,))
 
     if a.quick:

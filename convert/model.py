@@ -479,6 +479,9 @@ def build(model_path, adapter=None, device="cpu"):
         model_path = ckpt.resolve_base(adapter, acfg)
     cfg, sd = ckpt.load_model(model_path)
     m = Model(cfg, sd).to(device)
+    own = {k: v for k, v in sd.items() if "feature_map" in k or k.endswith("window_gate")}
+    if own:  # a converted model as one checkpoint (orthros export): its maps and gates
+        m.load_adapter_tensors(own, None)
     if tensors:
         m.load_adapter_tensors(tensors, alpha)
     o = (acfg or {}).get("orthros") or cfg.orthros
