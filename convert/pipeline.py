@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""The whole conversion grid in one resumable command, for a GPU machine in calls of under 9 minutes:
+
+    convert/pipeline.py --model .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf \\
+        --data build-data/corpus/train.u16.xz --runs build-data/runs --max-seconds 480 --bundle "$OUT"
+
+Jobs, in this order (a budget B is split as LoLCATs does it, half attention transfer, half LoRA; the control and
+the ablation get the same LoRA tokens and steps as stage 2):
+
+    s1-16M  stage1 8M      s2-16M  stage2 both phases 8M      ctl-16M  control 8M      s2lin-16M  stage2 linear 8M
+    s1-4M   stage1 2M      s2-4M   stage2 both phases 2M      ctl-4M   control 2M
+    s1-1M   stage1 512K    s2-1M   stage2 both phases 512K    ctl-1M   control 512K
+
+Every job: sequences of 1024 tokens, 32 a step (8 for the 1M budget, so that each stage has 64 steps). `--budgets
+16M,4M,1M` and `--no-ablation` change the grid. Each call runs what is left within --max-seconds (a job
+cut short saves and resumes in the next call) and exits 0 when the grid is done, 3 when more calls are needed.
+`--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
+DIR/runs.tar.part00, part01, ... (pieces of 15 MiB: every job's log.json, the finished jobs' adapter directories, an
+unfinished job's checkpoint); on a fresh machine `--restore DIR` (those pieces carried back) puts them into --runs. Extra options after `--` go to every train.py job (e.g. `-- --compile`).
+"""
+import argparse
+import io
+import json
+import os
+import sys
+import tarfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from convert import train  # noqa: E402
+
+
+def plan(a):
+    jobs = []
+    for b in a.budgets.split(","):
+        half = train.count(b) // 2
+        # 32 sequences a step, fewer (down to 8) where that would leave under 64 steps a stage (the 1M budget)
+        batch = max(8, min(32, half // (a.seq * 64) // 8 * 8))
+        micro = min(batch, a.ft_micro_batch)
+        size = ["--tokens", str(half), "--batch", str(batch), "--seq", str(a.seq)]
+        ft = size + ["--micro-batch", str(micro)]
+        jobs.append((f"s1-{b}", b, ["stage1", *size]))
+        jobs.append((f"s2-{b}", b, ["stage2", *ft, "--maps", os.path.join(a.runs, f"s1-{b}"),
+                                    "--tail-min", str(a.tail_min), "--tail-max", str(a.tail_max)]))
+        jobs.append((f"ctl-{b}", b, ["control", *ft]))
+        if not a.no_ablation and b == a.budgets.split(",")[0]:
+            jobs.append((f"s2lin-{b}", b, ["stage2", "--phases", "linear", *ft, "--maps",
+                                           os.path.join(a.runs, f"s1-{b}")]))
+    return jobs
+
+
+def unpacked(path):
+    """A .xz token file decompressed once beside itself (checked against manifest.json's sha256 when present)."""
+    if not path.endswith(".xz"):
+        return path
+    import hashlib
+    import lzma
+    out = path[:-3]
+    man = os.path.join(os.path.dirname(path), "manifest.json")
+    want = json.load(open(man)).get("outputs", {}).get(os.path.basename(out), {}).get("sha256") \
+        if os.path.exists(man) else None
+    if not os.path.exists(out) or (want and hashlib.sha256(open(out, "rb").read()).hexdigest() != want):
+        raw = lzma.open(path).read()
+        if want and hashlib.sha256(raw).hexdigest() != want:
+            raise SystemExit(f"{path}: the tokens' sha256 differs from {man}'s")
+        with open(out + ".tmp", "wb") as f:
+            f.write(raw)
+        os.replace(out + ".tmp", out)
+    return out
+
+
+def job_log(a, name):
+    p = os.path.join(a.runs, name, "log.json")
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def summary(a, jobs):
+    out = {"schema": 1, "jobs": {}}
+    for name, b, argv in jobs:
+        lg = job_log(a, name)
+        if lg is None:
+            out["jobs"][name] = {"state": "not started"}
+            continue
+        out["jobs"][name] = {"state": "done" if lg["done"] else "partial", "job": lg["job"], "budget": b,
+                             "tokens_planned": lg["tokens_planned"], "tokens_seen": lg["tokens_seen"],
+                             "steps": lg["steps_done"], "seconds": lg["seconds"],
+                             "gpu_minutes": round(lg["seconds"] / 60.0, 3), "gpu": lg["environment"].get("gpu"),
+                             "torch": lg["environment"]["torch"], "validation": lg.get("validation"),
+                             "last": lg["steps"][-1] if lg["steps"] else None,
+                             "tokens_seen_by_source": lg["tokens_seen_by_source"]}
+    return out
+
+
+PART = 15 * 2 ** 20  # what comes back from a GPU machine: files of at most 16 MiB
+
+
+def bundle(a, jobs):
+    """DIR/summary.json, and the state of --runs as DIR/runs.tar.partNN (15 MiB pieces): every job's log.json, a
+    finished job's adapter/, an unfinished job's ckpt.pt. `--restore DIR` puts it back on a fresh machine."""
+    os.makedirs(a.bundle, exist_ok=True)
+    s = summary(a, jobs)
+    with open(os.path.join(a.bundle, "summary.json"), "w") as f:
+        json.dump(s, f, indent=1)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for n, _, _ in jobs:
+            d = os.path.join(a.runs, n)
+            state = s["jobs"][n]["state"]
+            if state == "not started":
+                continue
+            t.add(os.path.join(d, "log.json"), arcname=f"{n}/log.json")
+            files = ["adapter/config.json", "adapter/adapter.safetensors"] if state == "done" else ["ckpt.pt"]
+            for f in files:
+                if os.path.exists(os.path.join(d, f)):
+                    t.add(os.path.join(d, f), arcname=f"{n}/{f}")
+    for old in os.listdir(a.bundle):
+        if old.startswith("runs.tar.part"):
+            os.unlink(os.path.join(a.bundle, old))
+    data = buf.getvalue()
+    for k in range(0, max(1, -(-len(data) // PART))):
+        with open(os.path.join(a.bundle, f"runs.tar.part{k:02d}"), "wb") as f:
+            f.write(data[k * PART:(k + 1) * PART])
+    print(f"pipeline: {a.bundle}: summary.json and runs.tar.part* ({len(data) / 2 ** 20:.1f} MiB)", file=sys.stderr)
+
+
+def restore(a):
+    """Unpacks DIR/runs.tar.part* into --runs, for the jobs --runs does not already hold."""
+    parts = sorted(f for f in os.listdir(a.restore) if f.startswith("runs.tar.part"))
+    if not parts:
+        raise SystemExit(f"--restore {a.restore}: no runs.tar.part* there")
+    data = b"".join(open(os.path.join(a.restore, f), "rb").read() for f in parts)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as t:
+        for m in t.getmembers():
+            name = os.path.normpath(m.name)
+            if not m.isfile() or name.startswith("..") or os.path.isabs(name):
+                raise SystemExit(f"--restore: unexpected member {m.name}")
+            job = name.split(os.sep)[0]
+            if os.path.exists(os.path.join(a.runs, job, "log.json")) and \
+                    not os.path.exists(os.path.join(a.runs, job, ".restored")):
+                continue  # this machine's own copy is as new or newer
+            dest = os.path.join(a.runs, name)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "wb") as f:
+                f.write(t.extractfile(m).read())
+            open(os.path.join(a.runs, job, ".restored"), "w").close()
+    for d in os.listdir(a.runs):
+        marker = os.path.join(a.runs, d, ".restored")
+        if os.path.exists(marker):
+            os.unlink(marker)
+    print(f"pipeline: restored {a.runs} from {a.restore} ({len(parts)} parts)", file=sys.stderr)
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--data", required=True, action="append")
+    ap.add_argument("--runs", default="build-data/runs", help="job directories (kept between calls)")
+    ap.add_argument("--budgets", default="16M,4M,1M", help="conversion token budgets, first one gets the ablation")
+    ap.add_argument("--no-ablation", action="store_true", help="no linear-phase-only stage 2")
+    ap.add_argument("--ft-micro-batch", type=int, default=16, help="micro-batch of the LoRA jobs (default 16)")
+    ap.add_argument("--seq", type=int, default=1024, help="sequence length of every job (default 1024)")
+    ap.add_argument("--tail-min", type=int, default=64, help="stage 2 tail range (default 64..256)")
+    ap.add_argument("--tail-max", type=int, default=256)
+    ap.add_argument("--max-seconds", type=float, default=480)
+    ap.add_argument("--bundle", help="write summary.json and runs.tar.part* (the state of --runs) here")
+    ap.add_argument("--restore", help="a folder of runs.tar.part* from an earlier call (a fresh machine)")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    a.data = [unpacked(d) for d in a.data]
+    os.makedirs(a.runs, exist_ok=True)
+    if a.restore:
+        restore(a)
+    jobs = plan(a)
+    rc = 0
+    for name, b, job_argv in jobs:
+        lg = job_log(a, name)
+        if lg and lg["done"]:
+            continue
+        left = a.max_seconds - (time.time() - t0)
+        if left < 60:
+            rc = train.STOPPED
+            break
+        args = job_argv + ["--model", a.model, "--out", os.path.join(a.runs, name), "--seed", str(a.seed),
+                           "--resume", "--max-seconds", str(int(left))]
+        for d in a.data:
+            args += ["--data", d]
+        print(f"pipeline: {name}: {' '.join(job_argv)} ({left:.0f} s left)", file=sys.stderr, flush=True)
+        rc = train.main(args + extra)
+        if rc != 0:
+            break
+    if a.bundle:
+        bundle(a, jobs)
+    done = all((job_log(a, n) or {}).get("done") for n, _, _ in jobs)
+    print(f"pipeline: {'ALL DONE' if done else 'NOT DONE: run again'} ({time.time() - t0:.0f} s this call)",
+          file=sys.stderr)
+    return 0 if done else train.STOPPED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
