@@ -21,8 +21,8 @@
  *   v5  segments walked chunk by chunk with the state in mma accumulators (lin5_state, the scan, lin5_out).
  *   v6  v5 with the element-wise map 8 values a step without a branch, and empty intra-chunk tiles skipped.
  *   v7  at head dim 128 on sm_90a the output pass on wgmma (lin7_out); v6 elsewhere: the sm_90a default.
- *   window  (not a version: every path) a converted model's local window (docs/converted-models.md, written without
- *           a GPU, first run pending): with p.keys.shift = W the state lags the window; every path reads the keys and
+ *   window  (not a version: every path) a converted model's local window (docs/converted-models.md; its tests pass
+ *           on the H200 at e470e63): with p.keys.shift = W the state lags the window; every path reads the keys and
  *           values of the key stream W rows behind (linear_phi.cuh's lin_key_row: the call's rows W earlier, or before
  *           the call the ring / cache, zeros before position 0, and phi skips those rows) and writes each row's
  *           denominator to p.den for attn_linear_window.cu's pass. Every kernel takes it as a separate instantiation
