@@ -36,9 +36,9 @@
  *   nothing in flight during the compute; the window's K / V went through shared memory once per head pair.
  *   Windows over 64 take v1 under v2 too.
  * v2 (the default; written without a GPU, first run pending): the section above lw2_kernel. Per warp and query head
- *   a loop of 852 SASS instructions at d 64 (80 HMMA, 42 MUFU) and 1248 at d 128 (160 HMMA); 4 blocks (16 warps) an
- *   SM at d 64 (128 registers, 12-24 bytes of spills outside the head loop's hot path at W 50-64), 2 blocks (8
- *   warps) at d 128 (255 registers).
+ *   a loop of 834 SASS instructions at d 64 (80 HMMA, 42 MUFU) and 1227 at d 128 (160 HMMA) at W 64; 4 blocks (16
+ *   warps) an SM at d 64 (128 registers, no spills), 2 blocks (8 warps) at d 128 (255 registers, 4 bytes of spills at
+ *   W 50-64: one local load a head).
  *   Prediction (128K, 32 / 8 heads, W 64): memory-bound with the issue well below it: 8192 x 32 warp-heads over
  *   132 SMs x 4 schedulers at one instruction a cycle is 0.21 ms at d 64 (0.31 ms at d 128) against the floors of
  *   0.42 / 0.84 ms; with ~85% of the copy rate (4.27 TB/s measured): d 64 ~0.52 ms, d 128 ~1.04 ms (v1 1.52 /
@@ -285,6 +285,7 @@ static __global__ void __launch_bounds__(LW2_WARPS * 32, lw2_cfg<D>::BLOCKS)
     lw2_kernel(orthros_attn_linear_window_params p)
 {
     static_assert(G >= 1 && G <= LW2_GMAX, "windows of 1 .. 64");
+    static_assert((LW2_WARPS * 32) % (D / 8) == 0, "a thread keeps one 16-byte column of the key rows");
     using C = lw2_cfg<D>;
     constexpr int LD = C::LD, KT = D / 16, DT = D / 8, CH = D / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -301,11 +302,20 @@ static __global__ void __launch_bounds__(LW2_WARPS * 32, lw2_cfg<D>::BLOCKS)
     {
         const bf16 *kc = (const bf16 *)p.k_cache + (size_t)b * p.cap * p.Hkv * D + (size_t)kv * D;
         const bf16 *vc = (const bf16 *)p.v_cache + (size_t)b * p.cap * p.Hkv * D + (size_t)kv * D;
-        for (int e = threadIdx.x; e < LW2_KEYS * CH; e += blockDim.x) {
-            const int kr = e / CH, ch = e % CH, s = kb0 + kr, ok = s >= s_lo && s <= s_hi;
-            const size_t off = ok ? (size_t)(s % p.cap) * p.Hkv * D + ch * 8 : 0;
+        // A thread keeps its 16-byte column ch and steps RSTEP rows: the ring slot moves with it, one modulo a thread
+        // (cap >= W + n - 1 >= RSTEP here).
+        constexpr int RSTEP = LW2_WARPS * 32 / CH;
+        const int ch = threadIdx.x % CH, kr1 = threadIdx.x / CH;
+        int slot = (kb0 + kr1) % p.cap;
+        if (slot < 0) slot += p.cap;
+#pragma unroll 4
+        for (int kr = kr1; kr < LW2_KEYS; kr += RSTEP) {
+            const int s = kb0 + kr, ok = s >= s_lo && s <= s_hi;
+            const size_t off = ok ? (size_t)slot * p.Hkv * D + ch * 8 : 0;
             cp_async16(sK + kr * LD + ch * 8, kc + off, ok ? 16 : 0);
             cp_async16(sV + kr * LD + ch * 8, vc + off, ok ? 16 : 0);
+            slot += RSTEP;
+            if (slot >= p.cap) slot -= p.cap;
         }
     }
     // This warp's rows of the call: i0 + 16 warp + r, r < wvalid.
