@@ -17,9 +17,12 @@
 #define LR_WARPS 8
 #define LR_HEADS 8
 
+/* LAG: a lagging key stream (its values read through lin_key_row, each row's denominator to p.den); a separate
+ * instantiation, so that the code without a window is the code it was (lin_args, linear_phi.cuh). */
+template <bool LAG>
 static __global__ void __launch_bounds__(LR_WARPS * 32)
-    attn_linear_recurrent_kernel(orthros_attn_linear_params p, const bf16 *phi_q, const bf16 *phi_k,
-                                 const float *z_in, int i0, int ns)
+    attn_linear_recurrent_kernel(lin_args<LAG> p, const bf16 *phi_q, const bf16 *phi_k, const float *z_in, int i0,
+                                 int ns)
 {
     extern __shared__ float sm[];
     int F = p.F, d = p.d, g = p.Hq / p.Hkv;
@@ -31,17 +34,23 @@ static __global__ void __launch_bounds__(LR_WARPS * 32)
     float *den = red + LR_WARPS * LR_HEADS * 32; // [LR_HEADS]
     int kv = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     int c = blockIdx.x * 32 + lane;
+    int W = (p.Hq + 2 * p.Hkv) * d;
     float *S = p.S + ((size_t)b * p.Hkv + kv) * F * d;
-    const int pos0b = lin_key_pos0(p.keys, b);
+    const int pos0b = lin_pos0(p, b);
     for (int f = threadIdx.x; f < F; f += blockDim.x) zr[f] = z_in[((size_t)b * p.Hkv + kv) * F + f];
     for (int i = 0; i < ns; i++) {
         size_t r = (size_t)b * ns + i;
+        const bf16 *row = (const bf16 *)p.qkv + ((size_t)b * p.n + i0 + i) * W;
         for (int f = threadIdx.x; f < F; f += blockDim.x) pk[f] = bf2f(phi_k[(r * p.Hkv + kv) * F + f]);
         for (int e = threadIdx.x; e < g * F; e += blockDim.x) pq[e] = bf2f(phi_q[(r * p.Hq + kv * g) * F + e]);
         if (threadIdx.x < 32) {
             int cc = blockIdx.x * 32 + threadIdx.x;
-            const bf16 *v = lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, d, b, pos0b, i0 + i, kv, 1);
-            vv[threadIdx.x] = cc < d && v ? bf2f(v[cc]) : 0.0f;
+            if constexpr (LAG) {
+                const bf16 *v = lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, d, b, pos0b, i0 + i, kv, 1);
+                vv[threadIdx.x] = cc < d && v ? bf2f(v[cc]) : 0.0f;
+            } else {
+                vv[threadIdx.x] = cc < d ? bf2f(row[(size_t)(p.Hq + p.Hkv + kv) * d + cc]) : 0.0f;
+            }
         }
         __syncthreads();
         for (int f = threadIdx.x; f < F; f += blockDim.x) zr[f] += pk[f];
@@ -66,8 +75,9 @@ static __global__ void __launch_bounds__(LR_WARPS * 32)
                 for (int f = lane; f < F; f += 32) ds += pq[(jb + warp) * F + f] * zr[f];
                 for (int o = 16; o > 0; o >>= 1) ds += __shfl_xor_sync(0xffffffffu, ds, o);
                 if (lane == 0) den[warp] = ds;
-                if (lane == 0 && p.den && blockIdx.x == 0)
-                    p.den[((size_t)b * p.n + i0 + i) * p.Hq + kv * g + jb + warp] = ds;
+                if constexpr (LAG)
+                    if (lane == 0 && p.den && blockIdx.x == 0)
+                        p.den[((size_t)b * p.n + i0 + i) * p.Hq + kv * g + jb + warp] = ds;
             }
             __syncthreads();
             int jj = threadIdx.x / 32;
@@ -110,8 +120,13 @@ int orthros_attn_linear_recurrent_bf16(const orthros_attn_linear_params *p, cubl
     size_t smem = ((size_t)(2 + g) * p->F + 32 + LR_WARPS * LR_HEADS * 32 + LR_HEADS) * sizeof(float);
     if (smem > 200 * 1024)
         return orthros_error(ORTHROS_EUNSUPPORTED, "linear attention: %d heads x %d features too large", g, p->F);
-    ORTHROS_CUDA_CHECK(
-        cudaFuncSetAttribute(attn_linear_recurrent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const bool lag = lin_lags(p);
+    if (lag)
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_linear_recurrent_kernel<true>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    else
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_linear_recurrent_kernel<false>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     size_t phi_q_bytes = (size_t)p->B * ns_max * p->Hq * p->F * sizeof(bf16);
     size_t phi_bytes = ((size_t)p->B * ns_max * (p->Hq + p->Hkv) * p->F * sizeof(bf16) + 255) / 256 * 256;
     char *w = (char *)p->work;
@@ -127,7 +142,12 @@ int orthros_attn_linear_recurrent_bf16(const orthros_attn_linear_params *p, cubl
         ORTHROS_CUDA_CHECK(cudaMemcpyAsync(z_in, p->z, (size_t)p->B * p->Hkv * p->F * sizeof(float),
                                            cudaMemcpyDeviceToDevice, stream));
         dim3 grid(ceil_div(p->d, 32), p->Hkv, p->B);
-        attn_linear_recurrent_kernel<<<grid, LR_WARPS * 32, smem, stream>>>(*p, phi_q, phi_k, z_in, i0, ns);
+        if (lag)
+            attn_linear_recurrent_kernel<true>
+                <<<grid, LR_WARPS * 32, smem, stream>>>(lin_args_of<true>(p), phi_q, phi_k, z_in, i0, ns);
+        else
+            attn_linear_recurrent_kernel<false>
+                <<<grid, LR_WARPS * 32, smem, stream>>>(lin_args_of<false>(p), phi_q, phi_k, z_in, i0, ns);
         ORTHROS_CUDA_LAUNCH_CHECK("attn_linear_recurrent_kernel");
     }
     return 0;

@@ -21,13 +21,14 @@
  *   v5  segments walked chunk by chunk with the state in mma accumulators (lin5_state, the scan, lin5_out).
  *   v6  v5 with the element-wise map 8 values a step without a branch, and empty intra-chunk tiles skipped.
  *   v7  at head dim 128 on sm_90a the output pass on wgmma (lin7_out); v6 elsewhere: the sm_90a default.
- *   window  (not a version: every path) a converted model's local window (docs/converted-models.md, written without
- *           a GPU, first run pending): with p.keys.shift = W the state lags the window; every path reads the keys and
+ *   window  (not a version: every path) a converted model's local window (docs/converted-models.md; its tests pass
+ *           on the H200 at e470e63): with p.keys.shift = W the state lags the window; every path reads the keys and
  *           values of the key stream W rows behind (linear_phi.cuh's lin_key_row: the call's rows W earlier, or before
  *           the call the ring / cache, zeros before position 0, and phi skips those rows) and writes each row's
- *           denominator to p.den for attn_linear_window.cu's pass. v5-v7 take it as separate instantiations (LAG), so
- *           that their code without a window is what it was; v3/v4 featurize the lagging keys through
- *           linear_featurize and read its values row by row.
+ *           denominator to p.den for attn_linear_window.cu's pass. Every kernel takes it as a separate instantiation
+ *           (LAG) with its own parameter struct (lin_args in linear_phi.cuh: a by-value struct over 128 bytes changes
+ *           a kernel's whole code), so that the code without a window is the code it was, SASS for SASS; v3/v4
+ *           featurize the lagging keys through linear_featurize and read its values row by row.
  */
 #include "attn_linear_prefill.h"
 
@@ -51,8 +52,8 @@ struct lin_work {
 
 /* cp.async of a chunk's 64 phi_k rows of kv head kv into sPk (row stride ldf), rows past ns zero-filled: from
  * the featurized w.phi_k, or (FUSED) the raw k of qkv, to be mapped in place once it has landed. */
-template <bool FUSED>
-static __device__ __forceinline__ void load_phi_k(bf16 *sPk, int ldf, const orthros_attn_linear_params &p,
+template <bool FUSED, class P>
+static __device__ __forceinline__ void load_phi_k(bf16 *sPk, int ldf, const P &p,
                                                   const lin_work &w, const bf16 *qkv, int W, int b, int kv, int i0,
                                                   int ns, int t0)
 {
@@ -68,11 +69,11 @@ static __device__ __forceinline__ void load_phi_k(bf16 *sPk, int ldf, const orth
     }
 }
 
-/* cp.async of the values of key rows j0 .. j0 + 63 of the call (the key stream: qkv rows, or with a local window the
- * rows W earlier, from the ring before the call) of kv head kv into sV (row stride ldd); rows at or past `valid` and
- * rows before position 0 zero-filled. */
-static __device__ __forceinline__ void load_v_rows(bf16 *sV, int ldd, const orthros_attn_linear_params &p, int b, int kv,
-                                                   int j0, int valid)
+/* cp.async of the values of key rows j0 .. j0 + 63 of a lagging key stream (a local window: the call's rows W earlier,
+ * before the call the ring) of kv head kv into sV (row stride ldd); rows at or past `valid` and rows before position
+ * 0 zero-filled. */
+static __device__ __forceinline__ void load_v_rows(bf16 *sV, int ldd, const lin_args<true> &p, int b, int kv, int j0,
+                                                   int valid)
 {
     const int d = p.d, pos0b = lin_key_pos0(p.keys, b);
     for (int e = threadIdx.x; e < LC * (d / 8); e += blockDim.x) {
@@ -82,10 +83,11 @@ static __device__ __forceinline__ void load_v_rows(bf16 *sV, int ldd, const orth
     }
 }
 
-/* FUSED: phi_k is made here from the raw k of qkv (element-wise maps, F == d) instead of read from w.phi_k. */
-template <bool FUSED>
+/* FUSED: phi_k is made here from the raw k of qkv (element-wise maps, F == d) instead of read from w.phi_k. LAG: the
+ * values of the lagging key stream (a local window; phi_k comes featurized from it). */
+template <bool FUSED, bool LAG>
 static __global__ void __launch_bounds__(LC_WARPS * 32)
-    lin_chunk_state_kernel(orthros_attn_linear_params p, lin_work w, int i0, int ns, int nc)
+    lin_chunk_state_kernel(lin_args<LAG> p, lin_work w, int i0, int ns, int nc)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int F = p.F, d = p.d, LDF = F + SMEM_PAD, LDD = d + SMEM_PAD;
@@ -95,7 +97,15 @@ static __global__ void __launch_bounds__(LC_WARPS * 32)
     int W = (p.Hq + 2 * p.Hkv) * d, t0 = c * LC;
     const bf16 *qkv = (const bf16 *)p.qkv;
     load_phi_k<FUSED>(sPk, LDF, p, w, qkv, W, b, kv, i0, ns, t0);
-    load_v_rows(sV, LDD, p, b, kv, i0 + t0, ns - t0);
+    if constexpr (LAG) {
+        load_v_rows(sV, LDD, p, b, kv, i0 + t0, ns - t0);
+    } else {
+        for (int e = tid; e < LC * (d / 8); e += blockDim.x) {
+            int r = e / (d / 8), ch = e % (d / 8), ok = t0 + r < ns;
+            const bf16 *src = ok ? qkv + ((size_t)b * p.n + i0 + t0 + r) * W + (size_t)(p.Hq + p.Hkv + kv) * d + ch * 8 : qkv;
+            cp_async16(sV + r * LDD + ch * 8, src, ok ? 16 : 0);
+        }
+    }
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -148,7 +158,7 @@ static __global__ void __launch_bounds__(LC_WARPS * 32)
 
 /* In place: dS_c <- S_in + sum_{c' < c} dS_c'; S <- S_in + sum of all. Same for z. */
 #define SCAN_U 8
-static __global__ void lin_scan_kernel(orthros_attn_linear_params p, lin_work w, int nc)
+static __global__ void lin_scan_kernel(lin_args<false> p, lin_work w, int nc)
 {
     int kv = blockIdx.y, b = blockIdx.z, F = p.F, d = p.d;
     size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x, hd = (size_t)b * p.Hkv + kv;
@@ -254,8 +264,8 @@ static __device__ __forceinline__ void lin_den_inverse(float &iA, float &iB, flo
 
 /* A local window's combine needs each row's linear denominator: row (b, i) of query head h, [B][n][Hq] fp32 (one
  * thread of the row's 4 writes it; rows past the call's are not written). */
-static __device__ __forceinline__ void lin_den_store(const orthros_attn_linear_params &p, size_t row, int valid_row,
-                                                     int h, float den, int lane)
+static __device__ __forceinline__ void lin_den_store(const lin_args<true> &p, size_t row, int valid_row, int h,
+                                                     float den, int lane)
 {
     if (p.den && valid_row && lane % 4 == 0) p.den[row * p.Hq + h] = den;
 }
@@ -286,10 +296,11 @@ static __device__ __forceinline__ void lin_den_inverse_x8(float &iA, float &iB, 
     lin_den_finish(iA, iB, denA, denB, eps);
 }
 
-/* FUSED: phi_q and phi_k are made here from the raw q and k of qkv, as in lin_chunk_state_kernel. */
-template <bool FUSED>
+/* FUSED: phi_q and phi_k are made here from the raw q and k of qkv, as in lin_chunk_state_kernel. LAG: the values of
+ * the lagging key stream, and each row's denominator to p.den. */
+template <bool FUSED, bool LAG>
 static __global__ void __launch_bounds__(LCO_WARPS * 32)
-    lin_chunk_out_kernel(orthros_attn_linear_params p, lin_work w, int i0, int ns, int nc)
+    lin_chunk_out_kernel(lin_args<LAG> p, lin_work w, int i0, int ns, int nc)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const int F = p.F, d = p.d, LDF = F + SMEM_PAD, LDD = d + SMEM_PAD, DT = d / 8, KF = F / 16;
@@ -305,7 +316,15 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
     int g = p.Hq / p.Hkv, W = (p.Hq + 2 * p.Hkv) * d, t0 = c * LC;
     const bf16 *qkv = (const bf16 *)p.qkv;
     load_phi_k<FUSED>(sPk, LDF, p, w, qkv, W, b, kv, i0, ns, t0);
-    load_v_rows(sV, LDD, p, b, kv, i0 + t0, ns - t0);
+    if constexpr (LAG) {
+        load_v_rows(sV, LDD, p, b, kv, i0 + t0, ns - t0);
+    } else {
+        for (int e = tid; e < LC * (d / 8); e += blockDim.x) {
+            int r = e / (d / 8), ch = e % (d / 8), ok = t0 + r < ns;
+            const bf16 *src = ok ? qkv + ((size_t)b * p.n + i0 + t0 + r) * W + (size_t)(p.Hq + p.Hkv + kv) * d + ch * 8 : qkv;
+            cp_async16(sV + r * LDD + ch * 8, src, ok ? 16 : 0);
+        }
+    }
     cp_async_commit();
     size_t part = ((size_t)b * p.Hkv + kv) * nc + c;
     const float *Sp = w.dS + part * F * d;
@@ -402,8 +421,10 @@ static __global__ void __launch_bounds__(LCO_WARPS * 32)
             }
             float iA, iB;
             lin_den_inverse(iA, iB, denA, denB, sPq, LDF, sz, F, p.eps, rA, rB, lane);
-            lin_den_store(p, (size_t)b * p.n + i0 + t0 + rA, t0 + rA < ns, h, denA, lane);
-            lin_den_store(p, (size_t)b * p.n + i0 + t0 + rB, t0 + rB < ns, h, denB, lane);
+            if constexpr (LAG) {
+                lin_den_store(p, (size_t)b * p.n + i0 + t0 + rA, t0 + rA < ns, h, denA, lane);
+                lin_den_store(p, (size_t)b * p.n + i0 + t0 + rB, t0 + rB < ns, h, denB, lane);
+            }
             bf16 *out = (bf16 *)p.out;
             if (t0 + rA < ns) {
                 bf16 *dst = out + (((size_t)b * p.n + i0 + t0 + rA) * p.Hq + h) * d + col;
@@ -463,7 +484,7 @@ static __device__ __forceinline__ void lin5_load(bf16 *dst, const bf16 *qkv, siz
 /* cp.async of the 64-row tile of the call's key rows j0 .. j0 + 63 (a lagging key stream, p.keys.shift > 0): the keys
  * phi reads (which 0) or the values (which 1) of kv head kv, zeros past `valid` rows and before position 0. */
 template <int D>
-static __device__ __forceinline__ void lin5_load_keys(bf16 *dst, const orthros_attn_linear_params &p, int b, int pos0b,
+static __device__ __forceinline__ void lin5_load_keys(bf16 *dst, const lin_args<true> &p, int b, int pos0b,
                                                       int j0, int valid, int kv, int which)
 {
     constexpr int LD = lin5_cfg<D>::LD, CH = D / 8;
@@ -477,12 +498,12 @@ static __device__ __forceinline__ void lin5_load_keys(bf16 *dst, const orthros_a
 /* The phi_k and V tiles of a chunk (key rows j0 .. j0 + 63 of the call, `valid` of them) into st and st + TILE: from
  * qkv, or with LAG from the key stream W rows behind. */
 template <int D, bool LAG>
-static __device__ __forceinline__ void lin5_load_kv(bf16 *st, const orthros_attn_linear_params &p, int b, int pos0b,
-                                                    int j0, int valid, int kv)
+static __device__ __forceinline__ void lin5_load_kv(bf16 *st, const lin_args<LAG> &p, int b, int pos0b, int j0,
+                                                    int valid, int kv)
 {
     constexpr int TILE = lin5_cfg<D>::TILE;
     const int W = (p.Hq + 2 * p.Hkv) * D;
-    if (LAG) {
+    if constexpr (LAG) {
         lin5_load_keys<D>(st, p, b, pos0b, j0, valid, kv, 0);
         lin5_load_keys<D>(st + TILE, p, b, pos0b, j0, valid, kv, 1);
     } else {
@@ -551,16 +572,18 @@ static __device__ __forceinline__ void lin5_update(float (&acc)[lin5_cfg<D>::NTW
  * kv head blockIdx.y, sequence blockIdx.z, into w.dS / w.dz [b][kv][P1][F][d] as lin_scan_kernel reads them. */
 template <int D, bool X8, bool LAG>
 static __global__ void __launch_bounds__(L5_WARPS * 32)
-    lin5_state_kernel(orthros_attn_linear_params p, lin_work w, int Lsub, int P1)
+    lin5_state_kernel(lin_args<LAG> p, lin_work w, int Lsub, int P1)
 {
     using C = lin5_cfg<D>;
     constexpr int TILE = C::TILE, NTW = C::NTW;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     bf16 *sbuf = (bf16 *)smem_raw;  // [2 stages][phi_k, V][64][LD]
     const int seg = blockIdx.x, kv = blockIdx.y, b = blockIdx.z, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int t_begin = seg * Lsub, t_end = min(p.n, t_begin + Lsub);
+    const int W = (p.Hq + 2 * p.Hkv) * D, t_begin = seg * Lsub, t_end = min(p.n, t_begin + Lsub);
     const int nch = (t_end - t_begin + LC - 1) / LC;
-    const int pos0b = LAG ? lin_key_pos0(p.keys, b) : 0, kfirst = LAG ? lin_first_key(p.keys, pos0b) : 0;
+    const bf16 *qkv = (const bf16 *)p.qkv;
+    const size_t row_b = (size_t)b * p.n;
+    const int pos0b = lin_pos0(p, b), kfirst = lin_kfirst(p, pos0b);
     float acc[NTW][4];
 #pragma unroll
     for (int i = 0; i < NTW; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
@@ -568,7 +591,12 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
     auto load = [&](int c) {
         bf16 *st = sbuf + (c & 1) * 2 * TILE;
         const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
-        lin5_load_kv<D, LAG>(st, p, b, pos0b, t0, valid, kv);
+        if constexpr (LAG) {
+            lin5_load_kv<D, LAG>(st, p, b, pos0b, t0, valid, kv);
+        } else {
+            lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
+            lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
+        }
         cp_async_commit();
     };
     if (nch > 0) load(0);
@@ -598,7 +626,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
  * head) over segment blockIdx.x (tokens [x Lseg, (x + 1) Lseg), starting from the state at P1 segment x m). */
 template <int D, bool X8, bool LAG>
 static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
-    lin5_out_kernel(orthros_attn_linear_params p, lin_work w, int Lseg, int m, int P1)
+    lin5_out_kernel(lin_args<LAG> p, lin_work w, int Lseg, int m, int P1)
 {
     using C = lin5_cfg<D>;
     constexpr int LD = C::LD, TILE = C::TILE, NTW = C::NTW, KF = D / 16;
@@ -615,7 +643,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
     const bf16 *qkv = (const bf16 *)p.qkv;
     const size_t row_b = (size_t)b * p.n;
     const int nq = min(2, g - j0);              // query heads of this block (the last pair of an odd group has 1)
-    const int pos0b = LAG ? lin_key_pos0(p.keys, b) : 0, kfirst = LAG ? lin_first_key(p.keys, pos0b) : 0;
+    const int pos0b = lin_pos0(p, b), kfirst = lin_kfirst(p, pos0b);
 
     // The state at the segment's start, into this warp's accumulator tiles (the mapping of lin5_update).
     const size_t part = ((size_t)b * p.Hkv + kv) * P1 + (size_t)seg * m;
@@ -677,7 +705,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
             // (at d 64 the vector form spills under the 128 registers of two blocks per SM)
             if (X8 && D == 128) lin_den_inverse_x8<D>(iA, iB, denA, denB, sPq, LD, sz, p.eps, rA, rB, lane);
             else lin_den_inverse(iA, iB, denA, denB, sPq, LD, sz, D, p.eps, rA, rB, lane);
-            if (LAG) {
+            if constexpr (LAG) {
                 lin_den_store(p, row_b + t0 + rA, rA < valid, kv * g + j0 + hh, denA, lane);
                 lin_den_store(p, row_b + t0 + rB, rB < valid, kv * g + j0 + hh, denB, lane);
             }
@@ -773,7 +801,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32, D == 64 ? 2 : 1)
 
 template <bool LAG>
 static __global__ void __launch_bounds__(L7_THREADS, 1)
-    lin7_out_kernel(orthros_attn_linear_params p, lin_work w, int Lseg, int m, int P1)
+    lin7_out_kernel(lin_args<LAG> p, lin_work w, int Lseg, int m, int P1)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int D = 128;
@@ -790,7 +818,7 @@ static __global__ void __launch_bounds__(L7_THREADS, 1)
     const bf16 *qkv = (const bf16 *)p.qkv;
     const size_t row_b = (size_t)b * p.n;
     const int nq = min(2, g - j0);
-    const int pos0b = LAG ? lin_key_pos0(p.keys, b) : 0, kfirst = LAG ? lin_first_key(p.keys, pos0b) : 0;
+    const int pos0b = lin_pos0(p, b), kfirst = lin_kfirst(p, pos0b);
     // This thread's accumulator rows (of any m64nN tile): r0 and r0 + 8; register i holds row (i / 2) % 2 ? r1 : r0,
     // column 8 (i / 4) + 2 (lane % 4) + (i % 2).
     const int r0 = 16 * warp + lane / 4, r1 = r0 + 8, cq = 2 * (lane % 4);
@@ -832,14 +860,20 @@ static __global__ void __launch_bounds__(L7_THREADS, 1)
             if (t == 3 && nq < 2) break;
 #pragma unroll
             for (int k = 0; k < LC * 16 / L7_THREADS; k++) {
-                const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16;
-                const bf16 *src;
-                if (LAG && t < 2)  // a local window: the keys and values W rows earlier
-                    src = r < valid ? lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, D, b, pos0b, t0 + r, kv, t) : NULL;
-                else
-                    src = r < valid ? qkv + (row_b + t0 + r) * (size_t)W + cols[t] : NULL;
-                cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8),
-                             src ? src + ch * 8 : qkv, src ? 16 : 0);
+                if constexpr (LAG) {
+                    const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16;
+                    const bf16 *src;
+                    if (t < 2)  // a local window: the keys and values W rows earlier
+                        src = r < valid ? lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, D, b, pos0b, t0 + r, kv, t) : NULL;
+                    else
+                        src = r < valid ? qkv + (row_b + t0 + r) * (size_t)W + cols[t] : NULL;
+                    cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8),
+                                 src ? src + ch * 8 : qkv, src ? 16 : 0);
+                } else {
+                    const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16, ok = r < valid;
+                    const bf16 *src = ok ? qkv + (row_b + t0 + r) * (size_t)W + cols[t] + ch * 8 : qkv;
+                    cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8), src, ok ? 16 : 0);
+                }
             }
         }
         cp_async_commit();
@@ -897,7 +931,7 @@ static __global__ void __launch_bounds__(L7_THREADS, 1)
             }
             float iA, iB;
             lin_den_finish(iA, iB, denA, denB, p.eps);
-            if (LAG) {
+            if constexpr (LAG) {
                 lin_den_store(p, row_b + t0 + r0, r0 < valid, kv * g + j0 + wg, denA, lane);
                 lin_den_store(p, row_b + t0 + r1, r1 < valid, kv * g + j0 + wg, denB, lane);
             }
@@ -1022,17 +1056,18 @@ static int launch_lin5_keys(const orthros_attn_linear_params *p, const lin_work 
     else
         ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin5_out_kernel<D, X8, LAG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                 (int)C::SMEM_OUT));
-    lin5_state_kernel<D, X8, LAG><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(*p, w, pl.Lsub, pl.P1);
+    const lin_args<LAG> a = lin_args_of<LAG>(p);
+    lin5_state_kernel<D, X8, LAG><<<dim3(pl.P1, p->Hkv, p->B), L5_WARPS * 32, C::SMEM_STATE, stream>>>(a, w, pl.Lsub, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin5_state_kernel");
     dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
-    lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, pl.P1);
+    lin_scan_kernel<<<sgrid, 256, 0, stream>>>(lin_args_of<false>(p), w, pl.P1);
     ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
     const dim3 ogrid(pl.P3, p->Hkv * ((p->Hq / p->Hkv + 1) / 2), p->B);
     if constexpr (WG) {
-        lin7_out_kernel<LAG><<<ogrid, L7_THREADS, L7_SMEM, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+        lin7_out_kernel<LAG><<<ogrid, L7_THREADS, L7_SMEM, stream>>>(a, w, pl.Lseg, pl.m, pl.P1);
         ORTHROS_CUDA_LAUNCH_CHECK("lin7_out_kernel");
     } else {
-        lin5_out_kernel<D, X8, LAG><<<ogrid, L5_WARPS * 32, C::SMEM_OUT, stream>>>(*p, w, pl.Lseg, pl.m, pl.P1);
+        lin5_out_kernel<D, X8, LAG><<<ogrid, L5_WARPS * 32, C::SMEM_OUT, stream>>>(a, w, pl.Lseg, pl.m, pl.P1);
         ORTHROS_CUDA_LAUNCH_CHECK("lin5_out_kernel");
     }
     return 0;
@@ -1041,7 +1076,7 @@ static int launch_lin5_keys(const orthros_attn_linear_params *p, const lin_work 
 template <int D, bool X8, bool WG = false>
 static int launch_lin5(const orthros_attn_linear_params *p, const lin_work &w, const lin5_plan &pl, cudaStream_t stream)
 {
-    return p->keys.shift > 0 ? launch_lin5_keys<D, X8, WG, true>(p, w, pl, stream)
+    return lin_lags(p) ? launch_lin5_keys<D, X8, WG, true>(p, w, pl, stream)
                              : launch_lin5_keys<D, X8, WG, false>(p, w, pl, stream);
 }
 
@@ -1128,12 +1163,43 @@ int orthros_attn_linear_prefill_version(void)
     return linear_prefill_version;
 }
 
-template <bool FUSED> static int set_smem(size_t smem_state, size_t smem_out)
+template <bool FUSED, bool LAG> static int set_smem(size_t smem_state, size_t smem_out)
 {
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin_chunk_state_kernel<FUSED>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)smem_state));
-    ORTHROS_CUDA_CHECK(
-        cudaFuncSetAttribute(lin_chunk_out_kernel<FUSED>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_out));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin_chunk_state_kernel<FUSED, LAG>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_state));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(lin_chunk_out_kernel<FUSED, LAG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)smem_out));
+    return 0;
+}
+
+/* v3 / v4: per span, featurize (unless FUSED), the chunk states, the scan, the outputs. LAG: a lagging key stream (a
+ * local window), through linear_featurize; separate instantiations, so that the code without a window is the code it
+ * was. */
+template <bool FUSED, bool LAG>
+static int launch_chunks(const orthros_attn_linear_params *p, const lin_work &w, int span, cublasHandle_t cublas,
+                         cudaStream_t stream)
+{
+    const size_t smem_state = (size_t)LC * (p->F + SMEM_PAD + p->d + SMEM_PAD) * sizeof(bf16);
+    const size_t smem_out = chunk_out_smem(p->F, p->d);
+    int rc = set_smem<FUSED, LAG>(smem_state, smem_out);
+    if (rc) return rc;
+    const lin_args<LAG> a = lin_args_of<LAG>(p);
+    for (int i0 = 0; i0 < p->n; i0 += span) {
+        int ns = p->n - i0 < span ? p->n - i0 : span, nc = ceil_div(ns, LC);
+        if (!FUSED) {
+            orthros_linear_featurize_params fp = {w.phi_q, w.phi_k, w.tmp, p->qkv, p->fmap_q, p->fmap_k, p->B, p->n,
+                                                  i0, ns, p->Hq, p->Hkv, p->d, p->F, p->fmap, p->keys};
+            if ((rc = orthros_linear_featurize_bf16(&fp, cublas, stream))) return rc;
+        }
+        dim3 grid(nc, p->Hkv, p->B);
+        lin_chunk_state_kernel<FUSED, LAG><<<grid, LC_WARPS * 32, smem_state, stream>>>(a, w, i0, ns, nc);
+        ORTHROS_CUDA_LAUNCH_CHECK("lin_chunk_state_kernel");
+        dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
+        lin_scan_kernel<<<sgrid, 256, 0, stream>>>(lin_args_of<false>(p), w, nc);
+        ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
+        lin_chunk_out_kernel<FUSED, LAG><<<grid, LCO_WARPS * 32, smem_out, stream>>>(a, w, i0, ns, nc);
+        ORTHROS_CUDA_LAUNCH_CHECK("lin_chunk_out_kernel");
+    }
     return 0;
 }
 
@@ -1163,34 +1229,9 @@ int orthros_attn_linear_chunked_bf16(const orthros_attn_linear_params *p, cublas
     if (p->work_bytes < total)
         return orthros_error(ORTHROS_EINVAL, "linear attention: %zu bytes of scratch given, %zu needed", p->work_bytes,
                              total);
-    size_t smem_state = (size_t)LC * (p->F + SMEM_PAD + p->d + SMEM_PAD) * sizeof(bf16);
-    size_t smem_out = chunk_out_smem(p->F, p->d);
     /* A lagging key stream (a local window) goes through linear_featurize, which reads it row by row. */
-    const bool fused = version >= 4 && p->F == p->d && p->keys.shift == 0 &&
-                       (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
-    int rc = fused ? set_smem<true>(smem_state, smem_out) : set_smem<false>(smem_state, smem_out);
-    if (rc) return rc;
-    for (int i0 = 0; i0 < p->n; i0 += span) {
-        int ns = p->n - i0 < span ? p->n - i0 : span, nc = ceil_div(ns, LC);
-        if (!fused) {
-            orthros_linear_featurize_params fp = {w.phi_q, w.phi_k, w.tmp, p->qkv, p->fmap_q, p->fmap_k, p->B, p->n,
-                                                  i0, ns, p->Hq, p->Hkv, p->d, p->F, p->fmap, p->keys};
-            if ((rc = orthros_linear_featurize_bf16(&fp, cublas, stream))) return rc;
-        }
-        dim3 grid(nc, p->Hkv, p->B);
-        if (fused)
-            lin_chunk_state_kernel<true><<<grid, LC_WARPS * 32, smem_state, stream>>>(*p, w, i0, ns, nc);
-        else
-            lin_chunk_state_kernel<false><<<grid, LC_WARPS * 32, smem_state, stream>>>(*p, w, i0, ns, nc);
-        ORTHROS_CUDA_LAUNCH_CHECK("lin_chunk_state_kernel");
-        dim3 sgrid(ceil_div(p->F * p->d + p->F, 256), p->Hkv, p->B);
-        lin_scan_kernel<<<sgrid, 256, 0, stream>>>(*p, w, nc);
-        ORTHROS_CUDA_LAUNCH_CHECK("lin_scan_kernel");
-        if (fused)
-            lin_chunk_out_kernel<true><<<grid, LCO_WARPS * 32, smem_out, stream>>>(*p, w, i0, ns, nc);
-        else
-            lin_chunk_out_kernel<false><<<grid, LCO_WARPS * 32, smem_out, stream>>>(*p, w, i0, ns, nc);
-        ORTHROS_CUDA_LAUNCH_CHECK("lin_chunk_out_kernel");
-    }
-    return 0;
+    if (lin_lags(p)) return launch_chunks<false, true>(p, w, span, cublas, stream);
+    const bool fused = version >= 4 && p->F == p->d && (p->fmap == ORTHROS_FMAP_ELU1 || p->fmap == ORTHROS_FMAP_RELU);
+    return fused ? launch_chunks<true, false>(p, w, span, cublas, stream)
+                 : launch_chunks<false, false>(p, w, span, cublas, stream);
 }

@@ -32,6 +32,22 @@ typedef struct {
  * otherwise. The cache must hold positions pos0[b] - window + 1 .. pos0[b] + n - 1 (cap >= window + n - 1). */
 int orthros_attn_linear_window_bf16(const orthros_attn_linear_window_params *p, cudaStream_t stream);
 
+/* Kernel versions of the tensor-core path (head dims 64 and 128, 16 rows or more), process-wide, for tests and
+ * benchmarks that compare them:
+ *   1  a block per (64 positions, kv head, pair of query heads), K / V tiles of 64 keys double-buffered, online
+ *      softmax, the combine 4 bytes at a time from global memory; any window. H200, 128K tokens, W 64: d 64 1.52 ms,
+ *      d 128 2.38 ms (28% of its floor's bandwidth; e470e63);
+ *   2  (the default; written without a GPU, first run pending) windows up to 64: a block per (64 positions, kv
+ *      head), the key window loaded once for the whole group, each warp's next head's q~ and o_lin rows in flight
+ *      while it computes, the combine in shared memory and 16-byte stores; wider windows take 1's kernel.
+ * attn_linear_window.cu's top comment has the floors and the prediction. */
+#define ORTHROS_ATTN_LINEAR_WINDOW_LATEST 2
+#define ORTHROS_ATTN_LINEAR_WINDOW_DEFAULT 2
+/* 0 selects the default; anything else outside 1 .. LATEST is ORTHROS_EINVAL. */
+int orthros_attn_linear_window_set_version(int version);
+/* The version in use. */
+int orthros_attn_linear_window_version(void);
+
 #ifdef __cplusplus
 }
 #endif

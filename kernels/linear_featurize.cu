@@ -10,13 +10,15 @@
 #include "cuda_common.cuh"
 #include "linear_phi.cuh"
 
-static __global__ void featurize_elementwise_kernel(orthros_linear_featurize_params p)
+/* LAG: the keys lag a local window and featurize_keys_kernel maps them; the query heads alone here. A separate
+ * instantiation, so that the code without a window is the code it was. */
+template <bool LAG> static __global__ void featurize_elementwise_kernel(orthros_linear_featurize_params p)
 {
     int r = blockIdx.x, b = r / p.ns, i = r % p.ns, d = p.d;
     int W = (p.Hq + 2 * p.Hkv) * d;
     const bf16 *row = (const bf16 *)p.qkv + ((size_t)b * p.n + p.i0 + i) * W;
     bf16 *pq = (bf16 *)p.phi_q + (size_t)r * p.Hq * d, *pk = (bf16 *)p.phi_k + (size_t)r * p.Hkv * d;
-    int total = (p.keys.shift > 0 ? p.Hq : p.Hq + p.Hkv) * d;  /* lagging keys: featurize_keys_kernel */
+    int total = (LAG ? p.Hq : p.Hq + p.Hkv) * d;
     for (int e = threadIdx.x; e < total; e += blockDim.x) {
         float x = bf2f(row[e]);
         float f = phi_elementwise(x, p.fmap);
@@ -89,17 +91,17 @@ static __global__ void __launch_bounds__(FK_WARPS * 32) featurize_keys_kernel(or
     hedgehog_softmax_warp(dst, u, half, lane);
 }
 
-static __global__ void featurize_softmax_kernel(orthros_linear_featurize_params p)
+/* Items over the heads formed here: all (q then k), or with LAG the query heads alone (featurize_keys_kernel forms the
+ * lagging keys'); u is [row][Hq + Hkv][F/2] either way. Separate instantiations, as featurize_elementwise_kernel. */
+template <bool LAG> static __global__ void featurize_softmax_kernel(orthros_linear_featurize_params p)
 {
-    /* Items over the heads formed here: all (q then k), or the query heads alone when the keys lag
-     * (featurize_keys_kernel forms those); u is [row][Hq + Hkv][F/2] either way. */
-    int H = p.keys.shift > 0 ? p.Hq : p.Hq + p.Hkv, half = p.F / 2;
+    int H = LAG ? p.Hq : p.Hq + p.Hkv, half = p.F / 2;
     size_t item = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
     if (item >= (size_t)p.B * p.ns * H) return;
     size_t r = item / H;
     int h = (int)(item % H);
-    const float *u = p.tmp + (r * (size_t)(p.Hq + p.Hkv) + h) * half;
+    const float *u = LAG ? p.tmp + (r * (size_t)(p.Hq + p.Hkv) + h) * half : p.tmp + item * half;
     bf16 *dst = h < p.Hq ? (bf16 *)p.phi_q + (r * p.Hq + h) * p.F : (bf16 *)p.phi_k + (r * p.Hkv + h - p.Hq) * p.F;
     hedgehog_softmax_warp(dst, u, half, lane);
 }
@@ -135,7 +137,10 @@ int orthros_linear_featurize_bf16(const orthros_linear_featurize_params *p, cubl
         if (p->F != p->d)
             return orthros_error(ORTHROS_EINVAL, "linear attention: feature_dim %d must equal head_dim %d for %s", p->F,
                                  p->d, p->fmap == ORTHROS_FMAP_ELU1 ? "elu1" : "relu");
-        featurize_elementwise_kernel<<<rows, 256, 0, stream>>>(*p);
+        if (lag)
+            featurize_elementwise_kernel<true><<<rows, 256, 0, stream>>>(*p);
+        else
+            featurize_elementwise_kernel<false><<<rows, 256, 0, stream>>>(*p);
         ORTHROS_CUDA_LAUNCH_CHECK("featurize_elementwise_kernel");
         return lag ? featurize_keys(p, stream) : 0;
     }
@@ -165,7 +170,10 @@ int orthros_linear_featurize_bf16(const orthros_linear_featurize_params *p, cubl
     /* The softmax kernel indexes u as [row][Hq + Hkv][F/2] whether or not the key part was filled; it forms the query
      * heads only when the keys lag. */
     size_t items = (size_t)rows * (lag ? p->Hq : H);
-    featurize_softmax_kernel<<<(unsigned)((items + 7) / 8), 256, 0, stream>>>(*p);
+    if (lag)
+        featurize_softmax_kernel<true><<<(unsigned)((items + 7) / 8), 256, 0, stream>>>(*p);
+    else
+        featurize_softmax_kernel<false><<<(unsigned)((items + 7) / 8), 256, 0, stream>>>(*p);
     ORTHROS_CUDA_LAUNCH_CHECK("featurize_softmax_kernel");
     return lag ? featurize_keys(p, stream) : 0;
 }

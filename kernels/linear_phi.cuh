@@ -4,8 +4,75 @@
 #ifndef ORTHROS_LINEAR_PHI_CUH
 #define ORTHROS_LINEAR_PHI_CUH
 
+#include "attn_linear_decode.h"
 #include "cuda_common.cuh"
 #include "linear_featurize.h"
+
+/* The linear kernels' by-value parameter: orthros_attn_linear_params as the kernels see it, two layouts.
+ * nvcc (13.0) addresses a kernel's by-value struct parameter of more than 128 bytes through a generic pointer to the
+ * parameter space (mov.b64 %rd, param; ld.param [%rd + off]) instead of direct ld.param, and ptxas then allocates and
+ * schedules the whole kernel differently. The window's fields (keys, den) grew orthros_attn_linear_params from 96 to
+ * 144 bytes, and with that alone, no line of their code changed, the window-0 linear kernels lost their measured
+ * code: lin7_out 255 -> 254 registers and 3672 -> 3880 SASS instructions, lin5_out d 128 209 -> 200 registers (the
+ * H200 run of e470e63: v7 d 128 3.107 ms against 2.64-2.67, v6 3.54 against 3.05-3.10). So:
+ *   lin_args<false>  the window-0 kernels: exactly the fields of orthros_attn_linear_params before the window, in
+ *                    their order (96 bytes), so that those kernels compile to the PTX they had (names aside);
+ *   lin_args<true>   the kernels of a lagging key stream: the same fields but the host's scratch, then keys and den
+ *                    (128 bytes, at the limit). */
+template <bool LAG> struct lin_args;
+template <> struct lin_args<false> {
+    void *out;
+    const void *qkv;
+    float *S, *z;
+    const void *fmap_q, *fmap_k;
+    int B, n, Hq, Hkv, d, F, fmap;
+    float eps;
+    void *work;        /* unused by the kernels: kept so that the layout is the one they were measured with */
+    size_t work_bytes;
+};
+template <> struct lin_args<true> {
+    void *out;
+    const void *qkv;
+    float *S, *z;
+    const void *fmap_q, *fmap_k;
+    int B, n, Hq, Hkv, d, F, fmap;
+    float eps;
+    orthros_linear_keys keys;
+    float *den;
+};
+static_assert(sizeof(lin_args<false>) == 96 && sizeof(lin_args<true>) <= 128,
+              "a kernel parameter over 128 bytes is addressed through a pointer (see lin_args)");
+
+/* Whether a call takes the lin_args<true> kernels: a lagging key stream, or a denominator to write (host). */
+static inline bool lin_lags(const orthros_attn_linear_params *p) { return p->keys.shift > 0 || p->den; }
+
+/* The kernels' view of the op's parameters (host). */
+template <bool LAG> static inline lin_args<LAG> lin_args_of(const orthros_attn_linear_params *p)
+{
+    lin_args<LAG> a;
+    a.out = p->out;
+    a.qkv = p->qkv;
+    a.S = p->S;
+    a.z = p->z;
+    a.fmap_q = p->fmap_q;
+    a.fmap_k = p->fmap_k;
+    a.B = p->B;
+    a.n = p->n;
+    a.Hq = p->Hq;
+    a.Hkv = p->Hkv;
+    a.d = p->d;
+    a.F = p->F;
+    a.fmap = p->fmap;
+    a.eps = p->eps;
+    if constexpr (LAG) {
+        a.keys = p->keys;
+        a.den = p->den;
+    } else {
+        a.work = p->work;
+        a.work_bytes = p->work_bytes;
+    }
+    return a;
+}
 
 /* fmap: ORTHROS_FMAP_ELU1 gives elu(x) + 1 (x + 1 above 0, e^x below; NaN stays NaN), anything else relu.
  * Both sides are computed and one selected, no branch; __expf (ex2.approx, ~2 ulp of fp32) rounds to the same
@@ -77,6 +144,18 @@ static __device__ __forceinline__ int lin_key_pos0(const orthros_linear_keys &ks
 static __device__ __forceinline__ int lin_first_key(const orthros_linear_keys &ks, int pos0b)
 {
     return ks.shift > pos0b ? ks.shift - pos0b : 0;
+}
+
+/* The same through a kernel's lin_args: 0 without a lagging key stream (nothing read). */
+template <bool LAG> static __device__ __forceinline__ int lin_pos0(const lin_args<LAG> &p, int b)
+{
+    if constexpr (LAG) return lin_key_pos0(p.keys, b);
+    else return 0;
+}
+template <bool LAG> static __device__ __forceinline__ int lin_kfirst(const lin_args<LAG> &p, int pos0b)
+{
+    if constexpr (LAG) return lin_first_key(p.keys, pos0b);
+    else return 0;
 }
 
 #endif

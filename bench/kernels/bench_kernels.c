@@ -21,6 +21,7 @@
 #include "attn_full_decode.h"
 #include "attn_full_prefill.h"
 #include "attn_linear_prefill.h"
+#include "attn_linear_window.h"
 #include "backend.h"
 #include "mem_read.h"
 #include "result_bench.h"
@@ -537,6 +538,66 @@ static void bench_linear_window(int d, int n, int W)
     free_attn(&a);
 }
 
+/* The window pass alone (attn_linear_window.cu) by version, launched on the default stream and synchronised after
+ * every pass (~5 us of a ~0.5-2 ms pass): one sequence of n rows from position 0, 32 q / 8 kv heads, q~ in its own
+ * [n][Hq][d] buffer (the engine's q_rot), a ring of W + n - 1 slots, gates. Its floor: q~ read, o read and written,
+ * den read, the window's k~ and v once (the neighbouring blocks' overlap from L2). */
+typedef struct {
+    orthros_attn_linear_window_params p;
+} window_ctx;
+
+static int run_window_pass(void *ctx)
+{
+    window_ctx *c = ctx;
+    int rc = orthros_attn_linear_window_bf16(&c->p, 0);
+    if (!rc && cudaDeviceSynchronize() != cudaSuccess) rc = orthros_error(ORTHROS_EDEVICE, "window pass failed");
+    return rc;
+}
+
+static void bench_window_pass(int d, int n, int W, int version)
+{
+    if (!want("attn_linear_window_pass") || !(be->caps & ORTHROS_CAP_GPU)) return;
+    if (orthros_attn_linear_window_set_version(version)) {
+        printf("attn_linear_window_pass v%d: %s\n", version, orthros_last_error());
+        return;
+    }
+    double samples[SAMPLES];
+    const int Hq = 32, Hkv = 8, cap = W + n - 1;
+    window_ctx c;
+    memset(&c, 0, sizeof c);
+    orthros_attn_linear_window_params *p = &c.p;
+    p->out = dalloc((size_t)n * Hq * d * 2);
+    p->q = dalloc((size_t)n * Hq * d * 2);
+    p->k_cache = dalloc((size_t)cap * Hkv * d * 2);
+    p->v_cache = dalloc((size_t)cap * Hkv * d * 2);
+    p->den = dalloc((size_t)n * Hq * 4);
+    p->gate = dalloc((size_t)Hq * 2);
+    int *pos0 = dalloc(sizeof(int));
+    p->pos0 = pos0;
+    must(be->fill_random(be, p->out, (size_t)n * Hq * d, 14, 1.0f), "fill");
+    must(be->fill_random(be, (void *)p->q, (size_t)n * Hq * d, 15, 1.0f), "fill");
+    must(be->fill_random(be, (void *)p->k_cache, (size_t)cap * Hkv * d, 16, 1.0f), "fill");
+    must(be->fill_random(be, (void *)p->v_cache, (size_t)cap * Hkv * d, 17, 1.0f), "fill");
+    must(be->fill(be, (void *)p->gate, Hq, 0.5f), "fill");
+    must(be->zero(be, (void *)p->den, (size_t)n * Hq * 4), "zero");
+    must(be->zero(be, pos0, sizeof(int)), "zero");
+    must(be->sync(be), "sync"); /* the fills, on the backend's stream, before the default stream reads */
+    p->q_stride = (size_t)Hq * d;
+    p->B = 1, p->n = n, p->Hq = Hq, p->Hkv = Hkv, p->d = d, p->cap = cap, p->window = W, p->eps = 1e-6f;
+    double t = time_op(run_window_pass, &c, samples);
+    double keys = 0;
+    for (int i = 0; i < n; i++) keys += fmin((double)W, (double)(i + 1));
+    const double flops = 4.0 * Hq * d * keys;
+    const double bytes = (double)n * (3.0 * Hq * d * 2 + Hq * 4.0 + 2.0 * Hkv * d * 2);
+    char shape[96];
+    snprintf(shape, sizeof shape, "B=1 n=%d Hq=32 Hkv=8 d=%d window=%d v%d", n, d, W, version);
+    bench_case bc = {"linear_window_pass", d, n, 1, 0, W, version, version == ORTHROS_ATTN_LINEAR_WINDOW_DEFAULT};
+    record_case("attn_linear_window_pass", shape, &bc, 0, flops, bytes, t, samples);
+    void *bufs[] = {p->out, (void *)p->q, (void *)p->k_cache, (void *)p->v_cache, (void *)p->den, (void *)p->gate, pos0};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
+    must(orthros_attn_linear_window_set_version(0), "window version");
+}
+
 int main(int argc, char **argv)
 {
     const char *json_path = NULL;
@@ -661,10 +722,16 @@ int main(int argc, char **argv)
     bench_linear(128, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, 7);
     if (!quick) bench_linear(128, 1, 16384, ORTHROS_FMAP_ELU1, 0, 7);
 
-    /* A converted model's local window (written without a GPU; first run pending), last: W 0 and 64 at 128K, the
-     * default linear version, both head dims. */
+    /* A converted model's local window, last (the window pass's v2 written without a GPU, not yet run): W 0 and 64 at
+     * 128K, the default linear version, both head dims. */
     for (int di = 0; di < 2; di++)
         for (int w = 0; w <= 64; w += 64) bench_linear_window(di ? 128 : 64, quick ? 16384 : 131072, w);
+    /* The window pass alone at 128K: each version at W 64, and v2 at W 16 (2 key groups a warp where W 64 takes 5). */
+    for (int di = 0; di < 2; di++) {
+        for (int v = 1; v <= ORTHROS_ATTN_LINEAR_WINDOW_LATEST; v++)
+            bench_window_pass(di ? 128 : 64, quick ? 16384 : 131072, 64, v);
+        bench_window_pass(di ? 128 : 64, quick ? 16384 : 131072, 16, ORTHROS_ATTN_LINEAR_WINDOW_LATEST);
+    }
 
     orthros_result_finish(out_file.header);
     if (save_json()) return 1;

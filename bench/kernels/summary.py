@@ -168,6 +168,18 @@ def main():
             print(f"local window {w} against none, d{d} {n // 1024}K: {ms:.3f} / {base:.3f} ms = {ms / base:.2f}x "
                   "(target: at most 1.50x)")
 
+    # The window pass alone (attn_linear_window_pass) by version, against the prediction written before it ran
+    # (docs/kernels.md, "The local window pass"): v2 at 128K, W 64.
+    predicted = {(64, 131072, 64, 2): 0.52, (128, 131072, 64, 2): 1.04}
+    for r in results:
+        c = r.get("case")
+        if r["op"] != "attn_linear_window_pass" or not c:
+            continue
+        key = (int(c["head_dim"]), int(c["ctx"]), int(c.get("window", 0)), int(c.get("version", 0)))
+        note = f" (predicted ~{predicted[key]:.2f} ms)" if key in predicted else ""
+        print(f"window pass v{key[3]} d{key[0]} {key[1] // 1024}K W {key[2]}: {r['median_ms']:.3f} ms, "
+              f"{100 * (r.get('fraction_of_floor') or 0):.0f}% of its floor{note}")
+
     # The decode split plan against fixed split counts (attn_full_decode_splits): the planned row and the fastest.
     splits = [r for r in results if r["op"] == "attn_full_decode_splits" and r.get("case")]
     if splits:

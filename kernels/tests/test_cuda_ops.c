@@ -11,7 +11,8 @@
  * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
- * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window). Kernel versions not yet run on a GPU when written come
+ * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window; windowpass: the window
+ * pass alone, also part of window). Kernel versions not yet run on a GPU when written come
  * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
@@ -24,6 +25,7 @@
 #include "attn_full_decode.h"
 #include "attn_full_prefill.h"
 #include "attn_linear_prefill.h"
+#include "attn_linear_window.h"
 #include "backend.h"
 #include "mem_read.h"
 
@@ -766,6 +768,118 @@ static void test_linear_window(geom g, orthros_fmap fmap, int F, int B, int afte
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
 }
 
+/* The window pass alone (attn_linear_window.cu), version `version`, against its formula computed here in double
+ * from the same bf16 inputs: B sequences of n rows from positions pos0[b] over a ring of cap slots (cap = W + n - 1 is
+ * the least that holds the window, and wraps for a long history), q~ with row stride q_stride (the engine's q_rot,
+ * Hq d, or qkv's (Hq + 2 Hkv) d), o_lin and den random, gates random or absent (1). Every kernel path: v2's (head dims
+ * 64 and 128, W <= 64, 16 rows or more), v1's (its mma kernel: the same shapes with any W), the plain kernel (other
+ * head dims, fewer than 16 rows). */
+static void test_window_pass(int version, geom g, int B, int n, int W, int cap, const int *pos0, int qkv_stride,
+                             int gated)
+{
+    const int d = g.d, grp = g.Hq / g.Hkv;
+    const size_t q_stride = (size_t)(qkv_stride ? g.Hq + 2 * g.Hkv : g.Hq) * d;
+    pair q = pair_new((size_t)B * n * q_stride, 0), out = pair_new((size_t)B * n * g.Hq * d, 0);
+    pair kc = pair_new((size_t)B * cap * g.Hkv * d, 0), vc = pair_new((size_t)B * cap * g.Hkv * d, 0);
+    pair den = pair_new((size_t)B * n * g.Hq, 1), gate = pair_new((size_t)g.Hq, 0);
+    pair_random(&q, 41, 2.0f, 0.0f);
+    pair_random(&kc, 42, 2.0f, 0.0f);
+    pair_random(&vc, 43, 1.0f, 0.0f);
+    pair_random(&out, 44, 1.0f, 0.0f);
+    pair_random(&den, 45, 20.0f, 20.5f); /* 0.5 .. 40.5 */
+    pair_random(&gate, 46, 0.45f, 0.5f);
+    const float eps = 1e-6f;
+    /* The reference, from the host copies (o_lin is out's) into ref. */
+    float *ref = malloc(out.n * sizeof(float));
+    double *x = malloc((size_t)(W > 0 ? W : 1) * sizeof(double)), acc[ORTHROS_MAX_HEAD_DIM];
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < n; i++)
+            for (int h = 0; h < g.Hq; h++) {
+                const int t = pos0[b] + i, lo = t - W + 1 > 0 ? t - W + 1 : 0, kv = h / grp;
+                const float *qr = q.c + ((size_t)b * n + i) * q_stride + (size_t)h * d;
+                double m = -INFINITY, l = 0;
+                for (int s2 = lo; s2 <= t; s2++) {
+                    const float *k = kc.c + (((size_t)b * cap + (size_t)(s2 % cap)) * g.Hkv + kv) * d;
+                    double dot = 0;
+                    for (int c = 0; c < d; c++) dot += (double)qr[c] * k[c];
+                    x[s2 - lo] = dot / sqrt((double)d);
+                    if (x[s2 - lo] > m) m = x[s2 - lo];
+                }
+                for (int c = 0; c < d; c++) acc[c] = 0;
+                for (int s2 = lo; s2 <= t; s2++) {
+                    const float *v = vc.c + (((size_t)b * cap + (size_t)(s2 % cap)) * g.Hkv + kv) * d;
+                    const double e = exp(x[s2 - lo] - m);
+                    l += e;
+                    for (int c = 0; c < d; c++) acc[c] += e * v[c];
+                }
+                const size_t row = ((size_t)b * n + i) * g.Hq + h;
+                const double gm = gated ? gate.c[h] : 1.0, dn = den.c[row];
+                for (int c = 0; c < d; c++)
+                    ref[row * d + c] = (float)((out.c[row * d + c] * (dn + eps) + gm * acc[c]) / (dn + gm * l));
+            }
+    memcpy(out.c, ref, out.n * sizeof(float));
+    free(ref);
+    free(x);
+    int *dpos = NULL;
+    if (cudaMalloc((void **)&dpos, (size_t)B * sizeof(int)) != cudaSuccess ||
+        cudaMemcpy(dpos, pos0, (size_t)B * sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess)
+        die("cudaMalloc");
+    orthros_attn_linear_window_params p;
+    memset(&p, 0, sizeof p);
+    p.out = out.g;
+    p.den = den.g;
+    p.q = q.g;
+    p.q_stride = q_stride;
+    p.k_cache = kc.g;
+    p.v_cache = vc.g;
+    p.pos0 = dpos;
+    p.gate = gated ? gate.g : NULL;
+    p.B = B, p.n = n, p.Hq = g.Hq, p.Hkv = g.Hkv, p.d = d, p.cap = cap, p.window = W;
+    p.eps = eps;
+    if (orthros_attn_linear_window_set_version(version)) die("window version");
+    if (gpu->sync(gpu)) die("sync"); /* the uploads, on the backend's stream, before the default stream runs */
+    int rc = orthros_attn_linear_window_bf16(&p, 0);
+    if (!rc && cudaDeviceSynchronize() != cudaSuccess) rc = orthros_error(ORTHROS_EDEVICE, "window pass failed");
+    char name[200];
+    snprintf(name, sizeof name, "window pass v%d B=%d n=%d Hq=%d Hkv=%d d=%d W=%d cap=%d pos0=%d%s%s", version, B, n,
+             g.Hq, g.Hkv, d, W, cap, pos0[B - 1], qkv_stride ? " qkv" : "", gated ? " gated" : "");
+    op_rc(rc, name);
+    if (!rc) check(name, &out, TOL_BF16);
+    cudaFree(dpos);
+    pair *all[] = {&q, &out, &kc, &vc, &den, &gate};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+    if (orthros_attn_linear_window_set_version(0)) die("window version");
+}
+
+/* The window pass's versions at awkward sizes: windows 1, 2, 15, 16, 17 (one and two key groups of v2), 33, 49, 50
+ * (the edges of three, four and five groups), 63, 64 (v2's largest), 65 and 100 (v1's kernel under either version);
+ * rows 16, 17, 63, 64, 65, 130 and 200 (blocks of 64 with tails; a warp with no row) and 1, 5, 15 (the plain
+ * kernel); GQA 1, 3, 4, 8; head dims 64, 128 and 32 (plain); one sequence from 0, three from 0, 5 and 300 over a
+ * ring of the least size (so it wraps), and windows beyond the history (W > pos0 + n). */
+static void window_pass_suite(void)
+{
+    geom gs[] = {{4, 4, 64}, {12, 4, 128}, {8, 2, 64}, {16, 2, 128}, {6, 3, 32}};
+    int wins[] = {1, 2, 15, 16, 17, 33, 49, 50, 63, 64, 65, 100};
+    int ns[] = {16, 17, 63, 64, 65, 130, 200, 1, 5, 15};
+    int p1[1] = {0}, p3[3] = {0, 5, 300};
+    int ng = (int)(sizeof gs / sizeof gs[0]), nw = (int)(sizeof wins / sizeof wins[0]), nn = (int)(sizeof ns / sizeof ns[0]);
+    printf("the window pass, versions 1 .. %d\n", ORTHROS_ATTN_LINEAR_WINDOW_LATEST);
+    for (int v = 1; v <= ORTHROS_ATTN_LINEAR_WINDOW_LATEST; v++)
+        for (int gi = 0; gi < ng; gi++)
+            for (int wi = 0; wi < nw; wi++) {
+                const int k = gi + wi, n = ns[(gi * 3 + wi) % nn], B = k % 2 ? 3 : 1, W = wins[wi];
+                if (quick && k % 3) continue;
+                test_window_pass(v, gs[gi], B, n, W, W + n - 1, B > 1 ? p3 : p1, k % 3 == 1, k % 4 != 3);
+            }
+    /* every row count on the main shape, W 64, and a long call from far in a sequence (many blocks, the ring wrapped) */
+    for (int v = 1; v <= ORTHROS_ATTN_LINEAR_WINDOW_LATEST; v++) {
+        for (int ni = 0; ni < nn; ni++) test_window_pass(v, gs[2], 3, ns[ni], 64, 64 + ns[ni] + 17, p3, 0, 1);
+        int far[3] = {5000, 77, 1};
+        test_window_pass(v, gs[3], 3, 1000, 64, 64 + 1000 - 1, far, 1, 1);
+        test_window_pass(v, gs[2], 3, 1000, 17, 17 + 1000 - 1, far, 0, 0);
+    }
+}
+
 /* The local window on linear prefill versions first .. last: windows of 1, 63, 64, 65 (around the kernels' 64-token
  * chunk), 100 (beyond it), 200 (beyond the engine's chunk of these calls) and 1000 (beyond the prompt); phi before and
  * after RoPE; elu1, relu, hedgehog with F = d (the chunked kernels) and F = 40 (the recurrent fallback); GQA 1, 3, 4;
@@ -968,8 +1082,11 @@ int main(void)
     if (section("readprobe")) test_read(1, ORTHROS_READ_VARIANTS - 1);
     /* Linear prefill v7 (wgmma at head dim 128, the default on sm_90a; first run on the H200 2026-12-01). */
     if (section("linear7")) linear_suite(7, 7);
-    /* The local window of a converted model's linear formula (written without a GPU; first run pending), every kept
-     * linear prefill version. */
+    /* The local window of a converted model's linear formula, every kept linear prefill version (passing on the H200
+     * at e470e63); first the window pass alone, both versions (its v2, the default, written after that run: not yet
+     * run). */
+    if (section("window") || (getenv("ORTHROS_TEST_ONLY") && !strcmp(getenv("ORTHROS_TEST_ONLY"), "windowpass")))
+        window_pass_suite();
     if (section("window")) window_suite(3, ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
