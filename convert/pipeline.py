@@ -12,7 +12,7 @@ the ablation get the same LoRA tokens and steps as stage 2):
     s1-1M   stage1 512K    s2-1M   stage2 both phases 512K    ctl-1M   control 512K
 
 Every job: sequences of 1024 tokens, 32 a step (8 for the 1M budget, so that each stage has 64 steps). `--budgets
-16M,4M,1M` and `--no-ablation` change the grid. Each call runs what is left within --max-seconds (a job
+16M,4M,1M`, `--controls 16M` (the budgets that get a control) and `--no-ablation` change the grid. Each call runs what is left within --max-seconds (a job
 cut short saves and resumes in the next call) and exits 0 when the grid is done, 3 when more calls are needed.
 `--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
 DIR/runs.tar.part00, part01, ... (pieces of 15 MiB: every job's log.json, the finished jobs' adapter directories, an
@@ -42,7 +42,8 @@ def plan(a):
         jobs.append((f"s1-{b}", b, ["stage1", *size]))
         jobs.append((f"s2-{b}", b, ["stage2", *ft, "--maps", os.path.join(a.runs, f"s1-{b}"),
                                     "--tail-min", str(a.tail_min), "--tail-max", str(a.tail_max)]))
-        jobs.append((f"ctl-{b}", b, ["control", *ft]))
+        if a.controls == "all" or b in a.controls.split(","):
+            jobs.append((f"ctl-{b}", b, ["control", *ft]))
         if not a.no_ablation and b == a.budgets.split(",")[0]:
             jobs.append((f"s2lin-{b}", b, ["stage2", "--phases", "linear", *ft, "--maps",
                                            os.path.join(a.runs, f"s1-{b}")]))
@@ -162,6 +163,7 @@ def main():
     ap.add_argument("--runs", default="build-data/runs", help="job directories (kept between calls)")
     ap.add_argument("--budgets", default="16M,4M,1M", help="conversion token budgets, first one gets the ablation")
     ap.add_argument("--no-ablation", action="store_true", help="no linear-phase-only stage 2")
+    ap.add_argument("--controls", default="all", help="budgets that get a control transformer (comma-separated, or all)")
     ap.add_argument("--ft-micro-batch", type=int, default=16, help="micro-batch of the LoRA jobs (default 16)")
     ap.add_argument("--seq", type=int, default=1024, help="sequence length of every job (default 1024)")
     ap.add_argument("--tail-min", type=int, default=64, help="stage 2 tail range (default 64..256)")
