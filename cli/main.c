@@ -5,6 +5,7 @@
 #include "eval.h"
 #include "orthros.h"
 #include "plot.h"
+#include "report_cmd.h"
 #include "text.h"
 #include "version.h"
 
@@ -24,7 +25,8 @@ static const command commands[] = {
     {"bench", orthros_cmd_bench, "prefill / decode / end-to-end timing sweeps with statistics, JSON results"},
     {"plot", orthros_cmd_plot, "PNG / SVG / PDF figures from result files (gnuplot)"},
     {"compare", orthros_cmd_compare, "two bench result files cell by cell: FAST / SLOW / SAME / AMBIGUOUS"},
-    {"eval", orthros_cmd_eval, "recall evals on an analytic checkpoint: niah (context x depth), mqar (context x pairs)"},
+    {"report", orthros_cmd_report, "the table of result files (bench, eval) in any -o format, validated, nothing run"},
+    {"eval", orthros_cmd_eval, "evals: niah, mqar (analytic checkpoint); ruler, recall, ppl, mc (a text model)"},
     {"make-model", orthros_cmd_make_model, "write a checkpoint built by construction (analytic-recall)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
