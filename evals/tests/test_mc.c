@@ -7,6 +7,9 @@
  *   - end to end on a tiny random model carrying that tokenizer: files against the schema, --score prefill giving the
  *     transformer's decode-path log-likelihoods bit for bit, one log-likelihood recomputed from `orthros logits`,
  *     --tp 2 with ranks as processes (the copy command between processes), resume, the tables, usage errors.
+ * And eval recall's additions: SQuAD's normalisation, exact match and F1 against values worked out from the official
+ * script, the SQuAD v1.1 / v2 / TriviaQA layouts (evals/tests/recall/), and the command with a layout, shots and a
+ * limit (the schema, exact match and F1 in every record, lm-eval's table).
  * With a fifth argument, the SmolLM2 GGUF, it is the `eval_mc_parity` test instead: every run of
  * evals/tests/mc/reference.json (made by evals/mc_reference.py through lm-eval's own HFLM) against
  * `orthros eval mc --device cpu --arch transformer`: log-likelihoods within 1e-3 and acc / acc_norm identical, per
@@ -14,7 +17,9 @@
  * usage: test_mc ORTHROS SCHEMA TOKENIZER.json SOURCE_DIR [SMOLLM2.gguf] */
 #define _GNU_SOURCE
 #include "mc.h"
+#include "recall.h"
 #include "schema.h"
+#include "squad.h"
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
@@ -211,6 +216,64 @@ static void test_encode(const orthros_tokenizer *tok)
     free(c), free(k);
 }
 
+/* ---- SQuAD's metrics and the recall layouts ---- */
+
+static void test_squad(void)
+{
+    static const struct {
+        const char *in, *want;
+    } norm[] = {{"The Eiffel Tower!", "eiffel tower"}, {"  A  an the  Apple's  ", "apples"}, {"theater an-the", "theater anthe"},
+                {"Rye, and BARLEY.", "rye and barley"}, {"a", ""}, {"\tthe\n", ""}};
+    for (size_t i = 0; i < sizeof norm / sizeof *norm; i++) {
+        char *n = orthros_squad_normalise(norm[i].in);
+        CHECK(n && !strcmp(n, norm[i].want), "normalise(\"%s\") = \"%s\", want \"%s\"", norm[i].in, n ? n : "", norm[i].want);
+        free(n);
+    }
+    CHECK(orthros_squad_exact("Paris", "paris.") == 1 && orthros_squad_exact("Paris", "in Paris") == 0, "exact match");
+    CHECK(fabs(orthros_squad_f1("the cat sat on the mat", "a cat on a mat") - 6.0 / 7.0) < 1e-12, "F1 of cat / mat: %g",
+          orthros_squad_f1("the cat sat on the mat", "a cat on a mat"));
+    CHECK(fabs(orthros_squad_f1("x y y", "y y y") - 2.0 / 3.0) < 1e-12, "F1 counts repeated tokens once each");
+    CHECK(orthros_squad_f1("Paris", "") == 0 && orthros_squad_f1("", "") == 1, "F1 with an empty side");
+    int em;
+    double f1;
+    const char *ans[] = {"Oda Franke", "the engineer Oda Franke"};
+    orthros_squad_score(ans, 2, "engineer Oda Franke", &em, &f1);
+    CHECK(em == 1 && f1 == 1, "the best over the answers: %d %g", em, f1);
+    orthros_squad_score(ans, 2, "Franke", &em, &f1);
+    CHECK(em == 0 && fabs(f1 - 2.0 / 3.0) < 1e-12, "partial credit: %d %g", em, f1);
+    orthros_squad_score(NULL, 0, "", &em, &f1);
+    CHECK(em == 1 && f1 == 1, "unanswerable, empty answer: %d %g", em, f1);
+    orthros_squad_score(NULL, 0, "Paris", &em, &f1);
+    CHECK(em == 0 && f1 == 0, "unanswerable, an answer: %d %g", em, f1);
+    const char *the[] = {"the"};
+    orthros_squad_score(the, 1, "", &em, &f1);
+    CHECK(em == 1, "an answer that normalises to nothing is dropped (then the empty answer)");
+    /* The layouts. */
+    char p[4300];
+    orthros_recall_set r;
+    snprintf(p, sizeof p, "%s/evals/tests/recall/squad.jsonl", src);
+    CHECK(orthros_recall_load(&r, p) == 0 && r.layout == ORTHROS_RECALL_SQUAD && r.n == 3 && r.items[0].n_answers == 2 &&
+              !strcmp(r.items[0].id, "orthros-squad-1"),
+          "SQuAD: %s", orthros_last_error());
+    orthros_recall_free(&r);
+    snprintf(p, sizeof p, "%s/evals/tests/recall/squad_v2.jsonl", src);
+    CHECK(orthros_recall_load(&r, p) == 0 && r.layout == ORTHROS_RECALL_SQUAD_V2 && r.n == 3 && r.items[1].unanswerable &&
+              !r.items[0].unanswerable,
+          "SQuAD v2 (detected by its unanswerable question): %s", orthros_last_error());
+    orthros_recall_free(&r);
+    CHECK(orthros_recall_load_layout(&r, p, ORTHROS_RECALL_SQUAD) == ORTHROS_EFORMAT &&
+              strstr(orthros_last_error(), "squad_v2.jsonl:2: \"answers.text\" is empty (an unanswerable question: SQuAD v2"),
+          "an unanswerable question under --layout squad: %s", orthros_last_error());
+    snprintf(p, sizeof p, "%s/evals/tests/recall/triviaqa.jsonl", src);
+    CHECK(orthros_recall_load(&r, p) == 0 && r.layout == ORTHROS_RECALL_TRIVIAQA && r.n == 2 && r.items[0].n_answers == 3 &&
+              strstr(r.items[1].context, "Port Kell") && !strcmp(r.items[1].id, "orthros-tqa-2"),
+          "TriviaQA: %s", orthros_last_error());
+    orthros_recall_free(&r);
+    const char *nocontext = "{\"question\": \"q\", \"entity_pages\": {\"wiki_context\": []}, \"answer\": {\"value\": \"v\", \"aliases\": []}}";
+    CHECK(orthros_recall_parse(&r, nocontext, strlen(nocontext), "t.jsonl") == ORTHROS_EFORMAT && strstr(orthros_last_error(), "t.jsonl:1: no context"),
+          "TriviaQA without a context: %s", orthros_last_error());
+}
+
 /* ---- end to end on a tiny model ---- */
 
 static const cJSON *record(const cJSON *cell, int i) { return cJSON_GetArrayItem(cJSON_GetObjectItem(cell, "records"), i); }
@@ -350,6 +413,19 @@ static void test_cli(const char *model, int V)
     rc = run("eval", "mc", "--model", model, "--device", "cpu", "--arch", "transformer", "--tasks", tasks, "--shots", "1",
              "--limit", "3", "--name", "arc_easy", "--json", out, "--resume", NULL);
     CHECK(rc == 1 && log_has("--shots"), "resume with other shots: exit %d", rc);
+    /* eval recall: a layout, shots, a limit; exact match and F1 in every record; lm-eval's table. */
+    char rtasks[4300];
+    snprintf(rtasks, sizeof rtasks, "%s/evals/tests/recall/squad_v2.jsonl", src);
+    snprintf(out2, sizeof out2, "%s/recall-v2.json", dir);
+    rc = run("eval", "recall", "--model", model, "--device", "cpu", "--arch", "transformer,orthros", "--tasks", rtasks,
+             "--shots", "1", "--limit", "2", "--max-new", "4", "--json", out2, "-o", "md", "--quiet", NULL);
+    a = load_valid(out2, "the recall file");
+    c0 = a ? cell_of(a, "orthros") : NULL;
+    CHECK(rc == 0 && c0 && num(c0, "n") == 2 && !isnan(num(c0, "f1")) && !isnan(num(c0, "exact_match")) &&
+              cJSON_IsTrue(cJSON_GetObjectItem(record(c0, 1), "unanswerable")) && log_has("| squad_v2 | N/A | none | 1 | contains |") &&
+              log_has("|  |  | none | 1 | exact_match |") && log_has("|  |  | none | 1 | f1 |"),
+          "eval recall --layout auto (v2) --shots 1 --limit 2: exit %d", rc);
+    cJSON_Delete(a);
     /* The report of a file, in every format, without running anything. */
     rc = run("report", out, "-o", "json", NULL);
     CHECK(rc == 0 && log_has("\"Metric\": \"acc_norm\""), "orthros report -o json: exit %d", rc);
@@ -456,6 +532,7 @@ int main(int argc, char **argv)
     CHECK(orthros_tokenizer_load(&tok, tokdir) == 0, "cannot load %s: %s", tokdir, orthros_last_error());
     test_layouts();
     test_refusals();
+    test_squad();
     if (tok) test_encode(tok);
     /* A tiny random Llama over SmolLM2's vocabulary, carrying its tokenizer.json. */
     char model[4300], cmd_tok[4400];
