@@ -429,6 +429,32 @@ static void test_cli(const char *model, int V)
     /* The report of a file, in every format, without running anything. */
     rc = run("report", out, "-o", "json", NULL);
     CHECK(rc == 0 && log_has("\"Metric\": \"acc_norm\""), "orthros report -o json: exit %d", rc);
+    /* Any result file: RULER's pivot, a bench file, a refused file; plot skips mc files with a line. */
+    char rf[4300], bf[4300], bad_file[4300];
+    snprintf(rf, sizeof rf, "%s/data/results/smollm2-cpu-2026-12-01/ruler-niah-single.json", src);
+    snprintf(bf, sizeof bf, "%s/data/results/h200-2026-11-29/bench-llama3.2-1b.json", src);
+    rc = run("report", rf, "-o", "md", NULL);
+    CHECK(rc == 0 && log_has("| arch | 1K | 2K | 4K | avg |") && log_has("| transformer | 66.7 | 100.0 | 100.0 | 88.9 |"),
+          "report of a ruler file (the pivot): exit %d", rc);
+    rc = run("report", bf, "-o", "csv", NULL);
+    CHECK(rc == 0 && log_has("arch,phase,ctx,batch,n,median_ms") && log_has("transformer,prefill,4096,1,3,20.4026"),
+          "report of a bench file: exit %d", rc);
+    a = tu_load_json(out);
+    if (a) {
+        cJSON *cell = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "cells"), 0);
+        cJSON_ReplaceItemInObject(cell, "correct", cJSON_CreateNumber(num(cell, "correct") + 1));
+        snprintf(bad_file, sizeof bad_file, "%s/mc-bad.json", dir);
+        tu_write_json(bad_file, a);
+        cJSON_Delete(a);
+        rc = run("report", rf, bad_file, NULL);
+        CHECK(rc == 1 && log_has("mc-bad.json: cells[0]") && !log_has("| transformer"), "report of a bad file: exit %d", rc);
+    }
+    snprintf(out2, sizeof out2, "%s/figs", dir);
+    char rfile[4300];
+    snprintf(rfile, sizeof rfile, "%s/recall-v2.json", dir);
+    rc = run("plot", out, rfile, "--out", out2, "--format", "svg", NULL);
+    CHECK(rc == 0 && log_has("holds multiple-choice (mc) cells; no figure uses them") && log_has("plot: 1 figure"),
+          "plot of an mc file beside a recall file: exit %d", rc);
     /* Usage errors and refusals. */
     struct {
         const char *a[12], *says;
