@@ -16,7 +16,8 @@ Winogrande's functions imported from lm_eval.tasks) over the local JSONL file (d
 first_n few-shot sampler drawing from the same file. Nothing is downloaded.
 
 For every question it records lm-eval's log-likelihood of each choice (the resps of its loglikelihood requests)
-and its acc / acc_norm; for every task the aggregated metrics and their stderr.
+and its acc / acc_norm; for every task the aggregated metrics and their stderr (lm-eval's mean_stderr: the bootstrap
+is not used for means).
 """
 import json
 import os
@@ -83,7 +84,7 @@ def main():
         name = f"{os.path.splitext(fname)[0]}_{shots}shot"
         cfg = task_config(name, os.path.join(TASK_DIR, fname), layout, shots)
         res = lm_eval.simple_evaluate(model=lm, tasks=[cfg], num_fewshot=shots, log_samples=True,
-                                      bootstrap_iters=0, random_seed=0, numpy_random_seed=0, torch_random_seed=0,
+                                      bootstrap_iters=1000, random_seed=0, numpy_random_seed=0, torch_random_seed=0,
                                       fewshot_random_seed=1234)
         metrics = res["results"][name]
         questions = []

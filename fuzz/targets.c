@@ -25,6 +25,9 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
      orthros_fuzz_seeds_anchor_file},
     {"recall_jsonl", "a recall tasks file (orthros eval recall --tasks): every line parsed and checked",
      orthros_fuzz_recall_jsonl, orthros_fuzz_seeds_recall_jsonl},
+    {"mc_jsonl", "a multiple-choice tasks file (orthros eval mc --tasks): every line parsed and checked in its layout, every "
+                 "choice's lm-eval request built",
+     orthros_fuzz_mc_jsonl, orthros_fuzz_seeds_mc_jsonl},
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);
 

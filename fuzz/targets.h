@@ -63,5 +63,7 @@ int orthros_fuzz_seeds_gguf(orthros_fuzz_corpus *c, const char *root);
 /* The text evals' inputs (text_targets.c). */
 int orthros_fuzz_recall_jsonl(const uint8_t *data, size_t size);
 int orthros_fuzz_seeds_recall_jsonl(orthros_fuzz_corpus *c, const char *root);
+int orthros_fuzz_mc_jsonl(const uint8_t *data, size_t size);
+int orthros_fuzz_seeds_mc_jsonl(orthros_fuzz_corpus *c, const char *root);
 
 #endif
