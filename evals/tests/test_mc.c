@@ -274,6 +274,48 @@ static void test_squad(void)
           "TriviaQA without a context: %s", orthros_last_error());
 }
 
+/* ---- the reader of mc cells: every metric recomputed from the records ---- */
+
+static void test_reader(void)
+{
+    char good[4300], bad[4300];
+    snprintf(good, sizeof good, "%s/evals/tests/mc/smollm2-generic.json", src);
+    snprintf(bad, sizeof bad, "%s/mutated.json", dir);
+    cJSON *g = load_valid(good, "the committed mc file");
+    int rc = run("report", good, NULL);
+    CHECK(rc == 0 && log_has("generic") && log_has("acc_norm"), "report of the committed mc file: exit %d", rc);
+    static const struct {
+        const char *where, *key, *value, *says;
+    } cases[] = {
+        {"cell", "acc", "0.9", "cells[0].acc: 0.9"},
+        {"cell", "acc_stderr", "0.5", "cells[0].acc_stderr: is not the records' stderr"},
+        {"cell", "correct_norm", "5", "cells[0].acc_norm: 0.59"},
+        {"cell", "n", "4", "cells[0].n"},
+        {"record", "pred", "2", "cells[0].records[0].pred: is not the choice of the largest log-likelihood"},
+        {"record", "acc", "false", "cells[0].records[0].acc: disagrees with pred and gold"},
+        {"record", "gold", "7", "cells[0].records[0].gold"},
+        {"record", "loglikelihoods", "[0.5, -1, -2]", "cells[0].records[0].loglikelihoods: item 0 is not a finite number <= 0"},
+        {"record", "loglikelihoods", "[-1]", "cells[0].records[0].loglikelihoods: 1 choices"},
+        {"record", "choice_chars", "[0, 1, 1]", "cells[0].records[0].choice_chars: item 0 is not a positive integer"},
+        {"record", "choice_chars", "[1, 1]", "cells[0].records[0].choice_chars: 2 lengths for 3 choices"},
+        {"config", "score", "\"middle\"", "run.config.score: \"middle\" is not decode or prefill"},
+        {"config", "layout", "\"mmlu\"", "run.config.layout: \"mmlu\" is not a multiple-choice layout"},
+    };
+    for (size_t i = 0; g && i < sizeof cases / sizeof *cases; i++) {
+        cJSON *m = cJSON_Duplicate(g, 1);
+        cJSON *cell = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "cells"), 0);
+        cJSON *at = !strcmp(cases[i].where, "cell")     ? cell
+                    : !strcmp(cases[i].where, "record") ? cJSON_GetArrayItem(cJSON_GetObjectItem(cell, "records"), 0)
+                                                        : cJSON_GetObjectItem(cJSON_GetObjectItem(m, "run"), "config");
+        cJSON_ReplaceItemInObject(at, cases[i].key, cJSON_Parse(cases[i].value));
+        tu_write_json(bad, m);
+        cJSON_Delete(m);
+        rc = run("report", bad, "-o", "md", NULL);
+        CHECK(rc == 1 && log_has(cases[i].says), "mutation %zu (%s = %s): exit %d", i, cases[i].key, cases[i].value, rc);
+    }
+    cJSON_Delete(g);
+}
+
 /* ---- end to end on a tiny model ---- */
 
 static const cJSON *record(const cJSON *cell, int i) { return cJSON_GetArrayItem(cJSON_GetObjectItem(cell, "records"), i); }
@@ -559,6 +601,7 @@ int main(int argc, char **argv)
     test_layouts();
     test_refusals();
     test_squad();
+    test_reader();
     if (tok) test_encode(tok);
     /* A tiny random Llama over SmolLM2's vocabulary, carrying its tokenizer.json. */
     char model[4300], cmd_tok[4400];
