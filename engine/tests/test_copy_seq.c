@@ -8,7 +8,10 @@
  *     those of a second prefill of the continuation after the copy;
  *   - the source sequence is untouched, a copy of a copy is the same, out-of-range sequences are refused;
  *   - orthros_prefill_logits gives rows [from, n) of orthros_prefill's.
- * The model is preset:tiny (seeded random weights, a small vocabulary). */
+ * The model is preset:tiny (seeded random weights, a small vocabulary).
+ * With the argument `cuda` (the `session_copy_seq_cuda` GPU test) the same on the cuda backend at tp 1, where bf16
+ * kernels of another batch size may round differently: the copied sequences' logits against a fresh session's must
+ * agree in argmax on at least 90% of rows and within 5% of the logits' range (exit 77 without a GPU). */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -46,7 +49,16 @@ static int reference_prefill(orthros_model *m, const int32_t *cont, int len, flo
     return rc;
 }
 
-static int same(const float *a, const float *b, size_t n) { return !memcmp(a, b, n * sizeof *a); }
+static int exact = 1; /* cpu: bit for bit; cuda: within bf16 tolerance */
+
+static int same(const float *a, const float *b, size_t n)
+{
+    if (exact) return !memcmp(a, b, n * sizeof *a);
+    int agree = 0, rows = (int)(n / (size_t)V);
+    double err = 0, range = 0;
+    tu_logit_agreement(a, b, rows, V, &agree, &err, &range);
+    return agree * 10 >= rows * 9 && err <= 0.05 * range;
+}
 
 static void one_case(const tu_arch_case *ac, int tp, orthros_backend *be)
 {
@@ -156,16 +168,22 @@ static void test_logits_from(orthros_backend *be)
     free(all), free(part);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     orthros_backend *be = NULL;
-    if (orthros_backend_create(&be, "cpu")) {
-        fprintf(stderr, "cannot create the cpu backend: %s\n", orthros_last_error());
+    int cuda = argc > 1 && !strcmp(argv[1], "cuda");
+    if (cuda && !orthros_cuda_available()) {
+        fprintf(stderr, "SKIP: no GPU (or a build without CUDA): the copy is tested on the cpu by session_copy_seq\n");
+        return 77;
+    }
+    if (orthros_backend_create(&be, cuda ? "cuda" : "cpu")) {
+        fprintf(stderr, "cannot create the %s backend: %s\n", cuda ? "cuda" : "cpu", orthros_last_error());
         return 1;
     }
-    test_logits_from(be);
+    exact = !cuda;
+    if (!cuda) test_logits_from(be);
     for (size_t i = 0; i < tu_n_arch_cases; i++)
-        for (int tp = 1; tp <= 2; tp++) one_case(&tu_arch_cases[i], tp, be);
+        for (int tp = 1; tp <= (cuda ? 1 : 2); tp++) one_case(&tu_arch_cases[i], tp, be);
     orthros_backend_free(be);
     return tu_finish();
 }
