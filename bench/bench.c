@@ -17,6 +17,7 @@
 #include "result_run.h"
 #include "stats.h"
 #include "table.h"
+#include "bench_rows.h"
 #include "util.h"
 
 #include <limits.h>
@@ -283,35 +284,13 @@ static int arm_round(sweep *s, arm *a, const int32_t *tok, int k, int keep_sessi
 
 static void print_cell(sweep *s, const orthros_bench_cell *c)
 {
-    char v[14][48];
-    const char *cells[14];
-    for (int i = 0; i < 14; i++) v[i][0] = '\0', cells[i] = v[i];
-    snprintf(v[0], 48, "%s", c->arch);
-    snprintf(v[1], 48, "%s", c->phase);
-    snprintf(v[2], 48, "%d", c->ctx);
-    snprintf(v[3], 48, "%d", c->batch);
-    if (c->state == ORTHROS_CELL_MEASURED) {
-        snprintf(v[4], 48, "%zu", c->n_samples);
-        snprintf(v[5], 48, "%.4f", c->stats.median * 1e3);
-        snprintf(v[6], 48, "[%.4f, %.4f]", c->stats.ci_lo * 1e3, c->stats.ci_hi * 1e3);
-        snprintf(v[7], 48, "%.1f", c->noise * 100);
-        snprintf(v[8], 48, "%s", c->stop_reason);
-        snprintf(v[9], 48, "%.1f", c->tokens_per_s);
-        snprintf(v[10], 48, "%.3f", c->tflops);
-        snprintf(v[11], 48, "%.1f", c->frac_gemm * 100);
-        snprintf(v[12], 48, "%.3f", c->tbps);
-        snprintf(v[13], 48, "%.1f", c->frac_copy * 100);
-        if (!strcmp(c->phase, "allreduce")) v[11][0] = v[13][0] = '\0';
-    } else {
-        snprintf(v[8], 48, "%s", c->state == ORTHROS_CELL_SKIPPED ? "skipped" : "failed");
-    }
+    char v[ORTHROS_BENCH_COLS][ORTHROS_BENCH_CELL_MAX];
+    const char *cells[ORTHROS_BENCH_COLS];
+    orthros_bench_row(c, v);
+    for (int i = 0; i < ORTHROS_BENCH_COLS; i++) cells[i] = v[i];
     orthros_table_row(&s->table, cells);
-    if (c->state != ORTHROS_CELL_MEASURED) {
-        char line[600];
-        snprintf(line, sizeof line, "  %s %s ctx %d batch %d not measured: %.500s", c->arch, c->phase, c->ctx, c->batch,
-                 c->reason);
-        orthros_table_note(&s->table, line);
-    } else if (!strcmp(c->phase, "allreduce")) {
+    orthros_bench_note_unmeasured(&s->table, c);
+    if (c->state == ORTHROS_CELL_MEASURED && !strcmp(c->phase, "allreduce")) {
         /* The bus bandwidth as nccl-tests define it, next to the link bandwidth of the cost model. */
         int tp = orthros_model_tp(s->m);
         double bus = 2.0 * (tp - 1) / tp * c->bytes / c->stats.median;
@@ -329,10 +308,6 @@ static void print_cell(sweep *s, const orthros_bench_cell *c)
     }
 }
 
-static const orthros_table_col table_cols[] = {
-    {"arch", -12, 0},   {"phase", -8, 0},      {"ctx", 8, 1},   {"batch", 5, 1},   {"n", 4, 1},
-    {"median_ms", 11, 1}, {"ci95_ms", 23, 0},  {"noise%", 6, 1}, {"stop", -12, 0}, {"tokens/s", 12, 1},
-    {"TFLOP/s", 9, 1},  {"%gemm", 6, 1},       {"TB/s", 8, 1},  {"%copy", 6, 1}};
 
 /* ---- speedups ---- */
 
@@ -678,7 +653,7 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
     }
     ao.arch = s.ax.archs[0];
     if ((rc = orthros_model_load(&s.m, s.be, o->mo.model, &ao, (uint64_t)o->mo.seed)) || (rc = open_results(&s, argc, argv)) ||
-        (rc = orthros_table_open(&s.table, tf, o->table_out, table_cols, (int)(sizeof table_cols / sizeof *table_cols)))) {
+        (rc = orthros_table_open(&s.table, tf, o->table_out, orthros_bench_cols, ORTHROS_BENCH_COLS))) {
         sweep_close(&s);
         return orthros_cmd_fail(cmd, rc);
     }

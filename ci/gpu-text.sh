@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The text evals of SmolLM2-135M-Instruct on a GPU machine: the model from the cache (or joined from pieces,
 # ci/fetch-model.sh --join), orthros built with CUDA (the build folder of ci/gpu.sh, built here when missing), a
-# device check (the greedy text of one prompt, and the perplexity of 4K tokens, on the cpu and cuda backends),
-# then the full grid of evals/run_text_grid.sh --full with DEVICE=cuda, resumed in STATE (kept between calls) and
+# device check (the greedy text of one prompt, and the perplexity of 4K tokens, on the cpu and cuda backends), eval mc
+# on cuda against lm-eval's committed log-likelihoods and its timing at 100 questions of ~1K tokens, then the full grid of evals/run_text_grid.sh --full with DEVICE=cuda, resumed in STATE (kept between calls) and
 # copied to OUTDIR.
 # Usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S]
 #   --pieces DIR  join the model from DIR/smollm2.xz.part* (ci/fetch-model.sh --split) when the cache lacks it
@@ -63,6 +63,35 @@ cpu, cuda = ({c["arch"]: c["ppl"] for c in json.load(open(p))["cells"]} for p in
 for arch in cpu:
     print(f"ppl check {arch}: cpu {cpu[arch]:.4f} cuda {cuda[arch]:.4f} (cuda/cpu {cuda[arch] / cpu[arch]:.5f})")
 PY
+
+# eval mc on cuda (issue 26): lm-eval's log-likelihoods of the committed task files (evals/tests/mc/reference.json,
+# made on the cpu in fp32) against the cuda backend's (bf16), then the timing of 100 questions of ~1K tokens, with the
+# choices decoded from copies of the prefilled context (decode) and each prefilled whole (prefill).
+for f in arc hellaswag piqa openbookqa winogrande generic; do
+    "$B" eval mc --model "$MODEL" --device cuda --arch transformer --tasks "evals/tests/mc/$f.jsonl" --quiet \
+        --json "$OUT/mc-check-$f.json" >"$OUT/mc-check-$f.txt" 2>&1 || echo "mc check $f: FAILED (mc-check-$f.txt)"
+done
+python3 - "$OUT" <<'PY' || echo "mc check: no comparison"
+import json, sys
+ref = {(r["file"], r["shots"]): r for r in json.load(open("evals/tests/mc/reference.json"))["runs"]}
+for (file, shots), r in ref.items():
+    if shots:
+        continue
+    name = file.split("/")[-1][:-6]
+    c = json.load(open(f"{sys.argv[1]}/mc-check-{name}.json"))["cells"][0]
+    d = max(abs(a - b) for q, rec in zip(r["questions"], c["records"]) for a, b in zip(q["loglikelihoods"], rec["loglikelihoods"]))
+    print(f"mc check {name}: cuda acc {c['acc']:.4f} (lm-eval fp32 {r['acc']:.4f}), log-likelihoods within {d:.3g}")
+PY
+python3 evals/make_mc_long.py >"$OUT/mc-long.jsonl"
+for score in decode prefill; do
+    "$B" eval mc --model "$MODEL" --device cuda --arch transformer,orthros --tasks "$OUT/mc-long.jsonl" --score "$score" \
+        --quiet --json "$OUT/mc-long-$score.json" >"$OUT/mc-long-$score.txt" 2>&1 || echo "mc timing $score: FAILED"
+    python3 - "$OUT/mc-long-$score.json" "$score" <<'PY' || true
+import json, sys
+for c in json.load(open(sys.argv[1]))["cells"]:
+    print(f"mc timing {sys.argv[2]} {c['arch']}: {c['n']} questions of up to {c['ctx']} tokens in {c['elapsed_s']:.2f} s, acc {c['acc']:.3f}")
+PY
+done
 
 mkdir -p "$STATE"
 start=$(date +%s)

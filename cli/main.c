@@ -7,6 +7,7 @@
 #include "orthros.h"
 #include "plot.h"
 #include "ranks.h"
+#include "report_cmd.h"
 #include "text.h"
 #include "version.h"
 
@@ -30,8 +31,9 @@ static const command commands[] = {
     {"bench", orthros_cmd_bench, "prefill / decode / end-to-end timing sweeps with statistics, JSON results", 1},
     {"plot", orthros_cmd_plot, "PNG / SVG / PDF figures from result files (gnuplot)", 0},
     {"compare", orthros_cmd_compare, "two bench result files cell by cell: FAST / SLOW / SAME / AMBIGUOUS", 0},
+    {"report", orthros_cmd_report, "the table of result files (bench, eval) in any -o format, validated, nothing run", 0},
     {"eval", orthros_cmd_eval,
-     "recall evals on an analytic checkpoint: niah (context x depth), mqar (context x pairs)", 1},
+     "evals: niah, mqar (analytic checkpoint); ruler, recall, ppl, mc (a text model)", 1},
     {"make-model", orthros_cmd_make_model, "write a checkpoint built by construction (analytic-recall)", 0},
     {"export", orthros_cmd_export, "any model the engine loads as a Hugging Face directory (merged weights, tokenizer)", 0},
 };

@@ -404,6 +404,81 @@ static orthros_attn_layer attn_view(const orthros_session *s, int l, int b0)
         if (rc_) return rc_;                                                                                           \
     } while (0)
 
+/* ---- one sequence's state copied to another (orthros_session_copy_seq) ----
+ *
+ * Every buffer of a session that holds state of its own per sequence is listed here, and nowhere else: the copy
+ * walks this list. A buffer added to the session that holds per-sequence state (a ring of keys, a cache of another
+ * kind) is added to session_seq_buffers and is then copied with the rest; the host array pos is copied by
+ * session_copy_seq_shard. */
+typedef struct {
+    void *base;        /* the buffer: [B][seq_bytes] */
+    size_t seq_bytes;  /* bytes of one sequence (the stride between sequences) */
+    size_t used_bytes; /* of them, the bytes that hold state after `pos` tokens (from the start of the sequence's part) */
+} seq_buffer;
+
+/* Calls fn for every per-sequence buffer of one rank's session, for a sequence at position pos. */
+static int session_seq_buffers(const orthros_session *s, int pos, int (*fn)(void *ctx, const seq_buffer *b), void *ctx)
+{
+    const orthros_model *m = s->m;
+    const orthros_model_config *c = &m->cfg;
+    size_t row = (size_t)m->hkv * (size_t)c->head_dim * s->be->act_size; /* one cached position of a layer */
+    size_t F = (size_t)orthros_arch_feature_size(&m->arch, c->head_dim);
+    size_t state = (size_t)m->hkv * F * (size_t)c->head_dim * 4, norm = (size_t)m->hkv * F * 4;
+    for (int l = 0; l < c->n_layers; l++) {
+        if (s->cap[l]) {
+            /* Position p lives at slot p % cap: after pos tokens, slots [0, min(pos, cap)) are written. */
+            size_t rows = (size_t)(pos < s->cap[l] ? pos : s->cap[l]);
+            seq_buffer k = {s->k_cache[l], (size_t)s->cap[l] * row, rows * row};
+            seq_buffer v = {s->v_cache[l], (size_t)s->cap[l] * row, rows * row};
+            TRY(fn(ctx, &k));
+            TRY(fn(ctx, &v));
+        }
+        if (s->kraw_cap[l]) {
+            /* the local window's ring of un-rotated keys: position p at slot p % kraw_cap, as the cache */
+            size_t rows = (size_t)(pos < s->kraw_cap[l] ? pos : s->kraw_cap[l]);
+            seq_buffer kr = {s->kraw[l], (size_t)s->kraw_cap[l] * row, rows * row};
+            TRY(fn(ctx, &kr));
+        }
+        if (s->S[l]) {
+            seq_buffer S = {s->S[l], state, state}, z = {s->z[l], norm, norm};
+            TRY(fn(ctx, &S));
+            TRY(fn(ctx, &z));
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    orthros_backend *be;
+    int dst, src;
+} seq_copy;
+
+static int copy_seq_buffer(void *ctx, const seq_buffer *b)
+{
+    const seq_copy *c = ctx;
+    if (!b->used_bytes) return 0;
+    return c->be->copy(c->be, (char *)b->base + (size_t)c->dst * b->seq_bytes, (char *)b->base + (size_t)c->src * b->seq_bytes,
+                       b->used_bytes);
+}
+
+int orthros_session_copy_seq(orthros_session *s, int dst, int src)
+{
+    if (dst < 0 || dst >= s->B || src < 0 || src >= s->B)
+        return orthros_error(ORTHROS_EINVAL, "copying sequence %d to %d: outside the batch of %d", src, dst, s->B);
+    if (dst == src) return 0;
+    if (s->id) {
+        orthros_tp_cmd cmd = {.op = ORTHROS_TP_COPY_SEQ, .id = s->id, .a = {dst, src}};
+        TRY(orthros_tp_send(&cmd, NULL));
+    }
+    for (int r = 0; r < (s->ranks ? s->m->world : 1); r++) {
+        orthros_session *t = s->ranks ? s->ranks[r] : s;
+        seq_copy c = {t->be, dst, src};
+        TRY(session_seq_buffers(t, t->pos[src], copy_seq_buffer, &c));
+        t->pos[dst] = t->pos[src];
+    }
+    return 0;
+}
+
 /* Attention of layer l for B sequences starting at b0 with n new tokens each, at positions pos0[b] + i.
  * `lin_rows` (orthros prefill only) is how many leading rows are linear-phase positions. The linear formula reads
  * rotated rows when phi acts after RoPE, and the cache (a ring on linear layers) when it has a local window. */
@@ -494,7 +569,8 @@ static int rows_logits(orthros_session *s, int r0, int rows, float *host, int32_
 
 /* Prefill on this rank's shard (positions are not advanced here). The logits are rank 0's work: the residual
  * stream is the same on every rank, and the others pass NULL. */
-static int prefill_shard(orthros_session *s, int seq, const int32_t *tokens, int n, float *logits_all, int32_t *next)
+static int prefill_shard(orthros_session *s, int seq, const int32_t *tokens, int n, int from, float *logits_all,
+                         int32_t *next)
 {
     orthros_backend *be = s->be;
     const orthros_model_config *c = &s->m->cfg;
@@ -509,7 +585,9 @@ static int prefill_shard(orthros_session *s, int seq, const int32_t *tokens, int
         OP("embed", be->embed(be, s->x, tokens + c0, s->m->embed, rows, c->d_model));
         TRY(forward_layers(s, seq, 1, rows, &pos0, lin_rows, 0));
         int last = c0 + rows == n;
-        if (logits_all) TRY(rows_logits(s, 0, rows, logits_all + (size_t)c0 * (size_t)c->vocab, last ? next : NULL));
+        int r0 = from > c0 ? from - c0 : 0; /* logits of positions >= from only */
+        if (logits_all && r0 < rows)
+            TRY(rows_logits(s, r0, rows - r0, logits_all + (size_t)(c0 + r0 - from) * (size_t)c->vocab, last ? next : NULL));
         else if (last && next) TRY(rows_logits(s, rows - 1, 1, NULL, next));
         be->range_pop(be);
     }
@@ -538,7 +616,7 @@ static int decode_shard(orthros_session *s, const int32_t *tokens, int32_t *next
 /* One prefill or decode on every rank of this process: the in-process ranks on their threads, or this one. */
 typedef struct {
     orthros_session *s;
-    int decode, seq, n;
+    int decode, seq, n, from;
     const int32_t *tokens;
     float *logits;
     int32_t *next;
@@ -550,7 +628,7 @@ static int shard_job_run(void *arg, int rank)
     orthros_session *s = j->s->ranks ? j->s->ranks[rank] : j->s;
     float *lg = rank == 0 ? j->logits : NULL;
     int32_t *nx = rank == 0 ? j->next : NULL;
-    return j->decode ? decode_shard(s, j->tokens, nx, lg) : prefill_shard(s, j->seq, j->tokens, j->n, lg, nx);
+    return j->decode ? decode_shard(s, j->tokens, nx, lg) : prefill_shard(s, j->seq, j->tokens, j->n, j->from, lg, nx);
 }
 
 static int run_shards(orthros_session *s, shard_job *j)
@@ -560,6 +638,14 @@ static int run_shards(orthros_session *s, shard_job *j)
 
 int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, float *logits_all, int32_t *next)
 {
+    return orthros_prefill_logits(s, seq, tokens, n, 0, logits_all, next);
+}
+
+int orthros_prefill_logits(orthros_session *s, int seq, const int32_t *tokens, int n, int from, float *logits,
+                           int32_t *next)
+{
+    if (from < 0 || (from >= n && n >= 1))
+        return orthros_error(ORTHROS_EINVAL, "logits from position %d of a prompt of %d tokens", from, n);
     if (seq < 0 || seq >= s->B) return orthros_error(ORTHROS_EINVAL, "sequence %d outside the batch of %d", seq, s->B);
     if (n < 1) return orthros_error(ORTHROS_EINVAL, "the prompt is empty");
     if ((long)s->pos[seq] + n > s->max_ctx)
@@ -578,7 +664,7 @@ int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, f
                               .payload_bytes = (uint64_t)n * sizeof(int32_t)};
         TRY(orthros_tp_send(&cmd, tokens));
     }
-    shard_job j = {.s = s, .decode = 0, .seq = seq, .n = n, .tokens = tokens, .logits = logits_all, .next = next};
+    shard_job j = {.s = s, .decode = 0, .seq = seq, .n = n, .from = from, .tokens = tokens, .logits = logits, .next = next};
     TRY(run_shards(s, &j));
     for (int r = 0; r < (s->ranks ? s->m->world : 1); r++) (s->ranks ? s->ranks[r] : s)->pos[seq] += n;
     return 0;

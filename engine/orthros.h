@@ -257,6 +257,15 @@ int orthros_session_rewind(orthros_session *s, int pos);
  * every prompt position; next, if not NULL, receives the greedy token after the prompt. Under a schedule with
  * orthros layers a tail longer than n is refused (ORTHROS_EINVAL): it would run a transformer labelled orthros. */
 int orthros_prefill(orthros_session *s, int seq, const int32_t *tokens, int n, float *logits_all, int32_t *next);
+/* The same with logits for prompt positions [from, n) only: logits, if not NULL, receives [n - from][vocab] float32
+ * (0 <= from < n); orthros_prefill is from = 0. The log-likelihood evals take the last position's this way. */
+int orthros_prefill_logits(orthros_session *s, int seq, const int32_t *tokens, int n, int from, float *logits,
+                           int32_t *next);
+/* Copies sequence src's state to sequence dst of the same session: its position and every per-sequence buffer
+ * (the KV cache of every layer up to that position, the linear state S and z), on every rank of a tensor-parallel
+ * model. A later prefill or decode of dst continues from src's tokens as if they had been fed to dst: the shared
+ * context of several continuations is prefilled once (eval mc). dst == src does nothing. */
+int orthros_session_copy_seq(orthros_session *s, int dst, int src);
 /* One decode step for every sequence: tokens[batch] in, greedy next[batch] out; logits, if not NULL,
  * receives [batch][vocab] float32. With next and logits both NULL no logits are computed (the ranks > 0 of a
  * tensor-parallel model). */

@@ -36,6 +36,7 @@ enum {
     ORTHROS_TP_DECODE,       /* id: session; a: batch; payload: tokens[batch] */
     ORTHROS_TP_ALLREDUCE,    /* id: model; a: rows, iters */
     ORTHROS_TP_SET_ARCH,     /* id: model; payload: the schedule's name ("" for the checkpoint's) */
+    ORTHROS_TP_COPY_SEQ,     /* id: session; a: dst, src (orthros_session_copy_seq) */
     ORTHROS_TP_EXIT,
 };
 

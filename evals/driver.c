@@ -1,6 +1,7 @@
 /* The run shared by every eval task (driver.h). */
 #define _GNU_SOURCE
 #include "driver.h"
+#include "tables.h"
 #include "axes.h"
 #include "stats.h"
 #include "util.h"
@@ -189,6 +190,7 @@ void orthros_eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v
 
 static void print_cell(eval_run *r, const orthros_eval_cell *c)
 {
+    if (!r->table.out) return; /* a task that prints its table at the end (mc, recall) */
     char v[ORTHROS_TABLE_MAX_COLS][ORTHROS_NAME_MAX];
     const char *cells[ORTHROS_TABLE_MAX_COLS];
     for (int i = 0; i < ORTHROS_TABLE_MAX_COLS; i++) cells[i] = v[i], v[i][0] = 0;
@@ -197,7 +199,7 @@ static void print_cell(eval_run *r, const orthros_eval_cell *c)
 }
 
 /* After the grid: per architecture, the pooled accuracy over every cell of this file, with its Wilson interval. */
-static void accuracy_summary(eval_run *r)
+void orthros_eval_accuracy_summary(eval_run *r)
 {
     for (size_t ia = 0; ia < r->na; ia++) {
         int64_t k = 0, n = 0;
@@ -276,7 +278,8 @@ int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *
         return orthros_cmd_fail(cmd, rc);
     }
     snprintf(config->device, sizeof config->device, "%s", orthros_backend_name(r->be));
-    if ((rc = open_results(r, argc, argv, config)) || (rc = orthros_table_open(&r->table, tf, o->table_out, cols, n_cols)))
+    if ((rc = open_results(r, argc, argv, config)) ||
+        (n_cols > 0 && (rc = orthros_table_open(&r->table, tf, o->table_out, cols, n_cols))))
         goto done;
     if (o->save_prompts && !(r->prompts = fopen(o->save_prompts, o->resume ? "a" : "w"))) {
         rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing: %s", o->save_prompts, strerror(errno));
@@ -286,7 +289,7 @@ int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *
     double t0 = orthros_now_s();
     for (size_t ia = 0; ia < r->na && !rc; ia++) rc = run_arch(r, ia, &ao, &idx, total, t0);
     if (!rc && !(rc = orthros_result_run_save(&r->run, 1))) {
-        (r->ops->summary ? r->ops->summary : accuracy_summary)(r);
+        (r->ops->summary ? r->ops->summary : orthros_eval_accuracy_summary)(r);
         if (!o->quiet && (r->run.measured || !r->run.existed || o->force || o->resume)) fprintf(stderr, "eval: results in %s\n", o->json);
     }
 done:

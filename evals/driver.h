@@ -78,7 +78,8 @@ int orthros_eval_parse_ints(int *out, size_t *n, const char *text, const char *w
 int orthros_eval_config_common(orthros_eval_config *c, const eval_common *o, const char *device);
 
 /* Runs the grid (r->archs x r->ctxs x r->xs, those already in the file skipped); `config` (owned) is the run's
- * configuration; the table has the given columns. Creates the backend. Returns the exit status. */
+ * configuration; the table has the given columns (none: the task prints its table in its summary). Creates the
+ * backend. Returns the exit status. */
 int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, const orthros_table_col *cols,
                int n_cols);
 

@@ -8,6 +8,7 @@
 #include "analytic.h"
 #include "axes.h"
 #include "driver.h"
+#include "tables.h"
 #include "tasks.h"
 #include "text_eval.h"
 #include "util.h"
@@ -154,7 +155,7 @@ static int parse_grid(eval_run *r, analytic_task *t)
     return 0;
 }
 
-static const orthros_table_col eval_cols[] = {{"arch", -12, 0}, {"ctx", 8, 1},      {"x", 6, 1},      {"n", 8, 1},
+const orthros_table_col orthros_eval_accuracy_cols[7] = {{"arch", -12, 0}, {"ctx", 8, 1},      {"x", 6, 1},      {"n", 8, 1},
                                               {"accuracy", 9, 1}, {"ci95_lo", 8, 1}, {"ci95_hi", 8, 1}};
 
 static int run_analytic(eval_common *o, analytic_task *t, int argc, char **argv)
@@ -180,7 +181,7 @@ static int run_analytic(eval_common *o, analytic_task *t, int argc, char **argv)
              strcmp(o->task, "niah") ? "exact match per question; n counts questions"
                                      : "exact match of every expected token (multivalue: as a set); n counts samples");
     orthros_table_col cols[7];
-    memcpy(cols, eval_cols, sizeof cols);
+    memcpy(cols, orthros_eval_accuracy_cols, sizeof cols);
     cols[2].name = orthros_eval_axis_name(o->task);
     return orthros_eval_drive(&r, argc, argv, &cfg, cols, 7);
 }
@@ -266,6 +267,8 @@ int orthros_cmd_eval(int argc, char **argv)
                                           "tracking, common words; context x depth (or hops, words)"},
         {"recall", orthros_cmd_eval_recall, "in-context recall questions from a JSONL file, contains-match"},
         {"ppl", orthros_cmd_eval_ppl, "perplexity of a text over sliding windows, bootstrap interval"},
+        {"mc", orthros_cmd_eval_mc, "multiple-choice log-likelihood in lm-eval's terms (ARC, HellaSwag, PIQA, OpenBookQA, "
+                                    "Winogrande layouts): acc, acc_norm"},
     };
     for (size_t i = 0; argc >= 3 && i < sizeof tasks / sizeof *tasks; i++)
         if (!strcmp(argv[2], tasks[i].name)) return tasks[i].run(argc, argv);

@@ -9,6 +9,7 @@
  * after the window, which is not scored). The file counts them per cell (linear_phase_tokens) and the table says so. */
 #define _GNU_SOURCE
 #include "driver.h"
+#include "tables.h"
 #include "stats.h"
 #include "text_eval.h"
 #include "axes.h"
@@ -153,7 +154,7 @@ done:
     return rc;
 }
 
-static void ppl_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
+void orthros_eval_ppl_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
 {
     snprintf(v[0], ORTHROS_NAME_MAX, "%s", c->arch);
     snprintf(v[1], ORTHROS_NAME_MAX, "%d", c->ctx);
@@ -201,7 +202,7 @@ static int check_model(eval_run *r, orthros_model *m)
     return 0;
 }
 
-static const orthros_table_col ppl_cols[] = {{"arch", -12, 0}, {"ctx", 7, 1},  {"stride", 7, 1},  {"windows", 8, 1},
+const orthros_table_col orthros_eval_ppl_cols[10] = {{"arch", -12, 0}, {"ctx", 7, 1},  {"stride", 7, 1},  {"windows", 8, 1},
                                              {"tokens", 8, 1},  {"nll", 8, 1}, {"ppl", 9, 1},     {"ppl_lo", 9, 1},
                                              {"ppl_hi", 9, 1},  {"linear_phase", 12, 1}};
 
@@ -277,7 +278,7 @@ int orthros_cmd_eval_ppl(int argc, char **argv)
             return orthros_cmd_usage(&c, "--max-tokens: %s", orthros_last_error());
         t.max_tokens = v;
     }
-    static const eval_task_ops ops = {check_model, run_cell, ppl_row, ppl_summary};
+    static const eval_task_ops ops = {check_model, run_cell, orthros_eval_ppl_row, ppl_summary};
     eval_run r;
     memset(&r, 0, sizeof r);
     r.o = &o, r.ops = &ops, r.task = &t;
@@ -313,7 +314,7 @@ int orthros_cmd_eval_ppl(int argc, char **argv)
         orthros_eval_config_free(&cfg);
         status = orthros_cmd_fail(cmd, orthros_error(ORTHROS_ENOMEM, "out of memory"));
     } else {
-        status = orthros_eval_drive(&r, argc, argv, &cfg, ppl_cols, 10);
+        status = orthros_eval_drive(&r, argc, argv, &cfg, orthros_eval_ppl_cols, 10);
     }
     free(t.ids);
     return status;

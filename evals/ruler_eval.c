@@ -3,6 +3,7 @@
  * the grid). */
 #define _GNU_SOURCE
 #include "driver.h"
+#include "tables.h"
 #include "ruler.h"
 #include "util.h"
 
@@ -106,10 +107,20 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
 }
 
 /* The accuracy columns and RULER's partial score. */
-static void ruler_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
+void orthros_eval_ruler_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX])
 {
     orthros_eval_accuracy_row(r, c, v);
     snprintf(v[7], ORTHROS_NAME_MAX, "%.3f", c->partial);
+}
+
+/* The accuracy summary, then (text and markdown) RULER's pivot: architecture x length with the average. */
+static void ruler_summary(eval_run *r)
+{
+    orthros_eval_accuracy_summary(r);
+    if (r->table.format == ORTHROS_TABLE_TEXT || r->table.format == ORTHROS_TABLE_MD) {
+        fputc('\n', r->table.out);
+        orthros_eval_ruler_pivot(&r->f, r->table.format, r->table.out);
+    }
 }
 
 /* Every context must be within the model's. */
@@ -123,7 +134,7 @@ static int check_model(eval_run *r, orthros_model *m)
     return 0;
 }
 
-static const orthros_table_col ruler_cols[] = {{"arch", -12, 0}, {"ctx", 7, 1},      {"x", 6, 1},       {"n", 5, 1},
+const orthros_table_col orthros_eval_ruler_cols[8] = {{"arch", -12, 0}, {"ctx", 7, 1},      {"x", 6, 1},       {"n", 5, 1},
                                                {"accuracy", 9, 1}, {"ci95_lo", 8, 1}, {"ci95_hi", 8, 1}, {"partial", 8, 1}};
 
 /* The task, its grid and the tokenizer, checked (a sample of every (ctx, x) built) before any model runs. */
@@ -202,7 +213,7 @@ int orthros_cmd_eval_ruler(int argc, char **argv)
         return orthros_cmd_usage(&c, "--variant and --needle are niah's");
     if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
     if (!o.ctxs) o.ctxs = "1k:8k:x2";
-    static const eval_task_ops ops = {check_model, run_cell, ruler_row, NULL};
+    static const eval_task_ops ops = {check_model, run_cell, orthros_eval_ruler_row, ruler_summary};
     eval_run r;
     memset(&r, 0, sizeof r);
     r.o = &o, r.ops = &ops, r.task = &t;
@@ -227,7 +238,7 @@ int orthros_cmd_eval_ruler(int argc, char **argv)
              "greedy answer to an end token or max_new; a sample is correct when every expected string is in it "
              "(normalised contains-match, whole words); partial_score: mean fraction found (RULER's)");
     orthros_table_col cols[8];
-    memcpy(cols, ruler_cols, sizeof cols);
+    memcpy(cols, orthros_eval_ruler_cols, sizeof cols);
     cols[2].name = axis_name(&t);
     status = cfg.xs ? orthros_eval_drive(&r, argc, argv, &cfg, cols, 8)
                     : (orthros_eval_config_free(&cfg), orthros_cmd_fail(cmd, orthros_error(ORTHROS_ENOMEM, "out of memory")));

@@ -13,6 +13,7 @@
 int orthros_cmd_eval_ppl(int argc, char **argv);
 int orthros_cmd_eval_ruler(int argc, char **argv);
 int orthros_cmd_eval_recall(int argc, char **argv);
+int orthros_cmd_eval_mc(int argc, char **argv);
 
 /* How a prompt is wrapped: plain text, or ChatML (SmolLM2's template without its default system turn):
  * "<|im_start|>user\n" MESSAGE "<|im_end|>\n<|im_start|>assistant\n" ANSWER_PREFIX. */

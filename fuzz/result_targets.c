@@ -141,7 +141,7 @@ int orthros_fuzz_seeds_bench_file(orthros_fuzz_corpus *c, const char *root)
 
 int orthros_fuzz_seeds_eval_file(orthros_fuzz_corpus *c, const char *root)
 {
-    static const char *const f[] = {"data/results/evals-h200-2026-11-29/niah-1m.json"};
+    static const char *const f[] = {"data/results/evals-h200-2026-11-29/niah-1m.json", "evals/tests/mc/smollm2-generic.json"};
     if (add_files(c, root, f, sizeof f / sizeof *f)) return -1;
     return add_with_ranks(c, root, f[0]);
 }

@@ -31,6 +31,9 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
     {"adapter", "an adapter directory (config.json, then adapter.safetensors; an empty config: --adapter FILE) over a "
                 "fixed base, loaded on the cpu backend, then 4 tokens prefilled and 1 decoded",
      orthros_fuzz_adapter, orthros_fuzz_seeds_adapter},
+    {"mc_jsonl", "a multiple-choice tasks file (orthros eval mc --tasks): every line parsed and checked in its layout, every "
+                 "choice's lm-eval request built",
+     orthros_fuzz_mc_jsonl, orthros_fuzz_seeds_mc_jsonl},
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);
 

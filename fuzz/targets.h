@@ -79,6 +79,8 @@ int orthros_fuzz_seeds_gguf(orthros_fuzz_corpus *c, const char *root);
 /* The text evals' inputs (text_targets.c). */
 int orthros_fuzz_recall_jsonl(const uint8_t *data, size_t size);
 int orthros_fuzz_seeds_recall_jsonl(orthros_fuzz_corpus *c, const char *root);
+int orthros_fuzz_mc_jsonl(const uint8_t *data, size_t size);
+int orthros_fuzz_seeds_mc_jsonl(orthros_fuzz_corpus *c, const char *root);
 
 /* Adapters over a fixed base (adapter_target.c): config.json, ORTHROS_FUZZ_SEP, adapter.safetensors. */
 int orthros_fuzz_adapter(const uint8_t *data, size_t size);

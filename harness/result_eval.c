@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const orthros_eval_tasks[] = {"niah", "mqar", "ruler_niah", "ruler_vt", "ruler_cwe", "recall", "ppl", NULL};
+const char *const orthros_eval_tasks[] = {"niah", "mqar", "ruler_niah", "ruler_vt", "ruler_cwe", "recall", "ppl", "mc", NULL};
 
 /* Each task's second axis: its JSON name in cells, the config key of its list, and its range. */
 static const struct {
@@ -17,7 +17,7 @@ static const struct {
 } axes[] = {{"niah", "depth", "depths", 0, 100},    {"mqar", "pairs", "pairs", 1, INT_MAX},
             {"ruler_niah", "depth", "depths", 0, 100}, {"ruler_vt", "hops", "hops", 1, INT_MAX},
             {"ruler_cwe", "words", "words", 1, INT_MAX}, {"ppl", "stride", NULL, 1, INT_MAX},
-            {"recall", NULL, NULL, 0, 0}};
+            {"recall", NULL, NULL, 0, 0},             {"mc", NULL, NULL, 0, 0}};
 
 static int axis_of(const char *task)
 {
@@ -39,13 +39,23 @@ const char *orthros_eval_xs_key(const char *task)
 }
 
 int orthros_eval_is_ppl(const char *task) { return !strcmp(task, "ppl"); }
+int orthros_eval_is_mc(const char *task) { return !strcmp(task, "mc"); }
+
+double orthros_eval_binary_stderr(int64_t k, int64_t n)
+{
+    if (n < 2) return NAN;
+    double p = (double)k / (double)n;
+    /* sum (x - p)^2 over k ones and n - k zeros, over n - 1, then over sqrt(n) */
+    double var = ((double)k * (1 - p) * (1 - p) + (double)(n - k) * p * p) / (double)(n - 1);
+    return sqrt(var) / sqrt((double)n);
+}
 int orthros_eval_is_ruler(const char *task) { return !strncmp(task, "ruler_", 6); }
 
 void orthros_eval_file_init(orthros_eval_file *f)
 {
     memset(f, 0, sizeof *f);
     orthros_sched_config_init(&f->cfg.sched);
-    f->cfg.text_tokens = -1, f->cfg.stride = -1, f->cfg.max_new = -1;
+    f->cfg.text_tokens = -1, f->cfg.stride = -1, f->cfg.max_new = -1, f->cfg.shots = -1, f->cfg.limit = -1;
 }
 
 void orthros_eval_config_free(orthros_eval_config *c)
@@ -55,8 +65,9 @@ void orthros_eval_config_free(orthros_eval_config *c)
     free(c->ctxs);
     free(c->xs);
     free(c->text);
+    free(c->fewshot);
     cJSON_Delete(c->analytic_recall);
-    c->model = c->archs = c->ctxs = c->xs = c->text = NULL;
+    c->model = c->archs = c->ctxs = c->xs = c->text = c->fewshot = NULL;
     c->analytic_recall = NULL;
 }
 
@@ -105,7 +116,14 @@ int orthros_eval_config_check_same(const orthros_eval_config *a, const char *a_n
         (rc = orthros_result_same_num(a_name, b_name, "--stride", a->stride, b->stride)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--max-new", a->max_new, b->max_new)) ||
         (rc = orthros_result_same_str(a_name, b_name, "--chat", a->chat, b->chat)) ||
-        (rc = orthros_result_same_str(a_name, b_name, "--needle", a->needle, b->needle)))
+        (rc = orthros_result_same_str(a_name, b_name, "--needle", a->needle, b->needle)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "the layout", a->layout, b->layout)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "the task name", a->name, b->name)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--shots", a->shots, b->shots)) ||
+        (rc = orthros_result_same_num(a_name, b_name, "--limit", (double)a->limit, (double)b->limit)) ||
+        (rc = orthros_result_same_str(a_name, b_name, "the few-shot file", a->fewshot ? a->fewshot : "",
+                                      b->fewshot ? b->fewshot : "")) ||
+        (rc = orthros_result_same_str(a_name, b_name, "--score", a->score, b->score)))
         return rc;
     return 0;
 }
@@ -122,7 +140,7 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
         int *dst;
         int64_t lo;
     } ints[] = {{"samples", &c->samples, 1}, {"seed", &c->seed, 0}, {"stride", &c->stride, -1},
-                {"max_new", &c->max_new, -1}};
+                {"max_new", &c->max_new, -1}, {"shots", &c->shots, -1}};
     if ((rc = orthros_jr_string(c->task, sizeof c->task, j, o, "task", ORTHROS_JR_REQUIRED))) return rc;
     if (axis_of(c->task) < 0) return orthros_jr_fail(j, "task", "\"%s\" is not an eval task", c->task);
     const char *xs = orthros_eval_xs_key(c->task);
@@ -134,8 +152,14 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
         (rc = orthros_sched_config_read(&c->sched, j, o)) ||
         (rc = orthros_jr_string(c->scoring, sizeof c->scoring, j, o, "scoring", 0)) ||
         (rc = orthros_jr_object(&ar, j, o, "analytic_recall", 0)) ||
-        (rc = orthros_jr_strdup(&c->text, j, o, "text", orthros_eval_is_ppl(c->task) || !strcmp(c->task, "recall")
+        (rc = orthros_jr_strdup(&c->text, j, o, "text", orthros_eval_is_ppl(c->task) || !strcmp(c->task, "recall") ||
+                                                                orthros_eval_is_mc(c->task)
                                                             ? ORTHROS_JR_REQUIRED : 0)) ||
+        (rc = orthros_jr_string(c->layout, sizeof c->layout, j, o, "layout", orthros_eval_is_mc(c->task) ? ORTHROS_JR_REQUIRED : 0)) ||
+        (rc = orthros_jr_string(c->name, sizeof c->name, j, o, "name", orthros_eval_is_mc(c->task) ? ORTHROS_JR_REQUIRED : 0)) ||
+        (rc = orthros_jr_int(&c->limit, j, o, "limit", 0, INT64_MAX / 2, 0)) ||
+        (rc = orthros_jr_strdup(&c->fewshot, j, o, "fewshot", 0)) ||
+        (rc = orthros_jr_string(c->score, sizeof c->score, j, o, "score", orthros_eval_is_mc(c->task) ? ORTHROS_JR_REQUIRED : 0)) ||
         (rc = orthros_jr_int(&c->text_tokens, j, o, "text_tokens", -1, INT64_MAX / 2, 0)) ||
         (rc = orthros_jr_string(c->chat, sizeof c->chat, j, o, "chat", 0)) ||
         (rc = orthros_jr_string(c->needle, sizeof c->needle, j, o, "needle", 0)))
@@ -146,7 +170,177 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
         if ((rc = orthros_jr_int(&v, j, o, ints[i].key, ints[i].lo, INT_MAX, i == 0 ? ORTHROS_JR_REQUIRED : 0))) return rc;
         *ints[i].dst = (int)v;
     }
+    if (orthros_eval_is_mc(c->task)) {
+        static const char *const layouts[] = {"arc", "hellaswag", "piqa", "openbookqa", "winogrande", "generic", NULL};
+        int k = 0;
+        while (layouts[k] && strcmp(layouts[k], c->layout)) k++;
+        if (!layouts[k]) return orthros_jr_fail(j, "layout", "\"%s\" is not a multiple-choice layout", c->layout);
+        if (strcmp(c->score, "decode") && strcmp(c->score, "prefill"))
+            return orthros_jr_fail(j, "score", "\"%s\" is not decode or prefill", c->score);
+        if (c->shots < 0) return orthros_jr_fail(j, "shots", "missing");
+    }
     if (ar && !(c->analytic_recall = cJSON_Duplicate(ar, 1))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* The mean of a field of every record (each in [lo, hi], required) and lm-eval's stderr of it (sample standard
+ * deviation over sqrt(n); NAN for one record). */
+static int records_mean(double *mean, double *se, const orthros_jr *j, const cJSON *rec, const char *key, double lo,
+                        double hi, int64_t n)
+{
+    orthros_jr r = *j;
+    size_t at = orthros_jr_push_key(&r, "records");
+    double sum = 0, sq = 0;
+    int i = 0, rc;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, rec)
+    {
+        double v;
+        size_t at2 = orthros_jr_push_index(&r, i++);
+        if ((rc = orthros_jr_num(&v, &r, e, key, lo, hi, ORTHROS_JR_REQUIRED))) return rc;
+        sum += v;
+        orthros_jr_pop(&r, at2);
+    }
+    orthros_jr_pop(&r, at);
+    if (i != n) return orthros_jr_fail(j, "records", "%d records for %lld items", i, (long long)n);
+    *mean = sum / (double)n;
+    cJSON_ArrayForEach(e, rec)
+    {
+        double v = cJSON_GetObjectItemCaseSensitive(e, key)->valuedouble - *mean;
+        sq += v * v;
+    }
+    *se = n < 2 ? NAN : sqrt(sq / (double)(n - 1)) / sqrt((double)n);
+    return 0;
+}
+
+/* A mean and its stderr in a cell, as the records give them. */
+static int check_mean(const orthros_jr *j, const cJSON *o, const char *key, const char *se_key, double *mean,
+                      double *se, double want, double want_se)
+{
+    int rc;
+    if ((rc = orthros_jr_num(mean, j, o, key, 0, 1, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_num(se, j, o, se_key, 0, 1, ORTHROS_JR_REQUIRED | ORTHROS_JR_NULL_NAN)))
+        return rc;
+    if (fabs(*mean - want) > 1e-9) return orthros_jr_fail(j, key, "%.17g, but the records give %.17g", *mean, want);
+    if (isnan(*se) != isnan(want_se) || (!isnan(want_se) && fabs(*se - want_se) > 1e-9))
+        return orthros_jr_fail(j, se_key, "is not the records' stderr (%.17g)", want_se);
+    return 0;
+}
+
+/* recall: SQuAD's exact match and F1, when the cell has them (files before them do not): every record's, their
+ * means and stderr. */
+static int read_squad(orthros_eval_cell *c, const orthros_jr *j, const cJSON *o)
+{
+    const cJSON *rec = cJSON_GetObjectItemCaseSensitive(o, "records");
+    c->exact_match = c->exact_match_stderr = c->f1 = c->f1_stderr = NAN;
+    if (!cJSON_GetObjectItemCaseSensitive(o, "exact_match") && !cJSON_GetObjectItemCaseSensitive(o, "f1")) return 0;
+    double em, em_se, f1, f1_se;
+    int rc;
+    if (!cJSON_IsArray(rec)) return orthros_jr_fail(j, "records", "missing (exact_match and f1 are the records' means)");
+    if ((rc = records_mean(&em, &em_se, j, rec, "exact_match", 0, 1, c->n)) ||
+        (rc = records_mean(&f1, &f1_se, j, rec, "f1", 0, 1, c->n)) ||
+        (rc = check_mean(j, o, "exact_match", "exact_match_stderr", &c->exact_match, &c->exact_match_stderr, em, em_se)) ||
+        (rc = check_mean(j, o, "f1", "f1_stderr", &c->f1, &c->f1_stderr, f1, f1_se)))
+        return rc;
+    const cJSON *e;
+    int i = 0;
+    cJSON_ArrayForEach(e, rec)
+    {
+        double v = cJSON_GetObjectItemCaseSensitive(e, "exact_match")->valuedouble;
+        if (v != 0 && v != 1) {
+            orthros_jr r = *j;
+            orthros_jr_push_key(&r, "records");
+            orthros_jr_push_index(&r, i);
+            return orthros_jr_fail(&r, "exact_match", "neither 0 nor 1");
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* The index of the largest of v[n] (the first on ties, as numpy's argmax). */
+static int argmax_d(const double *v, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
+    return best;
+}
+
+/* A multiple-choice cell (mc): every question's record (the choices' log-likelihoods and lengths, the gold index)
+ * and the metrics recomputed from them as lm-eval computes them. */
+static int read_mc(orthros_eval_cell *c, orthros_jr *j, const cJSON *o, const cJSON *rec)
+{
+    int rc;
+    int64_t samples = 0;
+    if ((rc = orthros_jr_int(&samples, j, o, "samples", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_int(&c->n, j, o, "n", samples, samples, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_int(&c->correct, j, o, "correct", 0, c->n, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_int(&c->correct_norm, j, o, "correct_norm", 0, c->n, ORTHROS_JR_REQUIRED)) ||
+        (rc = check_mean(j, o, "acc", "acc_stderr", &c->accuracy, &c->acc_stderr, (double)c->correct / (double)c->n,
+                         orthros_eval_binary_stderr(c->correct, c->n))) ||
+        (rc = check_mean(j, o, "acc_norm", "acc_norm_stderr", &c->acc_norm, &c->acc_norm_stderr,
+                         (double)c->correct_norm / (double)c->n, orthros_eval_binary_stderr(c->correct_norm, c->n))))
+        return rc;
+    c->samples = (int)samples, c->samples_correct = (int)c->correct;
+    if (!rec) return orthros_jr_fail(j, "records", "missing: the metrics are recomputed from them");
+    orthros_jr r = *j;
+    size_t at = orthros_jr_push_key(&r, "records");
+    int64_t acc = 0, acc_norm = 0;
+    int i = 0;
+    const cJSON *q;
+    cJSON_ArrayForEach(q, rec)
+    {
+        enum { MAXC = ORTHROS_MC_MAX_CHOICES };
+        double ll[MAXC], norm[MAXC];
+        int64_t gold, pred, pred_norm, line, chars;
+        int ok, ok_norm, k = 0;
+        const cJSON *lls, *lens, *e;
+        size_t at2 = orthros_jr_push_index(&r, i++);
+        if ((rc = orthros_jr_int(&line, &r, q, "line", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_array(&lls, &r, q, "loglikelihoods", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_array(&lens, &r, q, "choice_chars", ORTHROS_JR_REQUIRED)))
+            return rc;
+        int n_choices = cJSON_GetArraySize(lls);
+        if (n_choices < 2 || n_choices > MAXC)
+            return orthros_jr_fail(&r, "loglikelihoods", "%d choices (2 to %d)", n_choices, MAXC);
+        if (cJSON_GetArraySize(lens) != n_choices)
+            return orthros_jr_fail(&r, "choice_chars", "%d lengths for %d choices", cJSON_GetArraySize(lens), n_choices);
+        cJSON_ArrayForEach(e, lls)
+        {
+            if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble > 0)
+                return orthros_jr_fail(&r, "loglikelihoods", "item %d is not a finite number <= 0", k);
+            ll[k++] = e->valuedouble;
+        }
+        k = 0;
+        cJSON_ArrayForEach(e, lens)
+        {
+            chars = cJSON_IsNumber(e) ? (int64_t)e->valuedouble : 0;
+            if (!cJSON_IsNumber(e) || (double)chars != e->valuedouble || chars < 1 || chars > INT_MAX)
+                return orthros_jr_fail(&r, "choice_chars", "item %d is not a positive integer", k);
+            norm[k] = ll[k] / (double)chars;
+            k++;
+        }
+        if ((rc = orthros_jr_int(&gold, &r, q, "gold", 0, n_choices - 1, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&pred, &r, q, "pred", 0, n_choices - 1, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_int(&pred_norm, &r, q, "pred_norm", 0, n_choices - 1, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_bool(&ok, &r, q, "acc", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_bool(&ok_norm, &r, q, "acc_norm", ORTHROS_JR_REQUIRED)))
+            return rc;
+        if (pred != argmax_d(ll, n_choices)) return orthros_jr_fail(&r, "pred", "is not the choice of the largest log-likelihood");
+        if (pred_norm != argmax_d(norm, n_choices))
+            return orthros_jr_fail(&r, "pred_norm", "is not the choice of the largest log-likelihood per character");
+        if (ok != (pred == gold)) return orthros_jr_fail(&r, "acc", "disagrees with pred and gold");
+        if (ok_norm != (pred_norm == gold)) return orthros_jr_fail(&r, "acc_norm", "disagrees with pred_norm and gold");
+        acc += ok, acc_norm += ok_norm;
+        orthros_jr_pop(&r, at2);
+    }
+    orthros_jr_pop(&r, at);
+    if (i != c->n) return orthros_jr_fail(j, "records", "%d records for %lld questions", i, (long long)c->n);
+    if (acc != c->correct) return orthros_jr_fail(j, "correct", "%lld, but %lld records are right", (long long)c->correct, (long long)acc);
+    if (acc_norm != c->correct_norm)
+        return orthros_jr_fail(j, "correct_norm", "%lld, but %lld records are right by acc_norm", (long long)c->correct_norm,
+                               (long long)acc_norm);
     return 0;
 }
 
@@ -173,6 +367,7 @@ static int read_accuracy(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
     }
     if (fabs(c->accuracy - (double)c->correct / (double)c->n) > 1e-9)
         return orthros_jr_fail(j, "accuracy", "is not correct / n");
+    if (!strcmp(c->task, "recall") && (rc = read_squad(c, j, o))) return rc;
     if (c->ci_lo > c->accuracy + 1e-12 || c->ci_hi < c->accuracy - 1e-12)
         return orthros_jr_fail(j, "ci95_lo", "the interval does not hold the accuracy");
     c->samples = (int)samples, c->samples_correct = (int)sc;
@@ -243,11 +438,13 @@ static int read_cell(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
     const cJSON *rec, *r;
     memset(c, 0, sizeof *c);
     c->elapsed_s = c->partial = c->nll = c->ppl = c->ppl_lo = c->ppl_hi = NAN;
+    c->acc_stderr = c->acc_norm = c->acc_norm_stderr = NAN;
+    c->exact_match = c->exact_match_stderr = c->f1 = c->f1_stderr = NAN;
     if (!cJSON_IsObject(o)) return orthros_jr_fail(j, NULL, "not an object");
     if ((rc = orthros_jr_string(c->task, sizeof c->task, j, o, "task", ORTHROS_JR_REQUIRED))) return rc;
     int a = axis_of(c->task);
     if (a < 0)
-        return orthros_jr_fail(j, "task", "\"%s\" is not niah, mqar, ruler_niah, ruler_vt, ruler_cwe, recall or ppl",
+        return orthros_jr_fail(j, "task", "\"%s\" is not niah, mqar, ruler_niah, ruler_vt, ruler_cwe, recall, ppl or mc",
                                c->task);
     if ((rc = orthros_jr_string(c->variant, sizeof c->variant, j, o, "variant", 0)) ||
         (rc = orthros_jr_string(c->needle, sizeof c->needle, j, o, "needle", !strcmp(c->task, "ruler_niah") ? ORTHROS_JR_REQUIRED : 0)) ||
@@ -267,7 +464,10 @@ static int read_cell(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
         if (!cJSON_IsObject(r)) return orthros_jr_fail(j, "records", "item %d is not an object", i);
         i++;
     }
-    if ((rc = orthros_eval_is_ppl(c->task) ? read_ppl(c, j, o, rec) : read_accuracy(c, j, o))) return rc;
+    if ((rc = orthros_eval_is_ppl(c->task) ? read_ppl(c, j, o, rec)
+              : orthros_eval_is_mc(c->task)  ? read_mc(c, j, o, rec)
+                                             : read_accuracy(c, j, o)))
+        return rc;
     if (rec && !(c->records = cJSON_Duplicate(rec, 1))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     return 0;
 }
@@ -338,6 +538,12 @@ static cJSON *config_json(const orthros_eval_config *c)
     if (c->max_new >= 0) cJSON_AddNumberToObject(o, "max_new", c->max_new);
     if (c->chat[0]) cJSON_AddStringToObject(o, "chat", c->chat);
     if (c->needle[0]) cJSON_AddStringToObject(o, "needle", c->needle);
+    if (c->layout[0]) cJSON_AddStringToObject(o, "layout", c->layout);
+    if (c->name[0]) cJSON_AddStringToObject(o, "name", c->name);
+    if (c->shots >= 0) cJSON_AddNumberToObject(o, "shots", c->shots);
+    if (c->limit >= 0) cJSON_AddNumberToObject(o, "limit", (double)c->limit);
+    if (c->fewshot) cJSON_AddStringToObject(o, "fewshot", c->fewshot);
+    if (c->score[0]) cJSON_AddStringToObject(o, "score", c->score);
     return o;
 }
 
@@ -359,6 +565,15 @@ static cJSON *cell_json(const orthros_eval_cell *c)
         orthros_json_add_num(o, "ppl_ci95_lo", c->ppl_lo);
         orthros_json_add_num(o, "ppl_ci95_hi", c->ppl_hi);
         cJSON_AddNumberToObject(o, "linear_phase_tokens", (double)c->linear_tokens);
+    } else if (orthros_eval_is_mc(c->task)) {
+        cJSON_AddNumberToObject(o, "samples", c->samples);
+        cJSON_AddNumberToObject(o, "n", (double)c->n);
+        cJSON_AddNumberToObject(o, "correct", (double)c->correct);
+        cJSON_AddNumberToObject(o, "acc", c->accuracy);
+        orthros_json_add_num(o, "acc_stderr", c->acc_stderr);
+        cJSON_AddNumberToObject(o, "correct_norm", (double)c->correct_norm);
+        cJSON_AddNumberToObject(o, "acc_norm", c->acc_norm);
+        orthros_json_add_num(o, "acc_norm_stderr", c->acc_norm_stderr);
     } else {
         cJSON_AddNumberToObject(o, "samples", c->samples);
         cJSON_AddNumberToObject(o, "samples_correct", c->samples_correct);
@@ -368,6 +583,14 @@ static cJSON *cell_json(const orthros_eval_cell *c)
         cJSON_AddNumberToObject(o, "ci95_lo", c->ci_lo);
         cJSON_AddNumberToObject(o, "ci95_hi", c->ci_hi);
         if (isfinite(c->partial)) cJSON_AddNumberToObject(o, "partial_score", c->partial);
+        /* Scored by SQuAD's metrics (recall since they exist): every record carries its own. */
+        const cJSON *r0 = c->records ? cJSON_GetArrayItem(c->records, 0) : NULL;
+        if (!strcmp(c->task, "recall") && isfinite(c->exact_match) && r0 && cJSON_GetObjectItemCaseSensitive(r0, "exact_match")) {
+            cJSON_AddNumberToObject(o, "exact_match", c->exact_match);
+            orthros_json_add_num(o, "exact_match_stderr", c->exact_match_stderr);
+            cJSON_AddNumberToObject(o, "f1", c->f1);
+            orthros_json_add_num(o, "f1_stderr", c->f1_stderr);
+        }
     }
     if (isfinite(c->elapsed_s)) cJSON_AddNumberToObject(o, "elapsed_s", c->elapsed_s);
     cJSON_AddItemToObject(o, "records", c->records ? cJSON_Duplicate(c->records, 1) : cJSON_CreateArray());

@@ -4,14 +4,19 @@
  *   accuracy cells (niah, mqar on the analytic checkpoint; ruler_niah, ruler_vt, ruler_cwe and recall on a text
  *   model): n trials, correct, accuracy and its Wilson interval; RULER cells also carry RULER's partial score;
  *   perplexity cells (ppl): n scored tokens over `samples` windows, the mean negative log-likelihood, the
- *   perplexity with its bootstrap interval over windows, and how many tokens were scored from linear-phase logits. */
+ *   perplexity with its bootstrap interval over windows, and how many tokens were scored from linear-phase logits;
+ *   multiple-choice cells (mc): n questions, lm-eval's acc and acc_norm with their stderr, and per question the
+ *   log-likelihood of every choice (the reader recomputes every metric from them). */
 #ifndef ORTHROS_RESULT_EVAL_H
 #define ORTHROS_RESULT_EVAL_H
 
 #include "result_bench.h"
 
+/* The most choices a multiple-choice question may have. */
+#define ORTHROS_MC_MAX_CHOICES 64
+
 typedef struct {
-    char task[16];            /* niah, mqar, ruler_niah, ruler_vt, ruler_cwe, recall, ppl */
+    char task[16];            /* niah, mqar, ruler_niah, ruler_vt, ruler_cwe, recall, ppl, mc */
     char variant[32];         /* niah, ruler_niah: single, multikey, multivalue, multiquery; else the task's name */
     char needle[16];          /* ruler_niah: words, numbers or uuids; else empty */
     char arch[ORTHROS_NAME_MAX];
@@ -24,6 +29,13 @@ typedef struct {
     double nll, ppl, ppl_lo, ppl_hi; /* ppl: mean NLL in nats per token, exp(nll), its bootstrap 95% interval (NAN
                                       * with one window) */
     int64_t linear_tokens;    /* ppl: scored tokens predicted from linear-phase (prefill) logits, i.e. orthros */
+    /* mc (lm-eval's multiple choice; accuracy is acc, correct its count, n the questions): lm-eval's stderr of acc
+     * (NAN with one question), acc_norm, its count and its stderr. */
+    double acc_stderr, acc_norm, acc_norm_stderr;
+    int64_t correct_norm;
+    /* recall: SQuAD's exact match and F1 (the official normalisation; means over items, and lm-eval's stderr of
+     * each; NAN in files written before they were scored). */
+    double exact_match, exact_match_stderr, f1, f1_stderr;
     double elapsed_s;
     cJSON *records;           /* per-sample (ppl: per-window) records: an array of objects, as written */
 } orthros_eval_cell;
@@ -43,6 +55,14 @@ typedef struct {
     int max_new;              /* ruler, recall: the longest answer generated; else -1 */
     char chat[16];            /* ruler, recall: chatml or none */
     char needle[16];          /* ruler_niah: words, numbers or uuids */
+    /* mc, recall: the tasks file's layout (mc: arc, hellaswag, piqa, openbookqa, winogrande, generic; recall: generic,
+     * squad, squad_v2, triviaqa; empty in older recall files), the task's name in tables, the few-shot examples per
+     * prompt and the file they come from (NULL: the tasks file), --limit (0: every item); -1 where not given. */
+    char layout[16], name[64];
+    int shots;
+    int64_t limit;
+    char *fewshot;
+    char score[16];           /* mc: where the continuations are scored: decode or prefill */
 } orthros_eval_config;
 
 typedef struct {
@@ -62,6 +82,11 @@ const char *orthros_eval_axis_name(const char *task);
 const char *orthros_eval_xs_key(const char *task);
 /* 1 for perplexity cells (task ppl). */
 int orthros_eval_is_ppl(const char *task);
+/* 1 for multiple-choice cells (task mc). */
+int orthros_eval_is_mc(const char *task);
+/* lm-eval's stderr of a mean of n values of which k are 1 and the rest 0: the sample standard deviation over
+ * sqrt(n); NAN for n < 2. */
+double orthros_eval_binary_stderr(int64_t k, int64_t n);
 /* 1 for the RULER tasks on a text model (ruler_*). */
 int orthros_eval_is_ruler(const char *task);
 /* The kind, for the scaffolding of results.h and the lifecycle of result_run.h. */

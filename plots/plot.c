@@ -1166,6 +1166,9 @@ int orthros_plot_run(int *made, const char *const *paths, size_t n, const orthro
         if ((rc = input_read(&c.in[i], paths[i]))) goto done;
         if (c.in[i].kind == ORTHROS_RESULT_BENCH && !is_model_bench(&c.in[i]))
             fprintf(stderr, "plot: %s is a kernel benchmark file; no figure uses it\n", paths[i]);
+        if (c.in[i].kind == ORTHROS_RESULT_EVAL && orthros_eval_is_mc(c.in[i].eval.cfg.task))
+            fprintf(stderr, "plot: %s holds multiple-choice (mc) cells; no figure uses them (orthros report prints their "
+                            "table)\n", paths[i]);
         if (!is_model_bench(&c.in[i])) continue;
         const char *m = orthros_bench_model_label(&c.in[i].bench);
         if (model0 && strcmp(model0, m)) c.multi_model = 1;

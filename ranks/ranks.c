@@ -121,6 +121,10 @@ static int serve_one(orthros_backend *be, const orthros_tp_cmd *cmd, const char 
     switch (cmd->op) {
     case ORTHROS_TP_RESET: return orthros_session_reset(o->obj);
     case ORTHROS_TP_REWIND: return orthros_session_rewind(o->obj, (int)cmd->a[0]);
+    case ORTHROS_TP_COPY_SEQ:
+        if (cmd->a[0] < 0 || cmd->a[0] >= o->batch || cmd->a[1] < 0 || cmd->a[1] >= o->batch)
+            return orthros_error(ORTHROS_EFORMAT, "a malformed copy command from rank 0");
+        return orthros_session_copy_seq(o->obj, (int)cmd->a[0], (int)cmd->a[1]);
     case ORTHROS_TP_PREFILL:
         if (cmd->a[1] < 1 || (uint64_t)cmd->a[1] * sizeof(int32_t) != cmd->payload_bytes)
             return orthros_error(ORTHROS_EFORMAT, "a malformed prefill command from rank 0");

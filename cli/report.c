@@ -1,0 +1,118 @@
+/* orthros report FILE...: the table of any result file (bench, eval, SDPA anchors), validated first, in any -o format;
+ * nothing is run. */
+#include "bench_rows.h"
+#include "options.h"
+#include "report_cmd.h"
+#include "result_bench.h"
+#include "result_eval.h"
+#include "results.h"
+#include "tables.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    orthros_result_kind kind;
+    orthros_bench_file bench;
+    orthros_eval_file eval;
+    orthros_anchor_file anchors;
+} report_input;
+
+static int input_read(report_input *in, const char *path)
+{
+    cJSON *root = NULL;
+    orthros_result_header h;
+    memset(in, 0, sizeof *in);
+    int rc = orthros_result_load(&root, path, 0);
+    if (!rc) rc = orthros_result_header_read(&h, root, path);
+    if (!rc) {
+        in->kind = h.kind;
+        if (h.kind == ORTHROS_RESULT_BENCH) rc = orthros_bench_file_from_json(&in->bench, root, path);
+        else if (h.kind == ORTHROS_RESULT_EVAL) rc = orthros_eval_file_from_json(&in->eval, root, path);
+        else rc = orthros_anchor_file_from_json(&in->anchors, root, path);
+        if (rc) in->kind = (orthros_result_kind)-1;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+static void input_free(report_input *in)
+{
+    if (in->kind == ORTHROS_RESULT_BENCH) orthros_bench_file_free(&in->bench);
+    else if (in->kind == ORTHROS_RESULT_EVAL) orthros_eval_file_free(&in->eval);
+    else if (in->kind == ORTHROS_RESULT_ANCHORS) orthros_anchor_file_free(&in->anchors);
+}
+
+/* The SDPA anchors: one row per case. */
+static int anchors_table(const orthros_anchor_file *f, orthros_table_format fmt, FILE *out)
+{
+    static const orthros_table_col cols[] = {{"op", -8, 0},  {"backend", -8, 0}, {"head_dim", 8, 1}, {"ctx", 8, 1},
+                                             {"batch", 5, 1}, {"hq", 4, 1},       {"hkv", 4, 1},      {"median_ms", 11, 1},
+                                             {"TFLOP/s", 9, 1}, {"TB/s", 8, 1}};
+    orthros_table t;
+    orthros_table_open(&t, fmt, NULL, cols, 10);
+    t.out = out;
+    int rc = 0;
+    for (size_t i = 0; i < f->n && !rc; i++) {
+        const orthros_anchor_case *c = &f->cases[i];
+        char v[10][48];
+        const char *cells[10];
+        snprintf(v[0], 48, "%s", c->op);
+        snprintf(v[1], 48, "%s", c->backend);
+        snprintf(v[2], 48, "%d", c->head_dim);
+        snprintf(v[3], 48, "%d", c->ctx);
+        snprintf(v[4], 48, "%d", c->batch);
+        snprintf(v[5], 48, "%d", c->hq);
+        snprintf(v[6], 48, "%d", c->hkv);
+        snprintf(v[7], 48, "%.4f", c->median_s * 1e3);
+        snprintf(v[8], 48, "%.3f", c->tflops);
+        snprintf(v[9], 48, "%.3f", c->tbps);
+        for (int k = 0; k < 10; k++) cells[k] = v[k];
+        rc = orthros_table_row(&t, cells);
+    }
+    int crc = orthros_table_close(&t);
+    return rc ? rc : crc;
+}
+
+int orthros_cmd_report(int argc, char **argv)
+{
+    const char *cmd = "report", *format = "text", *table_out = NULL;
+    orthros_cmd c;
+    orthros_cmd_init(&c, cmd,
+                     "Prints the table of result files without running anything: bench files (the bench table and its "
+                     "speedups), eval files (mc and recall: lm-eval's results table; ruler: RULER's pivot, architecture x "
+                     "length with the average; the other tasks: the per-cell table of their command) and SDPA anchor "
+                     "files. Every file is validated first; one that does not match its schema is refused, naming the "
+                     "file and the field.\n  orthros report FILE... [-o text|md|csv|jsonl|json] [--table-out FILE]",
+                     2);
+    orthros_cmd_add(&c, "o", ORTHROS_OPT_STR, &format, "FMT", "table format: text|md|csv|jsonl|json (default text)");
+    orthros_cmd_add(&c, "table-out", ORTHROS_OPT_STR, &table_out, "FILE", "write the tables to FILE instead of stdout");
+    int pr = orthros_cmd_parse(&c, argc, argv);
+    if (pr >= 0) return pr;
+    orthros_table_format tf;
+    if (orthros_table_format_parse(&tf, format)) return orthros_cmd_usage(&c, "-o: %s", orthros_last_error());
+    if (c.n_pos < 1) return orthros_cmd_usage(&c, "name at least one result file (see --help)");
+    if ((tf == ORTHROS_TABLE_JSON || tf == ORTHROS_TABLE_CSV) && c.n_pos > 1)
+        return orthros_cmd_usage(&c, "-o %s holds one table: name one file", format);
+    report_input *in = calloc((size_t)c.n_pos, sizeof *in);
+    if (!in) return orthros_cmd_fail(cmd, orthros_error(ORTHROS_ENOMEM, "out of memory"));
+    int rc = 0, n = 0;
+    /* Every file read and validated before anything is printed. */
+    for (; n < c.n_pos && !rc; n++) rc = input_read(&in[n], c.pos[n]);
+    FILE *out = stdout;
+    if (!rc && table_out && strcmp(table_out, "-") && !(out = fopen(table_out, "w")))
+        rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing: %s", table_out, strerror(errno));
+    for (int i = 0; !rc && i < c.n_pos; i++) {
+        if (c.n_pos > 1 && (tf == ORTHROS_TABLE_TEXT || tf == ORTHROS_TABLE_MD))
+            fprintf(out, "%s%s%s\n\n", i ? "\n" : "", tf == ORTHROS_TABLE_MD ? "### " : "== ", c.pos[i]);
+        if (in[i].kind == ORTHROS_RESULT_BENCH) rc = orthros_bench_table(&in[i].bench, tf, out);
+        else if (in[i].kind == ORTHROS_RESULT_EVAL) rc = orthros_eval_report_table(&in[i].eval, tf, out);
+        else rc = anchors_table(&in[i].anchors, tf, out);
+    }
+    if (out && out != stdout && fclose(out) && !rc) rc = orthros_error(ORTHROS_EIO, "%s: cannot write", table_out);
+    for (int i = 0; i < n; i++) input_free(&in[i]);
+    free(in);
+    return rc ? orthros_cmd_fail(cmd, rc) : 0;
+}
