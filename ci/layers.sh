@@ -28,7 +28,7 @@ rule() {
     ranks) echo "base engine:orthros.h engine:tp_world.h" ;;
     harness) echo "base engine:orthros.h" ;;
     bench | compare | plots | evals | export) echo "base engine:orthros.h harness" ;;
-    cli) echo "base engine:orthros.h harness ranks bench:bench.h compare:compare.h evals:eval.h plots:plot.h export:export.h" ;;
+    cli) echo "base engine:orthros.h harness ranks bench:bench.h bench:bench_rows.h compare:compare.h evals:eval.h evals:tables.h plots:plot.h export:export.h" ;;
     bench/kernels) echo "base engine:orthros.h engine:backend.h kernels harness" ;;
     fuzz) echo "base engine harness evals engine/tests:testutil.h" ;;
     engine/tests) echo "base engine fuzz:targets.h" ;;
