@@ -36,7 +36,8 @@ def plan(a):
         half = train.count(b) // 2
         # 32 sequences a step, fewer (down to 8) where that would leave under 64 steps a stage (the 1M budget)
         batch = max(8, min(32, half // (a.seq * 64) // 8 * 8))
-        micro = min(batch, a.ft_micro_batch)
+        # the largest micro-batch up to --ft-micro-batch that divides the batch (24 takes 8, not 16)
+        micro = max(m for m in range(1, min(batch, a.ft_micro_batch) + 1) if batch % m == 0)
         size = ["--tokens", str(half), "--batch", str(batch), "--seq", str(a.seq)]
         ft = size + ["--micro-batch", str(micro)]
         jobs.append((f"s1-{b}", b, ["stage1", *size]))
