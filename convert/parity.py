@@ -10,8 +10,9 @@ config.json) is written as a Hugging Face directory in a temporary folder, and `
 on the cpu. --via adapter: `orthros logits --model ADAPTER_DIR` (docs/converted-models.md). Either way the engine's
 logits are compared with convert/'s for each prompt under orthros (tail 1 and 4), linear and hybrid, and the greedy
 continuation (--max-new tokens, orthros) of both is compared token for token. Pass: every row within --tol of its
-scale (max |logit|) and equal greedy tokens. --write-ref DIR also writes the prompts, the logits of convert/ and the
-greedy tokens there (a small reference for a CI test).
+scale (max |logit|) and equal greedy tokens. --write-ref DIR also writes DIR/parity.json: per case 8 positions with
+the row scale and the 64 largest logits of convert/, and the greedy tokens (the small reference of the CI test
+converted_model_parity).
 """
 import argparse
 import json
@@ -89,7 +90,7 @@ def main():
     m, arch = build(base, a.adapter)
     work = tempfile.mkdtemp(prefix="parity-")
     target = merged_dir(base, a.adapter, os.path.join(work, "merged")) if a.via == "merged" else a.adapter
-    worst, same, ref = 0.0, True, []
+    worst, same, ref, greedy = 0.0, True, [], []
     cases = [("orthros tail 1", Arch(**{**arch.__dict__, "name": "orthros", "tail": 1}), ["--arch", "orthros"]),
              ("orthros tail 4", Arch(**{**arch.__dict__, "name": "orthros", "tail": 4}), ["--arch", "orthros",
                                                                                         "--tail", "4"]),
@@ -103,7 +104,7 @@ def main():
             err = float((np.abs(ours - theirs).max(-1) / np.abs(ours).max(-1)).max())
             worst = max(worst, err)
             print(f"parity: prompt of {len(p)} tokens, {name}: max |diff| / row scale {err:.3g}", flush=True)
-            ref.append({"prompt": p, "case": name, "logits": ours})
+            ref.append({"prompt": p, "case": name, "args": extra, "logits": ours})
         # greedy text under orthros (tail 1 for the prompt, then decode = full attention over the cache)
         ids, ours_gen, theirs_gen = list(p), [], []
         for _ in range(a.max_new):
@@ -120,12 +121,26 @@ def main():
         ok = theirs_gen == ours_gen[:len(theirs_gen)] and len(theirs_gen) > 0
         same &= ok
         print(f"parity: greedy {ours_gen} (convert/) vs {theirs_gen} (engine): {'same' if ok else 'DIFFER'}")
+        greedy.append({"prompt": p, "generated": ours_gen})
     if a.write_ref:
+        # A small reference for CI (no PyTorch there): per case, 8 positions spread over the prompt, each with its
+        # row scale (max |logit|) and the 64 largest logits by index; the greedy tokens of each prompt.
+        cases = []
+        for r in ref:
+            lg, n = r["logits"], len(r["prompt"])
+            rows = []
+            for j in sorted({int(round(k * (n - 1) / 7)) for k in range(8)}):
+                top = np.argsort(-lg[j])[:64]
+                rows.append({"position": j, "scale": float(np.abs(lg[j]).max()), "ids": [int(i) for i in top],
+                             "logits": [float(lg[j][i]) for i in top]})
+            cases.append({"case": r["case"], "args": r["args"], "prompt": r["prompt"], "rows": rows})
+        out = {"made_with": "convert/parity.py --write-ref (convert/model.py, float32, cpu)",
+               "adapter": os.path.relpath(os.path.abspath(a.adapter), ckpt.ROOT), "tolerance": a.tol,
+               "max_new": a.max_new, "cases": cases, "greedy": greedy}
         os.makedirs(a.write_ref, exist_ok=True)
-        for i, r in enumerate(ref):
-            r["logits"].astype("<f4").tofile(os.path.join(a.write_ref, f"logits-{i:02d}.f32"))
-        json.dump([{"prompt": r["prompt"], "case": r["case"], "file": f"logits-{i:02d}.f32"}
-                   for i, r in enumerate(ref)], open(os.path.join(a.write_ref, "parity.json"), "w"), indent=1)
+        with open(os.path.join(a.write_ref, "parity.json"), "w") as f:
+            json.dump(out, f, separators=(",", ":"))
+            f.write("\n")
     ok = worst <= a.tol and same
     print(f"parity: worst {worst:.3g} (tolerance {a.tol:g}), greedy {'equal' if same else 'DIFFERENT'}: "
           f"{'PASS' if ok else 'FAIL'}")
