@@ -18,10 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *bin, *repo;
 static char *tmp;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* ---- a GGUF writer ---- */
 
@@ -401,6 +409,171 @@ static void check_gguf_tokenizer(void)
     }
 }
 
+/* A byte-level BPE tokenizer in GGUF metadata: the 256 byte tokens, then extra[n] of types[n] (3: control, a
+ * special token), no merges; pre names the pre-tokenizer (NULL: none). The refusal's code, or 0 with *out. */
+static int tok_from_tokens(orthros_tokenizer **out, const char *const *extra, const int32_t *extra_types, int n,
+                           const char *pre, int byte_tokens)
+{
+    static char store[256][4];
+    int total = (byte_tokens ? 256 : 0) + n;
+    const char **toks = malloc(sizeof *toks * (size_t)total);
+    int32_t *types = malloc(sizeof *types * (size_t)total);
+    int at = 0;
+    for (int b = 0; byte_tokens && b < 256; b++, at++) {
+        int cp = ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174) ? b
+                 : 256 + (b <= 32 ? b : b <= 160 ? 33 + (b - 127) : 67);
+        if (cp < 0x80) store[b][0] = (char)cp, store[b][1] = 0;
+        else store[b][0] = (char)(0xc0 | cp >> 6), store[b][1] = (char)(0x80 | (cp & 0x3f)), store[b][2] = 0;
+        toks[at] = store[b];
+        types[at] = 1;
+    }
+    for (int i = 0; i < n; i++, at++) toks[at] = extra[i], types[at] = extra_types[i];
+    gw w = {0};
+    gw_str(&w, "tokenizer.ggml.model", "gpt2");
+    /* pre is written with its NUL and what follows it: 14 bytes, "smollm\0garbage". */
+    if (pre) gw_key(&w, "tokenizer.ggml.pre", ORTHROS_GGUF_STRING), put_u64(&w.kv, 14), put(&w.kv, pre, 14);
+    gw_strs(&w, "tokenizer.ggml.tokens", toks, total);
+    gw_i32s(&w, "tokenizer.ggml.token_type", types, total);
+    gw_strs(&w, "tokenizer.ggml.merges", NULL, 0);
+    buf b = gw_finish(&w);
+    orthros_gguf *g = NULL;
+    *out = NULL;
+    int rc = orthros_gguf_parse_buffer(&g, b.p, b.n, "tok.gguf");
+    if (!rc) rc = orthros_tokenizer_from_gguf(out, g);
+    orthros_gguf_free(g);
+    free(b.p);
+    free(toks);
+    free(types);
+    return rc;
+}
+
+/* What leftmost-longest matching of the added tokens gives, written the slow obvious way: at each position the
+ * longest added token that starts there (the first listed on a tie), the text between encoded alone. */
+static int naive_encode(const orthros_tokenizer *t, const char *const *added, const int32_t *ids, int n_added,
+                        const char *text, size_t len, int32_t *out)
+{
+    int n = 0;
+    size_t start = 0, i = 0;
+    while (i <= len) {
+        int best = -1;
+        size_t bl = 0;
+        for (int k = 0; i < len && k < n_added; k++) {
+            size_t l = strlen(added[k]);
+            if (l > bl && l <= len - i && !memcmp(text + i, added[k], l)) best = k, bl = l;
+        }
+        if (best < 0 && i < len) {
+            i++;
+            continue;
+        }
+        int32_t *part = NULL;
+        int np = 0;
+        if (i > start && orthros_tokenizer_encode(t, text + start, i - start, 0, &part, &np)) return -1;
+        memcpy(out + n, part, sizeof *part * (size_t)np);
+        n += np;
+        free(part);
+        if (best < 0) break;
+        out[n++] = ids[best];
+        i += bl;
+        start = i;
+    }
+    return n;
+}
+
+/* Special tokens: matched in one pass whatever their number (a crafted 49,152-token vocabulary took 25 s over
+ * 100 KB before), and the same matches as the obvious scan on random overlapping tokens. */
+static void check_special_tokens(void)
+{
+    /* 50k control tokens sharing the prefix "<|ctl_", and 100 KB of text: 70 KB of "<" (each the first byte of
+     * every token), then near-misses with a match now and then. The old scan took 7 s here. */
+    enum { NSPEC = 50000 };
+    char **names = malloc(sizeof *names * NSPEC);
+    int32_t *types = malloc(sizeof *types * NSPEC);
+    for (int i = 0; i < NSPEC; i++) {
+        names[i] = malloc(24);
+        snprintf(names[i], 24, "<|ctl_%d|>", i);
+        types[i] = 3;
+    }
+    orthros_tokenizer *t = NULL;
+    double t0 = now_s();
+    int rc = tok_from_tokens(&t, (const char *const *)names, types, NSPEC, NULL, 1);
+    double load_s = now_s() - t0;
+    CHECK(rc == 0, "50k special tokens: %s", orthros_last_error());
+    size_t len = 100000, at = 70000;
+    char *text = malloc(len + 32);
+    int want_specials = 0;
+    memset(text, '<', at);
+    for (int k = 0; at < len; k++) {
+        if (k % 50 == 49) at += (size_t)snprintf(text + at, 32, "<|ctl_%d|>", (k * 7919) % NSPEC), want_specials++;
+        else at += (size_t)snprintf(text + at, 32, "<|ctl_%d", k % NSPEC);
+    }
+    len = at;
+    int32_t *ids = NULL;
+    int n = 0;
+    t0 = now_s();
+    rc = t ? orthros_tokenizer_encode(t, text, len, 0, &ids, &n) : -1;
+    double dt = now_s() - t0;
+    int specials = 0;
+    for (int i = 0; i < n; i++) specials += ids[i] >= 256;
+    CHECK(rc == 0 && specials == want_specials, "50k special tokens: %d of %d matched", specials, want_specials);
+    CHECK(dt < 2.0 && load_s < 10.0, "50k special tokens: loading took %.2f s, encoding %zu bytes %.2f s", load_s, len, dt);
+    printf("%d special tokens: loaded in %.3f s, %zu bytes of text encoded in %.3f s (%d tokens, %d special)\n", NSPEC,
+           load_s, len, dt, n, specials);
+    free(ids);
+    free(text);
+    orthros_tokenizer_free(t);
+    for (int i = 0; i < NSPEC; i++) free(names[i]);
+    free(names);
+    free(types);
+
+    /* Random overlapping tokens over a small alphabet, against the obvious scan. */
+    int mismatches = 0, cases = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        static const char alpha[] = "ab<|";
+        char store[12][8];
+        const char *added[12];
+        int32_t ty[12], idv[12];
+        int na = 1 + (int)(orthros_uniform(41, (uint64_t)trial) * 11);
+        for (int k = 0; k < na; k++) {
+            int l = 1 + (int)(orthros_uniform(43, (uint64_t)(trial * 64 + k)) * 5);
+            for (int j = 0; j < l; j++) store[k][j] = alpha[(int)(orthros_uniform(47, (uint64_t)(trial * 4096 + k * 64 + j)) * 4)];
+            store[k][l] = 0;
+            added[k] = store[k];
+            ty[k] = 3;
+        }
+        orthros_tokenizer *tt = NULL;
+        if (tok_from_tokens(&tt, added, ty, na, NULL, 1)) {
+            CHECK(0, "random added tokens: %s", orthros_last_error());
+            continue;
+        }
+        /* An added token's id: the first of its content among the extra tokens, as the loader keeps. */
+        for (int k = 0; k < na; k++) {
+            idv[k] = 256 + k;
+            for (int j = 0; j < k; j++)
+                if (!strcmp(added[j], added[k])) {
+                    idv[k] = idv[j];
+                    break;
+                }
+        }
+        char tx[96];
+        size_t tl = (size_t)(orthros_uniform(53, (uint64_t)trial) * 95);
+        for (size_t j = 0; j < tl; j++) tx[j] = "ab<| c"[(int)(orthros_uniform(59, (uint64_t)trial * 128 + j) * 6)];
+        int32_t *got = NULL, want[200];
+        int ng = 0, nw = naive_encode(tt, added, idv, na, tx, tl, want);
+        orthros_tokenizer_encode(tt, tx, tl, 0, &got, &ng);
+        int same = ng == nw;
+        for (int j = 0; same && j < ng; j++) same = got[j] == want[j];
+        mismatches += !same;
+        cases++;
+        for (int k = 0; k < na; k++)
+            CHECK(orthros_tokenizer_token_id(tt, added[k], strlen(added[k])) == idv[k], "token id of added \"%s\"", added[k]);
+        free(got);
+        orthros_tokenizer_free(tt);
+    }
+    CHECK(mismatches == 0, "random added tokens: %d of %d texts encode unlike the obvious scan", mismatches, cases);
+    printf("random added tokens: %d texts, %d unlike the obvious leftmost-longest scan\n", cases, mismatches);
+
+}
+
 /* ---- malformed files ---- */
 
 static void expect_refusal(const char *label, const char *path, const char *cmd, const char *want)
@@ -601,6 +774,62 @@ static void check_malformed(void)
     free(b.p);
 }
 
+/* ---- work bounded by the input's size ---- */
+
+/* n distinct metadata keys (or n tensor infos of distinct names), then the first one again: the refusal names the
+ * repeated one. Before the name index this took 26 s at 100k keys and 40 minutes at 1M (a pairwise comparison);
+ * the bounds are generous (a sanitizer build on a loaded machine), the printed time is the figure. */
+static void check_many_names(void)
+{
+    static const int counts[] = {100000, 1000000};
+    for (int tensors = 0; tensors < 2; tensors++)
+        for (int k = 0; k < 2; k++) {
+            int n = counts[k];
+            gw w = {0};
+            char name[64];
+            for (int i = 0; i <= n; i++) {
+                snprintf(name, sizeof name, tensors ? "t.%d" : "general.key.%d", i < n ? i : 0);
+                if (tensors) gw_info(&w, name, ORTHROS_GGML_F32, 1, (int64_t[]){8}, 32 * (uint64_t)i);
+                else gw_u32(&w, name, (uint32_t)i);
+            }
+            if (tensors) {
+                /* Each tensor its own 32 bytes, so that the repetition is the only defect. */
+                size_t bytes = 32 * ((size_t)(unsigned)n + 1);
+                uint8_t *zero = calloc(bytes, 1);
+                put(&w.data, zero, bytes);
+                free(zero);
+            }
+            buf b = gw_finish(&w);
+            orthros_gguf *g = NULL;
+            double t0 = now_s();
+            int rc = orthros_gguf_parse_buffer(&g, b.p, b.n, "many.gguf");
+            double dt = now_s() - t0;
+            const char *want = tensors ? "tensor t.0 appears twice" : "metadata key general.key.0 appears twice";
+            CHECK(rc == ORTHROS_EFORMAT && g == NULL && strstr(orthros_last_error(), want),
+                  "%d %s: rc %d: %s", n, tensors ? "tensors" : "keys", rc, orthros_last_error());
+            CHECK(dt < (n > 100000 ? 30.0 : 5.0), "%d %s: the refusal took %.2f s", n, tensors ? "tensors" : "keys", dt);
+            printf("%7d %-7s + 1 repeated (%.1f MB): refused in %.3f s\n", n, tensors ? "tensors" : "keys",
+                   (double)b.n / 1e6, dt);
+            free(b.p);
+        }
+    /* Lookups go through the same index: a file of 100k keys whose last one is looked up. */
+    gw w = {0};
+    char name[64];
+    for (int i = 0; i < 100000; i++) {
+        snprintf(name, sizeof name, "general.key.%d", i);
+        gw_u32(&w, name, (uint32_t)i);
+    }
+    buf b = gw_finish(&w);
+    orthros_gguf *g = NULL;
+    CHECK(orthros_gguf_parse_buffer(&g, b.p, b.n, "many.gguf") == 0, "100k keys: %s", orthros_last_error());
+    int64_t v = -1;
+    CHECK(g && orthros_gguf_get_int(g, "general.key.99999", &v, 1, 0, 1 << 30) == 0 && v == 99999 &&
+              !orthros_gguf_find(g, "general.key.100000") && !orthros_gguf_find_tensor(g, "t"),
+          "100k keys: lookups");
+    orthros_gguf_free(g);
+    free(b.p);
+}
+
 /* Truncations and mutations of valid files through the fuzz entry: an error or success, never a crash (the
  * sanitizer build checks every read). */
 static void check_mutations(void)
@@ -656,7 +885,9 @@ int main(int argc, char **argv)
     check_tiny_q41();
     check_fixtures();
     check_gguf_tokenizer();
+    check_special_tokens();
     check_malformed();
+    check_many_names();
     check_mutations();
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
