@@ -576,6 +576,10 @@ int orthros_gguf_get_str(const orthros_gguf *g, const char *key, orthros_gguf_st
     if (!kv) return 0;
     if (kv->type != ORTHROS_GGUF_STRING)
         return orthros_error(ORTHROS_EFORMAT, "metadata %s is a %s, not a string", key, value_type_name(kv->type));
+    /* A NUL would cut the value wherever it is read as a C string ("smollm\0garbage" read as "smollm"). */
+    const char *z = memchr(kv->str.p, 0, kv->str.len);
+    if (z) return orthros_error(ORTHROS_EFORMAT, "metadata %s holds a NUL byte (at byte %zu of %zu)", key,
+                                (size_t)(z - kv->str.p), kv->str.len);
     *out = kv->str;
     return 0;
 }

@@ -230,8 +230,11 @@ static int tok_alloc(orthros_tokenizer **out, int n_vocab)
     t->off = calloc((size_t)n_vocab, sizeof *t->off);
     t->len = calloc((size_t)n_vocab, sizeof *t->len);
     t->flags = calloc((size_t)n_vocab, 1);
+    /* The arena exists even when every token is empty, so that token bytes are never a null pointer. */
+    t->arena_cap = 64;
+    t->arena = malloc(t->arena_cap);
     t->bos = t->eos = t->unk = t->pad = t->bpe_unk = -1;
-    if (!t->off || !t->len || !t->flags) {
+    if (!t->off || !t->len || !t->flags || !t->arena) {
         orthros_tokenizer_free(t);
         return orthros_error(ORTHROS_ENOMEM, "out of memory");
     }
@@ -508,9 +511,13 @@ static int matcher_scan(const added_matcher *m, const char *text, size_t len, ad
     return 0;
 }
 
-/* What every constructor ends with: the added tokens' matcher. */
+/* What every constructor ends with: the added tokens' matcher, and a refusal of a vocabulary that can encode
+ * nothing (no token for any byte and no unknown token: every byte of every text would be dropped). */
 static int tok_finish(orthros_tokenizer *t)
 {
+    int any = t->bpe_unk >= 0;
+    for (int b = 0; b < 256 && !any; b++) any = t->byte_id[b] >= 0;
+    if (!any) return orthros_error(ORTHROS_EFORMAT, "the vocabulary has no token for any single byte (it can encode no text)");
     return t->am.n_nodes ? 0 : matcher_build(t);
 }
 

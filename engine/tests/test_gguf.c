@@ -480,7 +480,8 @@ static int naive_encode(const orthros_tokenizer *t, const char *const *added, co
 }
 
 /* Special tokens: matched in one pass whatever their number (a crafted 49,152-token vocabulary took 25 s over
- * 100 KB before), and the same matches as the obvious scan on random overlapping tokens. */
+ * 100 KB before), the same matches as the obvious scan on random overlapping tokens, and the degenerate
+ * vocabularies refused. */
 static void check_special_tokens(void)
 {
     /* 50k control tokens sharing the prefix "<|ctl_", and 100 KB of text: 70 KB of "<" (each the first byte of
@@ -572,6 +573,22 @@ static void check_special_tokens(void)
     CHECK(mismatches == 0, "random added tokens: %d of %d texts encode unlike the obvious scan", mismatches, cases);
     printf("random added tokens: %d texts, %d unlike the obvious leftmost-longest scan\n", cases, mismatches);
 
+    /* Every token empty: refused (it read token bytes through a null pointer, and encoded every text to nothing). */
+    const char *empty[300];
+    int32_t ety[300];
+    for (int i = 0; i < 300; i++) empty[i] = "", ety[i] = i % 2 ? 3 : 1;
+    t = NULL;
+    rc = tok_from_tokens(&t, empty, ety, 300, NULL, 0);
+    CHECK(rc == ORTHROS_EFORMAT && !t && strstr(orthros_last_error(), "no token for any single byte"),
+          "a vocabulary of empty tokens: rc %d: %s", rc, orthros_last_error());
+    orthros_tokenizer_free(t);
+    /* A NUL inside a metadata string is not read as the part before it. */
+    t = NULL;
+    rc = tok_from_tokens(&t, NULL, NULL, 0, "smollm\0garbage", 1);
+    CHECK(rc == ORTHROS_EFORMAT && !t && strstr(orthros_last_error(), "tokenizer.ggml.pre") &&
+              strstr(orthros_last_error(), "NUL"),
+          "tokenizer.ggml.pre \"smollm\\0garbage\": rc %d: %s", rc, orthros_last_error());
+    orthros_tokenizer_free(t);
 }
 
 /* ---- malformed files ---- */
