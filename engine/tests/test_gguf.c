@@ -627,7 +627,7 @@ static void expect_refusal(const char *label, const char *path, const char *cmd,
 
 enum {
     M_NONE, M_Q5_0, M_SHAPE, M_MISSING, M_ARCH, M_NO_BLOCKS, M_YARN, M_TOK_MODEL, M_TOK_MERGE, M_GOOD_TOK,
-    M_VOCAB_MISMATCH,
+    M_VOCAB_MISMATCH, M_ZERO_NORM,
 };
 
 /* A small valid model (random F32 weights, tied) with one defect. */
@@ -639,14 +639,17 @@ static buf model_gguf(int defect)
     gw w = {0};
     llama_meta(&w, &c, defect == M_ARCH ? "qwen2" : "llama", defect == M_NO_BLOCKS ? "llama.block_count" : NULL);
     if (defect == M_YARN) gw_str(&w, "llama.rope.scaling.type", "yarn");
-    if (defect >= M_TOK_MODEL && defect <= M_GOOD_TOK)
+    int has_tok = (defect >= M_TOK_MODEL && defect <= M_GOOD_TOK) || defect == M_ZERO_NORM;
+    if (has_tok)
         tokenizer_meta(&w, defect == M_TOK_MODEL ? "llama" : "gpt2", NULL, defect == M_TOK_MERGE ? "a zz" : NULL);
     /* The vocabulary: 256, or the 262 tokens of tokenizer_meta. */
-    size_t D = 64, F = 160, V = defect == M_VOCAB_MISMATCH ? 255 : defect >= M_TOK_MODEL && defect <= M_GOOD_TOK ? 262 : 256;
+    size_t D = 64, F = 160, V = defect == M_VOCAB_MISMATCH ? 255 : has_tok ? 262 : 256;
     float *x = malloc(V * D * sizeof *x);
     tu_random(x, V * D, 3, 0.5f);
     gw_tensor(&w, "token_embd.weight", ORTHROS_GGML_F32, 2, (int64_t[]){64, (int64_t)V}, x, V * D * 4);
-    gw_tensor(&w, "output_norm.weight", ORTHROS_GGML_F32, 1, (int64_t[]){64}, x, D * 4);
+    /* A zero final norm makes every logit 0, so that greedy decoding picks token 0 (the byte 0x00). */
+    static const float zeros[64];
+    gw_tensor(&w, "output_norm.weight", ORTHROS_GGML_F32, 1, (int64_t[]){64}, defect == M_ZERO_NORM ? zeros : x, D * 4);
     char name[64];
     for (int l = 0; l < 2; l++) {
         static const char *const mats[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
@@ -847,6 +850,39 @@ static void check_many_names(void)
     free(b.p);
 }
 
+/* Text with NUL bytes through the commands' JSON: tokenize --ids --json and generate's "text" cut it at the first
+ * NUL ({"text":"a"} for "a\0a"); --ids errors named --tokens. */
+static void check_cli_text(void)
+{
+    char path[4300], out[4300], err[4300];
+    buf b = model_gguf(M_ZERO_NORM);
+    snprintf(path, sizeof path, "%s/zero-norm.gguf", tmp);
+    snprintf(out, sizeof out, "%s/cli.out", tmp);
+    snprintf(err, sizeof err, "%s/cli.err", tmp);
+    write_file(path, b.p, b.n);
+    free(b.p);
+    char *tok_argv[] = {(char *)bin, "tokenize", "--model", path, "--ids", "97,0,97,10", "--json", NULL};
+    int st = tu_run_capture(tok_argv, NULL, out, err);
+    char *text = tu_slurp(out, NULL);
+    CHECK(st == 0 && text && !strcmp(text, "{\"text\":\"a\\u0000a\\n\"}\n"), "tokenize --ids 97,0,97,10 --json: status %d: %s",
+          st, text ? text : "");
+    free(text);
+    char *gen_argv[] = {(char *)bin, "generate", "--model", path, "--tokens", "97,98", "--max-new", "3", "--device", "cpu",
+                        NULL};
+    st = tu_run_capture(gen_argv, NULL, out, err);
+    text = tu_slurp(out, NULL);
+    CHECK(st == 0 && text && strstr(text, "{\"generated\":[0,0,0],\"text\":\"\\u0000\\u0000\\u0000\"}"),
+          "generate with a zero final norm: status %d: %s", st, text ? text : "");
+    free(text);
+    char *bad_argv[] = {(char *)bin, "tokenize", "--model", path, "--ids", "1,x", NULL};
+    st = tu_run_capture(bad_argv, NULL, out, err);
+    text = tu_slurp(err, NULL);
+    CHECK(st == 2 && text && strstr(text, "--ids: bad token list") && !strstr(text, "--tokens"),
+          "tokenize --ids 1,x: status %d: %s", st, text ? text : "");
+    free(text);
+    printf("NUL bytes kept in tokenize --json and generate's text; --ids errors name --ids\n");
+}
+
 /* Truncations and mutations of valid files through the fuzz entry: an error or success, never a crash (the
  * sanitizer build checks every read). */
 static void check_mutations(void)
@@ -905,6 +941,7 @@ int main(int argc, char **argv)
     check_special_tokens();
     check_malformed();
     check_many_names();
+    check_cli_text();
     check_mutations();
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
