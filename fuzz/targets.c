@@ -25,6 +25,9 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
      orthros_fuzz_seeds_anchor_file},
     {"recall_jsonl", "a recall tasks file (orthros eval recall --tasks): every line parsed and checked",
      orthros_fuzz_recall_jsonl, orthros_fuzz_seeds_recall_jsonl},
+    {"tokenizer", "a tokenizer.json, then the separator line and a text: loaded, the text encoded three ways (added "
+                  "tokens matched, split, with the affixes), every id checked and decoded",
+     orthros_fuzz_tokenizer, orthros_fuzz_seeds_tokenizer},
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);
 
