@@ -8,6 +8,7 @@
 #include "tokenizer.h"
 
 #include <errno.h>
+#include <float.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -746,7 +747,9 @@ int orthros_gguf_rope_adjust(float *inv_freq, int half, const orthros_gguf *g)
         float f[ORTHROS_MAX_HEAD_DIM / 2];
         if ((rc = orthros_gguf_dequantize(f, ff))) return rc;
         for (int i = 0; i < half; i++) {
-            if (!(f[i] > 0.0f)) return orthros_error(ORTHROS_EFORMAT, "rope_freqs.weight[%d] = %g is not positive", i, f[i]);
+            /* An infinite factor makes the frequency 0 (that dimension never rotates); NaN compares false. */
+            if (!(f[i] > 0.0f && f[i] <= FLT_MAX))
+                return orthros_error(ORTHROS_EFORMAT, "rope_freqs.weight[%d] = %g is not a positive finite number", i, f[i]);
             inv_freq[i] /= f[i];
         }
     }

@@ -627,7 +627,7 @@ static void expect_refusal(const char *label, const char *path, const char *cmd,
 
 enum {
     M_NONE, M_Q5_0, M_SHAPE, M_MISSING, M_ARCH, M_NO_BLOCKS, M_YARN, M_TOK_MODEL, M_TOK_MERGE, M_GOOD_TOK,
-    M_VOCAB_MISMATCH, M_ZERO_NORM,
+    M_VOCAB_MISMATCH, M_ZERO_NORM, M_INF_ROPE,
 };
 
 /* A small valid model (random F32 weights, tied) with one defect. */
@@ -647,6 +647,12 @@ static buf model_gguf(int defect)
     float *x = malloc(V * D * sizeof *x);
     tu_random(x, V * D, 3, 0.5f);
     gw_tensor(&w, "token_embd.weight", ORTHROS_GGML_F32, 2, (int64_t[]){64, (int64_t)V}, x, V * D * 4);
+    if (defect == M_INF_ROPE) {
+        /* Per-frequency divisors with an infinite one: that dimension would never rotate. */
+        float f[ORTHROS_MAX_HEAD_DIM / 2];
+        for (int i = 0; i < c.head_dim / 2; i++) f[i] = i == 1 ? INFINITY : 1.0f;
+        gw_tensor(&w, "rope_freqs.weight", ORTHROS_GGML_F32, 1, (int64_t[]){c.head_dim / 2}, f, sizeof(float) * (size_t)(c.head_dim / 2));
+    }
     /* A zero final norm makes every logit 0, so that greedy decoding picks token 0 (the byte 0x00). */
     static const float zeros[64];
     gw_tensor(&w, "output_norm.weight", ORTHROS_GGML_F32, 1, (int64_t[]){64}, defect == M_ZERO_NORM ? zeros : x, D * 4);
@@ -770,6 +776,7 @@ static void check_malformed(void)
         {M_TOK_MERGE, "tokenize", "merge 5 (\"a\" \"zz\") names a token missing from the vocabulary"},
         {M_VOCAB_MISMATCH, "logits", "tensor token_embd.weight has shape [64, 255], the metadata implies [64, 256]"},
         {M_NONE, "tokenize", "tokenizer.ggml.model is missing"},
+        {M_INF_ROPE, "logits", "rope_freqs.weight[1] = inf is not a positive finite number"},
     };
     for (size_t k = 0; k < sizeof model_cases / sizeof *model_cases; k++) {
         buf b = model_gguf(model_cases[k].defect);

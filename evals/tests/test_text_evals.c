@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 static const char *bin, *tokjson, *src;
@@ -318,6 +319,11 @@ static void test_recall_parsing(void)
         {"{\"context\": \"c\\u0000d\", \"question\": \"q\", \"answers\": [\"a\"]}", "t.jsonl:1: a string holds \\u0000"},
         {"[1, 2]", "t.jsonl:1: not a JSON object"},
         {"{\"context\": \"c\", \"question\": \"q\", \"answers\": [\"a\"], \"id\": [1]}", "t.jsonl:1: \"id\" is not a string or a number"},
+        /* Ids a double cannot hold were recorded as "inf" or rounded to another id. */
+        {"{\"context\": \"c\", \"question\": \"q\", \"answers\": [\"a\"], \"id\": 1e400}", "t.jsonl:1: \"id\" inf is not an integer"},
+        {"{\"context\": \"c\", \"question\": \"q\", \"answers\": [\"a\"], \"id\": 9007199254740993}",
+         "t.jsonl:1: \"id\" 9007199254740992 is not an integer of magnitude below 2^53"},
+        {"{\"context\": \"c\", \"question\": \"q\", \"answers\": [\"a\"], \"id\": 0.1}", "t.jsonl:1: \"id\" 0.10000000000000001 is not"},
         {"\n  \n", "t.jsonl: no items"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -427,11 +433,18 @@ static void test_cli(const char *model)
         {{"eval", "ppl", "--model", model, "--ctx", "8"}, "--text, --tokens-file are required"},
         {{"eval", "recall", "--model", model}, "--tasks are required"},
         {{"eval", "niah", "--model", model}, "orthros eval ruler --task niah"},
+        /* Past the model's 4096 tokens: refused before any sample is built (a 1M-token haystack took 19 s first). */
+        {{"eval", "ruler", "--model", model, "--ctx", "1k,1m", "--device", "cpu"}, "--ctx 1048576 is past the model's context of 4096"},
     };
     for (size_t i = 0; i < sizeof usage / sizeof *usage; i++) {
         const char *const *a = usage[i].a;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         rc = run(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         CHECK(rc == 2 && log_has(usage[i].says), "usage case %zu (%s): exit %d", i, usage[i].says, rc);
+        CHECK(s < 5, "usage case %zu (%s) took %.1f s", i, usage[i].says, s);
     }
     /* orthros plot draws the new cells: the RULER heatmaps, perplexity and recall. */
     char figs[4200], rfile[4300], pfile[4300], qfile[4300];
