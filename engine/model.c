@@ -2,6 +2,7 @@
  * against the backend interface (DESIGN section 4). A tensor-parallel model is one shard per rank, each with
  * its share of the heads and of the MLP; the schedule runs per rank on its shard (docs/tensor-parallel.md). */
 #define _GNU_SOURCE
+#include "finite.h"
 #include "gguf.h"
 #include "safetensors.h"
 #include "tp.h"
@@ -307,6 +308,7 @@ static int gguf_upload(orthros_model *m, const tensor_need *w)
     int rc = 0;
     if (!x || (w->heads && !tmp)) rc = orthros_error(ORTHROS_ENOMEM, "out of host memory dequantising %s", w->name);
     if (!rc) rc = orthros_gguf_dequantize(x, w->gt);
+    if (!rc) rc = orthros_check_finite(x, ORTHROS_DTYPE_F32, numel, w->gt->name);
     if (!rc && w->heads) orthros_gguf_unpermute_rows(x, tmp, w->heads, m->cfg.head_dim, (size_t)w->shape[1]);
     if (!rc) rc = upload_part(m, w, x, ORTHROS_DTYPE_F32);
     free(x);
@@ -399,7 +401,10 @@ static int checkpoint_check(const orthros_model *m, const weight_source *src, te
 static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n)
 {
     for (int i = 0; i < n; i++) {
-        int rc = needs[i].gt ? gguf_upload(m, &needs[i]) : upload_part(m, &needs[i], needs[i].t->data, needs[i].t->dtype);
+        const orthros_st_tensor *t = needs[i].t;
+        int rc = needs[i].gt ? gguf_upload(m, &needs[i])
+                             : orthros_check_finite(t->data, t->dtype, t->nbytes / orthros_dtype_size(t->dtype), t->name);
+        if (!rc && !needs[i].gt) rc = upload_part(m, &needs[i], t->data, t->dtype);
         if (rc) return rc;
     }
     return 0;
@@ -553,6 +558,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
         for (int i = 0; i < n_slots; i++)
             if ((rc = fill_slot(be, &slots[i], seed * 1000003ull + (uint64_t)i))) goto fail;
     } else if ((rc = checkpoint_upload(m, needs, n_needs))) {
+        if (rc == ORTHROS_EFORMAT) rc = orthros_error_prefix(rc, spec); /* a non-finite weight, named with its file */
         goto fail;
     }
     if (m->cfg.tie_embeddings) m->lm_head = m->embed;

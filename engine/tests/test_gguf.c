@@ -627,7 +627,7 @@ static void expect_refusal(const char *label, const char *path, const char *cmd,
 
 enum {
     M_NONE, M_Q5_0, M_SHAPE, M_MISSING, M_ARCH, M_NO_BLOCKS, M_YARN, M_TOK_MODEL, M_TOK_MERGE, M_GOOD_TOK,
-    M_VOCAB_MISMATCH, M_ZERO_NORM, M_INF_ROPE,
+    M_VOCAB_MISMATCH, M_ZERO_NORM, M_INF_ROPE, M_NAN_WEIGHT, M_INF_NORM, M_Q8_INF_SCALE,
 };
 
 /* A small valid model (random F32 weights, tied) with one defect. */
@@ -665,6 +665,27 @@ static buf model_gguf(int defect)
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[k]);
             if (defect == M_MISSING && l == 1 && k == 5) continue;
             if (defect == M_SHAPE && l == 0 && k == 1) rows = 48;
+            if (defect == M_Q8_INF_SCALE && l == 0 && k == 2) {
+                /* Q8_0 blocks of scale 1 and values 1, the third block's scale an f16 infinity: finite bytes that
+                 * dequantise to infinities. */
+                size_t nb = (size_t)(rows * cols / 32);
+                uint8_t *q = calloc(nb, 34);
+                for (size_t b = 0; b < nb; b++) {
+                    q[b * 34] = 0x00, q[b * 34 + 1] = b == 2 ? 0x7c : 0x3c;
+                    memset(q + b * 34 + 2, 1, 32);
+                }
+                gw_tensor(&w, name, ORTHROS_GGML_Q8_0, 2, (int64_t[]){cols, rows}, q, nb * 34);
+                free(q);
+                continue;
+            }
+            if (defect == M_NAN_WEIGHT && l == 1 && k == 5) {
+                float *y = malloc((size_t)(rows * cols) * 4);
+                memcpy(y, x, (size_t)(rows * cols) * 4);
+                y[77] = NAN;
+                gw_tensor(&w, name, ORTHROS_GGML_F32, 2, (int64_t[]){cols, rows}, y, (size_t)(rows * cols) * 4);
+                free(y);
+                continue;
+            }
             if (defect == M_Q5_0 && l == 1 && k == 4) {
                 /* A valid Q5_0 layout (22 bytes per 32 values) that the loader does not dequantise. */
                 gw_tensor(&w, name, 6, 2, (int64_t[]){cols, rows}, x, (size_t)(rows * cols / 32) * 22);
@@ -673,7 +694,10 @@ static buf model_gguf(int defect)
             gw_tensor(&w, name, ORTHROS_GGML_F32, 2, (int64_t[]){cols, rows}, x, (size_t)(rows * cols) * 4);
         }
         snprintf(name, sizeof name, "blk.%d.attn_norm.weight", l);
-        gw_tensor(&w, name, ORTHROS_GGML_F32, 1, (int64_t[]){64}, x, D * 4);
+        float norm[64];
+        memcpy(norm, x, sizeof norm);
+        if (defect == M_INF_NORM && l == 1) norm[63] = -INFINITY;
+        gw_tensor(&w, name, ORTHROS_GGML_F32, 1, (int64_t[]){64}, norm, D * 4);
         snprintf(name, sizeof name, "blk.%d.ffn_norm.weight", l);
         gw_tensor(&w, name, ORTHROS_GGML_F32, 1, (int64_t[]){64}, x, D * 4);
     }
@@ -777,6 +801,10 @@ static void check_malformed(void)
         {M_VOCAB_MISMATCH, "logits", "tensor token_embd.weight has shape [64, 255], the metadata implies [64, 256]"},
         {M_NONE, "tokenize", "tokenizer.ggml.model is missing"},
         {M_INF_ROPE, "logits", "rope_freqs.weight[1] = inf is not a positive finite number"},
+        /* Non-finite weights, after dequantisation: every logit was NaN and generate picked token 0, exit 0. */
+        {M_NAN_WEIGHT, "logits", "tensor blk.1.ffn_up.weight: element 77 is nan (weights must be finite)"},
+        {M_INF_NORM, "logits", "tensor blk.1.attn_norm.weight: element 63 is -inf (weights must be finite)"},
+        {M_Q8_INF_SCALE, "logits", "tensor blk.0.attn_v.weight: element 64 is inf (weights must be finite)"},
     };
     for (size_t k = 0; k < sizeof model_cases / sizeof *model_cases; k++) {
         buf b = model_gguf(model_cases[k].defect);
