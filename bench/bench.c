@@ -14,6 +14,7 @@
 #include "options.h"
 #include "report.h"
 #include "result_bench.h"
+#include "result_guard.h"
 #include "stats.h"
 #include "table.h"
 #include "util.h"
@@ -37,7 +38,7 @@ static const char *const phase_names[] = {"prefill", "decode", "e2e", "allreduce
 typedef struct {
     orthros_model_opts mo;
     const char *archs, *ctxs, *phases, *batches, *json, *recipe, *out_dir, *anchors, *models, *format, *table_out;
-    int decode_tokens, warmup, reps, max_reps, rounds, resume, force, quiet, report_only;
+    int decode_tokens, warmup, reps, max_reps, rounds, resume, force, quiet, report_only, wait;
     double max_noise, timeout, cell_budget;
 } bench_opts;
 
@@ -60,6 +61,7 @@ typedef struct {
     double t0;
     size_t total, idx;
     char gpu_bus[32]; /* the GPU's PCI address (rank 0's), read once: its state is recorded after each round */
+    orthros_result_lock lock; /* --json, held for the whole run (result_guard.h) */
 } sweep;
 
 static void progress(const sweep *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -406,8 +408,10 @@ static int compute_speedups(orthros_bench_file *f, uint64_t seed)
 /* Writes the file unless it would replace an existing one before this run measured anything. */
 static int save(sweep *s, int final)
 {
-    int rc = compute_speedups(&s->f, (uint64_t)s->o->mo.seed);
-    if (rc) return rc;
+    int rc;
+    /* --resume keeps every cell the file holds now, even one another writer put there since the start. */
+    if (s->o->resume && (rc = orthros_bench_file_merge_disk(&s->f, s->o->json, NULL))) return rc;
+    if ((rc = compute_speedups(&s->f, (uint64_t)s->o->mo.seed))) return rc;
     if (s->existed && !s->measured && !s->o->force && !s->o->resume) {
         if (final) fprintf(stderr, "bench: nothing was measured; %s left as it was\n", s->o->json);
         return 0;
@@ -670,6 +674,7 @@ static void sweep_close(sweep *s)
     orthros_model_free(s->m);
     orthros_backend_free(s->be);
     orthros_bench_file_free(&s->f);
+    orthros_result_lock_release(&s->lock);
 }
 
 /* Prints the speedups of this file. */
@@ -691,13 +696,19 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
     sweep s;
     memset(&s, 0, sizeof s);
     s.o = o;
+    s.lock.fd = -1;
     orthros_arch_opts ao;
     orthros_table_format tf = ORTHROS_TABLE_TEXT;
     int rc;
     if ((rc = parse_axes(&s.ax, o)) || (rc = orthros_model_opts_resolve(&ao, &o->mo)) ||
         (rc = orthros_table_format_parse(&tf, o->format)))
         return orthros_cmd_fail_usage(cmd, rc);
-    if ((rc = orthros_backend_create(&s.be, o->mo.device))) return orthros_cmd_fail(cmd, rc);
+    /* Another run writing --json: refused (or waited for) before anything is loaded. */
+    if ((rc = orthros_result_lock_take(&s.lock, o->json, o->wait))) return orthros_cmd_fail(cmd, rc);
+    if ((rc = orthros_backend_create(&s.be, o->mo.device))) {
+        sweep_close(&s);
+        return orthros_cmd_fail(cmd, rc);
+    }
     if (orthros_backend_caps(s.be) & ORTHROS_CAP_GPU) {
         orthros_device_info info;
         memset(&info, 0, sizeof info);
@@ -873,6 +884,8 @@ int orthros_cmd_bench(int argc, char **argv)
                     "keep the measured cells already in --json (same configuration) and run only the rest");
     orthros_cmd_add(&c, "force", ORTHROS_OPT_FLAG, &o.force, NULL,
                     "replace --json at the start (without it, an existing file is replaced only once a cell is measured)");
+    orthros_cmd_add(&c, "wait", ORTHROS_OPT_FLAG, &o.wait, NULL,
+                    "when another run is writing --json, wait for it to finish (default: refuse)");
     orthros_cmd_add_num(&c, "cell-budget", ORTHROS_OPT_DOUBLE, &o.cell_budget, 0, 1e9, "S",
                         "skip a cell predicted (from the FLOP rate of the longest shorter cell, or the GEMM ceiling for the "
                         "first) to take more than S seconds a repetition; run fewer repetitions where all would not fit");

@@ -37,6 +37,8 @@ void eval_common_add(orthros_cmd *c, eval_common *o, const char *json_default, c
                     "keep the cells already in --json (same configuration) and run only the rest");
     orthros_cmd_add(c, "force", ORTHROS_OPT_FLAG, &o->force, NULL,
                     "replace --json at the start (without it, an existing file is replaced only once a cell is done)");
+    orthros_cmd_add(c, "wait", ORTHROS_OPT_FLAG, &o->wait, NULL,
+                    "when another run is writing --json, wait for it to finish (default: refuse)");
     if (prompts_help) orthros_cmd_add(c, "save-prompts", ORTHROS_OPT_STR, &o->save_prompts, "FILE", prompts_help);
     orthros_cmd_add(c, "o", ORTHROS_OPT_STR, &o->format, "FMT", "table format on stdout: text|md|csv|jsonl|json (default text)");
     orthros_cmd_add(c, "table-out", ORTHROS_OPT_STR, &o->table_out, "FILE", "write the table to FILE instead of stdout");
@@ -199,6 +201,9 @@ static int save(eval_run *r, int final)
         if (final) fprintf(stderr, "eval: nothing was run; %s left as it was\n", r->o->json);
         return 0;
     }
+    int rc;
+    /* --resume keeps every cell the file holds now, even one another writer put there since the start. */
+    if (r->o->resume && (rc = orthros_eval_file_merge_disk(&r->f, r->o->json, NULL))) return rc;
     if (final) orthros_result_finish(r->f.header);
     return orthros_eval_file_write(&r->f, r->o->json);
 }
@@ -303,7 +308,9 @@ int eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, 
         return orthros_cmd_fail(cmd, rc);
     }
     snprintf(config->device, sizeof config->device, "%s", orthros_backend_name(r->be));
-    if ((rc = open_results(r, argc, argv, config)) || (rc = orthros_table_open(&r->table, tf, o->table_out, cols, n_cols)))
+    r->lock.fd = -1;
+    /* Another run writing --json: refused (or waited for) before the file is read. */
+    if ((rc = orthros_result_lock_take(&r->lock, o->json, o->wait)) || (rc = open_results(r, argc, argv, config)) || (rc = orthros_table_open(&r->table, tf, o->table_out, cols, n_cols)))
         goto done;
     if (o->save_prompts && !(r->prompts = fopen(o->save_prompts, o->resume ? "a" : "w"))) {
         rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing: %s", o->save_prompts, strerror(errno));
@@ -326,5 +333,6 @@ done:
     if (r->prompts) fclose(r->prompts);
     orthros_eval_file_free(&r->f);
     orthros_backend_free(r->be);
+    orthros_result_lock_release(&r->lock);
     return rc ? 1 : 0;
 }

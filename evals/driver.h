@@ -10,6 +10,7 @@
 #include "axes.h"
 #include "options.h"
 #include "result_eval.h"
+#include "result_guard.h"
 #include "table.h"
 
 #include <stdio.h>
@@ -21,7 +22,7 @@ typedef struct {
     orthros_model_opts mo;
     const char *task;      /* the task name written to the file: niah, mqar, ruler_niah, ..., ppl, recall */
     const char *archs, *ctxs, *json, *save_prompts, *format, *table_out;
-    int samples, resume, force, quiet;
+    int samples, resume, force, quiet, wait;
 } eval_common;
 
 /* Defaults: every architecture, text table, 4 samples; the model options' defaults with no model. */
@@ -66,6 +67,7 @@ struct eval_run {
     orthros_table table;
     FILE *prompts;
     int existed, measured;
+    orthros_result_lock lock; /* --json, held for the whole run (result_guard.h) */
 };
 
 /* Parses --arch into r->archs and a list of integers in [lo, hi] for option `what` (a usage error otherwise). */
