@@ -25,7 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const char *bin, *tokjson, *src;
 static char *dir, logpath[4200];
@@ -171,6 +176,46 @@ static void test_ppl_by_hand(void)
           "17 tokens, windows of 8 and 4: exit %d, windows %g / %g, tokens %g / %g", rc, c8 ? num(c8, "windows") : -1,
           c4 ? num(c4, "windows") : -1, c8 ? num(c8, "tokens") : -1, c4 ? num(c4, "tokens") : -1);
     cJSON_Delete(r17);
+}
+
+/* ---- two writers of one eval file ---- */
+
+/* While another process (this test) holds the file's lock, eval is refused with one line, or waits with --wait and
+ * writes the file once the lock is let go. */
+static void test_eval_lock(void)
+{
+    char tokens[4300], out[4300], lock[4400], wlog[4300];
+    snprintf(tokens, sizeof tokens, "%s/lock-tokens.txt", dir);
+    snprintf(out, sizeof out, "%s/locked.json", dir);
+    snprintf(lock, sizeof lock, "%s.lock", out);
+    snprintf(wlog, sizeof wlog, "%s/wait.log", dir);
+    tu_write_text(tokens, "5 9 13 17 21 25 29 33 37 41 45 49 53 57 61 65 69");
+    int fd = open(lock, O_RDWR | O_CREAT, 0666);
+    CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0, "cannot take %s", lock);
+    if (fd >= 0 && pwrite(fd, "pid 4242, since then\n", 21, 0) != 21) CHECK(0, "cannot write %s", lock);
+    int rc = run("eval", "ppl", "--model", "preset:tiny", "--device", "cpu", "--tokens-file", tokens, "--ctx", "8", "--arch",
+                 "transformer", "--json", out, "--quiet", NULL);
+    char *err = tu_slurp(logpath, NULL);
+    int lines = 0;
+    for (const char *p = err; p && *p; p++) lines += *p == '\n';
+    struct stat sb;
+    CHECK(rc == 1 && lines == 1 && err && strstr(err, "locked.json is being written by another run (pid 4242") &&
+              stat(out, &sb) != 0,
+          "eval while another run writes its file: exit %d: %s", rc, err ? err : "");
+    free(err);
+    char *w[] = {(char *)bin, "eval", "ppl", "--model", "preset:tiny", "--device", "cpu", "--tokens-file", tokens,
+                 "--ctx", "8", "--arch", "transformer", "--json", out, "--quiet", "--wait", NULL};
+    pid_t pid = tu_spawn(w, wlog);
+    usleep(1500000);
+    int st = 0;
+    CHECK(waitpid(pid, &st, WNOHANG) == 0 && stat(out, &sb) != 0, "eval --wait did not wait for the lock");
+    flock(fd, LOCK_UN);
+    close(fd);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 && tu_log_has(wlog, "waiting for it"),
+          "eval --wait failed once the lock was let go (see %s)", wlog);
+    cJSON *r = load_valid(out, "the file written after waiting");
+    CHECK(r && cell_of(r, "transformer", 8), "the file written after waiting has no cell");
+    cJSON_Delete(r);
 }
 
 /* ---- RULER samples ---- */
@@ -527,6 +572,7 @@ int main(int argc, char **argv)
     test_recall_parsing();
     if (tok) test_ruler_samples(tok);
     test_ppl_by_hand();
+    test_eval_lock();
     /* A tiny random Llama over SmolLM2's vocabulary, carrying its tokenizer.json. */
     char model[4300], cmd_tok[4400];
     snprintf(model, sizeof model, "%s/text-tiny", dir);
