@@ -67,6 +67,18 @@ const orthros_device_info *orthros_tp_world_device(int rank);
 /* A fresh id for a model or a session that rank 0 drives. */
 int orthros_tp_new_id(void);
 
+/* Liveness of a launched world (tp_heartbeat.c): a thread that sends a UDP heartbeat every second (or timeout / 6)
+ * to its peers (rank 0 to every rank, the others to rank 0, at MASTER_ADDR on rank 0's port number) and ends this
+ * process, with one line and status 1, when a peer it has heard from is silent for the timeout: a stopped or
+ * vanished rank ends the run instead of blocking it for ever. socks: rank 0's control connections (the hosts its
+ * peers' datagrams must come from). The timeout is ORTHROS_TP_HEARTBEAT seconds (default 60, 0: off). */
+int orthros_tp_heartbeat_start(int rank, int world, const char *addr, int port, const int *socks);
+int orthros_tp_heartbeat_timeout(void);
+/* A rank started by orthros's own launcher (ORTHROS_TP_LAUNCHER_PID in its environment) dies with it
+ * (PR_SET_PDEATHSIG, SIGKILL): killing the launcher leaves no rank running. An error when the launcher is already
+ * gone. */
+int orthros_tp_die_with_launcher(void);
+
 enum {
     ORTHROS_TP_LOAD = 1,     /* id: model; a: fmap, feature_dim, tail, window, hybrid_every, tp; payload: spec, arch */
     ORTHROS_TP_MODEL_FREE,   /* id: model */
