@@ -1,6 +1,7 @@
 /* Eval result files: the typed cells, their one reader (with validation) and one writer. */
 #define _GNU_SOURCE
 #include "result_eval.h"
+#include "keyset.h"
 
 #include <limits.h>
 #include <math.h>
@@ -467,23 +468,27 @@ static int from_json(orthros_eval_file *f, const cJSON *root, const char *name)
     if ((rc = orthros_jr_array(&cells, &j, root, "cells", ORTHROS_JR_REQUIRED))) return rc;
     orthros_jr_push_key(&j, "cells");
     int i = 0;
+    /* A cell twice (its task, arch, ctx and axis) is found through a set of their keys, in time linear in the cells. */
+    orthros_keyset seen;
+    orthros_keyset_init(&seen);
     cJSON_ArrayForEach(e, cells)
     {
         orthros_eval_cell c;
+        char key[ORTHROS_NAME_MAX + 64];
         size_t at2 = orthros_jr_push_index(&j, i++);
-        if ((rc = read_cell(&c, &j, e))) return rc;
-        if (orthros_eval_file_find(f, c.arch, c.ctx, c.axis) && !strcmp(c.task, f->cfg.task)) {
+        if ((rc = read_cell(&c, &j, e))) break;
+        snprintf(key, sizeof key, "%s\x1f%s\x1f%d\x1f%d", c.task, c.arch, c.ctx, c.axis);
+        if ((rc = orthros_keyset_add(&seen, key)) > 0)
+            rc = orthros_jr_fail(&j, NULL, "the cell %s ctx %d %s %d appears twice", c.arch, c.ctx,
+                                 orthros_eval_axis_name(c.task) ? orthros_eval_axis_name(c.task) : "x", c.axis);
+        if (rc || (rc = orthros_eval_file_add(f, &c))) {
             cJSON_Delete(c.records);
-            return orthros_jr_fail(&j, NULL, "the cell %s ctx %d %s %d appears twice", c.arch, c.ctx,
-                                   orthros_eval_axis_name(c.task) ? orthros_eval_axis_name(c.task) : "x", c.axis);
-        }
-        if ((rc = orthros_eval_file_add(f, &c))) {
-            cJSON_Delete(c.records);
-            return rc;
+            break;
         }
         orthros_jr_pop(&j, at2);
     }
-    return 0;
+    orthros_keyset_free(&seen);
+    return rc;
 }
 
 int orthros_eval_file_from_json(orthros_eval_file *f, const cJSON *root, const char *name)

@@ -1,6 +1,7 @@
 /* The result file's lock and --resume's merge before a rewrite (see result_guard.h). */
 #define _GNU_SOURCE
 #include "result_guard.h"
+#include "keyset.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,14 +96,21 @@ int orthros_bench_file_merge_disk(orthros_bench_file *f, const char *path, size_
         orthros_error(rc, "%s changed during the run (another writer), so it is not rewritten: %s", path, orthros_last_error());
         goto done;
     }
-    for (size_t i = 0; i < old.n_cells; i++) {
+    orthros_keyset have;
+    orthros_keyset_init(&have);
+    char key[512];
+    for (size_t k = 0; k < f->n_cells && !rc; k++) {
+        orthros_bench_cell_set_key(key, sizeof key, &f->cells[k]);
+        rc = orthros_keyset_add(&have, key) < 0 ? ORTHROS_ENOMEM : 0;
+    }
+    for (size_t i = 0; i < old.n_cells && !rc; i++) {
         if (old.cells[i].state != ORTHROS_CELL_MEASURED) continue;
-        int have = 0;
-        for (size_t k = 0; k < f->n_cells && !have; k++) have = orthros_bench_cell_same_key(&f->cells[k], &old.cells[i]);
-        if (have) continue;
-        if ((rc = orthros_bench_file_add(f, &old.cells[i]))) goto done;
+        orthros_bench_cell_set_key(key, sizeof key, &old.cells[i]);
+        if (orthros_keyset_has(&have, key)) continue;
+        if ((rc = orthros_bench_file_add(f, &old.cells[i]))) break;
         if (added) ++*added;
     }
+    orthros_keyset_free(&have);
 done:
     orthros_bench_file_free(&old);
     return rc;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -378,6 +379,47 @@ static void committed_files(const char *src)
     orthros_anchor_file a;
     CHECK(orthros_anchor_file_read(&a, path) == 0 && a.n > 0, "anchors do not read: %s", orthros_last_error());
     orthros_anchor_file_free(&a);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A reader's work is near-linear in its file: 100k bench cells (skipped ones, the smallest a reader takes) with the
+ * first one again at the end are refused naming it, and the figure is printed. Comparing every cell with every
+ * earlier one took 164 s here (a loaded 2-core machine); the bound is generous (a sanitizer build on a loaded machine). */
+static void many_cells(const char *src)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/data/results/h200-2026-11-29/bench-llama3.2-1b.json", src);
+    cJSON *r = tu_load_json(path);
+    CHECK(r != NULL, "cannot load %s", path);
+    if (!r) return;
+    cJSON_DeleteItemFromObject(r, "speedups");
+    cJSON *meas = cJSON_CreateArray();
+    for (int i = 0; i <= 100000; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "arch", "transformer");
+        cJSON_AddStringToObject(c, "phase", "prefill");
+        cJSON_AddNumberToObject(c, "ctx", i < 100000 ? 1 + i : 1);
+        cJSON_AddNumberToObject(c, "batch", 1);
+        cJSON_AddStringToObject(c, "skipped", "too long for the cell budget");
+        cJSON_AddItemToArray(meas, c);
+    }
+    cJSON_ReplaceItemInObject(r, "measurements", meas);
+    const char *m = save_json("many-cells.json", r);
+    cJSON_Delete(r);
+    orthros_bench_file f;
+    double t0 = now_s();
+    int rc = orthros_bench_file_read(&f, m, 0, NULL);
+    double dt = now_s() - t0;
+    CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), "measurements[100000]: the cell transformer prefill ctx 1 batch 1 appears twice"),
+          "100k cells and one twice: %s", rc ? orthros_last_error() : "accepted");
+    CHECK(dt < 20, "100k cells: the refusal took %.1f s", dt);
+    printf("100k bench cells + 1 repeated: refused in %.2f s (reading and validating included)\n", dt);
 }
 
 /* SDPA anchor files: every field anchors.py writes checked (they were taken as they were). */
@@ -744,6 +786,7 @@ int main(int argc, char **argv)
     committed_files(src);
     eval_refusals(src);
     anchor_refusals(src);
+    many_cells(src);
     text_eval_cells(src);
     tables();
     gpu_clock_text();
