@@ -1182,6 +1182,14 @@ int orthros_tokenizer_from_json(orthros_tokenizer **out, const char *json_text)
             }
         if (id->valuedouble > max_id) max_id = id->valuedouble;
     }
+    /* The id space is sized by the largest id: a few entries naming an id of millions would make a tiny file cost
+     * hundreds of megabytes and seconds. Gaps are allowed (a vocabulary padded to a multiple), within reason. */
+    double entries = (double)cJSON_GetArraySize(vocab) + (double)cJSON_GetArraySize(added);
+    if (max_id + 1 > 2 * entries + 1024) {
+        rc = orthros_error(ORTHROS_EFORMAT, "token ids run up to %.0f for %.0f tokens: the id space is too sparse", max_id,
+                           entries);
+        goto fail;
+    }
     if ((rc = tok_alloc(&t, (int)max_id + 1))) goto fail;
     t->pre = scheme;
     t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
