@@ -199,18 +199,6 @@ static void tp_world(const char *json, const char *log)
     printf("--tp 2: environment.world_size 2, two ranks, resumed\n");
 }
 
-/* 1 when someone holds the lock of the result file json (json.lock), tried without taking it for long. */
-static int lock_held(const char *json)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s.lock", json);
-    int fd = open(path, O_RDWR);
-    if (fd < 0) return 0;
-    int held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    if (!held) flock(fd, LOCK_UN);
-    close(fd);
-    return held;
-}
 
 static time_t mtime_of(const char *path)
 {
@@ -238,7 +226,7 @@ static void concurrent_writers(const char *json, const char *log)
     int held = 0;
     for (int i = 0; i < 30000 && !held; i++) { /* the first run locks before it loads anything */
         usleep(1000);
-        held = lock_held(json);
+        held = tu_lock_held(json);
     }
     CHECK(held, "the first run never held the lock of %s", json);
     /* The second run is refused at once, with one line naming the file and the first run's pid. */

@@ -344,20 +344,23 @@ static void check_tiny_q41(void)
 
 /* ---- a tokenizer in GGUF metadata ---- */
 
+/* The token string of byte b in GPT-2's byte-level alphabet (UTF-8, NUL-terminated, static). */
+static const char *byte_token(int b)
+{
+    static char store[256][4];
+    int cp = ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174) ? b
+             : 256 + (b <= 32 ? b : b <= 160 ? 33 + (b - 127) : 67);
+    if (cp < 0x80) store[b][0] = (char)cp, store[b][1] = 0;
+    else store[b][0] = (char)(0xc0 | cp >> 6), store[b][1] = (char)(0x80 | (cp & 0x3f)), store[b][2] = 0;
+    return store[b];
+}
+
 /* The 256 byte tokens in GPT-2's alphabet, then merges' results, then one control token. */
 static void tokenizer_meta(gw *w, const char *model, const char *pre, const char *bad_merge)
 {
-    static char store[256][4];
     const char *toks[262];
     int32_t types[262];
-    for (int b = 0; b < 256; b++) {
-        int cp = ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174) ? b
-                 : 256 + (b <= 32 ? b : b <= 160 ? 33 + (b - 127) : 67);
-        if (cp < 0x80) store[b][0] = (char)cp, store[b][1] = 0;
-        else store[b][0] = (char)(0xc0 | cp >> 6), store[b][1] = (char)(0x80 | (cp & 0x3f)), store[b][2] = 0;
-        toks[b] = store[b];
-        types[b] = 1;
-    }
+    for (int b = 0; b < 256; b++) toks[b] = byte_token(b), types[b] = 1;
     toks[256] = "ab", toks[257] = "\xc4\xa0" "a", toks[258] = "\xc4\xa0" "ab", toks[259] = "<|end|>";
     toks[260] = "aa", toks[261] = "12";
     for (int i = 256; i < 262; i++) types[i] = i == 259 ? 3 : 1;
@@ -414,19 +417,11 @@ static void check_gguf_tokenizer(void)
 static int tok_from_tokens(orthros_tokenizer **out, const char *const *extra, const int32_t *extra_types, int n,
                            const char *pre, int byte_tokens)
 {
-    static char store[256][4];
     int total = (byte_tokens ? 256 : 0) + n;
     const char **toks = malloc(sizeof *toks * (size_t)total);
     int32_t *types = malloc(sizeof *types * (size_t)total);
     int at = 0;
-    for (int b = 0; byte_tokens && b < 256; b++, at++) {
-        int cp = ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174) ? b
-                 : 256 + (b <= 32 ? b : b <= 160 ? 33 + (b - 127) : 67);
-        if (cp < 0x80) store[b][0] = (char)cp, store[b][1] = 0;
-        else store[b][0] = (char)(0xc0 | cp >> 6), store[b][1] = (char)(0x80 | (cp & 0x3f)), store[b][2] = 0;
-        toks[at] = store[b];
-        types[at] = 1;
-    }
+    for (int b = 0; byte_tokens && b < 256; b++, at++) toks[at] = byte_token(b), types[at] = 1;
     for (int i = 0; i < n; i++, at++) toks[at] = extra[i], types[at] = extra_types[i];
     gw w = {0};
     gw_str(&w, "tokenizer.ggml.model", "gpt2");

@@ -61,18 +61,6 @@ static pid_t rank_pid(pid_t parent, int rank)
     return found;
 }
 
-/* 1 when someone holds json's lock (rank 0 takes it when bench starts, after the world has formed). */
-static int lock_held(const char *json)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s.lock", json);
-    int fd = open(path, O_RDWR);
-    if (fd < 0) return 0;
-    int held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    if (!held) flock(fd, LOCK_UN);
-    close(fd);
-    return held;
-}
 
 /* Starts a 2-rank cpu bench as processes that runs for minutes; returns the launcher's pid once rank 0 runs it. */
 static pid_t start(const char *json, const char *log)
@@ -84,8 +72,8 @@ static pid_t start(const char *json, const char *log)
     setenv("ORTHROS_TP_PROCESSES", "1", 1);
     setenv("ORTHROS_TP_HEARTBEAT", "3", 1);
     pid_t pid = tu_spawn(argv, log);
-    for (int i = 0; i < 3000 && !lock_held(json); i++) usleep(20000); /* up to 60 s on a loaded machine */
-    CHECK(lock_held(json), "the 2-rank run did not start (see %s)", log);
+    for (int i = 0; i < 3000 && !tu_lock_held(json); i++) usleep(20000); /* up to 60 s on a loaded machine */
+    CHECK(tu_lock_held(json), "the 2-rank run did not start (see %s)", log);
     return pid;
 }
 

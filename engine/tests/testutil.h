@@ -75,6 +75,9 @@ extern const tu_arch_case tu_arch_cases[];
 extern const size_t tu_n_arch_cases;
 orthros_arch_opts tu_arch_case_opts(const tu_arch_case *c);
 
+/* 1 when another process holds the result-file lock of json (flock on json.lock), tried without taking it. */
+int tu_lock_held(const char *json);
+
 /* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
 char *tu_tempdir(void);
 

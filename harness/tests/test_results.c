@@ -381,6 +381,25 @@ static void committed_files(const char *src)
     orthros_anchor_file_free(&a);
 }
 
+/* Changes one field of obj (inside the document r) to json (NULL: deletes it), writes r, and expects the eval reader to
+ * refuse the file with a message holding want. Frees r. */
+static void expect_eval_refused(const char *label, cJSON *r, cJSON *obj, const char *key, const char *json, const char *want)
+{
+    if (json) {
+        if (cJSON_GetObjectItem(obj, key)) cJSON_ReplaceItemInObject(obj, key, cJSON_Parse(json));
+        else cJSON_AddItemToObject(obj, key, cJSON_Parse(json));
+    } else {
+        cJSON_DeleteItemFromObject(obj, key);
+    }
+    const char *m = save_json("eval-mutated.json", r);
+    cJSON_Delete(r);
+    orthros_eval_file f;
+    int rc = orthros_eval_file_read(&f, m, 0, NULL);
+    CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), want), "%s: %s", label, rc ? orthros_last_error() : "accepted");
+    if (!rc) orthros_eval_file_free(&f);
+    printf("%-44s -> %s\n", label, orthros_last_error());
+}
+
 static double now_s(void)
 {
     struct timespec t;
@@ -513,15 +532,7 @@ static void eval_refusals(const char *src)
         cJSON *r = tu_load_json(path);
         if (!r) return;
         cJSON *rec0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0), "records"), 0);
-        if (rec_cases[i].json) cJSON_ReplaceItemInObject(rec0, rec_cases[i].key, cJSON_Parse(rec_cases[i].json));
-        else cJSON_DeleteItemFromObject(rec0, rec_cases[i].key);
-        const char *m = save_json("eval-mutated.json", r);
-        cJSON_Delete(r);
-        orthros_eval_file f;
-        int rc = orthros_eval_file_read(&f, m, 0, NULL);
-        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), rec_cases[i].want), "%s: %s", rec_cases[i].label,
-              rc ? orthros_last_error() : "accepted");
-        printf("%-44s -> %s\n", rec_cases[i].label, orthros_last_error());
+        expect_eval_refused(rec_cases[i].label, r, rec0, rec_cases[i].key, rec_cases[i].json, rec_cases[i].want);
     }
 }
 
@@ -656,14 +667,7 @@ static void text_eval_cells(const char *src)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cJSON *r = cJSON_Duplicate(a, 1), *cell = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), cases[i].cell);
-        if (cases[i].json) cJSON_ReplaceItemInObject(cell, cases[i].key, cJSON_Parse(cases[i].json));
-        else cJSON_DeleteItemFromObject(cell, cases[i].key);
-        const char *m = save_json("text-eval-mutated.json", r);
-        cJSON_Delete(r);
-        int rc = orthros_eval_file_read(&g, m, 0, NULL);
-        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), cases[i].want), "%s: %s", cases[i].label,
-              rc ? orthros_last_error() : "accepted");
-        printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
+        expect_eval_refused(cases[i].label, r, cell, cases[i].key, cases[i].json, cases[i].want);
     }
     /* One field of the first RULER record changed: each refused with its path. */
     struct {
@@ -681,14 +685,7 @@ static void text_eval_cells(const char *src)
     for (size_t i = 0; i < sizeof rec_cases / sizeof *rec_cases; i++) {
         cJSON *r = cJSON_Duplicate(a, 1);
         cJSON *rec0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0), "records"), 0);
-        if (rec_cases[i].json) cJSON_ReplaceItemInObject(rec0, rec_cases[i].key, cJSON_Parse(rec_cases[i].json));
-        else cJSON_DeleteItemFromObject(rec0, rec_cases[i].key);
-        const char *m = save_json("text-eval-mutated.json", r);
-        cJSON_Delete(r);
-        int rc = orthros_eval_file_read(&g, m, 0, NULL);
-        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), rec_cases[i].want), "%s: %s", rec_cases[i].label,
-              rc ? orthros_last_error() : "accepted");
-        printf("%-44s -> %s\n", rec_cases[i].label, orthros_last_error());
+        expect_eval_refused(rec_cases[i].label, r, rec0, rec_cases[i].key, rec_cases[i].json, rec_cases[i].want);
     }
     /* A perplexity cell is no accuracy cell: the schema takes exactly one kind. */
     cJSON *r = cJSON_Duplicate(a, 1);
