@@ -463,7 +463,7 @@ static int naive_encode(const orthros_tokenizer *t, const char *const *added, co
         int32_t *part = NULL;
         int np = 0;
         if (i > start && orthros_tokenizer_encode(t, text + start, i - start, 0, &part, &np)) return -1;
-        memcpy(out + n, part, sizeof *part * (size_t)np);
+        if (np) memcpy(out + n, part, sizeof *part * (size_t)np);
         n += np;
         free(part);
         if (best < 0) break;
