@@ -109,8 +109,18 @@ static int parse_line(orthros_recall_item *it, const char *s, size_t len, const 
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
     if (id) {
         char num[64];
-        if (cJSON_IsNumber(id)) snprintf(num, sizeof num, "%.17g", id->valuedouble);
-        else if (!cJSON_IsString(id)) {
+        /* A numeric id is kept as the integer it is. One a double cannot hold exactly would be recorded as another
+         * id (2^53 + 1 is read as 2^53, 1e400 as inf, 0.1 printed as 0.10000000000000001): below 2^53 every
+         * integer is exact, and the rest are refused, to be given as strings. */
+        if (cJSON_IsNumber(id)) {
+            double x = id->valuedouble;
+            if (!(fabs(x) < 9007199254740992.0 && x == floor(x))) {
+                rc = orthros_error(ORTHROS_EFORMAT, "%s:%d: \"id\" %.17g is not an integer of magnitude below 2^53 "
+                                   "(give such an id as a string)", name, line, x);
+                goto done;
+            }
+            snprintf(num, sizeof num, "%lld", (long long)x);
+        } else if (!cJSON_IsString(id)) {
             rc = orthros_error(ORTHROS_EFORMAT, "%s:%d: \"id\" is not a string or a number", name, line);
             goto done;
         }

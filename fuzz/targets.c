@@ -31,6 +31,9 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
     {"adapter", "an adapter directory (config.json, then adapter.safetensors; an empty config: --adapter FILE) over a "
                 "fixed base, loaded on the cpu backend, then 4 tokens prefilled and 1 decoded",
      orthros_fuzz_adapter, orthros_fuzz_seeds_adapter},
+    {"tokenizer", "a tokenizer.json, then the separator line and a text: loaded, the text encoded three ways (added "
+                  "tokens matched, split, with the affixes), every id checked and decoded",
+     orthros_fuzz_tokenizer, orthros_fuzz_seeds_tokenizer},
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);
 
