@@ -6,7 +6,12 @@
  * the launcher (or torchrun, mpirun) then ends the rest. The datagrams go to rank 0's own port number (UDP, beside
  * its TCP listener), so a launch needs no further configuration; where UDP cannot pass, a peer never heard from is
  * never watched (the control connections still report a rank that exits). ORTHROS_TP_HEARTBEAT sets the timeout
- * in seconds (default 60; 0 turns the watch off). */
+ * in seconds (default 60; 0 turns the watch off).
+ *
+ * The first contact is made before the world runs: rank 0 returns from orthros_tp_heartbeat_start only once it has
+ * heard from every rank and sent each one a datagram (or HB_FIRST_MS have passed). Without it a rank stopped in
+ * the moment after the world started, before its first datagram reached rank 0 (sent before rank 0's socket was
+ * bound, say), was never watched and the run hung for ever (seen under load in the tp_liveness test). */
 #define _GNU_SOURCE
 #include "tp_world.h"
 
@@ -26,6 +31,7 @@
 #include <unistd.h>
 
 #define HB_MAGIC 0x48425254u /* "TRBH" */
+#define HB_FIRST_MS 10000      /* rank 0's wait for the first contact with every rank */
 
 typedef struct {
     uint32_t magic;
@@ -37,6 +43,7 @@ static struct {
     struct sockaddr_in peer[ORTHROS_TP_MAX_WORLD]; /* where each peer's datagrams come from (rank 0: every rank) */
     struct in_addr expect[ORTHROS_TP_MAX_WORLD];   /* rank 0: each rank's address, from its control connection */
     int heard[ORTHROS_TP_MAX_WORLD];
+    int greeted[ORTHROS_TP_MAX_WORLD]; /* rank 0: a datagram was sent to the rank (read by the starting thread) */
     struct timespec last[ORTHROS_TP_MAX_WORLD];
 } hb;
 
@@ -92,7 +99,10 @@ static void *watch(void *arg)
             if (n == (ssize_t)sizeof p && p.magic == HB_MAGIC && p.world == hb.world && p.port == hb.port &&
                 p.rank >= 0 && p.rank < hb.world && p.rank != hb.rank && (hb.rank == 0 || p.rank == 0) &&
                 (hb.rank != 0 || from.sin_addr.s_addr == hb.expect[p.rank].s_addr)) {
-                if (hb.rank == 0) hb.peer[p.rank] = from;
+                if (hb.rank == 0) {
+                    if (!hb.heard[p.rank]) last_send = (struct timespec){0}; /* a rank's first: answered at once */
+                    hb.peer[p.rank] = from;
+                }
                 hb.heard[p.rank] = 1;
                 clock_gettime(CLOCK_MONOTONIC, &hb.last[p.rank]);
             }
@@ -101,7 +111,10 @@ static void *watch(void *arg)
             clock_gettime(CLOCK_MONOTONIC, &last_send);
             if (hb.rank == 0) {
                 for (int r = 1; r < hb.world; r++)
-                    if (hb.heard[r]) send_to(&hb.peer[r]);
+                    if (hb.heard[r]) {
+                        send_to(&hb.peer[r]);
+                        __atomic_store_n(&hb.greeted[r], 1, __ATOMIC_RELEASE);
+                    }
             } else {
                 send_to(&hb.peer[0]);
             }
@@ -175,6 +188,18 @@ int orthros_tp_heartbeat_start(int rank, int world, const char *addr, int port, 
         close(hb.fd);
         return orthros_error(ORTHROS_EIO, "heartbeat thread: %s", strerror(err));
     }
-    if (rank > 0) send_to(&hb.peer[0]); /* at once: rank 0 learns where this rank is */
+    if (rank > 0) {
+        send_to(&hb.peer[0]); /* at once: rank 0 learns where this rank is */
+        return 0;
+    }
+    /* Rank 0: the first contact with every rank (see the top), each rank's next datagram at most an interval away. */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int r = 1; r < world; r++) {
+        while (!__atomic_load_n(&hb.greeted[r], __ATOMIC_ACQUIRE) && ms_since(&t0) < HB_FIRST_MS) usleep(2000);
+        if (!__atomic_load_n(&hb.greeted[r], __ATOMIC_ACQUIRE))
+            fprintf(stderr, "orthros: rank 0: no heartbeat from rank %d within %d s (UDP blocked?): a stopped rank %d "
+                            "will not be noticed\n", r, HB_FIRST_MS / 1000, r);
+    }
     return 0;
 }
