@@ -1,6 +1,7 @@
 /* Eval result files: the typed cells, their one reader (with validation) and one writer. */
 #define _GNU_SOURCE
 #include "result_eval.h"
+#include "keyset.h"
 
 #include <limits.h>
 #include <math.h>
@@ -183,6 +184,177 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
     return 0;
 }
 
+static int arch_known(const char *arch)
+{
+    for (int i = 0; orthros_arch_names[i]; i++)
+        if (!strcmp(arch, orthros_arch_names[i])) return 1;
+    return 0;
+}
+
+/* The variants each task's cells and run.config may name. */
+static int variant_ok(const char *task, const char *variant)
+{
+    static const char *const niah[] = {"single", "multikey", "multivalue", "multiquery", NULL};
+    /* mc: the tasks file's layout */
+    static const char *const mc[] = {"arc", "hellaswag", "piqa", "openbookqa", "winogrande", "generic", NULL};
+    static const struct {
+        const char *task, *variant;
+    } one[] = {{"mqar", "mqar"}, {"ruler_vt", "vt"}, {"ruler_cwe", "cwe"}, {"recall", "contains"}, {"ppl", "ppl"}};
+    const char *const *many = !strcmp(task, "niah") || !strcmp(task, "ruler_niah") ? niah : orthros_eval_is_mc(task) ? mc : NULL;
+    if (many) {
+        for (int i = 0; many[i]; i++)
+            if (!strcmp(variant, many[i])) return 1;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof one / sizeof *one; i++)
+        if (!strcmp(task, one[i].task)) return !strcmp(variant, one[i].variant);
+    return 0;
+}
+
+/* An array of integers in [lo, hi] (its length in *n), as the records' id lists and positions are. */
+static int int_array(const cJSON **out, int64_t *n, const orthros_jr *j, const cJSON *o, const char *key, int64_t lo,
+                     int64_t hi, int flags)
+{
+    const cJSON *a, *v;
+    int rc = orthros_jr_array(&a, j, o, key, flags);
+    *out = a;
+    *n = 0;
+    if (rc || !a) return rc;
+    cJSON_ArrayForEach(v, a)
+    {
+        double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        if (!(x >= (double)lo && x <= (double)hi && x == floor(x)))
+            return orthros_jr_fail(j, key, "item %lld is not an integer in %lld..%lld", (long long)*n, (long long)lo,
+                                   (long long)hi);
+        ++*n;
+    }
+    return 0;
+}
+
+/* An array of n strings (n >= 1 when `nonempty`). */
+static int string_array(int64_t *n, const orthros_jr *j, const cJSON *o, const char *key, int flags)
+{
+    const cJSON *a, *v;
+    int rc = orthros_jr_array(&a, j, o, key, flags);
+    *n = 0;
+    if (rc || !a) return rc;
+    cJSON_ArrayForEach(v, a)
+    {
+        if (!cJSON_IsString(v) || !v->valuestring) return orthros_jr_fail(j, key, "item %lld is not a string", (long long)*n);
+        ++*n;
+    }
+    return 0;
+}
+
+/* Every per-sample record of an accuracy cell against the schema (evals/result.schema.json, cells[].records[]) and
+ * the cell: each field of its type and range; the fields the task's writer always writes present (ctx, the axis
+ * and the seed for niah, mqar and ruler; the prompt and answer lengths for ruler and recall); ctx and the axis the
+ * cell's; expected and generated of the task's kind (token ids or text), as many ids generated as expected;
+ * n_correct within them and `correct` what it implies; one record per sample, and the records adding up to the
+ * cell's counts. A record of another shape was kept and written back by --resume. */
+static int read_accuracy_records(const orthros_eval_cell *c, const orthros_jr *j, const cJSON *rec)
+{
+    static const struct {
+        const char *key;
+        int64_t lo;
+    } ints[] = {{"ctx", 1},           {"depth", 0},          {"pairs", 1},        {"hops", 1},
+                {"words", 1},         {"prompt_tokens", 1},  {"haystack_sentences", 0}, {"list_entries", 0},
+                {"generated_tokens", 1}, {"line", 1}};
+    static const char *const int_lists[] = {"needle_positions", "needle_sentences", "statement_sentences"};
+    const int analytic = !strcmp(c->task, "niah") || !strcmp(c->task, "mqar"), ruler = orthros_eval_is_ruler(c->task);
+    const int recall = !strcmp(c->task, "recall");
+    const char *axis = orthros_eval_axis_name(c->task);
+    orthros_jr r = *j;
+    size_t at = orthros_jr_push_key(&r, "records");
+    int64_t n_rec = 0, n_right = 0, questions = 0, answers_right = 0;
+    double partial = 0;
+    const cJSON *o;
+    int rc;
+    cJSON_ArrayForEach(o, rec)
+    {
+        size_t at2 = orthros_jr_push_index(&r, (int)n_rec);
+        int64_t v, n_exp = 0, n_gen = 0, n_ok = 0;
+        int ok = 0;
+        const cJSON *list, *seed, *hex;
+        for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+            /* ctx and the axis for the tasks that write them; the lengths of text prompts and answers. */
+            int need = ((analytic || ruler) && (!strcmp(ints[i].key, "ctx") || (axis && !strcmp(ints[i].key, axis)))) ||
+                       ((ruler || recall) && (!strcmp(ints[i].key, "prompt_tokens") || !strcmp(ints[i].key, "generated_tokens"))) ||
+                       (recall && !strcmp(ints[i].key, "line"));
+            v = -1;
+            if ((rc = orthros_jr_int(&v, &r, o, ints[i].key, ints[i].lo, INT_MAX, need ? ORTHROS_JR_REQUIRED : 0))) return rc;
+            if (v >= 0 && !strcmp(ints[i].key, "ctx") && v != c->ctx)
+                return orthros_jr_fail(&r, "ctx", "%lld is not the cell's %d", (long long)v, c->ctx);
+            if (v >= 0 && axis && !strcmp(ints[i].key, axis) && v != c->axis)
+                return orthros_jr_fail(&r, axis, "%lld is not the cell's %d", (long long)v, c->axis);
+            if (v >= 0 && !strcmp(ints[i].key, "prompt_tokens") && v > c->ctx)
+                return orthros_jr_fail(&r, "prompt_tokens", "%lld is longer than the cell's context of %d", (long long)v, c->ctx);
+        }
+        for (size_t i = 0; i < sizeof int_lists / sizeof *int_lists; i++)
+            if ((rc = int_array(&list, &v, &r, o, int_lists[i], 0, INT_MAX,
+                                !strcmp(c->task, "niah") && i == 0 ? ORTHROS_JR_REQUIRED : 0)))
+                return rc;
+        /* The seed: a number (rounded above 2^53) and, in newer files, its exact 16 hex digits, which must agree to
+         * the number's precision. */
+        seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
+        hex = cJSON_GetObjectItemCaseSensitive(o, "seed_hex");
+        if (!seed && (analytic || ruler)) return orthros_jr_fail(&r, "seed", "missing");
+        if (seed && (!cJSON_IsNumber(seed) || !isfinite(seed->valuedouble) || seed->valuedouble < 0 ||
+                     seed->valuedouble >= 18446744073709551616.0))
+            return orthros_jr_fail(&r, "seed", "not a 64-bit seed");
+        if (hex) {
+            const char *h = cJSON_IsString(hex) ? hex->valuestring : NULL;
+            size_t len = h ? strspn(h, "0123456789abcdef") : 0;
+            if (!h || len != 16 || h[16]) return orthros_jr_fail(&r, "seed_hex", "not 16 lowercase hex digits");
+            /* cJSON writes a number with 15 significant digits when they read back within an ulp or two. */
+            double exact = (double)strtoull(h, NULL, 16);
+            if (seed && fabs(exact - seed->valuedouble) > 1e-14 * exact)
+                return orthros_jr_fail(&r, "seed_hex", "%s is not the seed %.17g", h, seed->valuedouble);
+        }
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+        if (id && !cJSON_IsString(id)) return orthros_jr_fail(&r, "id", "not a string");
+        /* What was asked and what came back: token ids (niah, mqar) or text (ruler, recall). */
+        if (analytic) {
+            if ((rc = int_array(&list, &n_exp, &r, o, "expected", 0, INT32_MAX, ORTHROS_JR_REQUIRED)) ||
+                (rc = int_array(&list, &n_gen, &r, o, "generated", 0, INT32_MAX, ORTHROS_JR_REQUIRED)))
+                return rc;
+            if (n_gen != n_exp)
+                return orthros_jr_fail(&r, "generated", "%lld answers for %lld expected", (long long)n_gen, (long long)n_exp);
+        } else {
+            const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "generated");
+            if ((rc = string_array(&n_exp, &r, o, "expected", ORTHROS_JR_REQUIRED))) return rc;
+            if (!g) return orthros_jr_fail(&r, "generated", "missing");
+            if (!cJSON_IsString(g) || !g->valuestring) return orthros_jr_fail(&r, "generated", "not a string");
+        }
+        if (n_exp < 1) return orthros_jr_fail(&r, "expected", "empty");
+        /* recall: 1 when any of the answers was found; else the expected answers found. */
+        int64_t most = recall ? 1 : n_exp;
+        if ((rc = orthros_jr_int(&n_ok, &r, o, "n_correct", 0, most, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_bool(&ok, &r, o, "correct", ORTHROS_JR_REQUIRED)))
+            return rc;
+        if (ok != (n_ok == most))
+            return orthros_jr_fail(&r, "correct", "%s with %lld of %lld right", ok ? "true" : "false", (long long)n_ok,
+                                   (long long)most);
+        n_right += ok, questions += n_exp, answers_right += n_ok, partial += (double)n_ok / (double)n_exp;
+        orthros_jr_pop(&r, at2);
+        n_rec++;
+    }
+    orthros_jr_pop(&r, at);
+    if (n_rec != c->samples)
+        return orthros_jr_fail(j, "records", "%lld records for %d samples", (long long)n_rec, c->samples);
+    if (n_right != c->samples_correct)
+        return orthros_jr_fail(j, "samples_correct", "%d, but %lld records are correct", c->samples_correct, (long long)n_right);
+    /* What the cell counts: samples (niah, ruler, recall) or questions (mqar). */
+    int64_t want_n = !strcmp(c->task, "mqar") ? questions : n_rec, want_correct = !strcmp(c->task, "mqar") ? answers_right : n_right;
+    if (c->n != want_n) return orthros_jr_fail(j, "n", "%lld, but the records hold %lld", (long long)c->n, (long long)want_n);
+    if (c->correct != want_correct)
+        return orthros_jr_fail(j, "correct", "%lld, but the records hold %lld right", (long long)c->correct,
+                               (long long)want_correct);
+    if (ruler && fabs(partial / (double)n_rec - c->partial) > 1e-9)
+        return orthros_jr_fail(j, "partial_score", "%.17g is not the records' mean fraction found", c->partial);
+    return 0;
+}
+
 /* The mean of a field of every record (each in [lo, hi], required) and lm-eval's stderr of it (sample standard
  * deviation over sqrt(n); NAN for one record). */
 static int records_mean(double *mean, double *se, const orthros_jr *j, const cJSON *rec, const char *key, double lo,
@@ -350,7 +522,7 @@ static int read_accuracy(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
     int rc;
     int64_t samples = 0, sc = 0;
     if ((rc = orthros_jr_int(&samples, j, o, "samples", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
-        (rc = orthros_jr_int(&sc, j, o, "samples_correct", 0, samples, 0)) ||
+        (rc = orthros_jr_int(&sc, j, o, "samples_correct", 0, samples, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_int(&c->n, j, o, "n", 1, INT64_MAX / 2, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_int(&c->correct, j, o, "correct", 0, c->n, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_num(&c->accuracy, j, o, "accuracy", 0, 1, ORTHROS_JR_REQUIRED)) ||
@@ -446,15 +618,17 @@ static int read_cell(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
     if (a < 0)
         return orthros_jr_fail(j, "task", "\"%s\" is not niah, mqar, ruler_niah, ruler_vt, ruler_cwe, recall, ppl or mc",
                                c->task);
-    if ((rc = orthros_jr_string(c->variant, sizeof c->variant, j, o, "variant", 0)) ||
+    if ((rc = orthros_jr_string(c->variant, sizeof c->variant, j, o, "variant", ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_string(c->needle, sizeof c->needle, j, o, "needle", !strcmp(c->task, "ruler_niah") ? ORTHROS_JR_REQUIRED : 0)) ||
         (rc = orthros_jr_string(c->arch, sizeof c->arch, j, o, "arch", ORTHROS_JR_REQUIRED)) ||
-        (rc = orthros_jr_int(&ctx, j, o, "ctx", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_int(&ctx, j, o, "ctx", orthros_eval_is_ppl(c->task) ? 2 : 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
         (axes[a].x && (rc = orthros_jr_int(&x, j, o, axes[a].x, axes[a].lo, axes[a].hi, ORTHROS_JR_REQUIRED))) ||
-        (rc = orthros_jr_num(&c->elapsed_s, j, o, "elapsed_s", 0, 1e300, ORTHROS_JR_NULL_NAN)) ||
-        (rc = orthros_jr_array(&rec, j, o, "records", 0)))
+        (rc = orthros_jr_num(&c->elapsed_s, j, o, "elapsed_s", 0, 1e300, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_array(&rec, j, o, "records", ORTHROS_JR_REQUIRED)))
         return rc;
-    if (!c->arch[0]) return orthros_jr_fail(j, "arch", "empty");
+    if (!variant_ok(c->task, c->variant))
+        return orthros_jr_fail(j, "variant", "\"%s\" is not a variant of %s", c->variant, c->task);
+    if (!arch_known(c->arch)) return orthros_jr_fail(j, "arch", "\"%s\" is not an architecture", c->arch);
     c->ctx = (int)ctx, c->axis = (int)x;
     if (!strcmp(c->task, "ruler_niah") && strcmp(c->needle, "words") && strcmp(c->needle, "numbers") && strcmp(c->needle, "uuids"))
         return orthros_jr_fail(j, "needle", "\"%s\" is not words, numbers or uuids", c->needle);
@@ -464,12 +638,21 @@ static int read_cell(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
         if (!cJSON_IsObject(r)) return orthros_jr_fail(j, "records", "item %d is not an object", i);
         i++;
     }
+    if (i == 0) return orthros_jr_fail(j, "records", "empty");
     if ((rc = orthros_eval_is_ppl(c->task) ? read_ppl(c, j, o, rec)
               : orthros_eval_is_mc(c->task)  ? read_mc(c, j, o, rec)
                                              : read_accuracy(c, j, o)))
         return rc;
+    if (!orthros_eval_is_ppl(c->task) && !orthros_eval_is_mc(c->task) && (rc = read_accuracy_records(c, j, rec))) return rc;
     if (rec && !(c->records = cJSON_Duplicate(rec, 1))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     return 0;
+}
+
+/* A text that is the same for two cells exactly when they are the same cell (task, arch, ctx and axis): for sets of
+ * cells. \x1f cannot occur in a string a reader accepts (control characters are refused). */
+static void cell_set_key(char *out, size_t n, const orthros_eval_cell *c)
+{
+    snprintf(out, n, "%s\x1f%s\x1f%d\x1f%d", c->task, c->arch, c->ctx, c->axis);
 }
 
 static int from_json(orthros_eval_file *f, const cJSON *root, const char *name)
@@ -495,23 +678,27 @@ static int from_json(orthros_eval_file *f, const cJSON *root, const char *name)
     if ((rc = orthros_jr_array(&cells, &j, root, "cells", ORTHROS_JR_REQUIRED))) return rc;
     orthros_jr_push_key(&j, "cells");
     int i = 0;
+    /* A cell twice (its task, arch, ctx and axis) is found through a set of their keys, in time linear in the cells. */
+    orthros_keyset seen;
+    orthros_keyset_init(&seen);
     cJSON_ArrayForEach(e, cells)
     {
         orthros_eval_cell c;
+        char key[ORTHROS_NAME_MAX + 64];
         size_t at2 = orthros_jr_push_index(&j, i++);
-        if ((rc = read_cell(&c, &j, e))) return rc;
-        if (orthros_eval_file_find(f, c.arch, c.ctx, c.axis) && !strcmp(c.task, f->cfg.task)) {
+        if ((rc = read_cell(&c, &j, e))) break;
+        cell_set_key(key, sizeof key, &c);
+        if ((rc = orthros_keyset_add(&seen, key)) > 0)
+            rc = orthros_jr_fail(&j, NULL, "the cell %s ctx %d %s %d appears twice", c.arch, c.ctx,
+                                 orthros_eval_axis_name(c.task) ? orthros_eval_axis_name(c.task) : "x", c.axis);
+        if (rc || (rc = orthros_eval_file_add(f, &c))) {
             cJSON_Delete(c.records);
-            return orthros_jr_fail(&j, NULL, "the cell %s ctx %d %s %d appears twice", c.arch, c.ctx,
-                                   orthros_eval_axis_name(c.task) ? orthros_eval_axis_name(c.task) : "x", c.axis);
-        }
-        if ((rc = orthros_eval_file_add(f, &c))) {
-            cJSON_Delete(c.records);
-            return rc;
+            break;
         }
         orthros_jr_pop(&j, at2);
     }
-    return 0;
+    orthros_keyset_free(&seen);
+    return rc;
 }
 
 /* ---- writing ---- */
@@ -621,12 +808,24 @@ static int type_same_config(const void *old, const char *old_name, const void *n
                                           &((const orthros_eval_file *)now)->cfg, now_name);
 }
 
-/* --resume keeps every cell. */
+/* --resume keeps every cell that now lacks (found through a set of its cells' keys). */
 static int type_keep_cells(void *now, void *old)
 {
-    orthros_eval_file *o = old;
+    orthros_eval_file *f = now, *o = old;
+    orthros_keyset have;
+    char key[ORTHROS_NAME_MAX + 64];
     int rc = 0;
-    for (size_t i = 0; i < o->n_cells && !rc; i++) rc = orthros_eval_file_add(now, &o->cells[i]);
+    orthros_keyset_init(&have);
+    for (size_t k = 0; k < f->n_cells && !rc; k++) {
+        cell_set_key(key, sizeof key, &f->cells[k]);
+        int added = orthros_keyset_add(&have, key);
+        if (added < 0) rc = added;
+    }
+    for (size_t i = 0; i < o->n_cells && !rc; i++) {
+        cell_set_key(key, sizeof key, &o->cells[i]);
+        if (!orthros_keyset_has(&have, key)) rc = orthros_eval_file_add(f, &o->cells[i]);
+    }
+    orthros_keyset_free(&have);
     return rc;
 }
 

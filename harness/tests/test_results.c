@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -401,6 +402,117 @@ static void committed_files(const char *src)
     orthros_anchor_file_free(&a);
 }
 
+/* Changes one field of obj (inside the document r) to json (NULL: deletes it), writes r, and expects the eval reader to
+ * refuse the file with a message holding want. Frees r. */
+static void expect_eval_refused(const char *label, cJSON *r, cJSON *obj, const char *key, const char *json, const char *want)
+{
+    if (json) {
+        if (cJSON_GetObjectItem(obj, key)) cJSON_ReplaceItemInObject(obj, key, cJSON_Parse(json));
+        else cJSON_AddItemToObject(obj, key, cJSON_Parse(json));
+    } else {
+        cJSON_DeleteItemFromObject(obj, key);
+    }
+    const char *m = save_json("eval-mutated.json", r);
+    cJSON_Delete(r);
+    orthros_eval_file f;
+    int rc = orthros_eval_file_read(&f, m, 0, NULL);
+    CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), want), "%s: %s", label, rc ? orthros_last_error() : "accepted");
+    if (!rc) orthros_eval_file_free(&f);
+    printf("%-44s -> %s\n", label, orthros_last_error());
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A reader's work is near-linear in its file: 100k bench cells (skipped ones, the smallest a reader takes) with the
+ * first one again at the end are refused naming it, and the figure is printed. Comparing every cell with every
+ * earlier one took 164 s here (a loaded 2-core machine); the bound is generous (a sanitizer build on a loaded machine). */
+static void many_cells(const char *src)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/data/results/h200-2026-11-29/bench-llama3.2-1b.json", src);
+    cJSON *r = tu_load_json(path);
+    CHECK(r != NULL, "cannot load %s", path);
+    if (!r) return;
+    cJSON_DeleteItemFromObject(r, "speedups");
+    cJSON *meas = cJSON_CreateArray();
+    for (int i = 0; i <= 100000; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "arch", "transformer");
+        cJSON_AddStringToObject(c, "phase", "prefill");
+        cJSON_AddNumberToObject(c, "ctx", i < 100000 ? 1 + i : 1);
+        cJSON_AddNumberToObject(c, "batch", 1);
+        cJSON_AddStringToObject(c, "skipped", "too long for the cell budget");
+        cJSON_AddItemToArray(meas, c);
+    }
+    cJSON_ReplaceItemInObject(r, "measurements", meas);
+    const char *m = save_json("many-cells.json", r);
+    cJSON_Delete(r);
+    orthros_bench_file f;
+    double t0 = now_s();
+    int rc = orthros_bench_file_read(&f, m, 0, NULL);
+    double dt = now_s() - t0;
+    CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), "measurements[100000]: the cell transformer prefill ctx 1 batch 1 appears twice"),
+          "100k cells and one twice: %s", rc ? orthros_last_error() : "accepted");
+    CHECK(dt < 20, "100k cells: the refusal took %.1f s", dt);
+    printf("100k bench cells + 1 repeated: refused in %.2f s (reading and validating included)\n", dt);
+}
+
+/* SDPA anchor files: every field anchors.py writes checked (they were taken as they were). */
+static void anchor_refusals(const char *src)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/data/results/h200-2026-12-01/anchors.json", src);
+    struct {
+        const char *label, *key, *json, *want;
+        int top;
+    } cases[] = {
+        {"an op neither prefill nor decode", "op", "\"train\"", "cases[0].op: \"train\" is not prefill or decode", 0},
+        {"a backend with a space", "backend", "\"flash attn\"", "cases[0].backend: \"flash attn\" is not a backend's name", 0},
+        {"a median not the samples'", "median_s", "1", "cases[0].median_s: 1 is not the median of samples_s", 0},
+        {"a negative sample", "samples_s", "[0.1, -1]", "cases[0].samples_s: item 1 is not a positive finite number", 0},
+        {"no samples", "samples_s", "[]", "cases[0].samples_s: empty", 0},
+        {"a prefill case with tbps", "tbps", "4.2", "cases[0].tbps: given for a prefill case", 0},
+        {"a string batch", "batch", "\"1\"", "cases[0].batch: not a number", 0},
+        {"a ceiling that is text", "gemm_tflops", "\"fast\"", "gemm_tflops: not a number", 1},
+        {"a negative cudnn version", "cudnn", "-3", "cudnn: -3 is not an integer", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *r = tu_load_json(path);
+        CHECK(r != NULL, "cannot load %s", path);
+        if (!r) return;
+        cJSON *o = cases[i].top ? r : cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cases"), 0);
+        if (cJSON_GetObjectItem(o, cases[i].key)) cJSON_ReplaceItemInObject(o, cases[i].key, cJSON_Parse(cases[i].json));
+        else cJSON_AddItemToObject(o, cases[i].key, cJSON_Parse(cases[i].json));
+        const char *m = save_json("anchors-mutated.json", r);
+        cJSON_Delete(r);
+        orthros_anchor_file a;
+        int rc = orthros_anchor_file_read(&a, m);
+        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), cases[i].want), "%s: %s", cases[i].label,
+              rc ? orthros_last_error() : "accepted");
+        if (!rc) orthros_anchor_file_free(&a);
+        printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
+    }
+    /* A case twice: the later one is named. */
+    cJSON *r = tu_load_json(path);
+    cJSON *cs = cJSON_GetObjectItem(r, "cases");
+    int n = cJSON_GetArraySize(cs);
+    cJSON_AddItemToArray(cs, cJSON_Duplicate(cJSON_GetArrayItem(cs, 3), 1));
+    const char *m = save_json("anchors-mutated.json", r);
+    cJSON_Delete(r);
+    orthros_anchor_file a;
+    char want[64];
+    snprintf(want, sizeof want, "cases[%d]: the case prefill", n);
+    int rc = orthros_anchor_file_read(&a, m);
+    CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), want) && strstr(orthros_last_error(), "appears twice"),
+          "a case twice: %s", rc ? orthros_last_error() : "accepted");
+    printf("%-44s -> %s\n", "a case twice", orthros_last_error());
+}
+
 static void eval_refusals(const char *src)
 {
     char path[4300];
@@ -411,7 +523,8 @@ static void eval_refusals(const char *src)
     } cases[] = {{"accuracy not correct / n", "accuracy", "cells[0].accuracy: is not correct / n", 0.5},
                  {"n = 0", "n", "cells[0].n: 0 is not an integer", 0},
                  {"correct > n", "correct", "cells[0].correct", 1e9},
-                 {"pairs 0", "pairs", "cells[0].pairs: 0 is not an integer", 0}};
+                 {"pairs 0", "pairs", "cells[0].pairs: 0 is not an integer", 0},
+                 {"samples not the records'", "samples", "records for 1000 samples", 1000}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cJSON *r = tu_load_json(path);
         CHECK(r != NULL, "cannot load %s", path);
@@ -425,6 +538,22 @@ static void eval_refusals(const char *src)
         CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), cases[i].want), "%s: %s", cases[i].label,
               orthros_last_error());
         printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
+    }
+    /* The analytic tasks' records: token ids, as many generated as expected. */
+    struct {
+        const char *label, *key, *json, *want;
+    } rec_cases[] = {
+        {"generated ids fewer than expected", "generated", "[]", "cells[0].records[0].generated: 0 answers for"},
+        {"an expected id that is text", "expected", "[\"x\"]", "cells[0].records[0].expected: item 0 is not an integer"},
+        {"a record without its seed", "seed", NULL, "cells[0].records[0].seed: missing"},
+        {"a record without pairs", "pairs", NULL, "cells[0].records[0].pairs: missing"},
+        {"correct a string", "correct", "\"yes\"", "cells[0].records[0].correct: not true or false"},
+    };
+    for (size_t i = 0; i < sizeof rec_cases / sizeof *rec_cases; i++) {
+        cJSON *r = tu_load_json(path);
+        if (!r) return;
+        cJSON *rec0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0), "records"), 0);
+        expect_eval_refused(rec_cases[i].label, r, rec0, rec_cases[i].key, rec_cases[i].json, rec_cases[i].want);
     }
 }
 
@@ -452,8 +581,17 @@ static void make_text_eval(orthros_eval_file *f)
     c.ctx = 1024, c.axis = 50, c.samples = 4, c.samples_correct = 3, c.n = 4, c.correct = 3, c.accuracy = 0.75;
     orthros_stats_wilson(&c.ci_lo, &c.ci_hi, 3, 4, ORTHROS_STATS_Z95);
     c.partial = 0.8, c.nll = c.ppl = c.ppl_lo = c.ppl_hi = NAN, c.elapsed_s = 12;
-    c.records = cJSON_Parse("[{\"ctx\": 1024, \"depth\": 50, \"seed\": 9, \"prompt_tokens\": 990, \"expected\": [\"1234567\"], "
-                            "\"generated\": \" 1234567.\", \"generated_tokens\": 9, \"n_correct\": 1, \"correct\": true}]");
+    /* Four samples, three right; partial (1 + 1 + 1 + 1/5) / 4 = 0.8. */
+    c.records = cJSON_CreateArray();
+    for (int i = 0; i < 4; i++) {
+        char rec[600];
+        snprintf(rec, sizeof rec,
+                 "{\"ctx\": 1024, \"depth\": 50, \"seed\": %d, \"seed_hex\": \"%016x\", \"prompt_tokens\": 990, "
+                 "\"haystack_sentences\": 40, \"needle_sentences\": [20], \"expected\": %s, \"generated\": \" 1234567.\", "
+                 "\"generated_tokens\": 9, \"n_correct\": 1, \"correct\": %s}",
+                 9 + i, 9 + i, i < 3 ? "[\"1234567\"]" : "[\"1234567\", \"2\", \"3\", \"4\", \"5\"]", i < 3 ? "true" : "false");
+        cJSON_AddItemToArray(c.records, cJSON_Parse(rec));
+    }
     orthros_eval_file_add(f, &c);
     memset(&c, 0, sizeof c);
     snprintf(c.task, sizeof c.task, "recall");
@@ -519,17 +657,59 @@ static void text_eval_cells(const char *src)
         {"an unknown task", "cells[1].task: \"squad\" is not niah", 1, "task", "\"squad\""},
         {"recall n not its samples", "cells[1].n: 3 is not the 2 samples", 1, "n", "3"},
         {"RULER depth 101", "cells[0].depth: 101 is not an integer in 0..100", 0, "depth", "101"},
+        {"a cell without records", "cells[1].records: missing", 1, "records", NULL},
+        {"an unknown variant", "cells[1].variant: \"exact\" is not a variant of recall", 1, "variant", "\"exact\""},
+        {"an unknown architecture", "cells[1].arch: \"mamba\" is not an architecture", 1, "arch", "\"mamba\""},
+        {"a cell without elapsed_s", "cells[1].elapsed_s: missing", 1, "elapsed_s", NULL},
+        /* Per-sample records, as issue 23 found them accepted and written back by --resume. */
+        {"n_correct a string", "cells[1].records[0].n_correct: not a number", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": \"a`touch PWN`b\", \"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], "
+         "\"generated\": \"c\", \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false}]"},
+        {"generated an object", "cells[1].records[1].generated: not a string", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": 1, \"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], "
+         "\"generated\": {}, \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false}]"},
+        {"one record for two samples", "cells[1].records: 1 records for 2 samples", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": 1, \"correct\": true}]"},
+        {"a record without expected", "cells[1].records[0].expected: missing", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"generated\": \"a\", \"generated_tokens\": 2, \"n_correct\": 1, "
+         "\"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], \"generated\": \"c\", "
+         "\"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false}]"},
+        {"correct not what n_correct says", "cells[1].records[1].correct: true with 0 of 1 right", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": 1, \"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], "
+         "\"generated\": \"c\", \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": true}]"},
+        {"a record's prompt past the context", "cells[1].records[0].prompt_tokens: 301 is longer than the cell's context", 1,
+         "records",
+         "[{\"line\": 1, \"prompt_tokens\": 301, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": 1, \"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], "
+         "\"generated\": \"c\", \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false}]"},
+        {"RULER partial not the records'", "cells[0].partial_score: 0.90000000000000002 is not the records'", 0,
+         "partial_score", "0.9"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cJSON *r = cJSON_Duplicate(a, 1), *cell = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), cases[i].cell);
-        if (cases[i].json) cJSON_ReplaceItemInObject(cell, cases[i].key, cJSON_Parse(cases[i].json));
-        else cJSON_DeleteItemFromObject(cell, cases[i].key);
-        const char *m = save_json("text-eval-mutated.json", r);
-        cJSON_Delete(r);
-        int rc = orthros_eval_file_read(&g, m, 0, NULL);
-        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), cases[i].want), "%s: %s", cases[i].label,
-              rc ? orthros_last_error() : "accepted");
-        printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
+        expect_eval_refused(cases[i].label, r, cell, cases[i].key, cases[i].json, cases[i].want);
+    }
+    /* One field of the first RULER record changed: each refused with its path. */
+    struct {
+        const char *label, *key, *json, *want;
+    } rec_cases[] = {
+        {"a RULER record without ctx", "ctx", NULL, "cells[0].records[0].ctx: missing"},
+        {"a RULER record of another depth", "depth", "40", "cells[0].records[0].depth: 40 is not the cell's 50"},
+        {"a seed_hex not the seed", "seed_hex", "\"0000000000000001\"", "cells[0].records[0].seed_hex: 0000000000000001 is not the seed"},
+        {"a seed_hex in capitals", "seed_hex", "\"000000000000000A\"", "cells[0].records[0].seed_hex: not 16 lowercase hex"},
+        {"a negative needle sentence", "needle_sentences", "[-1]", "cells[0].records[0].needle_sentences: item 0 is not an integer"},
+        {"expected ids in a text task", "expected", "[1234567]", "cells[0].records[0].expected: item 0 is not a string"},
+        {"no expected strings", "expected", "[]", "cells[0].records[0].expected: empty"},
+        {"n_correct past the expected", "n_correct", "2", "cells[0].records[0].n_correct: 2 is not an integer in 0..1"},
+    };
+    for (size_t i = 0; i < sizeof rec_cases / sizeof *rec_cases; i++) {
+        cJSON *r = cJSON_Duplicate(a, 1);
+        cJSON *rec0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0), "records"), 0);
+        expect_eval_refused(rec_cases[i].label, r, rec0, rec_cases[i].key, rec_cases[i].json, rec_cases[i].want);
     }
     /* A perplexity cell is no accuracy cell: the schema takes exactly one kind. */
     cJSON *r = cJSON_Duplicate(a, 1);
@@ -626,6 +806,8 @@ int main(int argc, char **argv)
     round_trip(src);
     committed_files(src);
     eval_refusals(src);
+    anchor_refusals(src);
+    many_cells(src);
     text_eval_cells(src);
     tables();
     gpu_clock_text();
