@@ -77,7 +77,7 @@ int orthros_eval_parse_archs(eval_run *r)
 int orthros_eval_config_common(orthros_eval_config *c, const eval_common *o, const char *device)
 {
     memset(c, 0, sizeof *c);
-    c->text_tokens = -1, c->stride = -1, c->max_new = -1;
+    c->text_tokens = -1, c->stride = -1, c->max_new = -1, c->shots = -1, c->limit = -1; /* not given */
     snprintf(c->task, sizeof c->task, "%s", o->task);
     c->model = strdup(o->mo.model);
     c->archs = strdup(o->archs);

@@ -402,6 +402,53 @@ static void committed_files(const char *src)
     orthros_anchor_file_free(&a);
 }
 
+/* Every eval result file under dir (its folders too) reads: *n counts them. */
+static void eval_files_under(const char *dir_path, const char *src, int *n)
+{
+    DIR *d = opendir(dir_path);
+    struct dirent *e;
+    CHECK(d != NULL, "cannot list %s", dir_path);
+    while (d && (e = readdir(d))) {
+        char path[4300];
+        struct stat st;
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", dir_path, e->d_name);
+        if (stat(path, &st)) continue;
+        if (S_ISDIR(st.st_mode)) {
+            eval_files_under(path, src, n);
+            continue;
+        }
+        if (len < 5 || strcmp(e->d_name + len - 5, ".json")) continue;
+        cJSON *j = tu_load_json(path);
+        const cJSON *kind = j ? cJSON_GetObjectItem(j, "kind") : NULL;
+        int is_eval = cJSON_IsString(kind) && !strcmp(kind->valuestring, "eval");
+        cJSON_Delete(j);
+        if (!is_eval) continue;
+        orthros_eval_file f;
+        int rc = orthros_eval_file_read(&f, path, 0, NULL);
+        CHECK(rc == 0 && f.n_cells > 0, "%s does not read: %s", path + strlen(src) + 1, rc ? orthros_last_error() : "no cells");
+        if (!rc) orthros_eval_file_free(&f);
+        ++*n;
+    }
+    if (d) closedir(d);
+}
+
+/* The committed eval files (data/results, the mc reference run of evals/tests/mc) read under every check of the
+ * reader: niah, mqar, ruler, recall (before SQuAD's scores), ppl and mc. */
+static void committed_eval_files(const char *src)
+{
+    const char *dirs[] = {"data/results", "evals/tests/mc"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        char path[4300];
+        snprintf(path, sizeof path, "%s/%s", src, dirs[i]);
+        eval_files_under(path, src, &n);
+    }
+    CHECK(n >= 25, "only %d committed eval files found", n);
+    printf("committed eval files: %d read\n", n);
+}
+
 /* Changes one field of obj (inside the document r) to json (NULL: deletes it), writes r, and expects the eval reader to
  * refuse the file with a message holding want. Frees r. */
 static void expect_eval_refused(const char *label, cJSON *r, cJSON *obj, const char *key, const char *json, const char *want)
@@ -723,6 +770,174 @@ static void text_eval_cells(const char *src)
     orthros_eval_file_free(&f);
 }
 
+/* recall's SQuAD scores and the tasks-file options (issue 26) under the record checks of issue 23: a recall file with
+ * exact_match and f1 and an unanswerable SQuAD v2 question reads, survives a round trip and fits the schema; each
+ * mutation of one of the new fields (or of what they must agree with) is refused with its path. */
+static void recall_squad_cells(const char *src)
+{
+    static const char records[] =
+        "[{\"line\": 1, \"id\": \"q1\", \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", "
+        "\"generated_tokens\": 2, \"n_correct\": 1, \"correct\": true, \"exact_match\": 1, \"f1\": 1}, "
+        "{\"line\": 2, \"id\": \"q2\", \"prompt_tokens\": 80, \"expected\": [\"\"], \"unanswerable\": true, "
+        "\"generated\": \"c\", \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false, \"exact_match\": 0, \"f1\": 0}]";
+    orthros_eval_file f, g;
+    char path[4300], schema_path[4300], err[512];
+    make_text_eval(&f);
+    cJSON *plain = orthros_eval_file_to_json(&f); /* the three cells of text_eval_cells, a recall cell without SQuAD */
+    orthros_eval_file_free(&f);
+    cJSON *a = cJSON_Duplicate(plain, 1), *cells = cJSON_GetObjectItem(a, "cells");
+    cJSON *cfg = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "run"), "config");
+    cJSON_DeleteItemFromArray(cells, 2);
+    cJSON_DeleteItemFromArray(cells, 0);
+    cJSON *cell = cJSON_GetArrayItem(cells, 0);
+    cJSON_ReplaceItemInObject(cell, "records", cJSON_Parse(records));
+    /* Exact match and F1 (1, 0) and (1, 0): means 0.5, stderr sqrt(0.5) / sqrt(2) = 0.5. */
+    cJSON_AddNumberToObject(cell, "exact_match", 0.5);
+    cJSON_AddNumberToObject(cell, "exact_match_stderr", 0.5);
+    cJSON_AddNumberToObject(cell, "f1", 0.5);
+    cJSON_AddNumberToObject(cell, "f1_stderr", 0.5);
+    cJSON_ReplaceItemInObject(cfg, "task", cJSON_CreateString("recall"));
+    cJSON_ReplaceItemInObject(cfg, "variant", cJSON_CreateString("contains"));
+    cJSON_ReplaceItemInObject(cfg, "samples", cJSON_CreateNumber(2));
+    cJSON_ReplaceItemInObject(cfg, "text_tokens", cJSON_CreateNumber(3));
+    cJSON_DeleteItemFromObject(cfg, "stride");
+    cJSON_AddNumberToObject(cfg, "max_new", 32);
+    cJSON_AddStringToObject(cfg, "layout", "squad_v2");
+    cJSON_AddStringToObject(cfg, "name", "squad_v2");
+    cJSON_AddNumberToObject(cfg, "shots", 1);
+    cJSON_AddNumberToObject(cfg, "limit", 2);
+    cJSON_AddStringToObject(cfg, "fewshot", "pool.jsonl");
+    const char *good = save_json("recall-squad.json", a);
+    CHECK(orthros_eval_file_read(&f, good, 0, NULL) == 0, "the recall file with SQuAD's scores: %s", orthros_last_error());
+    snprintf(path, sizeof path, "%s/recall-squad-2.json", dir);
+    CHECK(orthros_eval_file_write(&f, path) == 0 && orthros_eval_file_read(&g, path, 0, NULL) == 0, "round trip: %s",
+          orthros_last_error());
+    cJSON *b = orthros_eval_file_to_json(&g);
+    CHECK(cJSON_Compare(cJSON_GetObjectItem(a, "cells"), cJSON_GetObjectItem(b, "cells"), 1) &&
+              cJSON_Compare(cfg, cJSON_GetObjectItem(cJSON_GetObjectItem(b, "run"), "config"), 1),
+          "the recall file with SQuAD's scores does not survive a round trip");
+    CHECK(g.n_cells == 1 && g.cells[0].exact_match == 0.5 && g.cells[0].f1_stderr == 0.5 && g.cfg.shots == 1 &&
+              g.cfg.limit == 2 && !strcmp(g.cfg.layout, "squad_v2"),
+          "the recall cell reads back wrong");
+    snprintf(schema_path, sizeof schema_path, "%s/evals/result.schema.json", src);
+    cJSON *schema = tu_load_json(schema_path);
+    CHECK(schema && orthros_schema_validate(schema, b, err, sizeof err) == 0, "the recall file breaks the schema: %s", err);
+    cJSON *over = cJSON_Duplicate(b, 1);
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(over, "cells"), 0),
+                                                                      "records"), 0),
+                              "f1", cJSON_CreateNumber(1.5));
+    CHECK(schema && orthros_schema_validate(schema, over, err, sizeof err) != 0 && strstr(err, "above maximum"),
+          "an f1 of 1.5 fits the schema: %s", err);
+    cJSON_Delete(over);
+    cJSON_Delete(schema);
+    cJSON_Delete(b);
+    orthros_eval_file_free(&f);
+    orthros_eval_file_free(&g);
+    /* One field of a record ('r' 0 or 1), of the cell ('c') or of run.config ('o'), each refused with its path. */
+    struct {
+        const char *label;
+        char where;
+        const char *key, *json, *want;
+    } cases[] = {
+        {"an exact match of 0.5", '0', "exact_match", "0.5", "cells[0].records[0].exact_match: neither 0 nor 1"},
+        {"an F1 of 1.5", '0', "f1", "1.5", "cells[0].records[0].f1: 1.5 is outside [0, 1]"},
+        {"an F1 a string", '0', "f1", "\"1\"", "cells[0].records[0].f1: not a number"},
+        {"an exact match without F1 1", '0', "f1", "0.5", "cells[0].records[0].f1: 0.5 with an exact match"},
+        {"a record without its exact match", '0', "exact_match", NULL, "cells[0].records[0].exact_match: missing"},
+        {"a record without its F1", '1', "f1", NULL, "cells[0].records[1].f1: missing"},
+        {"unanswerable not a boolean", '1', "unanswerable", "\"yes\"", "cells[0].records[1].unanswerable: not true or false"},
+        {"an unanswerable question with an answer", '1', "expected", "[\"b\"]",
+         "cells[0].records[1].expected: not [\"\"] for an unanswerable question"},
+        {"an unanswerable question with two", '1', "expected", "[\"\", \"b\"]",
+         "cells[0].records[1].expected: not [\"\"] for an unanswerable question"},
+        {"\"\" expected of an answerable question", '0', "expected", "[\"a\", \"\"]",
+         "cells[0].records[0].expected: item 1 is empty (\"\" is expected only for an unanswerable question)"},
+        {"\"\" expected without unanswerable", '1', "unanswerable", NULL, "cells[0].records[1].expected: item 0 is empty"},
+        {"an unanswerable F1 not its exact match", '1', "f1", "0.5",
+         "cells[0].records[1].f1: 0.5, but an unanswerable question's exact_match is 0"},
+        {"a record id a number", '0', "id", "7", "cells[0].records[0].id: not a string"},
+        {"records out of the file's order", '0', "line", "3", "cells[0].records[1].line: 2 after line 3"},
+        {"a prompt and answer past the context", '0', "generated_tokens", "211",
+         "cells[0].records[0].generated_tokens: 211 after a prompt of 90 tokens: past the cell's context of 300"},
+        {"exact_match not the records' mean", 'c', "exact_match", "0.25", "cells[0].exact_match: 0.25, but the records give 0.5"},
+        {"f1 above 1", 'c', "f1", "2", "cells[0].f1: 2 is outside [0, 1]"},
+        {"a stderr not the records'", 'c', "exact_match_stderr", "0.1", "cells[0].exact_match_stderr: is not the records' stderr"},
+        {"a cell without f1_stderr", 'c', "f1_stderr", NULL, "cells[0].f1_stderr: missing"},
+        {"the n of another count", 'c', "n", "3", "cells[0].n: 3 is not the 2 samples"},
+        {"a recall layout of mc", 'o', "layout", "\"arc\"", "run.config.layout: \"arc\" is not a recall layout"},
+        {"mc's --score in recall", 'o', "score", "\"decode\"", "run.config.score: given for a recall run (mc only)"},
+        {"shots -1", 'o', "shots", "-1", "run.config.shots: -1 is not an integer in 0.."},
+        {"an empty name", 'o', "name", "\"\"", "run.config.name: empty"},
+        {"an empty few-shot file", 'o', "fewshot", "\"\"", "run.config.fewshot: empty"},
+        {"samples not what --limit leaves", 'o', "limit", "1", "run.config.samples: 2, but the run takes 1 of the 3 items (--limit 1)"},
+        {"samples past the items", 'o', "limit", "0", "run.config.samples: 2, but the run takes 3 of the 3 items (--limit 0)"},
+        {"a limit that is text", 'o', "limit", "\"2\"", "run.config.limit: not a number"},
+        {"text_tokens 0", 'o', "text_tokens", "0", "run.config.text_tokens: 0 is not an integer in 1.."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *r = cJSON_Duplicate(a, 1), *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0), *obj;
+        cJSON *recs = cJSON_GetObjectItem(c0, "records");
+        obj = cases[i].where == 'c'   ? c0
+              : cases[i].where == 'o' ? cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config")
+                                      : cJSON_GetArrayItem(recs, cases[i].where - '0');
+        expect_eval_refused(cases[i].label, r, obj, cases[i].key, cases[i].json, cases[i].want);
+    }
+    /* An unanswerable question right by contains but not by exact match (n_correct and correct agree). */
+    {
+        cJSON *r = cJSON_Duplicate(a, 1), *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0);
+        cJSON *r1 = cJSON_GetArrayItem(cJSON_GetObjectItem(c0, "records"), 1);
+        cJSON_ReplaceItemInObject(r1, "correct", cJSON_CreateTrue());
+        expect_eval_refused("an unanswerable question right, not by EM", r, r1, "n_correct", "1",
+                            "cells[0].records[1].n_correct: 1, but an unanswerable question's exact_match is 0");
+    }
+    /* The SQuAD fields belong to recall, and to a recall cell that has the means. */
+    struct {
+        const char *label;
+        int cell, record; /* record -1: the cell itself */
+        const char *key, *json, *want;
+    } other[] = {
+        {"an exact match in a recall file before SQuAD", 1, 0, "exact_match", "1",
+         "cells[1].records[0].exact_match: given, but the cell has no exact_match and f1"},
+        {"unanswerable in a recall file before SQuAD", 1, 1, "unanswerable", "false",
+         "cells[1].records[1].unanswerable: given, but the cell has no exact_match and f1"},
+        {"an F1 in a RULER record", 0, 0, "f1", "1", "cells[0].records[0].f1: given in a ruler_niah record (recall's only)"},
+        {"exact_match in a RULER cell", 0, -1, "exact_match", "1", "cells[0].exact_match: given in a ruler_niah cell (recall's only)"},
+        {"a layout in a ppl file", -1, 0, "layout", "\"squad\"", "run.config.layout: given for a ppl run (mc and recall only)"},
+        {"shots in a ppl file", -1, 0, "shots", "2", "run.config.shots: given for a ppl run (mc and recall only)"},
+        {"a limit in a ppl file", -1, 0, "limit", "1", "run.config.limit: given for a ppl run (mc and recall only)"},
+        {"a few-shot file in a ppl file", -1, 0, "fewshot", "\"pool.jsonl\"", "run.config.fewshot: given for a ppl run"},
+    };
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        cJSON *r = cJSON_Duplicate(plain, 1), *obj;
+        cJSON *c = other[i].cell >= 0 ? cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), other[i].cell) : NULL;
+        obj = !c                    ? cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config")
+              : other[i].record < 0 ? c
+                                    : cJSON_GetArrayItem(cJSON_GetObjectItem(c, "records"), other[i].record);
+        expect_eval_refused(other[i].label, r, obj, other[i].key, other[i].json, other[i].want);
+    }
+    /* "shots": 0 and "limit": 0, which eval wrote into every task's file between issue 26 and this check (committed
+     * ppl and ruler files hold them), read as not given: the file reads, and is written back without them. */
+    {
+        cJSON *r = cJSON_Duplicate(plain, 1), *c = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config");
+        cJSON_AddNumberToObject(c, "shots", 0);
+        cJSON_AddNumberToObject(c, "limit", 0);
+        const char *m = save_json("ppl-shots-0.json", r);
+        cJSON_Delete(r);
+        int rc = orthros_eval_file_read(&f, m, 0, NULL);
+        CHECK(rc == 0 && f.cfg.shots == -1 && f.cfg.limit == -1, "a ppl file with shots 0 and limit 0: %s",
+              rc ? orthros_last_error() : "read as given");
+        if (!rc) {
+            cJSON *back = orthros_eval_file_to_json(&f);
+            const cJSON *bc = cJSON_GetObjectItem(cJSON_GetObjectItem(back, "run"), "config");
+            CHECK(!cJSON_GetObjectItem(bc, "shots") && !cJSON_GetObjectItem(bc, "limit"), "shots 0 / limit 0 written back");
+            cJSON_Delete(back);
+            orthros_eval_file_free(&f);
+        }
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(plain);
+}
+
 /* Tables: CSV quoting, JSON escaping and numeric columns, markdown pipes. */
 static void tables(void)
 {
@@ -805,10 +1020,12 @@ int main(int argc, char **argv)
     load_refusals();
     round_trip(src);
     committed_files(src);
+    committed_eval_files(src);
     eval_refusals(src);
     anchor_refusals(src);
     many_cells(src);
     text_eval_cells(src);
+    recall_squad_cells(src);
     tables();
     gpu_clock_text();
     orthros_backend_free(cpu_be);
