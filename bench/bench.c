@@ -39,7 +39,7 @@ static const char *const phase_names[] = {"prefill", "decode", "e2e", "allreduce
 typedef struct {
     orthros_model_opts mo;
     const char *archs, *ctxs, *phases, *batches, *json, *recipe, *out_dir, *anchors, *models, *format, *table_out;
-    int decode_tokens, warmup, reps, max_reps, rounds, resume, force, quiet, report_only;
+    int decode_tokens, warmup, reps, max_reps, rounds, resume, force, quiet, report_only, wait;
     double max_noise, timeout, cell_budget;
 } bench_opts;
 
@@ -378,11 +378,11 @@ static int compute_speedups(orthros_bench_file *f, uint64_t seed)
 
 /* ---- the result file ---- */
 
-/* Writes the file (with its speedups) unless it would replace an existing one before this run measured anything. */
-static int save(sweep *s, int final)
+/* Before each write of the file (the lifecycle's prepare, after --resume's merge): the speedups over every cell. */
+static int prepare_file(void *f, void *arg)
 {
-    int rc = compute_speedups(&s->f, (uint64_t)s->o->mo.seed);
-    return rc ? rc : orthros_result_run_save(&s->run, final);
+    const sweep *s = arg;
+    return compute_speedups(f, (uint64_t)s->o->mo.seed);
 }
 
 static int config_of(orthros_bench_config *c, const bench_opts *o, const orthros_backend *be)
@@ -416,10 +416,6 @@ static int open_results(sweep *s, int argc, char **argv)
 {
     const bench_opts *o = s->o;
     int rc;
-    orthros_bench_file_init(&s->f);
-    s->run = (orthros_result_run){.type = &orthros_bench_type, .file = &s->f, .cmd = "bench",
-                                  .nothing = "nothing was measured", .path = o->json, .resume = o->resume,
-                                  .force = o->force};
     if ((rc = config_of(&s->f.cfg, o, s->be)) ||
         (rc = orthros_result_run_open(&s->run, argc, argv, (uint64_t)o->mo.seed, s->be, o->mo.tp)))
         return rc;
@@ -427,7 +423,7 @@ static int open_results(sweep *s, int argc, char **argv)
     if ((rc = orthros_measure_ceilings(s->be, &s->f.ceilings))) return rc;
     progress(s, "bench: GEMM %.3g TFLOP/s, copy %.3g TB/s, read %.3g TB/s\n", s->f.ceilings.gemm_tflops,
              s->f.ceilings.copy_tbps, s->f.ceilings.read_tbps);
-    if (o->force && s->run.existed) rc = save(s, 0);
+    if (o->force && s->run.existed) rc = orthros_result_run_save(&s->run, 0);
     return rc;
 }
 
@@ -576,7 +572,7 @@ static int sweep_group(sweep *s, const char *phase, int ctx, int batch, const in
         print_cell(s, &arms[i].cell);
         if ((rc = orthros_bench_file_add(&s->f, &arms[i].cell))) goto done;
     }
-    if ((rc = save(s, 0))) goto done;
+    if ((rc = orthros_result_run_save(&s->run, 0))) goto done;
     double el = orthros_now_s() - s->t0;
     progress(s, "[%zu/%zu] done, elapsed %.0f s, about %.0f s to go\n", s->idx, s->total, el,
              el / (double)s->idx * (double)(s->total - s->idx));
@@ -617,6 +613,7 @@ static void sweep_close(sweep *s)
     orthros_model_free(s->m);
     orthros_backend_free(s->be);
     orthros_bench_file_free(&s->f);
+    orthros_result_run_close(&s->run);
 }
 
 /* Prints the speedups of this file. */
@@ -644,7 +641,16 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
     if ((rc = parse_axes(&s.ax, o)) || (rc = orthros_model_opts_resolve(&ao, &o->mo)) ||
         (rc = orthros_table_format_parse(&tf, o->format)))
         return orthros_cmd_fail_usage(cmd, rc);
-    if ((rc = orthros_backend_create(&s.be, o->mo.device))) return orthros_cmd_fail(cmd, rc);
+    orthros_bench_file_init(&s.f);
+    s.run = (orthros_result_run){.type = &orthros_bench_type, .file = &s.f, .cmd = "bench",
+                                 .nothing = "nothing was measured", .path = o->json, .resume = o->resume,
+                                 .force = o->force, .wait = o->wait, .prepare = prepare_file, .prepare_arg = &s};
+    /* Another run writing --json: refused (or waited for) before anything is loaded. */
+    if ((rc = orthros_result_run_lock(&s.run))) return orthros_cmd_fail(cmd, rc);
+    if ((rc = orthros_backend_create(&s.be, o->mo.device))) {
+        sweep_close(&s);
+        return orthros_cmd_fail(cmd, rc);
+    }
     if (orthros_backend_caps(s.be) & ORTHROS_CAP_GPU) {
         orthros_device_info info;
         memset(&info, 0, sizeof info);
@@ -674,7 +680,7 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
         for (size_t ib = 0; ib < s.ax.nb && !rc; ib++)
             for (size_t ic = 0; ic < s.ax.nc && !rc; ic++)
                 rc = sweep_group(&s, s.ax.phases[ip], s.ax.ctxs[ic], s.ax.batches[ib], tok);
-    if (!rc && !(rc = save(&s, 1))) {
+    if (!rc && !(rc = orthros_result_run_save(&s.run, 1))) {
         print_speedups(&s);
         char note[512];
         if (orthros_bench_clock_note(&s.f, note, sizeof note)[0])
@@ -820,6 +826,8 @@ int orthros_cmd_bench(int argc, char **argv)
                     "keep the measured cells already in --json (same configuration) and run only the rest");
     orthros_cmd_add(&c, "force", ORTHROS_OPT_FLAG, &o.force, NULL,
                     "replace --json at the start (without it, an existing file is replaced only once a cell is measured)");
+    orthros_cmd_add(&c, "wait", ORTHROS_OPT_FLAG, &o.wait, NULL,
+                    "when another run is writing --json, wait for it to finish (default: refuse)");
     orthros_cmd_add_num(&c, "cell-budget", ORTHROS_OPT_DOUBLE, &o.cell_budget, 0, 1e9, "S",
                         "skip a cell predicted (from the FLOP rate of the longest shorter cell, or the GEMM ceiling for the "
                         "first) to take more than S seconds a repetition; run fewer repetitions where all would not fit");

@@ -20,7 +20,7 @@ rule() {
     engine/load.c | engine/model.c) echo "base" ;;            # model.h, the model's internals: these two only
     engine/gguf.c | engine/safetensors.c | engine/json.c | engine/config.c)
         echo "base -engine:model.h -engine:tokenizer.h" ;;    # the checkpoint readers: below the model and tokenizer
-    engine/tp.c | engine/tp_nccl.c | engine/tp_world.c | engine/tokenizer.c)
+    engine/tp.c | engine/tp_nccl.c | engine/tp_world.c | engine/tp_heartbeat.c | engine/tokenizer.c)
         echo "base -engine:model.h" ;;                        # the ranks' transport, the tokenizer: below the model
     base) echo "" ;;
     kernels) echo "base" ;;
@@ -47,7 +47,7 @@ rule() {
 # rank server above the model does), the checkpoint readers call no tokenizer function.
 forbidden_calls() {
     case "$1" in
-    engine/tp.c | engine/tp_nccl.c | engine/tp_world.c)
+    engine/tp.c | engine/tp_nccl.c | engine/tp_world.c | engine/tp_heartbeat.c)
         echo '\borthros_(model|session)_[a-z_]+\(|\borthros_(prefill|decode|generate)\(' ;;
     engine/gguf.c | engine/safetensors.c | engine/json.c | engine/config.c) echo '\borthros_tokenizer_[a-z_]+\(' ;;
     *) echo "" ;;

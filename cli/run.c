@@ -155,8 +155,9 @@ int orthros_cmd_generate(int argc, char **argv)
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "generated");
     for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(gen[i]));
-    char *decoded = orthros_cli_decode_text(mo.model, gen, count);
-    if (decoded) cJSON_AddStringToObject(o, "text", decoded);
+    size_t decoded_len = 0;
+    char *decoded = orthros_cli_decode_text(mo.model, gen, count, &decoded_len);
+    if (decoded) orthros_cli_json_add_text(o, "text", decoded, decoded_len);
     free(decoded);
     char *text = cJSON_PrintUnformatted(o);
     printf("%s\n", text ? text : "{}");

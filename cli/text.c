@@ -39,15 +39,46 @@ int orthros_cli_text_tokens(int32_t **tokens, int *n, const char *model, const c
     return rc;
 }
 
-char *orthros_cli_decode_text(const char *model, const int32_t *ids, int n)
+char *orthros_cli_decode_text(const char *model, const int32_t *ids, int n, size_t *len)
 {
     orthros_tokenizer *tok = NULL;
     char *text = NULL;
-    size_t len;
+    *len = 0;
     if (orthros_tokenizer_load(&tok, model)) return NULL;
-    if (orthros_tokenizer_decode(tok, ids, n, ORTHROS_TOK_SKIP_SPECIAL | ORTHROS_TOK_LOSSY, &text, &len)) text = NULL;
+    if (orthros_tokenizer_decode(tok, ids, n, ORTHROS_TOK_SKIP_SPECIAL | ORTHROS_TOK_LOSSY, &text, len)) text = NULL;
     orthros_tokenizer_free(tok);
     return text;
+}
+
+void orthros_cli_json_add_text(cJSON *o, const char *key, const char *text, size_t len)
+{
+    if (!memchr(text, '\0', len)) {
+        cJSON_AddStringToObject(o, key, text);
+        return;
+    }
+    /* A JSON string literal escaped as cJSON escapes one (its short forms, \u00XX for the other control bytes),
+     * NUL included, added as a raw value. */
+    char *lit = malloc(6 * len + 3);
+    if (!lit) return;
+    size_t w = 0;
+    lit[w++] = '"';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\b' ? "\\b" : c == '\f' ? "\\f"
+                          : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+        if (esc) {
+            memcpy(lit + w, esc, 2);
+            w += 2;
+        } else if (c < 0x20) {
+            w += (size_t)snprintf(lit + w, 7, "\\u%04x", c);
+        } else {
+            lit[w++] = (char)c;
+        }
+    }
+    lit[w++] = '"';
+    lit[w] = '\0';
+    cJSON_AddRawToObject(o, key, lit);
+    free(lit);
 }
 
 static void print_json(cJSON *o)
@@ -86,13 +117,13 @@ int orthros_cmd_tokenize(int argc, char **argv)
     char *text = NULL, *out = NULL;
     size_t len = 0;
     int count = 0, rc, status = 1;
-    if (ids_arg && (rc = orthros_opt_parse_tokens(&ids, &count, ids_arg))) return orthros_cmd_fail_usage(cmd, rc);
+    if (ids_arg && (rc = orthros_opt_parse_token_list(&ids, &count, ids_arg, "--ids"))) return orthros_cmd_fail_usage(cmd, rc);
     if ((rc = orthros_tokenizer_load(&tok, model))) goto fail;
     if (ids_arg) {
         if ((rc = orthros_tokenizer_decode(tok, ids, count, json ? ORTHROS_TOK_LOSSY : 0, &out, &len))) goto fail;
         if (json) {
             cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "text", out);
+            orthros_cli_json_add_text(o, "text", out, len);
             print_json(o);
         } else {
             fwrite(out, 1, len, stdout);

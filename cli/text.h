@@ -5,6 +5,8 @@
 
 #include "orthros.h"
 
+#include <cjson/cJSON.h>
+
 /* orthros tokenize --model M (--text STR | --text-file F | --ids LIST) */
 int orthros_cmd_tokenize(int argc, char **argv);
 
@@ -13,7 +15,11 @@ int orthros_cmd_tokenize(int argc, char **argv);
 int orthros_cli_text_tokens(int32_t **tokens, int *n, const char *model, const char *prompt, const char *prompt_file);
 
 /* The text of ids decoded with the tokenizer of `model` (special tokens left out, invalid UTF-8 replaced by
- * U+FFFD), or NULL when the model has no tokenizer. malloc'd. */
-char *orthros_cli_decode_text(const char *model, const int32_t *ids, int n);
+ * U+FFFD; *len bytes, NUL bytes included), or NULL when the model has no tokenizer. malloc'd. */
+char *orthros_cli_decode_text(const char *model, const int32_t *ids, int n, size_t *len);
+
+/* Adds the string text[len] to the object o as `key`, NUL bytes included (as \u0000): cJSON's strings end at
+ * the first NUL, which cut a decoded text there. text must be valid UTF-8. */
+void orthros_cli_json_add_text(cJSON *o, const char *key, const char *text, size_t len);
 
 #endif

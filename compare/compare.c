@@ -49,20 +49,37 @@ typedef struct {
     side_cell *c;
     size_t n, cap;
     int n_files;
+    size_t *slot, mask; /* key -> 1 + index into c (0 empty), open addressing: matching cells is linear in them */
 } side;
 
 static void side_free(side *s)
 {
     for (size_t i = 0; i < s->n; i++) free(s->c[i].x);
     free(s->c);
+    free(s->slot);
     memset(s, 0, sizeof *s);
+}
+
+static size_t key_hash(const char *k)
+{
+    size_t h = 1469598103934665603ull;
+    for (; *k; k++) h = (h ^ (unsigned char)*k) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+/* The slot of key: where it is, or the empty one where it would go. */
+static size_t side_slot(const side *s, const char *key)
+{
+    size_t h = key_hash(key) & s->mask;
+    while (s->slot[h] && strcmp(s->c[s->slot[h] - 1].key, key)) h = (h + 1) & s->mask;
+    return h;
 }
 
 static side_cell *side_find(const side *s, const char *key)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->c[i].key, key)) return &s->c[i];
-    return NULL;
+    if (!s->slot) return NULL;
+    size_t h = side_slot(s, key);
+    return s->slot[h] ? &s->c[s->slot[h] - 1] : NULL;
 }
 
 static int side_get(side_cell **out, side *s, const char *key)
@@ -71,12 +88,21 @@ static int side_get(side_cell **out, side *s, const char *key)
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 32;
         side_cell *c = realloc(s->c, cap * sizeof *c);
-        if (!c) return orthros_error(ORTHROS_ENOMEM, "out of memory collecting cells");
+        size_t *slot = calloc(2 * cap, sizeof *slot);
+        if (!c || !slot) {
+            if (c) s->c = c;
+            free(slot);
+            return orthros_error(ORTHROS_ENOMEM, "out of memory collecting cells");
+        }
         s->c = c, s->cap = cap;
+        free(s->slot);
+        s->slot = slot, s->mask = 2 * cap - 1;
+        for (size_t i = 0; i < s->n; i++) s->slot[side_slot(s, s->c[i].key)] = i + 1;
     }
     *out = &s->c[s->n++];
     memset(*out, 0, sizeof **out);
     snprintf((*out)->key, sizeof (*out)->key, "%s", key);
+    s->slot[side_slot(s, (*out)->key)] = s->n;
     return 0;
 }
 

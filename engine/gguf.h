@@ -67,6 +67,12 @@ typedef struct {
     const uint8_t *data;        /* inside the buffer */
 } orthros_gguf_tensor;
 
+/* An open-addressing hash of names to entry indexes (-1: empty), sized at parse time. */
+typedef struct {
+    int64_t *slot;
+    size_t mask;
+} orthros_gguf_name_index;
+
 typedef struct orthros_gguf {
     char *name;                 /* the file name, for messages */
     const uint8_t *buf;
@@ -79,6 +85,7 @@ typedef struct orthros_gguf {
     int64_t n_kv;
     orthros_gguf_tensor *tensors;
     int64_t n_tensors;
+    orthros_gguf_name_index kv_index, tensor_index; /* key / tensor name -> index */
 } orthros_gguf;
 
 /* Parses a GGUF held in memory (data must outlive *out; nothing is copied but names). `name` labels

@@ -4,6 +4,7 @@
  * driven by rank 0 through engine/tp_world.h). The forward schedule is model.c's. */
 #define _GNU_SOURCE
 #include "adapter.h"
+#include "finite.h"
 #include "gguf.h"
 #include "model.h"
 #include "safetensors.h"
@@ -212,18 +213,27 @@ static size_t need_numel(const tensor_need *w)
     return n;
 }
 
+/* A NaN or an infinity in a weight or a norm makes every logit NaN: such a tensor is refused, named with the model
+ * (spec) and the tensor. */
+static int weight_finite(const void *x, orthros_dtype dtype, size_t n, const char *tensor, const char *spec)
+{
+    int rc = orthros_check_finite(x, dtype, n, tensor);
+    return rc ? orthros_error_prefix(rc, spec) : 0;
+}
+
 /* The whole tensor of a need as float32 on the host, in the Hugging Face layout (malloc'd into *out): a GGUF
- * tensor dequantised with the RoPE row permutation of q / k undone, a safetensors tensor converted, or a preset
- * tensor generated as its fill wrote it. */
-static int need_f32(const orthros_model *m, const tensor_need *w, float **out)
+ * tensor dequantised (and checked finite, in the file's layout) with the RoPE row permutation of q / k undone, a
+ * safetensors tensor converted, or a preset tensor generated as its fill wrote it. */
+static int need_f32(const orthros_model *m, const tensor_need *w, const char *spec, float **out)
 {
     size_t numel = need_numel(w);
     float *x = malloc(numel * sizeof *x), *tmp = w->heads ? malloc(numel * sizeof *tmp) : NULL;
     int rc = 0;
     *out = NULL;
     if (!x || (w->heads && !tmp)) rc = orthros_error(ORTHROS_ENOMEM, "out of host memory reading %s", w->name);
-    else if (w->gt) rc = orthros_gguf_dequantize(x, w->gt);
-    else if (w->t) orthros_st_tensor_f32(w->t, x);
+    else if (w->gt) {
+        if (!(rc = orthros_gguf_dequantize(x, w->gt))) rc = weight_finite(x, ORTHROS_DTYPE_F32, numel, w->gt->name, spec);
+    } else if (w->t) orthros_st_tensor_f32(w->t, x);
     else if (!w->fill) rc = orthros_error(ORTHROS_EINVAL, "%s: no source for this tensor", w->name);
     else
         for (size_t e = 0; e < numel; e++)
@@ -238,10 +248,10 @@ static int need_f32(const orthros_model *m, const tensor_need *w, float **out)
 
 /* A need through the host in float32: the whole tensor read, an adapter's delta merged into it (before any
  * conversion to the backend's dtype, and before the rank's part is taken), this rank's part uploaded. */
-static int whole_upload(orthros_model *m, const tensor_need *w, orthros_adapter *ad)
+static int whole_upload(orthros_model *m, const tensor_need *w, orthros_adapter *ad, const char *spec)
 {
     float *x = NULL;
-    int rc = need_f32(m, w, &x);
+    int rc = need_f32(m, w, spec, &x);
     if (!rc) rc = orthros_adapter_merge(ad, w->name, x, w->shape[0], w->shape[1]);
     if (!rc) rc = upload_part(m, w, x, ORTHROS_DTYPE_F32);
     free(x);
@@ -334,14 +344,16 @@ static int checkpoint_check(const orthros_model *m, const weight_source *src, te
 
 /* Uploads this rank's part of every checked tensor into its (now allocated) weight buffer; a weight with an
  * adapter's delta goes through the host in float32, merged. For a preset (needs only when there is an adapter:
- * the fill wrote every tensor) only what the adapter changes. */
-static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n, orthros_adapter *ad)
+ * the fill wrote every tensor) only what the adapter changes. Every tensor read is checked finite first (a GGUF
+ * tensor after dequantisation), named with spec. */
+static int checkpoint_upload(orthros_model *m, const tensor_need *needs, int n, orthros_adapter *ad, const char *spec)
 {
     for (int i = 0; i < n; i++) {
         const tensor_need *w = &needs[i];
-        int rc = 0;
-        if (w->gt || orthros_adapter_has_delta(ad, w->name)) rc = whole_upload(m, w, ad);
-        else if (w->t) rc = upload_part(m, w, w->t->data, w->t->dtype);
+        const orthros_st_tensor *t = w->t;
+        int rc = t ? weight_finite(t->data, t->dtype, t->nbytes / orthros_dtype_size(t->dtype), t->name, spec) : 0;
+        if (!rc && (w->gt || orthros_adapter_has_delta(ad, w->name))) rc = whole_upload(m, w, ad, spec);
+        else if (!rc && t) rc = upload_part(m, w, t->data, t->dtype);
         if (rc) return rc;
     }
     return orthros_adapter_all_merged(ad);
@@ -453,6 +465,35 @@ static int read_model_config(orthros_model_config *cfg, char **orthros_json, con
     return 0;
 }
 
+/* The configuration of spec: preset:NAME, a GGUF file (a file; its open file in *g) or a Hugging Face directory's
+ * config.json (its orthros object in *orthros_json, NULL when it has none). g may be NULL: the file is closed. */
+static int spec_config(orthros_model_config *cfg, char **orthros_json, orthros_gguf **g, const char *spec)
+{
+    struct stat sb;
+    *orthros_json = NULL;
+    if (g) *g = NULL;
+    if (!strncmp(spec, "preset:", 7)) return orthros_preset_config(cfg, spec + 7);
+    if (stat(spec, &sb) != 0 || S_ISDIR(sb.st_mode)) return read_model_config(cfg, orthros_json, spec);
+    orthros_gguf *file = NULL;
+    int rc = orthros_gguf_open(&file, spec);
+    if (!rc && (rc = orthros_gguf_model_config(cfg, file))) rc = orthros_error_prefix(rc, spec);
+    if (!rc && g) *g = file;
+    else orthros_gguf_free(file);
+    return rc;
+}
+
+int orthros_model_spec_config(orthros_model_config *cfg, const char *spec)
+{
+    char *base = NULL, *orthros_json = NULL;
+    memset(cfg, 0, sizeof *cfg);
+    /* An adapter directory: its base's (an adapter changes no field of the configuration, at most the schedule). */
+    int rc = strncmp(spec, "preset:", 7) ? orthros_adapter_dir_base(spec, &base) : 0;
+    if (!rc) rc = spec_config(cfg, &orthros_json, NULL, base ? base : spec);
+    free(orthros_json);
+    free(base);
+    return rc;
+}
+
 /* This rank's share of the heads and of the MLP. Every rank needs whole GQA groups, so the world size must
  * divide the kv heads; the MLP columns may split unevenly. */
 static int shard_geometry(orthros_model *m, int rank, int world)
@@ -491,10 +532,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     /* An adapter directory loads its base; --adapter goes over the spec itself. */
     if ((rc = orthros_adapter_open(&ad, spec, opts->adapter))) return rc;
     if (ad) spec = orthros_adapter_base(ad);
-    int preset = !strncmp(spec, "preset:", 7);
-    struct stat sb;
-    /* A file is a GGUF (a directory is a Hugging Face checkpoint). */
-    int gguf = !preset && stat(spec, &sb) == 0 && !S_ISDIR(sb.st_mode);
+    int preset = !strncmp(spec, "preset:", 7), gguf = 0;
     weight_slot *slots = NULL;
     tensor_need *needs = NULL;
     int n_needs = 0;
@@ -505,17 +543,9 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
         return orthros_error(ORTHROS_ENOMEM, "out of host memory");
     }
     m->be = be;
-    if (preset) {
-        if ((rc = orthros_preset_config(&m->cfg, spec + 7))) goto fail;
-    } else if (gguf) {
-        if ((rc = orthros_gguf_open(&g, spec))) goto fail;
-        if ((rc = orthros_gguf_model_config(&m->cfg, g))) {
-            rc = orthros_error_prefix(rc, spec);
-            goto fail;
-        }
-    } else if ((rc = read_model_config(&m->cfg, &orthros_json, spec))) {
-        goto fail;
-    }
+    /* A file is a GGUF (a directory is a Hugging Face checkpoint). */
+    if ((rc = spec_config(&m->cfg, &orthros_json, &g, spec))) goto fail;
+    gguf = g != NULL;
     if (ad && (rc = orthros_adapter_schedule(ad, &m->cfg, &orthros_json))) goto fail;
     if ((rc = shard_geometry(m, rank, world))) goto fail;
     if ((rc = orthros_arch_resolve(&m->arch, &m->cfg, opts, orthros_json))) goto fail;
@@ -585,7 +615,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
         for (int i = 0; i < n_slots; i++)
             if ((rc = fill_slot(be, &slots[i], seed * 1000003ull + (uint64_t)i))) goto fail;
     }
-    if ((!preset || ad) && (rc = checkpoint_upload(m, needs, n_needs, ad))) goto fail;
+    if ((!preset || ad) && (rc = checkpoint_upload(m, needs, n_needs, ad, spec))) goto fail;
     if ((rc = window_gates_upload(m, gates))) goto fail;
     if (m->cfg.tie_embeddings) m->lm_head = m->embed;
     if ((rc = be->sync(be))) goto fail;

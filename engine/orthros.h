@@ -236,6 +236,9 @@ int orthros_config_parse_text(orthros_model_config *cfg, char **orthros_json, co
 int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, const orthros_arch_opts *opts,
                          const char *orthros_json);
 int orthros_preset_config(orthros_model_config *cfg, const char *name);
+/* The configuration of a model spec (preset:NAME, FILE.gguf or a Hugging Face directory's config.json) without
+ * loading its weights: for checking arguments against the model (its context length) before any work. */
+int orthros_model_spec_config(orthros_model_config *cfg, const char *spec);
 
 typedef struct orthros_session orthros_session;
 

@@ -423,6 +423,8 @@ static int join_world(const tp_env *e, int cpu, orthros_backend **be)
     world.comm = (orthros_comm){.rank = e->rank, .world = e->world, .nccl = comm, .tcp = cpu};
     world.active = 1;
     if (e->rank == 0) atexit(world_shutdown);
+    /* A stopped or vanished peer ends the run (tp_heartbeat.c), since no receive here may time out. */
+    if (e->world > 1 && (rc = orthros_tp_heartbeat_start(e->rank, e->world, e->addr, e->port, world.socks))) return rc;
     return 0;
 }
 
@@ -481,5 +483,6 @@ int orthros_tp_join(int tp, int cpu, int *rank, orthros_backend **be)
     if (rc) return rc;
     if (tp != e.world)
         return orthros_error(ORTHROS_EINVAL, "--tp %d, but the launcher started %d ranks (WORLD_SIZE=%d)", tp, e.world, e.world);
+    if ((rc = orthros_tp_die_with_launcher())) return rc;
     return join_world(&e, cpu, be);
 }

@@ -80,6 +80,20 @@ int orthros_tp_launch_check(int tp);
  * own through the command). Rank 0 tells the others to exit when it exits. */
 int orthros_tp_join(int tp, int cpu, int *rank, orthros_backend **be);
 
+/* ---- liveness (tp_heartbeat.c) ---- */
+
+/* A thread that sends a UDP heartbeat every second (or timeout / 6) to its peers (rank 0 to every rank, the others
+ * to rank 0, at MASTER_ADDR on rank 0's port number) and ends this process, with one line and status 1, when a
+ * peer it has heard from is silent for the timeout: a stopped or vanished rank ends the run instead of blocking it
+ * for ever. socks: rank 0's control connections (the hosts its peers' datagrams must come from). The timeout is
+ * ORTHROS_TP_HEARTBEAT seconds (default 60, 0: off). orthros_tp_join starts it. */
+int orthros_tp_heartbeat_start(int rank, int world, const char *addr, int port, const int *socks);
+int orthros_tp_heartbeat_timeout(void);
+/* A rank started by orthros's own launcher (ORTHROS_TP_LAUNCHER_PID in its environment, set by ranks/ranks.c) dies
+ * with it (PR_SET_PDEATHSIG, SIGKILL): killing the launcher leaves no rank running. An error when the launcher is
+ * already gone. orthros_tp_join calls it. */
+int orthros_tp_die_with_launcher(void);
+
 #ifdef __cplusplus
 }
 #endif

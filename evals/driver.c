@@ -38,6 +38,8 @@ void orthros_eval_common_add(orthros_cmd *c, eval_common *o, const char *json_de
                     "keep the cells already in --json (same configuration) and run only the rest");
     orthros_cmd_add(c, "force", ORTHROS_OPT_FLAG, &o->force, NULL,
                     "replace --json at the start (without it, an existing file is replaced only once a cell is done)");
+    orthros_cmd_add(c, "wait", ORTHROS_OPT_FLAG, &o->wait, NULL,
+                    "when another run is writing --json, wait for it to finish (default: refuse)");
     if (prompts_help) orthros_cmd_add(c, "save-prompts", ORTHROS_OPT_STR, &o->save_prompts, "FILE", prompts_help);
     orthros_cmd_add(c, "o", ORTHROS_OPT_STR, &o->format, "FMT", "table format on stdout: text|md|csv|jsonl|json (default text)");
     orthros_cmd_add(c, "table-out", ORTHROS_OPT_STR, &o->table_out, "FILE", "write the table to FILE instead of stdout");
@@ -75,7 +77,7 @@ int orthros_eval_parse_archs(eval_run *r)
 int orthros_eval_config_common(orthros_eval_config *c, const eval_common *o, const char *device)
 {
     memset(c, 0, sizeof *c);
-    c->text_tokens = -1, c->stride = -1, c->max_new = -1;
+    c->text_tokens = -1, c->stride = -1, c->max_new = -1, c->shots = -1, c->limit = -1; /* not given */
     snprintf(c->task, sizeof c->task, "%s", o->task);
     c->model = strdup(o->mo.model);
     c->archs = strdup(o->archs);
@@ -170,8 +172,6 @@ static int open_results(eval_run *r, int argc, char **argv, orthros_eval_config 
     orthros_eval_file_init(&r->f);
     r->f.cfg = *config;
     memset(config, 0, sizeof *config);
-    r->run = (orthros_result_run){.type = &orthros_eval_type, .file = &r->f, .cmd = "eval",
-                                  .nothing = "nothing was run", .path = o->json, .resume = o->resume, .force = o->force};
     int rc = orthros_result_run_open(&r->run, argc, argv, (uint64_t)o->mo.seed, r->be, o->mo.tp);
     if (!rc && o->force && r->run.existed) rc = orthros_result_run_save(&r->run, 0);
     return rc;
@@ -278,7 +278,10 @@ int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *
         return orthros_cmd_fail(cmd, rc);
     }
     snprintf(config->device, sizeof config->device, "%s", orthros_backend_name(r->be));
-    if ((rc = open_results(r, argc, argv, config)) ||
+    r->run = (orthros_result_run){.type = &orthros_eval_type, .file = &r->f, .cmd = "eval", .nothing = "nothing was run",
+                                  .path = o->json, .resume = o->resume, .force = o->force, .wait = o->wait};
+    /* Another run writing --json: refused (or waited for) before the file is read. */
+    if ((rc = orthros_result_run_lock(&r->run)) || (rc = open_results(r, argc, argv, config)) ||
         (n_cols > 0 && (rc = orthros_table_open(&r->table, tf, o->table_out, cols, n_cols))))
         goto done;
     if (o->save_prompts && !(r->prompts = fopen(o->save_prompts, o->resume ? "a" : "w"))) {
@@ -302,5 +305,6 @@ done:
     if (r->prompts) fclose(r->prompts);
     orthros_eval_file_free(&r->f);
     orthros_backend_free(r->be);
+    orthros_result_run_close(&r->run);
     return rc ? 1 : 0;
 }

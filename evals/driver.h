@@ -22,7 +22,7 @@ typedef struct {
     orthros_model_opts mo;
     const char *task;      /* the task name written to the file: niah, mqar, ruler_niah, ..., ppl, recall */
     const char *archs, *ctxs, *json, *save_prompts, *format, *table_out;
-    int samples, resume, force, quiet;
+    int samples, resume, force, quiet, wait;
 } eval_common;
 
 /* Defaults: every architecture, text table, 4 samples; the model options' defaults with no model. */

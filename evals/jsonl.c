@@ -4,6 +4,7 @@
 #include "orthros.h"
 #include "results.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +92,17 @@ int orthros_jsonl_id(char **out, const cJSON *o, const char *name, int line)
     char num[64];
     *out = NULL;
     if (!id) return 0;
-    if (cJSON_IsNumber(id)) snprintf(num, sizeof num, "%.17g", id->valuedouble);
-    else if (!cJSON_IsString(id)) return orthros_error(ORTHROS_EFORMAT, "%s:%d: \"id\" is not a string or a number", name, line);
+    /* A numeric id is kept as the integer it is. One a double cannot hold exactly would be recorded as another id
+     * (2^53 + 1 is read as 2^53, 1e400 as inf, 0.1 printed as 0.10000000000000001): below 2^53 every integer is
+     * exact, and the rest are refused, to be given as strings. */
+    if (cJSON_IsNumber(id)) {
+        double x = id->valuedouble;
+        if (!(fabs(x) < 9007199254740992.0 && x == floor(x)))
+            return orthros_error(ORTHROS_EFORMAT, "%s:%d: \"id\" %.17g is not an integer of magnitude below 2^53 (give "
+                                 "such an id as a string)", name, line, x);
+        snprintf(num, sizeof num, "%lld", (long long)x);
+    } else if (!cJSON_IsString(id))
+        return orthros_error(ORTHROS_EFORMAT, "%s:%d: \"id\" is not a string or a number", name, line);
     if (!(*out = strdup(cJSON_IsNumber(id) ? num : id->valuestring))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     return 0;
 }

@@ -21,7 +21,8 @@ int orthros_jsonl_load(const char *path, int (*fn)(void *ctx, const cJSON *o, in
 /* A required string field of a task line (copied; *out malloc'd), refused with FILE:LINE when missing, not a string
  * or (unless empty_ok) empty. */
 int orthros_jsonl_string(char **out, const cJSON *o, const char *key, const char *name, int line, int empty_ok);
-/* An optional "id": a string or a number, as text (*out NULL when absent). */
+/* An optional "id": a string, or a number that is an integer of magnitude below 2^53 (refused otherwise), as text
+ * (*out NULL when absent). */
 int orthros_jsonl_id(char **out, const cJSON *o, const char *name, int line);
 
 #endif

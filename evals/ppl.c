@@ -36,7 +36,9 @@ typedef struct {
 } ppl_window;
 
 /* The windows of HF's loop: begin = 0, S, 2S, ... until a window reaches the end; each scores end - prev_end tokens,
- * less the window's first token (which has no prediction). Returns the count, or -1 when out of memory. */
+ * less the window's first token (which has no prediction). A last window of one token (T one more than a
+ * multiple of S) scores nothing and is left out: HF's loop gives it a NaN loss, and it made the bootstrap refuse
+ * the whole cell after every window was computed. Returns the count, or -1 when out of memory. */
 static int windows_of(ppl_window **out, int T, int L, int S)
 {
     int cap = T / S + 2, n = 0, prev_end = 0;
@@ -45,7 +47,7 @@ static int windows_of(ppl_window **out, int T, int L, int S)
     for (int begin = 0; begin < T && n < cap; begin += S) {
         int end = begin + L < T ? begin + L : T, trg = end - prev_end;
         if (trg > end - begin - 1) trg = end - begin - 1;
-        w[n++] = (ppl_window){begin, end, trg};
+        if (trg > 0) w[n++] = (ppl_window){begin, end, trg};
         prev_end = end;
         if (end == T) break;
     }

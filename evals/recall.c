@@ -473,6 +473,8 @@ int orthros_cmd_eval_recall(int argc, char **argv)
     if (pr >= 0) return pr;
     if (!o.mo.model || !t.tasks) return orthros_cmd_usage(&c, "--model and --tasks are required (see --help)");
     if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
+    /* an empty name would be left out of the file (and mc's reader requires one) */
+    if (t.name_arg && !t.name_arg[0]) return orthros_cmd_usage(&c, "--name is empty");
     if (t.name_arg) snprintf(t.name, sizeof t.name, "%s", t.name_arg);
     for (const char *p = t.name; *p; p++)
         if ((unsigned char)*p < 0x20) return orthros_cmd_usage(&c, "--name holds a control character");

@@ -154,6 +154,13 @@ static int parse_task(eval_run *r, ruler_task *t, const char *model)
     if (!t->spec.max_new) t->spec.max_new = orthros_ruler_default_max_new(t->spec.task);
     if ((rc = orthros_tokenizer_load(&t->tok, model)) || (rc = orthros_chat_resolve(&t->spec.chat, t->chat_arg, t->tok)))
         return rc;
+    /* A context past the model's is refused before the samples are built (1M tokens of haystack took 19 s). */
+    orthros_model_config mc;
+    if ((rc = orthros_model_spec_config(&mc, model))) return rc;
+    for (size_t i = 0; i < r->nc; i++)
+        if (mc.max_pos > 0 && r->ctxs[i] > mc.max_pos)
+            return orthros_error(ORTHROS_EINVAL, "--ctx %d is past the model's context of %d tokens (max_position_embeddings)",
+                                 r->ctxs[i], mc.max_pos);
     snprintf(t->seed_task, sizeof t->seed_task, "%s/%s/%s", orthros_ruler_file_task(t->spec.task),
              t->spec.task == ORTHROS_RULER_NIAH ? orthros_niah_variant_name(t->spec.variant) : "",
              t->spec.task == ORTHROS_RULER_NIAH ? orthros_needle_name(t->spec.needle) : "");

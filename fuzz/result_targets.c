@@ -141,7 +141,15 @@ int orthros_fuzz_seeds_bench_file(orthros_fuzz_corpus *c, const char *root)
 
 int orthros_fuzz_seeds_eval_file(orthros_fuzz_corpus *c, const char *root)
 {
-    static const char *const f[] = {"data/results/evals-h200-2026-11-29/niah-1m.json", "evals/tests/mc/smollm2-generic.json"};
+    /* The analytic tasks' files, the text evals' (ppl windows, recall items, the RULER tasks' records) and an mc
+     * file (per-question records). */
+    static const char *const f[] = {"data/results/evals-h200-2026-11-29/niah-1m.json",
+                                    "data/results/smollm2-cpu-2026-12-01/ppl.json",
+                                    "data/results/smollm2-cpu-2026-12-01/recall.json",
+                                    "data/results/smollm2-cpu-2026-12-01/ruler-cwe.json",
+                                    "data/results/smollm2-cpu-2026-12-01/ruler-vt.json",
+                                    "data/results/smollm2-cpu-2026-12-01/ruler-niah-multikey.json",
+                                    "evals/tests/mc/smollm2-generic.json"};
     if (add_files(c, root, f, sizeof f / sizeof *f)) return -1;
     return add_with_ranks(c, root, f[0]);
 }

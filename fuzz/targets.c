@@ -34,6 +34,9 @@ const orthros_fuzz_target orthros_fuzz_targets[] = {
     {"mc_jsonl", "a multiple-choice tasks file (orthros eval mc --tasks): every line parsed and checked in its layout, every "
                  "choice's lm-eval request built",
      orthros_fuzz_mc_jsonl, orthros_fuzz_seeds_mc_jsonl},
+    {"tokenizer", "a tokenizer.json, then the separator line and a text: loaded, the text encoded three ways (added "
+                  "tokens matched, split, with the affixes), every id checked and decoded",
+     orthros_fuzz_tokenizer, orthros_fuzz_seeds_tokenizer},
 };
 const int orthros_fuzz_n_targets = (int)(sizeof orthros_fuzz_targets / sizeof *orthros_fuzz_targets);
 

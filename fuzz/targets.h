@@ -76,11 +76,14 @@ int orthros_fuzz_seeds_eval_file(orthros_fuzz_corpus *c, const char *root);
 int orthros_fuzz_seeds_anchor_file(orthros_fuzz_corpus *c, const char *root);
 int orthros_fuzz_seeds_gguf(orthros_fuzz_corpus *c, const char *root);
 
-/* The text evals' inputs (text_targets.c). */
+/* The text inputs (text_targets.c): the recall and multiple-choice tasks files, a tokenizer.json with a text to
+   encode. */
 int orthros_fuzz_recall_jsonl(const uint8_t *data, size_t size);
 int orthros_fuzz_seeds_recall_jsonl(orthros_fuzz_corpus *c, const char *root);
 int orthros_fuzz_mc_jsonl(const uint8_t *data, size_t size);
 int orthros_fuzz_seeds_mc_jsonl(orthros_fuzz_corpus *c, const char *root);
+int orthros_fuzz_tokenizer(const uint8_t *data, size_t size);
+int orthros_fuzz_seeds_tokenizer(orthros_fuzz_corpus *c, const char *root);
 
 /* Adapters over a fixed base (adapter_target.c): config.json, ORTHROS_FUZZ_SEP, adapter.safetensors. */
 int orthros_fuzz_adapter(const uint8_t *data, size_t size);

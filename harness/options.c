@@ -287,6 +287,11 @@ int orthros_opt_parse_tokens(int32_t **out, int *n, const char *text)
     return parse_token_text(out, n, text, ",", "--tokens");
 }
 
+int orthros_opt_parse_token_list(int32_t **out, int *n, const char *text, const char *what)
+{
+    return parse_token_text(out, n, text, ",", what);
+}
+
 int orthros_opt_read_tokens(int32_t **out, int *n, const char *path)
 {
     char *text = NULL;

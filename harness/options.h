@@ -80,6 +80,8 @@ void orthros_model_opts_sched(orthros_sched_config *s, const orthros_model_opts 
 
 /* "1,2,3" -> tokens (malloc'd). An empty list is an error. */
 int orthros_opt_parse_tokens(int32_t **out, int *n, const char *text);
+/* The same for the option `what` ("--ids"), which its errors name. */
+int orthros_opt_parse_token_list(int32_t **out, int *n, const char *text, const char *what);
 /* Token ids from a file: integers separated by commas and/or white space (a prompt too long for a command
  * line). */
 int orthros_opt_read_tokens(int32_t **out, int *n, const char *path);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "result_bench.h"
 #include "gpu_state.h"
+#include "keyset.h"
 #include "util.h"
 
 #include <limits.h>
@@ -102,6 +103,13 @@ int orthros_bench_cell_same_key(const orthros_bench_cell *a, const orthros_bench
 {
     if (a->op[0] || b->op[0]) return !strcmp(a->op, b->op) && !strcmp(a->shape, b->shape);
     return !strcmp(a->arch, b->arch) && !strcmp(a->phase, b->phase) && a->ctx == b->ctx && a->batch == b->batch;
+}
+
+void orthros_bench_cell_set_key(char *out, size_t n, const orthros_bench_cell *c)
+{
+    /* \x1f cannot occur in a string a reader accepts (control characters are refused). */
+    if (c->op[0]) snprintf(out, n, "k\x1f%s\x1f%s", c->op, c->shape);
+    else snprintf(out, n, "m\x1f%s\x1f%s\x1f%d\x1f%d", c->arch, c->phase, c->ctx, c->batch);
 }
 
 void orthros_bench_cell_key(char *out, size_t n, const orthros_bench_cell *c)
@@ -544,29 +552,33 @@ static int from_json(orthros_bench_file *f, const cJSON *root, const char *name)
     if ((rc = orthros_jr_array(&list, &j, root, list_key, ORTHROS_JR_REQUIRED))) return rc;
     int i = 0;
     orthros_jr_push_key(&j, list_key);
+    /* A cell twice is found through a set of the cells' keys: comparing each with every earlier one took
+     * minutes for a file of 100k cells. */
+    orthros_keyset seen;
+    orthros_keyset_init(&seen);
     cJSON_ArrayForEach(m, list)
     {
         orthros_bench_cell c;
+        char key[512];
         orthros_bench_cell_init(&c);
         size_t at = orthros_jr_push_index(&j, i++);
         if ((rc = read_cell(&c, &j, m, legacy))) {
             orthros_bench_cell_free(&c);
-            return rc;
+            break;
         }
-        for (size_t k = 0; k < f->n_cells; k++)
-            if (orthros_bench_cell_same_key(&f->cells[k], &c)) {
-                char key[256];
-                orthros_bench_cell_key(key, sizeof key, &c);
-                orthros_bench_cell_free(&c);
-                return orthros_jr_fail(&j, NULL, "the cell %s appears twice", key);
-            }
-        if ((rc = orthros_bench_file_add(f, &c))) {
+        orthros_bench_cell_set_key(key, sizeof key, &c);
+        if ((rc = orthros_keyset_add(&seen, key)) > 0) {
+            orthros_bench_cell_key(key, sizeof key, &c);
+            rc = orthros_jr_fail(&j, NULL, "the cell %s appears twice", key);
+        }
+        if (rc || (rc = orthros_bench_file_add(f, &c))) {
             orthros_bench_cell_free(&c);
-            return rc;
+            break;
         }
         orthros_jr_pop(&j, at);
     }
-    return 0;
+    orthros_keyset_free(&seen);
+    return rc;
 }
 
 /* ---- writing ---- */
@@ -744,13 +756,26 @@ static int type_same_config(const void *old, const char *old_name, const void *n
                                            &((const orthros_bench_file *)now)->cfg, now_name);
 }
 
-/* --resume keeps the measured cells; skipped and failed ones are run again. */
+/* --resume keeps the measured cells (those now lacks, found through a set of its cells' keys); skipped and failed
+ * ones are run again. */
 static int type_keep_cells(void *now, void *old)
 {
-    orthros_bench_file *o = old;
+    orthros_bench_file *f = now, *o = old;
+    orthros_keyset have;
+    char key[512];
     int rc = 0;
-    for (size_t i = 0; i < o->n_cells && !rc; i++)
-        if (o->cells[i].state == ORTHROS_CELL_MEASURED) rc = orthros_bench_file_add(now, &o->cells[i]);
+    orthros_keyset_init(&have);
+    for (size_t k = 0; k < f->n_cells && !rc; k++) {
+        orthros_bench_cell_set_key(key, sizeof key, &f->cells[k]);
+        int added = orthros_keyset_add(&have, key);
+        if (added < 0) rc = added;
+    }
+    for (size_t i = 0; i < o->n_cells && !rc; i++) {
+        if (o->cells[i].state != ORTHROS_CELL_MEASURED) continue;
+        orthros_bench_cell_set_key(key, sizeof key, &o->cells[i]);
+        if (!orthros_keyset_has(&have, key)) rc = orthros_bench_file_add(f, &o->cells[i]);
+    }
+    orthros_keyset_free(&have);
     return rc;
 }
 
@@ -779,6 +804,95 @@ void orthros_anchor_file_free(orthros_anchor_file *f)
 {
     free(f->cases);
     memset(f, 0, sizeof *f);
+}
+
+static int anchor_cmp(const void *a, const void *b)
+{
+    const orthros_anchor_case *x = *(const orthros_anchor_case *const *)a, *y = *(const orthros_anchor_case *const *)b;
+    int c = strcmp(x->op, y->op);
+    if (!c) c = strcmp(x->backend, y->backend);
+    if (!c) c = x->head_dim != y->head_dim ? (x->head_dim < y->head_dim ? -1 : 1) : 0;
+    if (!c) c = x->ctx != y->ctx ? (x->ctx < y->ctx ? -1 : 1) : 0;
+    if (!c) c = x->batch != y->batch ? (x->batch < y->batch ? -1 : 1) : 0;
+    return c;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* What anchors.py writes beyond the fields the figures use, checked as strictly (they were taken as they were):
+ * the run's ceilings and versions at the top; in each case an op of prefill or decode, a backend named by a plain
+ * word, the samples positive with median_s their median, the throughput of the op's kind (tflops for prefill, tbps
+ * for decode); and no case twice (sorted, so that a long file costs n log n). */
+static int anchor_check(const orthros_anchor_file *f, orthros_jr *j, const cJSON *root)
+{
+    static const char *const ceilings[] = {"gemm_tflops", "copy_tbps", "read_tbps"};
+    int rc;
+    double v;
+    char torch[64];
+    for (size_t i = 0; i < sizeof ceilings / sizeof *ceilings; i++)
+        if ((rc = orthros_jr_num(&v, j, root, ceilings[i], 0, BIG, ORTHROS_JR_POSITIVE))) return rc;
+    const cJSON *cudnn = cJSON_GetObjectItemCaseSensitive(root, "cudnn");
+    int64_t iv;
+    if (cudnn && !cJSON_IsNull(cudnn) && (rc = orthros_jr_int(&iv, j, root, "cudnn", 0, INT_MAX, 0))) return rc;
+    if ((rc = orthros_jr_string(torch, sizeof torch, j, root, "torch", 0))) return rc;
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases"), *e;
+    size_t at = orthros_jr_push_key(j, "cases");
+    int i = 0;
+    cJSON_ArrayForEach(e, cases)
+    {
+        const orthros_anchor_case *c = &f->cases[i];
+        size_t at2 = orthros_jr_push_index(j, i++);
+        if (strcmp(c->op, "prefill") && strcmp(c->op, "decode"))
+            return orthros_jr_fail(j, "op", "\"%s\" is not prefill or decode", c->op);
+        if (!c->backend[0] || strspn(c->backend, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(c->backend))
+            return orthros_jr_fail(j, "backend", "\"%s\" is not a backend's name (lowercase letters, digits, _ and -)",
+                                   c->backend);
+        int prefill = !strcmp(c->op, "prefill");
+        if (prefill ? !isnan(c->tbps) : !isnan(c->tflops))
+            return orthros_jr_fail(j, prefill ? "tbps" : "tflops", "given for a %s case", c->op);
+        double *s = NULL;
+        size_t n = 0;
+        if ((rc = orthros_jr_positive_array(&s, &n, j, e, "samples_s", 0))) return rc;
+        if (s && n == 0) {
+            free(s);
+            return orthros_jr_fail(j, "samples_s", "empty");
+        }
+        if (s) {
+            /* anchors.py's median: the middle of the sorted samples (the upper one of an even count). */
+            qsort(s, n, sizeof *s, cmp_double);
+            double med = s[n / 2];
+            free(s);
+            if (fabs(med - c->median_s) > 1e-12 * med)
+                return orthros_jr_fail(j, "median_s", "%.17g is not the median of samples_s (%.17g)", c->median_s, med);
+        }
+        orthros_jr_pop(j, at2);
+    }
+    orthros_jr_pop(j, at);
+    if (f->n < 2) return 0;
+    const orthros_anchor_case **sorted = malloc(f->n * sizeof *sorted);
+    if (!sorted) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    for (size_t k = 0; k < f->n; k++) sorted[k] = &f->cases[k];
+    qsort(sorted, f->n, sizeof *sorted, anchor_cmp);
+    /* The later of two equal cases is named, as a reader reading in order would find it. */
+    size_t dup = f->n;
+    for (size_t k = 1; k < f->n; k++)
+        if (!anchor_cmp(&sorted[k - 1], &sorted[k])) {
+            size_t later = (size_t)(sorted[k] > sorted[k - 1] ? sorted[k] - f->cases : sorted[k - 1] - f->cases);
+            if (later < dup) dup = later;
+        }
+    free(sorted);
+    if (dup < f->n) {
+        const orthros_anchor_case *c = &f->cases[dup];
+        orthros_jr_push_key(j, "cases");
+        orthros_jr_push_index(j, (int)dup);
+        return orthros_jr_fail(j, NULL, "the case %s %s head_dim %d ctx %d batch %d appears twice", c->op, c->backend,
+                               c->head_dim, c->ctx, c->batch);
+    }
+    return 0;
 }
 
 int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, const char *name)
@@ -823,6 +937,8 @@ int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, con
         f->n++;
         orthros_jr_pop(&j, at);
     }
+    orthros_jr_init(&j, name);
+    if ((rc = anchor_check(f, &j, root))) goto fail;
     return 0;
 fail:
     orthros_anchor_file_free(f);

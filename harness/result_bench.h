@@ -129,6 +129,8 @@ int orthros_bench_file_add(orthros_bench_file *f, orthros_bench_cell *c);
 void orthros_bench_file_remove(orthros_bench_file *f, size_t i);
 /* 1 when two cells have the same coordinates. */
 int orthros_bench_cell_same_key(const orthros_bench_cell *a, const orthros_bench_cell *b);
+/* A text that is the same for two cells exactly when orthros_bench_cell_same_key holds (for sets of cells). */
+void orthros_bench_cell_set_key(char *out, size_t n, const orthros_bench_cell *c);
 /* "transformer prefill ctx 4096 batch 1", or "op shape" for kernel cells. */
 void orthros_bench_cell_key(char *out, size_t n, const orthros_bench_cell *c);
 /* The cell at (arch, phase, ctx, batch), or NULL; measured_only skips skipped and failed ones. */

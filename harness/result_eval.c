@@ -1,6 +1,7 @@
 /* Eval result files: the typed cells, their one reader (with validation) and one writer. */
 #define _GNU_SOURCE
 #include "result_eval.h"
+#include "keyset.h"
 
 #include <limits.h>
 #include <math.h>
@@ -130,6 +131,81 @@ int orthros_eval_config_check_same(const orthros_eval_config *a, const char *a_n
 
 /* ---- reading ---- */
 
+static int arch_known(const char *arch)
+{
+    for (int i = 0; orthros_arch_names[i]; i++)
+        if (!strcmp(arch, orthros_arch_names[i])) return 1;
+    return 0;
+}
+
+/* The variants each task's cells and run.config may name. */
+static int variant_ok(const char *task, const char *variant)
+{
+    static const char *const niah[] = {"single", "multikey", "multivalue", "multiquery", NULL};
+    /* mc: the tasks file's layout */
+    static const char *const mc[] = {"arc", "hellaswag", "piqa", "openbookqa", "winogrande", "generic", NULL};
+    static const struct {
+        const char *task, *variant;
+    } one[] = {{"mqar", "mqar"}, {"ruler_vt", "vt"}, {"ruler_cwe", "cwe"}, {"recall", "contains"}, {"ppl", "ppl"}};
+    const char *const *many = !strcmp(task, "niah") || !strcmp(task, "ruler_niah") ? niah : orthros_eval_is_mc(task) ? mc : NULL;
+    if (many) {
+        for (int i = 0; many[i]; i++)
+            if (!strcmp(variant, many[i])) return 1;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof one / sizeof *one; i++)
+        if (!strcmp(task, one[i].task)) return !strcmp(variant, one[i].variant);
+    return 0;
+}
+
+/* The options of the tasks-file evals (mc, recall; issue 26): only in their files; mc's layout, name, shots and
+ * score required (recall's files before them lack them); the layout one of the task's, a name or few-shot file not
+ * empty, and samples what --limit leaves of the tasks file's items. */
+static int read_tasks_options(orthros_eval_config *c, const orthros_jr *j, const cJSON *o)
+{
+    static const char *const keys[] = {"layout", "name", "shots", "limit", "fewshot", "score"};
+    static const char *const recall_layouts[] = {"generic", "squad", "squad_v2", "triviaqa", NULL};
+    const int mc = orthros_eval_is_mc(c->task), recall = !strcmp(c->task, "recall");
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
+        /* The writer of issue 26 before this check wrote "shots": 0 and "limit": 0 into every other task's file
+         * (committed ones among them): read as not given. Any other value is refused. */
+        int shots = !strcmp(keys[i], "shots"), limit = !strcmp(keys[i], "limit");
+        if (v && !mc && !recall && (shots || limit) && cJSON_IsNumber(v) && v->valuedouble == 0) {
+            if (shots) c->shots = -1;
+            else c->limit = -1;
+            continue;
+        }
+        if (v && !(mc || (recall && strcmp(keys[i], "score"))))
+            return orthros_jr_fail(j, keys[i], "given for a %s run (%s only)", c->task, strcmp(keys[i], "score") ? "mc and recall" : "mc");
+    }
+    if (mc) {
+        if (!variant_ok(c->task, c->layout)) return orthros_jr_fail(j, "layout", "\"%s\" is not a multiple-choice layout", c->layout);
+        if (c->variant[0] && strcmp(c->variant, c->layout))
+            return orthros_jr_fail(j, "variant", "\"%s\" is not the layout \"%s\"", c->variant, c->layout);
+        if (strcmp(c->score, "decode") && strcmp(c->score, "prefill"))
+            return orthros_jr_fail(j, "score", "\"%s\" is not decode or prefill", c->score);
+        if (c->shots < 0) return orthros_jr_fail(j, "shots", "missing");
+    }
+    if (recall && cJSON_GetObjectItemCaseSensitive(o, "layout")) {
+        int k = 0;
+        while (recall_layouts[k] && strcmp(recall_layouts[k], c->layout)) k++;
+        if (!recall_layouts[k])
+            return orthros_jr_fail(j, "layout", "\"%s\" is not a recall layout (generic, squad, squad_v2, triviaqa)", c->layout);
+    }
+    if (cJSON_GetObjectItemCaseSensitive(o, "name") && !c->name[0]) return orthros_jr_fail(j, "name", "empty");
+    if (c->fewshot && !c->fewshot[0]) return orthros_jr_fail(j, "fewshot", "empty");
+    if ((mc || recall) && c->text_tokens > 0) {
+        int64_t runs = c->limit > 0 && c->limit < c->text_tokens ? c->limit : c->text_tokens;
+        char lim[48] = "no --limit";
+        if (c->limit >= 0) snprintf(lim, sizeof lim, "--limit %lld", (long long)c->limit);
+        if (c->samples != runs)
+            return orthros_jr_fail(j, "samples", "%d, but the run takes %lld of the %lld items (%s)", c->samples,
+                                   (long long)runs, (long long)c->text_tokens, lim);
+    }
+    return 0;
+}
+
 static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
 {
     int rc;
@@ -139,8 +215,8 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
         const char *key;
         int *dst;
         int64_t lo;
-    } ints[] = {{"samples", &c->samples, 1}, {"seed", &c->seed, 0}, {"stride", &c->stride, -1},
-                {"max_new", &c->max_new, -1}, {"shots", &c->shots, -1}};
+    } ints[] = {{"samples", &c->samples, 1}, {"seed", &c->seed, 0}, {"stride", &c->stride, 0},
+                {"max_new", &c->max_new, 1}, {"shots", &c->shots, 0}};
     if ((rc = orthros_jr_string(c->task, sizeof c->task, j, o, "task", ORTHROS_JR_REQUIRED))) return rc;
     if (axis_of(c->task) < 0) return orthros_jr_fail(j, "task", "\"%s\" is not an eval task", c->task);
     const char *xs = orthros_eval_xs_key(c->task);
@@ -160,7 +236,7 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
         (rc = orthros_jr_int(&c->limit, j, o, "limit", 0, INT64_MAX / 2, 0)) ||
         (rc = orthros_jr_strdup(&c->fewshot, j, o, "fewshot", 0)) ||
         (rc = orthros_jr_string(c->score, sizeof c->score, j, o, "score", orthros_eval_is_mc(c->task) ? ORTHROS_JR_REQUIRED : 0)) ||
-        (rc = orthros_jr_int(&c->text_tokens, j, o, "text_tokens", -1, INT64_MAX / 2, 0)) ||
+        (rc = orthros_jr_int(&c->text_tokens, j, o, "text_tokens", 1, INT64_MAX / 2, 0)) ||
         (rc = orthros_jr_string(c->chat, sizeof c->chat, j, o, "chat", 0)) ||
         (rc = orthros_jr_string(c->needle, sizeof c->needle, j, o, "needle", 0)))
         return rc;
@@ -170,16 +246,198 @@ static int read_config(orthros_eval_config *c, orthros_jr *j, const cJSON *o)
         if ((rc = orthros_jr_int(&v, j, o, ints[i].key, ints[i].lo, INT_MAX, i == 0 ? ORTHROS_JR_REQUIRED : 0))) return rc;
         *ints[i].dst = (int)v;
     }
-    if (orthros_eval_is_mc(c->task)) {
-        static const char *const layouts[] = {"arc", "hellaswag", "piqa", "openbookqa", "winogrande", "generic", NULL};
-        int k = 0;
-        while (layouts[k] && strcmp(layouts[k], c->layout)) k++;
-        if (!layouts[k]) return orthros_jr_fail(j, "layout", "\"%s\" is not a multiple-choice layout", c->layout);
-        if (strcmp(c->score, "decode") && strcmp(c->score, "prefill"))
-            return orthros_jr_fail(j, "score", "\"%s\" is not decode or prefill", c->score);
-        if (c->shots < 0) return orthros_jr_fail(j, "shots", "missing");
-    }
+    if (c->variant[0] && !variant_ok(c->task, c->variant))
+        return orthros_jr_fail(j, "variant", "\"%s\" is not a variant of %s", c->variant, c->task);
+    if ((rc = read_tasks_options(c, j, o))) return rc;
     if (ar && !(c->analytic_recall = cJSON_Duplicate(ar, 1))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    return 0;
+}
+
+/* An array of integers in [lo, hi] (its length in *n), as the records' id lists and positions are. */
+static int int_array(const cJSON **out, int64_t *n, const orthros_jr *j, const cJSON *o, const char *key, int64_t lo,
+                     int64_t hi, int flags)
+{
+    const cJSON *a, *v;
+    int rc = orthros_jr_array(&a, j, o, key, flags);
+    *out = a;
+    *n = 0;
+    if (rc || !a) return rc;
+    cJSON_ArrayForEach(v, a)
+    {
+        double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        if (!(x >= (double)lo && x <= (double)hi && x == floor(x)))
+            return orthros_jr_fail(j, key, "item %lld is not an integer in %lld..%lld", (long long)*n, (long long)lo,
+                                   (long long)hi);
+        ++*n;
+    }
+    return 0;
+}
+
+/* An array of n strings (n >= 1 when `nonempty`). */
+static int string_array(int64_t *n, const orthros_jr *j, const cJSON *o, const char *key, int flags)
+{
+    const cJSON *a, *v;
+    int rc = orthros_jr_array(&a, j, o, key, flags);
+    *n = 0;
+    if (rc || !a) return rc;
+    cJSON_ArrayForEach(v, a)
+    {
+        if (!cJSON_IsString(v) || !v->valuestring) return orthros_jr_fail(j, key, "item %lld is not a string", (long long)*n);
+        ++*n;
+    }
+    return 0;
+}
+
+/* Every per-sample record of an accuracy cell against the schema (evals/result.schema.json, cells[].records[]) and
+ * the cell: each field of its type and range; the fields the task's writer always writes present (ctx, the axis
+ * and the seed for niah, mqar and ruler; the prompt and answer lengths for ruler and recall); ctx and the axis the
+ * cell's; expected and generated of the task's kind (token ids or text), as many ids generated as expected;
+ * n_correct within them and `correct` what it implies; one record per sample, and the records adding up to the
+ * cell's counts. A record of another shape was kept and written back by --resume.
+ * Text tasks: the prompt and the answer fit the cell's context together. recall: the records in the tasks file's
+ * order (line increasing); with `squad` (the cell carries SQuAD's exact_match and f1, issue 26) every record has its
+ * exact_match (0 or 1) and f1 (in [0, 1], 1 with an exact match), without it none has them; an unanswerable SQuAD v2
+ * question (unanswerable: true) expects exactly [""] and is right, by every score, exactly when its exact match is;
+ * "" is expected nowhere else. The other tasks' records carry none of recall's fields. */
+static int read_accuracy_records(const orthros_eval_cell *c, const orthros_jr *j, const cJSON *rec, int squad)
+{
+    static const char *const squad_keys[] = {"exact_match", "f1", "unanswerable"};
+    static const struct {
+        const char *key;
+        int64_t lo;
+    } ints[] = {{"ctx", 1},           {"depth", 0},          {"pairs", 1},        {"hops", 1},
+                {"words", 1},         {"prompt_tokens", 1},  {"haystack_sentences", 0}, {"list_entries", 0},
+                {"generated_tokens", 1}, {"line", 1}};
+    static const char *const int_lists[] = {"needle_positions", "needle_sentences", "statement_sentences"};
+    const int analytic = !strcmp(c->task, "niah") || !strcmp(c->task, "mqar"), ruler = orthros_eval_is_ruler(c->task);
+    const int recall = !strcmp(c->task, "recall");
+    const char *axis = orthros_eval_axis_name(c->task);
+    orthros_jr r = *j;
+    size_t at = orthros_jr_push_key(&r, "records");
+    int64_t n_rec = 0, n_right = 0, questions = 0, answers_right = 0, prev_line = 0;
+    double partial = 0;
+    const cJSON *o;
+    int rc;
+    cJSON_ArrayForEach(o, rec)
+    {
+        size_t at2 = orthros_jr_push_index(&r, (int)n_rec);
+        int64_t v, n_exp = 0, n_gen = 0, n_ok = 0, prompt = -1, gen_tokens = -1, line = -1;
+        int ok = 0, unanswerable = 0;
+        double em = NAN, f1 = NAN;
+        const cJSON *list, *seed, *hex;
+        for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+            /* ctx and the axis for the tasks that write them; the lengths of text prompts and answers. */
+            int need = ((analytic || ruler) && (!strcmp(ints[i].key, "ctx") || (axis && !strcmp(ints[i].key, axis)))) ||
+                       ((ruler || recall) && (!strcmp(ints[i].key, "prompt_tokens") || !strcmp(ints[i].key, "generated_tokens"))) ||
+                       (recall && !strcmp(ints[i].key, "line"));
+            v = -1;
+            if ((rc = orthros_jr_int(&v, &r, o, ints[i].key, ints[i].lo, INT_MAX, need ? ORTHROS_JR_REQUIRED : 0))) return rc;
+            if (v >= 0 && !strcmp(ints[i].key, "ctx") && v != c->ctx)
+                return orthros_jr_fail(&r, "ctx", "%lld is not the cell's %d", (long long)v, c->ctx);
+            if (v >= 0 && axis && !strcmp(ints[i].key, axis) && v != c->axis)
+                return orthros_jr_fail(&r, axis, "%lld is not the cell's %d", (long long)v, c->axis);
+            if (v >= 0 && !strcmp(ints[i].key, "prompt_tokens") && v > c->ctx)
+                return orthros_jr_fail(&r, "prompt_tokens", "%lld is longer than the cell's context of %d", (long long)v, c->ctx);
+            if (!strcmp(ints[i].key, "prompt_tokens")) prompt = v;
+            if (!strcmp(ints[i].key, "generated_tokens")) gen_tokens = v;
+            if (!strcmp(ints[i].key, "line")) line = v;
+        }
+        if (prompt >= 0 && gen_tokens >= 0 && prompt + gen_tokens > c->ctx)
+            return orthros_jr_fail(&r, "generated_tokens", "%lld after a prompt of %lld tokens: past the cell's context of %d",
+                                   (long long)gen_tokens, (long long)prompt, c->ctx);
+        if (recall && line <= prev_line)
+            return orthros_jr_fail(&r, "line", "%lld after line %lld (the records follow the tasks file)", (long long)line,
+                                   (long long)prev_line);
+        prev_line = line;
+        for (size_t i = 0; i < sizeof squad_keys / sizeof *squad_keys; i++)
+            if (cJSON_GetObjectItemCaseSensitive(o, squad_keys[i]) && !squad)
+                return recall ? orthros_jr_fail(&r, squad_keys[i], "given, but the cell has no exact_match and f1")
+                              : orthros_jr_fail(&r, squad_keys[i], "given in a %s record (recall's only)", c->task);
+        if (squad) {
+            if ((rc = orthros_jr_num(&em, &r, o, "exact_match", 0, 1, ORTHROS_JR_REQUIRED)) ||
+                (rc = orthros_jr_num(&f1, &r, o, "f1", 0, 1, ORTHROS_JR_REQUIRED)) ||
+                (rc = orthros_jr_bool(&unanswerable, &r, o, "unanswerable", 0)))
+                return rc;
+            if (em != 0 && em != 1) return orthros_jr_fail(&r, "exact_match", "neither 0 nor 1");
+            if (em == 1 && f1 != 1) return orthros_jr_fail(&r, "f1", "%.17g with an exact match (then 1)", f1);
+        }
+        for (size_t i = 0; i < sizeof int_lists / sizeof *int_lists; i++)
+            if ((rc = int_array(&list, &v, &r, o, int_lists[i], 0, INT_MAX,
+                                !strcmp(c->task, "niah") && i == 0 ? ORTHROS_JR_REQUIRED : 0)))
+                return rc;
+        /* The seed: a number (rounded above 2^53) and, in newer files, its exact 16 hex digits, which must agree to
+         * the number's precision. */
+        seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
+        hex = cJSON_GetObjectItemCaseSensitive(o, "seed_hex");
+        if (!seed && (analytic || ruler)) return orthros_jr_fail(&r, "seed", "missing");
+        if (seed && (!cJSON_IsNumber(seed) || !isfinite(seed->valuedouble) || seed->valuedouble < 0 ||
+                     seed->valuedouble >= 18446744073709551616.0))
+            return orthros_jr_fail(&r, "seed", "not a 64-bit seed");
+        if (hex) {
+            const char *h = cJSON_IsString(hex) ? hex->valuestring : NULL;
+            size_t len = h ? strspn(h, "0123456789abcdef") : 0;
+            if (!h || len != 16 || h[16]) return orthros_jr_fail(&r, "seed_hex", "not 16 lowercase hex digits");
+            /* cJSON writes a number with 15 significant digits when they read back within an ulp or two. */
+            double exact = (double)strtoull(h, NULL, 16);
+            if (seed && fabs(exact - seed->valuedouble) > 1e-14 * exact)
+                return orthros_jr_fail(&r, "seed_hex", "%s is not the seed %.17g", h, seed->valuedouble);
+        }
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+        if (id && !cJSON_IsString(id)) return orthros_jr_fail(&r, "id", "not a string");
+        /* What was asked and what came back: token ids (niah, mqar) or text (ruler, recall). */
+        if (analytic) {
+            if ((rc = int_array(&list, &n_exp, &r, o, "expected", 0, INT32_MAX, ORTHROS_JR_REQUIRED)) ||
+                (rc = int_array(&list, &n_gen, &r, o, "generated", 0, INT32_MAX, ORTHROS_JR_REQUIRED)))
+                return rc;
+            if (n_gen != n_exp)
+                return orthros_jr_fail(&r, "generated", "%lld answers for %lld expected", (long long)n_gen, (long long)n_exp);
+        } else {
+            const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "generated"), *e;
+            if ((rc = string_array(&n_exp, &r, o, "expected", ORTHROS_JR_REQUIRED))) return rc;
+            if (!g) return orthros_jr_fail(&r, "generated", "missing");
+            if (!cJSON_IsString(g) || !g->valuestring) return orthros_jr_fail(&r, "generated", "not a string");
+            int k = 0;
+            cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "expected"))
+            {
+                if (!e->valuestring[0] && !unanswerable)
+                    return orthros_jr_fail(&r, "expected", "item %d is empty (\"\" is expected only for an unanswerable "
+                                           "question)", k);
+                k++;
+            }
+            if (unanswerable && (n_exp != 1 || cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "expected"), 0)->valuestring[0]))
+                return orthros_jr_fail(&r, "expected", "not [\"\"] for an unanswerable question");
+        }
+        if (n_exp < 1) return orthros_jr_fail(&r, "expected", "empty");
+        /* recall: 1 when any of the answers was found; else the expected answers found. */
+        int64_t most = recall ? 1 : n_exp;
+        if ((rc = orthros_jr_int(&n_ok, &r, o, "n_correct", 0, most, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_bool(&ok, &r, o, "correct", ORTHROS_JR_REQUIRED)))
+            return rc;
+        if (ok != (n_ok == most))
+            return orthros_jr_fail(&r, "correct", "%s with %lld of %lld right", ok ? "true" : "false", (long long)n_ok,
+                                   (long long)most);
+        /* Nothing to find: right exactly when the answer normalises to nothing, as exact match and F1 score it. */
+        if (unanswerable && (double)n_ok != em)
+            return orthros_jr_fail(&r, "n_correct", "%lld, but an unanswerable question's exact_match is %g", (long long)n_ok, em);
+        if (unanswerable && f1 != em)
+            return orthros_jr_fail(&r, "f1", "%.17g, but an unanswerable question's exact_match is %g", f1, em);
+        n_right += ok, questions += n_exp, answers_right += n_ok, partial += (double)n_ok / (double)n_exp;
+        orthros_jr_pop(&r, at2);
+        n_rec++;
+    }
+    orthros_jr_pop(&r, at);
+    if (n_rec != c->samples)
+        return orthros_jr_fail(j, "records", "%lld records for %d samples", (long long)n_rec, c->samples);
+    if (n_right != c->samples_correct)
+        return orthros_jr_fail(j, "samples_correct", "%d, but %lld records are correct", c->samples_correct, (long long)n_right);
+    /* What the cell counts: samples (niah, ruler, recall) or questions (mqar). */
+    int64_t want_n = !strcmp(c->task, "mqar") ? questions : n_rec, want_correct = !strcmp(c->task, "mqar") ? answers_right : n_right;
+    if (c->n != want_n) return orthros_jr_fail(j, "n", "%lld, but the records hold %lld", (long long)c->n, (long long)want_n);
+    if (c->correct != want_correct)
+        return orthros_jr_fail(j, "correct", "%lld, but the records hold %lld right", (long long)c->correct,
+                               (long long)want_correct);
+    if (ruler && fabs(partial / (double)n_rec - c->partial) > 1e-9)
+        return orthros_jr_fail(j, "partial_score", "%.17g is not the records' mean fraction found", c->partial);
     return 0;
 }
 
@@ -227,35 +485,32 @@ static int check_mean(const orthros_jr *j, const cJSON *o, const char *key, cons
     return 0;
 }
 
-/* recall: SQuAD's exact match and F1, when the cell has them (files before them do not): every record's, their
- * means and stderr. */
-static int read_squad(orthros_eval_cell *c, const orthros_jr *j, const cJSON *o)
+/* The cell's keys of SQuAD's scores (recall since issue 26). */
+static const char *const squad_cell_keys[] = {"exact_match", "exact_match_stderr", "f1", "f1_stderr"};
+
+/* Whether an accuracy cell carries SQuAD's scores: recall's may (files before them do not), no other task's. */
+static int has_squad(int *squad, const orthros_jr *j, const orthros_eval_cell *c, const cJSON *o)
 {
-    const cJSON *rec = cJSON_GetObjectItemCaseSensitive(o, "records");
-    c->exact_match = c->exact_match_stderr = c->f1 = c->f1_stderr = NAN;
-    if (!cJSON_GetObjectItemCaseSensitive(o, "exact_match") && !cJSON_GetObjectItemCaseSensitive(o, "f1")) return 0;
+    *squad = 0;
+    for (size_t i = 0; i < sizeof squad_cell_keys / sizeof *squad_cell_keys; i++)
+        if (cJSON_GetObjectItemCaseSensitive(o, squad_cell_keys[i])) {
+            if (strcmp(c->task, "recall")) return orthros_jr_fail(j, squad_cell_keys[i], "given in a %s cell (recall's only)", c->task);
+            *squad = 1;
+        }
+    return 0;
+}
+
+/* recall: SQuAD's exact match and F1 (the cell has them: has_squad), their means and stderr as the records give
+ * them (each record's values were checked by read_accuracy_records). */
+static int read_squad(orthros_eval_cell *c, const orthros_jr *j, const cJSON *o, const cJSON *rec)
+{
     double em, em_se, f1, f1_se;
     int rc;
-    if (!cJSON_IsArray(rec)) return orthros_jr_fail(j, "records", "missing (exact_match and f1 are the records' means)");
     if ((rc = records_mean(&em, &em_se, j, rec, "exact_match", 0, 1, c->n)) ||
         (rc = records_mean(&f1, &f1_se, j, rec, "f1", 0, 1, c->n)) ||
-        (rc = check_mean(j, o, "exact_match", "exact_match_stderr", &c->exact_match, &c->exact_match_stderr, em, em_se)) ||
-        (rc = check_mean(j, o, "f1", "f1_stderr", &c->f1, &c->f1_stderr, f1, f1_se)))
+        (rc = check_mean(j, o, "exact_match", "exact_match_stderr", &c->exact_match, &c->exact_match_stderr, em, em_se)))
         return rc;
-    const cJSON *e;
-    int i = 0;
-    cJSON_ArrayForEach(e, rec)
-    {
-        double v = cJSON_GetObjectItemCaseSensitive(e, "exact_match")->valuedouble;
-        if (v != 0 && v != 1) {
-            orthros_jr r = *j;
-            orthros_jr_push_key(&r, "records");
-            orthros_jr_push_index(&r, i);
-            return orthros_jr_fail(&r, "exact_match", "neither 0 nor 1");
-        }
-        i++;
-    }
-    return 0;
+    return check_mean(j, o, "f1", "f1_stderr", &c->f1, &c->f1_stderr, f1, f1_se);
 }
 
 /* The index of the largest of v[n] (the first on ties, as numpy's argmax). */
@@ -268,7 +523,11 @@ static int argmax_d(const double *v, int n)
 }
 
 /* A multiple-choice cell (mc): every question's record (the choices' log-likelihoods and lengths, the gold index)
- * and the metrics recomputed from them as lm-eval computes them. */
+ * and the metrics recomputed from them as lm-eval computes them. Every field the writer writes is required and
+ * checked: one entry per choice in is_greedy (booleans), choice_chars and cont_tokens (positive integers);
+ * ctx_tokens holds one context length (a context per choice for winogrande, whose choices are contexts); an id is a
+ * string; the records follow the tasks file (line increasing), and the cell's ctx is their longest request (a
+ * context and its continuation), the session's context the run used. */
 static int read_mc(orthros_eval_cell *c, orthros_jr *j, const cJSON *o, const cJSON *rec)
 {
     int rc;
@@ -286,16 +545,17 @@ static int read_mc(orthros_eval_cell *c, orthros_jr *j, const cJSON *o, const cJ
     if (!rec) return orthros_jr_fail(j, "records", "missing: the metrics are recomputed from them");
     orthros_jr r = *j;
     size_t at = orthros_jr_push_key(&r, "records");
-    int64_t acc = 0, acc_norm = 0;
+    int64_t acc = 0, acc_norm = 0, prev_line = 0, longest = 0;
     int i = 0;
+    const int per_choice_ctx = !strcmp(c->variant, "winogrande");
     const cJSON *q;
     cJSON_ArrayForEach(q, rec)
     {
         enum { MAXC = ORTHROS_MC_MAX_CHOICES };
         double ll[MAXC], norm[MAXC];
-        int64_t gold, pred, pred_norm, line, chars;
+        int64_t gold, pred, pred_norm, line, n_ctx, n_cont;
         int ok, ok_norm, k = 0;
-        const cJSON *lls, *lens, *e;
+        const cJSON *lls, *lens, *e, *greedy, *ctx_tok, *cont_tok, *id;
         size_t at2 = orthros_jr_push_index(&r, i++);
         if ((rc = orthros_jr_int(&line, &r, q, "line", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
             (rc = orthros_jr_array(&lls, &r, q, "loglikelihoods", ORTHROS_JR_REQUIRED)) ||
@@ -315,10 +575,42 @@ static int read_mc(orthros_eval_cell *c, orthros_jr *j, const cJSON *o, const cJ
         k = 0;
         cJSON_ArrayForEach(e, lens)
         {
-            chars = cJSON_IsNumber(e) ? (int64_t)e->valuedouble : 0;
-            if (!cJSON_IsNumber(e) || (double)chars != e->valuedouble || chars < 1 || chars > INT_MAX)
+            double chars = cJSON_IsNumber(e) ? e->valuedouble : 0;
+            if (!(chars >= 1 && chars <= INT_MAX && chars == floor(chars)))
                 return orthros_jr_fail(&r, "choice_chars", "item %d is not a positive integer", k);
-            norm[k] = ll[k] / (double)chars;
+            norm[k] = ll[k] / chars;
+            k++;
+        }
+        if (line <= prev_line)
+            return orthros_jr_fail(&r, "line", "%lld after line %lld (the records follow the tasks file)", (long long)line,
+                                   (long long)prev_line);
+        prev_line = line;
+        if ((id = cJSON_GetObjectItemCaseSensitive(q, "id")) && !cJSON_IsString(id)) return orthros_jr_fail(&r, "id", "not a string");
+        if ((rc = orthros_jr_array(&greedy, &r, q, "is_greedy", ORTHROS_JR_REQUIRED)) ||
+            (rc = int_array(&ctx_tok, &n_ctx, &r, q, "ctx_tokens", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = int_array(&cont_tok, &n_cont, &r, q, "cont_tokens", 1, INT_MAX, ORTHROS_JR_REQUIRED)))
+            return rc;
+        if (cJSON_GetArraySize(greedy) != n_choices)
+            return orthros_jr_fail(&r, "is_greedy", "%d values for %d choices", cJSON_GetArraySize(greedy), n_choices);
+        k = 0;
+        cJSON_ArrayForEach(e, greedy)
+        {
+            if (!cJSON_IsBool(e)) return orthros_jr_fail(&r, "is_greedy", "item %d is not true or false", k);
+            k++;
+        }
+        if (n_ctx != (per_choice_ctx ? n_choices : 1))
+            return orthros_jr_fail(&r, "ctx_tokens", "%lld contexts for %d choices (%s)", (long long)n_ctx, n_choices,
+                                   per_choice_ctx ? "winogrande: one a choice" : "one, shared");
+        if (n_cont != n_choices)
+            return orthros_jr_fail(&r, "cont_tokens", "%lld lengths for %d choices", (long long)n_cont, n_choices);
+        int64_t ctx_len[MAXC], len;
+        k = 0;
+        cJSON_ArrayForEach(e, ctx_tok) ctx_len[k++] = (int64_t)e->valuedouble;
+        k = 0;
+        cJSON_ArrayForEach(e, cont_tok)
+        {
+            len = ctx_len[per_choice_ctx ? k : 0] + (int64_t)e->valuedouble;
+            if (len > longest) longest = len;
             k++;
         }
         if ((rc = orthros_jr_int(&gold, &r, q, "gold", 0, n_choices - 1, ORTHROS_JR_REQUIRED)) ||
@@ -337,6 +629,9 @@ static int read_mc(orthros_eval_cell *c, orthros_jr *j, const cJSON *o, const cJ
     }
     orthros_jr_pop(&r, at);
     if (i != c->n) return orthros_jr_fail(j, "records", "%d records for %lld questions", i, (long long)c->n);
+    if (longest != c->ctx)
+        return orthros_jr_fail(j, "ctx", "%d, but the records' longest request (context and continuation) is %lld tokens",
+                               c->ctx, (long long)longest);
     if (acc != c->correct) return orthros_jr_fail(j, "correct", "%lld, but %lld records are right", (long long)c->correct, (long long)acc);
     if (acc_norm != c->correct_norm)
         return orthros_jr_fail(j, "correct_norm", "%lld, but %lld records are right by acc_norm", (long long)c->correct_norm,
@@ -350,7 +645,7 @@ static int read_accuracy(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
     int rc;
     int64_t samples = 0, sc = 0;
     if ((rc = orthros_jr_int(&samples, j, o, "samples", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
-        (rc = orthros_jr_int(&sc, j, o, "samples_correct", 0, samples, 0)) ||
+        (rc = orthros_jr_int(&sc, j, o, "samples_correct", 0, samples, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_int(&c->n, j, o, "n", 1, INT64_MAX / 2, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_int(&c->correct, j, o, "correct", 0, c->n, ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_num(&c->accuracy, j, o, "accuracy", 0, 1, ORTHROS_JR_REQUIRED)) ||
@@ -367,7 +662,6 @@ static int read_accuracy(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
     }
     if (fabs(c->accuracy - (double)c->correct / (double)c->n) > 1e-9)
         return orthros_jr_fail(j, "accuracy", "is not correct / n");
-    if (!strcmp(c->task, "recall") && (rc = read_squad(c, j, o))) return rc;
     if (c->ci_lo > c->accuracy + 1e-12 || c->ci_hi < c->accuracy - 1e-12)
         return orthros_jr_fail(j, "ci95_lo", "the interval does not hold the accuracy");
     c->samples = (int)samples, c->samples_correct = (int)sc;
@@ -446,15 +740,17 @@ static int read_cell(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
     if (a < 0)
         return orthros_jr_fail(j, "task", "\"%s\" is not niah, mqar, ruler_niah, ruler_vt, ruler_cwe, recall, ppl or mc",
                                c->task);
-    if ((rc = orthros_jr_string(c->variant, sizeof c->variant, j, o, "variant", 0)) ||
+    if ((rc = orthros_jr_string(c->variant, sizeof c->variant, j, o, "variant", ORTHROS_JR_REQUIRED)) ||
         (rc = orthros_jr_string(c->needle, sizeof c->needle, j, o, "needle", !strcmp(c->task, "ruler_niah") ? ORTHROS_JR_REQUIRED : 0)) ||
         (rc = orthros_jr_string(c->arch, sizeof c->arch, j, o, "arch", ORTHROS_JR_REQUIRED)) ||
-        (rc = orthros_jr_int(&ctx, j, o, "ctx", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_int(&ctx, j, o, "ctx", orthros_eval_is_ppl(c->task) ? 2 : 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
         (axes[a].x && (rc = orthros_jr_int(&x, j, o, axes[a].x, axes[a].lo, axes[a].hi, ORTHROS_JR_REQUIRED))) ||
-        (rc = orthros_jr_num(&c->elapsed_s, j, o, "elapsed_s", 0, 1e300, ORTHROS_JR_NULL_NAN)) ||
-        (rc = orthros_jr_array(&rec, j, o, "records", 0)))
+        (rc = orthros_jr_num(&c->elapsed_s, j, o, "elapsed_s", 0, 1e300, ORTHROS_JR_REQUIRED)) ||
+        (rc = orthros_jr_array(&rec, j, o, "records", ORTHROS_JR_REQUIRED)))
         return rc;
-    if (!c->arch[0]) return orthros_jr_fail(j, "arch", "empty");
+    if (!variant_ok(c->task, c->variant))
+        return orthros_jr_fail(j, "variant", "\"%s\" is not a variant of %s", c->variant, c->task);
+    if (!arch_known(c->arch)) return orthros_jr_fail(j, "arch", "\"%s\" is not an architecture", c->arch);
     c->ctx = (int)ctx, c->axis = (int)x;
     if (!strcmp(c->task, "ruler_niah") && strcmp(c->needle, "words") && strcmp(c->needle, "numbers") && strcmp(c->needle, "uuids"))
         return orthros_jr_fail(j, "needle", "\"%s\" is not words, numbers or uuids", c->needle);
@@ -464,12 +760,26 @@ static int read_cell(orthros_eval_cell *c, orthros_jr *j, const cJSON *o)
         if (!cJSON_IsObject(r)) return orthros_jr_fail(j, "records", "item %d is not an object", i);
         i++;
     }
+    if (i == 0) return orthros_jr_fail(j, "records", "empty");
     if ((rc = orthros_eval_is_ppl(c->task) ? read_ppl(c, j, o, rec)
               : orthros_eval_is_mc(c->task)  ? read_mc(c, j, o, rec)
                                              : read_accuracy(c, j, o)))
         return rc;
+    if (!orthros_eval_is_ppl(c->task) && !orthros_eval_is_mc(c->task)) {
+        int squad;
+        if ((rc = has_squad(&squad, j, c, o)) || (rc = read_accuracy_records(c, j, rec, squad)) ||
+            (squad && (rc = read_squad(c, j, o, rec))))
+            return rc;
+    }
     if (rec && !(c->records = cJSON_Duplicate(rec, 1))) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     return 0;
+}
+
+/* A text that is the same for two cells exactly when they are the same cell (task, arch, ctx and axis): for sets of
+ * cells. \x1f cannot occur in a string a reader accepts (control characters are refused). */
+static void cell_set_key(char *out, size_t n, const orthros_eval_cell *c)
+{
+    snprintf(out, n, "%s\x1f%s\x1f%d\x1f%d", c->task, c->arch, c->ctx, c->axis);
 }
 
 static int from_json(orthros_eval_file *f, const cJSON *root, const char *name)
@@ -495,23 +805,27 @@ static int from_json(orthros_eval_file *f, const cJSON *root, const char *name)
     if ((rc = orthros_jr_array(&cells, &j, root, "cells", ORTHROS_JR_REQUIRED))) return rc;
     orthros_jr_push_key(&j, "cells");
     int i = 0;
+    /* A cell twice (its task, arch, ctx and axis) is found through a set of their keys, in time linear in the cells. */
+    orthros_keyset seen;
+    orthros_keyset_init(&seen);
     cJSON_ArrayForEach(e, cells)
     {
         orthros_eval_cell c;
+        char key[ORTHROS_NAME_MAX + 64];
         size_t at2 = orthros_jr_push_index(&j, i++);
-        if ((rc = read_cell(&c, &j, e))) return rc;
-        if (orthros_eval_file_find(f, c.arch, c.ctx, c.axis) && !strcmp(c.task, f->cfg.task)) {
+        if ((rc = read_cell(&c, &j, e))) break;
+        cell_set_key(key, sizeof key, &c);
+        if ((rc = orthros_keyset_add(&seen, key)) > 0)
+            rc = orthros_jr_fail(&j, NULL, "the cell %s ctx %d %s %d appears twice", c.arch, c.ctx,
+                                 orthros_eval_axis_name(c.task) ? orthros_eval_axis_name(c.task) : "x", c.axis);
+        if (rc || (rc = orthros_eval_file_add(f, &c))) {
             cJSON_Delete(c.records);
-            return orthros_jr_fail(&j, NULL, "the cell %s ctx %d %s %d appears twice", c.arch, c.ctx,
-                                   orthros_eval_axis_name(c.task) ? orthros_eval_axis_name(c.task) : "x", c.axis);
-        }
-        if ((rc = orthros_eval_file_add(f, &c))) {
-            cJSON_Delete(c.records);
-            return rc;
+            break;
         }
         orthros_jr_pop(&j, at2);
     }
-    return 0;
+    orthros_keyset_free(&seen);
+    return rc;
 }
 
 /* ---- writing ---- */
@@ -621,12 +935,24 @@ static int type_same_config(const void *old, const char *old_name, const void *n
                                           &((const orthros_eval_file *)now)->cfg, now_name);
 }
 
-/* --resume keeps every cell. */
+/* --resume keeps every cell that now lacks (found through a set of its cells' keys). */
 static int type_keep_cells(void *now, void *old)
 {
-    orthros_eval_file *o = old;
+    orthros_eval_file *f = now, *o = old;
+    orthros_keyset have;
+    char key[ORTHROS_NAME_MAX + 64];
     int rc = 0;
-    for (size_t i = 0; i < o->n_cells && !rc; i++) rc = orthros_eval_file_add(now, &o->cells[i]);
+    orthros_keyset_init(&have);
+    for (size_t k = 0; k < f->n_cells && !rc; k++) {
+        cell_set_key(key, sizeof key, &f->cells[k]);
+        int added = orthros_keyset_add(&have, key);
+        if (added < 0) rc = added;
+    }
+    for (size_t i = 0; i < o->n_cells && !rc; i++) {
+        cell_set_key(key, sizeof key, &o->cells[i]);
+        if (!orthros_keyset_has(&have, key)) rc = orthros_eval_file_add(f, &o->cells[i]);
+    }
+    orthros_keyset_free(&have);
     return rc;
 }
 

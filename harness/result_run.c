@@ -40,8 +40,49 @@ done:
     return rc;
 }
 
+int orthros_result_run_lock(orthros_result_run *r)
+{
+    int rc = orthros_result_lock_take(&r->lock, r->path, r->wait);
+    r->locked = !rc;
+    return rc;
+}
+
+void orthros_result_run_close(orthros_result_run *r)
+{
+    if (r->locked) orthros_result_lock_release(&r->lock);
+    r->locked = 0;
+}
+
+/* --resume, right before a rewrite (under the lock): the cells of the file now at r->path that a resume keeps and
+ * r->file lacks are added to it, so that nothing another writer put there since it was read is lost. */
+static int merge_disk(orthros_result_run *r)
+{
+    const orthros_result_type *t = r->type;
+    if (!strcmp(r->path, "-")) return 0;
+    void *old = calloc(1, t->size);
+    int rc, exists = 0;
+    if (!old) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    t->init(old);
+    if ((rc = orthros_result_read_file(t, old, r->path, 1, &exists))) {
+        orthros_error(rc, "%s changed during the run and no longer reads, so it is not rewritten: %s", r->path,
+                      orthros_last_error());
+    } else if (exists && ((rc = t->same_config(old, r->path, r->file, "this run")) ||
+                          (rc = orthros_result_same_code(t->hdr(old), *t->header(old), *t->header(r->file), r->path)))) {
+        orthros_error(rc, "%s changed during the run (another writer), so it is not rewritten: %s", r->path,
+                      orthros_last_error());
+    } else if (exists) {
+        rc = t->keep_cells(r->file, old);
+    }
+    t->free(old);
+    free(old);
+    return rc;
+}
+
 int orthros_result_run_save(orthros_result_run *r, int final)
 {
+    int rc;
+    if (r->resume && (rc = merge_disk(r))) return rc;
+    if (r->prepare && (rc = r->prepare(r->file, r->prepare_arg))) return rc;
     if (r->existed && !r->measured && !r->force && !r->resume) {
         if (final) fprintf(stderr, "%s: %s; %s left as it was\n", r->cmd, r->nothing, r->path);
         return 0;

@@ -78,8 +78,9 @@ typedef struct {
     orthros_result_header *(*hdr)(void *f);
     cJSON **(*header)(void *f);
     /* For --resume: 0 when a file of configuration `old` can be resumed by a run of configuration `now`, else
-     * ORTHROS_EINVAL naming the first field that differs; and the cells of `old` such a run keeps, moved to `now`
-     * (taking their buffers). */
+     * ORTHROS_EINVAL naming the first field that differs; and the cells of `old` such a run keeps that `now` does not
+     * hold yet, moved to `now` (taking their buffers): at the start, and before each rewrite, where another writer
+     * may have added cells (result_run.h). */
     int (*same_config)(const void *old, const char *old_name, const void *now, const char *now_name);
     int (*keep_cells)(void *now, void *old);
 } orthros_result_type;

@@ -12,6 +12,7 @@
 #include "options.h"
 #include "result_bench.h"
 #include "result_eval.h"
+#include "scripts.h"
 #include "util.h"
 
 #include <errno.h>
@@ -447,10 +448,18 @@ static void y_extent(const series_list *l, double *lo, double *hi, double scale)
         }
 }
 
-/* Reads a script of the plots/ folder into m. */
+/* Reads a script into m: from the folder dir, or the copy compiled into the binary when dir is NULL. */
 static int append_script(FILE *m, const char *dir, const char *name)
 {
     char *path = NULL, *text = NULL;
+    if (!dir) {
+        size_t len = 0;
+        const char *s = orthros_plot_embedded_script(name, &len);
+        if (!s) return orthros_error(ORTHROS_EIO, "%s: no such script compiled into this binary", name);
+        fwrite(s, 1, len, m);
+        fputc('\n', m);
+        return 0;
+    }
     if (asprintf(&path, "%s/%s", dir, name) < 0) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     int rc = orthros_read_file(&text, NULL, path, (size_t)1 << 20, NULL);
     if (rc) orthros_error(rc, "%s (--scripts names the folder of the gnuplot scripts)", orthros_last_error());
@@ -1202,27 +1211,6 @@ done:
     return rc;
 }
 
-/* The plots/ folder of the source tree the binary was built in (BUILD/orthros -> BUILD/../plots), else
- * ./plots. */
-static const char *default_scripts_dir(char *buf, size_t n)
-{
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(buf, n, "%s/../plots", exe);
-            char probe[4300];
-            snprintf(probe, sizeof probe, "%s/common.gp", buf);
-            struct stat sb;
-            if (stat(probe, &sb) == 0) return buf;
-        }
-    }
-    return "plots";
-}
-
 /* "png,svg,pdf" -> a mask of formats. */
 static int parse_formats(unsigned *mask, const char *s)
 {
@@ -1266,20 +1254,20 @@ int orthros_cmd_plot(int argc, char **argv)
     orthros_cmd_add(&c, "out", ORTHROS_OPT_STR, &o.out_dir, "DIR", "output folder, created when absent (required)");
     orthros_cmd_add(&c, "format", ORTHROS_OPT_STR, &format, "LIST", "png, svg, pdf, or a comma-separated list (default png)");
     orthros_cmd_add(&c, "scripts", ORTHROS_OPT_STR, &o.scripts_dir, "DIR",
-                    "the folder of gnuplot scripts (default $ORTHROS_PLOTS_DIR, else the source tree's plots/)");
+                    "take the gnuplot scripts from DIR (default $ORTHROS_PLOTS_DIR, else the copies compiled into this "
+                    "binary from plots/)");
     orthros_cmd_add(&c, "gnuplot", ORTHROS_OPT_STR, &o.gnuplot, "PROG", "the gnuplot program (default $ORTHROS_GNUPLOT, else gnuplot)");
     int pr = orthros_cmd_parse(&c, argc, argv);
     if (pr >= 0) return pr;
     if (!c.n_pos || !o.out_dir) return orthros_cmd_usage(&c, "need result files and --out DIR (see --help)");
     if (parse_formats(&o.formats, format)) return orthros_cmd_usage(&c, "--format takes png, svg, pdf or a list of them (got \"%s\")", format);
     if (!o.scripts_dir) o.scripts_dir = getenv("ORTHROS_PLOTS_DIR");
-    char found[4200];
-    if (!o.scripts_dir) o.scripts_dir = default_scripts_dir(found, sizeof found);
+    if (o.scripts_dir && !*o.scripts_dir) o.scripts_dir = NULL; /* ORTHROS_PLOTS_DIR= : the compiled-in scripts */
     if (!o.gnuplot) o.gnuplot = getenv("ORTHROS_GNUPLOT");
     if (!o.gnuplot) o.gnuplot = "gnuplot";
     /* The output folder is gnuplot's working folder: the scripts' path must not be relative to ours. */
     char scripts_abs[4200];
-    if (o.scripts_dir[0] != '/' && realpath(o.scripts_dir, scripts_abs)) o.scripts_dir = scripts_abs;
+    if (o.scripts_dir && o.scripts_dir[0] != '/' && realpath(o.scripts_dir, scripts_abs)) o.scripts_dir = scripts_abs;
     int made = 0, rc = orthros_plot_run(&made, c.pos, (size_t)c.n_pos, &o);
     if (rc) return orthros_cmd_fail(cmd, rc);
     fprintf(stderr, "plot: %d figure%s in %s\n", made, made == 1 ? "" : "s", o.out_dir);

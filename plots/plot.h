@@ -16,7 +16,7 @@ extern const char *const orthros_plot_figure_names[ORTHROS_PLOT_FIGURES];
 typedef struct {
     const char *out_dir;     /* created when absent */
     unsigned formats;        /* a mask of 1 << (0 png, 1 svg, 2 pdf) */
-    const char *scripts_dir; /* the plots/ folder holding the .gp scripts */
+    const char *scripts_dir; /* a folder holding the .gp scripts; NULL: those compiled in (plots/scripts.h) */
     const char *gnuplot;     /* the gnuplot program (PATH is searched) */
 } orthros_plot_opts;
 

@@ -176,7 +176,7 @@ static int is_launch_var(const char *kv)
 {
     static const char *const names[] = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=",
                                         "MASTER_PORT=", "NCCL_NVLS_ENABLE=", "ORTHROS_TP_PORT=",
-                                        "TORCHELASTIC_USE_AGENT_STORE=", "OMPI_COMM_WORLD_"};
+                                        "TORCHELASTIC_USE_AGENT_STORE=", "OMPI_COMM_WORLD_", "ORTHROS_TP_LAUNCHER_PID="};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strncmp(kv, names[i], strlen(names[i]))) return 1;
     return 0;
@@ -195,8 +195,8 @@ static int launch(char **argv, int world_size)
     }
     size_t n_env = 0;
     while (environ[n_env]) n_env++;
-    char **envp = calloc(n_env + 8, sizeof *envp);
-    char vars[7][64];
+    char **envp = calloc(n_env + 9, sizeof *envp);
+    char vars[8][64];
     if (!envp) {
         fprintf(stderr, "orthros: error: out of memory\n");
         return 1;
@@ -219,7 +219,9 @@ static int launch(char **argv, int world_size)
         snprintf(vars[4], sizeof vars[4], "MASTER_ADDR=127.0.0.1");
         snprintf(vars[5], sizeof vars[5], "MASTER_PORT=%d", port);
         snprintf(vars[6], sizeof vars[6], "NCCL_NVLS_ENABLE=0");
-        for (int v = 0; v < 7; v++) envp[k++] = vars[v];
+        /* The ranks die with this process (engine/tp_heartbeat.c), not left running when it is killed. */
+        snprintf(vars[7], sizeof vars[7], "ORTHROS_TP_LAUNCHER_PID=%ld", (long)getpid());
+        for (int v = 0; v < 8; v++) envp[k++] = vars[v];
         envp[k] = NULL;
         int err = posix_spawn(&pids[r], "/proc/self/exe", NULL, NULL, argv, envp);
         if (err) {
@@ -249,7 +251,8 @@ static int launch(char **argv, int world_size)
             if (stopping || (!codes[r] && r > 0)) continue;
             if (codes[r] && first_fail < 0) first_fail = r;
             if (r > 0 || !WIFEXITED(st)) {
-                if (remaining)
+                /* A rank that exits has said why on its own line; one killed by a signal could not. */
+                if (remaining && !WIFEXITED(st))
                     fprintf(stderr, "orthros: rank %d exited with status %d; stopping the other ranks\n", r, codes[r]);
                 for (int q = 0; q < started; q++)
                     if (!done[q]) kill(pids[q], SIGTERM);

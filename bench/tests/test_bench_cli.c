@@ -7,7 +7,10 @@
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +200,111 @@ static void tp_world(const char *json, const char *log)
     printf("--tp 2: environment.world_size 2, two ranks, resumed\n");
 }
 
+
+static time_t mtime_of(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? sb.st_mtime * 1000000000L + sb.st_mtim.tv_nsec : 0;
+}
+
+/* Two writers of one file (issue 23: two bench --resume runs at once both exited 0 and the file kept only the second
+ * run's cells). A second run is refused with one line while the first holds the file, or waits for it with --wait
+ * and then keeps every cell; and a cell another writer put into the file during a --resume run (one that took no
+ * lock, as an older binary) is merged before the run's next rename, not overwritten. */
+static void concurrent_writers(const char *json, const char *log)
+{
+    char log2[600], log3[600];
+    snprintf(log2, sizeof log2, "%s.b", log);
+    snprintf(log3, sizeof log3, "%s.c", log);
+    char *a[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer,orthros", "--ctx",
+                 "256,512,1024,2048", "--phase", "prefill", "--reps", "3", "--max-reps", "3", "--json", (char *)json,
+                 "--resume", NULL};
+    char *w[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer,orthros", "--ctx",
+                 "256,512,1024,2048", "--phase", "prefill", "--reps", "3", "--max-reps", "3", "--json", (char *)json,
+                 "--resume", "--wait", NULL};
+    unlink(json);
+    pid_t first = tu_spawn(a, log);
+    int held = 0;
+    for (int i = 0; i < 30000 && !held; i++) { /* the first run locks before it loads anything */
+        usleep(1000);
+        held = tu_lock_held(json);
+    }
+    CHECK(held, "the first run never held the lock of %s", json);
+    /* The second run is refused at once, with one line naming the file and the first run's pid. */
+    time_t t0 = time(NULL);
+    int rc = tu_run(a, log2);
+    char *err = tu_slurp(log2, NULL), pid_text[32];
+    snprintf(pid_text, sizeof pid_text, "pid %ld", (long)first);
+    int lines = 0;
+    for (const char *p = err; p && *p; p++) lines += *p == '\n';
+    CHECK(rc == 1 && lines == 1 && err && strstr(err, "is being written by another run") && strstr(err, pid_text) &&
+              strstr(err, "--wait"),
+          "a second writer: exit %d, %d lines: %s", rc, lines, err ? err : "");
+    CHECK(time(NULL) - t0 < 10, "the refusal took %ld s", (long)(time(NULL) - t0));
+    if (err) printf("second writer: %s", err);
+    free(err);
+    /* A third with --wait waits for the first, then keeps what it measured (nothing is left to run). */
+    pid_t third = tu_spawn(w, log3);
+    int st1 = -1, st3 = -1;
+    waitpid(first, &st1, 0);
+    waitpid(third, &st3, 0);
+    CHECK(WIFEXITED(st1) && WEXITSTATUS(st1) == 0, "the first run failed (see %s)", log);
+    CHECK(WIFEXITED(st3) && WEXITSTATUS(st3) == 0 && tu_log_has(log3, "waiting for it") && tu_log_has(log3, "already in"),
+          "the waiting run failed or did not wait (see %s)", log3);
+    cJSON *r = tu_load_json(json);
+    CHECK(r && count_measured(r) == 8, "after two writers the file holds %d of 8 cells", r ? count_measured(r) : -1);
+    if (r) validate(r, "the file of two writers");
+    printf("two writers: the second refused, the third waited; %d of 8 cells kept\n", r ? count_measured(r) : 0);
+
+    /* A writer without the lock adds a cell while a --resume run goes on: the run's next save merges it. The cell is
+     * the 2048-token orthros cell of the file just made, put into the new run's file after its first save; the run
+     * then keeps it (it is in the file) instead of measuring it. */
+    cJSON *injected = NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(r, "measurements"))
+        if (cJSON_GetObjectItem(m, "ctx")->valueint == 2048 && !strcmp(cJSON_GetObjectItem(m, "arch")->valuestring, "orthros"))
+            injected = cJSON_Duplicate(m, 1);
+    CHECK(injected != NULL, "no 2048-token orthros cell to inject");
+    unlink(json);
+    pid_t run = tu_spawn(a, log);
+    time_t seen = 0;
+    cJSON *f = NULL;
+    for (int i = 0; i < 30000 && !f; i++) { /* its first save (the 256-token group) */
+        usleep(10000);
+        cJSON *p = tu_load_json(json);
+        if (p && count_measured(p) >= 1) f = p, seen = mtime_of(json);
+        else cJSON_Delete(p);
+    }
+    CHECK(f != NULL, "the run wrote nothing");
+    if (f && injected) {
+        cJSON *meas = cJSON_GetObjectItem(f, "measurements");
+        while (cJSON_GetArraySize(meas)) cJSON_DeleteItemFromArray(meas, 0);
+        cJSON_AddItemToArray(meas, cJSON_Duplicate(injected, 1));
+        /* Written as a writer does (a temporary file renamed over it), only if the run has not saved again since. */
+        char tmp[700];
+        snprintf(tmp, sizeof tmp, "%s.other", json);
+        tu_write_json(tmp, f);
+        CHECK(mtime_of(json) == seen, "the run saved again before the injection (a loaded machine): the test is void");
+        CHECK(rename(tmp, json) == 0, "rename the injected file");
+    }
+    int st = -1;
+    waitpid(run, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the run with an injected cell failed (see %s)", log);
+    cJSON *g = tu_load_json(json);
+    const cJSON *kept = NULL;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(g, "measurements"))
+        if (cJSON_GetObjectItem(m, "ctx")->valueint == 2048 && !strcmp(cJSON_GetObjectItem(m, "arch")->valuestring, "orthros"))
+            kept = m;
+    CHECK(g && count_measured(g) == 8, "the merged file holds %d of 8 cells", g ? count_measured(g) : -1);
+    CHECK(kept && injected && cJSON_Compare(cJSON_GetObjectItem(kept, "samples"), cJSON_GetObjectItem(injected, "samples"), 1),
+          "the injected cell was overwritten, not merged");
+    printf("a cell written by another writer during a --resume run: %s\n", kept ? "merged and kept" : "lost");
+    cJSON_Delete(g);
+    cJSON_Delete(f);
+    cJSON_Delete(injected);
+    cJSON_Delete(r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -234,6 +342,7 @@ int main(int argc, char **argv)
     cJSON_Delete(r);
 
     tp_world(json, log);
+    concurrent_writers(json, log);
 
     /* 2. A cell that cannot fit is skipped up front; the sweep goes on. */
     char *a2[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer", "--ctx",

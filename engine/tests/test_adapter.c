@@ -234,6 +234,21 @@ static orthros_model_config config_of(const char *dir)
     return c;
 }
 
+/* orthros_model_spec_config of an adapter directory is its base's (what eval ruler checks --ctx against before it
+ * builds a sample): the adapter's own config.json is not a model's. */
+static void expect_spec_config(const char *label, const char *adir, const char *base)
+{
+    orthros_model_config a, b;
+    int ra = orthros_model_spec_config(&a, adir);
+    CHECK(ra == 0, "%s: the adapter directory's config: %s", label, orthros_last_error());
+    int rb = orthros_model_spec_config(&b, base);
+    CHECK(rb == 0, "%s: the base's config: %s", label, orthros_last_error());
+    CHECK(!ra && !rb && a.max_pos > 0 && a.max_pos == b.max_pos && a.n_layers == b.n_layers && a.d_model == b.d_model &&
+              a.vocab == b.vocab,
+          "%s: the adapter directory's config (max_pos %d, %d layers) is not its base's (%d, %d)", label, a.max_pos,
+          a.n_layers, b.max_pos, b.n_layers);
+}
+
 /* `orthros export` of a spec to a fresh folder (f32). */
 static char *export_of(const char *name, const char *spec, const char *seed)
 {
@@ -301,6 +316,7 @@ static void test_merge(orthros_dtype dt, const char *dtname)
     snprintf(label, sizeof label, "adapter dir, %s deltas on every weight", dtname);
     expect_same(label, adir, NULL, ref, NULL, NULL);
     expect_same(label, adir, NULL, ref, NULL, "orthros");
+    expect_spec_config(label, adir, tiny);
     snprintf(file, sizeof file, "%s/adapter.safetensors", adir);
     snprintf(label, sizeof label, "--adapter FILE, %s deltas", dtname);
     expect_same(label, tiny, file, ref, NULL, "hybrid");
@@ -341,6 +357,7 @@ static void test_gguf_base(void)
     char *adir = adapter_dir("gguf-base", gguf, NULL, NULL, NULL, &ad, ORTHROS_DTYPE_F32, "{\"lora_alpha\": \"3\"}");
     char *ref = merged_checkpoint("gguf-base-ref", exp, &ad, 3.0, NULL, NULL);
     expect_same("GGUF base (Q4_1), q/k/gate deltas", adir, NULL, ref, NULL, NULL);
+    expect_spec_config("GGUF base", adir, gguf);
     /* Feature maps from the adapter give a GGUF base a hedgehog schedule. */
     tset fm = {0};
     char name[128];

@@ -93,6 +93,34 @@ static char *valid_case(const char *name, const orthros_model_config *c)
     return dir;
 }
 
+/* A checkpoint in dtype whose tensor `tensor` holds `bits` (an F32 or BF16 NaN or infinity) at element `at`. */
+static char *nonfinite_case(const char *name, orthros_dtype dtype, const char *tensor, size_t at, uint32_t bits)
+{
+    char *dir = subdir(name), path[4300];
+    orthros_model_config c = small_cfg();
+    CHECK(tu_write_checkpoint(dir, &c, 3, dtype, 0) == 0, "write checkpoint %s", name);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    size_t len = 0;
+    unsigned char *f = (unsigned char *)tu_slurp(path, &len);
+    uint64_t hlen = 0;
+    for (int i = 0; f && len >= 8 && i < 8; i++) hlen |= (uint64_t)f[i] << (8 * i);
+    cJSON *h = f && 8 + hlen <= len ? cJSON_ParseWithLength((const char *)f + 8, (size_t)hlen) : NULL;
+    const cJSON *off = cJSON_GetObjectItem(cJSON_GetObjectItem(h, tensor), "data_offsets");
+    size_t esz = dtype == ORTHROS_DTYPE_F32 ? 4 : 2, pos = 8 + (size_t)hlen + (off ? (size_t)cJSON_GetArrayItem(off, 0)->valuedouble : 0) + at * esz;
+    CHECK(off && pos + esz <= len, "%s: no tensor %s to change", name, tensor);
+    if (off && pos + esz <= len) {
+        for (size_t i = 0; i < esz; i++) f[pos + i] = (unsigned char)(bits >> (8 * i));
+        FILE *o = fopen(path, "wb");
+        if (o) {
+            fwrite(f, 1, len, o);
+            fclose(o);
+        }
+    }
+    cJSON_Delete(h);
+    free(f);
+    return dir;
+}
+
 static void set_config(const char *dir, const char *text)
 {
     char path[4300];
@@ -446,6 +474,13 @@ int main(int argc, char **argv)
     set_config(d, t);
     free(t);
     expect_model_error("missing tensor", d, "missing tensor model.layers.2.", NULL);
+    free(d);
+    /* Non-finite weights: every logit was NaN (generate picked token 0, exit 0); refused naming the tensor. */
+    d = nonfinite_case("nan-f32", ORTHROS_DTYPE_F32, "model.layers.1.mlp.up_proj.weight", 5, 0x7fc00000u);
+    expect_model_error("a NaN weight (F32)", d, "tensor model.layers.1.mlp.up_proj.weight: element 5 is nan", "nan-f32: ");
+    free(d);
+    d = nonfinite_case("inf-bf16", ORTHROS_DTYPE_BF16, "model.norm.weight", 0, 0xff80u);
+    expect_model_error("an infinite norm (BF16)", d, "tensor model.norm.weight: element 0 is -inf", "weights must be finite");
     free(d);
     d = valid_case("hedgehog", &c);
     t = tu_config_json(&c, "{\"architecture\": \"orthros\", \"feature_map\": \"hedgehog\", \"feature_dim\": 8}");

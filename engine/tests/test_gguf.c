@@ -21,10 +21,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *bin, *repo;
 static char *tmp;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* ---- a GGUF writer ---- */
 
@@ -339,20 +347,23 @@ static void check_tiny_q41(void)
 
 /* ---- a tokenizer in GGUF metadata ---- */
 
+/* The token string of byte b in GPT-2's byte-level alphabet (UTF-8, NUL-terminated, static). */
+static const char *byte_token(int b)
+{
+    static char store[256][4];
+    int cp = ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174) ? b
+             : 256 + (b <= 32 ? b : b <= 160 ? 33 + (b - 127) : 67);
+    if (cp < 0x80) store[b][0] = (char)cp, store[b][1] = 0;
+    else store[b][0] = (char)(0xc0 | cp >> 6), store[b][1] = (char)(0x80 | (cp & 0x3f)), store[b][2] = 0;
+    return store[b];
+}
+
 /* The 256 byte tokens in GPT-2's alphabet, then merges' results, then one control token. */
 static void tokenizer_meta(gw *w, const char *model, const char *pre, const char *bad_merge)
 {
-    static char store[256][4];
     const char *toks[262];
     int32_t types[262];
-    for (int b = 0; b < 256; b++) {
-        int cp = ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174) ? b
-                 : 256 + (b <= 32 ? b : b <= 160 ? 33 + (b - 127) : 67);
-        if (cp < 0x80) store[b][0] = (char)cp, store[b][1] = 0;
-        else store[b][0] = (char)(0xc0 | cp >> 6), store[b][1] = (char)(0x80 | (cp & 0x3f)), store[b][2] = 0;
-        toks[b] = store[b];
-        types[b] = 1;
-    }
+    for (int b = 0; b < 256; b++) toks[b] = byte_token(b), types[b] = 1;
     toks[256] = "ab", toks[257] = "\xc4\xa0" "a", toks[258] = "\xc4\xa0" "ab", toks[259] = "<|end|>";
     toks[260] = "aa", toks[261] = "12";
     for (int i = 256; i < 262; i++) types[i] = i == 259 ? 3 : 1;
@@ -404,6 +415,180 @@ static void check_gguf_tokenizer(void)
     }
 }
 
+/* A byte-level BPE tokenizer in GGUF metadata: the 256 byte tokens, then extra[n] of types[n] (3: control, a
+ * special token), no merges; pre names the pre-tokenizer (NULL: none). The refusal's code, or 0 with *out. */
+static int tok_from_tokens(orthros_tokenizer **out, const char *const *extra, const int32_t *extra_types, int n,
+                           const char *pre, int byte_tokens)
+{
+    int total = (byte_tokens ? 256 : 0) + n;
+    const char **toks = malloc(sizeof *toks * (size_t)total);
+    int32_t *types = malloc(sizeof *types * (size_t)total);
+    int at = 0;
+    for (int b = 0; byte_tokens && b < 256; b++, at++) toks[at] = byte_token(b), types[at] = 1;
+    for (int i = 0; i < n; i++, at++) toks[at] = extra[i], types[at] = extra_types[i];
+    gw w = {0};
+    gw_str(&w, "tokenizer.ggml.model", "gpt2");
+    /* pre is written with its NUL and what follows it: 14 bytes, "smollm\0garbage". */
+    if (pre) gw_key(&w, "tokenizer.ggml.pre", ORTHROS_GGUF_STRING), put_u64(&w.kv, 14), put(&w.kv, pre, 14);
+    gw_strs(&w, "tokenizer.ggml.tokens", toks, total);
+    gw_i32s(&w, "tokenizer.ggml.token_type", types, total);
+    gw_strs(&w, "tokenizer.ggml.merges", NULL, 0);
+    buf b = gw_finish(&w);
+    orthros_gguf *g = NULL;
+    *out = NULL;
+    int rc = orthros_gguf_parse_buffer(&g, b.p, b.n, "tok.gguf");
+    if (!rc) rc = orthros_tokenizer_from_gguf(out, g);
+    orthros_gguf_free(g);
+    free(b.p);
+    free(toks);
+    free(types);
+    return rc;
+}
+
+/* What leftmost-longest matching of the added tokens gives, written the slow obvious way: at each position the
+ * longest added token that starts there (the first listed on a tie), the text between encoded alone. */
+static int naive_encode(const orthros_tokenizer *t, const char *const *added, const int32_t *ids, int n_added,
+                        const char *text, size_t len, int32_t *out)
+{
+    int n = 0;
+    size_t start = 0, i = 0;
+    while (i <= len) {
+        int best = -1;
+        size_t bl = 0;
+        for (int k = 0; i < len && k < n_added; k++) {
+            size_t l = strlen(added[k]);
+            if (l > bl && l <= len - i && !memcmp(text + i, added[k], l)) best = k, bl = l;
+        }
+        if (best < 0 && i < len) {
+            i++;
+            continue;
+        }
+        int32_t *part = NULL;
+        int np = 0;
+        if (i > start && orthros_tokenizer_encode(t, text + start, i - start, 0, &part, &np)) return -1;
+        if (np) memcpy(out + n, part, sizeof *part * (size_t)np);
+        n += np;
+        free(part);
+        if (best < 0) break;
+        out[n++] = ids[best];
+        i += bl;
+        start = i;
+    }
+    return n;
+}
+
+/* Special tokens: matched in one pass whatever their number (a crafted 49,152-token vocabulary took 25 s over
+ * 100 KB before), the same matches as the obvious scan on random overlapping tokens, and the degenerate
+ * vocabularies refused. */
+static void check_special_tokens(void)
+{
+    /* 50k control tokens sharing the prefix "<|ctl_", and 100 KB of text: 70 KB of "<" (each the first byte of
+     * every token), then near-misses with a match now and then. The old scan took 7 s here. */
+    enum { NSPEC = 50000 };
+    char **names = malloc(sizeof *names * NSPEC);
+    int32_t *types = malloc(sizeof *types * NSPEC);
+    for (int i = 0; i < NSPEC; i++) {
+        names[i] = malloc(24);
+        snprintf(names[i], 24, "<|ctl_%d|>", i);
+        types[i] = 3;
+    }
+    orthros_tokenizer *t = NULL;
+    double t0 = now_s();
+    int rc = tok_from_tokens(&t, (const char *const *)names, types, NSPEC, NULL, 1);
+    double load_s = now_s() - t0;
+    CHECK(rc == 0, "50k special tokens: %s", orthros_last_error());
+    size_t len = 100000, at = 70000;
+    char *text = malloc(len + 32);
+    int want_specials = 0;
+    memset(text, '<', at);
+    for (int k = 0; at < len; k++) {
+        if (k % 50 == 49) at += (size_t)snprintf(text + at, 32, "<|ctl_%d|>", (k * 7919) % NSPEC), want_specials++;
+        else at += (size_t)snprintf(text + at, 32, "<|ctl_%d", k % NSPEC);
+    }
+    len = at;
+    int32_t *ids = NULL;
+    int n = 0;
+    t0 = now_s();
+    rc = t ? orthros_tokenizer_encode(t, text, len, 0, &ids, &n) : -1;
+    double dt = now_s() - t0;
+    int specials = 0;
+    for (int i = 0; i < n; i++) specials += ids[i] >= 256;
+    CHECK(rc == 0 && specials == want_specials, "50k special tokens: %d of %d matched", specials, want_specials);
+    CHECK(dt < 2.0 && load_s < 10.0, "50k special tokens: loading took %.2f s, encoding %zu bytes %.2f s", load_s, len, dt);
+    printf("%d special tokens: loaded in %.3f s, %zu bytes of text encoded in %.3f s (%d tokens, %d special)\n", NSPEC,
+           load_s, len, dt, n, specials);
+    free(ids);
+    free(text);
+    orthros_tokenizer_free(t);
+    for (int i = 0; i < NSPEC; i++) free(names[i]);
+    free(names);
+    free(types);
+
+    /* Random overlapping tokens over a small alphabet, against the obvious scan. */
+    int mismatches = 0, cases = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        static const char alpha[] = "ab<|";
+        char store[12][8];
+        const char *added[12];
+        int32_t ty[12], idv[12];
+        int na = 1 + (int)(orthros_uniform(41, (uint64_t)trial) * 11);
+        for (int k = 0; k < na; k++) {
+            int l = 1 + (int)(orthros_uniform(43, (uint64_t)(trial * 64 + k)) * 5);
+            for (int j = 0; j < l; j++) store[k][j] = alpha[(int)(orthros_uniform(47, (uint64_t)(trial * 4096 + k * 64 + j)) * 4)];
+            store[k][l] = 0;
+            added[k] = store[k];
+            ty[k] = 3;
+        }
+        orthros_tokenizer *tt = NULL;
+        if (tok_from_tokens(&tt, added, ty, na, NULL, 1)) {
+            CHECK(0, "random added tokens: %s", orthros_last_error());
+            continue;
+        }
+        /* An added token's id: the first of its content among the extra tokens, as the loader keeps. */
+        for (int k = 0; k < na; k++) {
+            idv[k] = 256 + k;
+            for (int j = 0; j < k; j++)
+                if (!strcmp(added[j], added[k])) {
+                    idv[k] = idv[j];
+                    break;
+                }
+        }
+        char tx[96];
+        size_t tl = (size_t)(orthros_uniform(53, (uint64_t)trial) * 95);
+        for (size_t j = 0; j < tl; j++) tx[j] = "ab<| c"[(int)(orthros_uniform(59, (uint64_t)trial * 128 + j) * 6)];
+        int32_t *got = NULL, want[200];
+        int ng = 0, nw = naive_encode(tt, added, idv, na, tx, tl, want);
+        orthros_tokenizer_encode(tt, tx, tl, 0, &got, &ng);
+        int same = ng == nw;
+        for (int j = 0; same && j < ng; j++) same = got[j] == want[j];
+        mismatches += !same;
+        cases++;
+        for (int k = 0; k < na; k++)
+            CHECK(orthros_tokenizer_token_id(tt, added[k], strlen(added[k])) == idv[k], "token id of added \"%s\"", added[k]);
+        free(got);
+        orthros_tokenizer_free(tt);
+    }
+    CHECK(mismatches == 0, "random added tokens: %d of %d texts encode unlike the obvious scan", mismatches, cases);
+    printf("random added tokens: %d texts, %d unlike the obvious leftmost-longest scan\n", cases, mismatches);
+
+    /* Every token empty: refused (it read token bytes through a null pointer, and encoded every text to nothing). */
+    const char *empty[300];
+    int32_t ety[300];
+    for (int i = 0; i < 300; i++) empty[i] = "", ety[i] = i % 2 ? 3 : 1;
+    t = NULL;
+    rc = tok_from_tokens(&t, empty, ety, 300, NULL, 0);
+    CHECK(rc == ORTHROS_EFORMAT && !t && strstr(orthros_last_error(), "no token for any single byte"),
+          "a vocabulary of empty tokens: rc %d: %s", rc, orthros_last_error());
+    orthros_tokenizer_free(t);
+    /* A NUL inside a metadata string is not read as the part before it. */
+    t = NULL;
+    rc = tok_from_tokens(&t, NULL, NULL, 0, "smollm\0garbage", 1);
+    CHECK(rc == ORTHROS_EFORMAT && !t && strstr(orthros_last_error(), "tokenizer.ggml.pre") &&
+              strstr(orthros_last_error(), "NUL"),
+          "tokenizer.ggml.pre \"smollm\\0garbage\": rc %d: %s", rc, orthros_last_error());
+    orthros_tokenizer_free(t);
+}
+
 /* ---- malformed files ---- */
 
 static void expect_refusal(const char *label, const char *path, const char *cmd, const char *want)
@@ -440,7 +625,7 @@ static void expect_refusal(const char *label, const char *path, const char *cmd,
 
 enum {
     M_NONE, M_Q5_0, M_SHAPE, M_MISSING, M_ARCH, M_NO_BLOCKS, M_YARN, M_TOK_MODEL, M_TOK_MERGE, M_GOOD_TOK,
-    M_VOCAB_MISMATCH,
+    M_VOCAB_MISMATCH, M_ZERO_NORM, M_INF_ROPE, M_NAN_WEIGHT, M_INF_NORM, M_Q8_INF_SCALE,
 };
 
 /* A small valid model (random F32 weights, tied) with one defect. */
@@ -452,14 +637,23 @@ static buf model_gguf(int defect)
     gw w = {0};
     llama_meta(&w, &c, defect == M_ARCH ? "qwen2" : "llama", defect == M_NO_BLOCKS ? "llama.block_count" : NULL);
     if (defect == M_YARN) gw_str(&w, "llama.rope.scaling.type", "yarn");
-    if (defect >= M_TOK_MODEL && defect <= M_GOOD_TOK)
+    int has_tok = (defect >= M_TOK_MODEL && defect <= M_GOOD_TOK) || defect == M_ZERO_NORM;
+    if (has_tok)
         tokenizer_meta(&w, defect == M_TOK_MODEL ? "llama" : "gpt2", NULL, defect == M_TOK_MERGE ? "a zz" : NULL);
     /* The vocabulary: 256, or the 262 tokens of tokenizer_meta. */
-    size_t D = 64, F = 160, V = defect == M_VOCAB_MISMATCH ? 255 : defect >= M_TOK_MODEL && defect <= M_GOOD_TOK ? 262 : 256;
+    size_t D = 64, F = 160, V = defect == M_VOCAB_MISMATCH ? 255 : has_tok ? 262 : 256;
     float *x = malloc(V * D * sizeof *x);
     tu_random(x, V * D, 3, 0.5f);
     gw_tensor(&w, "token_embd.weight", ORTHROS_GGML_F32, 2, (int64_t[]){64, (int64_t)V}, x, V * D * 4);
-    gw_tensor(&w, "output_norm.weight", ORTHROS_GGML_F32, 1, (int64_t[]){64}, x, D * 4);
+    if (defect == M_INF_ROPE) {
+        /* Per-frequency divisors with an infinite one: that dimension would never rotate. */
+        float f[ORTHROS_MAX_HEAD_DIM / 2];
+        for (int i = 0; i < c.head_dim / 2; i++) f[i] = i == 1 ? INFINITY : 1.0f;
+        gw_tensor(&w, "rope_freqs.weight", ORTHROS_GGML_F32, 1, (int64_t[]){c.head_dim / 2}, f, sizeof(float) * (size_t)(c.head_dim / 2));
+    }
+    /* A zero final norm makes every logit 0, so that greedy decoding picks token 0 (the byte 0x00). */
+    static const float zeros[64];
+    gw_tensor(&w, "output_norm.weight", ORTHROS_GGML_F32, 1, (int64_t[]){64}, defect == M_ZERO_NORM ? zeros : x, D * 4);
     char name[64];
     for (int l = 0; l < 2; l++) {
         static const char *const mats[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
@@ -469,6 +663,27 @@ static buf model_gguf(int defect)
             snprintf(name, sizeof name, "blk.%d.%s.weight", l, mats[k]);
             if (defect == M_MISSING && l == 1 && k == 5) continue;
             if (defect == M_SHAPE && l == 0 && k == 1) rows = 48;
+            if (defect == M_Q8_INF_SCALE && l == 0 && k == 2) {
+                /* Q8_0 blocks of scale 1 and values 1, the third block's scale an f16 infinity: finite bytes that
+                 * dequantise to infinities. */
+                size_t nb = (size_t)(rows * cols / 32);
+                uint8_t *q = calloc(nb, 34);
+                for (size_t b = 0; b < nb; b++) {
+                    q[b * 34] = 0x00, q[b * 34 + 1] = b == 2 ? 0x7c : 0x3c;
+                    memset(q + b * 34 + 2, 1, 32);
+                }
+                gw_tensor(&w, name, ORTHROS_GGML_Q8_0, 2, (int64_t[]){cols, rows}, q, nb * 34);
+                free(q);
+                continue;
+            }
+            if (defect == M_NAN_WEIGHT && l == 1 && k == 5) {
+                float *y = malloc((size_t)(rows * cols) * 4);
+                memcpy(y, x, (size_t)(rows * cols) * 4);
+                y[77] = NAN;
+                gw_tensor(&w, name, ORTHROS_GGML_F32, 2, (int64_t[]){cols, rows}, y, (size_t)(rows * cols) * 4);
+                free(y);
+                continue;
+            }
             if (defect == M_Q5_0 && l == 1 && k == 4) {
                 /* A valid Q5_0 layout (22 bytes per 32 values) that the loader does not dequantise. */
                 gw_tensor(&w, name, 6, 2, (int64_t[]){cols, rows}, x, (size_t)(rows * cols / 32) * 22);
@@ -477,7 +692,10 @@ static buf model_gguf(int defect)
             gw_tensor(&w, name, ORTHROS_GGML_F32, 2, (int64_t[]){cols, rows}, x, (size_t)(rows * cols) * 4);
         }
         snprintf(name, sizeof name, "blk.%d.attn_norm.weight", l);
-        gw_tensor(&w, name, ORTHROS_GGML_F32, 1, (int64_t[]){64}, x, D * 4);
+        float norm[64];
+        memcpy(norm, x, sizeof norm);
+        if (defect == M_INF_NORM && l == 1) norm[63] = -INFINITY;
+        gw_tensor(&w, name, ORTHROS_GGML_F32, 1, (int64_t[]){64}, norm, D * 4);
         snprintf(name, sizeof name, "blk.%d.ffn_norm.weight", l);
         gw_tensor(&w, name, ORTHROS_GGML_F32, 1, (int64_t[]){64}, x, D * 4);
     }
@@ -580,6 +798,11 @@ static void check_malformed(void)
         {M_TOK_MERGE, "tokenize", "merge 5 (\"a\" \"zz\") names a token missing from the vocabulary"},
         {M_VOCAB_MISMATCH, "logits", "tensor token_embd.weight has shape [64, 255], the metadata implies [64, 256]"},
         {M_NONE, "tokenize", "tokenizer.ggml.model is missing"},
+        {M_INF_ROPE, "logits", "rope_freqs.weight[1] = inf is not a positive finite number"},
+        /* Non-finite weights, after dequantisation: every logit was NaN and generate picked token 0, exit 0. */
+        {M_NAN_WEIGHT, "logits", "tensor blk.1.ffn_up.weight: element 77 is nan (weights must be finite)"},
+        {M_INF_NORM, "logits", "tensor blk.1.attn_norm.weight: element 63 is -inf (weights must be finite)"},
+        {M_Q8_INF_SCALE, "logits", "tensor blk.0.attn_v.weight: element 64 is inf (weights must be finite)"},
     };
     for (size_t k = 0; k < sizeof model_cases / sizeof *model_cases; k++) {
         buf b = model_gguf(model_cases[k].defect);
@@ -602,6 +825,95 @@ static void check_malformed(void)
     orthros_tokenizer_free(t);
     free(l);
     free(b.p);
+}
+
+/* ---- work bounded by the input's size ---- */
+
+/* n distinct metadata keys (or n tensor infos of distinct names), then the first one again: the refusal names the
+ * repeated one. Before the name index this took 26 s at 100k keys and 40 minutes at 1M (a pairwise comparison);
+ * the bounds are generous (a sanitizer build on a loaded machine), the printed time is the figure. */
+static void check_many_names(void)
+{
+    static const int counts[] = {100000, 1000000};
+    for (int tensors = 0; tensors < 2; tensors++)
+        for (int k = 0; k < 2; k++) {
+            int n = counts[k];
+            gw w = {0};
+            char name[64];
+            for (int i = 0; i <= n; i++) {
+                snprintf(name, sizeof name, tensors ? "t.%d" : "general.key.%d", i < n ? i : 0);
+                if (tensors) gw_info(&w, name, ORTHROS_GGML_F32, 1, (int64_t[]){8}, 32 * (uint64_t)i);
+                else gw_u32(&w, name, (uint32_t)i);
+            }
+            if (tensors) {
+                /* Each tensor its own 32 bytes, so that the repetition is the only defect. */
+                size_t bytes = 32 * ((size_t)(unsigned)n + 1);
+                uint8_t *zero = calloc(bytes, 1);
+                put(&w.data, zero, bytes);
+                free(zero);
+            }
+            buf b = gw_finish(&w);
+            orthros_gguf *g = NULL;
+            double t0 = now_s();
+            int rc = orthros_gguf_parse_buffer(&g, b.p, b.n, "many.gguf");
+            double dt = now_s() - t0;
+            const char *want = tensors ? "tensor t.0 appears twice" : "metadata key general.key.0 appears twice";
+            CHECK(rc == ORTHROS_EFORMAT && g == NULL && strstr(orthros_last_error(), want),
+                  "%d %s: rc %d: %s", n, tensors ? "tensors" : "keys", rc, orthros_last_error());
+            CHECK(dt < (n > 100000 ? 30.0 : 5.0), "%d %s: the refusal took %.2f s", n, tensors ? "tensors" : "keys", dt);
+            printf("%7d %-7s + 1 repeated (%.1f MB): refused in %.3f s\n", n, tensors ? "tensors" : "keys",
+                   (double)b.n / 1e6, dt);
+            free(b.p);
+        }
+    /* Lookups go through the same index: a file of 100k keys whose last one is looked up. */
+    gw w = {0};
+    char name[64];
+    for (int i = 0; i < 100000; i++) {
+        snprintf(name, sizeof name, "general.key.%d", i);
+        gw_u32(&w, name, (uint32_t)i);
+    }
+    buf b = gw_finish(&w);
+    orthros_gguf *g = NULL;
+    CHECK(orthros_gguf_parse_buffer(&g, b.p, b.n, "many.gguf") == 0, "100k keys: %s", orthros_last_error());
+    int64_t v = -1;
+    CHECK(g && orthros_gguf_get_int(g, "general.key.99999", &v, 1, 0, 1 << 30) == 0 && v == 99999 &&
+              !orthros_gguf_find(g, "general.key.100000") && !orthros_gguf_find_tensor(g, "t"),
+          "100k keys: lookups");
+    orthros_gguf_free(g);
+    free(b.p);
+}
+
+/* Text with NUL bytes through the commands' JSON: tokenize --ids --json and generate's "text" cut it at the first
+ * NUL ({"text":"a"} for "a\0a"); --ids errors named --tokens. */
+static void check_cli_text(void)
+{
+    char path[4300], out[4300], err[4300];
+    buf b = model_gguf(M_ZERO_NORM);
+    snprintf(path, sizeof path, "%s/zero-norm.gguf", tmp);
+    snprintf(out, sizeof out, "%s/cli.out", tmp);
+    snprintf(err, sizeof err, "%s/cli.err", tmp);
+    write_file(path, b.p, b.n);
+    free(b.p);
+    char *tok_argv[] = {(char *)bin, "tokenize", "--model", path, "--ids", "97,0,97,10", "--json", NULL};
+    int st = tu_run_capture(tok_argv, NULL, out, err);
+    char *text = tu_slurp(out, NULL);
+    CHECK(st == 0 && text && !strcmp(text, "{\"text\":\"a\\u0000a\\n\"}\n"), "tokenize --ids 97,0,97,10 --json: status %d: %s",
+          st, text ? text : "");
+    free(text);
+    char *gen_argv[] = {(char *)bin, "generate", "--model", path, "--tokens", "97,98", "--max-new", "3", "--device", "cpu",
+                        NULL};
+    st = tu_run_capture(gen_argv, NULL, out, err);
+    text = tu_slurp(out, NULL);
+    CHECK(st == 0 && text && strstr(text, "{\"generated\":[0,0,0],\"text\":\"\\u0000\\u0000\\u0000\"}"),
+          "generate with a zero final norm: status %d: %s", st, text ? text : "");
+    free(text);
+    char *bad_argv[] = {(char *)bin, "tokenize", "--model", path, "--ids", "1,x", NULL};
+    st = tu_run_capture(bad_argv, NULL, out, err);
+    text = tu_slurp(err, NULL);
+    CHECK(st == 2 && text && strstr(text, "--ids: bad token list") && !strstr(text, "--tokens"),
+          "tokenize --ids 1,x: status %d: %s", st, text ? text : "");
+    free(text);
+    printf("NUL bytes kept in tokenize --json and generate's text; --ids errors name --ids\n");
 }
 
 /* Truncations and mutations of valid files through the fuzz entry: an error or success, never a crash (the
@@ -729,8 +1041,11 @@ int main(int argc, char **argv)
     check_tiny_q41();
     check_fixtures();
     check_gguf_tokenizer();
+    check_special_tokens();
     check_malformed();
     check_export();
+    check_many_names();
+    check_cli_text();
     check_mutations();
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

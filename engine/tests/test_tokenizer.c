@@ -259,6 +259,11 @@ static void check_synthetic(void)
         {"not json", "{\"model\": ", "not valid JSON"},
         {"unigram", "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", "Unigram is not supported"},
         {"no merges", "{\"model\": {\"type\": \"BPE\", \"vocab\": {}}, \"decoder\": {\"type\": \"ByteLevel\"}}", "no vocab object or merges"},
+        /* A few tokens naming an id of millions: a 300-byte file sized a 2M-token vocabulary (a fuzz hang under ASan). */
+        {"a sparse id space",
+         "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"decoder\": {\"type\": \"ByteLevel\"}, "
+         "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 2097152, \"b\": 1}, \"merges\": []}}",
+         "token ids run up to 2097152 for 2 tokens: the id space is too sparse"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         t = tok_json(bad[i].json, &rc);

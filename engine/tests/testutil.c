@@ -2,12 +2,14 @@
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -397,4 +399,16 @@ int tu_log_has(const char *log, const char *needle)
     if (!yes) fprintf(stderr, "log does not say \"%s\":\n%s\n", needle, t ? t : "(none)");
     free(t);
     return yes;
+}
+
+int tu_lock_held(const char *json)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s.lock", json);
+    int fd = open(path, O_RDWR);
+    if (fd < 0) return 0;
+    int held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    if (!held) flock(fd, LOCK_UN);
+    close(fd);
+    return held;
 }

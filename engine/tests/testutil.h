@@ -98,6 +98,8 @@ orthros_arch_opts tu_arch_case_opts(const tu_arch_case *c);
  * chunks of `chunk`; NULL on an error (recorded, as orthros_last_error() says). */
 float *tu_model_logits(orthros_backend *be, const char *spec, const orthros_arch_opts *ao, uint64_t seed,
                        const char *then, const int32_t *tok, int n, int chunk, int *V);
+/* 1 when another process holds the result-file lock of json (flock on json.lock), tried without taking it. */
+int tu_lock_held(const char *json);
 
 /* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
 char *tu_tempdir(void);

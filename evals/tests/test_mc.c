@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "mc.h"
 #include "recall.h"
+#include "result_guard.h"
 #include "schema.h"
 #include "squad.h"
 #include "testutil.h"
@@ -300,6 +301,28 @@ static void test_reader(void)
         {"record", "choice_chars", "[1, 1]", "cells[0].records[0].choice_chars: 2 lengths for 3 choices"},
         {"config", "score", "\"middle\"", "run.config.score: \"middle\" is not decode or prefill"},
         {"config", "layout", "\"mmlu\"", "run.config.layout: \"mmlu\" is not a multiple-choice layout"},
+        /* Every field the writer writes, checked as strictly as the other tasks' records (issue 23). */
+        {"record", "is_greedy", "[true, false]", "cells[0].records[0].is_greedy: 2 values for 3 choices"},
+        {"record", "is_greedy", "[1, 0, 0]", "cells[0].records[0].is_greedy: item 0 is not true or false"},
+        {"record", "is_greedy", "\"yes\"", "cells[0].records[0].is_greedy: not an array"},
+        {"record", "ctx_tokens", "[5, 5, 5]", "cells[0].records[0].ctx_tokens: 3 contexts for 3 choices (one, shared)"},
+        {"record", "ctx_tokens", "[0]", "cells[0].records[0].ctx_tokens: item 0 is not an integer in 1.."},
+        {"record", "ctx_tokens", "[\"5\"]", "cells[0].records[0].ctx_tokens: item 0 is not an integer"},
+        {"record", "cont_tokens", "[1, 1]", "cells[0].records[0].cont_tokens: 2 lengths for 3 choices"},
+        {"record", "cont_tokens", "[1, 1.5, 1]", "cells[0].records[0].cont_tokens: item 1 is not an integer"},
+        {"record", "cont_tokens", "[1, 1, 5]", "cells[0].ctx: 9, but the records' longest request (context and continuation) is 10 tokens"},
+        {"record", "choice_chars", "[1e300, 1, 1]", "cells[0].records[0].choice_chars: item 0 is not a positive integer"},
+        {"record", "id", "7", "cells[0].records[0].id: not a string"},
+        {"record", "line", "3", "cells[0].records[1].line: 2 after line 3"},
+        {"cell", "ctx", "12", "cells[0].ctx: 12, but the records' longest request (context and continuation) is 9 tokens"},
+        {"cell", "variant", "\"winogrande\"", "cells[0].records[0].ctx_tokens: 1 contexts for 3 choices (winogrande: one a choice)"},
+        {"cell", "variant", "\"mmlu\"", "cells[0].variant: \"mmlu\" is not a variant of mc"},
+        {"config", "shots", "-1", "run.config.shots: -1 is not an integer in 0.."},
+        {"config", "name", "\"\"", "run.config.name: empty"},
+        {"config", "limit", "3", "run.config.samples: 5, but the run takes 3 of the 5 items (--limit 3)"},
+        {"config", "text_tokens", "4", "run.config.samples: 5, but the run takes 4 of the 4 items (--limit 0)"},
+        {"config", "variant", "\"arc\"", "run.config.variant: \"arc\" is not the layout \"generic\""},
+        {"config", "max_new", "0", "run.config.max_new: 0 is not an integer in 1.."},
     };
     for (size_t i = 0; g && i < sizeof cases / sizeof *cases; i++) {
         cJSON *m = cJSON_Duplicate(g, 1);
@@ -307,7 +330,8 @@ static void test_reader(void)
         cJSON *at = !strcmp(cases[i].where, "cell")     ? cell
                     : !strcmp(cases[i].where, "record") ? cJSON_GetArrayItem(cJSON_GetObjectItem(cell, "records"), 0)
                                                         : cJSON_GetObjectItem(cJSON_GetObjectItem(m, "run"), "config");
-        cJSON_ReplaceItemInObject(at, cases[i].key, cJSON_Parse(cases[i].value));
+        if (cJSON_GetObjectItem(at, cases[i].key)) cJSON_ReplaceItemInObject(at, cases[i].key, cJSON_Parse(cases[i].value));
+        else cJSON_AddItemToObject(at, cases[i].key, cJSON_Parse(cases[i].value));
         tu_write_json(bad, m);
         cJSON_Delete(m);
         rc = run("report", bad, "-o", "md", NULL);
@@ -468,6 +492,24 @@ static void test_cli(const char *model, int V)
               log_has("|  |  | none | 1 | exact_match |") && log_has("|  |  | none | 1 | f1 |"),
           "eval recall --layout auto (v2) --shots 1 --limit 2: exit %d", rc);
     cJSON_Delete(a);
+    /* eval mc and eval recall hold their result file's lock for the whole run (harness/result_run.c, issue 23): while
+     * another run (this test) holds it, each is refused at once with one line naming the file. */
+    {
+        orthros_result_lock lk;
+        struct stat sb;
+        char locked[4300];
+        snprintf(locked, sizeof locked, "%s/locked.json", dir);
+        CHECK(orthros_result_lock_take(&lk, locked, 0) == 0, "cannot take the lock of %s: %s", locked, orthros_last_error());
+        rc = run("eval", "mc", "--model", model, "--device", "cpu", "--arch", "transformer", "--tasks", tasks, "--json",
+                 locked, NULL);
+        CHECK(rc == 1 && log_has("locked.json is being written by another run") && stat(locked, &sb) != 0,
+              "eval mc beside a run holding its file: exit %d", rc);
+        rc = run("eval", "recall", "--model", model, "--device", "cpu", "--arch", "transformer", "--tasks", rtasks,
+                 "--max-new", "4", "--json", locked, "--resume", NULL);
+        CHECK(rc == 1 && log_has("locked.json is being written by another run") && stat(locked, &sb) != 0,
+              "eval recall --resume beside a run holding its file: exit %d", rc);
+        orthros_result_lock_release(&lk);
+    }
     /* The report of a file, in every format, without running anything. */
     rc = run("report", out, "-o", "json", NULL);
     CHECK(rc == 0 && log_has("\"Metric\": \"acc_norm\""), "orthros report -o json: exit %d", rc);
@@ -508,6 +550,9 @@ static void test_cli(const char *model, int V)
         {{"eval", "mc", "--model", model, "--tasks", tasks, "--layout", "piqa"}, "not a line of the piqa layout", 1},
         {{"eval", "mc", "--model", model, "--tasks", tasks, "--shots", "9"}, "9 few-shot examples asked for", 1},
         {{"eval", "mc", "--model", "preset:tiny", "--tasks", tasks}, "preset", 2},
+        /* an empty name would be left out of the file, which the reader then refuses (mc requires it) */
+        {{"eval", "mc", "--model", model, "--tasks", tasks, "--name", ""}, "--name is empty", 2},
+        {{"eval", "recall", "--model", model, "--tasks", rtasks, "--name", ""}, "--name is empty", 2},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const char *const *x = bad[i].a;

@@ -24,7 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const char *bin, *tokjson, *src;
 static char *dir, logpath[4200];
@@ -155,6 +161,61 @@ static void test_ppl_by_hand(void)
           "eval ppl --tp 2: the file does not list the world's two ranks");
     cJSON_Delete(r1);
     cJSON_Delete(root);
+    /* 17 tokens, windows of 8 (and 4: a later cell): the last window [16, 17) has nothing to predict. It is left out,
+     * not scored as 0 tokens (which made the bootstrap refuse the run after every window, writing nothing). */
+    k = 0;
+    for (int i = 0; i < 17; i++) k += (size_t)snprintf(text + k, sizeof text - k, "%s%d", i ? " " : "", ids[i]);
+    tu_write_text(tokens, text);
+    snprintf(out, sizeof out, "%s/ppl-tiny-17.json", dir);
+    rc = run("eval", "ppl", "--model", "preset:tiny", "--device", "cpu", "--tokens-file", tokens, "--ctx", "8,4", "--arch",
+             "transformer", "--json", out, "--quiet", NULL);
+    cJSON *r17 = load_valid(out, "the ppl file of 17 tokens");
+    const cJSON *c8 = r17 ? cell_of(r17, "transformer", 8) : NULL, *c4 = r17 ? cell_of(r17, "transformer", 4) : NULL;
+    CHECK(rc == 0 && c8 && c4 && num(c8, "windows") == 2 && num(c8, "tokens") == 14 && num(c4, "windows") == 4 &&
+              num(c4, "tokens") == 12,
+          "17 tokens, windows of 8 and 4: exit %d, windows %g / %g, tokens %g / %g", rc, c8 ? num(c8, "windows") : -1,
+          c4 ? num(c4, "windows") : -1, c8 ? num(c8, "tokens") : -1, c4 ? num(c4, "tokens") : -1);
+    cJSON_Delete(r17);
+}
+
+/* ---- two writers of one eval file ---- */
+
+/* While another process (this test) holds the file's lock, eval is refused with one line, or waits with --wait and
+ * writes the file once the lock is let go. */
+static void test_eval_lock(void)
+{
+    char tokens[4300], out[4300], lock[4400], wlog[4300];
+    snprintf(tokens, sizeof tokens, "%s/lock-tokens.txt", dir);
+    snprintf(out, sizeof out, "%s/locked.json", dir);
+    snprintf(lock, sizeof lock, "%s.lock", out);
+    snprintf(wlog, sizeof wlog, "%s/wait.log", dir);
+    tu_write_text(tokens, "5 9 13 17 21 25 29 33 37 41 45 49 53 57 61 65 69");
+    int fd = open(lock, O_RDWR | O_CREAT, 0666);
+    CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0, "cannot take %s", lock);
+    if (fd >= 0 && pwrite(fd, "pid 4242, since then\n", 21, 0) != 21) CHECK(0, "cannot write %s", lock);
+    int rc = run("eval", "ppl", "--model", "preset:tiny", "--device", "cpu", "--tokens-file", tokens, "--ctx", "8", "--arch",
+                 "transformer", "--json", out, "--quiet", NULL);
+    char *err = tu_slurp(logpath, NULL);
+    int lines = 0;
+    for (const char *p = err; p && *p; p++) lines += *p == '\n';
+    struct stat sb;
+    CHECK(rc == 1 && lines == 1 && err && strstr(err, "locked.json is being written by another run (pid 4242") &&
+              stat(out, &sb) != 0,
+          "eval while another run writes its file: exit %d: %s", rc, err ? err : "");
+    free(err);
+    char *w[] = {(char *)bin, "eval", "ppl", "--model", "preset:tiny", "--device", "cpu", "--tokens-file", tokens,
+                 "--ctx", "8", "--arch", "transformer", "--json", out, "--quiet", "--wait", NULL};
+    pid_t pid = tu_spawn(w, wlog);
+    usleep(1500000);
+    int st = 0;
+    CHECK(waitpid(pid, &st, WNOHANG) == 0 && stat(out, &sb) != 0, "eval --wait did not wait for the lock");
+    flock(fd, LOCK_UN);
+    close(fd);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 && tu_log_has(wlog, "waiting for it"),
+          "eval --wait failed once the lock was let go (see %s)", wlog);
+    cJSON *r = load_valid(out, "the file written after waiting");
+    CHECK(r && cell_of(r, "transformer", 8), "the file written after waiting has no cell");
+    cJSON_Delete(r);
 }
 
 /* ---- RULER samples ---- */
@@ -303,6 +364,11 @@ static void test_recall_parsing(void)
         {"{\"context\": \"c\\u0000d\", \"question\": \"q\", \"answers\": [\"a\"]}", "t.jsonl:1: a string holds \\u0000"},
         {"[1, 2]", "t.jsonl:1: not a JSON object"},
         {"{\"context\": \"c\", \"question\": \"q\", \"answers\": [\"a\"], \"id\": [1]}", "t.jsonl:1: \"id\" is not a string or a number"},
+        /* Ids a double cannot hold were recorded as "inf" or rounded to another id. */
+        {"{\"context\": \"c\", \"question\": \"q\", \"answers\": [\"a\"], \"id\": 1e400}", "t.jsonl:1: \"id\" inf is not an integer"},
+        {"{\"context\": \"c\", \"question\": \"q\", \"answers\": [\"a\"], \"id\": 9007199254740993}",
+         "t.jsonl:1: \"id\" 9007199254740992 is not an integer of magnitude below 2^53"},
+        {"{\"context\": \"c\", \"question\": \"q\", \"answers\": [\"a\"], \"id\": 0.1}", "t.jsonl:1: \"id\" 0.10000000000000001 is not"},
         {"\n  \n", "t.jsonl: no items"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -412,11 +478,20 @@ static void test_cli(const char *model)
         {{"eval", "ppl", "--model", model, "--ctx", "8"}, "--text, --tokens-file are required"},
         {{"eval", "recall", "--model", model}, "--tasks are required"},
         {{"eval", "niah", "--model", model}, "orthros eval ruler --task niah"},
+        /* Past the model's 4096 tokens: refused before any sample is built (a 1M-token haystack took 19 s first). */
+        {{"eval", "ruler", "--model", model, "--ctx", "1k,1m", "--device", "cpu"}, "--ctx 1048576 is past the model's context of 4096"},
     };
     for (size_t i = 0; i < sizeof usage / sizeof *usage; i++) {
         const char *const *a = usage[i].a;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         rc = run(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         CHECK(rc == 2 && log_has(usage[i].says), "usage case %zu (%s): exit %d", i, usage[i].says, rc);
+        /* The refusal of a 1M context comes before any sample is built (it took 20 s after building one). */
+        if (strstr(usage[i].says, "past the model's context"))
+            CHECK(s < 10, "usage case %zu (%s) took %.1f s", i, usage[i].says, s);
     }
     /* orthros plot draws the new cells: the RULER heatmaps, perplexity and recall. */
     char figs[4200], rfile[4300], pfile[4300], qfile[4300];
@@ -499,6 +574,7 @@ int main(int argc, char **argv)
     test_recall_parsing();
     if (tok) test_ruler_samples(tok);
     test_ppl_by_hand();
+    test_eval_lock();
     /* A tiny random Llama over SmolLM2's vocabulary, carrying its tokenizer.json. */
     char model[4300], cmd_tok[4400];
     snprintf(model, sizeof model, "%s/text-tiny", dir);

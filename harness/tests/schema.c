@@ -60,6 +60,8 @@ static int validate(const cJSON *s, const cJSON *v, const char *path, char *err,
     }
     const cJSON *mn = cJSON_GetObjectItem(s, "minimum");
     if (mn && cJSON_IsNumber(v) && v->valuedouble < mn->valuedouble) return fail(err, n, path, "below minimum");
+    const cJSON *mx = cJSON_GetObjectItem(s, "maximum");
+    if (mx && cJSON_IsNumber(v) && v->valuedouble > mx->valuedouble) return fail(err, n, path, "above maximum");
     if (cJSON_IsObject(v)) {
         const cJSON *r;
         cJSON_ArrayForEach(r, cJSON_GetObjectItem(s, "required")) if (!cJSON_GetObjectItem(v, r->valuestring))

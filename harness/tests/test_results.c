@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -401,6 +402,164 @@ static void committed_files(const char *src)
     orthros_anchor_file_free(&a);
 }
 
+/* Every eval result file under dir (its folders too) reads: *n counts them. */
+static void eval_files_under(const char *dir_path, const char *src, int *n)
+{
+    DIR *d = opendir(dir_path);
+    struct dirent *e;
+    CHECK(d != NULL, "cannot list %s", dir_path);
+    while (d && (e = readdir(d))) {
+        char path[4300];
+        struct stat st;
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", dir_path, e->d_name);
+        if (stat(path, &st)) continue;
+        if (S_ISDIR(st.st_mode)) {
+            eval_files_under(path, src, n);
+            continue;
+        }
+        if (len < 5 || strcmp(e->d_name + len - 5, ".json")) continue;
+        cJSON *j = tu_load_json(path);
+        const cJSON *kind = j ? cJSON_GetObjectItem(j, "kind") : NULL;
+        int is_eval = cJSON_IsString(kind) && !strcmp(kind->valuestring, "eval");
+        cJSON_Delete(j);
+        if (!is_eval) continue;
+        orthros_eval_file f;
+        int rc = orthros_eval_file_read(&f, path, 0, NULL);
+        CHECK(rc == 0 && f.n_cells > 0, "%s does not read: %s", path + strlen(src) + 1, rc ? orthros_last_error() : "no cells");
+        if (!rc) orthros_eval_file_free(&f);
+        ++*n;
+    }
+    if (d) closedir(d);
+}
+
+/* The committed eval files (data/results, the mc reference run of evals/tests/mc) read under every check of the
+ * reader: niah, mqar, ruler, recall (before SQuAD's scores), ppl and mc. */
+static void committed_eval_files(const char *src)
+{
+    const char *dirs[] = {"data/results", "evals/tests/mc"};
+    int n = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        char path[4300];
+        snprintf(path, sizeof path, "%s/%s", src, dirs[i]);
+        eval_files_under(path, src, &n);
+    }
+    CHECK(n >= 25, "only %d committed eval files found", n);
+    printf("committed eval files: %d read\n", n);
+}
+
+/* Changes one field of obj (inside the document r) to json (NULL: deletes it), writes r, and expects the eval reader to
+ * refuse the file with a message holding want. Frees r. */
+static void expect_eval_refused(const char *label, cJSON *r, cJSON *obj, const char *key, const char *json, const char *want)
+{
+    if (json) {
+        if (cJSON_GetObjectItem(obj, key)) cJSON_ReplaceItemInObject(obj, key, cJSON_Parse(json));
+        else cJSON_AddItemToObject(obj, key, cJSON_Parse(json));
+    } else {
+        cJSON_DeleteItemFromObject(obj, key);
+    }
+    const char *m = save_json("eval-mutated.json", r);
+    cJSON_Delete(r);
+    orthros_eval_file f;
+    int rc = orthros_eval_file_read(&f, m, 0, NULL);
+    CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), want), "%s: %s", label, rc ? orthros_last_error() : "accepted");
+    if (!rc) orthros_eval_file_free(&f);
+    printf("%-44s -> %s\n", label, orthros_last_error());
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A reader's work is near-linear in its file: 100k bench cells (skipped ones, the smallest a reader takes) with the
+ * first one again at the end are refused naming it, and the figure is printed. Comparing every cell with every
+ * earlier one took 164 s here (a loaded 2-core machine); the bound is generous (a sanitizer build on a loaded machine). */
+static void many_cells(const char *src)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/data/results/h200-2026-11-29/bench-llama3.2-1b.json", src);
+    cJSON *r = tu_load_json(path);
+    CHECK(r != NULL, "cannot load %s", path);
+    if (!r) return;
+    cJSON_DeleteItemFromObject(r, "speedups");
+    cJSON *meas = cJSON_CreateArray();
+    for (int i = 0; i <= 100000; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "arch", "transformer");
+        cJSON_AddStringToObject(c, "phase", "prefill");
+        cJSON_AddNumberToObject(c, "ctx", i < 100000 ? 1 + i : 1);
+        cJSON_AddNumberToObject(c, "batch", 1);
+        cJSON_AddStringToObject(c, "skipped", "too long for the cell budget");
+        cJSON_AddItemToArray(meas, c);
+    }
+    cJSON_ReplaceItemInObject(r, "measurements", meas);
+    const char *m = save_json("many-cells.json", r);
+    cJSON_Delete(r);
+    orthros_bench_file f;
+    double t0 = now_s();
+    int rc = orthros_bench_file_read(&f, m, 0, NULL);
+    double dt = now_s() - t0;
+    CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), "measurements[100000]: the cell transformer prefill ctx 1 batch 1 appears twice"),
+          "100k cells and one twice: %s", rc ? orthros_last_error() : "accepted");
+    CHECK(dt < 20, "100k cells: the refusal took %.1f s", dt);
+    printf("100k bench cells + 1 repeated: refused in %.2f s (reading and validating included)\n", dt);
+}
+
+/* SDPA anchor files: every field anchors.py writes checked (they were taken as they were). */
+static void anchor_refusals(const char *src)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/data/results/h200-2026-12-01/anchors.json", src);
+    struct {
+        const char *label, *key, *json, *want;
+        int top;
+    } cases[] = {
+        {"an op neither prefill nor decode", "op", "\"train\"", "cases[0].op: \"train\" is not prefill or decode", 0},
+        {"a backend with a space", "backend", "\"flash attn\"", "cases[0].backend: \"flash attn\" is not a backend's name", 0},
+        {"a median not the samples'", "median_s", "1", "cases[0].median_s: 1 is not the median of samples_s", 0},
+        {"a negative sample", "samples_s", "[0.1, -1]", "cases[0].samples_s: item 1 is not a positive finite number", 0},
+        {"no samples", "samples_s", "[]", "cases[0].samples_s: empty", 0},
+        {"a prefill case with tbps", "tbps", "4.2", "cases[0].tbps: given for a prefill case", 0},
+        {"a string batch", "batch", "\"1\"", "cases[0].batch: not a number", 0},
+        {"a ceiling that is text", "gemm_tflops", "\"fast\"", "gemm_tflops: not a number", 1},
+        {"a negative cudnn version", "cudnn", "-3", "cudnn: -3 is not an integer", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *r = tu_load_json(path);
+        CHECK(r != NULL, "cannot load %s", path);
+        if (!r) return;
+        cJSON *o = cases[i].top ? r : cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cases"), 0);
+        if (cJSON_GetObjectItem(o, cases[i].key)) cJSON_ReplaceItemInObject(o, cases[i].key, cJSON_Parse(cases[i].json));
+        else cJSON_AddItemToObject(o, cases[i].key, cJSON_Parse(cases[i].json));
+        const char *m = save_json("anchors-mutated.json", r);
+        cJSON_Delete(r);
+        orthros_anchor_file a;
+        int rc = orthros_anchor_file_read(&a, m);
+        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), cases[i].want), "%s: %s", cases[i].label,
+              rc ? orthros_last_error() : "accepted");
+        if (!rc) orthros_anchor_file_free(&a);
+        printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
+    }
+    /* A case twice: the later one is named. */
+    cJSON *r = tu_load_json(path);
+    cJSON *cs = cJSON_GetObjectItem(r, "cases");
+    int n = cJSON_GetArraySize(cs);
+    cJSON_AddItemToArray(cs, cJSON_Duplicate(cJSON_GetArrayItem(cs, 3), 1));
+    const char *m = save_json("anchors-mutated.json", r);
+    cJSON_Delete(r);
+    orthros_anchor_file a;
+    char want[64];
+    snprintf(want, sizeof want, "cases[%d]: the case prefill", n);
+    int rc = orthros_anchor_file_read(&a, m);
+    CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), want) && strstr(orthros_last_error(), "appears twice"),
+          "a case twice: %s", rc ? orthros_last_error() : "accepted");
+    printf("%-44s -> %s\n", "a case twice", orthros_last_error());
+}
+
 static void eval_refusals(const char *src)
 {
     char path[4300];
@@ -411,7 +570,8 @@ static void eval_refusals(const char *src)
     } cases[] = {{"accuracy not correct / n", "accuracy", "cells[0].accuracy: is not correct / n", 0.5},
                  {"n = 0", "n", "cells[0].n: 0 is not an integer", 0},
                  {"correct > n", "correct", "cells[0].correct", 1e9},
-                 {"pairs 0", "pairs", "cells[0].pairs: 0 is not an integer", 0}};
+                 {"pairs 0", "pairs", "cells[0].pairs: 0 is not an integer", 0},
+                 {"samples not the records'", "samples", "records for 1000 samples", 1000}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cJSON *r = tu_load_json(path);
         CHECK(r != NULL, "cannot load %s", path);
@@ -425,6 +585,22 @@ static void eval_refusals(const char *src)
         CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), cases[i].want), "%s: %s", cases[i].label,
               orthros_last_error());
         printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
+    }
+    /* The analytic tasks' records: token ids, as many generated as expected. */
+    struct {
+        const char *label, *key, *json, *want;
+    } rec_cases[] = {
+        {"generated ids fewer than expected", "generated", "[]", "cells[0].records[0].generated: 0 answers for"},
+        {"an expected id that is text", "expected", "[\"x\"]", "cells[0].records[0].expected: item 0 is not an integer"},
+        {"a record without its seed", "seed", NULL, "cells[0].records[0].seed: missing"},
+        {"a record without pairs", "pairs", NULL, "cells[0].records[0].pairs: missing"},
+        {"correct a string", "correct", "\"yes\"", "cells[0].records[0].correct: not true or false"},
+    };
+    for (size_t i = 0; i < sizeof rec_cases / sizeof *rec_cases; i++) {
+        cJSON *r = tu_load_json(path);
+        if (!r) return;
+        cJSON *rec0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0), "records"), 0);
+        expect_eval_refused(rec_cases[i].label, r, rec0, rec_cases[i].key, rec_cases[i].json, rec_cases[i].want);
     }
 }
 
@@ -452,8 +628,17 @@ static void make_text_eval(orthros_eval_file *f)
     c.ctx = 1024, c.axis = 50, c.samples = 4, c.samples_correct = 3, c.n = 4, c.correct = 3, c.accuracy = 0.75;
     orthros_stats_wilson(&c.ci_lo, &c.ci_hi, 3, 4, ORTHROS_STATS_Z95);
     c.partial = 0.8, c.nll = c.ppl = c.ppl_lo = c.ppl_hi = NAN, c.elapsed_s = 12;
-    c.records = cJSON_Parse("[{\"ctx\": 1024, \"depth\": 50, \"seed\": 9, \"prompt_tokens\": 990, \"expected\": [\"1234567\"], "
-                            "\"generated\": \" 1234567.\", \"generated_tokens\": 9, \"n_correct\": 1, \"correct\": true}]");
+    /* Four samples, three right; partial (1 + 1 + 1 + 1/5) / 4 = 0.8. */
+    c.records = cJSON_CreateArray();
+    for (int i = 0; i < 4; i++) {
+        char rec[600];
+        snprintf(rec, sizeof rec,
+                 "{\"ctx\": 1024, \"depth\": 50, \"seed\": %d, \"seed_hex\": \"%016x\", \"prompt_tokens\": 990, "
+                 "\"haystack_sentences\": 40, \"needle_sentences\": [20], \"expected\": %s, \"generated\": \" 1234567.\", "
+                 "\"generated_tokens\": 9, \"n_correct\": 1, \"correct\": %s}",
+                 9 + i, 9 + i, i < 3 ? "[\"1234567\"]" : "[\"1234567\", \"2\", \"3\", \"4\", \"5\"]", i < 3 ? "true" : "false");
+        cJSON_AddItemToArray(c.records, cJSON_Parse(rec));
+    }
     orthros_eval_file_add(f, &c);
     memset(&c, 0, sizeof c);
     snprintf(c.task, sizeof c.task, "recall");
@@ -519,17 +704,59 @@ static void text_eval_cells(const char *src)
         {"an unknown task", "cells[1].task: \"squad\" is not niah", 1, "task", "\"squad\""},
         {"recall n not its samples", "cells[1].n: 3 is not the 2 samples", 1, "n", "3"},
         {"RULER depth 101", "cells[0].depth: 101 is not an integer in 0..100", 0, "depth", "101"},
+        {"a cell without records", "cells[1].records: missing", 1, "records", NULL},
+        {"an unknown variant", "cells[1].variant: \"exact\" is not a variant of recall", 1, "variant", "\"exact\""},
+        {"an unknown architecture", "cells[1].arch: \"mamba\" is not an architecture", 1, "arch", "\"mamba\""},
+        {"a cell without elapsed_s", "cells[1].elapsed_s: missing", 1, "elapsed_s", NULL},
+        /* Per-sample records, as issue 23 found them accepted and written back by --resume. */
+        {"n_correct a string", "cells[1].records[0].n_correct: not a number", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": \"a`touch PWN`b\", \"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], "
+         "\"generated\": \"c\", \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false}]"},
+        {"generated an object", "cells[1].records[1].generated: not a string", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": 1, \"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], "
+         "\"generated\": {}, \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false}]"},
+        {"one record for two samples", "cells[1].records: 1 records for 2 samples", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": 1, \"correct\": true}]"},
+        {"a record without expected", "cells[1].records[0].expected: missing", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"generated\": \"a\", \"generated_tokens\": 2, \"n_correct\": 1, "
+         "\"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], \"generated\": \"c\", "
+         "\"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false}]"},
+        {"correct not what n_correct says", "cells[1].records[1].correct: true with 0 of 1 right", 1, "records",
+         "[{\"line\": 1, \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": 1, \"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], "
+         "\"generated\": \"c\", \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": true}]"},
+        {"a record's prompt past the context", "cells[1].records[0].prompt_tokens: 301 is longer than the cell's context", 1,
+         "records",
+         "[{\"line\": 1, \"prompt_tokens\": 301, \"expected\": [\"a\"], \"generated\": \"a\", \"generated_tokens\": 2, "
+         "\"n_correct\": 1, \"correct\": true}, {\"line\": 2, \"prompt_tokens\": 80, \"expected\": [\"b\"], "
+         "\"generated\": \"c\", \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false}]"},
+        {"RULER partial not the records'", "cells[0].partial_score: 0.90000000000000002 is not the records'", 0,
+         "partial_score", "0.9"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cJSON *r = cJSON_Duplicate(a, 1), *cell = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), cases[i].cell);
-        if (cases[i].json) cJSON_ReplaceItemInObject(cell, cases[i].key, cJSON_Parse(cases[i].json));
-        else cJSON_DeleteItemFromObject(cell, cases[i].key);
-        const char *m = save_json("text-eval-mutated.json", r);
-        cJSON_Delete(r);
-        int rc = orthros_eval_file_read(&g, m, 0, NULL);
-        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), cases[i].want), "%s: %s", cases[i].label,
-              rc ? orthros_last_error() : "accepted");
-        printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
+        expect_eval_refused(cases[i].label, r, cell, cases[i].key, cases[i].json, cases[i].want);
+    }
+    /* One field of the first RULER record changed: each refused with its path. */
+    struct {
+        const char *label, *key, *json, *want;
+    } rec_cases[] = {
+        {"a RULER record without ctx", "ctx", NULL, "cells[0].records[0].ctx: missing"},
+        {"a RULER record of another depth", "depth", "40", "cells[0].records[0].depth: 40 is not the cell's 50"},
+        {"a seed_hex not the seed", "seed_hex", "\"0000000000000001\"", "cells[0].records[0].seed_hex: 0000000000000001 is not the seed"},
+        {"a seed_hex in capitals", "seed_hex", "\"000000000000000A\"", "cells[0].records[0].seed_hex: not 16 lowercase hex"},
+        {"a negative needle sentence", "needle_sentences", "[-1]", "cells[0].records[0].needle_sentences: item 0 is not an integer"},
+        {"expected ids in a text task", "expected", "[1234567]", "cells[0].records[0].expected: item 0 is not a string"},
+        {"no expected strings", "expected", "[]", "cells[0].records[0].expected: empty"},
+        {"n_correct past the expected", "n_correct", "2", "cells[0].records[0].n_correct: 2 is not an integer in 0..1"},
+    };
+    for (size_t i = 0; i < sizeof rec_cases / sizeof *rec_cases; i++) {
+        cJSON *r = cJSON_Duplicate(a, 1);
+        cJSON *rec0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0), "records"), 0);
+        expect_eval_refused(rec_cases[i].label, r, rec0, rec_cases[i].key, rec_cases[i].json, rec_cases[i].want);
     }
     /* A perplexity cell is no accuracy cell: the schema takes exactly one kind. */
     cJSON *r = cJSON_Duplicate(a, 1);
@@ -541,6 +768,174 @@ static void text_eval_cells(const char *src)
     cJSON_Delete(schema);
     cJSON_Delete(a);
     orthros_eval_file_free(&f);
+}
+
+/* recall's SQuAD scores and the tasks-file options (issue 26) under the record checks of issue 23: a recall file with
+ * exact_match and f1 and an unanswerable SQuAD v2 question reads, survives a round trip and fits the schema; each
+ * mutation of one of the new fields (or of what they must agree with) is refused with its path. */
+static void recall_squad_cells(const char *src)
+{
+    static const char records[] =
+        "[{\"line\": 1, \"id\": \"q1\", \"prompt_tokens\": 90, \"expected\": [\"a\"], \"generated\": \"a\", "
+        "\"generated_tokens\": 2, \"n_correct\": 1, \"correct\": true, \"exact_match\": 1, \"f1\": 1}, "
+        "{\"line\": 2, \"id\": \"q2\", \"prompt_tokens\": 80, \"expected\": [\"\"], \"unanswerable\": true, "
+        "\"generated\": \"c\", \"generated_tokens\": 2, \"n_correct\": 0, \"correct\": false, \"exact_match\": 0, \"f1\": 0}]";
+    orthros_eval_file f, g;
+    char path[4300], schema_path[4300], err[512];
+    make_text_eval(&f);
+    cJSON *plain = orthros_eval_file_to_json(&f); /* the three cells of text_eval_cells, a recall cell without SQuAD */
+    orthros_eval_file_free(&f);
+    cJSON *a = cJSON_Duplicate(plain, 1), *cells = cJSON_GetObjectItem(a, "cells");
+    cJSON *cfg = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "run"), "config");
+    cJSON_DeleteItemFromArray(cells, 2);
+    cJSON_DeleteItemFromArray(cells, 0);
+    cJSON *cell = cJSON_GetArrayItem(cells, 0);
+    cJSON_ReplaceItemInObject(cell, "records", cJSON_Parse(records));
+    /* Exact match and F1 (1, 0) and (1, 0): means 0.5, stderr sqrt(0.5) / sqrt(2) = 0.5. */
+    cJSON_AddNumberToObject(cell, "exact_match", 0.5);
+    cJSON_AddNumberToObject(cell, "exact_match_stderr", 0.5);
+    cJSON_AddNumberToObject(cell, "f1", 0.5);
+    cJSON_AddNumberToObject(cell, "f1_stderr", 0.5);
+    cJSON_ReplaceItemInObject(cfg, "task", cJSON_CreateString("recall"));
+    cJSON_ReplaceItemInObject(cfg, "variant", cJSON_CreateString("contains"));
+    cJSON_ReplaceItemInObject(cfg, "samples", cJSON_CreateNumber(2));
+    cJSON_ReplaceItemInObject(cfg, "text_tokens", cJSON_CreateNumber(3));
+    cJSON_DeleteItemFromObject(cfg, "stride");
+    cJSON_AddNumberToObject(cfg, "max_new", 32);
+    cJSON_AddStringToObject(cfg, "layout", "squad_v2");
+    cJSON_AddStringToObject(cfg, "name", "squad_v2");
+    cJSON_AddNumberToObject(cfg, "shots", 1);
+    cJSON_AddNumberToObject(cfg, "limit", 2);
+    cJSON_AddStringToObject(cfg, "fewshot", "pool.jsonl");
+    const char *good = save_json("recall-squad.json", a);
+    CHECK(orthros_eval_file_read(&f, good, 0, NULL) == 0, "the recall file with SQuAD's scores: %s", orthros_last_error());
+    snprintf(path, sizeof path, "%s/recall-squad-2.json", dir);
+    CHECK(orthros_eval_file_write(&f, path) == 0 && orthros_eval_file_read(&g, path, 0, NULL) == 0, "round trip: %s",
+          orthros_last_error());
+    cJSON *b = orthros_eval_file_to_json(&g);
+    CHECK(cJSON_Compare(cJSON_GetObjectItem(a, "cells"), cJSON_GetObjectItem(b, "cells"), 1) &&
+              cJSON_Compare(cfg, cJSON_GetObjectItem(cJSON_GetObjectItem(b, "run"), "config"), 1),
+          "the recall file with SQuAD's scores does not survive a round trip");
+    CHECK(g.n_cells == 1 && g.cells[0].exact_match == 0.5 && g.cells[0].f1_stderr == 0.5 && g.cfg.shots == 1 &&
+              g.cfg.limit == 2 && !strcmp(g.cfg.layout, "squad_v2"),
+          "the recall cell reads back wrong");
+    snprintf(schema_path, sizeof schema_path, "%s/evals/result.schema.json", src);
+    cJSON *schema = tu_load_json(schema_path);
+    CHECK(schema && orthros_schema_validate(schema, b, err, sizeof err) == 0, "the recall file breaks the schema: %s", err);
+    cJSON *over = cJSON_Duplicate(b, 1);
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(over, "cells"), 0),
+                                                                      "records"), 0),
+                              "f1", cJSON_CreateNumber(1.5));
+    CHECK(schema && orthros_schema_validate(schema, over, err, sizeof err) != 0 && strstr(err, "above maximum"),
+          "an f1 of 1.5 fits the schema: %s", err);
+    cJSON_Delete(over);
+    cJSON_Delete(schema);
+    cJSON_Delete(b);
+    orthros_eval_file_free(&f);
+    orthros_eval_file_free(&g);
+    /* One field of a record ('r' 0 or 1), of the cell ('c') or of run.config ('o'), each refused with its path. */
+    struct {
+        const char *label;
+        char where;
+        const char *key, *json, *want;
+    } cases[] = {
+        {"an exact match of 0.5", '0', "exact_match", "0.5", "cells[0].records[0].exact_match: neither 0 nor 1"},
+        {"an F1 of 1.5", '0', "f1", "1.5", "cells[0].records[0].f1: 1.5 is outside [0, 1]"},
+        {"an F1 a string", '0', "f1", "\"1\"", "cells[0].records[0].f1: not a number"},
+        {"an exact match without F1 1", '0', "f1", "0.5", "cells[0].records[0].f1: 0.5 with an exact match"},
+        {"a record without its exact match", '0', "exact_match", NULL, "cells[0].records[0].exact_match: missing"},
+        {"a record without its F1", '1', "f1", NULL, "cells[0].records[1].f1: missing"},
+        {"unanswerable not a boolean", '1', "unanswerable", "\"yes\"", "cells[0].records[1].unanswerable: not true or false"},
+        {"an unanswerable question with an answer", '1', "expected", "[\"b\"]",
+         "cells[0].records[1].expected: not [\"\"] for an unanswerable question"},
+        {"an unanswerable question with two", '1', "expected", "[\"\", \"b\"]",
+         "cells[0].records[1].expected: not [\"\"] for an unanswerable question"},
+        {"\"\" expected of an answerable question", '0', "expected", "[\"a\", \"\"]",
+         "cells[0].records[0].expected: item 1 is empty (\"\" is expected only for an unanswerable question)"},
+        {"\"\" expected without unanswerable", '1', "unanswerable", NULL, "cells[0].records[1].expected: item 0 is empty"},
+        {"an unanswerable F1 not its exact match", '1', "f1", "0.5",
+         "cells[0].records[1].f1: 0.5, but an unanswerable question's exact_match is 0"},
+        {"a record id a number", '0', "id", "7", "cells[0].records[0].id: not a string"},
+        {"records out of the file's order", '0', "line", "3", "cells[0].records[1].line: 2 after line 3"},
+        {"a prompt and answer past the context", '0', "generated_tokens", "211",
+         "cells[0].records[0].generated_tokens: 211 after a prompt of 90 tokens: past the cell's context of 300"},
+        {"exact_match not the records' mean", 'c', "exact_match", "0.25", "cells[0].exact_match: 0.25, but the records give 0.5"},
+        {"f1 above 1", 'c', "f1", "2", "cells[0].f1: 2 is outside [0, 1]"},
+        {"a stderr not the records'", 'c', "exact_match_stderr", "0.1", "cells[0].exact_match_stderr: is not the records' stderr"},
+        {"a cell without f1_stderr", 'c', "f1_stderr", NULL, "cells[0].f1_stderr: missing"},
+        {"the n of another count", 'c', "n", "3", "cells[0].n: 3 is not the 2 samples"},
+        {"a recall layout of mc", 'o', "layout", "\"arc\"", "run.config.layout: \"arc\" is not a recall layout"},
+        {"mc's --score in recall", 'o', "score", "\"decode\"", "run.config.score: given for a recall run (mc only)"},
+        {"shots -1", 'o', "shots", "-1", "run.config.shots: -1 is not an integer in 0.."},
+        {"an empty name", 'o', "name", "\"\"", "run.config.name: empty"},
+        {"an empty few-shot file", 'o', "fewshot", "\"\"", "run.config.fewshot: empty"},
+        {"samples not what --limit leaves", 'o', "limit", "1", "run.config.samples: 2, but the run takes 1 of the 3 items (--limit 1)"},
+        {"samples past the items", 'o', "limit", "0", "run.config.samples: 2, but the run takes 3 of the 3 items (--limit 0)"},
+        {"a limit that is text", 'o', "limit", "\"2\"", "run.config.limit: not a number"},
+        {"text_tokens 0", 'o', "text_tokens", "0", "run.config.text_tokens: 0 is not an integer in 1.."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *r = cJSON_Duplicate(a, 1), *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0), *obj;
+        cJSON *recs = cJSON_GetObjectItem(c0, "records");
+        obj = cases[i].where == 'c'   ? c0
+              : cases[i].where == 'o' ? cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config")
+                                      : cJSON_GetArrayItem(recs, cases[i].where - '0');
+        expect_eval_refused(cases[i].label, r, obj, cases[i].key, cases[i].json, cases[i].want);
+    }
+    /* An unanswerable question right by contains but not by exact match (n_correct and correct agree). */
+    {
+        cJSON *r = cJSON_Duplicate(a, 1), *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0);
+        cJSON *r1 = cJSON_GetArrayItem(cJSON_GetObjectItem(c0, "records"), 1);
+        cJSON_ReplaceItemInObject(r1, "correct", cJSON_CreateTrue());
+        expect_eval_refused("an unanswerable question right, not by EM", r, r1, "n_correct", "1",
+                            "cells[0].records[1].n_correct: 1, but an unanswerable question's exact_match is 0");
+    }
+    /* The SQuAD fields belong to recall, and to a recall cell that has the means. */
+    struct {
+        const char *label;
+        int cell, record; /* record -1: the cell itself */
+        const char *key, *json, *want;
+    } other[] = {
+        {"an exact match in a recall file before SQuAD", 1, 0, "exact_match", "1",
+         "cells[1].records[0].exact_match: given, but the cell has no exact_match and f1"},
+        {"unanswerable in a recall file before SQuAD", 1, 1, "unanswerable", "false",
+         "cells[1].records[1].unanswerable: given, but the cell has no exact_match and f1"},
+        {"an F1 in a RULER record", 0, 0, "f1", "1", "cells[0].records[0].f1: given in a ruler_niah record (recall's only)"},
+        {"exact_match in a RULER cell", 0, -1, "exact_match", "1", "cells[0].exact_match: given in a ruler_niah cell (recall's only)"},
+        {"a layout in a ppl file", -1, 0, "layout", "\"squad\"", "run.config.layout: given for a ppl run (mc and recall only)"},
+        {"shots in a ppl file", -1, 0, "shots", "2", "run.config.shots: given for a ppl run (mc and recall only)"},
+        {"a limit in a ppl file", -1, 0, "limit", "1", "run.config.limit: given for a ppl run (mc and recall only)"},
+        {"a few-shot file in a ppl file", -1, 0, "fewshot", "\"pool.jsonl\"", "run.config.fewshot: given for a ppl run"},
+    };
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        cJSON *r = cJSON_Duplicate(plain, 1), *obj;
+        cJSON *c = other[i].cell >= 0 ? cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), other[i].cell) : NULL;
+        obj = !c                    ? cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config")
+              : other[i].record < 0 ? c
+                                    : cJSON_GetArrayItem(cJSON_GetObjectItem(c, "records"), other[i].record);
+        expect_eval_refused(other[i].label, r, obj, other[i].key, other[i].json, other[i].want);
+    }
+    /* "shots": 0 and "limit": 0, which eval wrote into every task's file between issue 26 and this check (committed
+     * ppl and ruler files hold them), read as not given: the file reads, and is written back without them. */
+    {
+        cJSON *r = cJSON_Duplicate(plain, 1), *c = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config");
+        cJSON_AddNumberToObject(c, "shots", 0);
+        cJSON_AddNumberToObject(c, "limit", 0);
+        const char *m = save_json("ppl-shots-0.json", r);
+        cJSON_Delete(r);
+        int rc = orthros_eval_file_read(&f, m, 0, NULL);
+        CHECK(rc == 0 && f.cfg.shots == -1 && f.cfg.limit == -1, "a ppl file with shots 0 and limit 0: %s",
+              rc ? orthros_last_error() : "read as given");
+        if (!rc) {
+            cJSON *back = orthros_eval_file_to_json(&f);
+            const cJSON *bc = cJSON_GetObjectItem(cJSON_GetObjectItem(back, "run"), "config");
+            CHECK(!cJSON_GetObjectItem(bc, "shots") && !cJSON_GetObjectItem(bc, "limit"), "shots 0 / limit 0 written back");
+            cJSON_Delete(back);
+            orthros_eval_file_free(&f);
+        }
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(plain);
 }
 
 /* Tables: CSV quoting, JSON escaping and numeric columns, markdown pipes. */
@@ -625,8 +1020,12 @@ int main(int argc, char **argv)
     load_refusals();
     round_trip(src);
     committed_files(src);
+    committed_eval_files(src);
     eval_refusals(src);
+    anchor_refusals(src);
+    many_cells(src);
     text_eval_cells(src);
+    recall_squad_cells(src);
     tables();
     gpu_clock_text();
     orthros_backend_free(cpu_be);

@@ -62,23 +62,47 @@ static cJSON *header(const char *kind)
     return r;
 }
 
+/* A cell with its per-sample records, as the reader requires them: NIAH, n samples of one answer each, k right;
+ * MQAR, n questions in samples of 8 (n a multiple of 8), k right, the first samples the right ones. */
 static void add_eval_cell(cJSON *cells, const char *task, const char *arch, int ctx, const char *key, int value, int n,
                           int k)
 {
     cJSON *c = cJSON_CreateObject();
     double lo = 0, hi = 1;
+    int niah = !strcmp(task, "niah"), per = niah ? 1 : 8, samples = n / per, samples_correct = 0;
+    cJSON *recs = cJSON_CreateArray();
+    for (int s = 0; s < samples; s++) {
+        cJSON *r = cJSON_CreateObject(), *e = cJSON_AddArrayToObject(r, "expected"), *g;
+        int right = k - s * per < 0 ? 0 : k - s * per > per ? per : k - s * per;
+        cJSON_AddNumberToObject(r, "ctx", ctx);
+        cJSON_AddNumberToObject(r, key, value);
+        cJSON_AddNumberToObject(r, "seed", 1000 + s);
+        if (niah) cJSON_AddItemToObject(r, "needle_positions", cJSON_CreateIntArray((int[]){ctx / 2}, 1));
+        g = cJSON_AddArrayToObject(r, "generated");
+        for (int q = 0; q < per; q++) {
+            cJSON_AddItemToArray(e, cJSON_CreateNumber(40 + q));
+            cJSON_AddItemToArray(g, cJSON_CreateNumber(q < right ? 40 + q : 3));
+        }
+        cJSON_AddNumberToObject(r, "n_correct", right);
+        cJSON_AddBoolToObject(r, "correct", right == per);
+        samples_correct += right == per;
+        cJSON_AddItemToArray(recs, r);
+    }
     orthros_stats_wilson(&lo, &hi, k, n, ORTHROS_STATS_Z95);
     cJSON_AddStringToObject(c, "task", task);
     cJSON_AddStringToObject(c, "variant", strcmp(task, "niah") ? "mqar" : "single");
     cJSON_AddStringToObject(c, "arch", arch);
     cJSON_AddNumberToObject(c, "ctx", ctx);
     cJSON_AddNumberToObject(c, key, value);
-    cJSON_AddNumberToObject(c, "samples", n);
+    cJSON_AddNumberToObject(c, "samples", samples);
+    cJSON_AddNumberToObject(c, "samples_correct", samples_correct);
     cJSON_AddNumberToObject(c, "n", n);
     cJSON_AddNumberToObject(c, "correct", k);
     cJSON_AddNumberToObject(c, "accuracy", (double)k / n);
     cJSON_AddNumberToObject(c, "ci95_lo", lo);
     cJSON_AddNumberToObject(c, "ci95_hi", hi);
+    cJSON_AddNumberToObject(c, "elapsed_s", 1.5);
+    cJSON_AddItemToObject(c, "records", recs);
     cJSON_AddItemToArray(cells, c);
 }
 
@@ -166,7 +190,8 @@ static void hostile_inputs(const char *bench, const char *eval)
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "run"), "config"), "model", cJSON_CreateString(evil));
     cJSON *m0 = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "measurements"), 0);
     cJSON_ReplaceItemInObject(m0, "arch", cJSON_CreateString(evil));
-    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "cells"), 0), "arch", cJSON_CreateString(evil));
+    /* An eval cell's arch is one of the architectures (refused below); the run's model is free text. */
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "run"), "config"), "model", cJSON_CreateString(evil));
     char hb[4300], he[4300];
     snprintf(hb, sizeof hb, "%s/hostile-bench.json", dir);
     snprintf(he, sizeof he, "%s/hostile-eval.json", dir);
@@ -189,7 +214,20 @@ static void hostile_inputs(const char *bench, const char *eval)
     cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "cells"), 0), "arch", cJSON_CreateString(""));
     write_json(he, e);
     char *a2[] = {(char *)bin, "plot", he, "--out", out, "--scripts", (char *)scripts, NULL};
-    CHECK(tu_run(a2, log) == 1 && log_has(log, "cells[0].arch: empty"), "an empty arch is not refused by its path");
+    CHECK(tu_run(a2, log) == 1 && log_has(log, "cells[0].arch: \"\" is not an architecture"),
+          "an empty arch is not refused by its path");
+    e = tu_load_json(eval);
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "cells"), 0), "arch", cJSON_CreateString(evil));
+    write_json(he, e);
+    CHECK(tu_run(a2, log) == 1 && log_has(log, "cells[0].arch: \"x`touch PWNED`") && log_has(log, "is not an architecture"),
+          "a hostile arch in an eval cell is not refused by its path");
+    /* A per-sample record whose n_correct is a string: refused (plot and --resume took it as it was). */
+    e = tu_load_json(eval);
+    cJSON *rec0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "cells"), 0), "records"), 0);
+    cJSON_ReplaceItemInObject(rec0, "n_correct", cJSON_CreateString("a`touch PWN`b"));
+    write_json(he, e);
+    CHECK(tu_run(a2, log) == 1 && log_has(log, "cells[0].records[0].n_correct: not a number"),
+          "a record's n_correct string is not refused by its path");
     b = tu_load_json(bench);
     cJSON_DeleteItemFromObject(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "measurements"), 1), "arch");
     write_json(hb, b);
