@@ -1368,7 +1368,10 @@ static int heatmap(figure *f, collect *c, char (*rows)[LABEL_MAX], int nrows, co
         pnx[q] = distinct(xs, nx), pny[q] = distinct(ys, ny);
         mx = pnx[q] > mx ? pnx[q] : mx, my = pny[q] > my ? pny[q] : my;
     }
-    int PW = 96 + (int)fmax(230, 34.0 * (double)mx), PH = 92 + (int)fmax(150, 17.0 * (double)my);
+    size_t longest = 0;
+    for (int q = 0; q < np; q++) longest = strlen(panels[q]) > longest ? strlen(panels[q]) : longest;
+    /* wide enough for its grid and for its title (about 7.5 pixels a character), centred over the grid */
+    int PW = 96 + (int)fmax(fmax(230, 34.0 * (double)mx), 7.5 * (double)longest - 40), PH = 92 + (int)fmax(180, 17.0 * (double)my);
     /* Panels by variant (stably), in grid rows of at most MAX_COLS. */
     int order[MAX_PANELS], no = 0, grow[MAX_PANELS], gcol[MAX_PANELS], gvar[MAX_PANELS], ngrid = 0, cols = 1;
     for (int r = 0; r < nrows; r++)
