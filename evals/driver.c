@@ -281,6 +281,7 @@ int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *
     if ((rc = open_results(r, argc, argv, config)) ||
         (n_cols > 0 && (rc = orthros_table_open(&r->table, tf, o->table_out, cols, n_cols))))
         goto done;
+    if (n_cols > 0) orthros_table_context(&r->table, r->f.header, r->f.cfg.model, NAN); /* the run's model, device, commit */
     if (o->save_prompts && !(r->prompts = fopen(o->save_prompts, o->resume ? "a" : "w"))) {
         rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing: %s", o->save_prompts, strerror(errno));
         goto done;

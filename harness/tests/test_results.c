@@ -572,6 +572,48 @@ static void tables(void)
         }
         free(s);
     }
+    /* The run's context (llama-bench's per-row model, size, backend, device, threads, tp, commit): columns in the
+     * machine formats and markdown, one line above the header in text; notes after a markdown table, as a list, so
+     * that it stays one table; a second markdown table (bench's speedups) on the same stream. */
+    cJSON *hdr = cJSON_Parse("{\"tool\": {\"git_commit\": \"0123456789abcdef\", \"dirty\": true}, \"environment\": "
+                             "{\"backend\": \"cpu\", \"threads\": 8, \"world_size\": 2, \"device\": {\"name\": \"Some CPU\"}}}");
+    struct {
+        orthros_table_format f;
+        const char *want[3];
+    } ctx[] = {{ORTHROS_TABLE_CSV, {"model,size_mib,backend,device,threads,tp,commit,name,value\n",
+                                    "m.gguf,2.0,cpu,Some CPU,8,2,0123456+dirty,\"a,\"\"b\"\"|c\",1.5\n", NULL}},
+               {ORTHROS_TABLE_JSONL, {"{\"model\": \"m.gguf\", \"size_mib\": 2.0, \"backend\": \"cpu\", \"device\": \"Some CPU\", "
+                                      "\"threads\": 8, \"tp\": 2, \"commit\": \"0123456+dirty\", \"name\"", NULL, NULL}},
+               {ORTHROS_TABLE_TEXT, {"model m.gguf, size_mib 2.0, backend cpu, device Some CPU, threads 8, tp 2, commit 0123456+dirty\nname",
+                                     "\na note\n", NULL}},
+               {ORTHROS_TABLE_MD, {"| m.gguf | 2.0 | cpu | Some CPU | 8 | 2 | 0123456+dirty | x y | nan |\n\n- a note\n\n| k |",
+                                   "| k |\n| ---: |\n| 3 |\n", NULL}}};
+    for (size_t i = 0; i < sizeof ctx / sizeof *ctx; i++) {
+        orthros_table t;
+        CHECK(orthros_table_open(&t, ctx[i].f, path, cols, 2) == 0, "table open");
+        orthros_table_context(&t, hdr, "/models/m.gguf", 2.0 * 1048576);
+        orthros_table_row(&t, row1);
+        orthros_table_note(&t, "a note");
+        orthros_table_row(&t, row2);
+        if (ctx[i].f == ORTHROS_TABLE_MD) {
+            const orthros_table_col kc[] = {{"k", 3, 1}};
+            const char *r3[] = {"3"};
+            CHECK(orthros_table_next(&t, kc, 1) == 0, "a second markdown table");
+            orthros_table_row(&t, r3);
+        } else if (ctx[i].f != ORTHROS_TABLE_TEXT) {
+            const orthros_table_col kc[] = {{"k", 3, 1}};
+            CHECK(orthros_table_next(&t, kc, 1) == ORTHROS_EINVAL, "a second table in a machine format is refused");
+        }
+        CHECK(orthros_table_close(&t) == 0, "table close");
+        char *s = tu_slurp(path, NULL);
+        for (int k = 0; k < 3 && ctx[i].want[k]; k++)
+            CHECK(s && strstr(s, ctx[i].want[k]), "table format %d with a context lacks %s:\n%s", (int)ctx[i].f,
+                  ctx[i].want[k], s ? s : "");
+        CHECK(s && (ctx[i].f == ORTHROS_TABLE_TEXT || ctx[i].f == ORTHROS_TABLE_MD || !strstr(s, "a note")),
+              "a note in a machine format:\n%s", s ? s : "");
+        free(s);
+    }
+    cJSON_Delete(hdr);
 }
 
 /* The clock event reasons as text (and the reader's check of that text), and the run's line on clock-held cells. */
