@@ -171,13 +171,14 @@ int orthros_cmd_generate(int argc, char **argv)
     char *decoded = orthros_cli_decode_text(mo.model, gen, count);
     if (decoded) cJSON_AddStringToObject(o, "text", decoded);
     free(decoded);
+    /* seconds to the microsecond, rates to a tenth */
     cJSON *tm = cJSON_AddObjectToObject(o, "timing");
     cJSON_AddNumberToObject(tm, "prefill_tokens", nt);
-    cJSON_AddNumberToObject(tm, "prefill_s", pre_s);
-    orthros_json_add_num(tm, "prefill_tokens_per_s", pre_s > 0 ? nt / pre_s : NAN);
+    cJSON_AddNumberToObject(tm, "prefill_s", round(pre_s * 1e6) / 1e6);
+    orthros_json_add_num(tm, "prefill_tokens_per_s", pre_s > 0 ? round(nt / pre_s * 10) / 10 : NAN);
     cJSON_AddNumberToObject(tm, "decode_tokens", count - 1);
-    cJSON_AddNumberToObject(tm, "decode_s", dec_s);
-    orthros_json_add_num(tm, "decode_tokens_per_s", count > 1 && dec_s > 0 ? (count - 1) / dec_s : NAN);
+    cJSON_AddNumberToObject(tm, "decode_s", round(dec_s * 1e6) / 1e6);
+    orthros_json_add_num(tm, "decode_tokens_per_s", count > 1 && dec_s > 0 ? round((count - 1) / dec_s * 10) / 10 : NAN);
     fprintf(stderr, "orthros generate: prefill %d tokens in %.3f s (%.1f tokens/s), decode %d tokens in %.3f s", nt, pre_s,
             pre_s > 0 ? nt / pre_s : 0.0, count - 1, dec_s);
     if (count > 1 && dec_s > 0) fprintf(stderr, " (%.1f tokens/s)", (count - 1) / dec_s);

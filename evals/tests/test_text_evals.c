@@ -450,6 +450,11 @@ static void test_cli(const char *model)
              "--samples", "1", "--max-new", "4", "--json", out2, NULL);
     CHECK(rc == 1 && log_has("orthros eval ruler: error: ") && !log_has("ruler_niah:"),
           "an eval ruler error names the internal task: exit %d", rc);
+    /* generate times its two phases: tokens/s of the prefill and of the decode, on stderr and in its JSON line. */
+    rc = run("generate", "--model", model, "--device", "cpu", "--prompt", "The capital of France is", "--max-new", "4", NULL);
+    CHECK(rc == 0 && log_has(",\"timing\":{\"prefill_tokens\":") && log_has("\"decode_tokens\":3,") &&
+              log_has("\"decode_tokens_per_s\":") && log_has("orthros generate: prefill ") && log_has(" tokens/s), decode 3 tokens in "),
+          "generate prints no timing: exit %d", rc);
     /* orthros --help names every eval, the text ones too. */
     rc = run("--help", NULL);
     CHECK(rc == 0 && log_has("eval ") && log_has("ruler, recall, ppl, mc"), "orthros --help: the evals of a text model are missing");
