@@ -286,6 +286,7 @@ static void print_cell(sweep *s, const orthros_bench_cell *c)
 {
     char v[ORTHROS_BENCH_COLS][ORTHROS_BENCH_CELL_MAX];
     const char *cells[ORTHROS_BENCH_COLS];
+    if (!s->table.header_done) orthros_bench_context(&s->table, &s->f, c); /* the run's model, device, commit */
     orthros_bench_row(c, v);
     for (int i = 0; i < ORTHROS_BENCH_COLS; i++) cells[i] = v[i];
     orthros_table_row(&s->table, cells);
@@ -616,18 +617,6 @@ static void sweep_close(sweep *s)
     orthros_result_run_close(&s->run);
 }
 
-/* Prints the speedups of this file. */
-static void print_speedups(const sweep *s)
-{
-    for (size_t i = 0; i < s->f.n_speedups; i++) {
-        const orthros_speedup *e = &s->f.speedups[i];
-        char line[256];
-        snprintf(line, sizeof line, "speedup %-10s over transformer, %-7s ctx %8d batch %3d: %8.2fx [%.2f, %.2f]", e->arch,
-                 e->phase, e->ctx, e->batch, e->speedup, e->ci_lo, e->ci_hi);
-        orthros_table_note((orthros_table *)&s->table, line);
-    }
-}
-
 /* The sweep of one model; writes o->json after every group of cells. Returns an exit status. */
 static int run_sweep(const bench_opts *o, int argc, char **argv)
 {
@@ -681,7 +670,7 @@ static int run_sweep(const bench_opts *o, int argc, char **argv)
             for (size_t ic = 0; ic < s.ax.nc && !rc; ic++)
                 rc = sweep_group(&s, s.ax.phases[ip], s.ax.ctxs[ic], s.ax.batches[ib], tok);
     if (!rc && !(rc = orthros_result_run_save(&s.run, 1))) {
-        print_speedups(&s);
+        orthros_bench_speedups(&s.table, &s.f);
         char note[512];
         if (orthros_bench_clock_note(&s.f, note, sizeof note)[0])
             progress(&s, "bench: %s; a long cell at a power or thermal limit runs at a lower clock than a short one "

@@ -50,7 +50,7 @@ static int anchors_table(const orthros_anchor_file *f, orthros_table_format fmt,
 {
     static const orthros_table_col cols[] = {{"op", -8, 0},  {"backend", -8, 0}, {"head_dim", 8, 1}, {"ctx", 8, 1},
                                              {"batch", 5, 1}, {"hq", 4, 1},       {"hkv", 4, 1},      {"median_ms", 11, 1},
-                                             {"TFLOP/s", 9, 1}, {"TB/s", 8, 1}};
+                                             {"tflops", 9, 1}, {"tbps", 8, 1}};
     orthros_table t;
     orthros_table_open(&t, fmt, NULL, cols, 10);
     t.out = out;

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +125,8 @@ int orthros_cmd_generate(int argc, char **argv)
     orthros_cmd c;
     orthros_cmd_init(&c, cmd,
                      "Greedy generation. The last stdout line is a JSON object {\"generated\": [ids...]}, with \"text\" "
-                     "(the decoded continuation, special tokens left out) when the model has a tokenizer.",
+                     "(the decoded continuation, special tokens left out) when the model has a tokenizer, and \"timing\": "
+                     "the prefill and the decode, their tokens, seconds and tokens/s (also on stderr).",
                      0);
     orthros_model_opts_add(&c, &mo);
     orthros_model_opts_add_adapter(&c, &mo);
@@ -147,11 +149,22 @@ int orthros_cmd_generate(int argc, char **argv)
         goto fail;
     }
     if ((rc = runner_open(&r, &mo, &ao, nt + max_new))) goto fail;
-    int count = orthros_generate(r.s, tokens, nt, max_new, gen);
-    if (count < 0) {
-        rc = count;
-        goto fail;
+    /* orthros_generate's loop, timed in its two phases: the prefill (which gives the first token) and the decode
+     * steps after it; each call returns its token on the host, so the host clock sees the work done. */
+    const orthros_model_config *cfg = orthros_model_get_config(r.m);
+    int count = 0;
+    int32_t tok = 0;
+    double t0 = orthros_now_s();
+    if ((rc = orthros_prefill(r.s, 0, tokens, nt, NULL, &tok))) goto fail;
+    double t1 = orthros_now_s();
+    gen[count++] = tok;
+    for (int eos = 0; count < max_new; count++) {
+        for (int i = 0; i < cfg->n_eos; i++) eos |= cfg->eos[i] == tok;
+        if (eos) break;
+        if ((rc = orthros_decode(r.s, &tok, &tok, NULL))) goto fail;
+        gen[count] = tok;
     }
+    double t2 = orthros_now_s(), pre_s = t1 - t0, dec_s = t2 - t1;
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "generated");
     for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(gen[i]));
@@ -159,6 +172,18 @@ int orthros_cmd_generate(int argc, char **argv)
     char *decoded = orthros_cli_decode_text(mo.model, gen, count, &decoded_len);
     if (decoded) orthros_cli_json_add_text(o, "text", decoded, decoded_len);
     free(decoded);
+    /* seconds to the microsecond, rates to a tenth */
+    cJSON *tm = cJSON_AddObjectToObject(o, "timing");
+    cJSON_AddNumberToObject(tm, "prefill_tokens", nt);
+    cJSON_AddNumberToObject(tm, "prefill_s", round(pre_s * 1e6) / 1e6);
+    orthros_json_add_num(tm, "prefill_tokens_per_s", pre_s > 0 ? round(nt / pre_s * 10) / 10 : NAN);
+    cJSON_AddNumberToObject(tm, "decode_tokens", count - 1);
+    cJSON_AddNumberToObject(tm, "decode_s", round(dec_s * 1e6) / 1e6);
+    orthros_json_add_num(tm, "decode_tokens_per_s", count > 1 && dec_s > 0 ? round((count - 1) / dec_s * 10) / 10 : NAN);
+    fprintf(stderr, "orthros generate: prefill %d tokens in %.3f s (%.1f tokens/s), decode %d tokens in %.3f s", nt, pre_s,
+            pre_s > 0 ? nt / pre_s : 0.0, count - 1, dec_s);
+    if (count > 1 && dec_s > 0) fprintf(stderr, " (%.1f tokens/s)", (count - 1) / dec_s);
+    fprintf(stderr, "; arch %s, device %s\n", orthros_model_get_arch(r.m)->name, orthros_backend_name(r.be));
     char *text = cJSON_PrintUnformatted(o);
     printf("%s\n", text ? text : "{}");
     free(text);

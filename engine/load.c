@@ -9,6 +9,7 @@
 #include "model.h"
 #include "safetensors.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -529,6 +530,11 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     orthros_gguf *g = NULL;
     orthros_adapter *ad = NULL;
     *out = NULL;
+    struct stat sb;
+    /* A spec that names nothing: said so, not as a folder's missing config.json. */
+    if (strncmp(spec, "preset:", 7) && stat(spec, &sb) != 0)
+        return orthros_error(ORTHROS_EIO, "%s: %s (a model is a Hugging Face folder, a .gguf file or preset:NAME)", spec,
+                             errno == ENOENT ? "no such file or directory" : strerror(errno));
     /* An adapter directory loads its base; --adapter goes over the spec itself. */
     if ((rc = orthros_adapter_open(&ad, spec, opts->adapter))) return rc;
     if (ad) spec = orthros_adapter_base(ad);

@@ -41,6 +41,10 @@ void orthros_eval_common_add(orthros_cmd *c, eval_common *o, const char *json_de
     orthros_cmd_add(c, "wait", ORTHROS_OPT_FLAG, &o->wait, NULL,
                     "when another run is writing --json, wait for it to finish (default: refuse)");
     if (prompts_help) orthros_cmd_add(c, "save-prompts", ORTHROS_OPT_STR, &o->save_prompts, "FILE", prompts_help);
+    orthros_cmd_add_num(c, "limit", ORTHROS_OPT_INT, &o->limit, 0, INT_MAX, "N",
+                        !strcmp(o->task, "ppl") ? "the first N windows of each length only (default all)"
+                        : !strcmp(o->task, "recall") || !strcmp(o->task, "mc") ? "the first N questions only (default all)"
+                                                                             : "at most N samples a cell (default --samples)");
     orthros_cmd_add(c, "o", ORTHROS_OPT_STR, &o->format, "FMT", "table format on stdout: text|md|csv|jsonl|json (default text)");
     orthros_cmd_add(c, "table-out", ORTHROS_OPT_STR, &o->table_out, "FILE", "write the table to FILE instead of stdout");
     orthros_cmd_add(c, "quiet", ORTHROS_OPT_FLAG, &o->quiet, NULL, "no progress lines on stderr");
@@ -51,7 +55,48 @@ int orthros_eval_common_check(orthros_cmd *c, eval_common *o, const char *json_d
     if (o->resume && o->force) return orthros_cmd_usage(c, "--resume keeps the file's cells, --force replaces them: not both");
     if (!strcmp(o->json ? o->json : "", "-")) return orthros_cmd_usage(c, "--json needs a file (results are rewritten as cells finish)");
     if (!o->json) o->json = json_default;
+    /* The generated tasks' samples: the first --limit of --samples (the same seeds as --samples N). */
+    int generated = !strcmp(o->task, "niah") || !strcmp(o->task, "mqar") || orthros_eval_is_ruler(o->task);
+    if (generated && o->limit > 0 && o->limit < o->samples) o->samples = o->limit;
     return -1;
+}
+
+const char *orthros_eval_command_name(const char *task)
+{
+    static char buf[40];
+    snprintf(buf, sizeof buf, "eval %s", orthros_eval_is_ruler(task) ? "ruler" : task);
+    return buf;
+}
+
+void orthros_eval_progress_text(char *out, size_t n, const char *text, size_t chars)
+{
+    size_t j = 0, used = 0;
+    const unsigned char *p = (const unsigned char *)(text ? text : "");
+    for (; *p && j + 8 < n; p++) {
+        /* a UTF-8 character whole or not at all */
+        size_t len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 1;
+        if (used + len > chars) break;
+        if (*p == '\n') j += (size_t)snprintf(out + j, n - j, "\\n");
+        else if (*p == '\t') j += (size_t)snprintf(out + j, n - j, "\\t");
+        else if (*p == '\r') j += (size_t)snprintf(out + j, n - j, "\\r");
+        else if (*p == '\\') j += (size_t)snprintf(out + j, n - j, "\\\\");
+        else if (*p < 0x20 || *p == 0x7f) j += (size_t)snprintf(out + j, n - j, "\\x%02x", *p);
+        else if (len > 1) {
+            size_t k = 0;
+            while (k < len && p[k] && (k == 0 || (p[k] & 0xc0) == 0x80)) k++;
+            if (k < len || j + len + 4 >= n) { /* a broken sequence: its first byte as \xNN */
+                j += (size_t)snprintf(out + j, n - j, "\\x%02x", *p);
+                used++;
+                continue;
+            }
+            memcpy(out + j, p, len), j += len, p += len - 1;
+        } else {
+            out[j++] = (char)*p;
+        }
+        used += len;
+    }
+    out[j < n ? j : n - 1] = '\0';
+    if (*p && j + 4 < n) snprintf(out + j, n - j, "...");
 }
 
 int orthros_eval_parse_ints(int *out, size_t *n, const char *text, const char *what, int64_t lo, int64_t hi)
@@ -86,7 +131,7 @@ int orthros_eval_config_common(orthros_eval_config *c, const eval_common *o, con
         orthros_eval_config_free(c);
         return orthros_error(ORTHROS_ENOMEM, "out of memory");
     }
-    c->samples = o->samples, c->seed = o->mo.seed;
+    c->samples = o->samples, c->seed = o->mo.seed, c->limit = o->limit;
     snprintf(c->device, sizeof c->device, "%s", device);
     orthros_model_opts_sched(&c->sched, &o->mo);
     return 0;
@@ -216,8 +261,24 @@ void orthros_eval_accuracy_summary(eval_run *r)
     }
 }
 
+/* The grid's progress: what is left is estimated from the time the cells run so far took per token of context
+ * (a cell's cost grows with its length; its samples are the same in every cell of a run). */
+typedef struct {
+    size_t idx, total;
+    double t0, spent;          /* start; seconds in the cells run so far */
+    double units_done, units_left; /* their context lengths, and those of the cells still to run */
+} progress;
+
+/* "45 s", "3 min 20 s", "1 h 5 min". */
+static void duration(char *out, size_t n, double s)
+{
+    if (s < 90) snprintf(out, n, "%.0f s", s);
+    else if (s < 5400) snprintf(out, n, "%d min %d s", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(out, n, "%d h %d min", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
 /* Every cell of one architecture not yet in the file. */
-static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, size_t total, double t0)
+static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, progress *pg)
 {
     const eval_common *o = r->o;
     const char *xn = orthros_eval_axis_name(o->task);
@@ -230,26 +291,37 @@ static int run_arch(eval_run *r, size_t ia, orthros_arch_opts *ao, size_t *idx, 
             char where[96];
             if (xn) snprintf(where, sizeof where, "ctx %d %s %d", c.ctx, xn, c.axis);
             else snprintf(where, sizeof where, "ctx %d", c.ctx);
-            (*idx)++;
+            pg->idx++;
             const orthros_eval_cell *done = orthros_eval_file_find(&r->f, c.arch, c.ctx, c.axis);
             if (done) { /* its row still goes to the table, which lists the whole grid */
-                if (!o->quiet) fprintf(stderr, "[%zu/%zu] %s %s: already in %s, kept\n", *idx, total, c.arch, where, o->json);
+                if (!o->quiet) fprintf(stderr, "[%zu/%zu] %s %s: already in %s, kept\n", pg->idx, pg->total, c.arch, where, o->json);
                 print_cell(r, done);
                 continue;
             }
             if (!m && (rc = orthros_model_load(&m, r->be, o->mo.model, ao, (uint64_t)o->mo.seed))) break;
             if (r->ops->check_model && (rc = r->ops->check_model(r, m))) break;
-            if (!o->quiet && orthros_eval_is_ppl(o->task))
-                fprintf(stderr, "[%zu/%zu] %s %s %s (elapsed %.0f s)...\n", *idx, total, o->task, c.arch, where,
-                        orthros_now_s() - t0);
-            else if (!o->quiet)
-                fprintf(stderr, "[%zu/%zu] %s %s %s, %d samples (elapsed %.0f s)...\n", *idx, total, o->task, c.arch, where,
-                        o->samples, orthros_now_s() - t0);
+            char samples[48] = "";
+            if (!orthros_eval_is_ppl(o->task) && strcmp(o->task, "recall") && strcmp(o->task, "mc"))
+                snprintf(samples, sizeof samples, ", %d samples", o->samples);
+            if (!o->quiet)
+                fprintf(stderr, "[%zu/%zu] %s %s %s%s (elapsed %.0f s)...\n", pg->idx, pg->total,
+                        orthros_eval_command_name(o->task) + 5, c.arch, where, samples, orthros_now_s() - pg->t0);
+            double t1 = orthros_now_s();
             orthros_eval_cell res;
             if ((rc = r->ops->run_cell(r, &res, m, &c))) break;
             if ((rc = orthros_eval_file_add(&r->f, &res))) {
                 cJSON_Delete(res.records);
                 break;
+            }
+            double dt = orthros_now_s() - t1;
+            pg->spent += dt, pg->units_done += c.ctx, pg->units_left -= c.ctx;
+            if (!o->quiet) {
+                const orthros_eval_cell *e = &r->f.cells[r->f.n_cells - 1];
+                char left[48];
+                duration(left, sizeof left, pg->units_left > 0 ? pg->spent / pg->units_done * pg->units_left : 0);
+                fprintf(stderr, "[%zu/%zu] done in %.1f s (%.2f s a %s); elapsed %.0f s, about %s left\n", pg->idx, pg->total,
+                        dt, e->samples > 0 ? dt / e->samples : dt, orthros_eval_is_ppl(o->task) ? "window" : "sample",
+                        orthros_now_s() - pg->t0, left);
             }
             r->run.measured++;
             print_cell(r, &r->f.cells[r->f.n_cells - 1]);
@@ -265,7 +337,7 @@ int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *
 {
     const eval_common *o = r->o;
     char cmd[40];
-    snprintf(cmd, sizeof cmd, "eval %s", o->task);
+    snprintf(cmd, sizeof cmd, "%s", orthros_eval_command_name(o->task)); /* as the user typed it: eval ruler */
     orthros_arch_opts ao;
     orthros_table_format tf = ORTHROS_TABLE_TEXT;
     int rc;
@@ -284,13 +356,18 @@ int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *
     if ((rc = orthros_result_run_lock(&r->run)) || (rc = open_results(r, argc, argv, config)) ||
         (n_cols > 0 && (rc = orthros_table_open(&r->table, tf, o->table_out, cols, n_cols))))
         goto done;
+    if (n_cols > 0) orthros_table_context(&r->table, r->f.header, r->f.cfg.model, NAN); /* the run's model, device, commit */
     if (o->save_prompts && !(r->prompts = fopen(o->save_prompts, o->resume ? "a" : "w"))) {
         rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing: %s", o->save_prompts, strerror(errno));
         goto done;
     }
-    size_t total = r->na * r->nc * r->nx, idx = 0;
-    double t0 = orthros_now_s();
-    for (size_t ia = 0; ia < r->na && !rc; ia++) rc = run_arch(r, ia, &ao, &idx, total, t0);
+    progress pg = {.total = r->na * r->nc * r->nx, .t0 = orthros_now_s()};
+    for (size_t ia = 0; ia < r->na; ia++)
+        for (size_t ic = 0; ic < r->nc; ic++)
+            for (size_t ix = 0; ix < r->nx; ix++)
+                if (!orthros_eval_file_find(&r->f, r->archs[ia], r->ctxs[ic], r->x_from_ctx ? r->ctxs[ic] : r->xs[ix]))
+                    pg.units_left += r->ctxs[ic];
+    for (size_t ia = 0; ia < r->na && !rc; ia++) rc = run_arch(r, ia, &ao, &pg);
     if (!rc && !(rc = orthros_result_run_save(&r->run, 1))) {
         (r->ops->summary ? r->ops->summary : orthros_eval_accuracy_summary)(r);
         if (!o->quiet && (r->run.measured || !r->run.existed || o->force || o->resume)) fprintf(stderr, "eval: results in %s\n", o->json);

@@ -23,15 +23,16 @@ typedef struct {
     const char *task;      /* the task name written to the file: niah, mqar, ruler_niah, ..., ppl, recall */
     const char *archs, *ctxs, *json, *save_prompts, *format, *table_out;
     int samples, resume, force, quiet, wait;
+    int limit;             /* --limit: at most this many samples a cell (0: all; the tasks say what a sample is) */
 } eval_common;
 
 /* Defaults: every architecture, text table, 4 samples; the model options' defaults with no model. */
 void orthros_eval_common_default(eval_common *o, const char *task);
-/* Adds --arch (as a list), --json, --resume, --force, --save-prompts (when prompts_help is not NULL), -o,
+/* Adds --arch (as a list), --json, --resume, --force, --save-prompts (when prompts_help is not NULL), --limit, -o,
  * --table-out, --quiet to a command whose model options are already added. json_default names the default file. */
 void orthros_eval_common_add(orthros_cmd *c, eval_common *o, const char *json_default, const char *prompts_help);
-/* The usage checks they share (--resume with --force, --json -); fills the default --json. Returns -1 to go on,
- * else the exit status. */
+/* The usage checks they share (--resume with --force, --json -); fills the default --json; --limit caps --samples
+ * of the generated tasks (niah, mqar, ruler). Returns -1 to go on, else the exit status. */
 int orthros_eval_common_check(orthros_cmd *c, eval_common *o, const char *json_default);
 
 typedef struct eval_run eval_run;
@@ -104,6 +105,11 @@ cJSON *orthros_eval_ints_json(const int32_t *v, int n);
 /* A sample's seed on a record or a saved prompt: "seed" (a JSON number, so rounded above 2^53) and "seed_hex"
  * (16 hex digits, exact). */
 void orthros_eval_add_seed(cJSON *o, uint64_t seed);
+/* A generated text made fit for a progress line: at most `chars` bytes of it (not cutting a UTF-8 character), line
+ * breaks, tabs and other control characters written as \n, \t, \xNN, a backslash as \\, "..." after a cut. */
+void orthros_eval_progress_text(char *out, size_t n, const char *text, size_t chars);
+/* The command the user typed for a task: "eval ruler" for ruler_niah, ruler_vt and ruler_cwe; "eval TASK" else. */
+const char *orthros_eval_command_name(const char *task);
 /* Writes one JSON line to the --save-prompts file; takes j. */
 int orthros_eval_save_line(FILE *f, cJSON *j);
 

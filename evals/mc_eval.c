@@ -309,7 +309,6 @@ int orthros_cmd_eval_mc(int argc, char **argv)
                         "lm-eval's first_n sampler");
     orthros_cmd_add(&c, "fewshot-file", ORTHROS_OPT_STR, &t.fewshot_file, "FILE",
                     "the pool of few-shot examples, same layout (default: the tasks file)");
-    orthros_cmd_add_num(&c, "limit", ORTHROS_OPT_INT, &t.limit, 0, INT_MAX, "N", "the first N questions only (default all)");
     orthros_cmd_add(&c, "name", ORTHROS_OPT_STR, &t.name_arg, "NAME",
                     "the task's name in the table (default: the tasks file's name without .jsonl)");
     orthros_cmd_add(&c, "score", ORTHROS_OPT_STR, &t.score, "WHERE",
@@ -320,6 +319,7 @@ int orthros_cmd_eval_mc(int argc, char **argv)
     if (pr >= 0) return pr;
     if (!o.mo.model || !t.tasks) return orthros_cmd_usage(&c, "--model and --tasks are required (see --help)");
     if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
+    t.limit = o.limit;
     /* an empty name would be left out of the file (and mc's reader requires one) */
     if (t.name_arg && !t.name_arg[0]) return orthros_cmd_usage(&c, "--name is empty");
     if (t.name_arg) snprintf(t.name, sizeof t.name, "%s", t.name_arg);

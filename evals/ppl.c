@@ -88,6 +88,7 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
     memset(out, 0, sizeof *out);
     out->partial = NAN;
     if (nw < 0) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    if (o->limit > 0 && nw > o->limit) nw = o->limit; /* --limit: the first windows only */
     int n_max = T < L ? T : L;
     logits = malloc((size_t)n_max * (size_t)V * sizeof *logits);
     num = malloc((size_t)nw * sizeof *num), den = malloc((size_t)nw * sizeof *den);
@@ -307,7 +308,7 @@ int orthros_cmd_eval_ppl(int argc, char **argv)
     }
     snprintf(cfg.variant, sizeof cfg.variant, "ppl");
     cfg.text = strdup(t.text ? t.text : t.tokens_file);
-    cfg.text_tokens = t.n_ids, cfg.stride = t.stride;
+    cfg.text_tokens = t.n_ids, cfg.stride = t.stride, cfg.limit = o.limit;
     snprintf(cfg.scoring, sizeof cfg.scoring,
              "token NLL in nats from the position before; HF sliding windows, each token scored at most once; "
              "ppl = exp(mean NLL); 95%% percentile bootstrap over windows; orthros: linear-phase logits");

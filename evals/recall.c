@@ -355,7 +355,11 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
             cJSON_AddStringToObject(j, "generated", text);
             rc = orthros_eval_save_line(r->prompts, j);
         }
-        if (!o->quiet) fprintf(stderr, "  %s:%d: %s (f1 %.2f): %.60s\n", t->tasks, it->line, ok ? "right" : "wrong", f1, text);
+        if (!o->quiet) {
+            char shown[400];
+            orthros_eval_progress_text(shown, sizeof shown, text, 60);
+            fprintf(stderr, "  %s:%d: %s (f1 %.2f): \"%s\"\n", t->tasks, it->line, ok ? "right" : "wrong", f1, shown);
+        }
         free(text);
         free(pred);
     }
@@ -462,7 +466,6 @@ int orthros_cmd_eval_recall(int argc, char **argv)
     orthros_cmd_add_num(&c, "shots", ORTHROS_OPT_INT, &t.shots, 0, 1000, "K",
                         "examples before each question (default 0): the first K other items of the pool");
     orthros_cmd_add(&c, "fewshot-file", ORTHROS_OPT_STR, &t.fewshot_file, "FILE", "the pool of examples (default: the tasks file)");
-    orthros_cmd_add_num(&c, "limit", ORTHROS_OPT_INT, &t.limit, 0, INT_MAX, "N", "the first N questions only (default all)");
     orthros_cmd_add(&c, "name", ORTHROS_OPT_STR, &t.name_arg, "NAME",
                     "the task's name in the table (default: the tasks file's name without .jsonl)");
     orthros_cmd_add_num(&c, "max-new", ORTHROS_OPT_INT, &t.max_new, 1, 4096, "N", "longest answer in tokens (default 32)");
@@ -473,6 +476,7 @@ int orthros_cmd_eval_recall(int argc, char **argv)
     if (pr >= 0) return pr;
     if (!o.mo.model || !t.tasks) return orthros_cmd_usage(&c, "--model and --tasks are required (see --help)");
     if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
+    t.limit = o.limit;
     /* an empty name would be left out of the file (and mc's reader requires one) */
     if (t.name_arg && !t.name_arg[0]) return orthros_cmd_usage(&c, "--name is empty");
     if (t.name_arg) snprintf(t.name, sizeof t.name, "%s", t.name_arg);

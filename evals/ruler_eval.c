@@ -93,7 +93,11 @@ static int run_cell(eval_run *r, orthros_eval_cell *out, orthros_model *m, const
             correct += found == s.n_answers;
             partial += (double)found / s.n_answers;
             cJSON_AddItemToArray(out->records, record(t, c, seed, &s, text, n_gen, found));
-            if (!o->quiet) fprintf(stderr, "  sample %d: %d of %d found: %.60s\n", i + 1, found, s.n_answers, text);
+            if (!o->quiet) {
+                char shown[400];
+                orthros_eval_progress_text(shown, sizeof shown, text, 60);
+                fprintf(stderr, "  sample %d: %d of %d found: \"%s\"\n", i + 1, found, s.n_answers, shown);
+            }
         }
         free(text);
         orthros_ruler_sample_free(&s);

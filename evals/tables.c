@@ -72,6 +72,7 @@ int orthros_eval_lmeval_table(const orthros_eval_file *f, orthros_table_format f
     int per_arch = fmt == ORTHROS_TABLE_TEXT || fmt == ORTHROS_TABLE_MD;
     orthros_table t;
     open_on(&t, fmt, out, per_arch ? human : machine, per_arch ? 9 : 8);
+    if (!per_arch) orthros_table_context(&t, f->header, f->cfg.model, NAN); /* lm-eval's model line names it otherwise */
     char name[64], version[16], shots[16];
     task_name(name, sizeof name, &f->cfg);
     snprintf(version, sizeof version, "%s",
@@ -144,6 +145,7 @@ int orthros_eval_ruler_pivot(const orthros_eval_file *f, orthros_table_format fm
     cols[1 + nl] = (orthros_table_col){"avg", 7, 1};
     orthros_table t;
     open_on(&t, fmt, out, cols, nl + 2);
+    orthros_table_context(&t, f->header, f->cfg.model, NAN);
     for (int a = 0; a < na; a++) {
         char v[ORTHROS_TABLE_MAX_COLS][ORTHROS_NAME_MAX];
         const char *cells[ORTHROS_TABLE_MAX_COLS];
@@ -192,6 +194,7 @@ int orthros_eval_cells_table(const orthros_eval_file *f, orthros_table_format fm
     if (orthros_eval_is_mc(task)) return orthros_eval_lmeval_table(f, fmt, out);
     orthros_table t;
     open_on(&t, fmt, out, cols, n);
+    orthros_table_context(&t, f->header, f->cfg.model, NAN);
     for (size_t i = 0; i < f->n_cells; i++) {
         char v[ORTHROS_TABLE_MAX_COLS][ORTHROS_NAME_MAX];
         const char *cells[ORTHROS_TABLE_MAX_COLS];

@@ -121,7 +121,9 @@ int orthros_eval_config_check_same(const orthros_eval_config *a, const char *a_n
         (rc = orthros_result_same_str(a_name, b_name, "the layout", a->layout, b->layout)) ||
         (rc = orthros_result_same_str(a_name, b_name, "the task name", a->name, b->name)) ||
         (rc = orthros_result_same_num(a_name, b_name, "--shots", a->shots, b->shots)) ||
-        (rc = orthros_result_same_num(a_name, b_name, "--limit", (double)a->limit, (double)b->limit)) ||
+        /* no --limit: 0 as the writer writes it, absent in a file of before --limit (-1) */
+        (rc = orthros_result_same_num(a_name, b_name, "--limit", a->limit > 0 ? (double)a->limit : 0,
+                                      b->limit > 0 ? (double)b->limit : 0)) ||
         (rc = orthros_result_same_str(a_name, b_name, "the few-shot file", a->fewshot ? a->fewshot : "",
                                       b->fewshot ? b->fewshot : "")) ||
         (rc = orthros_result_same_str(a_name, b_name, "--score", a->score, b->score)))
@@ -168,12 +170,11 @@ static int read_tasks_options(orthros_eval_config *c, const orthros_jr *j, const
     const int mc = orthros_eval_is_mc(c->task), recall = !strcmp(c->task, "recall");
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
-        /* The writer of issue 26 before this check wrote "shots": 0 and "limit": 0 into every other task's file
-         * (committed ones among them): read as not given. Any other value is refused. */
-        int shots = !strcmp(keys[i], "shots"), limit = !strcmp(keys[i], "limit");
-        if (v && !mc && !recall && (shots || limit) && cJSON_IsNumber(v) && v->valuedouble == 0) {
-            if (shots) c->shots = -1;
-            else c->limit = -1;
+        /* Every eval takes --limit. The writer of issue 26 before this check wrote "shots": 0 into every other
+         * task's file (committed ones among them): read as not given. Any other value is refused. */
+        if (!strcmp(keys[i], "limit")) continue;
+        if (v && !mc && !recall && !strcmp(keys[i], "shots") && cJSON_IsNumber(v) && v->valuedouble == 0) {
+            c->shots = -1;
             continue;
         }
         if (v && !(mc || (recall && strcmp(keys[i], "score"))))

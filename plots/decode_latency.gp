@@ -1,7 +1,7 @@
-# Decode time per step vs KV-cache length, log-log: one line per architecture, the median with the bootstrap 95%
-# interval of the median as error bars; crosses on the top edge for cells not run (nskip 1).
+# Decode time per step vs KV-cache length, log-log: one line per architecture and configuration, the median with
+# the bootstrap 95% interval of the median as error bars; crosses on the top edge for cells not run (nskip 1).
 # Data (dat): index blocks, first line the title; columns ctx, median_s, ci_lo_s, ci_hi_s (plotted in ms).
-# Variables: n, colors, dashes, points, xt, yt, yr (in ms), nskip.
+# Variables: n, colors, dashes, points, widths, sizes, xt, yt, yr (in ms), nskip.
 set title 'Decode time per token vs KV-cache length' font ',14'
 set logscale x 2
 set logscale y 10
@@ -11,8 +11,15 @@ eval('set xtics '.xt)
 eval('set ytics '.yt)
 eval('set yrange '.yr)
 set offsets graph 0.03, graph 0.03, 0, 0
-set key inside left top
+set key outside right top
+set rmargin rm
 m = n - nskip
-plot for [i=0:m-1] dat index i using 1:($2*1e3):($3*1e3):($4*1e3) with yerrorlines lw (1.5 + 2.0*(m-1-i)/m) \
-         ps (1.5 - 0.6*i/m) lc rgb word(colors, i+1) dt int(word(dashes, i+1)) pt int(word(points, i+1)) title columnheader(1), \
-     for [i=m:n-1] dat index i using 1:($2*1e3) with points pt 2 ps 2 lc rgb '#888888' title columnheader(1)
+# (an empty iteration in a plot list makes gnuplot warn: the cells not run are plotted only when there are some)
+if (nskip) {
+    plot for [i=0:m-1] dat index i using 1:($2*1e3):($3*1e3):($4*1e3) with yerrorlines lw real(word(widths, i+1)) \
+             ps real(word(sizes, i+1)) lc rgb word(colors, i+1) dt int(word(dashes, i+1)) pt int(word(points, i+1)) title columnheader(1), \
+         dat index m using 1:($2*1e3) with points pt 2 ps 2 lc rgb '#888888' title columnheader(1)
+} else {
+    plot for [i=0:m-1] dat index i using 1:($2*1e3):($3*1e3):($4*1e3) with yerrorlines lw real(word(widths, i+1)) \
+             ps real(word(sizes, i+1)) lc rgb word(colors, i+1) dt int(word(dashes, i+1)) pt int(word(points, i+1)) title columnheader(1)
+}

@@ -1,4 +1,4 @@
-# Multi-query associative recall accuracy: key-value pairs (y) x context length (x), one panel per architecture.
-# The drawing is heatmap.gp's, read after this.
+# Multi-query associative recall accuracy: key-value pairs (y) x context length (x), a panel per architecture and
+# configuration. The drawing is heatmap.gp's, read after this.
 title = 'Multi-query associative recall: accuracy by pairs and context length'
 ylab = 'key-value pairs in the context'

@@ -6,7 +6,12 @@
  * texts drawn `with labels`), which gnuplot never evaluates. The script is the fixed plots/common.gp + NAME.gp +
  * overlay.gp, fed on gnuplot's stdin, preceded by variable settings the driver makes from numbers and fixed words
  * only (checked by safe_value()); gnuplot runs with OUT as its working folder, so file names in the script are
- * the fixed relative names NAME.dat, NAME.txt and NAME.png. */
+ * the fixed relative names NAME.dat, NAME.txt and NAME.png. Its messages go to a file there, read back: warnings
+ * are counted (printed with --verbose), and an error carries them.
+ *
+ * Runs are never mixed (plot.h): each figure collects its points with the run key of the file and architecture
+ * they come from (run_key: a text per facet that makes runs differ), then names each series by the facets that
+ * differ among the figure's keys and writes the facets they share into the caption. */
 #define _GNU_SOURCE
 #include "plot.h"
 #include "options.h"
@@ -16,6 +21,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <spawn.h>
@@ -29,6 +35,10 @@
 
 #define LABEL_MAX 160
 #define MAX_INPUTS 64
+#define MAX_SERIES 24   /* a line figure of more series is refused, naming what differs */
+#define MAX_PANELS 64   /* the same for a heatmap's panels */
+#define MAX_ROWS 16     /* heatmap rows (variants) */
+#define MAX_COLS 7      /* heatmap panels a row before it wraps */
 
 extern char **environ;
 
@@ -39,13 +49,14 @@ const char *const orthros_plot_figure_names[ORTHROS_PLOT_FIGURES] = {
 /* ---- series ---- */
 
 typedef struct {
-    double x, y, lo, hi, w; /* w: extra column (throughput: TB/s; heatmaps: n) */
+    double x, y, lo, hi, w; /* w: extra column (throughput: TB/s) */
 } point;
 
 typedef struct {
     char label[LABEL_MAX];
     const char *color;
     int dash, pt;
+    double lw, ps; /* line width and point size; 0: set by series order (pre_styles) */
     point *p;
     size_t n, cap;
 } series;
@@ -63,12 +74,13 @@ static void series_list_free(series_list *l)
 }
 
 /* A text from a result file made fit for a quoted gnuplot data field: no double quote (it would end the field),
- * no '#' (it would start a comment), no control character. */
+ * no backslash (gnuplot reads escapes there), no '#' (it would start a comment), no control character. */
 static void clean_text(char *dst, size_t n, const char *src)
 {
     size_t j = 0;
     for (const unsigned char *p = (const unsigned char *)src; *p && j + 4 < n; p++) {
         if (*p == '"') dst[j++] = '\'';
+        else if (*p == '\\') dst[j++] = '/';
         else if (*p == '#') j += (size_t)snprintf(dst + j, n - j, "no.");
         else if (*p < 0x20 || *p == 0x7f) dst[j++] = ' ';
         else dst[j++] = (char)*p;
@@ -96,12 +108,12 @@ static series *series_get(series_list *l, const char *label, const char *color, 
     return s;
 }
 
-/* Adds a point; a second point at the same x (the same cell in two files) is ignored: first file wins. */
+/* Adds a point; returns 1 (and adds nothing) when the series has a point at that x already, 0 when added. */
 static int series_add(series *s, point p)
 {
     if (!s) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     for (size_t i = 0; i < s->n; i++)
-        if (s->p[i].x == p.x) return 0;
+        if (s->p[i].x == p.x) return 1;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
         point *q = realloc(s->p, cap * sizeof *q);
@@ -172,7 +184,7 @@ static void write_blocks(FILE *f, series_list *l, int ncols, const char *comment
 
 /* ---- styles ---- */
 
-/* A colour per architecture; the inputs' second and third models get a lighter and a darker shade of it. */
+/* A colour per architecture; configurations after the first (another model, tp, commit, ...) get other shades. */
 static int arch_index(const char *arch)
 {
     for (int i = 0; orthros_arch_names[i]; i++)
@@ -180,24 +192,33 @@ static int arch_index(const char *arch)
     return -1;
 }
 
-static const char *arch_color(const char *arch, int model)
+#define SHADES 4
+static const char *arch_color(const char *arch, int shade)
 {
-    static const char *const colors[3][5] = {{"#1f5fa8", "#d1451b", "#2e8b3a", "#8e44ad", "#8c6d1f"},
-                                             {"#74a9e0", "#f0936b", "#7fcf8a", "#c39bd3", "#d4b46a"},
-                                             {"#0b2e59", "#7a2306", "#14501d", "#4a1f5c", "#4d3b0d"}};
+    static const char *const colors[SHADES][5] = {{"#1f5fa8", "#d1451b", "#2e8b3a", "#8e44ad", "#8c6d1f"},
+                                                  {"#74a9e0", "#f0936b", "#7fcf8a", "#c39bd3", "#d4b46a"},
+                                                  {"#0b2e59", "#7a2306", "#14501d", "#4a1f5c", "#4d3b0d"},
+                                                  {"#17a2b8", "#e0a800", "#20c997", "#e83e8c", "#6c757d"}};
     int a = arch_index(arch);
-    return a < 0 ? "#555555" : colors[model % 3][a];
+    return a < 0 ? "#555555" : colors[shade % SHADES][a];
 }
 
-/* Filled markers for the first model, open ones for the second, small ones after. */
-static int arch_point(const char *arch, int model)
+/* Filled markers for the first configuration, open ones for the second, other shapes after. */
+static int arch_point(const char *arch, int shade)
 {
-    static const int pts[3][5] = {{7, 5, 9, 11, 13}, {6, 4, 8, 10, 12}, {1, 2, 3, 1, 2}};
+    static const int pts[SHADES][5] = {{7, 5, 9, 11, 13}, {6, 4, 8, 10, 12}, {1, 2, 3, 1, 2}, {13, 11, 5, 9, 7}};
     int a = arch_index(arch);
-    return a < 0 ? 1 : pts[model % 3][a];
+    return a < 0 ? 1 : pts[shade % SHADES][a];
 }
 
-static int phase_dash(const char *phase) { return !strcmp(phase, "decode") ? 2 : !strcmp(phase, "e2e") ? 4 : 1; }
+/* Dash patterns: prefill solid, decode dashed, e2e dash-dot; a tensor-parallel world (tp > 1) dotted, or
+ * dash-dot-dot for its decode. */
+static int phase_dash(const char *phase, int tp)
+{
+    int decode = phase && (!strcmp(phase, "decode") || !strcmp(phase, "e2e"));
+    if (tp > 1) return decode ? 5 : 3;
+    return !phase ? 1 : !strcmp(phase, "decode") ? 2 : !strcmp(phase, "e2e") ? 4 : 1;
+}
 
 /* ---- inputs ---- */
 
@@ -207,13 +228,14 @@ typedef struct {
     orthros_bench_file bench;
     orthros_eval_file eval;
     orthros_anchor_file anchors;
+    char torch[48]; /* anchor files: the PyTorch version that measured them ("" when not given) */
 } input;
 
 typedef struct {
     input *in;
     size_t n;
-    int multi_model, multi_batch, multi_tp; /* labels name the model / batch / --tp only when the inputs hold several */
     const orthros_plot_opts *o;
+    orthros_plot_counts *counts;
 } plot_ctx;
 
 /* Reads and validates one input file of any kind. */
@@ -230,6 +252,8 @@ static int input_read(input *in, const char *path)
         if (h.kind == ORTHROS_RESULT_BENCH) rc = orthros_bench_file_from_json(&in->bench, root, path);
         else if (h.kind == ORTHROS_RESULT_EVAL) rc = orthros_eval_file_from_json(&in->eval, root, path);
         else rc = orthros_anchor_file_from_json(&in->anchors, root, path);
+        const cJSON *t = cJSON_GetObjectItem(root, "torch");
+        if (!rc && h.kind == ORTHROS_RESULT_ANCHORS && cJSON_IsString(t)) clean_text(in->torch, sizeof in->torch, t->valuestring);
     }
     cJSON_Delete(root);
     return rc;
@@ -242,74 +266,279 @@ static void input_free(input *in)
     else orthros_anchor_file_free(&in->anchors);
 }
 
-static int is_model_bench(const input *in) { return in->kind == ORTHROS_RESULT_BENCH && strcmp(in->bench.cfg.source, "bench_kernels"); }
+static int is_kernel_bench(const input *in) { return in->kind == ORTHROS_RESULT_BENCH && !strcmp(in->bench.cfg.source, "bench_kernels"); }
+static int is_model_bench(const input *in) { return in->kind == ORTHROS_RESULT_BENCH && !is_kernel_bench(in); }
 
-/* The rank of a bench file's model among the inputs' distinct models, in input order. */
-static int model_index(const plot_ctx *c, const input *in)
+/* The file name without its folders. */
+static const char *base_name(const char *path)
 {
-    const char *m = orthros_bench_model_label(&in->bench);
-    int k = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        if (!is_model_bench(&c->in[i])) continue;
-        const char *mi = orthros_bench_model_label(&c->in[i].bench);
-        if (!strcmp(mi, m)) return k;
-        int seen = 0;
-        for (size_t j = 0; j < i; j++) seen |= is_model_bench(&c->in[j]) && !strcmp(orthros_bench_model_label(&c->in[j].bench), mi);
-        k += !seen;
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return !path ? "?" : slash && slash[1] ? slash + 1 : path;
+}
+
+/* ---- run keys: what makes two runs differ ---- */
+
+enum {
+    K_MODEL, K_TEXT, K_TOKENS, K_TAIL, K_WINDOW, K_PERIOD, K_FORMULA, K_CHUNK, K_BATCH, K_TP, K_DEVICE, K_THREADS,
+    K_KERNELS, K_COMMIT, K_N
+};
+/* The facets' names in a refusal, and the words before a facet's value in a caption. */
+static const char *const facet_names[K_N] = {"model", "text", "token count", "orthros tail", "swa window",
+                                             "hybrid period", "linear formula", "prefill chunk", "batch", "tp",
+                                             "device", "threads", "kernel versions", "commit"};
+static const char *const facet_prefix[K_N] = {"model ", "", "", "orthros ", "swa ", "hybrid: ", "", "", "", "", "",
+                                              "", "kernels ", ""};
+
+typedef struct {
+    char v[K_N][128]; /* "" where the facet does not apply (the swa window of a transformer) */
+} run_key;
+
+static const char *ordinal(int n)
+{
+    return n % 100 >= 11 && n % 100 <= 13 ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+}
+
+static const cJSON *input_header_json(const input *in) { return in->kind == ORTHROS_RESULT_BENCH ? in->bench.header : in->eval.header; }
+static const orthros_result_header *input_hdr(const input *in) { return in->kind == ORTHROS_RESULT_BENCH ? &in->bench.hdr : &in->eval.hdr; }
+
+/* The run key of the cells of architecture `arch` (and batch, for bench cells: -1 for none) in a bench or eval
+ * file. Timing facets (chunk, threads, kernel versions) only for bench files. */
+static void run_key_of(run_key *k, const input *in, const char *arch, int batch)
+{
+    memset(k, 0, sizeof *k);
+    int bench = in->kind == ORTHROS_RESULT_BENCH;
+    const orthros_sched_config *s = bench ? &in->bench.cfg.sched : &in->eval.cfg.sched;
+    const orthros_result_header *h = input_hdr(in);
+    const cJSON *env = cJSON_GetObjectItem(input_header_json(in), "environment");
+    const char *model = bench ? in->bench.cfg.model : in->eval.cfg.model;
+    clean_text(k->v[K_MODEL], sizeof k->v[K_MODEL], model && model[0] ? model : "unknown model");
+    if (!bench) {
+        const orthros_eval_config *c = &in->eval.cfg;
+        if (orthros_eval_is_ppl(c->task) || !strcmp(c->task, "recall")) {
+            clean_text(k->v[K_TEXT], sizeof k->v[K_TEXT], base_name(c->text));
+            snprintf(k->v[K_TOKENS], sizeof k->v[K_TOKENS], "%lld %s", (long long)c->text_tokens,
+                     orthros_eval_is_ppl(c->task) ? "tokens" : "questions");
+        }
     }
+    int is_orthros = !strcmp(arch, "orthros"), lin = is_orthros || !strcmp(arch, "linear") || !strcmp(arch, "hybrid");
+    if (is_orthros) snprintf(k->v[K_TAIL], sizeof k->v[K_TAIL], "tail %d", s->tail > 0 ? s->tail : 1);
+    if (!strcmp(arch, "swa")) snprintf(k->v[K_WINDOW], sizeof k->v[K_WINDOW], "window %d", s->window > 0 ? s->window : 4096);
+    if (!strcmp(arch, "hybrid")) {
+        int e = s->hybrid_every > 0 ? s->hybrid_every : 4;
+        snprintf(k->v[K_PERIOD], sizeof k->v[K_PERIOD], "every %d%s layer full", e, ordinal(e));
+    }
+    if (lin) {
+        char *f = k->v[K_FORMULA];
+        size_t n = sizeof k->v[K_FORMULA];
+        if (s->feature_map[0]) snprintf(f + strlen(f), n - strlen(f), "%sphi %.15s", f[0] ? ", " : "", s->feature_map);
+        if (s->feature_dim > 0) snprintf(f + strlen(f), n - strlen(f), "%sfeature dim %d", f[0] ? ", " : "", s->feature_dim);
+        if (s->eps > 0) snprintf(f + strlen(f), n - strlen(f), "%seps %g", f[0] ? ", " : "", s->eps);
+        if (s->feature_map_rope[0]) snprintf(f + strlen(f), n - strlen(f), "%sphi %.15s RoPE", f[0] ? ", " : "", s->feature_map_rope);
+        if (s->local_window >= 0) snprintf(f + strlen(f), n - strlen(f), "%slocal window %d", f[0] ? ", " : "", s->local_window);
+    }
+    if (bench && s->chunk > 0) snprintf(k->v[K_CHUNK], sizeof k->v[K_CHUNK], "chunk %d", s->chunk);
+    if (bench && batch >= 0) snprintf(k->v[K_BATCH], sizeof k->v[K_BATCH], "batch %d", batch);
+    int tp = bench ? in->bench.cfg.tp : h->world_size;
+    snprintf(k->v[K_TP], sizeof k->v[K_TP], "tp %d", tp > 0 ? tp : 1);
+    char dev[160];
+    clean_text(dev, sizeof dev, h->device_name[0] ? h->device_name : "unknown device");
+    snprintf(k->v[K_DEVICE], sizeof k->v[K_DEVICE], "%.100s%s", dev, !strcmp(h->backend, "cpu") ? " (cpu)" : "");
+    const cJSON *threads = cJSON_GetObjectItem(env, "threads");
+    if (bench && !strcmp(h->backend, "cpu") && cJSON_IsNumber(threads))
+        snprintf(k->v[K_THREADS], sizeof k->v[K_THREADS], "%d threads", threads->valueint);
+    const cJSON *kern = cJSON_GetObjectItem(cJSON_GetObjectItem(env, "device"), "kernels");
+    if (bench && cJSON_IsString(kern) && kern->valuestring[0]) {
+        /* "attn_prefill v7, attn_decode v7, linear_prefill v7" -> "prefill v7, decode v7, linear_prefill v7" */
+        char t[128], *o = k->v[K_KERNELS];
+        clean_text(t, sizeof t, kern->valuestring);
+        size_t j = 0;
+        for (const char *p = t; *p && j + 1 < sizeof k->v[K_KERNELS]; p++) {
+            if (!strncmp(p, "attn_", 5) && (p == t || p[-1] == ' ')) p += 5;
+            o[j++] = *p;
+        }
+        o[j] = '\0';
+    }
+    snprintf(k->v[K_COMMIT], sizeof k->v[K_COMMIT], "commit %.7s%s", h->git_commit, h->dirty ? "+dirty" : "");
+}
+
+/* ---- collecting a figure's points with their run keys ---- */
+
+typedef struct {
+    int key;               /* index into collect.k */
+    char head[LABEL_MAX];  /* what names the series before its facets: the architecture [and phase] */
+    char arch[ORTHROS_NAME_MAX], phase[16];
+    int tp, row;           /* row: a heatmap's row (its variant) */
+    size_t seq;            /* the order it came in */
+    point p;
+    const char *file;
+} raw;
+
+typedef struct {
+    raw *r;
+    size_t n, cap;
+    run_key *k;
+    size_t nk, capk;
+    int varying[K_N];      /* 1: the facet takes two or more values among the keys; 2: left out */
+} collect;
+
+static void collect_free(collect *c)
+{
+    free(c->r);
+    free(c->k);
+    memset(c, 0, sizeof *c);
+}
+
+static int collect_add(collect *c, const run_key *k, const char *head, const char *arch, const char *phase, int tp,
+                       int row, point p, const char *file)
+{
+    size_t ki = 0;
+    while (ki < c->nk && memcmp(&c->k[ki], k, sizeof *k)) ki++;
+    if (ki == c->nk) {
+        if (c->nk == c->capk) {
+            size_t cap = c->capk ? 2 * c->capk : 8;
+            run_key *q = realloc(c->k, cap * sizeof *q);
+            if (!q) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+            c->k = q, c->capk = cap;
+        }
+        c->k[c->nk++] = *k;
+    }
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        raw *q = realloc(c->r, cap * sizeof *q);
+        if (!q) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+        c->r = q, c->cap = cap;
+    }
+    raw *r = &c->r[c->n++];
+    memset(r, 0, sizeof *r);
+    r->key = (int)ki;
+    clean_text(r->head, sizeof r->head, head);
+    snprintf(r->arch, sizeof r->arch, "%s", arch);
+    snprintf(r->phase, sizeof r->phase, "%s", phase ? phase : "");
+    r->tp = tp, r->row = row, r->p = p, r->file = file, r->seq = c->n - 1;
     return 0;
 }
 
-/* The label of a bench series: arch [phase] [(model)] [batch B]. */
-static void bench_label(char *out, size_t n, const plot_ctx *c, const input *in, const char *arch, const char *phase,
-                        int batch)
+/* The model's label: its last path components, as few as set it apart from the figure's other models, two at least
+ * for a folder (a preset: its name). */
+static void model_labels(collect *c)
 {
-    char b[32] = "", m[96] = "", t[32] = "";
-    if (c->multi_model) snprintf(m, sizeof m, " (%s)", orthros_bench_model_label(&in->bench));
-    if (c->multi_tp) snprintf(t, sizeof t, ", tp %d", in->bench.cfg.tp);
-    if (c->multi_batch) snprintf(b, sizeof b, ", batch %d", batch);
-    snprintf(out, n, "%s%s%s%s%s%s", arch, phase ? " " : "", phase ? phase : "", m, t, b);
-}
-
-/* Appends s to a ", "-separated list unless it is already an item of it. */
-static void add_item(char *list, size_t n, const char *s)
-{
-    size_t len = strlen(s), used = strlen(list);
-    for (const char *p = list; (p = strstr(p, s)); p++)
-        if ((p == list || (p >= list + 2 && p[-2] == ',' && p[-1] == ' ')) && (p[len] == ',' || p[len] == '\0')) return;
-    snprintf(list + used, n - used, "%s%s", used ? ", " : "", s);
-}
-
-/* "NVIDIA H200, commit 33ba9f3" from the headers of the inputs of one kind. */
-static void provenance(char *out, size_t n, const plot_ctx *c, orthros_result_kind kind)
-{
-    char devs[256] = "", commits[160] = "";
-    for (size_t i = 0; i < c->n; i++) {
-        const input *in = &c->in[i];
-        if (in->kind != kind || kind == ORTHROS_RESULT_ANCHORS) continue;
-        const orthros_result_header *h = kind == ORTHROS_RESULT_BENCH ? &in->bench.hdr : &in->eval.hdr;
-        char cm[32], dev[160];
-        snprintf(cm, sizeof cm, "%.7s%s", h->git_commit, h->dirty ? "+dirty" : "");
-        orthros_result_device_text(dev, sizeof dev, h);
-        add_item(devs, sizeof devs, dev);
-        add_item(commits, sizeof commits, cm);
+    enum { MAXM = 64 };
+    char full[MAXM][128], lab[MAXM][128];
+    size_t nm = 0;
+    for (size_t i = 0; i < c->nk && nm < MAXM; i++) {
+        size_t j = 0;
+        while (j < nm && strcmp(full[j], c->k[i].v[K_MODEL])) j++;
+        if (j == nm) memcpy(full[nm++], c->k[i].v[K_MODEL], 128);
     }
-    snprintf(out, n, "%s, commit %s", devs, commits);
+    for (size_t j = 0; j < nm; j++) {
+        const char *m = full[j];
+        if (!strncmp(m, "preset:", 7)) {
+            snprintf(lab[j], sizeof lab[j], "%s", m + 7);
+            continue;
+        }
+        /* a folder's name alone ("adapter", "model") says little: its parent's name comes with it */
+        const char *last = strrchr(m, '/');
+        int first = last && last != m && last[1] && !strchr(last + 1, '.') ? 2 : 1;
+        for (int parts = first; parts <= 16; parts++) {
+            /* the last `parts` components of m, and whether another model ends the same way */
+            size_t len = strlen(m);
+            while (len > 1 && m[len - 1] == '/') len--;
+            const char *p = m + len;
+            for (int seen = 0; p > m; p--)
+                if (p[-1] == '/' && ++seen == parts) break;
+            snprintf(lab[j], sizeof lab[j], "%.*s", (int)(m + len - p), p);
+            int clash = 0;
+            size_t ll = strlen(lab[j]);
+            for (size_t o = 0; o < nm && !clash; o++) {
+                size_t lo = strlen(full[o]);
+                clash = o != j && lo >= ll && !strcmp(full[o] + lo - ll, lab[j]) && (lo == ll || full[o][lo - ll - 1] == '/');
+            }
+            if (!clash || p == m) break;
+        }
+    }
+    for (size_t i = 0; i < c->nk; i++)
+        for (size_t j = 0; j < nm; j++)
+            if (!strcmp(c->k[i].v[K_MODEL], full[j])) {
+                memcpy(c->k[i].v[K_MODEL], lab[j], 128);
+                break;
+            }
 }
 
-/* "llama3.2-1b, llama3.1-8b" over the bench inputs. */
-static void models_of(char *out, size_t n, const plot_ctx *c)
+/* Raw points by architecture (transformer, orthros, linear, swa, hybrid), then in the order they came. */
+static int cmp_raw(const void *a, const void *b)
+{
+    const raw *x = a, *y = b;
+    int ax = arch_index(x->arch), ay = arch_index(y->arch);
+    ax = ax < 0 ? 99 : ax, ay = ay < 0 ? 99 : ay;
+    if (ax != ay) return ax < ay ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* After the last collect_add: points in architecture order, model labels and which facets vary. */
+static void collect_finish(collect *c)
+{
+    qsort(c->r, c->n, sizeof *c->r, cmp_raw);
+    model_labels(c);
+    for (int f = 0; f < K_N; f++) {
+        const char *first = NULL;
+        c->varying[f] = 0;
+        for (size_t i = 0; i < c->nk; i++) {
+            const char *v = c->k[i].v[f];
+            if (!v[0]) continue;
+            if (!first) first = v;
+            else if (strcmp(first, v)) c->varying[f] = 1;
+        }
+    }
+    /* Kernel versions follow the commit: where the commit differs, it names the series and the versions are left
+     * out (of the labels and the caption alike). */
+    if (c->varying[K_COMMIT]) c->varying[K_KERNELS] = 2;
+}
+
+/* ", llama3.1-8b, tp 2": the facets of key ki that vary among the figure's keys. */
+static void key_suffix(char *out, size_t n, const collect *c, int ki)
 {
     out[0] = '\0';
-    for (size_t i = 0; i < c->n; i++)
-        if (is_model_bench(&c->in[i])) add_item(out, n, orthros_bench_model_label(&c->in[i].bench));
+    for (int f = 0; f < K_N; f++) {
+        const char *v = c->k[ki].v[f];
+        /* a facet that varies, where the key has it ("tp 1" left out: a series without "tp N" ran on one GPU) */
+        if (c->varying[f] != 1 || !v[0] || (f == K_TP && !strcmp(v, "tp 1"))) continue;
+        size_t used = strlen(out);
+        snprintf(out + used, n - used, ", %s", v);
+    }
+}
+
+/* "model X; swa window 1024; NVIDIA H200; commit abc1234": the facets every key shares (tp 1 left out). */
+static void key_caption(char *out, size_t n, const collect *c)
+{
+    out[0] = '\0';
+    for (int f = 0; f < K_N; f++) {
+        if (c->varying[f]) continue;
+        const char *v = NULL;
+        for (size_t i = 0; i < c->nk && !v; i++)
+            if (c->k[i].v[f][0]) v = c->k[i].v[f];
+        if (!v || (f == K_TP && !strcmp(v, "tp 1"))) continue;
+        size_t used = strlen(out);
+        snprintf(out + used, n - used, "%s%s%s", used ? "; " : "", facet_prefix[f], v);
+    }
+}
+
+/* "model, commit": the names of the facets that vary. */
+static void key_differ(char *out, size_t n, const collect *c)
+{
+    out[0] = '\0';
+    for (int f = 0; f < K_N; f++) {
+        if (c->varying[f] != 1) continue;
+        size_t used = strlen(out);
+        snprintf(out + used, n - used, "%s%s", used ? ", " : "", facet_names[f]);
+    }
+    if (!out[0]) snprintf(out, n, "nothing but the architecture");
 }
 
 /* ---- gnuplot ---- */
 
 /* A gnuplot script being put together: variable settings made by the driver, then the fixed scripts. */
 typedef struct {
-    char text[8192];
+    char text[16384];
     size_t len;
     int bad;
 } prelude;
@@ -326,7 +555,7 @@ static int safe_value(const char *v)
 static void pre_set(prelude *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void pre_set(prelude *p, const char *fmt, ...)
 {
-    char line[2048];
+    char line[4096];
     va_list ap;
     va_start(ap, fmt);
     int w = vsnprintf(line, sizeof line, fmt, ap);
@@ -341,20 +570,39 @@ static void pre_set(prelude *p, const char *fmt, ...)
     p->text[p->len] = '\0';
 }
 
-/* n, colors, dashes, points: one word per series. */
-static void pre_styles(prelude *p, const series_list *l)
+/* The width of a key outside on the right, in characters (`set rmargin rm`), from its longest title. */
+static int key_chars(const series_list *l, size_t longest)
 {
-    char colors[4096] = "", dashes[1024] = "", points[1024] = "";
-    for (size_t i = 0; i < l->n; i++) {
-        size_t a = strlen(colors), b = strlen(dashes), c = strlen(points);
-        snprintf(colors + a, sizeof colors - a, "%s%s", i ? " " : "", l->s[i].color ? l->s[i].color : "#555555");
-        snprintf(dashes + b, sizeof dashes - b, "%s%d", i ? " " : "", l->s[i].dash);
-        snprintf(points + c, sizeof points - c, "%s%d", i ? " " : "", l->s[i].pt);
+    for (size_t i = 0; i < l->n; i++) longest = strlen(l->s[i].label) > longest ? strlen(l->s[i].label) : longest;
+    return 10 + (int)(0.86 * (double)(longest < 90 ? longest : 90));
+}
+
+/* n, colors, dashes, points, widths, sizes: one word per series; rm: the width of the key, whose longest title
+ * (key_min characters at least: titles the script adds) sets it. Widths and sizes not set by the figure fall with
+ * the series' order (the first drawn widest), so that lines on top of each other stay visible. */
+static void pre_styles(prelude *p, const series_list *l, size_t key_min)
+{
+    char colors[4096] = "", dashes[1024] = "", points[1024] = "", widths[1024] = "", sizes[1024] = "";
+    size_t m = 0;
+    for (size_t i = 0; i < l->n; i++) m += l->s[i].lw == 0;
+    for (size_t i = 0, k = 0; i < l->n; i++) {
+        const series *s = &l->s[i];
+        double lw = s->lw, ps = s->ps;
+        if (lw == 0) lw = 1.5 + 2.0 * (double)(m - 1 - k) / (double)m, ps = 1.5 - 0.6 * (double)k / (double)m, k++;
+        size_t a = strlen(colors), b = strlen(dashes), c = strlen(points), d = strlen(widths), e = strlen(sizes);
+        snprintf(colors + a, sizeof colors - a, "%s%s", i ? " " : "", s->color ? s->color : "#555555");
+        snprintf(dashes + b, sizeof dashes - b, "%s%d", i ? " " : "", s->dash);
+        snprintf(points + c, sizeof points - c, "%s%d", i ? " " : "", s->pt);
+        snprintf(widths + d, sizeof widths - d, "%s%.3f", i ? " " : "", lw);
+        snprintf(sizes + e, sizeof sizes - e, "%s%.3f", i ? " " : "", ps);
     }
+    pre_set(p, "rm = %d", key_chars(l, key_min));
     pre_set(p, "n = %zu", l->n);
     pre_set(p, "colors = \"%s\"", colors);
     pre_set(p, "dashes = \"%s\"", dashes);
     pre_set(p, "points = \"%s\"", points);
+    pre_set(p, "widths = \"%s\"", widths);
+    pre_set(p, "sizes = \"%s\"", sizes);
 }
 
 /* "1K", "256", "1.5K", "1M": K = 1024, as the bench's length lists. */
@@ -412,7 +660,10 @@ static void pre_xtics(prelude *p, const series_list *l)
  * than three, so that a log axis shows numbers even under one decade; also the range itself, padded. */
 static void pre_logtics(prelude *p, const char *name, const char *range, double lo, double hi, const char *fmt)
 {
-    if (!(lo > 0) || !(hi >= lo)) return;
+    if (!(lo > 0) || !(hi >= lo)) {
+        p->bad = 1;
+        return;
+    }
     static const double coarse[] = {1, 2, 5}, fine[] = {1, 1.5, 2, 3, 4, 5, 7};
     char buf[2048] = "(";
     for (int pass = 0; pass < 2; pass++) {
@@ -469,16 +720,42 @@ static int append_script(FILE *m, const char *dir, const char *name)
     return rc;
 }
 
-/* Feeds the script to gnuplot on stdin, in the output folder; waits for it. */
-static int spawn_gnuplot(const orthros_plot_opts *o, const char *script, size_t len)
+/* The messages gnuplot wrote (its stderr, sent to a file in the output folder), trimmed: *text malloc'd, or NULL
+ * when there were none. The file is removed. */
+static char *read_messages(const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (orthros_read_file(&text, &len, path, (size_t)1 << 20, NULL)) text = NULL;
+    unlink(path);
+    if (!text) return NULL;
+    while (len && (text[len - 1] == '\n' || text[len - 1] == ' ')) text[--len] = '\0';
+    if (!len) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Feeds the script to gnuplot on stdin, in the output folder, its messages to FIG.gnuplot.log there; waits for it.
+ * *messages: what it wrote (malloc'd; NULL when nothing). */
+static int spawn_gnuplot(const orthros_plot_opts *o, const char *fig, const char *script, size_t len, char **messages)
 {
     int fds[2], rc = 0, st = 0;
-    if (pipe(fds) != 0) return orthros_error(ORTHROS_EIO, "pipe: %s", strerror(errno));
+    char logname[96], *logpath = NULL;
+    *messages = NULL;
+    snprintf(logname, sizeof logname, "%s.gnuplot.log", fig);
+    if (asprintf(&logpath, "%s/%s", o->out_dir, logname) < 0) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    if (pipe(fds) != 0) {
+        free(logpath);
+        return orthros_error(ORTHROS_EIO, "pipe: %s", strerror(errno));
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
     posix_spawn_file_actions_addclose(&fa, fds[1]);
     posix_spawn_file_actions_addchdir_np(&fa, o->out_dir);
+    posix_spawn_file_actions_addopen(&fa, 2, logname, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     char *argv[] = {(char *)o->gnuplot, NULL};
     pid_t pid;
     fflush(NULL);
@@ -487,6 +764,8 @@ static int spawn_gnuplot(const orthros_plot_opts *o, const char *script, size_t 
     close(fds[0]);
     if (err) {
         close(fds[1]);
+        unlink(logpath);
+        free(logpath);
         return orthros_error(ORTHROS_EUNSUPPORTED, "cannot run %s: %s (install gnuplot; on Debian: apt-get install gnuplot-nox)",
                              o->gnuplot, strerror(err));
     }
@@ -501,16 +780,31 @@ static int spawn_gnuplot(const orthros_plot_opts *o, const char *script, size_t 
     close(fds[1]);
     signal(SIGPIPE, old);
     while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return orthros_error(ORTHROS_EIO, "waiting for gnuplot: %s", strerror(errno));
+        if (errno != EINTR) {
+            free(logpath);
+            return orthros_error(ORTHROS_EIO, "waiting for gnuplot: %s", strerror(errno));
+        }
+    *messages = read_messages(logpath);
+    free(logpath);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        rc = orthros_error(ORTHROS_EINVAL, "gnuplot failed (%s %d; its messages are above)",
-                           WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        rc = orthros_error(ORTHROS_EINVAL, "gnuplot failed (%s %d): %.1500s", WIFEXITED(st) ? "exit status" : "signal",
+                           WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), *messages ? *messages : "no message");
     return rc;
 }
 
+/* Counts gnuplot's warnings in its messages and prints them with --verbose. */
+static void note_messages(const plot_ctx *c, const char *fig, const char *ext, const char *messages)
+{
+    if (!messages) return;
+    int k = 0;
+    for (const char *p = messages; (p = strstr(p, "warning:")); p++) k++;
+    c->counts->warnings += k ? k : 1;
+    if (c->o->verbose) fprintf(stderr, "plot: %s.%s: gnuplot said:\n%s\n", fig, ext, messages);
+}
+
 /* Draws figure `fig` in every requested format: the prelude, common.gp, FIG.gp, the shared body (heatmap.gp for
- * the heatmaps; NULL for none) and overlay.gp. */
-static int run_gnuplot(const plot_ctx *c, const char *fig, const prelude *p, const char *body)
+ * the heatmaps; NULL for none) and overlay.gp. w, h: its size in pixels. */
+static int run_gnuplot(const plot_ctx *c, const char *fig, const prelude *p, const char *body, int w, int h)
 {
     const orthros_plot_opts *o = c->o;
     if (p->bad) return orthros_error(ORTHROS_EINVAL, "%s: a figure setting is not a plain number or word (a bug)", fig);
@@ -518,13 +812,10 @@ static int run_gnuplot(const plot_ctx *c, const char *fig, const prelude *p, con
     for (int f = 0; f < ORTHROS_PLOT_FORMATS && !rc; f++) {
         if (!(o->formats & (1 << f))) continue;
         static const char *const ext[] = {"png", "svg", "pdf"};
-        char *text = NULL;
+        char *text = NULL, *messages = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&text, &len);
         if (!m) return orthros_error(ORTHROS_ENOMEM, "out of memory");
-        /* Figure sizes in pixels; the heatmaps size themselves by their panel grid (w, h in the prelude). */
-        int w = !strcmp(fig, "throughput") ? 1500 : !strcmp(fig, "ppl") || !strcmp(fig, "recall") ? 1300 : 1100;
-        int h = !strcmp(fig, "throughput") ? 640 : 620;
         /* gnuplot writes NAME.part.EXT, renamed to NAME.EXT once it succeeded: no half-drawn image under the name. */
         fprintf(m, "w = %d\nh = %d\nfmt = '%s'\nout = '%s.part.%s'\ndat = '%s.dat'\ntxt = '%s.txt'\n%s", w, h, ext[f],
                 fig, ext[f], fig, fig, p->text);
@@ -537,7 +828,9 @@ static int run_gnuplot(const plot_ctx *c, const char *fig, const prelude *p, con
         if (!rc && body) rc = append_script(m, o->scripts_dir, body);
         if (!rc) rc = append_script(m, o->scripts_dir, "overlay.gp");
         if (fclose(m) != 0 && !rc) rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-        if (!rc) rc = spawn_gnuplot(o, text, len);
+        if (!rc) rc = spawn_gnuplot(o, fig, text, len, &messages);
+        if (!rc) note_messages(c, fig, ext[f], messages);
+        free(messages);
         free(text);
         if (rc) {
             char *part = NULL;
@@ -561,35 +854,41 @@ static int run_gnuplot(const plot_ctx *c, const char *fig, const prelude *p, con
     return rc;
 }
 
-/* The figure's texts (caption and panel titles) as data: index 0 the caption, index 1 panel titles at their
- * screen positions (x, y, text); an index is never empty. */
+/* The figure's texts as data: index 0 the caption, index 1 panel titles at their screen positions (x, y, text),
+ * index 2 row headings (x, y, text; drawn left-aligned and larger); an index is never empty. */
 typedef struct {
-    char caption[600];
-    double tx[64], ty[64];
-    char titles[64][LABEL_MAX];
+    char caption[900];
+    double tx[MAX_PANELS], ty[MAX_PANELS];
+    char titles[MAX_PANELS][LABEL_MAX];
     int n_titles;
+    double rx[MAX_ROWS * 2], ry[MAX_ROWS * 2];
+    char rows[MAX_ROWS * 2][LABEL_MAX];
+    int n_rows;
 } texts;
 
 static int write_texts(const plot_ctx *c, const char *fig, const texts *t)
 {
     membuf m;
-    char clean[640], name[64];
+    char clean[960], name[64];
     int rc = mb_open(&m);
     if (rc) return rc;
     clean_text(clean, sizeof clean, t->caption);
     fprintf(m.f, "# The texts of %s, drawn by overlay.gp: index 0 the caption (x as a fraction of the width, y in pixels "
-                 "from the bottom), index 1 panel titles.\n", fig);
-    /* The caption in lines of at most CAPTION_LINE characters, broken after "; " where it can be (3 lines at most). */
-    enum { CAPTION_LINE = 150 };
-    char *lines[3];
+                 "from the bottom), index 1 panel titles, index 2 row headings.\n", fig);
+    /* The caption in lines of at most CAPTION_LINE characters, broken after "; " where it can be (4 lines at most). */
+    enum { CAPTION_LINE = 150, CAPTION_LINES = 4 };
+    char *lines[CAPTION_LINES];
     int nl = 0;
-    for (char *p = clean; *p && nl < 3;) {
+    for (char *p = clean; *p && nl < CAPTION_LINES;) {
         lines[nl++] = p;
         size_t len = strlen(p);
-        if (len <= CAPTION_LINE || nl == 3) break;
+        if (len <= CAPTION_LINE || nl == CAPTION_LINES) break;
         char *cut = NULL;
         for (char *q = p; q + 2 <= p + CAPTION_LINE; q++)
             if (q[0] == ';' && q[1] == ' ') cut = q + 1;
+        if (!cut)
+            for (char *q = p; q + 2 <= p + CAPTION_LINE; q++)
+                if (q[0] == ',' && q[1] == ' ') cut = q + 1;
         if (!cut) cut = p + CAPTION_LINE;
         *cut = '\0';
         for (p = cut + 1; *p == ' '; p++) {}
@@ -599,6 +898,9 @@ static int write_texts(const plot_ctx *c, const char *fig, const texts *t)
     fprintf(m.f, "\n\n");
     for (int i = 0; i < t->n_titles; i++) fprintf(m.f, "%.4f %.4f \"%s\"\n", t->tx[i], t->ty[i], t->titles[i]);
     if (!t->n_titles) fprintf(m.f, "0.5 0.99 \"\"\n");
+    fprintf(m.f, "\n\n");
+    for (int i = 0; i < t->n_rows; i++) fprintf(m.f, "%.4f %.4f \"%s\"\n", t->rx[i], t->ry[i], t->rows[i]);
+    if (!t->n_rows) fprintf(m.f, "0.5 0.99 \"\"\n");
     snprintf(name, sizeof name, "%s.txt", fig);
     return mb_save(&m, c->o->out_dir, name);
 }
@@ -606,9 +908,10 @@ static int write_texts(const plot_ctx *c, const char *fig, const texts *t)
 /* ---- the figure skeleton ---- */
 
 /* One figure: its data, its texts, its script and the run that draws it. A figure function fills it from the
- * inputs, or sets `why` when their data is absent (the figure is then skipped); figure_run writes NAME.dat (the
- * series as index blocks of `cols` columns, or what the function wrote into `dat` itself, as the heatmaps do) and
- * NAME.txt, and draws it with the prelude, common.gp, NAME.gp, `body` and overlay.gp. */
+ * inputs, or sets `why` when their data is absent (the figure is then skipped) or `refused` when they hold more
+ * configurations than one figure can show; figure_run writes NAME.dat (the series as index blocks of `cols`
+ * columns, or what the function wrote into `dat` itself, as the heatmaps do) and NAME.txt, and draws it with the
+ * prelude, common.gp, NAME.gp, `body` and overlay.gp. */
 typedef struct {
     const plot_ctx *c;
     const char *name;    /* prefill_latency, ...: NAME.dat, NAME.txt, NAME.gp, NAME.png */
@@ -619,10 +922,13 @@ typedef struct {
     texts t;             /* the caption and the panel titles */
     prelude p;           /* the variables the scripts are given */
     const char *body;    /* a shared script after NAME.gp (heatmap.gp), or NULL */
+    int w, h;            /* size in pixels (0: 1100 x 620, wider for a long key) */
+    size_t key_min;      /* the longest title the script adds to the key (the 21.9x line's) */
     const char *why;     /* set when the inputs hold no data for the figure: why it is skipped */
+    char refused[400];   /* set when the figure is refused: why */
 } figure;
 
-/* A figure function: fills f, or sets f->why. */
+/* A figure function: fills f, or sets f->why or f->refused. */
 typedef int (*figure_fn)(figure *f);
 
 static void figure_free(figure *f)
@@ -644,10 +950,72 @@ static int figure_run(figure *f)
     }
     snprintf(name, sizeof name, "%s.dat", f->name);
     if ((rc = mb_save(&f->dat, f->c->o->out_dir, name)) || (rc = write_texts(f->c, f->name, &f->t))) return rc;
-    return run_gnuplot(f->c, f->name, &f->p, f->body);
+    /* A line figure grows to the right with its key (about 9 pixels a character of rm). */
+    int w = f->w ? f->w : 850 + 9 * key_chars(&f->data, f->key_min);
+    return run_gnuplot(f->c, f->name, &f->p, f->body, w < 1100 ? 1100 : w, f->h ? f->h : 620);
 }
 
-/* ---- figures ---- */
+/* The shade of a configuration: its rank among the configurations of its architecture, in order of appearance. */
+typedef struct {
+    char suffix[MAX_SERIES * 2][LABEL_MAX], arch[MAX_SERIES * 2][ORTHROS_NAME_MAX];
+    size_t n;
+} shades;
+
+static int shade_of(shades *s, const char *arch, const char *suffix)
+{
+    int shade = 0;
+    size_t j = 0;
+    for (; j < s->n && !(!strcmp(s->suffix[j], suffix) && !strcmp(s->arch[j], arch)); j++) shade += !strcmp(s->arch[j], arch);
+    if (j == s->n && s->n < MAX_SERIES * 2) {
+        snprintf(s->suffix[s->n], LABEL_MAX, "%s", suffix);
+        snprintf(s->arch[s->n++], ORTHROS_NAME_MAX, "%s", arch);
+    }
+    return shade;
+}
+
+/* The series of a figure from its collected points: each named by its head and the facets of its key that vary;
+ * a colour per architecture, a shade and marker per configuration of that architecture (in order of appearance), a dash per phase and tensor-parallel world. Two points of one configuration at the same x (the
+ * same cell in two files) draw the first, with a warning. More than MAX_SERIES series: refused. */
+static int collect_series(figure *f, const collect *c)
+{
+    shades sh = {0};
+    int rc = 0, warned = 0;
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        const raw *r = &c->r[i];
+        char suffix[LABEL_MAX], label[LABEL_MAX * 2];
+        key_suffix(suffix, sizeof suffix, c, r->key);
+        int shade = shade_of(&sh, r->arch, suffix);
+        snprintf(label, sizeof label, "%s%s", r->head, suffix);
+        size_t before = f->data.n;
+        series *s = series_get(&f->data, label, arch_color(r->arch, shade), phase_dash(r->phase[0] ? r->phase : NULL, r->tp),
+                               arch_point(r->arch, shade));
+        if (f->data.n > MAX_SERIES && f->data.n > before) {
+            char differ[300];
+            key_differ(differ, sizeof differ, c);
+            snprintf(f->refused, sizeof f->refused, "more than %d series: the inputs differ in %s; plot fewer files at a time",
+                     MAX_SERIES, differ);
+            return 0;
+        }
+        rc = series_add(s, r->p);
+        if (rc == 1) {
+            if (!warned++)
+                fprintf(stderr, "plot: %s: \"%s\" has two cells at %g (the second from %s): the same configuration twice; "
+                                "the first is drawn\n", f->name, s->label, r->p.x, r->file);
+            rc = 0;
+        }
+    }
+    return rc;
+}
+
+/* The caption of a figure from its collected keys: `what` (the statistic), then the facets its series share. */
+static void collect_caption(figure *f, const collect *c, const char *what)
+{
+    char shared[700];
+    key_caption(shared, sizeof shared, c);
+    snprintf(f->t.caption, sizeof f->t.caption, "%s%s%s", what, what[0] && shared[0] ? "; " : "", shared);
+}
+
+/* ---- line figures of bench files ---- */
 
 /* Median and interval of a measured cell, in seconds. */
 static point cell_point(const orthros_bench_cell *m)
@@ -658,134 +1026,159 @@ static point cell_point(const orthros_bench_cell *m)
     return p;
 }
 
-/* Bench cells of one phase as series per (arch, model, batch); skipped and failed cells go to `skipped` as
- * points at their context with y NaN. */
-static int bench_series(const plot_ctx *c, const char *phase, series_list *l, series_list *skipped, int with_phase)
+/* Batch is a facet only when the inputs hold several. */
+static int multi_batch(const plot_ctx *c)
 {
-    char lab[LABEL_MAX];
-    int rc = 0;
-    for (size_t i = 0; i < c->n && !rc; i++) {
-        const input *in = &c->in[i];
-        if (!is_model_bench(in)) continue;
-        int mi = model_index(c, in);
-        for (size_t k = 0; k < in->bench.n_cells && !rc; k++) {
-            const orthros_bench_cell *m = &in->bench.cells[k];
-            if (strcmp(m->phase, phase)) continue;
-            bench_label(lab, sizeof lab, c, in, m->arch, with_phase ? m->phase : NULL, m->batch);
-            series *s = series_get(m->state == ORTHROS_CELL_MEASURED ? l : skipped, lab, arch_color(m->arch, mi),
-                                   phase_dash(m->phase), arch_point(m->arch, mi));
-            rc = series_add(s, m->state == ORTHROS_CELL_MEASURED ? cell_point(m) : (point){m->ctx, NAN, NAN, NAN, 0});
-        }
-    }
-    return rc;
-}
-
-/* Skipped cells are drawn as crosses on the top edge of a latency figure: one block appended after the
- * measured series, at y = top. */
-static int add_skipped(series_list *l, const series_list *skipped, double top)
-{
-    if (!skipped->n) return 0;
-    series *s = series_get(l, "not run (skipped or failed)", "#888888", 1, 2);
-    for (size_t i = 0; i < skipped->n; i++)
-        for (size_t j = 0; j < skipped->s[i].n; j++) {
-            int rc = series_add(s, (point){skipped->s[i].p[j].x, top, top, top, 0});
-            if (rc) return rc;
+    int b0 = -1;
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t k = 0; is_model_bench(&c->in[i]) && k < c->in[i].bench.n_cells; k++) {
+            int b = c->in[i].bench.cells[k].batch;
+            if (b0 >= 0 && b != b0) return 1;
+            b0 = b;
         }
     return 0;
 }
 
-/* Caption of the bench figures: models, batch, statistic, devices and commits. */
-static void bench_caption(char *out, size_t n, const plot_ctx *c, const char *what)
-{
-    char models[300], prov[400];
-    models_of(models, sizeof models, c);
-    provenance(prov, sizeof prov, c, ORTHROS_RESULT_BENCH);
-    snprintf(out, n, "model %s; %s; %s", models, what, prov);
-}
-
-/* A latency figure (prefill or decode): series with error bars on log-log axes, skipped cells marked. */
+/* A latency figure (prefill or decode): series with error bars on log-log axes, cells not run marked as crosses
+ * on the top edge (one block after the measured series). */
 static int fig_latency(figure *f, const char *phase, double scale)
 {
     const plot_ctx *c = f->c;
+    collect col = {0};
     series_list skipped = {0};
-    double lo, hi;
-    int rc = bench_series(c, phase, &f->data, &skipped, 0);
-    if (!rc && !f->data.n) {
+    int rc = 0, mb = multi_batch(c);
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        const input *in = &c->in[i];
+        if (!is_model_bench(in)) continue;
+        for (size_t k = 0; k < in->bench.n_cells && !rc; k++) {
+            const orthros_bench_cell *m = &in->bench.cells[k];
+            if (strcmp(m->phase, phase)) continue;
+            if (m->state != ORTHROS_CELL_MEASURED) {
+                rc = series_add(series_get(&skipped, "x", NULL, 1, 2), (point){m->ctx, NAN, NAN, NAN, 0}) < 0;
+                continue;
+            }
+            run_key key;
+            run_key_of(&key, in, m->arch, mb ? m->batch : -1);
+            rc = collect_add(&col, &key, m->arch, m->arch, phase, in->bench.cfg.tp, 0, cell_point(m), in->name);
+        }
+    }
+    if (!rc && !col.n) {
         f->why = !strcmp(phase, "prefill") ? "no prefill measurements in the bench files" : "no decode measurements in the bench files";
         goto done;
     }
+    collect_finish(&col);
+    if (rc || (rc = collect_series(f, &col)) || f->refused[0]) goto done;
+    double lo, hi;
     y_extent(&f->data, &lo, &hi, scale);
-    if (!rc) rc = add_skipped(&f->data, &skipped, hi * 1.2 / scale);
-    pre_styles(&f->p, &f->data);
+    if (skipped.n) {
+        series *s = series_get(&f->data, "not run (skipped or failed)", "#888888", 1, 2);
+        s->lw = 1, s->ps = 2;
+        for (size_t j = 0; j < skipped.s[0].n && !rc; j++) rc = series_add(s, (point){skipped.s[0].p[j].x, hi * 1.2 / scale, 0, 0, 0}) < 0;
+    }
+    pre_styles(&f->p, &f->data, f->key_min);
     pre_xtics(&f->p, &f->data);
     pre_logtics(&f->p, "yt", "yr", lo, hi * 1.2, "%g");
     pre_set(&f->p, "nskip = %d", skipped.n ? 1 : 0);
-    bench_caption(f->t.caption, sizeof f->t.caption, c, "median with its bootstrap 95% interval; crosses on the top edge: not run");
+    collect_caption(f, &col, skipped.n ? "median with its bootstrap 95% interval; crosses on the top edge: not run"
+                                       : "median with its bootstrap 95% interval");
     f->cols = 4;
     f->comment = "latency: ctx median_s ci95_lo_s ci95_hi_s";
 done:
     series_list_free(&skipped);
+    collect_free(&col);
     return rc;
 }
 
 static int fig_prefill(figure *f) { return fig_latency(f, "prefill", 1); }
 static int fig_decode(figure *f) { return fig_latency(f, "decode", 1e3); }
 
+/* The paper's claim is drawn where the speedups come within a factor of four of it; below, the caption gives the
+ * largest speedup instead of an axis stretched to 21.9x. */
+#define CLAIM 21.9
+
 static int fig_speedup(figure *f)
 {
     const plot_ctx *c = f->c;
-    char lab[LABEL_MAX];
-    int rc = 0;
+    collect col = {0};
+    int rc = 0, mb = multi_batch(c), phases = 0;
+    char phase0[16] = "";
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t k = 0; is_model_bench(&c->in[i]) && k < c->in[i].bench.n_speedups; k++) {
+            const char *ph = c->in[i].bench.speedups[k].phase;
+            if (!phase0[0]) snprintf(phase0, sizeof phase0, "%s", ph);
+            else if (strcmp(phase0, ph)) phases = 1;
+        }
+    double best = 0;
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (!is_model_bench(in)) continue;
-        int mi = model_index(c, in);
         for (size_t k = 0; k < in->bench.n_speedups && !rc; k++) {
             const orthros_speedup *e = &in->bench.speedups[k];
-            bench_label(lab, sizeof lab, c, in, e->arch, e->phase, e->batch);
+            char head[LABEL_MAX];
+            snprintf(head, sizeof head, "%s%s%s", e->arch, phases ? " " : "", phases ? e->phase : "");
+            run_key key;
+            run_key_of(&key, in, e->arch, mb ? e->batch : -1);
             point q = {e->ctx, e->speedup, isfinite(e->ci_lo) ? e->ci_lo : e->speedup, isfinite(e->ci_hi) ? e->ci_hi : e->speedup, 0};
-            rc = series_add(series_get(&f->data, lab, arch_color(e->arch, mi), phase_dash(e->phase), arch_point(e->arch, mi)), q);
+            best = fmax(best, q.hi);
+            rc = collect_add(&col, &key, head, e->arch, e->phase, in->bench.cfg.tp, 0, q, in->name);
         }
     }
-    if (!rc && !f->data.n) {
+    if (!rc && !col.n) {
         f->why = "no speedups (the bench files need transformer and another architecture)";
         goto done;
     }
+    collect_finish(&col);
+    if (rc || (rc = collect_series(f, &col)) || f->refused[0]) goto done;
     double lo, hi;
+    int claim = best >= CLAIM / 4;
+    f->key_min = claim ? 34 : 12;
     y_extent(&f->data, &lo, &hi, 1);
-    pre_styles(&f->p, &f->data);
+    pre_styles(&f->p, &f->data, f->key_min);
     pre_xtics(&f->p, &f->data);
-    pre_logtics(&f->p, "yt", "yr", fmin(lo, 0.9), fmax(hi, 25), "%gx");
-    bench_caption(f->t.caption, sizeof f->t.caption, c, "median(transformer) / median(arch), band: bootstrap 95% interval over rounds");
+    pre_logtics(&f->p, "yt", "yr", fmin(lo, 0.9), claim ? fmax(hi, 25) : fmax(hi, 1.1), "%gx");
+    pre_set(&f->p, "claim = %d", claim);
+    char what[300];
+    snprintf(what, sizeof what, "median(transformer) / median(arch), band: bootstrap 95%% interval over rounds%s",
+             claim ? "" : "; the paper's 21.9x prefill claim is off this scale");
+    collect_caption(f, &col, what);
     f->cols = 4;
     f->comment = "speedup: ctx speedup ci95_lo ci95_hi";
 done:
+    collect_free(&col);
     return rc;
 }
 
+/* Achieved TFLOP/s and TB/s per GPU: a tensor-parallel world's rate over its ranks, against the one-GPU ceilings
+ * measured in each run (a dashed line per distinct ceiling, as series of their own: blocks m.. for GEMM, then
+ * copy). */
 static int fig_throughput(figure *f)
 {
     const plot_ctx *c = f->c;
-    char lab[LABEL_MAX];
-    int rc = 0;
-    double gemm = NAN, copy = NAN;
+    collect col = {0};
+    int rc = 0, mb = multi_batch(c), any_tp = 0;
+    double xlo = INFINITY, xhi = 0;
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (!is_model_bench(in)) continue;
-        int mi = model_index(c, in);
-        if (isnan(gemm)) gemm = in->bench.ceilings.gemm_tflops, copy = in->bench.ceilings.copy_tbps;
+        int tp = in->bench.cfg.tp > 0 ? in->bench.cfg.tp : 1;
         for (size_t k = 0; k < in->bench.n_cells && !rc; k++) {
             const orthros_bench_cell *m = &in->bench.cells[k];
-            if (m->state != ORTHROS_CELL_MEASURED || !isfinite(m->tflops) || !isfinite(m->tbps)) continue;
-            bench_label(lab, sizeof lab, c, in, m->arch, m->phase, m->batch);
-            rc = series_add(series_get(&f->data, lab, arch_color(m->arch, mi), phase_dash(m->phase), arch_point(m->arch, mi)),
-                            (point){m->ctx, m->tflops, m->tbps, 0, 0});
+            if (m->state != ORTHROS_CELL_MEASURED || !isfinite(m->tflops) || !isfinite(m->tbps) || !strcmp(m->phase, "allreduce")) continue;
+            char head[LABEL_MAX];
+            snprintf(head, sizeof head, "%s %s", m->arch, m->phase);
+            run_key key;
+            run_key_of(&key, in, m->arch, mb ? m->batch : -1);
+            any_tp |= tp > 1;
+            xlo = fmin(xlo, m->ctx), xhi = fmax(xhi, m->ctx);
+            rc = collect_add(&col, &key, head, m->arch, m->phase, tp, 0, (point){m->ctx, m->tflops / tp, m->tbps / tp, 0, 0}, in->name);
         }
     }
-    if (!rc && !f->data.n) {
+    if (!rc && !col.n) {
         f->why = "no measurements with a cost model in the bench files";
         goto done;
     }
+    collect_finish(&col);
+    if (rc || (rc = collect_series(f, &col)) || f->refused[0]) goto done;
     double tlo = INFINITY, thi = 0, blo = INFINITY, bhi = 0;
     for (size_t i = 0; i < f->data.n; i++)
         for (size_t j = 0; j < f->data.s[i].n; j++) {
@@ -793,277 +1186,376 @@ static int fig_throughput(figure *f)
             if (q->y > 0) tlo = fmin(tlo, q->y), thi = fmax(thi, q->y);
             if (q->lo > 0) blo = fmin(blo, q->lo), bhi = fmax(bhi, q->lo);
         }
-    pre_styles(&f->p, &f->data);
+    size_t m = f->data.n;
+    /* The ceilings: one line per distinct value (within 2%), named by the device it was measured on. */
+    int ng = 0, nc = 0;
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        double seen[MAX_INPUTS];
+        int ns = 0;
+        for (size_t i = 0; i < c->n && !rc; i++) {
+            const input *in = &c->in[i];
+            if (!is_model_bench(in)) continue;
+            double v = pass ? in->bench.ceilings.copy_tbps : in->bench.ceilings.gemm_tflops;
+            if (!isfinite(v) || v <= 0) continue;
+            int dup = 0;
+            for (int s = 0; s < ns; s++) dup |= fabs(seen[s] - v) <= 0.02 * v;
+            if (dup || ns == MAX_INPUTS) continue;
+            seen[ns++] = v;
+            char lab[LABEL_MAX], dev[96];
+            clean_text(dev, sizeof dev, in->bench.hdr.device_name);
+            snprintf(lab, sizeof lab, "%s ceiling, one %.90s: %.3g %s", pass ? "copy" : "GEMM", dev, v, pass ? "TB/s" : "TFLOP/s");
+            series *s = series_get(&f->data, lab, "#222222", 2 + ns - 1, 0);
+            if (!s) rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+            else {
+                s->lw = 2, s->ps = 0.01;
+                rc = series_add(s, pass ? (point){xlo, NAN, v, 0, 0} : (point){xlo, v, NAN, 0, 0}) < 0;
+                if (!rc) rc = series_add(s, pass ? (point){xhi, NAN, v, 0, 0} : (point){xhi, v, NAN, 0, 0}) < 0;
+            }
+            if (pass) nc++, blo = fmin(blo, v), bhi = fmax(bhi, v);
+            else ng++, tlo = fmin(tlo, v), thi = fmax(thi, v);
+        }
+    }
+    if (rc) goto done;
+    pre_styles(&f->p, &f->data, f->key_min);
     pre_xtics(&f->p, &f->data);
-    pre_set(&f->p, "gemm = %.6g", isfinite(gemm) ? gemm : -1);
-    pre_set(&f->p, "copy = %.6g", isfinite(copy) ? copy : -1);
-    pre_logtics(&f->p, "yt1", "yr1", tlo, isfinite(gemm) ? fmax(thi, gemm) : thi, "%g");
-    pre_logtics(&f->p, "yt2", "yr2", blo, isfinite(copy) ? fmax(bhi, copy) : bhi, "%g");
-    bench_caption(f->t.caption, sizeof f->t.caption, c, "cost-model FLOPs and bytes over the median; dashed: the run's GEMM and copy ceilings");
+    pre_set(&f->p, "m = %zu", m);
+    pre_set(&f->p, "ng = %d", ng);
+    pre_set(&f->p, "nc = %d", nc);
+    pre_set(&f->p, "pergpu = %d", any_tp);
+    pre_logtics(&f->p, "yt1", "yr1", tlo, thi, "%g");
+    pre_logtics(&f->p, "yt2", "yr2", blo, bhi, "%g");
+    collect_caption(f, &col, any_tp ? "cost-model FLOPs and bytes over the median, per GPU (a tp N world's rate / N); dashed: "
+                                      "the one-GPU ceilings measured in each run"
+                                    : "cost-model FLOPs and bytes over the median; dashed: the ceilings measured in each run");
     f->cols = 3;
-    f->comment = "throughput: ctx tflops tbps";
+    f->comment = "throughput: ctx tflops_per_gpu tbps_per_gpu";
+    f->w = 1500, f->h = 700;
 done:
+    collect_free(&col);
     return rc;
 }
 
-/* The attention op alone (one layer, PyTorch SDPA anchors), in its own figure: it is not a whole model's prefill. */
+/* One layer's attention op alone: the project's kernels (bench_kernels files: each head dim's default prefill
+ * version, full causal attention from position 0, batch 1) beside the PyTorch SDPA anchors (flash, cuDNN), in a
+ * figure of its own: it is not a whole model's prefill. */
 static int fig_attention_op(figure *f)
 {
     const plot_ctx *c = f->c;
-    char lab[LABEL_MAX], devs[256] = "";
-    int rc = 0;
-    static const char *const colors[] = {"#444444", "#999999", "#1f5fa8", "#d1451b", "#6b6b6b", "#b5b5b5"};
+    char lab[LABEL_MAX], ours[400] = "", anchors[400] = "", shape[64] = "";
+    int rc = 0, n_ours = 0, n_anchor = 0;
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        const input *in = &c->in[i];
+        if (!is_kernel_bench(in)) continue;
+        for (size_t k = 0; k < in->bench.n_cells && !rc; k++) {
+            const orthros_bench_cell *m = &in->bench.cells[k];
+            if (m->state != ORTHROS_CELL_MEASURED || strcmp(m->kind, "prefill") || !m->is_default || m->pos0 != 0 ||
+                m->window != 0 || m->batch != 1 || m->ctx < 1024 || !isfinite(m->tflops))
+                continue;
+            snprintf(lab, sizeof lab, "ours (v%d), head dim %d", m->version, m->head_dim);
+            series *s = series_get(&f->data, lab, m->head_dim == 64 ? "#1f5fa8" : "#d1451b", m->head_dim == 64 ? 1 : 2,
+                                   m->head_dim == 64 ? 7 : 5);
+            if (s) s->lw = 2.5, s->ps = 1.4;
+            if ((rc = series_add(s, (point){m->ctx, m->tflops, 0, 0, 0})) < 0) break;
+            rc = 0;
+            if (!n_ours++) {
+                char dev[128];
+                clean_text(dev, sizeof dev, in->bench.hdr.device_name);
+                snprintf(ours, sizeof ours, "ours: bench_kernels on %s, commit %.7s", dev, in->bench.hdr.git_commit);
+            }
+        }
+    }
+    static const char *const grays[] = {"#555555", "#999999", "#333333", "#b5b5b5"};
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (in->kind != ORTHROS_RESULT_ANCHORS) continue;
-        add_item(devs, sizeof devs, in->anchors.device_name[0] ? in->anchors.device_name : "unknown device");
         for (size_t k = 0; k < in->anchors.n && !rc; k++) {
             const orthros_anchor_case *a = &in->anchors.cases[k];
             if (strcmp(a->op, "prefill") || a->batch != 1) continue;
             /* Causal attention FLOPs, 2 N^2 Hq d, where the file does not state the rate. */
             double tf = isfinite(a->tflops) ? a->tflops : 2.0 * a->ctx * (double)a->ctx * a->hq * a->head_dim / a->median_s / 1e12;
-            snprintf(lab, sizeof lab, "SDPA %s, head dim %d", a->backend, a->head_dim);
-            size_t before = f->data.n;
-            series *s = series_get(&f->data, lab, NULL, a->head_dim == 64 ? 1 : 2, strcmp(a->backend, "flash") ? 7 : 5);
-            if (s && f->data.n > before) s->color = colors[(f->data.n - 1) % 6];
-            rc = series_add(s, (point){a->ctx, tf, 0, 0, 0});
+            char be[16];
+            clean_text(be, sizeof be, a->backend);
+            snprintf(lab, sizeof lab, "SDPA %s, head dim %d", be, a->head_dim);
+            int cudnn = !strcmp(a->backend, "cudnn");
+            series *s = series_get(&f->data, lab, grays[(cudnn ? 0 : 1) + (a->head_dim == 64 ? 0 : 2)], a->head_dim == 64 ? 1 : 2,
+                                   cudnn ? 9 : 8);
+            if (s) s->lw = 1.5, s->ps = 1.1;
+            if ((rc = series_add(s, (point){a->ctx, tf, 0, 0, 0})) < 0) break;
+            rc = 0;
+            if (a->hq > 0 && !shape[0]) snprintf(shape, sizeof shape, "%d q / %d kv heads", a->hq, a->hkv);
+            if (!n_anchor++) {
+                char dev[128];
+                clean_text(dev, sizeof dev, in->anchors.device_name[0] ? in->anchors.device_name : "unknown device");
+                snprintf(anchors, sizeof anchors, "anchors: PyTorch %s SDPA on %s", in->torch[0] ? in->torch : "", dev);
+            }
         }
     }
     if (!rc && !f->data.n) {
-        f->why = "no prefill cases in the anchor files (bench/kernels/anchors.py)";
+        f->why = "no prefill cases in the kernel bench (bench_kernels) or anchor (bench/kernels/anchors.py) files";
         goto done;
     }
     double lo, hi;
     y_extent(&f->data, &lo, &hi, 1);
-    pre_styles(&f->p, &f->data);
+    pre_styles(&f->p, &f->data, f->key_min);
     pre_xtics(&f->p, &f->data);
     pre_logtics(&f->p, "yt", "yr", lo, hi, "%g");
-    snprintf(f->t.caption, sizeof f->t.caption, "causal attention of one layer (32 q / 8 kv heads), TFLOP/s = 2 N^2 Hq d / time; %s", devs);
+    snprintf(f->t.caption, sizeof f->t.caption, "causal attention of one layer (%s), batch 1, TFLOP/s = 2 N^2 Hq d / time%s%s%s%s",
+             shape[0] ? shape : "32 q / 8 kv heads", ours[0] ? "; " : "", ours, anchors[0] ? "; " : "", anchors);
+    if (!n_ours) strncat(f->t.caption, "; no kernel bench file among the inputs (bench_kernels --json)", sizeof f->t.caption - strlen(f->t.caption) - 1);
     f->cols = 2;
     f->comment = "attention_op: ctx tflops";
 done:
     return rc;
 }
 
-/* ---- heatmaps (NIAH: depth x length; MQAR: pairs x length) ---- */
+/* ---- heatmaps: one row per variant, one panel per configuration ---- */
 
-typedef struct {
-    char panel[LABEL_MAX];
-    double x, y, k, n; /* coordinates, correct and trials summed over files */
-} acc_cell;
+/* A heatmap's cells are collected as raw points {x: ctx, y: the value (NaN: not run), lo: the value on the y axis,
+ * w: the cell's samples}; raw.row is the variant. */
 
-typedef struct {
-    acc_cell *a;
-    size_t n, cap;
-} acc_list;
-
-static int acc_add(acc_list *l, const char *panel, double x, double y, double k, double n)
+/* The index of name in rows[*n], appended when absent (-1 when full). */
+static int row_of(char (*rows)[LABEL_MAX], int *n, const char *name)
 {
-    for (size_t j = 0; j < l->n; j++)
-        if (!strcmp(l->a[j].panel, panel) && l->a[j].x == x && l->a[j].y == y) {
-            l->a[j].k += k, l->a[j].n += n;
-            return 0;
+    for (int r = 0; r < *n; r++)
+        if (!strcmp(rows[r], name)) return r;
+    if (*n == MAX_ROWS) return -1;
+    clean_text(rows[*n], LABEL_MAX, name);
+    return (*n)++;
+}
+
+/* "8 samples a cell", "2-10 samples a cell": the samples of the cells of row r (every row: r -1). */
+static void samples_text(char *out, size_t n, const collect *c, int r)
+{
+    double lo = INFINITY, hi = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (r < 0 || c->r[i].row == r) lo = fmin(lo, c->r[i].p.w), hi = fmax(hi, c->r[i].p.w);
+    if (!(hi > 0)) snprintf(out, n, "no samples");
+    else if (lo == hi) snprintf(out, n, "%g sample%s a cell", lo, lo == 1 ? "" : "s");
+    else snprintf(out, n, "%g-%g samples a cell", lo, hi);
+}
+
+/* Draws the collected cells: a row of panels per variant (wrapping after MAX_COLS), a panel per configuration (its
+ * head and the facets that vary), each panel with the lengths and y values it ran (a hole inside them: 'not
+ * run'); panels sized by the largest grid; heatmap.gp after NAME.gp. The samples a cell go to the row headings
+ * (or, with one unnamed row, to the caption). */
+static int heatmap(figure *f, collect *c, char (*rows)[LABEL_MAX], int nrows, const char *ylab_suffix, const char *what)
+{
+    enum { HEAD = 30, TOP = 56, BOTTOM = 84, LEFT = 14, RIGHT = 110 };
+    char panels[MAX_PANELS][LABEL_MAX];
+    int prow[MAX_PANELS], np = 0, rc = 0;
+    int *panel_of = malloc((c->n + 1) * sizeof *panel_of);
+    double *xs = malloc((c->n + 1) * sizeof *xs), *ys = malloc((c->n + 1) * sizeof *ys);
+    if (!panel_of || !xs || !ys) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto done;
+    }
+    char differ[300];
+    key_differ(differ, sizeof differ, c);
+    for (size_t i = 0; i < c->n; i++) {
+        char suffix[LABEL_MAX], label[LABEL_MAX * 2];
+        key_suffix(suffix, sizeof suffix, c, c->r[i].key);
+        snprintf(label, sizeof label, "%s%s", c->r[i].head, suffix);
+        int q = 0;
+        while (q < np && !(prow[q] == c->r[i].row && !strncmp(panels[q], label, LABEL_MAX - 1))) q++;
+        if (q == np) {
+            if (np == MAX_PANELS) {
+                snprintf(f->refused, sizeof f->refused, "more than %d panels: the inputs differ in %s; plot fewer files at a time",
+                         MAX_PANELS, differ);
+                goto done;
+            }
+            snprintf(panels[np], LABEL_MAX, "%.*s", LABEL_MAX - 1, label);
+            prow[np++] = c->r[i].row;
         }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        acc_cell *b = realloc(l->a, cap * sizeof *b);
-        if (!b) return orthros_error(ORTHROS_ENOMEM, "out of memory");
-        l->a = b, l->cap = cap;
+        panel_of[i] = q;
     }
-    acc_cell *e = &l->a[l->n++];
-    clean_text(e->panel, sizeof e->panel, panel);
-    e->x = x, e->y = y, e->k = k, e->n = n;
-    return 0;
-}
-
-/* Panels in a grid of at most 3 columns; the screen box of panel i and its title's position. */
-typedef struct {
-    int rows, cols;
-    double left, right, top, bottom; /* screen fractions of the panel area */
-} layout;
-
-static layout layout_of(size_t n)
-{
-    layout g;
-    g.cols = n < 3 ? (int)n : 3;
-    g.rows = (int)((n + (size_t)g.cols - 1) / (size_t)g.cols);
-    g.left = 0.06, g.right = 0.88, g.top = 0.90, g.bottom = 0.10; /* the colour bar takes the right edge */
-    return g;
-}
-
-/* A heatmap figure: NAME.dat of one block per panel (every grid cell present, NaN where not run; columns ix iy
- * accuracy n), the panels' titles, and heatmap.gp after NAME.gp. */
-static int heatmap(figure *f, const acc_list *a, const char *caption, const char *ylab_suffix)
-{
-    double *xs = malloc((a->n + 1) * sizeof *xs), *ys = malloc((a->n + 1) * sizeof *ys);
-    char panels[64][LABEL_MAX];
-    size_t np = 0;
-    int rc = xs && ys ? mb_open(&f->dat) : orthros_error(ORTHROS_ENOMEM, "out of memory");
-    if (rc) goto done;
-    for (size_t j = 0; j < a->n; j++) xs[j] = a->a[j].x, ys[j] = a->a[j].y;
-    size_t nx = distinct(xs, a->n), ny = distinct(ys, a->n);
-    for (size_t j = 0; j < a->n && np < 64; j++) {
-        int seen = 0;
-        for (size_t q = 0; q < np; q++) seen |= !strcmp(panels[q], a->a[j].panel);
-        if (!seen) snprintf(panels[np++], LABEL_MAX, "%s", a->a[j].panel);
+    /* Each panel's x and y values, and the largest grid, which sizes every panel. */
+    size_t pnx[MAX_PANELS], pny[MAX_PANELS], mx = 1, my = 1;
+    for (int q = 0; q < np; q++) {
+        size_t nx = 0, ny = 0;
+        for (size_t i = 0; i < c->n; i++)
+            if (panel_of[i] == q) xs[nx++] = c->r[i].p.x, ys[ny++] = c->r[i].p.lo;
+        pnx[q] = distinct(xs, nx), pny[q] = distinct(ys, ny);
+        mx = pnx[q] > mx ? pnx[q] : mx, my = pny[q] > my ? pny[q] : my;
     }
-    fprintf(f->dat.f, "# %s: ix iy accuracy n (ix, iy index the sorted distinct lengths and y values); one block per panel\n", f->name);
-    for (size_t q = 0; q < np; q++) {
-        fprintf(f->dat.f, "%s\"%s\" iy accuracy n\n", q ? "\n\n" : "", panels[q]);
+    size_t longest = 0;
+    for (int q = 0; q < np; q++) longest = strlen(panels[q]) > longest ? strlen(panels[q]) : longest;
+    /* wide enough for its grid and for its title (about 7.5 pixels a character), centred over the grid */
+    int PW = 96 + (int)fmax(fmax(230, 34.0 * (double)mx), 7.5 * (double)longest - 40), PH = 92 + (int)fmax(180, 17.0 * (double)my);
+    /* Panels by variant (stably), in grid rows of at most MAX_COLS. */
+    int order[MAX_PANELS], no = 0, grow[MAX_PANELS], gcol[MAX_PANELS], gvar[MAX_PANELS], ngrid = 0, cols = 1;
+    for (int r = 0; r < nrows; r++)
+        for (int q = 0; q < np; q++)
+            if (prow[q] == r) order[no++] = q;
+    for (int k = 0; k < no; k++) {
+        int q = order[k];
+        if (k == 0 || prow[order[k - 1]] != prow[q] || gcol[order[k - 1]] == MAX_COLS - 1) {
+            gvar[ngrid] = prow[q];
+            grow[q] = ngrid++, gcol[q] = 0;
+        } else {
+            grow[q] = grow[order[k - 1]], gcol[q] = gcol[order[k - 1]] + 1;
+        }
+        if (gcol[q] + 1 > cols) cols = gcol[q] + 1;
+    }
+    if (ngrid > MAX_ROWS * 2) {
+        snprintf(f->refused, sizeof f->refused, "more than %d rows of panels: the inputs differ in %s; plot fewer files at a time",
+                 MAX_ROWS * 2, differ);
+        goto done;
+    }
+    int named = nrows > 1 || rows[0][0];
+    int w = LEFT + cols * PW + RIGHT, h = TOP + ngrid * (PH + (named ? HEAD : 0)) + BOTTOM;
+    if ((rc = mb_open(&f->dat))) goto done;
+    fprintf(f->dat.f, "# %s: ix iy value n (ix, iy index the sorted distinct lengths and y values of the panel; value NaN "
+                      "and n 0: not run); one block per panel\n", f->name);
+    char pl[2048] = "", pr[2048] = "", pt[2048] = "", pb[2048] = "";
+    int holes = 0;
+    for (int k = 0; k < no; k++) {
+        int q = order[k], g = grow[q];
+        size_t nx = 0, ny = 0;
+        for (size_t i = 0; i < c->n; i++)
+            if (panel_of[i] == q) xs[nx++] = c->r[i].p.x, ys[ny++] = c->r[i].p.lo;
+        nx = distinct(xs, nx), ny = distinct(ys, ny);
+        char name[16];
+        pre_set(&f->p, "nx%d = %zu", k, nx);
+        pre_set(&f->p, "ny%d = %zu", k, ny);
+        snprintf(name, sizeof name, "xt%d", k);
+        pre_tics(&f->p, name, xs, nx, 1, NULL);
+        snprintf(name, sizeof name, "yt%d", k);
+        pre_tics(&f->p, name, ys, ny, 1, ylab_suffix);
+        fprintf(f->dat.f, "%s\"%s\" iy value n\n", k ? "\n\n" : "", panels[q]);
         for (size_t iy = 0; iy < ny; iy++)
             for (size_t ix = 0; ix < nx; ix++) {
-                double val = NAN, cnt = 0;
-                for (size_t j = 0; j < a->n; j++)
-                    if (!strcmp(a->a[j].panel, panels[q]) && a->a[j].x == xs[ix] && a->a[j].y == ys[iy])
-                        val = a->a[j].k / a->a[j].n, cnt = a->a[j].n;
-                if (isnan(val)) fprintf(f->dat.f, "%zu %zu NaN 0\n", ix, iy);
-                else fprintf(f->dat.f, "%zu %zu %.6g %g\n", ix, iy, val, cnt);
+                const raw *hit = NULL;
+                for (size_t i = 0; i < c->n && !hit; i++)
+                    if (panel_of[i] == q && c->r[i].p.x == xs[ix] && c->r[i].p.lo == ys[iy]) hit = &c->r[i];
+                if (!hit || isnan(hit->p.y)) fprintf(f->dat.f, "%zu %zu NaN 0\n", ix, iy), holes = 1;
+                else fprintf(f->dat.f, "%zu %zu %.6g %g\n", ix, iy, hit->p.y, hit->p.w);
             }
+        /* The panel's box in screen fractions, and its title above it. */
+        double y0 = h - TOP - g * (PH + (named ? HEAD : 0)) - (named ? HEAD : 0); /* the top of its grid row, pixels up */
+        double x0 = LEFT + gcol[q] * PW;
+        double left = (x0 + 72) / w, right = (x0 + PW - 16) / w, top = (y0 - 26) / h, bottom = (y0 - PH + 46) / h;
+        size_t a = strlen(pl), b = strlen(pr), d = strlen(pt), e = strlen(pb);
+        snprintf(pl + a, sizeof pl - a, "%s%.4f", a ? " " : "", left);
+        snprintf(pr + b, sizeof pr - b, "%s%.4f", b ? " " : "", right);
+        snprintf(pt + d, sizeof pt - d, "%s%.4f", d ? " " : "", top);
+        snprintf(pb + e, sizeof pb - e, "%s%.4f", e ? " " : "", bottom);
+        pre_set(&f->p, "pc%d = %d", k, gcol[q]);
+        int t = f->t.n_titles++;
+        f->t.tx[t] = (left + right) / 2, f->t.ty[t] = top + 13.0 / h;
+        memcpy(f->t.titles[t], panels[q], LABEL_MAX);
+        /* The variant's heading, above its first grid row, with its samples a cell. */
+        if (named && gcol[q] == 0 && (g == 0 || gvar[g - 1] != gvar[g]) && f->t.n_rows < MAX_ROWS * 2) {
+            char smp[64];
+            samples_text(smp, sizeof smp, c, gvar[g]);
+            int r = f->t.n_rows++;
+            f->t.rx[r] = (LEFT + 4.0) / w, f->t.ry[r] = (y0 + HEAD / 2.0) / h;
+            snprintf(f->t.rows[r], LABEL_MAX, "%.90s%s%.60s", rows[gvar[g]], rows[gvar[g]][0] ? ", " : "", smp);
+        }
     }
-    layout g = layout_of(np);
-    /* Sizes in pixels, so that a panel keeps its shape however many rows there are. */
-    int w = 420 * g.cols + 220, h = 360 * g.rows + 180;
-    g.top = 1.0 - 80.0 / h, g.bottom = 70.0 / h; /* below: the x labels, then up to three caption lines */
-    double pw = (g.right - g.left) / g.cols, ph = (g.top - g.bottom) / g.rows;
-    for (size_t q = 0; q < np; q++) {
-        int r = (int)q / g.cols, col = (int)q % g.cols;
-        f->t.tx[q] = g.left + (col + 0.5) * pw;
-        f->t.ty[q] = g.top - r * ph - 22.0 / h;
-        memcpy(f->t.titles[q], panels[q], LABEL_MAX);
-    }
-    f->t.n_titles = (int)np;
-    snprintf(f->t.caption, sizeof f->t.caption, "%s", caption);
-    pre_set(&f->p, "n = %zu", np);
-    pre_set(&f->p, "nx = %zu", nx);
-    pre_set(&f->p, "ny = %zu", ny);
-    pre_set(&f->p, "rows = %d", g.rows);
-    pre_set(&f->p, "cols = %d", g.cols);
-    pre_set(&f->p, "left = %.4f", g.left);
-    pre_set(&f->p, "right = %.4f", g.right);
-    pre_set(&f->p, "top = %.4f", g.top);
-    pre_set(&f->p, "bottom = %.4f", g.bottom);
-    pre_set(&f->p, "w = %d", w);
-    pre_set(&f->p, "h = %d", h);
-    pre_tics(&f->p, "xt", xs, nx, 1, NULL);
-    pre_tics(&f->p, "yt", ys, ny, 1, ylab_suffix);
+    pre_set(&f->p, "n = %d", no);
+    pre_set(&f->p, "pl = '%s'", pl);
+    pre_set(&f->p, "pr = '%s'", pr);
+    pre_set(&f->p, "pt = '%s'", pt);
+    pre_set(&f->p, "pb = '%s'", pb);
+    pre_set(&f->p, "cbx = %.4f", (LEFT + cols * PW + 24.0) / w);
+    pre_set(&f->p, "cby = %.4f", (double)BOTTOM / h);
+    pre_set(&f->p, "cbw = %.4f", 18.0 / w);
+    pre_set(&f->p, "cbh = %.4f", fmin(600.0, (double)(h - TOP - BOTTOM - (named ? HEAD : 0))) / h);
+    char whole[400], smp[64] = "";
+    if (!named) samples_text(smp, sizeof smp, c, -1);
+    snprintf(whole, sizeof whole, "%s%s%s%s", what, smp[0] ? "; " : "", smp, holes ? "; a dash: not run" : "");
+    collect_caption(f, c, whole);
     f->body = "heatmap.gp";
+    f->w = w, f->h = h;
 done:
+    free(panel_of);
     free(xs);
     free(ys);
     return rc;
 }
 
-/* Facts of the eval inputs for a caption: model, samples per cell, the schedule options that shape the
- * architectures (swa window, hybrid period), devices and commits. */
-static void eval_caption(char *out, size_t n, const plot_ctx *c, const char *task)
+/* The order variants are drawn in. */
+static int variant_rank(const char *v)
 {
-    char models[200] = "", samples[64] = "", window[64] = "", hybrid[64] = "", prov[400];
-    for (size_t i = 0; i < c->n; i++) {
-        const input *in = &c->in[i];
-        int has = 0;
-        for (size_t k = 0; in->kind == ORTHROS_RESULT_EVAL && k < in->eval.n_cells; k++) has |= !strcmp(in->eval.cells[k].task, task);
-        if (!has) continue;
-        const char *mdl = in->eval.cfg.model ? in->eval.cfg.model : "unknown";
-        const char *slash = strrchr(mdl, '/');
-        char v[32];
-        add_item(models, sizeof models, slash && slash[1] ? slash + 1 : mdl);
-        snprintf(v, sizeof v, "%d", in->eval.cfg.samples);
-        if (!orthros_eval_is_ppl(task)) add_item(samples, sizeof samples, v);
-        snprintf(v, sizeof v, "%d", in->eval.cfg.sched.window > 0 ? in->eval.cfg.sched.window : 4096);
-        add_item(window, sizeof window, v);
-        snprintf(v, sizeof v, "%d", in->eval.cfg.sched.hybrid_every > 0 ? in->eval.cfg.sched.hybrid_every : 4);
-        add_item(hybrid, sizeof hybrid, v);
-    }
-    provenance(prov, sizeof prov, c, ORTHROS_RESULT_EVAL);
-    snprintf(out, n, "model %s; %s%s%sswa window %s; hybrid: every %s-th layer full; %s", models, samples,
-             samples[0] ? (!strcmp(task, "recall") ? " items" : " samples per cell") : "", samples[0] ? "; " : "", window,
-             hybrid, prov);
+    static const char *const order[] = {"single", "multikey", "multivalue", "multiquery"};
+    for (int i = 0; i < 4; i++)
+        if (!strncmp(v, order[i], strlen(order[i]))) return i;
+    return 4;
 }
 
-static int fig_niah(figure *f)
+/* Heatmap rows sorted by variant_rank, keeping the raw points' row indices right. */
+static void sort_rows(collect *c, char (*rows)[LABEL_MAX], int nrows)
 {
-    const plot_ctx *c = f->c;
-    acc_list a = {0};
-    int rc = 0;
-    char panel[LABEL_MAX], caption[600];
-    for (size_t i = 0; i < c->n && !rc; i++) {
-        const input *in = &c->in[i];
-        if (in->kind != ORTHROS_RESULT_EVAL) continue;
-        for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
-            const orthros_eval_cell *e = &in->eval.cells[k];
-            if (strcmp(e->task, "niah")) continue;
-            snprintf(panel, sizeof panel, "%s, %s needle", e->arch, e->variant[0] ? e->variant : "single");
-            rc = acc_add(&a, panel, e->ctx, e->axis, (double)e->correct, (double)e->n);
+    int perm[MAX_ROWS], inv[MAX_ROWS];
+    for (int r = 0; r < nrows; r++) perm[r] = r;
+    for (int a = 1; a < nrows; a++)
+        for (int b = a; b > 0 && variant_rank(rows[perm[b]]) < variant_rank(rows[perm[b - 1]]); b--) {
+            int t = perm[b];
+            perm[b] = perm[b - 1], perm[b - 1] = t;
         }
-    }
-    if (!rc && !a.n) f->why = "no NIAH cells (eval files with task \"niah\")";
-    else if (!rc) {
-        eval_caption(caption, sizeof caption, c, "niah");
-        rc = heatmap(f, &a, caption, "%%");
-    }
-    free(a.a);
-    return rc;
+    char tmp[MAX_ROWS][LABEL_MAX];
+    for (int r = 0; r < nrows; r++) memcpy(tmp[r], rows[perm[r]], LABEL_MAX), inv[perm[r]] = r;
+    memcpy(rows, tmp, (size_t)nrows * LABEL_MAX);
+    for (size_t i = 0; i < c->n; i++) c->r[i].row = inv[c->r[i].row];
 }
 
-static int fig_mqar(figure *f)
+/* The accuracy heatmaps: niah (analytic checkpoint: depth x length, a row per variant), mqar (pairs x length),
+ * ruler_niah (a row per variant and needle kind), ruler_vt (hops x length), ruler_cwe (words x length). RULER's cells
+ * show its partial score (the mean fraction of a sample's expected answers found), the others the accuracy. */
+static int fig_heatmap(figure *f)
 {
     const plot_ctx *c = f->c;
-    acc_list a = {0};
-    int rc = 0;
-    char caption[600];
-    for (size_t i = 0; i < c->n && !rc; i++) {
-        const input *in = &c->in[i];
-        if (in->kind != ORTHROS_RESULT_EVAL) continue;
-        for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
-            const orthros_eval_cell *e = &in->eval.cells[k];
-            if (!strcmp(e->task, "mqar")) rc = acc_add(&a, e->arch, e->ctx, e->axis, (double)e->correct, (double)e->n);
-        }
-    }
-    if (!rc && !a.n) f->why = "no MQAR cells (eval files with task \"mqar\")";
-    else if (!rc) {
-        eval_caption(caption, sizeof caption, c, "mqar");
-        rc = heatmap(f, &a, caption, "");
-    }
-    free(a.a);
-    return rc;
-}
-
-/* The RULER heatmaps: ruler_niah depth x length, one panel per architecture, variant and needle; ruler_vt hops x
- * length and ruler_cwe words x length, one panel per architecture. */
-static int fig_ruler(figure *f)
-{
-    const plot_ctx *c = f->c;
-    acc_list a = {0};
-    int rc = 0, niah = !strcmp(f->name, "ruler_niah");
-    char panel[LABEL_MAX], caption[600];
+    collect col = {0};
+    char rows[MAX_ROWS][LABEL_MAX];
+    int nrows = 0, rc = 0, ruler = !strncmp(f->name, "ruler_", 6), by_variant = !strcmp(f->name, "niah") || !strcmp(f->name, "ruler_niah");
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (in->kind != ORTHROS_RESULT_EVAL) continue;
         for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
             const orthros_eval_cell *e = &in->eval.cells[k];
             if (strcmp(e->task, f->name)) continue;
-            if (niah) snprintf(panel, sizeof panel, "%s, %s needle (%s)", e->arch, e->variant, e->needle);
-            else snprintf(panel, sizeof panel, "%s", e->arch);
-            rc = acc_add(&a, panel, e->ctx, e->axis, (double)e->correct, (double)e->n);
+            char row[LABEL_MAX] = "";
+            if (by_variant && ruler) snprintf(row, sizeof row, "%s needle, %s", e->variant, e->needle);
+            else if (by_variant) snprintf(row, sizeof row, "%s needle", e->variant[0] ? e->variant : "single");
+            int r = row_of(rows, &nrows, row);
+            if (r < 0) {
+                snprintf(f->refused, sizeof f->refused, "more than %d variants", MAX_ROWS);
+                goto done;
+            }
+            run_key key;
+            run_key_of(&key, in, e->arch, -1);
+            double v = ruler && isfinite(e->partial) ? e->partial : e->accuracy;
+            rc = collect_add(&col, &key, e->arch, e->arch, NULL, 1, r, (point){e->ctx, v, e->axis, 0, (double)e->samples}, in->name);
         }
     }
-    if (!rc && !a.n) f->why = niah ? "no RULER NIAH cells (eval files with task \"ruler_niah\")"
-                      : !strcmp(f->name, "ruler_vt") ? "no variable-tracking cells (task \"ruler_vt\")"
-                                                 : "no common-words cells (task \"ruler_cwe\")";
-    else if (!rc) {
-        eval_caption(caption, sizeof caption, c, f->name);
-        rc = heatmap(f, &a, caption, niah ? "%%" : "");
+    if (!rc && !col.n) {
+        f->why = !strcmp(f->name, "niah") ? "no NIAH cells (eval files with task \"niah\")"
+               : !strcmp(f->name, "mqar") ? "no MQAR cells (eval files with task \"mqar\")"
+               : !strcmp(f->name, "ruler_niah") ? "no RULER NIAH cells (eval files with task \"ruler_niah\")"
+               : !strcmp(f->name, "ruler_vt") ? "no variable-tracking cells (task \"ruler_vt\")"
+                                              : "no common-words cells (task \"ruler_cwe\")";
+        goto done;
     }
-    free(a.a);
+    if (rc) goto done;
+    sort_rows(&col, rows, nrows);
+    collect_finish(&col);
+    rc = heatmap(f, &col, rows, nrows, !strcmp(f->name, "niah") || !strcmp(f->name, "ruler_niah") ? "%%" : "",
+                 ruler ? "colour and number: RULER's partial score (the mean fraction of a sample's expected answers found; "
+                         "a single needle scores all or nothing)"
+                       : "colour and number: accuracy");
+    f->comment = "heatmap";
+done:
+    collect_free(&col);
     return rc;
 }
 
-/* Perplexity vs window length, one line per architecture (and stride, when the inputs hold several), with the
- * bootstrap interval over windows as error bars. */
+/* Perplexity vs window length: a line per architecture and configuration (text and token count among them; a
+ * stride other than the window a series of its own), the bootstrap interval over windows as error bars. */
 static int fig_ppl(figure *f)
 {
     const plot_ctx *c = f->c;
-    char lab[LABEL_MAX], texts_of[200] = "";
+    collect col = {0};
+    char head[LABEL_MAX];
     int rc = 0, strides = 0, linear = 0;
     double stride0 = -1;
     for (size_t i = 0; i < c->n; i++)
@@ -1078,117 +1570,137 @@ static int fig_ppl(figure *f)
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (in->kind != ORTHROS_RESULT_EVAL) continue;
-        int any = 0;
         for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
             const orthros_eval_cell *e = &in->eval.cells[k];
             if (!orthros_eval_is_ppl(e->task)) continue;
-            any = 1;
             linear |= e->linear_tokens > 0;
-            if (strides && e->axis != e->ctx) snprintf(lab, sizeof lab, "%s, stride %d", e->arch, e->axis);
-            else snprintf(lab, sizeof lab, "%s%s", e->arch, e->linear_tokens > 0 ? " (linear-phase logits)" : "");
+            if (strides && e->axis != e->ctx) snprintf(head, sizeof head, "%s, stride %d", e->arch, e->axis);
+            else snprintf(head, sizeof head, "%s%s", e->arch, e->linear_tokens > 0 ? " (linear-phase logits)" : "");
+            run_key key;
+            run_key_of(&key, in, e->arch, -1);
             point q = {e->ctx, e->ppl, isfinite(e->ppl_lo) ? e->ppl_lo : e->ppl, isfinite(e->ppl_hi) ? e->ppl_hi : e->ppl, 0};
-            rc = series_add(series_get(&f->data, lab, arch_color(e->arch, 0), 1, arch_point(e->arch, 0)), q);
-        }
-        if (any) {
-            const char *txt = in->eval.cfg.text ? in->eval.cfg.text : "?", *slash = strrchr(txt, '/');
-            char item[160];
-            snprintf(item, sizeof item, "%s (%lld tokens)", slash && slash[1] ? slash + 1 : txt, (long long)in->eval.cfg.text_tokens);
-            add_item(texts_of, sizeof texts_of, item);
+            rc = collect_add(&col, &key, head, e->arch, NULL, 1, 0, q, in->name);
         }
     }
-    if (!rc && !f->data.n) {
+    if (!rc && !col.n) {
         f->why = "no perplexity cells (eval files with task \"ppl\")";
         goto done;
     }
+    collect_finish(&col);
+    if (rc || (rc = collect_series(f, &col)) || f->refused[0]) goto done;
     double lo, hi;
     y_extent(&f->data, &lo, &hi, 1);
-    pre_styles(&f->p, &f->data);
+    pre_styles(&f->p, &f->data, f->key_min);
     pre_xtics(&f->p, &f->data);
     pre_logtics(&f->p, "yt", "yr", lo, hi, "%g");
-    char models[400];
-    eval_caption(models, sizeof models, c, "ppl");
-    snprintf(f->t.caption, sizeof f->t.caption, "%s; bars: bootstrap 95%% over windows%s; %s", texts_of,
-             linear ? "; orthros: linear-phase logits" : "", models);
+    collect_caption(f, &col, linear ? "bars: bootstrap 95% over windows; orthros scores linear-phase (prefill) logits"
+                                    : "bars: bootstrap 95% over windows");
     f->cols = 4;
     f->comment = "perplexity: window ppl ci95_lo ci95_hi";
 done:
+    collect_free(&col);
     return rc;
 }
 
-/* Recall accuracy per architecture with its Wilson interval, one bar each (one group per input file). */
+/* Recall accuracy per configuration, one bar each with its Wilson interval and its count above it (a bar of 0 is
+ * a sliver on the axis with "0/N" above), the configurations named on the x axis. */
 static int fig_recall(figure *f)
 {
     const plot_ctx *c = f->c;
-    char lab[LABEL_MAX], files[200] = "";
-    int rc = 0, x = 0;
+    collect col = {0};
+    int rc = 0;
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (in->kind != ORTHROS_RESULT_EVAL) continue;
-        int any = 0;
         for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
             const orthros_eval_cell *e = &in->eval.cells[k];
             if (strcmp(e->task, "recall")) continue;
-            any = 1;
-            snprintf(lab, sizeof lab, "%s (%lld of %lld)", e->arch, (long long)e->correct, (long long)e->n);
-            point q = {x++, e->accuracy, e->ci_lo, e->ci_hi, 0};
-            rc = series_add(series_get(&f->data, lab, arch_color(e->arch, 0), 1, arch_point(e->arch, 0)), q);
-        }
-        if (any) {
-            const char *txt = in->eval.cfg.text ? in->eval.cfg.text : "?", *slash = strrchr(txt, '/');
-            add_item(files, sizeof files, slash && slash[1] ? slash + 1 : txt);
-            x++;
+            run_key key;
+            run_key_of(&key, in, e->arch, -1);
+            point q = {0, e->accuracy, e->ci_lo, e->ci_hi, (double)e->n};
+            rc = collect_add(&col, &key, e->arch, e->arch, NULL, 1, 0, q, in->name);
         }
     }
-    if (!rc && !f->data.n) {
+    if (!rc && !col.n) {
         f->why = "no recall cells (eval files with task \"recall\")";
         goto done;
     }
-    char models[400];
-    eval_caption(models, sizeof models, c, "recall");
-    pre_styles(&f->p, &f->data);
-    pre_set(&f->p, "xmax = %d", x);
-    snprintf(f->t.caption, sizeof f->t.caption, "%s; bars: Wilson 95%%; %s", files, models);
-    f->cols = 4;
-    f->comment = "recall: position accuracy ci95_lo ci95_hi";
+    if (rc) goto done;
+    collect_finish(&col);
+    if (col.n > MAX_SERIES) {
+        char differ[300];
+        key_differ(differ, sizeof differ, &col);
+        snprintf(f->refused, sizeof f->refused, "more than %d bars: the inputs differ in %s; plot fewer files at a time",
+                 MAX_SERIES, differ);
+        goto done;
+    }
+    if ((rc = mb_open(&f->dat))) goto done;
+    fprintf(f->dat.f, "# recall: x accuracy ci95_lo ci95_hi colour(0xRRGGBB) label count; one bar per configuration\n");
+    char last[LABEL_MAX] = "";
+    shades sh = {0};
+    size_t longest = 0; /* the longest line of a tic label */
+    int lines = 1;
+    double x = 0;
+    for (size_t i = 0; i < col.n; i++) {
+        const raw *r = &col.r[i];
+        char suffix[LABEL_MAX], label[LABEL_MAX * 2];
+        key_suffix(suffix, sizeof suffix, &col, r->key);
+        int shade = shade_of(&sh, r->arch, suffix);
+        if (i && strcmp(last, suffix)) x += 0.5; /* a gap between configurations */
+        snprintf(last, sizeof last, "%s", suffix);
+        /* The tic label: the architecture, then each varying facet on a line of its own ("\n", which gnuplot
+         * reads in a quoted data field as a line break). */
+        size_t j = (size_t)snprintf(label, sizeof label, "%.60s", r->head), line = j;
+        int nl = 1;
+        longest = line > longest ? line : longest;
+        for (const char *p = suffix; *p && j + 3 < sizeof label; p++) {
+            if (p[0] == ',' && p[1] == ' ') {
+                label[j++] = '\\', label[j++] = 'n', p++, nl++, line = 0;
+                continue;
+            }
+            label[j++] = *p, line++;
+            longest = line > longest ? line : longest;
+        }
+        label[j] = '\0';
+        lines = nl > lines ? nl : lines;
+        long colour = strtol(arch_color(r->arch, shade) + 1, NULL, 16);
+        long long k = llround(r->p.y * r->p.w);
+        fprintf(f->dat.f, "%g %.6g %.6g %.6g %ld \"%s\" \"%lld/%lld\"\n", x, r->p.y, r->p.lo, r->p.hi, colour, label, k,
+                (long long)r->p.w);
+        x += 1;
+    }
+    pre_set(&f->p, "xmax = %g", x - 1);
+    pre_set(&f->p, "bm = %d", 3 + (int)(1.3 * lines));
+    collect_caption(f, &col, "bars: Wilson 95% intervals");
+    f->comment = "recall";
+    /* wide enough for the tic labels side by side (about 7 pixels a character) */
+    int need = 160 + (int)(x + 0.5) * (int)(fmin((double)longest, 40) * 7.2 + 16);
+    f->w = need > 1100 ? need : 1100, f->h = 600 + 18 * lines;
 done:
+    collect_free(&col);
     return rc;
 }
 
 static const figure_fn figure_fns[ORTHROS_PLOT_FIGURES] = {fig_prefill, fig_speedup, fig_decode, fig_throughput,
-                                                           fig_attention_op, fig_niah, fig_mqar, fig_ruler,
-                                                           fig_ruler, fig_ruler, fig_ppl, fig_recall};
+                                                           fig_attention_op, fig_heatmap, fig_heatmap, fig_heatmap,
+                                                           fig_heatmap, fig_heatmap, fig_ppl, fig_recall};
 
-int orthros_plot_run(int *made, const char *const *paths, size_t n, const orthros_plot_opts *o)
+int orthros_plot_run(orthros_plot_counts *counts, const char *const *paths, size_t n, const orthros_plot_opts *o)
 {
     plot_ctx c = {0};
     int rc = 0;
-    *made = 0;
+    memset(counts, 0, sizeof *counts);
     if (!o->formats || o->formats >= (1 << ORTHROS_PLOT_FORMATS)) return orthros_error(ORTHROS_EINVAL, "no output format");
     if (n > MAX_INPUTS) return orthros_error(ORTHROS_EINVAL, "more than %d input files", MAX_INPUTS);
     c.in = calloc(n ? n : 1, sizeof *c.in);
-    c.o = o;
+    c.o = o, c.counts = counts;
     if (!c.in) return orthros_error(ORTHROS_ENOMEM, "out of memory");
-    const char *model0 = NULL;
-    int batch0 = -1, tp0 = 0;
     for (size_t i = 0; i < n; i++, c.n++) {
         /* Every input is read and validated before anything is drawn. */
         if ((rc = input_read(&c.in[i], paths[i]))) goto done;
-        if (c.in[i].kind == ORTHROS_RESULT_BENCH && !is_model_bench(&c.in[i]))
-            fprintf(stderr, "plot: %s is a kernel benchmark file; no figure uses it\n", paths[i]);
         if (c.in[i].kind == ORTHROS_RESULT_EVAL && orthros_eval_is_mc(c.in[i].eval.cfg.task))
             fprintf(stderr, "plot: %s holds multiple-choice (mc) cells; no figure uses them (orthros report prints their "
                             "table)\n", paths[i]);
-        if (!is_model_bench(&c.in[i])) continue;
-        const char *m = orthros_bench_model_label(&c.in[i].bench);
-        if (model0 && strcmp(model0, m)) c.multi_model = 1;
-        model0 = m;
-        if (tp0 && c.in[i].bench.cfg.tp != tp0) c.multi_tp = 1; /* TP=1 beside TP=2: one series each */
-        tp0 = c.in[i].bench.cfg.tp;
-        for (size_t k = 0; k < c.in[i].bench.n_cells; k++) {
-            int b = c.in[i].bench.cells[k].batch;
-            if (batch0 >= 0 && b != batch0) c.multi_batch = 1;
-            batch0 = b;
-        }
     }
     if ((rc = orthros_mkdir_p(o->out_dir))) goto done;
     for (int k = 0; k < ORTHROS_PLOT_FIGURES && !rc; k++) {
@@ -1198,10 +1710,17 @@ int orthros_plot_run(int *made, const char *const *paths, size_t n, const orthro
             break;
         }
         f->c = &c, f->name = orthros_plot_figure_names[k];
-        if (!(rc = figure_fns[k](f)) && !f->why) rc = figure_run(f);
+        if (!(rc = figure_fns[k](f)) && !f->why && !f->refused[0]) rc = figure_run(f);
         if (rc) orthros_error_prefix(rc, f->name);
-        else if (f->why) fprintf(stderr, "plot: %s skipped: %s\n", f->name, f->why);
-        else (*made)++;
+        else if (f->refused[0]) {
+            fprintf(stderr, "plot: %s refused: %s\n", f->name, f->refused);
+            counts->refused++;
+        } else if (f->why) {
+            if (o->verbose) fprintf(stderr, "plot: %s skipped: %s\n", f->name, f->why);
+            counts->skipped++;
+        } else {
+            counts->made++;
+        }
         figure_free(f);
         free(f);
     }
@@ -1230,26 +1749,30 @@ static int parse_formats(unsigned *mask, const char *s)
 int orthros_cmd_plot(int argc, char **argv)
 {
     const char *cmd = "plot", *format = "png";
-    orthros_plot_opts o = {.out_dir = NULL, .formats = 0, .scripts_dir = NULL, .gnuplot = NULL};
+    orthros_plot_opts o = {.out_dir = NULL, .formats = 0, .scripts_dir = NULL, .gnuplot = NULL, .verbose = 0};
     orthros_cmd c;
     orthros_cmd_init(&c, cmd,
                      "orthros plot RESULT.json... --out DIR: figures from result files only, through gnuplot.\n"
-                     "Inputs are recognised by content: bench files (orthros bench), eval files (orthros eval: NIAH,\n"
-                     "MQAR, RULER, recall and perplexity cells) and PyTorch SDPA anchor files (bench/kernels/anchors.py); each is validated first.\n"
+                     "Inputs are recognised by content: bench files (orthros bench), kernel bench files (bench_kernels),\n"
+                     "eval files (orthros eval: NIAH, MQAR, RULER, recall and perplexity cells) and PyTorch SDPA anchor\n"
+                     "files (bench/kernels/anchors.py); each is validated first. Runs are never mixed: a series (or panel)\n"
+                     "per configuration, named by what differs between the inputs (model, text, tail, window, tp, device,\n"
+                     "commit, ...); what they share goes to the caption.\n"
                      "Figures, each as DIR/NAME.png, .svg or .pdf with its data in DIR/NAME.dat and texts in DIR/NAME.txt:\n"
                      "  prefill_latency  model prefill time vs context length, log-log, per architecture\n"
-                     "  speedup          speedup over transformer vs length, 95% band, the 21.9x line\n"
+                     "  speedup          speedup over transformer vs length, 95% band (the 21.9x line when in reach)\n"
                      "  decode_latency   decode time per token vs cache length\n"
-                     "  throughput       achieved TFLOP/s and TB/s against the run's measured ceilings\n"
-                     "  attention_op     one layer's attention op alone: the PyTorch SDPA anchors\n"
-                     "  niah             NIAH accuracy heatmaps, depth x length, one panel per architecture and variant\n"
-                     "  mqar             MQAR accuracy heatmaps, pairs x length, one panel per architecture\n"
-                     "  ruler_niah       RULER NIAH heatmaps (text models), depth x length, per architecture, variant, needle\n"
-                     "  ruler_vt         variable-tracking heatmaps, hops x length, one panel per architecture\n"
-                     "  ruler_cwe        common-words heatmaps, words x length, one panel per architecture\n"
-                     "  ppl              perplexity vs window length per architecture, bootstrap 95% bars\n"
-                     "  recall           recall accuracy per architecture, Wilson 95% bars\n"
-                     "A figure whose data is absent from the inputs is skipped with a line on stderr.",
+                     "  throughput       achieved TFLOP/s and TB/s per GPU against the runs' measured ceilings\n"
+                     "  attention_op     one layer's attention op: our kernels (bench_kernels) beside the SDPA anchors\n"
+                     "  niah             NIAH accuracy heatmaps, depth x length, a row per variant\n"
+                     "  mqar             MQAR accuracy heatmaps, pairs x length\n"
+                     "  ruler_niah       RULER NIAH heatmaps (text models), depth x length, a row per variant and needle,\n"
+                     "                   RULER's partial score\n"
+                     "  ruler_vt         variable-tracking heatmaps, hops x length, partial score\n"
+                     "  ruler_cwe        common-words heatmaps, words x length, partial score\n"
+                     "  ppl              perplexity vs window length, bootstrap 95% bars\n"
+                     "  recall           recall accuracy per configuration, Wilson 95% bars\n"
+                     "A figure whose data is absent from the inputs is skipped (--verbose names it).",
                      ORTHROS_CMD_MAX_POS);
     orthros_cmd_add(&c, "out", ORTHROS_OPT_STR, &o.out_dir, "DIR", "output folder, created when absent (required)");
     orthros_cmd_add(&c, "format", ORTHROS_OPT_STR, &format, "LIST", "png, svg, pdf, or a comma-separated list (default png)");
@@ -1257,6 +1780,8 @@ int orthros_cmd_plot(int argc, char **argv)
                     "take the gnuplot scripts from DIR (default $ORTHROS_PLOTS_DIR, else the copies compiled into this "
                     "binary from plots/)");
     orthros_cmd_add(&c, "gnuplot", ORTHROS_OPT_STR, &o.gnuplot, "PROG", "the gnuplot program (default $ORTHROS_GNUPLOT, else gnuplot)");
+    orthros_cmd_add(&c, "verbose", ORTHROS_OPT_FLAG, &o.verbose, NULL,
+                    "name the figures skipped for want of data, and print gnuplot's warnings");
     int pr = orthros_cmd_parse(&c, argc, argv);
     if (pr >= 0) return pr;
     if (!c.n_pos || !o.out_dir) return orthros_cmd_usage(&c, "need result files and --out DIR (see --help)");
@@ -1268,8 +1793,15 @@ int orthros_cmd_plot(int argc, char **argv)
     /* The output folder is gnuplot's working folder: the scripts' path must not be relative to ours. */
     char scripts_abs[4200];
     if (o.scripts_dir && o.scripts_dir[0] != '/' && realpath(o.scripts_dir, scripts_abs)) o.scripts_dir = scripts_abs;
-    int made = 0, rc = orthros_plot_run(&made, c.pos, (size_t)c.n_pos, &o);
+    orthros_plot_counts n;
+    int rc = orthros_plot_run(&n, c.pos, (size_t)c.n_pos, &o);
     if (rc) return orthros_cmd_fail(cmd, rc);
-    fprintf(stderr, "plot: %d figure%s in %s\n", made, made == 1 ? "" : "s", o.out_dir);
-    return made ? 0 : 1;
+    char extra[200] = "";
+    if (n.skipped && !o.verbose) snprintf(extra, sizeof extra, "; %d without data in these files (--verbose names them)", n.skipped);
+    if (n.warnings && !o.verbose)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; gnuplot warned %d time%s (--verbose shows)", n.warnings,
+                 n.warnings == 1 ? "" : "s");
+    fprintf(stderr, "plot: %d figure%s in %s%s%s\n", n.made, n.made == 1 ? "" : "s", o.out_dir,
+            n.refused ? ", some refused (above)" : "", extra);
+    return n.made && !n.refused ? 0 : 1;
 }

@@ -1,4 +1,5 @@
-# RULER needle in a haystack on a text model: accuracy by needle depth (y) and context length (x), one panel per
-# (architecture, variant, needle kind). The drawing is heatmap.gp's, read after this.
-title = 'RULER needle in a haystack (text): accuracy by needle depth and context length'
+# RULER needle in a haystack on a text model: RULER's partial score by needle depth (y) and context length (x), a
+# row per variant and needle kind, a panel per architecture and configuration. The drawing is heatmap.gp's, read
+# after this.
+title = 'RULER needle in a haystack (text): partial score by needle depth and context length'
 ylab = 'needle depth (% of the haystack)'

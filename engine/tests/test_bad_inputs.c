@@ -589,6 +589,11 @@ int main(int argc, char **argv)
     expect_cli_error("unknown feature-map placement", a11b, "unknown feature-map placement \"sideways\"", NULL);
     char *a11c[] = {(char *)bin, "generate", "--model", good, "--tokens", "1", "--local-window", "-1", NULL};
     expect_cli_error("negative local window", a11c, "--local-window", NULL);
+    /* A model path that names nothing: said so, not as a folder's missing config.json (issue 28). */
+    char *a11d[] = {(char *)bin, "generate", "--model", "/nonexistent.gguf", "--tokens", "1", "--device", "cpu", NULL};
+    expect_cli_error("a .gguf that does not exist", a11d, "/nonexistent.gguf: no such file or directory", "preset:NAME");
+    char *a11e[] = {(char *)bin, "bench", "--model", "/nonexistent", "--device", "cpu", "--ctx", "64", "--json", "-", NULL};
+    expect_cli_error("a folder that does not exist", a11e, "/nonexistent: no such file or directory", NULL);
     char *a12[] = {(char *)bin, "frobnicate", NULL};
     expect_cli_error("unknown command", a12, "unknown command", NULL);
     char *a13[] = {(char *)bin, "logits", "--model", good, "--tokens", "1,2,3", "--out", out, "--device", "cpu",

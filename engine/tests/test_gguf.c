@@ -904,7 +904,7 @@ static void check_cli_text(void)
                         NULL};
     st = tu_run_capture(gen_argv, NULL, out, err);
     text = tu_slurp(out, NULL);
-    CHECK(st == 0 && text && strstr(text, "{\"generated\":[0,0,0],\"text\":\"\\u0000\\u0000\\u0000\"}"),
+    CHECK(st == 0 && text && strstr(text, "{\"generated\":[0,0,0],\"text\":\"\\u0000\\u0000\\u0000\","),
           "generate with a zero final norm: status %d: %s", st, text ? text : "");
     free(text);
     char *bad_argv[] = {(char *)bin, "tokenize", "--model", path, "--ids", "1,x", NULL};

@@ -521,8 +521,13 @@ static void test_cli(const char *model, int V)
     CHECK(rc == 0 && log_has("| arch | 1K | 2K | 4K | avg |") && log_has("| transformer | 66.7 | 100.0 | 100.0 | 88.9 |"),
           "report of a ruler file (the pivot): exit %d", rc);
     rc = run("report", bf, "-o", "csv", NULL);
-    CHECK(rc == 0 && log_has("arch,phase,ctx,batch,n,median_ms") && log_has("transformer,prefill,4096,1,3,20.4026"),
-          "report of a bench file: exit %d", rc);
+    CHECK(rc == 0 && log_has("model,size_mib,backend,device,threads,tp,commit,test,arch,phase,ctx,batch,n,median_ms,ci95_lo_ms,"
+                             "ci95_hi_ms,noise_pct,stop,tokens_per_s,tflops,pct_gemm,tbps,pct_copy") &&
+              log_has(",cuda,NVIDIA H200,,1,") && log_has(",pp4096,transformer,prefill,4096,1,3,20.4026,"),
+          "report of a bench file (llama-bench's context and test names, numeric intervals): exit %d", rc);
+    rc = run("report", bf, "-o", "md", NULL);
+    CHECK(rc == 0 && log_has("| speedup_of | over | phase |") && log_has("| orthros | transformer | prefill | 4096 |"),
+          "report -o md of a bench file: the speedups are not a markdown table: exit %d", rc);
     a = tu_load_json(out);
     if (a) {
         cJSON *cell = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "cells"), 0);

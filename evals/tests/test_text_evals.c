@@ -13,6 +13,7 @@
  * finds a needle at 512 tokens. A missing model fails under CI=true and skips (exit 77) elsewhere.
  * usage: test_text_evals ORTHROS SCHEMA TOKENIZER.json SOURCE_DIR [SMOLLM2.gguf] */
 #define _GNU_SOURCE
+#include "driver.h"
 #include "recall.h"
 #include "ruler.h"
 #include "schema.h"
@@ -397,6 +398,20 @@ static void test_recall_parsing(void)
 
 /* ---- end to end on a tiny model with SmolLM2's tokenizer ---- */
 
+/* Progress lines show generated text escaped: line breaks and control characters as escapes, UTF-8 whole, cut. */
+static void test_progress_text(void)
+{
+    char out[64];
+    orthros_eval_progress_text(out, sizeof out, "a\nb\tc\\d\x01" "e", 60);
+    CHECK(!strcmp(out, "a\\nb\\tc\\\\d\\x01e"), "escaped: %s", out);
+    orthros_eval_progress_text(out, sizeof out, "\xc3\xa9t\xc3\xa9 long", 3);
+    CHECK(!strcmp(out, "\xc3\xa9t..."), "cut after whole characters: %s", out);
+    orthros_eval_progress_text(out, sizeof out, "\xc3", 10);
+    CHECK(!strcmp(out, "\\xc3"), "a broken UTF-8 sequence: %s", out);
+    orthros_eval_progress_text(out, 12, "0123456789abcdef", 60);
+    CHECK(strlen(out) < 12, "the buffer is overrun: %s", out);
+}
+
 static void test_cli(const char *model)
 {
     char out[4300], out2[4300], bad[4300], path[4300];
@@ -459,6 +474,56 @@ static void test_cli(const char *model)
     const cJSON *p0 = r ? cell_of(r, "linear", 128) : NULL;
     CHECK(rc == 0 && p0 && num(p0, "windows") == 4 && num(p0, "tokens") == 512 - 4, "eval ppl --text: exit %d", rc);
     cJSON_Delete(r);
+    /* --limit on every eval (issue 28): ruler and niah cap --samples, ppl takes the first windows of each length,
+     * recall the first questions; the file records it. Progress lines give the time left and seconds a sample, and
+     * the generated text they show is escaped (one line each). */
+    snprintf(out2, sizeof out2, "%s/ruler-limit.json", dir);
+    rc = run("eval", "ruler", "--model", model, "--device", "cpu", "--arch", "transformer", "--ctx", "300", "--depths", "0,100",
+             "--samples", "3", "--limit", "1", "--max-new", "6", "--json", out2, NULL);
+    r = load_valid(out2, "the ruler file of --limit 1");
+    c = r ? cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0) : NULL;
+    CHECK(rc == 0 && c && num(c, "samples") == 1 && num(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config"), "limit") == 1,
+          "eval ruler --limit 1: exit %d", rc);
+    CHECK(log_has("[1/2] done in ") && log_has(" s a sample); elapsed ") && log_has(" left\n"),
+          "eval ruler's progress lines lack the time a sample or the time left");
+    char *lg = tu_slurp(logpath, NULL);
+    int lines_ok = lg != NULL;
+    for (char *l = lg; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+        if (!strncmp(l, "  sample ", 9)) {
+            char *end = strchr(l, '\n');
+            lines_ok &= end && end > l && end[-1] == '"' && strstr(l, ": \"") != NULL;
+        }
+    CHECK(lines_ok, "a sample's progress line is not one line with its text quoted");
+    free(lg);
+    cJSON_Delete(r);
+    snprintf(out2, sizeof out2, "%s/ppl-limit.json", dir);
+    rc = run("eval", "ppl", "--model", model, "--device", "cpu", "--arch", "linear", "--text", path, "--ctx", "128",
+             "--max-tokens", "512", "--limit", "2", "--json", out2, "--quiet", NULL);
+    r = load_valid(out2, "the ppl file of --limit 2");
+    p0 = r ? cell_of(r, "linear", 128) : NULL;
+    CHECK(rc == 0 && p0 && num(p0, "windows") == 2 && num(p0, "tokens") == 2 * 127, "eval ppl --limit 2: exit %d", rc);
+    cJSON_Delete(r);
+    snprintf(out2, sizeof out2, "%s/recall-limit.json", dir);
+    rc = run("eval", "recall", "--model", model, "--device", "cpu", "--arch", "transformer", "--tasks", path, "--max-new", "4",
+             "--limit", "3", "--json", out2, "--quiet", NULL);
+    r = load_valid(out2, "the recall file of --limit 3");
+    c = r ? cJSON_GetArrayItem(cJSON_GetObjectItem(r, "cells"), 0) : NULL;
+    CHECK(rc == 0 && c && num(c, "n") == 3, "eval recall --limit 3: exit %d", rc);
+    cJSON_Delete(r);
+    /* An error of a ruler run names the command typed (eval ruler), not the file's task (ruler_niah). */
+    tu_write_text(out2, "{\"not\": \"a result file\"}");
+    rc = run("eval", "ruler", "--model", model, "--device", "cpu", "--arch", "transformer", "--ctx", "300", "--depths", "0",
+             "--samples", "1", "--max-new", "4", "--json", out2, NULL);
+    CHECK(rc == 1 && log_has("orthros eval ruler: error: ") && !log_has("ruler_niah:"),
+          "an eval ruler error names the internal task: exit %d", rc);
+    /* generate times its two phases: tokens/s of the prefill and of the decode, on stderr and in its JSON line. */
+    rc = run("generate", "--model", model, "--device", "cpu", "--prompt", "The capital of France is", "--max-new", "4", NULL);
+    CHECK(rc == 0 && log_has(",\"timing\":{\"prefill_tokens\":") && log_has("\"decode_tokens\":3,") &&
+              log_has("\"decode_tokens_per_s\":") && log_has("orthros generate: prefill ") && log_has(" tokens/s), decode 3 tokens in "),
+          "generate prints no timing: exit %d", rc);
+    /* orthros --help names every eval, the text ones too. */
+    rc = run("--help", NULL);
+    CHECK(rc == 0 && log_has("eval ") && log_has("ruler, recall, ppl, mc"), "orthros --help: the evals of a text model are missing");
     /* A malformed tasks file: one line naming it, exit 1. */
     snprintf(bad, sizeof bad, "%s/bad.jsonl", dir);
     tu_write_text(bad, "{\"context\": \"c\", \"question\": \"q\", \"answers\": [\"a\"]}\n{\"context\": \"c\", \"question\": \"q\"}\n");
@@ -571,6 +636,7 @@ int main(int argc, char **argv)
         return tu_finish();
     }
     test_contains();
+    test_progress_text();
     test_recall_parsing();
     if (tok) test_ruler_samples(tok);
     test_ppl_by_hand();

@@ -904,7 +904,6 @@ static void recall_squad_cells(const char *src)
         {"exact_match in a RULER cell", 0, -1, "exact_match", "1", "cells[0].exact_match: given in a ruler_niah cell (recall's only)"},
         {"a layout in a ppl file", -1, 0, "layout", "\"squad\"", "run.config.layout: given for a ppl run (mc and recall only)"},
         {"shots in a ppl file", -1, 0, "shots", "2", "run.config.shots: given for a ppl run (mc and recall only)"},
-        {"a limit in a ppl file", -1, 0, "limit", "1", "run.config.limit: given for a ppl run (mc and recall only)"},
         {"a few-shot file in a ppl file", -1, 0, "fewshot", "\"pool.jsonl\"", "run.config.fewshot: given for a ppl run"},
     };
     for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
@@ -915,21 +914,23 @@ static void recall_squad_cells(const char *src)
                                     : cJSON_GetArrayItem(cJSON_GetObjectItem(c, "records"), other[i].record);
         expect_eval_refused(other[i].label, r, obj, other[i].key, other[i].json, other[i].want);
     }
-    /* "shots": 0 and "limit": 0, which eval wrote into every task's file between issue 26 and this check (committed
-     * ppl and ruler files hold them), read as not given: the file reads, and is written back without them. */
+    /* "shots": 0, which eval wrote into every task's file between issue 26 and this check (committed ppl and ruler
+     * files hold it), read as not given: the file reads, and is written back without it. Every eval takes --limit
+     * (0: none), so a ppl file's limit reads and is written back as it is. */
     {
         cJSON *r = cJSON_Duplicate(plain, 1), *c = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "config");
         cJSON_AddNumberToObject(c, "shots", 0);
-        cJSON_AddNumberToObject(c, "limit", 0);
+        cJSON_AddNumberToObject(c, "limit", 3);
         const char *m = save_json("ppl-shots-0.json", r);
         cJSON_Delete(r);
         int rc = orthros_eval_file_read(&f, m, 0, NULL);
-        CHECK(rc == 0 && f.cfg.shots == -1 && f.cfg.limit == -1, "a ppl file with shots 0 and limit 0: %s",
-              rc ? orthros_last_error() : "read as given");
+        CHECK(rc == 0 && f.cfg.shots == -1 && f.cfg.limit == 3, "a ppl file with shots 0 and limit 3: %s",
+              rc ? orthros_last_error() : "read otherwise");
         if (!rc) {
             cJSON *back = orthros_eval_file_to_json(&f);
             const cJSON *bc = cJSON_GetObjectItem(cJSON_GetObjectItem(back, "run"), "config");
-            CHECK(!cJSON_GetObjectItem(bc, "shots") && !cJSON_GetObjectItem(bc, "limit"), "shots 0 / limit 0 written back");
+            const cJSON *lim = cJSON_GetObjectItem(bc, "limit");
+            CHECK(!cJSON_GetObjectItem(bc, "shots") && lim && lim->valuedouble == 3, "shots 0 / limit 3 written back");
             cJSON_Delete(back);
             orthros_eval_file_free(&f);
         }
@@ -967,6 +968,48 @@ static void tables(void)
         }
         free(s);
     }
+    /* The run's context (llama-bench's per-row model, size, backend, device, threads, tp, commit): columns in the
+     * machine formats and markdown, one line above the header in text; notes after a markdown table, as a list, so
+     * that it stays one table; a second markdown table (bench's speedups) on the same stream. */
+    cJSON *hdr = cJSON_Parse("{\"tool\": {\"git_commit\": \"0123456789abcdef\", \"dirty\": true}, \"environment\": "
+                             "{\"backend\": \"cpu\", \"threads\": 8, \"world_size\": 2, \"device\": {\"name\": \"Some CPU\"}}}");
+    struct {
+        orthros_table_format f;
+        const char *want[3];
+    } ctx[] = {{ORTHROS_TABLE_CSV, {"model,size_mib,backend,device,threads,tp,commit,name,value\n",
+                                    "m.gguf,2.0,cpu,Some CPU,8,2,0123456+dirty,\"a,\"\"b\"\"|c\",1.5\n", NULL}},
+               {ORTHROS_TABLE_JSONL, {"{\"model\": \"m.gguf\", \"size_mib\": 2.0, \"backend\": \"cpu\", \"device\": \"Some CPU\", "
+                                      "\"threads\": 8, \"tp\": 2, \"commit\": \"0123456+dirty\", \"name\"", NULL, NULL}},
+               {ORTHROS_TABLE_TEXT, {"model m.gguf, size_mib 2.0, backend cpu, device Some CPU, threads 8, tp 2, commit 0123456+dirty\nname",
+                                     "\na note\n", NULL}},
+               {ORTHROS_TABLE_MD, {"| m.gguf | 2.0 | cpu | Some CPU | 8 | 2 | 0123456+dirty | x y | nan |\n\n- a note\n\n| k |",
+                                   "| k |\n| ---: |\n| 3 |\n", NULL}}};
+    for (size_t i = 0; i < sizeof ctx / sizeof *ctx; i++) {
+        orthros_table t;
+        CHECK(orthros_table_open(&t, ctx[i].f, path, cols, 2) == 0, "table open");
+        orthros_table_context(&t, hdr, "/models/m.gguf", 2.0 * 1048576);
+        orthros_table_row(&t, row1);
+        orthros_table_note(&t, "a note");
+        orthros_table_row(&t, row2);
+        if (ctx[i].f == ORTHROS_TABLE_MD) {
+            const orthros_table_col kc[] = {{"k", 3, 1}};
+            const char *r3[] = {"3"};
+            CHECK(orthros_table_next(&t, kc, 1) == 0, "a second markdown table");
+            orthros_table_row(&t, r3);
+        } else if (ctx[i].f != ORTHROS_TABLE_TEXT) {
+            const orthros_table_col kc[] = {{"k", 3, 1}};
+            CHECK(orthros_table_next(&t, kc, 1) == ORTHROS_EINVAL, "a second table in a machine format is refused");
+        }
+        CHECK(orthros_table_close(&t) == 0, "table close");
+        char *s = tu_slurp(path, NULL);
+        for (int k = 0; k < 3 && ctx[i].want[k]; k++)
+            CHECK(s && strstr(s, ctx[i].want[k]), "table format %d with a context lacks %s:\n%s", (int)ctx[i].f,
+                  ctx[i].want[k], s ? s : "");
+        CHECK(s && (ctx[i].f == ORTHROS_TABLE_TEXT || ctx[i].f == ORTHROS_TABLE_MD || !strstr(s, "a note")),
+              "a note in a machine format:\n%s", s ? s : "");
+        free(s);
+    }
+    cJSON_Delete(hdr);
 }
 
 /* The clock event reasons as text (and the reader's check of that text), and the run's line on clock-held cells. */

@@ -1,6 +1,10 @@
 /* orthros plot end to end: a small cpu bench run plus hand-made eval and anchor files are turned into every
- * figure, in PNG and in SVG; each file must exist and be a valid image of its format. Figures whose data is
- * absent are skipped with a message, and a missing gnuplot is a clear error.
+ * figure, in PNG and in SVG; each file must exist and be a valid image of its format, and gnuplot must not warn.
+ * Figures whose data is absent are skipped (named with --verbose), and a missing gnuplot is a clear error. The
+ * committed results (data/results) check what a reader sees: runs of different configurations never share a
+ * line (a series each, named by what differs; the caption holds only what they share and what ran), a
+ * tensor-parallel world's throughput per GPU, our kernels beside the SDPA anchors, RULER's partial score, recall's
+ * zero bars and labels, and a refusal naming the difference when one figure cannot hold the configurations.
  * The eval files are written here by hand, in the shape planned for `orthros eval` (a JSON object with
  * "kind": "eval", the bench files' tool / run / environment header, and "cells" of {task, arch, ctx, depth |
  * pairs, n, accuracy, ci95_lo, ci95_hi}), because that command does not exist yet.
@@ -22,7 +26,7 @@ static const char *const figures[N_FIGURES] = {"prefill_latency", "speedup",   "
                                                "attention_op",    "niah",      "mqar"};
 
 static const char *bin, *scripts;
-static char dir[4096];
+static char dir[4096], results[4200]; /* results: the source tree's data/results */
 
 static int log_has(const char *log, const char *text)
 {
@@ -241,6 +245,121 @@ static void hostile_inputs(const char *bench, const char *eval)
           "a negative sample is not refused");
 }
 
+/* The text of the figure's NAME.dat / NAME.txt in out, or NULL. */
+static char *fig_file(const char *out, const char *fig, const char *ext)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s.%s", out, fig, ext);
+    return tu_slurp(path, NULL);
+}
+
+/* The committed results, as a reader plots them (the cases of issue 28). */
+static void committed_results(void)
+{
+    char log[4300], out[4300], a[4400], b[4400], c[4400], d[4400], e[4400];
+    snprintf(log, sizeof log, "%s/committed.log", dir);
+    struct stat sb;
+    snprintf(a, sizeof a, "%s/smollm2-h200-2026-12-01/ppl.json", results);
+    if (stat(a, &sb) != 0) {
+        fprintf(stderr, "SKIP committed results: %s absent\n", a);
+        return;
+    }
+    /* A 32K-token run beside a 4K-token cpu check of the same text: two transformer series, each with its own 1K
+     * point (13.47 and 6.40), named by the token count and device; the caption names neither. */
+    snprintf(out, sizeof out, "%s/mixed", dir);
+    snprintf(b, sizeof b, "%s/smollm2-h200-2026-12-01/ppl-check-cpu.json", results);
+    char *m1[] = {(char *)bin, "plot", a, b, "--out", out, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(m1, log) == 0 && !log_has(log, "gnuplot warned"), "plot of ppl.json and ppl-check-cpu.json (log %s)", log);
+    char *dat = fig_file(out, "ppl", "dat"), *txt = fig_file(out, "ppl", "txt");
+    const char *t32 = dat ? strstr(dat, "\"transformer, 32768 tokens, NVIDIA H200\"") : NULL;
+    const char *t4 = dat ? strstr(dat, "\"transformer, 4096 tokens, Intel(R) Xeon(R) Processor (cpu)\"") : NULL;
+    CHECK(t32 && t4, "ppl.dat does not hold a transformer series per token count and device");
+    CHECK(t32 && strstr(t32, "\n1024 13.466"), "the 32K-token series' 1K point is not 13.47");
+    CHECK(t4 && strstr(t4, "\n1024 6.397"), "the 4K-token series' 1K point is not 6.40");
+    CHECK(txt && !strstr(txt, "4096 tokens") && !strstr(txt, "32768 tokens") && strstr(txt, "swa window 1024") &&
+              strstr(txt, "kjv-genesis-exodus.txt") && !strstr(txt, "4096, 1024"),
+          "the caption names what differs or misses what the runs share: %s", txt ? txt : "(none)");
+    free(dat), free(txt);
+
+    /* Recall: zero bars drawn and labelled with their counts, the architectures on the x axis; RULER's partial
+     * score in the common-words heatmap (accuracy 0, partial 0.05); a caption without hybrid or swa when they did
+     * not run. */
+    snprintf(a, sizeof a, "%s/smollm2-h200-2026-12-01/recall.json", results);
+    snprintf(b, sizeof b, "%s/smollm2-h200-2026-12-01/ruler-cwe.json", results);
+    char *m2[] = {(char *)bin, "plot", a, b, "--out", out, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(m2, log) == 0 && !log_has(log, "gnuplot warned"), "plot of recall.json and ruler-cwe.json (log %s)", log);
+    dat = fig_file(out, "recall", "dat");
+    CHECK(dat && strstr(dat, "\"orthros\" \"0/32\"") && strstr(dat, "\"transformer\" \"24/32\""),
+          "recall.dat lacks the labels and counts of its bars");
+    free(dat);
+    dat = fig_file(out, "ruler_cwe", "dat");
+    CHECK(dat && strstr(dat, "\n0 0 0.05 8\n"), "ruler_cwe.dat does not hold RULER's partial score (0.05 at 1K)");
+    free(dat);
+    snprintf(a, sizeof a, "%s/smollm2-converted-h200-2026-12-01/grid/base-recall.json", results);
+    snprintf(b, sizeof b, "%s/smollm2-converted-h200-2026-12-01/grid/conv-recall.json", results);
+    char *m3[] = {(char *)bin, "plot", a, b, "--out", out, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(m3, log) == 0, "plot of two recall files (log %s)", log);
+    txt = fig_file(out, "recall", "txt"), dat = fig_file(out, "recall", "dat");
+    CHECK(txt && !strstr(txt, "swa") && !strstr(txt, "hybrid") && strstr(txt, "orthros tail 1"),
+          "the recall caption names settings of architectures that did not run: %s", txt ? txt : "(none)");
+    CHECK(dat && strstr(dat, "\"transformer\\nSmolLM2-135M-Instruct.Q4_1.gguf\"") && strstr(dat, "\"orthros\\ns2-16M/adapter\""),
+          "recall.dat does not name each bar by its model");
+    free(txt), free(dat);
+
+    /* The recipe's files with the tensor-parallel 1M cell (another commit) and the kernels beside the anchors:
+     * series per model and commit, the tp 2 world dotted, its throughput per GPU under the GEMM ceiling. */
+    snprintf(a, sizeof a, "%s/reproduce-21.9x-2026-12-01c/llama3.2-1b.json", results);
+    snprintf(b, sizeof b, "%s/reproduce-21.9x-2026-12-01c/llama3.1-8b.json", results);
+    snprintf(c, sizeof c, "%s/reproduce-21.9x-2026-12-01c/llama3.1-8b-tp2.json", results);
+    snprintf(d, sizeof d, "%s/h200-2026-12-01-v7-defaults/anchors.json", results);
+    snprintf(e, sizeof e, "%s/h200-2026-12-01-v7-defaults/bench_kernels.json", results);
+    char *m4[] = {(char *)bin, "plot", a, b, c, d, e, "--out", out, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(m4, log) == 0 && !log_has(log, "gnuplot warned") && !log_has(log, "kernel benchmark file"),
+          "plot of the recipe's files (log %s)", log);
+    dat = fig_file(out, "throughput", "dat");
+    const char *tp2 = dat ? strstr(dat, "\"transformer prefill, llama3.1-8b, tp 2, commit e8bc15e\"") : NULL;
+    double per_gpu = 0;
+    if (tp2 && (tp2 = strstr(tp2, "\n1048576 "))) per_gpu = strtod(tp2 + 9, NULL);
+    CHECK(per_gpu > 300 && per_gpu < 784, "the tp 2 world's throughput %g TFLOP/s is not per GPU, under the ceiling", per_gpu);
+    CHECK(dat && strstr(dat, "\"GEMM ceiling, one NVIDIA H200: 804 TFLOP/s\""), "throughput.dat lacks the run's GEMM ceiling");
+    free(dat);
+    txt = fig_file(out, "throughput", "txt");
+    CHECK(txt && strstr(txt, "per GPU"), "the throughput caption does not say per GPU");
+    free(txt);
+    dat = fig_file(out, "speedup", "dat");
+    CHECK(dat && strstr(dat, "\"orthros, llama3.2-1b, commit e2f3049\"") && strstr(dat, "\"orthros, llama3.1-8b, tp 2, commit e8bc15e\""),
+          "speedup.dat does not hold a series per model, tp and commit");
+    free(dat);
+    dat = fig_file(out, "attention_op", "dat");
+    CHECK(dat && strstr(dat, "\"ours (v7), head dim 64\"") && strstr(dat, "\"SDPA cudnn, head dim 64\""),
+          "attention_op.dat lacks our kernels or the anchors");
+    free(dat);
+
+    /* Too many configurations for one figure: refused, naming what differs (models here); the rest is drawn. */
+    snprintf(a, sizeof a, "%s/smollm2-h200-2026-12-01/ppl-check-cpu.json", results);
+    cJSON *base = tu_load_json(a);
+    CHECK(base != NULL, "cannot read %s", a);
+    if (!base) return;
+    enum { COPIES = 30 };
+    char *args[COPIES + 8];
+    static char paths[COPIES][4400];
+    int k = 0;
+    args[k++] = (char *)bin, args[k++] = "plot";
+    for (int i = 0; i < COPIES; i++) {
+        cJSON *copy = cJSON_Duplicate(base, 1);
+        char model[64];
+        snprintf(model, sizeof model, "models/m%d.gguf", i);
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(copy, "run"), "config"), "model", cJSON_CreateString(model));
+        snprintf(paths[i], sizeof paths[i], "%s/many-%d.json", dir, i);
+        write_json(paths[i], copy);
+        args[k++] = paths[i];
+    }
+    cJSON_Delete(base);
+    args[k++] = "--out", args[k++] = out, args[k++] = "--scripts", args[k++] = (char *)scripts, args[k] = NULL;
+    CHECK(tu_run(args, log) == 1 && log_has(log, "ppl refused: more than 24 series: the inputs differ in model"),
+          "thirty models on one perplexity figure are not refused by name (log %s)", log);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -248,6 +367,7 @@ int main(int argc, char **argv)
         return 2;
     }
     bin = argv[1], scripts = argv[2];
+    snprintf(results, sizeof results, "%s/../data/results", scripts);
     if (argc > 3) {
         snprintf(dir, sizeof dir, "%s", argv[3]);
         mkdir(dir, 0777);
@@ -280,6 +400,7 @@ int main(int argc, char **argv)
                   (char *)scripts, NULL};
     rc = tu_run(p1, log);
     CHECK(rc == 0, "plot --format png exited %d (log %s)", rc, log);
+    CHECK(!log_has(log, "warning") && !log_has(log, "gnuplot warned"), "gnuplot warned (log %s)", log);
     char *p2[] = {(char *)bin, "plot", bench, eval, anchors, "--out", out_svg, "--format", "svg", "--scripts", (char *)scripts, NULL};
     rc = tu_run(p2, log);
     CHECK(rc == 0, "plot --format svg exited %d (log %s)", rc, log);
@@ -315,14 +436,19 @@ int main(int argc, char **argv)
     char *p8[] = {(char *)bin, "plot", bench, bench_tp2, "--out", out_tp, "--scripts", (char *)scripts, NULL};
     CHECK(tu_run(p8, log) == 0, "plot of a --tp 1 and a --tp 2 file failed (log %s)", log);
     snprintf(path, sizeof path, "%s/prefill_latency.dat", out_tp);
-    CHECK(log_has(path, "\"transformer, tp 1\"") && log_has(path, "\"transformer, tp 2\""),
-          "%s does not hold one transformer series per --tp", path);
+    CHECK(log_has(path, "\"transformer\"") && log_has(path, "\"transformer, tp 2\"") && !log_has(path, "tp 1"),
+          "%s does not hold one transformer series per --tp (one GPU unnamed, tp 2 named)", path);
 
-    /* Absent data: the figure is skipped, with its name on stderr; the rest are made. */
+    /* Absent data: the figure is skipped, named only with --verbose; the rest are made. */
     char *p3[] = {(char *)bin, "plot", niah_only, "--out", out3, "--scripts", (char *)scripts, NULL};
     rc = tu_run(p3, log);
     CHECK(rc == 0, "plot of a NIAH-only eval file exited %d", rc);
-    CHECK(log_has(log, "prefill_latency skipped") && log_has(log, "mqar skipped"), "skipped figures are not named");
+    CHECK(!log_has(log, "skipped") && log_has(log, "11 without data in these files (--verbose names them)"),
+          "skipped figures are listed without --verbose");
+    char *p3v[] = {(char *)bin, "plot", niah_only, "--out", out3, "--scripts", (char *)scripts, "--verbose", NULL};
+    rc = tu_run(p3v, log);
+    CHECK(rc == 0 && log_has(log, "prefill_latency skipped") && log_has(log, "mqar skipped"),
+          "skipped figures are not named with --verbose");
     snprintf(path, sizeof path, "%s/niah.png", out3);
     struct stat sb;
     CHECK(stat(path, &sb) == 0, "%s is missing", path);
@@ -342,6 +468,7 @@ int main(int argc, char **argv)
     char *p6[] = {(char *)bin, "plot", path, "--out", out3, "--scripts", (char *)scripts, NULL};
     CHECK(tu_run(p6, log) == 1 && log_has(log, "not an orthros result file"), "a file of unknown kind is refused");
     hostile_inputs(bench, eval);
+    committed_results();
     char *p7[] = {(char *)bin, "plot", "--out", out3, NULL};
     CHECK(tu_run(p7, log) == 2, "no inputs is a usage error");
     if (argc > 3) fprintf(stderr, "files kept in %s\n", dir);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Regenerates every committed figure of data/results from its folder's result files (the inputs of each are
+# listed here, as each folder's NOTES.md names them), with build/orthros: `plots/regenerate.sh [BUILD_DIR]`.
+# Old figures of a folder are removed first, so that a figure no longer made does not linger.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-build}/orthros"
+R=data/results
+fig() { # fig OUT_DIR FILE...
+  local out="$1"; shift
+  rm -f "$out"/*.png "$out"/*.dat "$out"/*.txt
+  "$bin" plot "$@" --out "$out"
+}
+fig $R/evals-h200-2026-11-29/figs $R/evals-h200-2026-11-29/{niah-single,niah-multikey,niah-multivalue,niah-multiquery,niah-1m,mqar}.json
+fig $R/h200-2026-11-29b/figs $R/h200-2026-11-29b/{bench-llama3.2-1b,bench-llama3.1-8b,anchors}.json
+fig $R/reproduce-21.9x-2026-12-01/figs $R/reproduce-21.9x-2026-12-01/{llama3.2-1b,llama3.1-8b,llama3.1-8b-tp2}.json \
+    $R/h200-2026-12-01/anchors.json $R/h200-2026-12-01-linear-v6/bench_kernels.json
+fig $R/reproduce-21.9x-2026-12-01b/figs $R/reproduce-21.9x-2026-12-01b/{llama3.2-1b,llama3.1-8b,llama3.1-8b-tp2}.json \
+    $R/h200-2026-12-01-decode-v7/{anchors,bench_kernels}.json
+fig $R/reproduce-21.9x-2026-12-01c/figs $R/reproduce-21.9x-2026-12-01c/{llama3.2-1b,llama3.1-8b,llama3.1-8b-tp2}.json \
+    $R/h200-2026-12-01-v7-defaults/{anchors,bench_kernels}.json
+fig $R/tp-h200x2-2026-12-01/figures-1b $R/tp-h200x2-2026-12-01/bench-llama3.2-1b-{tp1,tp2}.json
+fig $R/tp-h200x2-2026-12-01/figures-8b $R/tp-h200x2-2026-12-01/bench-llama3.1-8b-{tp1,tp2,1m-tp2}.json
+fig $R/smollm2-h200-2026-12-01/figures $R/smollm2-h200-2026-12-01/{ppl,recall,ruler-niah-single,ruler-niah-multikey,ruler-niah-multivalue,ruler-niah-multiquery,ruler-vt,ruler-cwe}.json
+G=$R/smollm2-converted-h200-2026-12-01/grid
+fig $R/smollm2-converted-h200-2026-12-01/figures $G/{base,control,conv,conv-tail16,conv-tail64,conv-hybrid}-ppl-kjv.json \
+    $G/{base,control,conv,conv-hybrid}-recall.json $G/*-niah-*.json $G/*-vt.json $G/*-cwe.json
+fig $R/smollm2-converted-h200-2026-12-01/figures-python $G/{base,control,conv,conv-tail16,conv-tail64,conv-hybrid}-ppl-python.json
