@@ -147,11 +147,28 @@ int orthros_cmd_generate(int argc, char **argv)
         goto fail;
     }
     if ((rc = runner_open(&r, &mo, &ao, nt + max_new))) goto fail;
-    int count = orthros_generate(r.s, tokens, nt, max_new, gen);
+    double t_prefill = 0, t_decode = 0;
+    int count = orthros_generate_timed(r.s, tokens, nt, max_new, gen, &t_prefill, &t_decode);
     if (count < 0) {
         rc = count;
         goto fail;
     }
+    /* The speed on stderr (stdout's last line stays the JSON): the prefill, then the decoded tokens after the first,
+     * in the session's decode mode (ORTHROS_DECODE_GRAPHS / ORTHROS_DECODE_FUSED; docs/kernels.md). */
+    unsigned modes = orthros_session_decode(r.s);
+    orthros_decode_stats ds;
+    orthros_session_decode_stats(r.s, &ds);
+    char how[160];
+    const char *fused = modes & ORTHROS_DECODE_FUSED ? "fused ops, " : "";
+    if ((modes & ORTHROS_DECODE_GRAPHS) && (ds.captures || ds.capture_failures))
+        snprintf(how, sizeof how, "%sgraphs: %d captured, %ld replays%s", fused, ds.graphs, ds.replays,
+                 ds.capture_failures ? ", a capture failed" : "");
+    else if (modes & ORTHROS_DECODE_GRAPHS)
+        snprintf(how, sizeof how, "%sthe step's inputs in backend memory, uncaptured", fused);
+    else snprintf(how, sizeof how, "%s", modes & ORTHROS_DECODE_FUSED ? "fused ops" : "plain step");
+    fprintf(stderr, "orthros generate: prompt of %d tokens in %.3f s (%.0f tokens/s); %d tokens after the first in %.3f s: "
+            "%.1f tokens/s (%s, device %s)\n", nt, t_prefill, nt / (t_prefill > 0 ? t_prefill : 1e-9), count - 1, t_decode,
+            count > 1 && t_decode > 0 ? (count - 1) / t_decode : 0.0, how, orthros_backend_name(r.be));
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "generated");
     for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(gen[i]));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const orthros_model_config *orthros_model_get_config(const orthros_model *m) { return &m->cfg; }
 const orthros_arch *orthros_model_get_arch(const orthros_model *m) { return &m->arch; }
@@ -984,7 +985,20 @@ static int is_eos(const orthros_model_config *c, int32_t t)
     return 0;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int orthros_generate(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out)
+{
+    return orthros_generate_timed(s, prompt, n, max_new, out, NULL, NULL);
+}
+
+int orthros_generate_timed(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out, double *prefill_s,
+                           double *decode_s)
 {
     if (s->B != 1) return orthros_error(ORTHROS_EINVAL, "generate needs a batch-1 session");
     if (max_new < 1) return orthros_error(ORTHROS_EINVAL, "max-new must be at least 1");
@@ -992,13 +1006,17 @@ int orthros_generate(orthros_session *s, const int32_t *prompt, int n, int max_n
         return orthros_error(ORTHROS_ERANGE, "prompt %d + %d new tokens exceed the context of %d", n, max_new,
                              s->max_ctx);
     int32_t tok;
+    double t0 = now_s();
     TRY(orthros_prefill(s, 0, prompt, n, NULL, &tok));
+    double t1 = now_s();
     int count = 0;
     out[count++] = tok;
     while (count < max_new && !is_eos(&s->m->cfg, tok)) {
         TRY(orthros_decode(s, &tok, &tok, NULL));
         out[count++] = tok;
     }
+    if (prefill_s) *prefill_s = t1 - t0;
+    if (decode_s) *decode_s = now_s() - t1;
     return count;
 }
 

@@ -302,6 +302,10 @@ int orthros_tp_allreduce_time(orthros_model *m, int rows, int iters, double *sec
 /* Greedy generation for sequence 0 of a batch-1 session: prefill, then max_new - 1 decode steps
  * (the first generated token comes from the prefill). */
 int orthros_generate(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out);
+/* The same, timed on the host clock (each call returns once its work is done): *prefill_s the prefill's seconds (to
+ * the first token), *decode_s the decode steps' (the other count - 1 tokens). Either may be NULL. */
+int orthros_generate_timed(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out, double *prefill_s,
+                           double *decode_s);
 
 /* ---- tokenizers: byte-level BPE (GPT-2 style), from a GGUF's metadata or a Hugging Face tokenizer.json ---- */
 
