@@ -9,6 +9,8 @@
  *     batch 1 and at batch 3 with the sequences at different positions, across a cache-length bucket boundary (256
  *     keys to 257), then after a rewind: a mode whose ops read the bucket's bound instead of the positions held on
  *     the device, or that wires a fused op to the wrong buffer, fails here;
+ *   - the op sequence of a step, logged through shims: the plain step issues exactly the ops it issued before the modes
+ *     existed (none of the new ones), the fused step 5 a layer, GRAPHS one upload and one download around it;
  *   - the switches: ORTHROS_DECODE_FUSED / ORTHROS_DECODE_GRAPHS = 1 set a new backend's modes and its sessions',
  *     any value but 0 or 1 is refused, a model of two ranks runs the plain step.
  * With `cuda` first (the `decode_modes_cuda` GPU test; exit 77 without a GPU): the same whole decodes on the cuda
@@ -369,6 +371,157 @@ static void test_switches(void)
     unsetenv("ORTHROS_DECODE_FUSED");
 }
 
+/* ---- the op sequence of a step: the plain step's is the one it always was ---- */
+
+static orthros_backend real; /* the cpu backend's ops, called through the shims below */
+static char oplog[4096];
+
+static void logop(const char *name)
+{
+    size_t n = strlen(oplog);
+    snprintf(oplog + n, sizeof oplog - n, "%s%s", n ? " " : "", name);
+}
+
+static int s_embed(orthros_backend *be, void *x, const int32_t *t, const void *tab, int n, int D)
+{
+    logop("embed");
+    return real.embed(be, x, t, tab, n, D);
+}
+static int s_rmsnorm(orthros_backend *be, void *o, const void *x, const void *w, int n, int D, float e)
+{
+    logop("rmsnorm");
+    return real.rmsnorm(be, o, x, w, n, D, e);
+}
+static int s_add_rmsnorm(orthros_backend *be, void *o, void *r, const void *d, const void *w, int n, int D, float e)
+{
+    logop("add_rmsnorm");
+    return real.add_rmsnorm(be, o, r, d, w, n, D, e);
+}
+static int s_gemm(orthros_backend *be, void *o, const void *x, const void *W, int n, int M, int K)
+{
+    logop("gemm");
+    return real.gemm(be, o, x, W, n, M, K);
+}
+static int s_swiglu(orthros_backend *be, void *o, const void *gu, int n, int F)
+{
+    logop("swiglu");
+    return real.swiglu(be, o, gu, n, F);
+}
+static int s_logits(orthros_backend *be, float *o, const void *x, const void *W, int n, int V, int D)
+{
+    logop("logits");
+    return real.logits(be, o, x, W, n, V, D);
+}
+static int s_argmax(orthros_backend *be, int32_t *ids, const float *l, int n, int V)
+{
+    logop("argmax");
+    return real.argmax(be, ids, l, n, V);
+}
+static int s_rope(orthros_backend *be, void *qkv, const orthros_attn_layer *L, const orthros_rope *r, const int *p, int B,
+                  int n, int q)
+{
+    logop("rope_cache_write");
+    return real.rope_cache_write(be, qkv, L, r, p, B, n, q);
+}
+static int s_attn(orthros_backend *be, void *o, const void *qkv, const orthros_attn_layer *L, const int *p, int B, int n)
+{
+    logop("attn_full_decode");
+    return real.attn_full_decode(be, o, qkv, L, p, B, n);
+}
+static int s_upload_ints(orthros_backend *be, int32_t *d, const int32_t *h, int n)
+{
+    logop("upload_ints");
+    return real.upload_ints(be, d, h, n);
+}
+static int s_download_ints(orthros_backend *be, int32_t *h, const int32_t *d, int n)
+{
+    logop("download_ints");
+    return real.download_ints(be, h, d, n);
+}
+static int s_embed_dev(orthros_backend *be, void *x, const int32_t *t, const void *tab, int n, int D)
+{
+    logop("embed_dev");
+    return real.embed_dev(be, x, t, tab, n, D);
+}
+static int s_argmax_dev(orthros_backend *be, int32_t *ids, const float *l, int n, int V)
+{
+    logop("argmax_dev");
+    return real.argmax_dev(be, ids, l, n, V);
+}
+static int s_norm_gemm(orthros_backend *be, void *o, void *xn, const void *x, const void *w, const void *W, int n, int M,
+                       int K, float e)
+{
+    logop("norm_gemm");
+    return real.norm_gemm(be, o, xn, x, w, W, n, M, K, e);
+}
+static int s_gemm_add(orthros_backend *be, void *r, void *t, const void *x, const void *W, int n, int M, int K)
+{
+    logop("gemm_add");
+    return real.gemm_add(be, r, t, x, W, n, M, K);
+}
+static int s_swiglu_f(orthros_backend *be, void *o, void *xn, void *gu, const void *x, const void *w, const void *W, int n,
+                      int F, int K, float e)
+{
+    logop("norm_gemm_swiglu");
+    return real.norm_gemm_swiglu(be, o, xn, gu, x, w, W, n, F, K, e);
+}
+static int s_qkv_rope(orthros_backend *be, void *qkv, void *xn, const void *x, const void *w, const void *W,
+                      const orthros_attn_layer *L, const orthros_rope *r, const int *p, int n, int K, float e)
+{
+    logop("norm_qkv_rope");
+    return real.norm_qkv_rope(be, qkv, xn, x, w, W, L, r, p, n, K, e);
+}
+static int s_head(orthros_backend *be, int32_t *ids, float *l, void *xn, const void *x, const void *w, const void *W, int n,
+                  int V, int D, float e)
+{
+    logop("norm_logits_argmax");
+    return real.norm_logits_argmax(be, ids, l, xn, x, w, W, n, V, D, e);
+}
+
+/* One decode step of preset:tiny (2 layers, transformer) in each mode, its ops logged: the plain step issues exactly
+ * the ops it issued before the modes existed (decode_shard at 5d831fe), none of the new ones; the fused step its
+ * 5 a layer; GRAPHS one upload and one download around the step. */
+static void test_op_sequence(orthros_backend *be)
+{
+    real = *be;
+    be->embed = s_embed, be->rmsnorm = s_rmsnorm, be->add_rmsnorm = s_add_rmsnorm, be->gemm = s_gemm;
+    be->swiglu = s_swiglu, be->logits = s_logits, be->argmax = s_argmax, be->rope_cache_write = s_rope;
+    be->attn_full_decode = s_attn, be->upload_ints = s_upload_ints, be->download_ints = s_download_ints;
+    be->embed_dev = s_embed_dev, be->argmax_dev = s_argmax_dev, be->norm_gemm = s_norm_gemm, be->gemm_add = s_gemm_add;
+    be->norm_gemm_swiglu = s_swiglu_f, be->norm_qkv_rope = s_qkv_rope, be->norm_logits_argmax = s_head;
+    static const char *const layer_plain = "gemm rope_cache_write attn_full_decode gemm add_rmsnorm gemm swiglu gemm";
+    static const char *const layer_fused = "norm_qkv_rope attn_full_decode gemm_add norm_gemm_swiglu gemm_add";
+    char want[4][1024];
+    snprintf(want[0], sizeof want[0], "embed rmsnorm %s add_rmsnorm %s add_rmsnorm logits argmax", layer_plain, layer_plain);
+    snprintf(want[1], sizeof want[1], "embed %s %s norm_logits_argmax download_ints", layer_fused, layer_fused);
+    snprintf(want[2], sizeof want[2], "upload_ints embed_dev rmsnorm %s add_rmsnorm %s add_rmsnorm logits argmax_dev "
+             "download_ints", layer_plain, layer_plain);
+    snprintf(want[3], sizeof want[3], "upload_ints embed_dev %s %s norm_logits_argmax download_ints", layer_fused,
+             layer_fused);
+    orthros_arch_opts ao;
+    orthros_arch_opts_default(&ao);
+    ao.arch = "transformer";
+    orthros_model *m = NULL;
+    orthros_session *s = NULL;
+    int32_t tok[4] = {5, 17, 99, 3}, cur, nx;
+    if (orthros_model_load(&m, be, "preset:tiny", &ao, 1) || orthros_session_init(&s, m, 1, 16, 0)) {
+        CHECK(0, "preset:tiny: %s", orthros_last_error());
+    } else {
+        for (unsigned mode = 0; mode <= 3; mode++) {
+            int rc = orthros_session_reset(s);
+            if (!rc) rc = orthros_session_set_decode(s, mode);
+            if (!rc) rc = orthros_prefill(s, 0, tok, 4, NULL, &cur);
+            oplog[0] = '\0';
+            if (!rc) rc = orthros_decode(s, &cur, &nx, NULL);
+            CHECK(!rc, "%s step: %s", mode_name(mode), orthros_last_error());
+            CHECK(!strcmp(oplog, want[mode]), "the %s step's ops:\n  %s\nexpected:\n  %s", mode_name(mode), oplog, want[mode]);
+        }
+    }
+    orthros_session_free(s);
+    orthros_model_free(m);
+    *be = real;
+}
+
 /* ---- the cuda backend: each mode against the plain step ---- */
 
 static void compare_cuda(const char *label, const decode_run *ref, const decode_run *got, int B, unsigned mode)
@@ -482,6 +635,7 @@ int main(int argc, char **argv)
         return 1;
     }
     test_fused_ops(be);
+    test_op_sequence(be);
     char *specs[64];
     int nspec = 0;
     specs[nspec++] = "preset:tiny";
