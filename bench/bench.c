@@ -106,9 +106,10 @@ static double marked_seconds(orthros_backend *be)
 
 /* One timed repetition on a prepared session: seconds (per token for decode), or < 0 on failure. An allreduce
  * cell times the tensor-parallel ranks' all-reduce of a [ctx x batch][d_model] activation alone (no session):
- * the mean of ALLREDUCE_ITERS back to back, after one that lines the ranks up. */
+ * the mean of ALLREDUCE_ITERS back to back, after one that lines the ranks up. An e2e repetition also gives, in
+ * *ttft, the seconds up to its first token (the prefill; timer mark 2). */
 static double run_once(orthros_backend *be, orthros_model *m, orthros_session *s, const orthros_bench_cell *c,
-                       const int32_t *tok)
+                       const int32_t *tok, double *ttft)
 {
     int32_t next[MAX_BATCH], cur[MAX_BATCH];
     double t;
@@ -127,12 +128,15 @@ static double run_once(orthros_backend *be, orthros_model *m, orthros_session *s
     if (orthros_session_reset(s) || orthros_timer_mark(be, 0)) return -1;
     for (int b = 0; b < c->batch; b++)
         if (orthros_prefill(s, b, tok, c->ctx, NULL, &cur[b])) return -1;
-    if (!strcmp(c->phase, "e2e"))
-        for (int i = 0; i < c->decode_tokens; i++) {
-            if (orthros_decode(s, cur, next, NULL)) return -1;
-            memcpy(cur, next, sizeof(int32_t) * (size_t)c->batch);
-        }
-    return marked_seconds(be);
+    const int e2e = !strcmp(c->phase, "e2e");
+    if (e2e && orthros_timer_mark(be, 2)) return -1;
+    for (int i = 0; e2e && i < c->decode_tokens; i++) {
+        if (orthros_decode(s, cur, next, NULL)) return -1;
+        memcpy(cur, next, sizeof(int32_t) * (size_t)c->batch);
+    }
+    t = marked_seconds(be);
+    if (t >= 0 && e2e && ttft && orthros_timer_seconds(be, 0, 2, ttft)) return -1;
+    return t;
 }
 
 /* The stated cost of one sample of a cell, and the tokens it processes. */
@@ -184,6 +188,36 @@ static double predict_seconds(const sweep *s, const orthros_bench_cell *c, char 
     return k.flops / rate;
 }
 
+/* The floors of a decode step (docs/bench.md, "Floors"): the bytes a step reads (cost model) over the read ceiling
+ * (of every GPU of a tensor-parallel model), the mean over a sample's decode_tokens steps; an e2e cell's beside its
+ * medians of the time to first token and of the time per output token after it. */
+static int cell_floors(sweep *s, orthros_bench_cell *c)
+{
+    const orthros_model_config *cfg = orthros_model_get_config(s->m);
+    const orthros_arch *a = orthros_model_get_arch(s->m);
+    double act = (double)orthros_model_act_size(s->m);
+    double devices = orthros_backend_caps(s->be) & ORTHROS_CAP_GPU ? orthros_model_tp(s->m) : 1;
+    double read = s->f.ceilings.read_tbps * 1e12 * devices;
+    if (!strcmp(c->phase, "decode") && read > 0 && c->decode_tokens > 0) {
+        /* a sample is the mean of decode_tokens steps from depth ctx: so is its floor */
+        double bytes = 0;
+        for (int i = 0; i < c->decode_tokens; i++) bytes += orthros_cost_decode(cfg, a, c->ctx + i, c->batch, act).bytes;
+        c->floor_s = bytes / c->decode_tokens / read;
+    }
+    if (strcmp(c->phase, "e2e") || !c->ttft || c->decode_tokens < 1) return 0;
+    double *tpot = malloc(c->n_samples * sizeof *tpot);
+    if (!tpot) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c->n_samples; i++) tpot[i] = (c->samples[i] - c->ttft[i]) / c->decode_tokens;
+    int rc = orthros_stats_median(&c->ttft_s, c->ttft, c->n_samples);
+    if (!rc) rc = orthros_stats_median(&c->tpot_s, tpot, c->n_samples);
+    free(tpot);
+    if (rc) return rc;
+    double bytes = 0;
+    for (int i = 0; i < c->decode_tokens; i++) bytes += orthros_cost_decode(cfg, a, c->ctx + i, c->batch, act).bytes;
+    if (read > 0) c->tpot_floor_s = bytes / c->decode_tokens / read;
+    return 0;
+}
+
 /* Fills a measured cell's statistics, cost, throughput and memory. */
 static int finish_cell(sweep *s, arm *a, const char *stop)
 {
@@ -213,6 +247,7 @@ static int finish_cell(sweep *s, arm *a, const char *stop)
     double tokens;
     orthros_cost k = cell_cost(s->m, c, c->chunk, &tokens);
     c->flops = k.flops, c->attn_flops = k.attn_flops, c->bytes = k.bytes;
+    if ((rc = cell_floors(s, c))) return rc;
     c->tokens_per_s = tokens / c->stats.median;
     c->tflops = k.flops / c->stats.median / 1e12;
     c->tbps = k.bytes / c->stats.median / 1e12;
@@ -254,20 +289,25 @@ static int arm_round(sweep *s, arm *a, const int32_t *tok, int k, int keep_sessi
     int rc = 0;
     if (!a->s && (rc = arm_open(s, a, tok))) return rc;
     if ((rc = orthros_model_set_arch(s->m, a->arch))) return rc;
+    const int e2e = !strcmp(c->phase, "e2e");
+    double ttft = 0;
     for (; a->warmed < a->warmup; a->warmed++)
-        if (run_once(s->be, s->m, a->s, c, tok) < 0) return ORTHROS_EINVAL; /* the message is recorded */
+        if (run_once(s->be, s->m, a->s, c, tok, &ttft) < 0) return ORTHROS_EINVAL; /* the message is recorded */
     if (c->n_samples + (size_t)k > a->cap || c->n_rounds == a->cap) {
         size_t cap = 2 * (c->n_samples + (size_t)k) + 8;
         double *x = realloc(c->samples, cap * sizeof *x);
         if (x) c->samples = x;
         size_t *e = realloc(c->round_ends, cap * sizeof *e);
         if (e) c->round_ends = e;
-        if (!x || !e) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+        double *f = e2e ? realloc(c->ttft, cap * sizeof *f) : NULL;
+        if (f) c->ttft = f;
+        if (!x || !e || (e2e && !f)) return orthros_error(ORTHROS_ENOMEM, "out of memory");
         a->cap = cap;
     }
     for (int i = 0; i < k; i++) {
-        double t = run_once(s->be, s->m, a->s, c, tok);
+        double t = run_once(s->be, s->m, a->s, c, tok, &ttft);
         if (t < 0) return ORTHROS_EINVAL;
+        if (e2e) c->ttft[c->n_samples] = ttft < t ? ttft : t;
         c->samples[c->n_samples++] = t;
     }
     c->round_ends[c->n_rounds++] = c->n_samples;
@@ -299,6 +339,21 @@ static void print_cell(sweep *s, const orthros_bench_cell *c)
         snprintf(line, sizeof line, "  %s allreduce of %d x %d rows over %d ranks: bus bandwidth %.1f GB/s, %.0f%% of the "
                  "cost model's %.0f GB/s", c->arch, c->ctx, c->batch, tp, bus / 1e9,
                  100 * bus / ORTHROS_COST_LINK_BUS_BYTES_PER_S, ORTHROS_COST_LINK_BUS_BYTES_PER_S / 1e9);
+        orthros_table_note(&s->table, line);
+    }
+    if (c->state == ORTHROS_CELL_MEASURED && !strcmp(c->phase, "decode") && isfinite(c->floor_s)) {
+        char line[300];
+        snprintf(line, sizeof line, "  %s decode ctx %d batch %d: %.4f ms a step against its floor of %.4f ms (%.0f%%: the "
+                 "%.3g GB a step reads over the read ceiling)", c->arch, c->ctx, c->batch, c->stats.median * 1e3,
+                 c->floor_s * 1e3, 100 * c->floor_s / c->stats.median, c->bytes / 1e9);
+        orthros_table_note(&s->table, line);
+    }
+    if (c->state == ORTHROS_CELL_MEASURED && c->ttft && isfinite(c->ttft_s)) {
+        char line[400];
+        snprintf(line, sizeof line, "  %s e2e ctx %d batch %d, %d tokens: time to first token %.2f ms (%.0f%% of the total), "
+                 "time per output token %.4f ms (floor %.4f ms: %.0f%%), total %.2f ms", c->arch, c->ctx, c->batch,
+                 c->decode_tokens + 1, c->ttft_s * 1e3, 100 * c->ttft_s / c->stats.median, c->tpot_s * 1e3,
+                 c->tpot_floor_s * 1e3, 100 * c->tpot_floor_s / c->tpot_s, c->stats.median * 1e3);
         orthros_table_note(&s->table, line);
     }
     if (c->state == ORTHROS_CELL_MEASURED && c->noisy) {
@@ -720,11 +775,59 @@ static void recipe_path(char *out, size_t n, const char *dir, const char *model,
 /* The named sweep behind the paper's headline claim: every model's sweep is resumable (a long run can be split
  * over several calls, a model per call), and the report is rewritten from whatever the result files hold: the
  * models run now, and the recipe's default models whose files are in the folder. */
-static int run_recipe(bench_opts *o, int argc, char **argv)
+/* The e2e recipe: the paper's end-to-end gains as the harness measures them. For each model (default the 1B shape)
+ * and each N of 128 and 1024 (or the --decode-tokens given), transformer against orthros, phase e2e, batch 1, prompts of
+ * 32K and 128K (--ctx), into DIR/<model>-n<N>.json, resumable; then DIR/report.md: time to first token, time per output
+ * token against its floor, total, the prefill's share, per architecture. */
+static int run_recipe_e2e(bench_opts *o, int argc, char **argv, int tokens_given)
+{
+    char models[8][1024], paths[16][1200], md[1100];
+    const char *list[16];
+    int n = 0, np = 0;
+    if (split_models(models, &n, o->models ? o->models : "preset:llama3.2-1b")) {
+        fprintf(stderr, "orthros bench: error: bad --models list (at most 8 comma-separated models)\n");
+        return 2;
+    }
+    const int Ns[2] = {128, 1024}, nN = tokens_given ? 1 : 2;
+    const char *dir = o->out_dir ? o->out_dir : "data/results/e2e";
+    if (orthros_mkdir_p(dir)) return orthros_cmd_fail("bench", ORTHROS_EIO);
+    o->archs = "transformer,orthros";
+    o->phases = "e2e";
+    o->batches = "1";
+    if (!o->ctxs) o->ctxs = "32k,128k";
+    o->resume = !o->force;
+    if (o->cell_budget <= 0) o->cell_budget = 240;
+    int status = 0;
+    for (int i = 0; i < n && np < 16; i++)
+        for (int k = 0; k < nN && np < 16; k++) {
+            int N = tokens_given ? o->decode_tokens : Ns[k];
+            char base[1100];
+            recipe_path(base, sizeof base, dir, models[i], o->mo.tp);
+            base[strlen(base) - 5] = '\0'; /* without .json */
+            snprintf(paths[np], sizeof paths[0], "%.1100s-n%d.json", base, N);
+            list[np] = paths[np];
+            if (!o->report_only && !status) {
+                o->mo.model = models[i];
+                o->decode_tokens = N;
+                o->json = paths[np];
+                fprintf(stderr, "recipe e2e: %s, %d tokens decoded -> %s\n", models[i], N, paths[np]);
+                status = run_sweep(o, argc, argv);
+            }
+            np++;
+        }
+    snprintf(md, sizeof md, "%s/report.md", dir);
+    int rc = orthros_bench_e2e_report(md, list, np);
+    if (rc) return orthros_cmd_fail("bench", rc);
+    fprintf(stderr, "recipe e2e: report in %s\n", md);
+    return status;
+}
+
+static int run_recipe(bench_opts *o, int argc, char **argv, int tokens_given)
 {
     static const char *const defaults = "preset:llama3.2-1b,preset:llama3.1-8b";
+    if (!strcmp(o->recipe, "e2e")) return run_recipe_e2e(o, argc, argv, tokens_given);
     if (strcmp(o->recipe, "reproduce-21.9x")) {
-        fprintf(stderr, "orthros bench: error: unknown recipe \"%s\" (reproduce-21.9x)\n", o->recipe);
+        fprintf(stderr, "orthros bench: error: unknown recipe \"%s\" (reproduce-21.9x, e2e)\n", o->recipe);
         return 2;
     }
     /* The report's files: each model's at this --tp, and those of the other world sizes already in the folder
@@ -774,7 +877,7 @@ static int run_recipe(bench_opts *o, int argc, char **argv)
 int orthros_cmd_bench(int argc, char **argv)
 {
     bench_opts o = {.archs = "transformer,orthros", .ctxs = NULL, .phases = "prefill,decode", .batches = "1",
-                    .json = "orthros-bench.json", .decode_tokens = 16, .warmup = 1, .reps = 8, .max_reps = 100,
+                    .json = "orthros-bench.json", .decode_tokens = 0, .warmup = 1, .reps = 8, .max_reps = 100,
                     .rounds = 4, .max_noise = 2.0, .timeout = 10.0, .format = "text"};
     orthros_model_opts_default(&o.mo);
     o.mo.model = NULL;
@@ -797,7 +900,8 @@ int orthros_cmd_bench(int argc, char **argv)
                     "batch rows alone)");
     orthros_cmd_add(&c, "batch", ORTHROS_OPT_STR, &o.batches, "LIST", "batch sizes, 1..4096 (default 1)");
     orthros_cmd_add_num(&c, "decode-tokens", ORTHROS_OPT_INT, &o.decode_tokens, 1, 1 << 20, "N",
-                        "decode steps per decode sample, and generated tokens of e2e (default 16)");
+                        "decode steps per decode sample, and decode steps of e2e after the first token (default 16; the "
+                        "e2e recipe: 128 and 1024)");
     orthros_cmd_add_num(&c, "warmup", ORTHROS_OPT_INT, &o.warmup, 0, 1000, "N", "untimed runs per cell (default 1)");
     orthros_cmd_add_num(&c, "reps", ORTHROS_OPT_INT, &o.reps, 1, 100000, "N", "minimum timed repetitions per cell (default 8)");
     orthros_cmd_add_num(&c, "max-reps", ORTHROS_OPT_INT, &o.max_reps, 1, 1000000, "N", "maximum repetitions per cell (default 100)");
@@ -825,11 +929,15 @@ int orthros_cmd_bench(int argc, char **argv)
     orthros_cmd_add(&c, "quiet", ORTHROS_OPT_FLAG, &o.quiet, NULL, "no progress lines on stderr");
     orthros_cmd_add(&c, "recipe", ORTHROS_OPT_STR, &o.recipe, "NAME",
                     "a named sweep: reproduce-21.9x (Llama-3.2-1B and 3.1-8B shapes, transformer vs orthros, prefill 4K "
-                    "to 1M, resumable, with a markdown report)");
+                    "to 1M, resumable, with a markdown report); e2e (transformer vs orthros, a prompt of 32K and 128K "
+                    "tokens then 128 and 1024 decoded: time to first token, time per output token against its floor, "
+                    "total; resumable, with a markdown report)");
     orthros_cmd_add(&c, "models", ORTHROS_OPT_STR, &o.models, "LIST",
-                    "recipe: models to run (default preset:llama3.2-1b,preset:llama3.1-8b)");
+                    "recipe: models to run (reproduce-21.9x: preset:llama3.2-1b,preset:llama3.1-8b; e2e: "
+                    "preset:llama3.2-1b)");
     orthros_cmd_add(&c, "out-dir", ORTHROS_OPT_STR, &o.out_dir, "DIR",
-                    "recipe: where its result files and report go (default data/results/reproduce-21.9x)");
+                    "recipe: where its result files and report go (default data/results/reproduce-21.9x, "
+                    "data/results/e2e)");
     orthros_cmd_add(&c, "report-only", ORTHROS_OPT_FLAG, &o.report_only, NULL,
                     "recipe: write the report from the result files already in --out-dir, measuring nothing");
     orthros_cmd_add(&c, "anchors", ORTHROS_OPT_STR, &o.anchors, "FILE",
@@ -840,7 +948,9 @@ int orthros_cmd_bench(int argc, char **argv)
     if (o.resume && o.force) return orthros_cmd_usage(&c, "--resume keeps the file's cells, --force replaces them: not both");
     if (o.resume && !strcmp(o.json, "-")) return orthros_cmd_usage(&c, "--resume needs a file, not --json -");
     int gpu = strcmp(o.mo.device, "cpu") && (strcmp(o.mo.device, "auto") || orthros_cuda_available());
-    if (o.recipe) return run_recipe(&o, argc, argv);
+    const int tokens_given = o.decode_tokens > 0;
+    if (!tokens_given) o.decode_tokens = 16;
+    if (o.recipe) return run_recipe(&o, argc, argv, tokens_given);
     if (!o.mo.model) o.mo.model = gpu ? "preset:llama3.2-1b" : "preset:tiny";
     if (!o.ctxs) o.ctxs = gpu ? "4k:64k:x2" : "256:2k:x2";
     return run_sweep(&o, argc, argv);

@@ -185,3 +185,98 @@ int orthros_bench_report(const char *md_path, const char *const *json_paths, int
     orthros_anchor_file_free(&anchors);
     return rc;
 }
+
+/* ---- the e2e report (orthros bench --recipe e2e) ---- */
+
+/* One file's section: a prompt of P tokens, then N decoded; per context and architecture the time to first token,
+ * the decoded tokens' time and per token against the floor, the total and the prefill's share of it; orthros over
+ * transformer on the total and on each part. */
+static void e2e_section(FILE *f, const orthros_bench_file *r)
+{
+    char dev[200];
+    orthros_result_device_text(dev, sizeof dev, &r->hdr);
+    const cJSON *env = r->header ? cJSON_GetObjectItemCaseSensitive(r->header, "environment") : NULL;
+    const cJSON *device = env ? cJSON_GetObjectItemCaseSensitive(env, "device") : NULL;
+    const cJSON *kn = device ? cJSON_GetObjectItemCaseSensitive(device, "kernels") : NULL;
+    const char *kernels = cJSON_IsString(kn) && kn->valuestring[0] ? kn->valuestring : "-";
+    fprintf(f, "## %s, %d tokens decoded after the prompt\n\n", r->cfg.model, r->cfg.decode_tokens);
+    fprintf(f, "Device: %s (%s backend, kernels: %s), commit %s%s. Read ceiling measured in the run: %.3g TB/s.\n\n",
+            dev, r->hdr.backend, kernels, r->hdr.git_commit, r->hdr.dirty ? " (dirty)" : "",
+            r->ceilings.read_tbps);
+    fprintf(f, "| prompt | arch | time to first token, ms | decode, ms | per output token, ms | its floor, ms (%% reached) "
+               "| total, ms [95%% CI] | prefill share |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    int ctxs[256], n = 0;
+    for (size_t i = 0; i < r->n_cells && n < 256; i++) {
+        const orthros_bench_cell *c = &r->cells[i];
+        int seen = 0;
+        for (int k = 0; k < n; k++) seen |= ctxs[k] == c->ctx;
+        if (!seen && !strcmp(c->phase, "e2e") && c->batch == 1) ctxs[n++] = c->ctx;
+    }
+    qsort(ctxs, (size_t)n, sizeof *ctxs, cmp_int);
+    static const char *const archs[] = {"transformer", "orthros"};
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 2; a++) {
+            const orthros_bench_cell *c = orthros_bench_file_find(r, archs[a], "e2e", ctxs[i], 1, 0);
+            fprintf(f, "| %d | %s |", ctxs[i], archs[a]);
+            if (!c || c->state != ORTHROS_CELL_MEASURED || !isfinite(c->ttft_s)) {
+                fprintf(f, " not run%s%s | | | | | |\n", c && c->reason ? ": " : "", c && c->reason ? c->reason : "");
+                continue;
+            }
+            const double dec = c->tpot_s * c->decode_tokens;
+            fprintf(f, " %.2f | %.2f | %.4f | %.4f (%.0f%%) | %.2f [%.2f, %.2f] | %.0f%% |\n", c->ttft_s * 1e3, dec * 1e3,
+                    c->tpot_s * 1e3, c->tpot_floor_s * 1e3, 100 * c->tpot_floor_s / c->tpot_s, c->stats.median * 1e3,
+                    c->stats.ci_lo * 1e3, c->stats.ci_hi * 1e3, 100 * c->ttft_s / c->stats.median);
+        }
+    fprintf(f, "\n");
+    for (int i = 0; i < n; i++) {
+        const orthros_bench_cell *t = orthros_bench_file_find(r, "transformer", "e2e", ctxs[i], 1, 1);
+        const orthros_bench_cell *o = orthros_bench_file_find(r, "orthros", "e2e", ctxs[i], 1, 1);
+        if (!t || !o || !isfinite(t->ttft_s) || !isfinite(o->ttft_s)) continue;
+        const orthros_speedup *sp = NULL;
+        for (size_t k = 0; k < r->n_speedups; k++)
+            if (!strcmp(r->speedups[k].arch, "orthros") && !strcmp(r->speedups[k].phase, "e2e") &&
+                r->speedups[k].ctx == ctxs[i] && r->speedups[k].batch == 1)
+                sp = &r->speedups[k];
+        fprintf(f, "- %d-token prompt: orthros over transformer end to end %.2fx", ctxs[i], t->stats.median / o->stats.median);
+        if (sp) fprintf(f, " [%.2f, %.2f]", sp->ci_lo, sp->ci_hi);
+        fprintf(f, "; time to first token %.2fx; per output token %.2fx (both decode with full attention over the same "
+                   "cache).\n",
+                t->ttft_s / o->ttft_s, t->tpot_s / o->tpot_s);
+    }
+    fprintf(f, "\n");
+}
+
+int orthros_bench_e2e_report(const char *md_path, const char *const *json_paths, int n)
+{
+    char *buf = NULL, now[64];
+    size_t len = 0;
+    int rc = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return orthros_error(ORTHROS_ENOMEM, "out of memory");
+    orthros_utc_now(now, sizeof now);
+    fprintf(f, "# End to end: a prompt, then generated tokens\n\n"
+               "The paper's end-to-end inference gains as the harness measures them, written by `orthros bench --recipe e2e` "
+               "from its result files (%s). A sample is the prefill of a prompt of P tokens (its last position's logits "
+               "give the first token) and N decode steps of one token each, timed by the backend's timer (CUDA events "
+               "on its stream on a GPU); the time to first token is the prefill, the time per output token the decode "
+               "steps' time over N (the decode column: that median times N). Medians of the repetitions, bootstrap 95%% intervals on the totals. The floor of a decode step: the "
+               "bytes it reads (the weights once, the KV cache up to its position) over the read ceiling measured in "
+               "the same run (docs/bench.md). Dummy weights; batch 1. The decode mode in effect is the \"decode ...\" "
+               "part of the kernels named (none: the plain step).\n\n",
+            now);
+    for (int i = 0; i < n && !rc; i++) {
+        orthros_bench_file r;
+        int exists = 0;
+        if ((rc = orthros_bench_file_read(&r, json_paths[i], 1, &exists))) break;
+        if (!exists) {
+            fprintf(f, "## %s\n\nNot run.\n\n", json_paths[i]);
+            continue;
+        }
+        e2e_section(f, &r);
+        orthros_bench_file_free(&r);
+    }
+    int bad = fclose(f) != 0;
+    if (!rc) rc = bad ? orthros_error(ORTHROS_ENOMEM, "out of memory") : orthros_write_file_atomic(md_path, buf, len);
+    free(buf);
+    return rc;
+}

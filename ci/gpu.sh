@@ -8,7 +8,7 @@
 # build's ptxas warnings), the test and memcheck counts, the kernel table of
 # bench/kernels/summary.py (every kernel version against SDPA flash and cuDNN of the same run, as ratios, the
 # copy / read / GEMM ceilings and the default kernel versions; also in OUTDIR/summary.txt), the end-to-end lines.
-# Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]
+# Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S] [--decode MODES]
 #   (run from the repository root; cJSON from .deps/cjson if present)
 #   --no-tests   skip ctest and memcheck (a later call of the same session, after a run that tested this tree)
 #   --skip S     skip the comma-separated steps S of: tests (ctest only), memcheck, bench, anchors, e2e (to split
@@ -18,12 +18,20 @@
 #   --recipe S   orthros bench --recipe reproduce-21.9x --cell-budget S into OUTDIR/recipe, resuming the files
 #                already there (a run of the same commit: bench refuses cells of other code); copy OUTDIR/recipe
 #                into data/results to keep it
+#   --decode M   the decode modes side by side (docs/kernels.md, "Whole-model decode"): for each mode of M (all, or
+#                a comma-separated list of plain, graphs, graphs-gemv, fused-graphs) orthros decode of the 1B shape at
+#                batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
+#                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
+#                CUDA graph by hand) into OUTDIR/decode_anchor.json; bench/kernels/decode_summary.py sets them side by
+#                side against the floor and the issue's targets (OUTDIR/decode_summary.txt). Every mode is about 2
+#                minutes: over 10-minute calls, --decode plain,graphs then --decode graphs-gemv,fused-graphs (the
+#                summary reads every file in OUTDIR/decode, and the anchor runs once, when its file is missing)
 # A device command is limited to 10 minutes: split a long session into calls with these switches.
 set -u -o pipefail
 
 OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]}
 shift
-QUICK= TESTS=1 GATE=0 RECIPE= SKIP=,
+QUICK= TESTS=1 GATE=0 RECIPE= SKIP=, DECODE=
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=--quick; shift ;;
@@ -33,6 +41,10 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or plain,graphs,graphs-gemv,fused-graphs" >&2; exit 2; }
+            DECODE=$2; [ "$DECODE" = all ] && DECODE=plain,graphs,graphs-gemv,fused-graphs
+            case ",$DECODE," in *[!a-z,-]*) echo "--decode: modes are plain, graphs, graphs-gemv, fused-graphs" >&2; exit 2 ;; esac
+            shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -123,10 +135,46 @@ if [ -n "$RECIPE" ]; then
         --out-dir "$OUT/recipe" "${anchors[@]}"
 fi
 
+if [ -n "$DECODE" ]; then
+    mkdir -p "$OUT/decode"
+    for mode in ${DECODE//,/ }; do
+        case $mode in
+            plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
+            graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
+            graphs-gemv) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=1) ;;
+            fused-graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0) ;;
+            *) echo "--decode: no mode $mode" | tee -a "$OUT/decode.log"; continue ;;
+        esac
+        ok=0
+        for spec in llama3.2-1b:1:4k,128k llama3.2-1b:16:4k,32k llama3.1-8b:1:4k llama3.1-8b:16:4k,32k; do
+            IFS=: read -r model batch ctxs <<<"$spec"
+            # 64 steps a sample from depth ctx; transformer decodes the same way (full attention over the cache)
+            step "decode_$mode" decode.log env "${envs[@]}" "$BUILD/orthros" bench --model "preset:$model" --device cuda \
+                --arch orthros --phase decode --ctx "$ctxs" --batch "$batch" --decode-tokens 64 --reps 5 --max-reps 10 \
+                --timeout 10 --json "$OUT/decode/$model-b$batch-$mode.json" --force && ok=$((ok + 1))
+        done
+        status[decode_$mode]="$ok of 4 runs passed"
+    done
+    if [ -f "$OUT/decode_anchor.json" ]; then
+        status[decode_anchor]="skipped (OUTDIR/decode_anchor.json is there)"
+    elif python3 -c 'import torch' 2>/dev/null; then
+        step decode_anchor decode.log python3 bench/kernels/decode_anchor.py "$OUT/decode_anchor.json"
+    else
+        status[decode_anchor]="skipped (no PyTorch)"
+    fi
+    anchor_json=()
+    [ -f "$OUT/decode_anchor.json" ] && anchor_json=("$OUT/decode_anchor.json")
+    python3 bench/kernels/decode_summary.py "$OUT/decode" ${anchor_json[@]+"${anchor_json[@]}"} >"$OUT/decode_summary.txt" 2>&1
+fi
+
 echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
-for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe; do printf '%-12s %s\n' "$s" "${status[$s]:-not run}"; done
+for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
+    decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_anchor; do
+    case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac
+    printf '%-12s %s\n' "$s" "${status[$s]:-not run}"
+done
 # Register spills of the kernels this build compiled (ptxas -warn-spills; a fresh build lists every kernel).
 grep -h "Registers are spilled" "$OUT/build.log" 2>/dev/null | sort -u >"$OUT/spills.txt"
 echo "register spills: $(wc -l <"$OUT/spills.txt") kernel(s) (OUTDIR/spills.txt)"
@@ -146,6 +194,8 @@ elif [ -f "$OUT/bench.log" ]; then
     grep -E "^(op|ceiling|attn)" "$OUT/bench.log"
 fi
 [ -f "$OUT/e2e.log" ] && grep -E "^(arch|transformer|orthros|speedup)" "$OUT/e2e.log"
+# The decode modes side by side (--decode): each against the floor, the targets and PyTorch.
+[ -f "$OUT/decode_summary.txt" ] && { echo; cat "$OUT/decode_summary.txt"; }
 fail=0
 for s in configure build ctest_gpu memcheck bench; do case "${status[$s]:-}" in "rc=0 "*|skipped*) ;; *) fail=1 ;; esac; done
 case "${status[gate]:-}" in "rc=1 "*) fail=1 ;; esac

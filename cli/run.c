@@ -149,22 +149,25 @@ int orthros_cmd_generate(int argc, char **argv)
         goto fail;
     }
     if ((rc = runner_open(&r, &mo, &ao, nt + max_new))) goto fail;
-    /* orthros_generate's loop, timed in its two phases: the prefill (which gives the first token) and the decode
-     * steps after it; each call returns its token on the host, so the host clock sees the work done. */
-    const orthros_model_config *cfg = orthros_model_get_config(r.m);
-    int count = 0;
-    int32_t tok = 0;
-    double t0 = orthros_now_s();
-    if ((rc = orthros_prefill(r.s, 0, tokens, nt, NULL, &tok))) goto fail;
-    double t1 = orthros_now_s();
-    gen[count++] = tok;
-    for (int eos = 0; count < max_new; count++) {
-        for (int i = 0; i < cfg->n_eos; i++) eos |= cfg->eos[i] == tok;
-        if (eos) break;
-        if ((rc = orthros_decode(r.s, &tok, &tok, NULL))) goto fail;
-        gen[count] = tok;
+    double pre_s = 0, dec_s = 0;
+    int count = orthros_generate_timed(r.s, tokens, nt, max_new, gen, &pre_s, &dec_s);
+    if (count < 0) {
+        rc = count;
+        goto fail;
     }
-    double t2 = orthros_now_s(), pre_s = t1 - t0, dec_s = t2 - t1;
+    /* How the decode steps ran: the session's decode mode (ORTHROS_DECODE_GRAPHS / ORTHROS_DECODE_FUSED;
+     * docs/kernels.md). */
+    unsigned modes = orthros_session_decode(r.s);
+    orthros_decode_stats ds;
+    orthros_session_decode_stats(r.s, &ds);
+    char how[160];
+    const char *fused = modes & ORTHROS_DECODE_FUSED ? "fused ops, " : "";
+    if ((modes & ORTHROS_DECODE_GRAPHS) && (ds.captures || ds.capture_failures))
+        snprintf(how, sizeof how, "%sgraphs: %d captured, %ld replays%s", fused, ds.graphs, ds.replays,
+                 ds.capture_failures ? ", a capture failed" : "");
+    else if (modes & ORTHROS_DECODE_GRAPHS)
+        snprintf(how, sizeof how, "%sthe step's inputs in backend memory, uncaptured", fused);
+    else snprintf(how, sizeof how, "%s", modes & ORTHROS_DECODE_FUSED ? "fused ops" : "plain step");
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "generated");
     for (int i = 0; i < count; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(gen[i]));
@@ -183,7 +186,7 @@ int orthros_cmd_generate(int argc, char **argv)
     fprintf(stderr, "orthros generate: prefill %d tokens in %.3f s (%.1f tokens/s), decode %d tokens in %.3f s", nt, pre_s,
             pre_s > 0 ? nt / pre_s : 0.0, count - 1, dec_s);
     if (count > 1 && dec_s > 0) fprintf(stderr, " (%.1f tokens/s)", (count - 1) / dec_s);
-    fprintf(stderr, "; arch %s, device %s\n", orthros_model_get_arch(r.m)->name, orthros_backend_name(r.be));
+    fprintf(stderr, "; arch %s, %s, device %s\n", orthros_model_get_arch(r.m)->name, how, orthros_backend_name(r.be));
     char *text = cJSON_PrintUnformatted(o);
     printf("%s\n", text ? text : "{}");
     free(text);

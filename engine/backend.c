@@ -42,6 +42,25 @@ void orthros_device_info_set_host(orthros_device_info *info, const char *kind)
     snprintf(info->host, sizeof info->host, "%.*s", (int)sizeof info->host - 1, host);
 }
 
+int orthros_decode_env(unsigned *decode_modes, int *gemv)
+{
+    static const struct {
+        const char *name;
+        unsigned bit; /* 0: the gemv switch */
+    } sw[] = {{"ORTHROS_DECODE_FUSED", ORTHROS_DECODE_FUSED}, {"ORTHROS_DECODE_GRAPHS", ORTHROS_DECODE_GRAPHS},
+              {"ORTHROS_GEMV", 0}};
+    *decode_modes = 0;
+    *gemv = 0;
+    for (size_t i = 0; i < sizeof sw / sizeof *sw; i++) {
+        const char *v = getenv(sw[i].name);
+        if (!v || !*v || !strcmp(v, "0")) continue;
+        if (strcmp(v, "1")) return orthros_error(ORTHROS_EINVAL, "%s=%.40s: 0 or 1", sw[i].name, v);
+        if (sw[i].bit) *decode_modes |= sw[i].bit;
+        else *gemv = 1;
+    }
+    return 0;
+}
+
 unsigned orthros_backend_caps(const orthros_backend *be) { return be->caps; }
 int orthros_backend_default_chunk(const orthros_backend *be) { return be->default_chunk; }
 int orthros_backend_mem_info(orthros_backend *be, size_t *free_bytes, size_t *total_bytes)

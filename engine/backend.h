@@ -54,6 +54,11 @@ typedef struct {
     int kraw_cap;
     void *q_rot;         /* before with a window: [B][n][Hq][d] act, rope_cache_write writes every row's q~ here
                           * (q in qkv stays un-rotated for phi) */
+    /* A decode step whose positions live in backend memory (the step captured once and replayed, docs/kernels.md
+     * "Whole-model decode"): device [B] positions of the call's sequences, which the ops read instead of pos0; pos0
+     * (host) then only bounds them (pos0[b] >= the position held, for planning the work: split counts, scratch).
+     * NULL: pos0 holds the positions. */
+    const int *pos_dev;
 } orthros_attn_layer;
 
 struct orthros_backend {
@@ -61,6 +66,7 @@ struct orthros_backend {
     orthros_device_info info;
     unsigned caps;                   /* ORTHROS_CAP_* */
     int default_chunk;               /* the prefill chunk when none is asked for (orthros_backend_default_chunk) */
+    unsigned decode_modes;           /* ORTHROS_DECODE_* a new session takes (orthros_decode_env) */
     size_t act_size;                 /* bytes of one activation / weight / cache element */
     void *impl;
 
@@ -137,8 +143,60 @@ struct orthros_backend {
     /* Tensor parallel: x[n][D] = the sum over the ranks of `comm` of their x, in place, the same on every rank
      * (cpu: fp32 in rank order; cuda: bf16 through NCCL, which adds in fp32 and rounds to bf16 per step). */
     int (*allreduce_sum)(orthros_backend *be, orthros_comm *comm, void *x, int n, int D);
+
+    /* ---- the decode step with its inputs in backend memory (docs/kernels.md, "Whole-model decode") ----
+     * Every backend has these; model.c uses them when a session's decode mode asks (orthros_session_set_decode). */
+    /* dst[0..n) (backend memory) = src[0..n) (host), queued: src may be reused when the call returns. */
+    int (*upload_ints)(orthros_backend *be, int32_t *dst, const int32_t *src, int n);
+    /* host[0..n) = src[0..n) (backend memory), after the queued work. */
+    int (*download_ints)(orthros_backend *be, int32_t *host, const int32_t *src, int n);
+    /* embed with the tokens in backend memory (already range-checked). */
+    int (*embed_dev)(orthros_backend *be, void *x, const int32_t *tokens, const void *table, int n, int D);
+    /* argmax into ids[n] in backend memory (nothing returns to the host). */
+    int (*argmax_dev)(orthros_backend *be, int32_t *ids, const float *logits, int n, int V);
+
+    /* ---- fused decode ops: each is exactly the composition of the ops named, with the same roundings to act of
+     * every intermediate; the cpu backend computes them that way (the reference), the cuda backend in one GEMV
+     * kernel each. Scratch arguments (xn [n][K], tmp, gu) may be written with anything. fused_max_rows: the most
+     * rows (sequences) they take (cuda: 16, the GEMV's limit). ---- */
+    int fused_max_rows;
+    /* out[n][M] = gemm(rmsnorm(x[n][K]) * norm_w, W[M][K]): rmsnorm then gemm. */
+    int (*norm_gemm)(orthros_backend *be, void *out, void *xn, const void *x, const void *norm_w, const void *W, int n,
+                     int M, int K, float eps);
+    /* resid[n][M] += gemm(x[n][K], W[M][K]), the product rounded to act first: gemm into tmp [n][M], then the
+     * residual add of add_rmsnorm. */
+    int (*gemm_add)(orthros_backend *be, void *resid, void *tmp, const void *x, const void *W, int n, int M, int K);
+    /* out[n][F] = swiglu(gemm(rmsnorm(x[n][K]) * norm_w, W_gu[2F][K])): norm_gemm into gu [n][2F], then swiglu. */
+    int (*norm_gemm_swiglu)(orthros_backend *be, void *out, void *xn, void *gu, const void *x, const void *norm_w,
+                            const void *W_gu, int n, int F, int K, float eps);
+    /* The q, k, v projection of a decode step and its RoPE: qkv[n][W] = norm_gemm(x, norm_w, Wqkv), then
+     * rope_cache_write(qkv, L, rope, pos0, B = n, n = 1, rotate_q_from = 0). For layers whose rope writes only the
+     * cache (no kraw_cache, no q_rot, no fmap_after; cap > 0). */
+    int (*norm_qkv_rope)(orthros_backend *be, void *qkv, void *xn, const void *x, const void *norm_w, const void *Wqkv,
+                         const orthros_attn_layer *L, const orthros_rope *rope, const int *pos0, int n, int K, float eps);
+    /* The head of a decode step: logits[n][V] fp32 = logits(rmsnorm(x[n][D]) * norm_w, W[V][D]) and ids[n] (backend
+     * memory) = argmax_dev of them. */
+    int (*norm_logits_argmax)(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,
+                              const void *norm_w, const void *W, int n, int V, int D, float eps);
+
+    /* ---- captured work (CUDA graphs; NULL where a backend has none) ----
+     * graph_begin starts capturing what the backend queues, without running it; graph_end stops and gives the
+     * instantiated graph in *graph (NULL and an error when the capture failed: work that returns data to the host,
+     * stages host data, allocates or waits cannot be captured); graph_launch queues a replay; graph_free frees one.
+     * graph_epoch changes whenever the backend replaces memory that captured work may refer to (its scratch): a
+     * graph captured at another epoch is stale. */
+    int (*graph_begin)(orthros_backend *be);
+    int (*graph_end)(orthros_backend *be, void **graph);
+    int (*graph_launch)(orthros_backend *be, void *graph);
+    void (*graph_free)(orthros_backend *be, void *graph);
+    unsigned long (*graph_epoch)(orthros_backend *be);
 };
 
+/* The opt-in switches of the whole-model decode work (docs/kernels.md, "Whole-model decode"), read from the
+ * environment when a backend is created: ORTHROS_DECODE_FUSED=1 and ORTHROS_DECODE_GRAPHS=1 (the default decode
+ * mode of its sessions, ORTHROS_DECODE_* bits) and ORTHROS_GEMV=1 (cuda: products of 1-16 rows through gemv.cu
+ * instead of cuBLAS). Unset or 0: off; any other value is an error (ORTHROS_EINVAL, naming it). */
+int orthros_decode_env(unsigned *decode_modes, int *gemv);
 /* Fills info->kind and info->host (this process's host name), for every backend's device description. */
 void orthros_device_info_set_host(orthros_device_info *info, const char *kind);
 int orthros_backend_cpu_create(orthros_backend **out);

@@ -322,11 +322,12 @@ static int cpu_rope_cache_write(orthros_backend *be, void *qkv, const orthros_at
                                 const int *pos0, int B, int n, int rotate_q_from)
 {
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L);
+    const int *pos = L->pos_dev ? L->pos_dev : pos0; /* backend memory is host memory here */
 #pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * n * (Hq + Hkv) * d > CPU_PAR_MIN)
     for (int b = 0; b < B; b++) {
         for (int i = 0; i < n; i++) {
             float *row = fp(qkv) + ((size_t)b * n + i) * W;
-            int p = pos0[b] + i;
+            int p = pos[b] + i;
             for (int h = 0; h < Hkv; h++) {
                 float *k = row + (size_t)(Hq + h) * d, kr[ORTHROS_MAX_HEAD_DIM];
                 rope_row(kr, k, rope->inv_freq, d, p);
@@ -455,7 +456,8 @@ static int cpu_attn_full(orthros_backend *be, void *out, const void *qkv, const 
     int per_kv = (group + ATTN_GROUP_MAX - 1) / ATTN_GROUP_MAX, units = Hkv * per_kv;
     float scale = 1.0f / sqrtf((float)d);
     attn_row_fn row = attn_row_pick();
-    /* Work bound: every row reads at most its position + 1 keys (or the window). */
+    const int *pos = L->pos_dev ? L->pos_dev : pos0;
+    /* Work bound: every row reads at most its position + 1 keys (or the window); pos0 bounds pos. */
     int keys = 0;
     for (int b = 0; b < B; b++) keys = pos0[b] + n > keys ? pos0[b] + n : keys;
     if (L->window > 0 && L->window < keys) keys = L->window;
@@ -465,7 +467,7 @@ static int cpu_attn_full(orthros_backend *be, void *out, const void *qkv, const 
             for (int u = 0; u < units; u++) {
                 int kv = u / per_kv, h0 = kv * group + (u % per_kv) * ATTN_GROUP_MAX;
                 int G = kv * group + group - h0 < ATTN_GROUP_MAX ? kv * group + group - h0 : ATTN_GROUP_MAX;
-                int p = pos0[b] + i, lo = L->window > 0 ? p - L->window + 1 : 0;
+                int p = pos[b] + i, lo = L->window > 0 ? p - L->window + 1 : 0;
                 if (lo < 0) lo = 0;
                 size_t seq = (size_t)b * L->cap * Hkv * d;
                 row(fp(out) + (((size_t)b * n + i) * Hq + h0) * d, NULL, cfp(qkv) + ((size_t)b * n + i) * W + (size_t)h0 * d,
@@ -526,6 +528,7 @@ static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, cons
                              win);
     float scale = 1.0f / sqrtf((float)d);
     attn_row_fn row_fn = attn_row_pick();
+    const int *pos = L->pos_dev ? L->pos_dev : pos0;
 #pragma omp parallel for collapse(2) schedule(static) if ((size_t)B * n * Hq * (F + win) * d > CPU_PAR_MIN)
     for (int b = 0; b < B; b++) {
         for (int kv = 0; kv < Hkv; kv++) {
@@ -537,7 +540,7 @@ static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, cons
             for (int i = 0; i < n; i++) {
                 const float *row = cfp(qkv) + ((size_t)b * n + i) * W;
                 const float *k = row + (size_t)(Hq + kv) * d, *v = row + (size_t)(Hq + Hkv + kv) * d;
-                int p = pos0[b] + i;
+                int p = pos[b] + i;
                 if (win > 0) {
                     /* The key of position p - W leaves the window and enters the state (none while p < W). */
                     int s = p - win;
@@ -598,6 +601,62 @@ static int cpu_allreduce_sum(orthros_backend *be, orthros_comm *comm, void *x, i
     return orthros_comm_allreduce_f32(comm, x, (size_t)n * (size_t)D);
 }
 
+/* ---- the decode step with its inputs in backend memory: host memory here ---- */
+
+static int cpu_upload_ints(orthros_backend *be, int32_t *dst, const int32_t *src, int n)
+{
+    if (n > 0 && dst != src) memcpy(dst, src, (size_t)n * sizeof *dst);
+    return 0;
+}
+
+static int cpu_download_ints(orthros_backend *be, int32_t *host, const int32_t *src, int n)
+{
+    return cpu_upload_ints(be, host, src, n);
+}
+
+/* ---- fused decode ops: the compositions they are defined as (backend.h), the reference of the cuda kernels ---- */
+
+static int cpu_norm_gemm(orthros_backend *be, void *out, void *xn, const void *x, const void *norm_w, const void *W,
+                         int n, int M, int K, float eps)
+{
+    int rc = cpu_rmsnorm(be, xn, x, norm_w, n, K, eps);
+    return rc ? rc : cpu_gemm(be, out, xn, W, n, M, K);
+}
+
+static int cpu_gemm_add(orthros_backend *be, void *resid, void *tmp, const void *x, const void *W, int n, int M, int K)
+{
+    int rc = cpu_gemm(be, tmp, x, W, n, M, K);
+    if (rc) return rc;
+    float *r = resid;
+    const float *t = tmp;
+    for (size_t i = 0; i < (size_t)n * M; i++) r[i] += t[i]; /* add_rmsnorm's residual add */
+    return 0;
+}
+
+static int cpu_norm_gemm_swiglu(orthros_backend *be, void *out, void *xn, void *gu, const void *x, const void *norm_w,
+                                const void *W_gu, int n, int F, int K, float eps)
+{
+    int rc = cpu_norm_gemm(be, gu, xn, x, norm_w, W_gu, n, 2 * F, K, eps);
+    return rc ? rc : cpu_swiglu(be, out, gu, n, F);
+}
+
+static int cpu_norm_qkv_rope(orthros_backend *be, void *qkv, void *xn, const void *x, const void *norm_w,
+                             const void *Wqkv, const orthros_attn_layer *L, const orthros_rope *rope, const int *pos0,
+                             int n, int K, float eps)
+{
+    if (L->cap <= 0 || !L->k_cache || !L->v_cache || L->kraw_cache || L->q_rot || L->fmap_after)
+        return orthros_error(ORTHROS_EINVAL, "norm_qkv_rope: a layer whose rope writes more than its KV cache");
+    int rc = cpu_norm_gemm(be, qkv, xn, x, norm_w, Wqkv, n, qkv_width(L), K, eps);
+    return rc ? rc : cpu_rope_cache_write(be, qkv, L, rope, pos0, n, 1, 0);
+}
+
+static int cpu_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,
+                                  const void *norm_w, const void *W, int n, int V, int D, float eps)
+{
+    int rc = cpu_norm_gemm(be, logits, xn, x, norm_w, W, n, V, D, eps);
+    return rc ? rc : cpu_argmax(be, ids, logits, n, V);
+}
+
 static void cpu_fill_info(orthros_device_info *info)
 {
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -620,6 +679,11 @@ static void cpu_fill_info(orthros_device_info *info)
 
 int orthros_backend_cpu_create(orthros_backend **out)
 {
+    unsigned modes;
+    int gemv; /* cuda's alone */
+    *out = NULL;
+    int rc = orthros_decode_env(&modes, &gemv);
+    if (rc) return rc;
     orthros_backend *be = calloc(1, sizeof *be);
     cpu_impl *impl = calloc(1, sizeof *impl);
     if (!be || !impl) {
@@ -631,6 +695,7 @@ int orthros_backend_cpu_create(orthros_backend **out)
     be->name = "cpu";
     be->caps = 0;
     be->default_chunk = 256;
+    be->decode_modes = modes;
     cpu_fill_info(&be->info);
     be->act_size = sizeof(float);
     be->destroy = cpu_destroy;
@@ -662,6 +727,16 @@ int orthros_backend_cpu_create(orthros_backend **out)
     be->attn_linear_prefill = cpu_attn_linear;
     be->attn_linear_decode = cpu_attn_linear;
     be->allreduce_sum = cpu_allreduce_sum;
+    be->upload_ints = cpu_upload_ints;
+    be->download_ints = cpu_download_ints;
+    be->embed_dev = cpu_embed;
+    be->argmax_dev = cpu_argmax;
+    be->fused_max_rows = 1 << 30;
+    be->norm_gemm = cpu_norm_gemm;
+    be->gemm_add = cpu_gemm_add;
+    be->norm_gemm_swiglu = cpu_norm_gemm_swiglu;
+    be->norm_qkv_rope = cpu_norm_qkv_rope;
+    be->norm_logits_argmax = cpu_norm_logits_argmax;
     *out = be;
     return 0;
 }

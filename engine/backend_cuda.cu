@@ -22,6 +22,7 @@
 #include "convert.h"
 #include "cuda_common.cuh"
 #include "embed.h"
+#include "gemv.h"
 #include "mem_read.h"
 #include "rmsnorm.h"
 #include "rope_cache.h"
@@ -55,13 +56,21 @@ typedef struct {
     int num_sms;
     unsigned long long *read_sink;  /* [orthros_read_blocks(num_sms)]: the read ceiling's per-block results */
     cudaEvent_t marks[ORTHROS_TIMER_SLOTS]; /* timer_mark / timer_seconds */
+    /* The whole-model decode work (docs/kernels.md, "Whole-model decode"): */
+    int gemv;                      /* ORTHROS_GEMV=1: gemm and logits of 1-16 rows through gemv.cu */
+    void *gemv_scratch;            /* orthros_gemv_scratch_bytes(), zeroed once; allocated at the first GEMV */
+    int capturing;                 /* between graph_begin and graph_end */
+    unsigned long epoch;           /* bumped whenever `work` is replaced (graph_epoch) */
 } cuda_impl;
 
 static cuda_impl *impl_of(orthros_backend *be) { return (cuda_impl *)be->impl; }
 
-/* Copies n host ints to device memory that stays valid until STAGE_SLOTS further stagings. */
-static int stage_ints(cuda_impl *c, const int *src, int n, const int **dev)
+/* The next staging slot, holding at least n ints, its last copy done: its host buffer may be written. */
+static int stage_slot_take(cuda_impl *c, int n, stage_slot **out)
 {
+    /* A captured copy would read the slot at every replay, long after it holds other data. */
+    if (c->capturing)
+        return orthros_error(ORTHROS_EUNSUPPORTED, "cuda: an op stages host data inside a captured decode step");
     stage_slot *s = &c->slots[c->next_slot++ % STAGE_SLOTS];
     if ((size_t)n > s->cap) {
         size_t cap = s->cap * 2 > (size_t)n ? s->cap * 2 : (size_t)n;
@@ -77,6 +86,16 @@ static int stage_ints(cuda_impl *c, const int *src, int n, const int **dev)
     } else {
         ORTHROS_CUDA_CHECK(cudaEventSynchronize(s->done));
     }
+    *out = s;
+    return 0;
+}
+
+/* Copies n host ints to device memory that stays valid until STAGE_SLOTS further stagings. */
+static int stage_ints(cuda_impl *c, const int *src, int n, const int **dev)
+{
+    stage_slot *s = NULL;
+    int rc = stage_slot_take(c, n, &s);
+    if (rc) return rc;
     memcpy(s->host, src, (size_t)n * sizeof(int));
     ORTHROS_CUDA_CHECK(cudaMemcpyAsync(s->dev, s->host, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, c->stream));
     ORTHROS_CUDA_CHECK(cudaEventRecord(s->done, c->stream));
@@ -88,6 +107,9 @@ static int stage_ints(cuda_impl *c, const int *src, int n, const int **dev)
 static int work_reserve(cuda_impl *c, size_t bytes)
 {
     if (bytes <= c->work_cap) return 0;
+    if (c->capturing)
+        return orthros_error(ORTHROS_EUNSUPPORTED, "cuda: the attention scratch would grow inside a captured decode step");
+    c->epoch++; /* graphs captured before refer to the old scratch */
     size_t cap = bytes + bytes / 4;
     ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     ORTHROS_CUDA_CHECK(cudaFree(c->work));
@@ -118,6 +140,7 @@ static void cuda_destroy(orthros_backend *be)
         if (c->work) cudaFree(c->work);
         if (c->upload_buf) cudaFree(c->upload_buf);
         if (c->read_sink) cudaFree(c->read_sink);
+        if (c->gemv_scratch) cudaFree(c->gemv_scratch);
         for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++)
             if (c->marks[i]) cudaEventDestroy(c->marks[i]);
         if (c->cublas) cublasDestroy(c->cublas);
@@ -262,8 +285,38 @@ static int gemm_rowmajor(cuda_impl *c, void *out, cudaDataType otype, const void
     return 0;
 }
 
+/* The GEMV kernel's scratch, allocated and zeroed the first time (never inside a captured step: the step runs
+ * uncaptured before it is captured). */
+static int gemv_ready(cuda_impl *c, orthros_gemv_params *p)
+{
+    if (!c->gemv_scratch) {
+        if (c->capturing) return orthros_error(ORTHROS_EUNSUPPORTED, "cuda: the GEMV scratch would be allocated inside a capture");
+        ORTHROS_CUDA_CHECK(cudaMalloc(&c->gemv_scratch, orthros_gemv_scratch_bytes()));
+        ORTHROS_CUDA_CHECK(cudaMemsetAsync(c->gemv_scratch, 0, orthros_gemv_scratch_bytes(), c->stream));
+    }
+    p->scratch = c->gemv_scratch;
+    p->num_sms = c->num_sms;
+    return 0;
+}
+
+/* A product of few rows through gemv.cu, when ORTHROS_GEMV=1 and the kernel takes the shape: 1 when it ran (or
+ * failed: *rc), 0 when the caller should use cuBLAS. */
+static int try_gemv(cuda_impl *c, void *out, int epilogue, const void *x, const void *W, int n, int M, int K, int *rc)
+{
+    if (!c->gemv || n > ORTHROS_GEMV_MAX_ROWS) return 0;
+    orthros_gemv_params p;
+    memset(&p, 0, sizeof p);
+    p.out = out, p.x = x, p.W = W, p.n = n, p.M = M, p.K = K, p.epilogue = epilogue;
+    if (!orthros_gemv_supported(&p)) return 0;
+    *rc = gemv_ready(c, &p);
+    if (!*rc) *rc = orthros_gemv_bf16(&p, c->stream);
+    return 1;
+}
+
 static int cuda_gemm(orthros_backend *be, void *out, const void *x, const void *W, int n, int M, int K)
 {
+    int rc = 0;
+    if (try_gemv(impl_of(be), out, ORTHROS_GEMV_STORE, x, W, n, M, K, &rc)) return rc;
     return gemm_rowmajor(impl_of(be), out, CUDA_R_16BF, x, W, n, M, K);
 }
 
@@ -275,23 +328,33 @@ static int cuda_swiglu(orthros_backend *be, void *out, const void *gu, int n, in
 
 static int cuda_logits(orthros_backend *be, float *out, const void *x, const void *W, int n, int V, int D)
 {
+    int rc = 0;
+    if (try_gemv(impl_of(be), out, ORTHROS_GEMV_STORE_F32, x, W, n, V, D, &rc)) return rc;
     return gemm_rowmajor(impl_of(be), out, CUDA_R_32F, x, W, n, V, D);
+}
+
+/* The pinned id buffers hold at least n ids (grown with a sync, outside any capture). */
+static int ids_reserve(cuda_impl *c, int n)
+{
+    if ((size_t)n <= c->ids_cap) return 0;
+    if (c->capturing) return orthros_error(ORTHROS_EUNSUPPORTED, "cuda: id buffers would grow inside a capture");
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    ORTHROS_CUDA_CHECK(cudaFree(c->ids_dev));
+    ORTHROS_CUDA_CHECK(cudaFreeHost(c->ids_host));
+    c->ids_dev = c->ids_host = NULL;
+    c->ids_cap = 0;
+    ORTHROS_CUDA_CHECK(cudaMalloc((void **)&c->ids_dev, (size_t)n * sizeof(int32_t)));
+    ORTHROS_CUDA_CHECK(cudaMallocHost((void **)&c->ids_host, (size_t)n * sizeof(int32_t)));
+    c->ids_cap = (size_t)n;
+    return 0;
 }
 
 static int cuda_argmax(orthros_backend *be, int32_t *ids, const float *logits, int n, int V)
 {
     if (n <= 0) return 0;
     cuda_impl *c = impl_of(be);
-    if ((size_t)n > c->ids_cap) {
-        ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-        ORTHROS_CUDA_CHECK(cudaFree(c->ids_dev));
-        ORTHROS_CUDA_CHECK(cudaFreeHost(c->ids_host));
-        c->ids_dev = c->ids_host = NULL;
-        c->ids_cap = 0;
-        ORTHROS_CUDA_CHECK(cudaMalloc((void **)&c->ids_dev, (size_t)n * sizeof(int32_t)));
-        ORTHROS_CUDA_CHECK(cudaMallocHost((void **)&c->ids_host, (size_t)n * sizeof(int32_t)));
-        c->ids_cap = (size_t)n;
-    }
+    int rc0 = ids_reserve(c, n);
+    if (rc0) return rc0;
     orthros_argmax_params p = {c->ids_dev, logits, n, V};
     int rc = orthros_argmax_f32(&p, c->stream);
     if (rc) return rc;
@@ -340,7 +403,8 @@ static int cuda_rope_cache_write(orthros_backend *be, void *qkv, const orthros_a
     p.q_rot = L->q_rot;
     p.rotate_k = L->fmap_after;
     memcpy(p.inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
-    if ((rc = stage_ints(c, pos0, B, &p.pos0))) return rc;
+    if (L->pos_dev) p.pos0 = L->pos_dev;
+    else if ((rc = stage_ints(c, pos0, B, &p.pos0))) return rc;
     return orthros_rope_cache_write_bf16(&p, c->stream);
 }
 
@@ -376,7 +440,9 @@ static int attn_full(orthros_backend *be, void *out, const void *qkv, const orth
         int keys = pos0[b] + n - lo;
         if (keys > p.max_keys) p.max_keys = keys;
     }
-    if ((rc = stage_ints(c, pos0, B, &p.pos0))) return rc;
+    /* With positions in device memory, pos0 bounds them: the split plan and scratch are the bound's. */
+    if (L->pos_dev) p.pos0 = L->pos_dev;
+    else if ((rc = stage_ints(c, pos0, B, &p.pos0))) return rc;
     if (orthros_attn_full_decode_supported(&p)) {
         size_t need = orthros_attn_full_decode_work_bytes(&p);
         if (!need) return orthros_error(ORTHROS_EDEVICE, "decode attention: %s", orthros_last_error());
@@ -438,7 +504,8 @@ static int linear_run(orthros_backend *be, void *out, const void *qkv, const ort
                                  win);
         for (int b = 0; b < B; b++)
             if (pos0[b] < 0) return orthros_error(ORTHROS_EINVAL, "linear attention: negative position %d", pos0[b]);
-        if ((rc = stage_ints(c, pos0, B, &dpos))) return rc;
+        if (L->pos_dev) dpos = L->pos_dev;
+        else if ((rc = stage_ints(c, pos0, B, &dpos))) return rc;
         p.keys.shift = win;
         p.keys.pos0 = dpos;
         p.keys.kf_ring = kf;
@@ -496,6 +563,179 @@ static int cuda_allreduce_sum(orthros_backend *be, orthros_comm *comm, void *x, 
     if (n <= 0) return 0;
     return orthros_comm_allreduce_bf16(comm, x, (size_t)n * (size_t)D, (void *)impl_of(be)->stream);
 }
+
+/* ---- the decode step with its inputs on the device (docs/kernels.md, "Whole-model decode") ---- */
+
+/* One host-to-device copy through a pinned staging slot, straight into dst. */
+static int cuda_upload_ints(orthros_backend *be, int32_t *dst, const int32_t *src, int n)
+{
+    if (n <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    stage_slot *s = NULL;
+    int rc = stage_slot_take(c, n, &s);
+    if (rc) return rc;
+    memcpy(s->host, src, (size_t)n * sizeof(int));
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(dst, s->host, (size_t)n * sizeof(int), cudaMemcpyHostToDevice, c->stream));
+    ORTHROS_CUDA_CHECK(cudaEventRecord(s->done, c->stream));
+    return 0;
+}
+
+static int cuda_download_ints(orthros_backend *be, int32_t *host, const int32_t *src, int n)
+{
+    if (n <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    int rc = ids_reserve(c, n);
+    if (rc) return rc;
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(c->ids_host, src, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, c->stream));
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    memcpy(host, c->ids_host, (size_t)n * sizeof(int32_t));
+    return 0;
+}
+
+static int cuda_embed_dev(orthros_backend *be, void *x, const int32_t *tokens, const void *table, int n, int D)
+{
+    orthros_embed_params p = {x, tokens, table, n, D};
+    return orthros_embed_bf16(&p, impl_of(be)->stream);
+}
+
+static int cuda_argmax_dev(orthros_backend *be, int32_t *ids, const float *logits, int n, int V)
+{
+    orthros_argmax_params p = {ids, logits, n, V};
+    return orthros_argmax_f32(&p, impl_of(be)->stream);
+}
+
+/* ---- fused decode ops: one GEMV kernel each where gemv.cu takes the shape, else their composition ---- */
+
+static void gemv_params(orthros_gemv_params *p, void *out, int epilogue, const void *x, const void *norm_w,
+                        const void *W, int n, int M, int K, float eps)
+{
+    memset(p, 0, sizeof *p);
+    p->out = out, p->x = x, p->norm_w = norm_w, p->eps = eps, p->W = W, p->n = n, p->M = M, p->K = K;
+    p->epilogue = epilogue;
+}
+
+static int run_gemv(cuda_impl *c, orthros_gemv_params *p)
+{
+    int rc = gemv_ready(c, p);
+    return rc ? rc : orthros_gemv_bf16(p, c->stream);
+}
+
+static int cuda_norm_gemm(orthros_backend *be, void *out, void *xn, const void *x, const void *norm_w, const void *W,
+                          int n, int M, int K, float eps)
+{
+    orthros_gemv_params p;
+    gemv_params(&p, out, ORTHROS_GEMV_STORE, x, norm_w, W, n, M, K, eps);
+    if (orthros_gemv_supported(&p)) return run_gemv(impl_of(be), &p);
+    int rc = cuda_rmsnorm(be, xn, x, norm_w, n, K, eps);
+    return rc ? rc : cuda_gemm(be, out, xn, W, n, M, K);
+}
+
+static int cuda_gemm_add(orthros_backend *be, void *resid, void *tmp, const void *x, const void *W, int n, int M, int K)
+{
+    orthros_gemv_params p;
+    gemv_params(&p, resid, ORTHROS_GEMV_ADD, x, NULL, W, n, M, K, 0.0f);
+    if (!orthros_gemv_supported(&p))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "cuda gemm_add: %d rows of width %d (the GEMV takes 1-%d rows, widths "
+                                                   "a multiple of 8)", n, K, ORTHROS_GEMV_MAX_ROWS);
+    return run_gemv(impl_of(be), &p);
+}
+
+static int cuda_norm_gemm_swiglu(orthros_backend *be, void *out, void *xn, void *gu, const void *x, const void *norm_w,
+                                 const void *W_gu, int n, int F, int K, float eps)
+{
+    orthros_gemv_params p;
+    gemv_params(&p, out, ORTHROS_GEMV_SWIGLU, x, norm_w, W_gu, n, 2 * F, K, eps);
+    if (orthros_gemv_supported(&p)) return run_gemv(impl_of(be), &p);
+    int rc = cuda_norm_gemm(be, gu, xn, x, norm_w, W_gu, n, 2 * F, K, eps);
+    return rc ? rc : cuda_swiglu(be, out, gu, n, F);
+}
+
+static int cuda_norm_qkv_rope(orthros_backend *be, void *qkv, void *xn, const void *x, const void *norm_w,
+                              const void *Wqkv, const orthros_attn_layer *L, const orthros_rope *rope, const int *pos0,
+                              int n, int K, float eps)
+{
+    if (L->cap <= 0 || !L->k_cache || !L->v_cache || L->kraw_cache || L->q_rot || L->fmap_after)
+        return orthros_error(ORTHROS_EINVAL, "norm_qkv_rope: a layer whose rope writes more than its KV cache");
+    int rc = check_heads(L, "norm_qkv_rope");
+    if (rc) return rc;
+    cuda_impl *c = impl_of(be);
+    const int M = (L->n_heads + 2 * L->n_kv_heads) * L->head_dim;
+    orthros_gemv_params p;
+    gemv_params(&p, qkv, ORTHROS_GEMV_ROPE, x, norm_w, Wqkv, n, M, K, eps);
+    p.k_cache = L->k_cache, p.v_cache = L->v_cache;
+    p.Hq = L->n_heads, p.Hkv = L->n_kv_heads, p.d = L->head_dim, p.cap = L->cap;
+    p.pos = L->pos_dev ? L->pos_dev : pos0; /* pos0 only for the check; staged below */
+    if (L->head_dim / 2 <= ORTHROS_GEMV_MAX_HALF && orthros_gemv_supported(&p)) {
+        memcpy(p.inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
+        if (!L->pos_dev && (rc = stage_ints(c, pos0, n, &p.pos))) return rc;
+        return run_gemv(c, &p);
+    }
+    if ((rc = cuda_norm_gemm(be, qkv, xn, x, norm_w, Wqkv, n, M, K, eps))) return rc;
+    return cuda_rope_cache_write(be, qkv, L, rope, pos0, n, 1, 0);
+}
+
+static int cuda_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,
+                                   const void *norm_w, const void *W, int n, int V, int D, float eps)
+{
+    orthros_gemv_params p;
+    gemv_params(&p, logits, ORTHROS_GEMV_ARGMAX, x, norm_w, W, n, V, D, eps);
+    p.ids = ids;
+    if (orthros_gemv_supported(&p)) return run_gemv(impl_of(be), &p);
+    int rc = cuda_rmsnorm(be, xn, x, norm_w, n, D, eps);
+    if (!rc) rc = cuda_logits(be, logits, xn, W, n, V, D);
+    return rc ? rc : cuda_argmax_dev(be, ids, logits, n, V);
+}
+
+/* ---- captured work: CUDA graphs of the backend's stream ---- */
+
+static int cuda_graph_begin(orthros_backend *be)
+{
+    cuda_impl *c = impl_of(be);
+    if (c->capturing) return orthros_error(ORTHROS_EINVAL, "cuda: a capture is already open");
+    /* Thread-local: a call of this thread that would wait or allocate fails the capture instead of passing. */
+    ORTHROS_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+    c->capturing = 1;
+    return 0;
+}
+
+static int cuda_graph_end(orthros_backend *be, void **graph)
+{
+    cuda_impl *c = impl_of(be);
+    *graph = NULL;
+    if (!c->capturing) return orthros_error(ORTHROS_EINVAL, "cuda: no capture is open");
+    c->capturing = 0;
+    cudaGraph_t g = NULL;
+    cudaError_t err = cudaStreamEndCapture(c->stream, &g);
+    if (err != cudaSuccess || !g) {
+        (void)cudaGetLastError();
+        if (g) cudaGraphDestroy(g);
+        return orthros_error(ORTHROS_EDEVICE, "cuda: the decode step could not be captured: %s",
+                             err != cudaSuccess ? cudaGetErrorString(err) : "no graph");
+    }
+    cudaGraphExec_t exec = NULL;
+    err = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return orthros_error(ORTHROS_EDEVICE, "cuda: the captured decode step could not be instantiated: %s",
+                             cudaGetErrorString(err));
+    }
+    *graph = (void *)exec;
+    return 0;
+}
+
+static int cuda_graph_launch(orthros_backend *be, void *graph)
+{
+    ORTHROS_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)graph, impl_of(be)->stream));
+    return 0;
+}
+
+static void cuda_graph_free(orthros_backend *be, void *graph)
+{
+    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
+static unsigned long cuda_graph_epoch(orthros_backend *be) { return impl_of(be)->epoch; }
 
 int orthros_cuda_device_count(void)
 {
@@ -596,13 +836,30 @@ static int select_kernels(orthros_device_info *info)
     return 0;
 }
 
-static int create_impl(cuda_impl *c, orthros_device_info *info)
+/* The opt-in decode work (orthros_decode_env) named after the kernel versions, so that result files of the modes
+ * differ and --resume refuses to mix them: ", gemv v1" and ", decode fused+graphs" (or either alone). */
+static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
+{
+    int rc = orthros_decode_env(modes, &c->gemv);
+    if (rc) return rc;
+    size_t used = strlen(info->kernels);
+    if (c->gemv) used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv v1");
+    if (used < sizeof info->kernels && *modes)
+        snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
+                 *modes & ORTHROS_DECODE_FUSED ? "fused" : "",
+                 (*modes & ORTHROS_DECODE_FUSED) && (*modes & ORTHROS_DECODE_GRAPHS) ? "+" : "",
+                 *modes & ORTHROS_DECODE_GRAPHS ? "graphs" : "");
+    return 0;
+}
+
+static int create_impl(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int dev = 0;
     ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&c->num_sms, cudaDevAttrMultiProcessorCount, dev));
     int rc = fill_info(info, dev);
     if (!rc) rc = select_kernels(info);
+    if (!rc) rc = select_decode(c, info, modes);
     if (rc) return rc;
     ORTHROS_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&c->cublas));
@@ -670,7 +927,8 @@ int orthros_backend_cuda_create(orthros_backend **out)
         return orthros_error(ORTHROS_ENOMEM, "out of host memory creating the cuda backend");
     }
     be->impl = c;
-    int rc = create_impl(c, &be->info);
+    unsigned modes = 0;
+    int rc = create_impl(c, &be->info, &modes);
     if (rc) {
         cuda_destroy(be);
         return rc;
@@ -682,6 +940,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
      * and linear-attention calls (data/results/h200-2026-12-01-linear-v6/chunk). 32K saves 0.7% more for twice
      * the activations. */
     be->default_chunk = 16384;
+    be->decode_modes = modes;
     be->act_size = sizeof(bf16);
     be->destroy = cuda_destroy;
     be->alloc = cuda_alloc;
@@ -712,6 +971,21 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->attn_linear_prefill = cuda_attn_linear_prefill;
     be->attn_linear_decode = cuda_attn_linear_decode;
     be->allreduce_sum = cuda_allreduce_sum;
+    be->upload_ints = cuda_upload_ints;
+    be->download_ints = cuda_download_ints;
+    be->embed_dev = cuda_embed_dev;
+    be->argmax_dev = cuda_argmax_dev;
+    be->fused_max_rows = ORTHROS_GEMV_MAX_ROWS;
+    be->norm_gemm = cuda_norm_gemm;
+    be->gemm_add = cuda_gemm_add;
+    be->norm_gemm_swiglu = cuda_norm_gemm_swiglu;
+    be->norm_qkv_rope = cuda_norm_qkv_rope;
+    be->norm_logits_argmax = cuda_norm_logits_argmax;
+    be->graph_begin = cuda_graph_begin;
+    be->graph_end = cuda_graph_end;
+    be->graph_launch = cuda_graph_launch;
+    be->graph_free = cuda_graph_free;
+    be->graph_epoch = cuda_graph_epoch;
     *out = be;
     return 0;
 }

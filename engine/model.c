@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const orthros_model_config *orthros_model_get_config(const orthros_model *m) { return &m->cfg; }
 const orthros_arch *orthros_model_get_arch(const orthros_model *m) { return &m->arch; }
@@ -78,6 +79,16 @@ struct orthros_session {
     float *logits_host;       /* [logit_rows][V] */
     orthros_session **ranks;  /* in-process ranks: [world], ranks[0] is this session; else NULL */
     int id;                   /* the id the other processes know this session by (rank 0 of processes) */
+    /* The decode modes (orthros_session_set_decode; docs/kernels.md, "Whole-model decode"): */
+    unsigned decode_asked, decode_modes; /* ORTHROS_DECODE_* asked for, and in effect */
+    int32_t *step_io;         /* backend [2B]: a step's tokens, then its positions (GRAPHS) */
+    int32_t *step_ids;        /* backend [B]: a step's greedy tokens (GRAPHS, FUSED) */
+    int32_t *step_host;       /* host [2B]: what step_io is uploaded from */
+    int *bound_pos;           /* host [B]: the bucket's last position, for every sequence (GRAPHS) */
+    const int *dev_pos;       /* during a GRAPHS step: step_io + B, the positions the attention views carry */
+    struct decode_graph *graphs; /* [n_graphs] */
+    int n_graphs;
+    orthros_decode_stats stats;
 };
 
 /* A layer of the linear formula (linear, orthros) with a local window W keeps the last W positions' keys and values
@@ -150,10 +161,17 @@ size_t orthros_session_bytes(const orthros_model *m, int batch, int max_ctx, int
     return bytes;
 }
 
+static void decode_graphs_free(orthros_session *s);
+
 static void session_free_shard(orthros_session *s)
 {
     if (!s) return;
     orthros_backend *be = s->be;
+    decode_graphs_free(s);
+    be->free(be, s->step_io);
+    be->free(be, s->step_ids);
+    free(s->step_host);
+    free(s->bound_pos);
     int n_layers = s->m->cfg.n_layers;
     for (int l = 0; l < n_layers; l++) {
         if (s->k_cache) be->free(be, s->k_cache[l]);
@@ -315,6 +333,7 @@ int orthros_session_init(orthros_session **out, orthros_model *m, int batch, int
         }
     }
     if (!rc) rc = session_reset_local(s);
+    if (!rc) rc = orthros_session_set_decode(s, be->decode_modes);
     if (rc) {
         orthros_session_free(s);
         return rc;
@@ -386,6 +405,7 @@ static orthros_attn_layer attn_view(const orthros_session *s, int l, int b0)
         view.kraw_cache = offset(s, s->kraw[l], (size_t)b0 * (size_t)s->kraw_cap[l] * hkv * d);
     }
     if (view.local_window && !view.fmap_after) view.q_rot = s->q_rot;
+    view.pos_dev = s->dev_pos;
     return view;
 }
 
@@ -595,8 +615,232 @@ static int prefill_shard(orthros_session *s, int seq, const int32_t *tokens, int
     return be->sync(be);
 }
 
+/* ---- the decode step's modes (orthros_session_set_decode; docs/kernels.md, "Whole-model decode") ----
+ * The plain step (decode_shard below) is untouched by them: a session with no mode in effect runs it as before. */
+
+/* A captured step: one per (cache-length bucket, whether the head runs), in the modes of the session when it was
+ * captured (changing them frees every graph). */
+typedef struct decode_graph {
+    int bound, head;
+    unsigned long epoch; /* the backend's graph_epoch at capture: another one makes the graph stale */
+    void *graph;         /* NULL: the capture failed; the bucket runs uncaptured */
+} decode_graph;
+
+static void decode_graphs_free(orthros_session *s)
+{
+    for (int i = 0; i < s->n_graphs; i++)
+        if (s->graphs[i].graph) s->be->graph_free(s->be, s->graphs[i].graph);
+    free(s->graphs);
+    s->graphs = NULL;
+    s->n_graphs = 0;
+    s->stats.graphs = 0;
+}
+
+/* The modes a session can run: only one rank (the fused ops and the captured step have no all-reduce); FUSED up to
+ * the fused ops' rows and with every product's width a multiple of 8 (the GEMV's 16-byte rows). */
+static unsigned decode_modes_for(const orthros_session *s, unsigned asked)
+{
+    const orthros_model *m = s->m;
+    const orthros_backend *be = s->be;
+    unsigned modes = 0;
+    if (m->world != 1 || m->comm || s->ranks || s->id) return 0;
+    if ((asked & ORTHROS_DECODE_FUSED) && be->norm_gemm && s->B <= be->fused_max_rows && m->cfg.d_model % 8 == 0 &&
+        m->ffn % 8 == 0 && (m->hq * m->cfg.head_dim) % 8 == 0)
+        modes |= ORTHROS_DECODE_FUSED;
+    if ((asked & ORTHROS_DECODE_GRAPHS) && be->upload_ints) modes |= ORTHROS_DECODE_GRAPHS;
+    return modes;
+}
+
+int orthros_session_set_decode(orthros_session *s, unsigned modes)
+{
+    if (modes & ~(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS))
+        return orthros_error(ORTHROS_EINVAL, "decode modes 0x%x: unknown bits", modes);
+    orthros_backend *be = s->be;
+    decode_graphs_free(s);
+    s->decode_asked = modes;
+    s->decode_modes = decode_modes_for(s, modes);
+    if (s->decode_modes && !s->step_ids) {
+        size_t B = (size_t)s->B;
+        s->step_io = be->alloc(be, 2 * B * sizeof(int32_t));
+        s->step_ids = be->alloc(be, B * sizeof(int32_t));
+        s->step_host = malloc(2 * B * sizeof(int32_t));
+        s->bound_pos = malloc(B * sizeof(int));
+        if (!s->step_io || !s->step_ids || !s->step_host || !s->bound_pos) {
+            s->decode_modes = 0;
+            return orthros_error(ORTHROS_ENOMEM, "out of memory for a decode step's buffers");
+        }
+    }
+    return 0;
+}
+
+unsigned orthros_session_decode(const orthros_session *s) { return s->decode_modes; }
+
+void orthros_session_decode_stats(const orthros_session *s, orthros_decode_stats *out) { *out = s->stats; }
+
+/* The cache-length bucket of a step whose longest sequence reads `keys` keys: 256, then four buckets an octave
+ * (a multiple of a quarter of the power of two below), at most the context. A step is planned (split counts,
+ * scratch) for its bucket's bound, so one graph serves every step in the bucket. */
+static int decode_bucket(int keys, int max_ctx)
+{
+    long b = 256;
+    if (keys > 256) {
+        long p = 256;
+        while (p * 2 < keys) p *= 2; /* p < keys <= 2p */
+        long q = p / 4;
+        b = (keys + q - 1) / q * q;
+    }
+    return b < max_ctx ? (int)b : max_ctx;
+}
+
+/* The fused step's layers over B rows of one token: the q/k/v projection with its RMSNorm (and RoPE, where the
+ * layer's rope writes only the KV cache), attention, the O projection added into the residual stream, the gate/up
+ * projection with its RMSNorm and SwiGLU, the down projection added. */
+static int forward_decode_fused(orthros_session *s, const int *pos0)
+{
+    orthros_backend *be = s->be;
+    orthros_model *m = s->m;
+    const orthros_model_config *c = &m->cfg;
+    int B = s->B, D = c->d_model, Wqkv = (m->hq + 2 * m->hkv) * c->head_dim, Hd = m->hq * c->head_dim;
+    char label[32];
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_weights *w = &m->layers[l];
+        orthros_attn_layer view = attn_view(s, l, 0);
+        int rope_fused = m->arch.kind[l] != ORTHROS_ATTN_LINEAR && view.cap > 0 && !view.kraw_cache && !view.q_rot &&
+                         !view.fmap_after;
+        snprintf(label, sizeof label, "layer %d", l);
+        be->range_push(be, label);
+        if (rope_fused) {
+            OP("qkv_rope", be->norm_qkv_rope(be, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, &view, &m->rope, pos0, B, D,
+                                             c->norm_eps));
+            OP("attention", be->attn_full_decode(be, s->attn, s->qkv, &view, pos0, B, 1));
+        } else {
+            OP("qkv_proj", be->norm_gemm(be, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, B, Wqkv, D, c->norm_eps));
+            OP("attention", attention(s, l, 0, B, 1, pos0, 0, 1));
+        }
+        OP("o_proj_add", be->gemm_add(be, s->x, s->delta, s->attn, w->wo, B, D, Hd));
+        OP("gate_up_swiglu", be->norm_gemm_swiglu(be, s->act, s->xn, s->gu, s->x, w->mlp_norm, w->w_gu, B, m->ffn, D,
+                                                  c->norm_eps));
+        OP("down_proj_add", be->gemm_add(be, s->x, s->delta, s->act, w->w_down, B, D, m->ffn));
+        be->range_pop(be);
+    }
+    return 0;
+}
+
+/* One step in the session's modes: the embedding (the tokens from the host, or from step_io under GRAPHS), the
+ * layers (plain or fused) at positions pos0 (under GRAPHS the bucket's bound; the views carry the real ones) and,
+ * with `head`, the logits of every row into s->logits and their argmax into step_ids. */
+static int decode_body(orthros_session *s, const int32_t *tokens, const int *pos0, int head)
+{
+    orthros_backend *be = s->be;
+    orthros_model *m = s->m;
+    const orthros_model_config *c = &m->cfg;
+    int B = s->B;
+    if (s->decode_modes & ORTHROS_DECODE_GRAPHS) OP("embed", be->embed_dev(be, s->x, s->step_io, m->embed, B, c->d_model));
+    else OP("embed", be->embed(be, s->x, tokens, m->embed, B, c->d_model));
+    if (s->decode_modes & ORTHROS_DECODE_FUSED) {
+        TRY(forward_decode_fused(s, pos0));
+        if (head)
+            OP("head", be->norm_logits_argmax(be, s->step_ids, s->logits, s->xn, s->x, m->final_norm, m->lm_head, B,
+                                              c->vocab, c->d_model, c->norm_eps));
+        return 0;
+    }
+    TRY(forward_layers(s, 0, B, 1, pos0, 0, 1));
+    if (head) {
+        OP("logits", be->logits(be, s->logits, s->xn, m->lm_head, B, c->vocab, c->d_model));
+        OP("argmax", be->argmax_dev(be, s->step_ids, s->logits, B, c->vocab));
+    }
+    return 0;
+}
+
+/* A GRAPHS step on a backend that captures: the bucket's graph replayed; at its first step (or when stale) the step
+ * runs uncaptured (its output is this step's, and it grows whatever scratch the bucket needs) and is then captured,
+ * not run, for the next ones. A capture that fails leaves the bucket uncaptured (stats say why). */
+static int decode_graph_step(orthros_session *s, int bound, int head)
+{
+    orthros_backend *be = s->be;
+    decode_graph *g = NULL;
+    for (int i = 0; i < s->n_graphs && !g; i++)
+        if (s->graphs[i].bound == bound && s->graphs[i].head == head) g = &s->graphs[i];
+    if (g && g->epoch == be->graph_epoch(be)) {
+        if (!g->graph) return decode_body(s, NULL, s->bound_pos, head);
+        be->range_push(be, "decode graph replay");
+        int rc = be->graph_launch(be, g->graph);
+        be->range_pop(be);
+        if (!rc) s->stats.replays++;
+        return rc;
+    }
+    TRY(decode_body(s, NULL, s->bound_pos, head));
+    if (!g) {
+        decode_graph *grown = realloc(s->graphs, (size_t)(s->n_graphs + 1) * sizeof *grown);
+        if (!grown) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
+        s->graphs = grown;
+        g = &s->graphs[s->n_graphs++];
+        memset(g, 0, sizeof *g);
+        g->bound = bound;
+        g->head = head;
+    } else if (g->graph) {
+        be->graph_free(be, g->graph);
+        g->graph = NULL;
+        s->stats.graphs--;
+    }
+    g->epoch = be->graph_epoch(be);
+    void *graph = NULL;
+    be->range_push(be, "decode graph capture");
+    int rc = be->graph_begin(be);
+    if (!rc) {
+        int brc = decode_body(s, NULL, s->bound_pos, head);
+        int erc = be->graph_end(be, &graph);
+        rc = brc ? brc : erc;
+    }
+    be->range_pop(be);
+    if (rc) {
+        if (graph) be->graph_free(be, graph);
+        s->stats.capture_failures++;
+        snprintf(s->stats.last_failure, sizeof s->stats.last_failure, "bucket %d: %s", bound, orthros_last_error());
+        return 0; /* this step's output came from the uncaptured run */
+    }
+    g->graph = graph;
+    s->stats.captures++;
+    s->stats.graphs++;
+    return 0;
+}
+
+/* A step in the session's modes. Under GRAPHS the host uploads the step's tokens and positions in one copy, and
+ * every op reads them from there. */
+static int decode_shard_modes(orthros_session *s, const int32_t *tokens, int32_t *next, float *logits)
+{
+    orthros_backend *be = s->be;
+    const orthros_model_config *c = &s->m->cfg;
+    const int B = s->B, head = next || logits;
+    int rc;
+    s->stats.steps++;
+    be->range_push(be, "decode");
+    if (s->decode_modes & ORTHROS_DECODE_GRAPHS) {
+        int keys = 0;
+        for (int b = 0; b < B; b++) {
+            s->step_host[b] = tokens[b];
+            s->step_host[B + b] = s->pos[b];
+            keys = s->pos[b] + 1 > keys ? s->pos[b] + 1 : keys;
+        }
+        const int bound = decode_bucket(keys, s->max_ctx);
+        for (int b = 0; b < B; b++) s->bound_pos[b] = bound - 1;
+        rc = be->upload_ints(be, s->step_io, s->step_host, 2 * B);
+        s->dev_pos = s->step_io + B;
+        if (!rc) rc = be->graph_begin ? decode_graph_step(s, bound, head) : decode_body(s, NULL, s->bound_pos, head);
+        s->dev_pos = NULL;
+    } else {
+        rc = decode_body(s, tokens, s->pos, head);
+    }
+    be->range_pop(be);
+    if (rc) return rc;
+    if (logits) TRY(be->download_f32(be, logits, s->logits, (size_t)B * (size_t)c->vocab));
+    if (next) TRY(be->download_ints(be, next, s->step_ids, B));
+    return be->sync(be);
+}
+
 static int decode_shard(orthros_session *s, const int32_t *tokens, int32_t *next, float *logits)
 {
+    if (s->decode_modes) return decode_shard_modes(s, tokens, next, logits);
     orthros_backend *be = s->be;
     const orthros_model_config *c = &s->m->cfg;
     be->range_push(be, "decode");
@@ -741,7 +985,20 @@ static int is_eos(const orthros_model_config *c, int32_t t)
     return 0;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int orthros_generate(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out)
+{
+    return orthros_generate_timed(s, prompt, n, max_new, out, NULL, NULL);
+}
+
+int orthros_generate_timed(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out, double *prefill_s,
+                           double *decode_s)
 {
     if (s->B != 1) return orthros_error(ORTHROS_EINVAL, "generate needs a batch-1 session");
     if (max_new < 1) return orthros_error(ORTHROS_EINVAL, "max-new must be at least 1");
@@ -749,13 +1006,17 @@ int orthros_generate(orthros_session *s, const int32_t *prompt, int n, int max_n
         return orthros_error(ORTHROS_ERANGE, "prompt %d + %d new tokens exceed the context of %d", n, max_new,
                              s->max_ctx);
     int32_t tok;
+    double t0 = now_s();
     TRY(orthros_prefill(s, 0, prompt, n, NULL, &tok));
+    double t1 = now_s();
     int count = 0;
     out[count++] = tok;
     while (count < max_new && !is_eos(&s->m->cfg, tok)) {
         TRY(orthros_decode(s, &tok, &tok, NULL));
         out[count++] = tok;
     }
+    if (prefill_s) *prefill_s = t1 - t0;
+    if (decode_s) *decode_s = now_s() - t1;
     return count;
 }
 

@@ -256,6 +256,30 @@ int orthros_session_reset(orthros_session *s);
  * output, is meaningful after a rewind. */
 int orthros_session_rewind(orthros_session *s, int pos);
 
+/* How orthros_decode runs a step (docs/kernels.md, "Whole-model decode"), opt-in while they are measured against
+ * the plain step: FUSED runs the fused decode ops (the RMSNorm and the residual add inside the products, RoPE in
+ * the q/k/v projection's epilogue, the argmax in the head's: on cuda one GEMV kernel each); GRAPHS keeps the step's
+ * tokens and positions in backend memory and, on cuda, captures the step once per (batch, cache-length bucket) as
+ * a CUDA graph and replays it (on the cpu the same step runs uncaptured). Both give the plain step's tokens (on the
+ * cpu its logits bit for bit). */
+#define ORTHROS_DECODE_FUSED 1u
+#define ORTHROS_DECODE_GRAPHS 2u
+/* Sets the modes a session's decode steps ask for (a new session takes the backend's: ORTHROS_DECODE_FUSED=1 and
+ * ORTHROS_DECODE_GRAPHS=1 in the environment). A mode the session cannot run falls back to the plain step:
+ * tensor parallel (neither), more sequences than the fused ops take (FUSED: 16 on cuda) or a model width that is
+ * not a multiple of 8 (FUSED). Frees the session's graphs. */
+int orthros_session_set_decode(orthros_session *s, unsigned modes);
+/* The modes in effect. */
+unsigned orthros_session_decode(const orthros_session *s);
+/* What the GRAPHS mode did: steps run in it, graphs captured and replayed, captures that failed (that bucket then
+ * runs uncaptured) and the last failure's message. */
+typedef struct {
+    long steps, replays, captures, capture_failures;
+    int graphs;              /* graphs the session holds now */
+    char last_failure[200];
+} orthros_decode_stats;
+void orthros_session_decode_stats(const orthros_session *s, orthros_decode_stats *out);
+
 /* Prefills sequence `seq` with n prompt tokens. logits_all, if not NULL, receives [n][vocab] float32 logits for
  * every prompt position; next, if not NULL, receives the greedy token after the prompt. Under a schedule with
  * orthros layers a tail longer than n is refused (ORTHROS_EINVAL): it would run a transformer labelled orthros. */
@@ -281,6 +305,10 @@ int orthros_tp_allreduce_time(orthros_model *m, int rows, int iters, double *sec
 /* Greedy generation for sequence 0 of a batch-1 session: prefill, then max_new - 1 decode steps
  * (the first generated token comes from the prefill). */
 int orthros_generate(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out);
+/* The same, timed on the host clock (each call returns once its work is done): *prefill_s the prefill's seconds (to
+ * the first token), *decode_s the decode steps' (the other count - 1 tokens). Either may be NULL. */
+int orthros_generate_timed(orthros_session *s, const int32_t *prompt, int n, int max_new, int32_t *out, double *prefill_s,
+                           double *decode_s);
 
 /* ---- tokenizers: byte-level BPE (GPT-2 style), from a GGUF's metadata or a Hugging Face tokenizer.json ---- */
 

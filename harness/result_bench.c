@@ -21,6 +21,7 @@ void orthros_bench_cell_init(orthros_bench_cell *c)
     c->noise = c->flops = c->attn_flops = c->bytes = NAN;
     c->tokens_per_s = c->tflops = c->tbps = c->frac_gemm = c->frac_copy = c->frac_read = NAN;
     c->floor_s = c->weights_bytes = c->session_bytes = c->device_used_bytes = NAN;
+    c->ttft_s = c->tpot_s = c->tpot_floor_s = NAN;
     c->gpu_sm_clock_mhz = c->gpu_sm_clock_max_mhz = c->gpu_power_w = c->gpu_power_limit_w = NAN;
     c->stats.median = c->stats.ci_lo = c->stats.ci_hi = NAN;
 }
@@ -86,6 +87,7 @@ void orthros_bench_cell_free(orthros_bench_cell *c)
     free(c->reps_reduced);
     free(c->samples);
     free(c->round_ends);
+    free(c->ttft);
     orthros_bench_cell_init(c);
 }
 
@@ -313,7 +315,22 @@ static int read_measured(orthros_bench_cell *c, orthros_jr *j, const cJSON *o, d
         orthros_jr_pop(j, at);
         if (rc) return rc;
     }
-    return orthros_jr_num(&c->floor_s, j, o, "floor_s", 0, BIG, ORTHROS_JR_NULL_NAN);
+    if ((rc = orthros_jr_num(&c->floor_s, j, o, "floor_s", 0, BIG, ORTHROS_JR_NULL_NAN))) return rc;
+    /* e2e: the time to first token of every sample, and the medians derived from them */
+    size_t nt = 0;
+    if ((rc = orthros_jr_positive_array(&c->ttft, &nt, j, o, "ttft_samples", 0))) return rc;
+    if (c->ttft && nt != c->n_samples) return orthros_jr_fail(j, "ttft_samples", "must have one entry per sample");
+    for (size_t i = 0; c->ttft && i < nt; i++)
+        if (c->ttft[i] > c->samples[i]) return orthros_jr_fail(j, "ttft_samples", "a time to first token past its sample");
+    const cJSON *e2e;
+    if ((rc = orthros_jr_object(&e2e, j, o, "e2e", 0)) || !e2e) return rc;
+    size_t at = orthros_jr_push_key(j, "e2e");
+    if ((rc = orthros_jr_num(&c->ttft_s, j, e2e, "ttft_s", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+        (rc = orthros_jr_num(&c->tpot_s, j, e2e, "tpot_s", 0, BIG, ORTHROS_JR_NULL_NAN)) ||
+        (rc = orthros_jr_num(&c->tpot_floor_s, j, e2e, "tpot_floor_s", 0, BIG, ORTHROS_JR_NULL_NAN)))
+        return rc;
+    orthros_jr_pop(j, at);
+    return 0;
 }
 
 /* A kernel cell's optional "case" object and "ceiling". */
@@ -652,9 +669,16 @@ static cJSON *cell_json(const orthros_bench_cell *c)
     orthros_json_add_num(thr, "frac_gemm_ceiling", c->frac_gemm);
     orthros_json_add_num(thr, "frac_copy_ceiling", c->frac_copy);
     orthros_json_add_num(thr, "frac_read_ceiling", c->frac_read);
-    if (c->op[0]) {
-        orthros_json_add_num(o, "floor_s", c->floor_s);
-    } else {
+    if (c->op[0] || isfinite(c->floor_s)) orthros_json_add_num(o, "floor_s", c->floor_s);
+    if (c->ttft) {
+        cJSON *t = cJSON_AddArrayToObject(o, "ttft_samples");
+        for (size_t i = 0; i < c->n_samples; i++) cJSON_AddItemToArray(t, cJSON_CreateNumber(c->ttft[i]));
+        cJSON *e = cJSON_AddObjectToObject(o, "e2e");
+        orthros_json_add_num(e, "ttft_s", c->ttft_s);
+        orthros_json_add_num(e, "tpot_s", c->tpot_s);
+        orthros_json_add_num(e, "tpot_floor_s", c->tpot_floor_s);
+    }
+    if (!c->op[0]) {
         cJSON *mem = cJSON_AddObjectToObject(o, "memory");
         orthros_json_add_num(mem, "weights_bytes", c->weights_bytes);
         orthros_json_add_num(mem, "session_bytes", c->session_bytes);

@@ -41,7 +41,14 @@ typedef struct {
     /* The stated cost of one sample (NAN where not stated) and what it achieved against the run's ceilings. */
     double flops, attn_flops, bytes;
     double tokens_per_s, tflops, tbps, frac_gemm, frac_copy, frac_read;
-    double floor_s;      /* kernel cells: max(FLOPs / GEMM ceiling, bytes / bandwidth ceiling); else NAN */
+    double floor_s;      /* kernel cells: max(FLOPs / GEMM ceiling, bytes / bandwidth ceiling); decode cells: the
+                          * bytes of one step (cost) over the run's read ceiling; else NAN */
+    /* e2e cells (prefill of ctx tokens, then decode_tokens steps): ttft[n_samples] the seconds of each sample up to the
+     * first token (the prefill), NULL for other cells; the medians of the time to first token and of the time per
+     * output token after it ((sample - ttft) / decode_tokens); tpot_floor_s the mean over the steps of a step's bytes
+     * over the read ceiling. NAN where not recorded. */
+    double *ttft;
+    double ttft_s, tpot_s, tpot_floor_s;
     /* Kernel cells: what was measured, for matching with the SDPA anchors ("case" in the file): the kind
      * (prefill, decode, linear_prefill, ...; empty when not stated), head dim, ctx and batch (above), the
      * chunk's first position, the window, the kernel version that ran, and whether it is the default; which

@@ -31,6 +31,7 @@
 #define WARMUP 3
 
 static orthros_backend *be;
+static orthros_backend *sync_be; /* the backend time_op waits for (be, or the one an op runs on) */
 static double ceil_tbps = 4.27, ceil_read_tbps = 4.6, ceil_tflops = 700.0;
 
 static double now_s(void)
@@ -63,19 +64,20 @@ typedef int (*run_fn)(void *ctx);
 /* Times fn: returns the median seconds per call; samples[] receives every timed sample. */
 static double time_op(run_fn fn, void *ctx, double *samples)
 {
-    must(be->sync(be), "sync");
+    orthros_backend *sb = sync_be ? sync_be : be;
+    must(sb->sync(sb), "sync");
     double t0 = now_s();
     must(fn(ctx), "op");
-    must(be->sync(be), "sync");
+    must(sb->sync(sb), "sync");
     double once = now_s() - t0;
     int K = once > 0 ? (int)(4e-3 / once) : 100;
     if (K < 1) K = 1;
     if (K > 200) K = 200;
     for (int s = 0; s < WARMUP + SAMPLES; s++) {
-        must(be->sync(be), "sync");
+        must(sb->sync(sb), "sync");
         double a = now_s();
         for (int k = 0; k < K; k++) must(fn(ctx), "op");
-        must(be->sync(be), "sync");
+        must(sb->sync(sb), "sync");
         double t = (now_s() - a) / K;
         if (s >= WARMUP) samples[s - WARMUP] = t;
     }
@@ -598,6 +600,153 @@ static void bench_window_pass(int d, int n, int W, int version)
     must(orthros_attn_linear_window_set_version(0), "window version");
 }
 
+/* ---- matrix-vector products of the decode step (gemv.cu) beside cuBLAS ----
+ * Each projection of a layer of the Llama-3.2-1B and 3.1-8B shapes, and the LM head, at batch 1, 4 and 16, three
+ * ways: cuBLAS (the default backend's gemm / logits), the GEMV kernel (a backend made with ORTHROS_GEMV=1) and the
+ * fused op that the FUSED decode mode runs in its place (GEMV kernels with the RMSNorm, the residual add, SwiGLU,
+ * RoPE and the cache write, or the argmax in them). The floor: the weights' bytes (and the input and output, which
+ * are small) over the read ceiling. A call is a few microseconds, less than the host takes to launch it: R calls
+ * are captured as one CUDA graph and the graph is timed, R / the figure per call; each call reads its own copy of
+ * the weights (copies enough for 512 MB, so that L2 holds none of them), as a decode step reads every weight once. */
+#define GEMV_COPY_BYTES ((size_t)512 << 20)
+
+typedef struct {
+    orthros_backend *b;
+    const char *kind; /* cublas, gemv, fused */
+    const char *proj; /* qkv, o, gate_up, down, head */
+    int n, M, K, copies;
+    void **W;
+    void *x, *out, *xn, *gu, *norm_w, *k_cache, *v_cache;
+    int32_t *ids, *pos_dev;
+    orthros_attn_layer L;
+    orthros_rope rope;
+    float inv[ORTHROS_MAX_HEAD_DIM / 2];
+    int pos[16];
+    void *graph;
+} gemv_ctx;
+
+static int gemv_call(gemv_ctx *g, int i)
+{
+    orthros_backend *b = g->b;
+    const void *W = g->W[i % g->copies];
+    const float eps = 1e-5f;
+    int head = !strcmp(g->proj, "head"), resid = !strcmp(g->proj, "o") || !strcmp(g->proj, "down");
+    if (strcmp(g->kind, "fused")) {
+        if (head) return b->logits(b, g->out, g->x, W, g->n, g->M, g->K);
+        return b->gemm(b, g->out, g->x, W, g->n, g->M, g->K);
+    }
+    if (head) return b->norm_logits_argmax(b, g->ids, g->out, g->xn, g->x, g->norm_w, W, g->n, g->M, g->K, eps);
+    if (resid) return b->gemm_add(b, g->out, g->xn, g->x, W, g->n, g->M, g->K);
+    if (!strcmp(g->proj, "gate_up")) return b->norm_gemm_swiglu(b, g->out, g->xn, g->gu, g->x, g->norm_w, W, g->n, g->M / 2, g->K, eps);
+    return b->norm_qkv_rope(b, g->out, g->xn, g->x, g->norm_w, W, &g->L, &g->rope, g->pos, g->n, g->K, eps);
+}
+
+static int run_gemv_graph(void *ctx)
+{
+    gemv_ctx *g = ctx;
+    return g->b->graph_launch(g->b, g->graph);
+}
+
+/* One cell: the shape of model `model` (its d, Hq, Hkv for RoPE) and projection proj, n rows, `kind`. */
+static void bench_gemv_case(orthros_backend *b, const char *model, const char *proj, const char *kind, int n, int M, int K,
+                            int Hq, int Hkv, int d)
+{
+    if (!want("gemv") || !b || !b->graph_begin) return;
+    gemv_ctx g;
+    memset(&g, 0, sizeof g);
+    g.b = b, g.kind = kind, g.proj = proj, g.n = n, g.M = M, g.K = K;
+    const size_t wbytes = (size_t)M * K * 2;
+    g.copies = (int)((GEMV_COPY_BYTES + wbytes - 1) / wbytes);
+    if (g.copies > 64) g.copies = 64;
+    g.W = calloc((size_t)g.copies, sizeof *g.W);
+    if (!g.W) must(ORTHROS_ENOMEM, "out of memory");
+    for (int i = 0; i < g.copies; i++) {
+        g.W[i] = dalloc(wbytes);
+        must(be->fill_random(be, g.W[i], (size_t)M * K, 20 + (uint64_t)i, 1.0f / sqrtf((float)K)), "fill");
+    }
+    const int head = !strcmp(proj, "head");
+    g.x = dalloc((size_t)n * K * 2);
+    g.xn = dalloc((size_t)n * (K > M ? K : M) * 2);
+    g.gu = dalloc((size_t)n * M * 2);
+    g.out = dalloc((size_t)n * M * (head ? 4 : 2));
+    g.norm_w = dalloc((size_t)K * 2);
+    g.ids = dalloc(16 * sizeof(int32_t));
+    must(be->fill_random(be, g.x, (size_t)n * K, 5, 1.0f), "fill");
+    must(be->fill(be, g.norm_w, (size_t)K, 1.0f), "fill");
+    must(be->fill_random(be, g.out, (size_t)n * M * (head ? 2 : 1), 6, 1.0f), "fill");
+    if (!strcmp(proj, "qkv")) {
+        const int cap = 4096;
+        g.k_cache = dalloc((size_t)n * cap * Hkv * d * 2);
+        g.v_cache = dalloc((size_t)n * cap * Hkv * d * 2);
+        g.L.n_heads = Hq, g.L.n_kv_heads = Hkv, g.L.head_dim = d, g.L.cap = cap;
+        g.L.k_cache = g.k_cache, g.L.v_cache = g.v_cache;
+        orthros_model_config cfg = {.head_dim = d, .rope_theta = 500000.0};
+        orthros_rope_inv_freq(g.inv, &cfg);
+        g.rope = (orthros_rope){Hq, Hkv, d, g.inv};
+        for (int i = 0; i < n; i++) g.pos[i] = 4000 + i;
+        /* positions on the device, as a captured decode step reads them */
+        g.pos_dev = dalloc(16 * sizeof(int32_t));
+        must(b->upload_ints(b, g.pos_dev, g.pos, n), "positions");
+        g.L.pos_dev = g.pos_dev;
+    }
+    must(be->sync(be), "sync");
+    /* one uncaptured round first (scratch, kernel attributes), then the capture of every copy once */
+    for (int i = 0; i < g.copies; i++) must(gemv_call(&g, i), kind);
+    must(b->sync(b), "sync");
+    must(b->graph_begin(b), "graph capture");
+    int rc = 0;
+    for (int i = 0; i < g.copies && !rc; i++) rc = gemv_call(&g, i);
+    int erc = b->graph_end(b, &g.graph);
+    must(rc ? rc : erc, "graph capture");
+    double samples[SAMPLES];
+    sync_be = b;
+    double t = time_op(run_gemv_graph, &g, samples) / g.copies;
+    sync_be = NULL;
+    for (int i = 0; i < SAMPLES; i++) samples[i] /= g.copies;
+    const double out_bytes = head ? 4.0 : 2.0;
+    double bytes = (double)wbytes + 2.0 * n * K + out_bytes * n * (strcmp(proj, "gate_up") || strcmp(kind, "fused") ? M : M / 2);
+    if (!strcmp(proj, "o") || !strcmp(proj, "down")) bytes += strcmp(kind, "fused") ? 0 : 2.0 * n * M; /* the residual read */
+    char shape[128];
+    snprintf(shape, sizeof shape, "%s %s n=%d M=%d K=%d %s", model, proj, n, M, K, kind);
+    bench_case bc = {!strcmp(kind, "cublas") ? "gemv_cublas" : !strcmp(kind, "gemv") ? "gemv" : "gemv_fused", d, K, n, M,
+                     0, !strcmp(kind, "cublas") ? 0 : 1, strcmp(kind, "cublas") == 0};
+    record_case("gemv", shape, &bc, 1, 2.0 * n * (double)M * K, bytes, t, samples);
+    b->graph_free(b, g.graph);
+    for (int i = 0; i < g.copies; i++) be->free(be, g.W[i]);
+    free(g.W);
+    void *bufs[] = {g.x, g.xn, g.gu, g.out, g.norm_w, g.ids, g.k_cache, g.v_cache, g.pos_dev};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        if (bufs[i]) be->free(be, bufs[i]);
+}
+
+/* Every projection of one model shape at batch n, each way, and the step's products summed (L layers and the head)
+ * against their floor. */
+static void bench_gemv_model(orthros_backend *gemv_be, const char *model, int D, int Hq, int Hkv, int d, int F, int V,
+                             int L, int n)
+{
+    if (!want("gemv")) return;
+    const struct {
+        const char *proj;
+        int M, K;
+    } ps[] = {{"qkv", (Hq + 2 * Hkv) * d, D}, {"o", D, Hq * d}, {"gate_up", 2 * F, D}, {"down", D, F}, {"head", V, D}};
+    const char *kinds[] = {"cublas", "gemv", "fused"};
+    double sum[3] = {0, 0, 0}, floor_s = 0;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 5; i++) {
+            size_t before = out_file.n_cells;
+            bench_gemv_case(k == 1 ? gemv_be : be, model, ps[i].proj, kinds[k], n, ps[i].M, ps[i].K, Hq, Hkv, d);
+            if (out_file.n_cells == before) continue;
+            const orthros_bench_cell *c = &out_file.cells[out_file.n_cells - 1];
+            const double times = !strcmp(ps[i].proj, "head") ? 1 : L;
+            sum[k] += times * c->stats.median;
+            if (k == 0) floor_s += times * c->floor_s;
+        }
+    printf("%-22s %s n=%d, the step's products (%d layers and the head): cuBLAS %.3f ms, GEMV %.3f ms, fused %.3f ms; "
+           "floor %.3f ms (GEMV %.0f%%, fused %.0f%% of it)\n",
+           "gemv step", model, n, L, sum[0] * 1e3, sum[1] * 1e3, sum[2] * 1e3, floor_s * 1e3,
+           sum[1] > 0 ? 100 * floor_s / sum[1] : 0.0, sum[2] > 0 ? 100 * floor_s / sum[2] : 0.0);
+}
+
 int main(int argc, char **argv)
 {
     const char *json_path = NULL;
@@ -731,6 +880,21 @@ int main(int argc, char **argv)
         for (int v = 1; v <= ORTHROS_ATTN_LINEAR_WINDOW_LATEST; v++)
             bench_window_pass(di ? 128 : 64, quick ? 16384 : 131072, 64, v);
         bench_window_pass(di ? 128 : 64, quick ? 16384 : 131072, 16, ORTHROS_ATTN_LINEAR_WINDOW_LATEST);
+    }
+
+    /* The decode step's matrix-vector products (gemv.cu, written without a GPU: not yet run), last. */
+    if (want("gemv")) {
+        orthros_backend *gemv_be = NULL;
+        setenv("ORTHROS_GEMV", "1", 1);
+        must(orthros_backend_cuda_create(&gemv_be), "cuda backend with ORTHROS_GEMV=1");
+        unsetenv("ORTHROS_GEMV");
+        const int gb[] = {1, 4, 16};
+        for (int i = 0; i < 3; i++) {
+            if (quick && gb[i] == 4) continue;
+            bench_gemv_model(gemv_be, "1B", 2048, 32, 8, 64, 8192, 128256, 16, gb[i]);
+            bench_gemv_model(gemv_be, "8B", 4096, 32, 8, 128, 14336, 128256, 32, gb[i]);
+        }
+        gemv_be->destroy(gemv_be);
     }
 
     orthros_result_finish(out_file.header);

@@ -194,6 +194,49 @@ def main():
             best = min(rs, key=lambda r: r["median_ms"])
             print(f"  decode d{d} {n // 1024}K B{b}: {row}; fastest {best['shape'].split()[-1]}")
 
+    # The decode step's matrix-vector products (op gemv): per projection cuBLAS, the GEMV kernel (ORTHROS_GEMV=1) and
+    # the fused op of the FUSED decode mode, in ms and % of the floor (the weights over the read ceiling); then the
+    # step's products summed (every layer's four and the head), against the prediction of docs/kernels.md.
+    gemv = [r for r in results if r["op"] == "gemv" and len(r["shape"].split()) == 6]
+    if gemv:
+        layers = {"1B": 16, "8B": 32}
+        # docs/kernels.md, "Whole-model decode": the fused ops' share of the floor over a step's products
+        predicted = {("1B", 1): 0.85, ("8B", 1): 0.85, ("1B", 16): 0.75, ("8B", 16): 0.75}
+        table = {}
+        for r in gemv:
+            w = r["shape"].split()
+            model, proj, n, kind = w[0], w[1], int(w[2][2:]), w[5]
+            frac = r.get("fraction_of_floor")
+            table.setdefault((model, n), {}).setdefault(proj, {})[kind] = (r["median_ms"], r["median_ms"] * frac if frac else None)
+        print()
+        print("decode matrix-vector products (ms and % of the floor, the weights over the read ceiling):")
+        print(f"  {'shape':22s} {'floor':>8s} {'cuBLAS':>15s} {'GEMV':>15s} {'fused':>15s}")
+        for (model, n), projs in sorted(table.items()):
+            total = {"cublas": 0.0, "gemv": 0.0, "fused": 0.0}
+            floor_total = 0.0
+            for proj in ("qkv", "o", "gate_up", "down", "head"):
+                e = projs.get(proj, {})
+                times = 1 if proj == "head" else layers.get(model, 1)
+                floor = next((v[1] for v in e.values() if v[1]), None)
+                cells = []
+                for kind in ("cublas", "gemv", "fused"):
+                    if kind in e:
+                        ms = e[kind][0]
+                        total[kind] += times * ms
+                        cells.append(f"{ms:.4f} {100 * floor / ms:3.0f}%" if floor else f"{ms:.4f}")
+                    else:
+                        cells.append("-")
+                if floor:
+                    floor_total += times * floor
+                name = f"{model} {proj} n={n}"
+                print(f"  {name:22s} {f'{floor:.4f}' if floor else '-':>8s} "
+                      f"{cells[0]:>15s} {cells[1]:>15s} {cells[2]:>15s}")
+            pct = {k: (100 * floor_total / v if v else 0) for k, v in total.items()}
+            pred = predicted.get((model, n))
+            print(f"  {model} n={n} step ({layers.get(model, 1)} layers + head): floor {floor_total:.3f} ms; cuBLAS "
+                  f"{total['cublas']:.3f} ms ({pct['cublas']:.0f}%), GEMV {total['gemv']:.3f} ({pct['gemv']:.0f}%), fused "
+                  f"{total['fused']:.3f} ({pct['fused']:.0f}%)" + (f"; predicted fused >= {100 * pred:.0f}%" if pred else ""))
+
     # The read patterns of mem_read.cu (the ceiling reads with variant 0): which reaches the HBM's rate.
     probes = [r for r in results if r["op"] == "read_probe"]
     if probes:

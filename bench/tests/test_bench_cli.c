@@ -305,6 +305,64 @@ static void concurrent_writers(const char *json, const char *log)
     cJSON_Delete(r);
 }
 
+/* e2e cells carry the time to first token of every sample and the medians of the split (time to first token, time
+ * per output token, its floor); decode cells their floor; both read back, and the e2e recipe writes its files and
+ * report. */
+static void e2e_split(const char *dir, const char *log)
+{
+    char json[300], out[300], md[340];
+    snprintf(json, sizeof json, "%s/e2e.json", dir);
+    snprintf(out, sizeof out, "%s/e2e-recipe", dir);
+    snprintf(md, sizeof md, "%s/report.md", out);
+    char *a[] = {(char *)bin, "bench", "--model", "preset:tiny", "--device", "cpu", "--arch", "transformer,orthros", "--ctx",
+                 "128", "--phase", "e2e,decode", "--decode-tokens", "4", "--reps", "3", "--json", json, NULL};
+    CHECK(tu_run(a, log) == 0, "the e2e bench failed (see %s)", log);
+    CHECK(tu_log_has(log, "time to first token") && tu_log_has(log, "against its floor"), "no split or floor lines");
+    cJSON *r = tu_load_json(json);
+    CHECK(r != NULL, "no e2e result file");
+    int e2e = 0, dec = 0;
+    const cJSON *m, *cells = r ? cJSON_GetObjectItem(r, "measurements") : NULL;
+    cJSON_ArrayForEach(m, cells)
+    {
+        const char *phase = cJSON_GetStringValue(cJSON_GetObjectItem(m, "phase"));
+        const cJSON *smp = cJSON_GetObjectItem(m, "samples"), *tt = cJSON_GetObjectItem(m, "ttft_samples");
+        if (phase && !strcmp(phase, "e2e")) {
+            e2e++;
+            CHECK(tt && cJSON_GetArraySize(tt) == cJSON_GetArraySize(smp), "an e2e cell without a ttft per sample");
+            for (int i = 0; tt && i < cJSON_GetArraySize(tt); i++)
+                CHECK(cJSON_GetArrayItem(tt, i)->valuedouble <= cJSON_GetArrayItem(smp, i)->valuedouble,
+                      "a time to first token past its sample");
+            const cJSON *e = cJSON_GetObjectItem(m, "e2e");
+            const char *keys[] = {"ttft_s", "tpot_s", "tpot_floor_s"};
+            for (int k = 0; k < 3; k++)
+                CHECK(e && cJSON_IsNumber(cJSON_GetObjectItem(e, keys[k])) && cJSON_GetObjectItem(e, keys[k])->valuedouble > 0,
+                      "e2e.%s missing or not positive", keys[k]);
+        } else if (phase && !strcmp(phase, "decode")) {
+            dec++;
+            const cJSON *f = cJSON_GetObjectItem(m, "floor_s");
+            CHECK(cJSON_IsNumber(f) && f->valuedouble > 0, "a decode cell without its floor");
+            CHECK(!tt, "a decode cell with ttft samples");
+        }
+    }
+    CHECK(e2e == 2 && dec == 2, "expected 2 e2e and 2 decode cells, got %d and %d", e2e, dec);
+    if (r) validate(r, "an e2e and decode sweep");
+    cJSON_Delete(r);
+    char *rep[] = {(char *)bin, "report", json, NULL};
+    CHECK(tu_run(rep, log) == 0, "orthros report refuses the e2e file (see %s)", log);
+    char *rc[] = {(char *)bin, "bench", "--recipe", "e2e", "--device", "cpu", "--models", "preset:tiny", "--ctx", "64",
+                  "--decode-tokens", "2", "--reps", "2", "--quiet", "--out-dir", out, NULL};
+    CHECK(tu_run(rc, log) == 0, "the e2e recipe failed (see %s)", log);
+    char f2[340];
+    snprintf(f2, sizeof f2, "%s/tiny-n2.json", out);
+    r = tu_load_json(f2);
+    CHECK(r != NULL, "the e2e recipe wrote no %s", f2);
+    if (r) validate(r, "the e2e recipe's file");
+    cJSON_Delete(r);
+    char *text = tu_slurp(md, NULL);
+    CHECK(text && strstr(text, "| 64 | orthros |") && strstr(text, "time to first token"), "the e2e report lacks its table");
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -341,6 +399,7 @@ int main(int argc, char **argv)
     printf("CI sweep: %ld s, %d cells measured\n", (long)(time(NULL) - t0), r ? count_measured(r) : 0);
     cJSON_Delete(r);
 
+    e2e_split(dir, log);
     tp_world(json, log);
     concurrent_writers(json, log);
 

@@ -11,8 +11,8 @@
  * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
- * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window; windowpass: the window
- * pass alone, also part of window). Kernel versions not yet run on a GPU when written come
+ * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window, gemv, decodebound;
+ * windowpass: the window pass alone, also part of window). Kernel versions not yet run on a GPU when written come
  * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
@@ -27,12 +27,14 @@
 #include "attn_linear_prefill.h"
 #include "attn_linear_window.h"
 #include "backend.h"
+#include "gemv.h"
 #include "mem_read.h"
 
 #define TOL_BF16 1e-4
 #define TOL_F32 1e-8
 
 static orthros_backend *cpu, *gpu;
+static orthros_backend *gpu_gemv; /* a cuda backend created with ORTHROS_GEMV=1 (section gemv) */
 static uint64_t seed_base;
 static int n_fail, n_pass, quick;
 
@@ -1019,6 +1021,250 @@ static void test_read(int first, int last)
     free(hp);
 }
 
+/* ---- the GEMV kernel (gemv.cu) behind ORTHROS_GEMV=1 and the fused decode ops (backend.h) ---- */
+
+/* gemm and logits of few rows through a backend made with ORTHROS_GEMV=1, against the cpu; each twice (the second
+ * call finds the split-K tickets the first left, which must be zero again). */
+static void test_gemv_plain(int n, int M, int K, int logits)
+{
+    pair x = pair_new((size_t)n * K, 0), W = pair_new((size_t)M * K, 0), out = pair_new((size_t)n * M, logits);
+    pair_random(&x, 51, 1.0f, 0.0f);
+    pair_random(&W, 52, 1.0f / sqrtf((float)K), 0.0f);
+    char name[160];
+    for (int call = 0; call < 2; call++) {
+        pair_poison(&out);
+        /* the cpu result survives the poison: recompute it */
+        op_rc(logits ? cpu->logits(cpu, out.c, x.c, W.c, n, M, K) : cpu->gemm(cpu, out.c, x.c, W.c, n, M, K), "gemv ref");
+        op_rc(logits ? gpu_gemv->logits(gpu_gemv, out.g, x.g, W.g, n, M, K) : gpu_gemv->gemm(gpu_gemv, out.g, x.g, W.g, n, M, K),
+              "gemv");
+        snprintf(name, sizeof name, "gemv %s n=%d M=%d K=%d call %d", logits ? "logits (fp32 out)" : "gemm", n, M, K, call);
+        check(name, &out, logits ? TOL_F32 : TOL_BF16);
+    }
+    pair_free(&x);
+    pair_free(&W);
+    pair_free(&out);
+}
+
+/* The fused ops of backend.h, gpu against cpu: norm_gemm, gemm_add, norm_gemm_swiglu (n rows, width K, M or F
+ * outputs), twice each. n > 16 takes the composition path of the cuda backend. */
+static void test_fused_products(int n, int M, int K)
+{
+    const float eps = 1e-5f;
+    pair x = pair_new((size_t)n * K, 0), w = pair_new(K, 0), W = pair_new((size_t)2 * M * K, 0);
+    pair out = pair_new((size_t)n * M, 0), xn = pair_new((size_t)n * K, 0), gu = pair_new((size_t)n * 2 * M, 0);
+    pair resid = pair_new((size_t)n * M, 0), tmp = pair_new((size_t)n * M, 0), act = pair_new((size_t)n * K, 0);
+    pair_random(&x, 53, 2.0f, 0.0f);
+    pair_random(&w, 54, 0.5f, 1.0f);
+    pair_random(&W, 55, 1.0f / sqrtf((float)K), 0.0f);
+    pair_random(&act, 56, 1.0f, 0.0f);
+    char name[160];
+    for (int call = 0; call < 2; call++) {
+        pair_poison(&out);
+        op_rc(cpu->norm_gemm(cpu, out.c, xn.c, x.c, w.c, W.c, n, M, K, eps), "norm_gemm cpu");
+        op_rc(gpu->norm_gemm(gpu, out.g, xn.g, x.g, w.g, W.g, n, M, K, eps), "norm_gemm gpu");
+        snprintf(name, sizeof name, "norm_gemm n=%d M=%d K=%d call %d", n, M, K, call);
+        check(name, &out, TOL_BF16);
+        pair_poison(&out);
+        op_rc(cpu->norm_gemm_swiglu(cpu, out.c, xn.c, gu.c, x.c, w.c, W.c, n, M, K, eps), "norm_gemm_swiglu cpu");
+        op_rc(gpu->norm_gemm_swiglu(gpu, out.g, xn.g, gu.g, x.g, w.g, W.g, n, M, K, eps), "norm_gemm_swiglu gpu");
+        snprintf(name, sizeof name, "norm_gemm_swiglu n=%d F=%d K=%d call %d", n, M, K, call);
+        check(name, &out, TOL_BF16);
+        if (n <= ORTHROS_GEMV_MAX_ROWS) {
+            pair_random(&resid, 57 + call, 1.0f, 0.0f);
+            op_rc(cpu->gemm_add(cpu, resid.c, tmp.c, act.c, W.c, n, M, K), "gemm_add cpu");
+            op_rc(gpu->gemm_add(gpu, resid.g, tmp.g, act.g, W.g, n, M, K), "gemm_add gpu");
+            snprintf(name, sizeof name, "gemm_add n=%d M=%d K=%d call %d", n, M, K, call);
+            check(name, &resid, TOL_BF16);
+        }
+    }
+    pair *all[] = {&x, &w, &W, &out, &xn, &gu, &resid, &tmp, &act};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+}
+
+/* norm_qkv_rope, gpu against cpu: n sequences of one token at positions pos[], a cache of cap slots; the positions
+ * staged from the host, then read from device memory (pos_dev) with a larger bound in pos0. */
+static void test_fused_qkv_rope(geom g, int n, int K, int cap, const int *pos)
+{
+    const float eps = 1e-5f;
+    const int Wd = (g.Hq + 2 * g.Hkv) * g.d;
+    pair x = pair_new((size_t)n * K, 0), w = pair_new(K, 0), W = pair_new((size_t)Wd * K, 0);
+    pair qkv = pair_new((size_t)n * Wd, 0), xn = pair_new((size_t)n * K, 0);
+    pair kc = pair_new((size_t)n * cap * g.Hkv * g.d, 0), vc = pair_new((size_t)n * cap * g.Hkv * g.d, 0);
+    pair_random(&x, 61, 2.0f, 0.0f);
+    pair_random(&w, 62, 0.5f, 1.0f);
+    pair_random(&W, 63, 1.0f / sqrtf((float)K), 0.0f);
+    float inv[ORTHROS_MAX_HEAD_DIM / 2];
+    inv_freq_for(inv, g.d);
+    orthros_rope rope = {g.Hq, g.Hkv, g.d, inv};
+    orthros_attn_layer Lc = layer_for(g), Lg = layer_for(g);
+    Lc.k_cache = kc.c, Lc.v_cache = vc.c, Lg.k_cache = kc.g, Lg.v_cache = vc.g;
+    Lc.cap = Lg.cap = cap;
+    int32_t *pos_dev = gpu->alloc(gpu, (size_t)n * sizeof(int32_t));
+    int bound[ORTHROS_GEMV_MAX_ROWS + 8];
+    for (int i = 0; i < n; i++) bound[i] = cap - 1;
+    if (!pos_dev || gpu->upload_ints(gpu, pos_dev, pos, n)) die("positions");
+    char tag[160], name[220];
+    snprintf(tag, sizeof tag, "n=%d Hq=%d Hkv=%d d=%d K=%d cap=%d pos[0]=%d", n, g.Hq, g.Hkv, g.d, K, cap, pos[0]);
+    for (int dev = 0; dev < 2; dev++) {
+        pair_random(&kc, 64, 1.0f, 0.0f);
+        pair_random(&vc, 65, 1.0f, 0.0f);
+        pair_poison(&qkv);
+        Lg.pos_dev = dev ? pos_dev : NULL;
+        op_rc(cpu->norm_qkv_rope(cpu, qkv.c, xn.c, x.c, w.c, W.c, &Lc, &rope, pos, n, K, eps), "norm_qkv_rope cpu");
+        op_rc(gpu->norm_qkv_rope(gpu, qkv.g, xn.g, x.g, w.g, W.g, &Lg, &rope, dev ? bound : pos, n, K, eps),
+              "norm_qkv_rope gpu");
+        snprintf(name, sizeof name, "norm_qkv_rope qkv %s%s", tag, dev ? " pos_dev" : "");
+        check(name, &qkv, TOL_BF16);
+        snprintf(name, sizeof name, "norm_qkv_rope k_cache %s%s", tag, dev ? " pos_dev" : "");
+        check(name, &kc, TOL_BF16);
+        snprintf(name, sizeof name, "norm_qkv_rope v_cache %s%s", tag, dev ? " pos_dev" : "");
+        check(name, &vc, TOL_BF16);
+    }
+    gpu->free(gpu, pos_dev);
+    pair *all[] = {&x, &w, &W, &qkv, &xn, &kc, &vc};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+}
+
+/* norm_logits_argmax, gpu against cpu: the logits within the bf16 tolerance (the normed input is rounded to bf16
+ * on the gpu), the ids exactly the argmax (cpu_argmax's order) of the gpu's own logits; rows with ties at the
+ * maximum (two equal weight rows) and, with nan_row, a row whose input is NaN (every logit NaN: id 0). Twice. */
+static void test_fused_head(int n, int V, int D, int nan_row)
+{
+    const float eps = 1e-5f;
+    pair x = pair_new((size_t)n * D, 0), w = pair_new(D, 0), W = pair_new((size_t)V * D, 0);
+    pair lg = pair_new((size_t)n * V, 1), xn = pair_new((size_t)n * D, 0);
+    float *hw = malloc(sizeof(float) * V * D), *hx = malloc(sizeof(float) * n * D);
+    for (size_t i = 0; i < (size_t)V * D; i++) hw[i] = bf16_round((2.0f * orthros_uniform(seed_base ^ 71, i) - 1.0f) / sqrtf((float)D));
+    for (size_t i = 0; i < (size_t)n * D; i++) hx[i] = bf16_round(2.0f * orthros_uniform(seed_base ^ 72, i) - 1.0f);
+    if (V > 10) memcpy(hw + (size_t)(V - 2) * D, hw + (size_t)3 * D, sizeof(float) * D); /* rows 3 and V - 2 tie */
+    for (int k = 0; k < D && V > 10; k++) hw[(size_t)3 * D + k] = hw[(size_t)(V - 2) * D + k] = bf16_round(4.0f * hx[k]);
+    if (nan_row >= 0 && nan_row < n) hx[(size_t)nan_row * D] = NAN;
+    pair_set(&W, hw);
+    pair_set(&x, hx);
+    pair_random(&w, 73, 0.5f, 1.0f);
+    int32_t *ids_g = gpu->alloc(gpu, (size_t)n * sizeof(int32_t)), *ic = malloc(sizeof(int32_t) * n), *ig = malloc(sizeof(int32_t) * n);
+    char name[200];
+    for (int call = 0; call < 2; call++) {
+        pair_poison(&lg);
+        op_rc(cpu->norm_logits_argmax(cpu, ic, lg.c, xn.c, x.c, w.c, W.c, n, V, D, eps), "norm_logits_argmax cpu");
+        op_rc(gpu->norm_logits_argmax(gpu, ids_g, lg.g, xn.g, x.g, w.g, W.g, n, V, D, eps), "norm_logits_argmax gpu");
+        float *g = pair_get_gpu(&lg);
+        if (gpu->download_ints(gpu, ig, ids_g, n)) die("ids");
+        /* the rows without a NaN: logits against the cpu; every row: ids against the argmax of the gpu's logits */
+        int ids_ok = 0;
+        for (int i = 0; i < n; i++) {
+            if (i != nan_row) {
+                char rn[200];
+                snprintf(rn, sizeof rn, "norm_logits_argmax logits n=%d V=%d D=%d row %d call %d", n, V, D, i, call);
+                report(rn, lg.c + (size_t)i * V, g + (size_t)i * V, V, TOL_BF16);
+            }
+            int32_t want = 0;
+            if (cpu->argmax(cpu, &want, g + (size_t)i * V, 1, V)) die("argmax");
+            ids_ok += ig[i] == want;
+            if (ig[i] != want) printf("     row %d: id %d, the gpu logits' argmax %d\n", i, ig[i], want);
+        }
+        float fo = (float)ids_ok, fw = (float)n;
+        snprintf(name, sizeof name, "norm_logits_argmax ids n=%d V=%d D=%d%s call %d (exact)", n, V, D,
+                 nan_row >= 0 ? " with a NaN row" : "", call);
+        report(name, &fw, &fo, 1, 0);
+        free(g);
+    }
+    gpu->free(gpu, ids_g);
+    free(hw), free(hx), free(ic), free(ig);
+    pair *all[] = {&x, &w, &W, &lg, &xn};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+}
+
+static void gemv_suite(void)
+{
+    /* plain products through ORTHROS_GEMV: n 1..16, K not a multiple of 64 (or of 16), M not of 16; split K where
+     * the rows are few (M 17, 100 against K 4104), none where they are many (M 8200) */
+    const int ns[] = {1, 3, 8, 9, 16};
+    for (int i = 0; i < 5; i++) {
+        test_gemv_plain(ns[i], 17, 4104, 0);
+        test_gemv_plain(ns[i], 100, 200, 0);
+        test_gemv_plain(ns[i], 1003, 72, 1);
+        if (!quick) test_gemv_plain(ns[i], 8200, 2048, 0);
+    }
+    test_gemv_plain(2, 1, 8, 0);
+    test_gemv_plain(5, 2048, 8192, 0);
+    test_gemv_plain(1, 50000, 2048, 1);
+    /* the fused ops: the staged input split over blocks (n 16, K 4104), the composition path (n 17) */
+    const int fs[][3] = {{1, 37, 72}, {3, 1003, 200}, {8, 64, 2048}, {9, 2048, 2048}, {16, 1000, 4104}, {16, 8, 8},
+                         {17, 100, 64}, {1, 8192, 2048}};
+    for (size_t i = 0; i < sizeof fs / sizeof *fs; i++) {
+        if (quick && fs[i][1] * fs[i][2] > 4000000) continue;
+        test_fused_products(fs[i][0], fs[i][1], fs[i][2]);
+    }
+    /* q/k/v with RoPE: head dims 16 to 128 (80: 5 row tiles a block), GQA 1:1 to 8:1, cache rings the positions wrap */
+    const geom gs[] = {{4, 2, 16}, {32, 8, 64}, {8, 2, 128}, {12, 4, 80}, {4, 4, 32}, {24, 3, 64}};
+    const int pos1[] = {0}, pos3[] = {700, 5, 37}, pos16[] = {0, 1, 2, 3, 99, 100, 101, 102, 7, 8, 9, 10, 255, 256, 257, 511};
+    for (size_t i = 0; i < sizeof gs / sizeof *gs; i++) {
+        test_fused_qkv_rope(gs[i], 1, 256, 64, pos1);
+        test_fused_qkv_rope(gs[i], 3, 200, 41, pos3);
+        test_fused_qkv_rope(gs[i], 16, 2048, 300, pos16);
+    }
+    /* the head: ties, a NaN row, a vocabulary of 7 (one block), 1003, 128256 (1002 blocks of 128 rows) */
+    test_fused_head(1, 7, 64, -1);
+    test_fused_head(3, 1003, 72, 1);
+    test_fused_head(16, 50000, 256, 5);
+    if (!quick) test_fused_head(2, 128256, 2048, -1);
+}
+
+/* The attention decode kernels with the positions in device memory and a larger bound in pos0 (a captured decode
+ * step is planned for its cache-length bucket): the split plan is the bound's, every key past a sequence's own
+ * position must stay out. Against the cpu at the true positions; every kept version the device runs. */
+static void test_decode_bound(geom g, int B, const int *pos, int bound, int cap, int window)
+{
+    const int W = (g.Hq + 2 * g.Hkv) * g.d;
+    pair qkv = pair_new((size_t)B * W, 0), kc = pair_new((size_t)B * cap * g.Hkv * g.d, 0),
+         vc = pair_new((size_t)B * cap * g.Hkv * g.d, 0), out = pair_new((size_t)B * g.Hq * g.d, 0);
+    pair_random(&qkv, 81, 1.5f, 0.0f);
+    pair_random(&kc, 82, 1.5f, 0.0f);
+    pair_random(&vc, 83, 1.0f, 0.0f);
+    orthros_attn_layer Lc = layer_for(g), Lg = layer_for(g);
+    Lc.k_cache = kc.c, Lc.v_cache = vc.c, Lg.k_cache = kc.g, Lg.v_cache = vc.g;
+    Lc.cap = Lg.cap = cap;
+    Lc.window = Lg.window = window;
+    int32_t *pos_dev = gpu->alloc(gpu, (size_t)B * sizeof(int32_t));
+    int bounds[8];
+    for (int b = 0; b < B; b++) bounds[b] = bound - 1;
+    if (!pos_dev || gpu->upload_ints(gpu, pos_dev, pos, B)) die("positions");
+    Lg.pos_dev = pos_dev;
+    const int vs[] = {4, 7};
+    for (int i = 0; i < 2; i++) {
+        int rc = orthros_attn_full_decode_set_version(vs[i]);
+        if (rc == ORTHROS_EUNSUPPORTED) {
+            printf("SKIP decode bound v%d: %s\n", vs[i], orthros_last_error());
+            continue;
+        }
+        op_rc(rc, "decode version");
+        pair_poison(&out);
+        op_rc(cpu->attn_full_decode(cpu, out.c, qkv.c, &Lc, pos, B, 1), "attn cpu");
+        op_rc(gpu->attn_full_decode(gpu, out.g, qkv.g, &Lg, bounds, B, 1), "attn gpu");
+        char name[200];
+        snprintf(name, sizeof name, "attn_full_decode v%d B=%d Hq=%d Hkv=%d d=%d pos[0]=%d bound=%d cap=%d win=%d pos_dev",
+                 orthros_attn_full_decode_version(), B, g.Hq, g.Hkv, g.d, pos[0], bound, cap, window);
+        check(name, &out, TOL_BF16);
+    }
+    if (orthros_attn_full_decode_set_version(0)) die("decode version");
+    gpu->free(gpu, pos_dev);
+    pair *all[] = {&qkv, &kc, &vc, &out};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+}
+
+static void decode_bound_suite(void)
+{
+    const geom gs[] = {{32, 8, 64}, {32, 8, 128}, {8, 8, 64}};
+    const int p1[] = {4096}, p3[] = {4096, 1000, 7}, p1s[] = {300};
+    for (int i = 0; i < 3; i++) {
+        test_decode_bound(gs[i], 1, p1, 5120, 6000, 0);
+        test_decode_bound(gs[i], 3, p3, 5120, 5120, 0);
+        test_decode_bound(gs[i], 1, p1s, 320, 320, 0);
+        test_decode_bound(gs[i], 3, p3, 5120, 5120, 64); /* a sliding window (v4 everywhere) */
+    }
+}
+
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
  * decode7, prefill7, readprobe, linear7, window (to rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
@@ -1088,6 +1334,16 @@ int main(void)
     if (section("window") || (getenv("ORTHROS_TEST_ONLY") && !strcmp(getenv("ORTHROS_TEST_ONLY"), "windowpass")))
         window_pass_suite();
     if (section("window")) window_suite(3, ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
+    /* The whole-model decode work (docs/kernels.md, "Whole-model decode"; written without a GPU, not yet run): the
+     * GEMV kernel through ORTHROS_GEMV and the fused decode ops, then the decode kernels planned for a bound. */
+    if (section("gemv")) {
+        setenv("ORTHROS_GEMV", "1", 1);
+        if (orthros_backend_cuda_create(&gpu_gemv)) die("cuda backend with ORTHROS_GEMV=1");
+        unsetenv("ORTHROS_GEMV");
+        gemv_suite();
+        gpu_gemv->destroy(gpu_gemv);
+    }
+    if (section("decodebound")) decode_bound_suite();
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""The decode modes side by side (ci/gpu.sh --decode; docs/kernels.md "Whole-model decode"): per shape (model,
+batch, cache depth) the time of one decode step of the batch in each mode (plain: the eager step; graphs:
+ORTHROS_DECODE_GRAPHS=1; graphs+gemv: with ORTHROS_GEMV=1; fused+graphs: ORTHROS_DECODE_FUSED=1 and graphs), against
+the floor (the bytes a step reads over the run's read ceiling, floor_s in each cell), the issue's targets, the
+predictions written before the run, and the PyTorch anchor of bench/kernels/decode_anchor.py as a ratio (PyTorch time /
+ours: above 1.00x ours is faster). Standard library only.
+usage: python3 bench/kernels/decode_summary.py DECODE_DIR [DECODE_ANCHOR.json]
+DECODE_DIR holds the orthros bench files <model>-b<batch>-<mode>.json that ci/gpu.sh --decode writes."""
+import glob
+import json
+import os
+import sys
+
+MODES = ["plain", "graphs", "graphs-gemv", "fused-graphs"]
+# The issue's targets: an upper bound in ms per step, or a lower bound on the fraction of the floor.
+TARGETS = {("llama3.2-1b", 1, 4096): ("ms", 0.75), ("llama3.2-1b", 1, 131072): ("ms", 1.8),
+           ("llama3.1-8b", 1, 4096): ("floor", 0.85)}
+# docs/kernels.md, "Whole-model decode": the predicted ms per step of the best mode (fused+graphs), written before
+# any of it ran.
+PREDICTED = {("llama3.2-1b", 1, 4096): 0.78, ("llama3.2-1b", 1, 131072): 1.85, ("llama3.1-8b", 1, 4096): 4.30,
+             ("llama3.2-1b", 16, 4096): 1.45, ("llama3.2-1b", 16, 32768): 4.75, ("llama3.1-8b", 16, 4096): 6.60,
+             ("llama3.1-8b", 16, 32768): 20.2}
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"decode_summary: cannot read {path}: {e}", file=sys.stderr)
+        return None
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cells = {}  # (model, batch, ctx) -> {mode: (ms, floor_ms)}
+    kernels = {}
+    for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+        name = os.path.basename(path)[:-5]
+        mode = next((m for m in sorted(MODES, key=len, reverse=True) if name.endswith("-" + m)), None)
+        if not mode:
+            continue
+        model = name[: -len(mode) - 1].rsplit("-b", 1)[0]
+        f = load(path)
+        if not f:
+            continue
+        kernels[mode] = f.get("environment", {}).get("device", {}).get("kernels", "")
+        for m in f.get("measurements", []):
+            if m.get("phase") != "decode" or "stats" not in m:
+                continue
+            key = (model, int(m["batch"]), int(m["ctx"]))
+            floor = m.get("floor_s")
+            cells.setdefault(key, {})[mode] = (m["stats"]["median"] * 1e3, floor * 1e3 if floor else None)
+    anchors = {}
+    if len(sys.argv) > 2:
+        a = load(sys.argv[2])
+        for c in (a or {}).get("cases", []):
+            anchors[(c["model"], int(c["batch"]), int(c["ctx"]))] = c["median_s"] * 1e3
+    if not cells:
+        print("decode modes: no result files in " + sys.argv[1])
+        return 1
+    print("decode step, ms per step of the batch (orthros; transformer decodes the same way), each mode against the "
+          "floor (bytes a step reads over the read ceiling) and PyTorch (a CUDA graph by hand, decode_anchor.py):")
+    for mode in MODES:
+        if mode in kernels:
+            print(f"  {mode}: kernels \"{kernels[mode]}\"")
+    head = f"{'shape':24s} {'floor':>7s}" + "".join(f" {m:>13s}" for m in MODES)
+    print(head + f" {'best %floor':>11s} {'PyTorch':>8s} {'PT/best':>8s} {'target':>16s} {'predicted':>9s}")
+    short = {"llama3.2-1b": "1B", "llama3.1-8b": "8B"}
+    for key in sorted(cells, key=lambda k: (short.get(k[0], k[0]), k[1], k[2])):
+        model, b, ctx = key
+        e = cells[key]
+        floor = next((v[1] for v in e.values() if v[1]), None)
+        row = f"{short.get(model, model)} B{b} {ctx // 1024}K"
+        line = f"{row:24s} {floor if floor else float('nan'):7.3f}"
+        for mode in MODES:
+            line += f" {e[mode][0]:13.3f}" if mode in e else f" {'-':>13s}"
+        best = min((v[0] for v in e.values()), default=None)
+        pct = f"{100 * floor / best:.0f}%" if floor and best else "-"
+        pt = anchors.get(key)
+        ratio = f"{pt / best:.2f}x" if pt and best else "-"
+        tgt = TARGETS.get(key)
+        if tgt and best:
+            ok = best <= tgt[1] if tgt[0] == "ms" else (floor and floor / best >= tgt[1])
+            want = f"<= {tgt[1]:.2f} ms" if tgt[0] == "ms" else f">= {100 * tgt[1]:.0f}% floor"
+            target = f"{want} {'met' if ok else 'MISSED'}"
+        else:
+            target = "-"
+        pred = f"{PREDICTED[key]:.2f}" if key in PREDICTED else "-"
+        print(line + f" {pct:>11s} {pt if pt else float('nan'):8.3f} {ratio:>8s} {target:>16s} {pred:>9s}")
+    print("(best: the fastest mode; PT/best: PyTorch time / ours, above 1.00x ours is faster; predicted: the fused+graphs "
+          "ms per step written in docs/kernels.md before the run)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,647 @@
+/* The decode step's modes (orthros_session_set_decode; docs/kernels.md, "Whole-model decode").
+ * On the cpu backend (the `decode_modes` test):
+ *   - each fused op of backend.h against its definition, the composition of the plain ops (bit for bit), and
+ *     against a naive double-precision reference of its formula (relative error under 1e-5), at awkward sizes:
+ *     norm_gemm, gemm_add, norm_gemm_swiglu (gate rows first), norm_qkv_rope (q rotated in place, k as projected
+ *     and rotated into the cache at slot pos % cap, v copied), norm_logits_argmax (a tie: the lower index);
+ *   - a whole decode in every mode (FUSED, GRAPHS, both) gives the plain step's logits and tokens bit for bit, for
+ *     every schedule of tu_arch_cases on preset:tiny and one of each kind and linear formula on every fixture, at
+ *     batch 1 and at batch 3 with the sequences at different positions, across a cache-length bucket boundary (256
+ *     keys to 257), then after a rewind: a mode whose ops read the bucket's bound instead of the positions held on
+ *     the device, or that wires a fused op to the wrong buffer, fails here;
+ *   - the op sequence of a step, logged through shims: the plain step issues exactly the ops it issued before the modes
+ *     existed (none of the new ones), the fused step 5 a layer, GRAPHS one upload and one download around it;
+ *   - the switches: ORTHROS_DECODE_FUSED / ORTHROS_DECODE_GRAPHS = 1 set a new backend's modes and its sessions',
+ *     any value but 0 or 1 is refused, a model of two ranks runs the plain step.
+ * With `cuda` first (the `decode_modes_cuda` GPU test; exit 77 without a GPU): the same whole decodes on the cuda
+ * backend, on preset:tiny, the first layers of the Llama-3.2-1B and 3.1-8B shapes and every fixture given, each mode
+ * (GRAPHS with cuBLAS, GRAPHS with ORTHROS_GEMV=1, FUSED, FUSED + GRAPHS) against the plain step fed the same
+ * tokens (the plain run's): per step the argmax agrees on at least 90% of rows and the logits within 2% of their
+ * range, and under GRAPHS every step after a bucket's first is a replay with no failed capture.
+ * usage: test_decode_modes [cuda] [FIXTURE_DIR...] */
+#define _POSIX_C_SOURCE 200809L
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the fused ops against their definitions (cpu) ---- */
+
+static float *rnd(size_t n, uint64_t seed, float scale, float bias)
+{
+    float *x = malloc(n * sizeof *x);
+    tu_random(x, n, seed, scale);
+    for (size_t i = 0; i < n; i++) x[i] += bias;
+    return x;
+}
+
+static double max_rel(const float *got, const double *ref, size_t n)
+{
+    double err = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        err = fmax(err, isnan(got[i]) ? INFINITY : fabs(got[i] - ref[i]));
+        mx = fmax(mx, fabs(ref[i]));
+    }
+    return mx > 0 ? err / mx : err;
+}
+
+/* xn[n][K] = rmsnorm(x) * w in double. */
+static void naive_norm(double *xn, const float *x, const float *w, int n, int K, float eps)
+{
+    for (int i = 0; i < n; i++) {
+        double ss = 0;
+        for (int k = 0; k < K; k++) ss += (double)x[(size_t)i * K + k] * x[(size_t)i * K + k];
+        double r = 1.0 / sqrt(ss / K + eps);
+        for (int k = 0; k < K; k++) xn[(size_t)i * K + k] = w[k] * (x[(size_t)i * K + k] * r);
+    }
+}
+
+/* out[n][M] = xn[n][K] . W[M][K]^T in double. */
+static void naive_product(double *out, const double *xn, const float *W, int n, int M, int K)
+{
+    for (int i = 0; i < n; i++)
+        for (int m = 0; m < M; m++) {
+            double s = 0;
+            for (int k = 0; k < K; k++) s += xn[(size_t)i * K + k] * W[(size_t)m * K + k];
+            out[(size_t)i * M + m] = s;
+        }
+}
+
+static void test_fused_ops(orthros_backend *be)
+{
+    const float eps = 1e-5f;
+    /* norm_gemm */
+    {
+        const int n = 3, M = 37, K = 72;
+        float *x = rnd((size_t)n * K, 1, 2.0f, 0), *w = rnd(K, 2, 0.5f, 1.0f), *W = rnd((size_t)M * K, 3, 0.2f, 0);
+        float *out = calloc((size_t)n * M, 4), *ref = calloc((size_t)n * M, 4), *xn = calloc((size_t)n * K, 4);
+        double *dxn = malloc(sizeof(double) * n * K), *dref = malloc(sizeof(double) * n * M);
+        CHECK(!be->norm_gemm(be, out, xn, x, w, W, n, M, K, eps), "norm_gemm: %s", orthros_last_error());
+        CHECK(!be->rmsnorm(be, xn, x, w, n, K, eps) && !be->gemm(be, ref, xn, W, n, M, K), "rmsnorm + gemm");
+        CHECK(!memcmp(out, ref, sizeof(float) * n * M), "norm_gemm is not rmsnorm then gemm, bit for bit");
+        naive_norm(dxn, x, w, n, K, eps);
+        naive_product(dref, dxn, W, n, M, K);
+        CHECK(max_rel(out, dref, (size_t)n * M) < 1e-5, "norm_gemm against the formula: %.3g", max_rel(out, dref, (size_t)n * M));
+        free(x), free(w), free(W), free(out), free(ref), free(xn), free(dxn), free(dref);
+    }
+    /* gemm_add */
+    {
+        const int n = 2, M = 40, K = 24;
+        float *x = rnd((size_t)n * K, 4, 1.0f, 0), *W = rnd((size_t)M * K, 5, 0.3f, 0), *resid = rnd((size_t)n * M, 6, 1.0f, 0);
+        float *r2 = malloc(sizeof(float) * n * M), *tmp = calloc((size_t)n * M, 4), *delta = calloc((size_t)n * M, 4);
+        double *dx = malloc(sizeof(double) * n * K), *dref = malloc(sizeof(double) * n * M);
+        memcpy(r2, resid, sizeof(float) * n * M);
+        for (int i = 0; i < n * K; i++) dx[i] = x[i];
+        naive_product(dref, dx, W, n, M, K);
+        for (int i = 0; i < n * M; i++) dref[i] += resid[i];
+        CHECK(!be->gemm_add(be, resid, tmp, x, W, n, M, K), "gemm_add: %s", orthros_last_error());
+        CHECK(!be->gemm(be, delta, x, W, n, M, K), "gemm");
+        for (int i = 0; i < n * M; i++) r2[i] += delta[i];
+        CHECK(!memcmp(resid, r2, sizeof(float) * n * M), "gemm_add is not gemm then the residual add, bit for bit");
+        CHECK(max_rel(resid, dref, (size_t)n * M) < 1e-5, "gemm_add against the formula");
+        free(x), free(W), free(resid), free(r2), free(tmp), free(delta), free(dx), free(dref);
+    }
+    /* norm_gemm_swiglu: W [2F][K], gate rows first */
+    {
+        const int n = 3, F = 21, K = 40;
+        float *x = rnd((size_t)n * K, 7, 2.0f, 0), *w = rnd(K, 8, 0.5f, 1.0f), *W = rnd((size_t)2 * F * K, 9, 0.4f, 0);
+        float *out = calloc((size_t)n * F, 4), *ref = calloc((size_t)n * F, 4), *xn = calloc((size_t)n * K, 4);
+        float *gu = calloc((size_t)n * 2 * F, 4);
+        double *dxn = malloc(sizeof(double) * n * K), *dgu = malloc(sizeof(double) * n * 2 * F), *dref = malloc(sizeof(double) * n * F);
+        CHECK(!be->norm_gemm_swiglu(be, out, xn, gu, x, w, W, n, F, K, eps), "norm_gemm_swiglu: %s", orthros_last_error());
+        CHECK(!be->rmsnorm(be, xn, x, w, n, K, eps) && !be->gemm(be, gu, xn, W, n, 2 * F, K) && !be->swiglu(be, ref, gu, n, F),
+              "rmsnorm + gemm + swiglu");
+        CHECK(!memcmp(out, ref, sizeof(float) * n * F), "norm_gemm_swiglu is not its composition, bit for bit");
+        naive_norm(dxn, x, w, n, K, eps);
+        naive_product(dgu, dxn, W, n, 2 * F, K);
+        for (int i = 0; i < n; i++)
+            for (int f = 0; f < F; f++) {
+                double g = dgu[(size_t)i * 2 * F + f], u = dgu[(size_t)i * 2 * F + F + f];
+                dref[(size_t)i * F + f] = g / (1.0 + exp(-g)) * u;
+            }
+        CHECK(max_rel(out, dref, (size_t)n * F) < 1e-5, "norm_gemm_swiglu against the formula: %.3g",
+              max_rel(out, dref, (size_t)n * F));
+        free(x), free(w), free(W), free(out), free(ref), free(xn), free(gu), free(dxn), free(dgu), free(dref);
+    }
+    /* norm_qkv_rope: 4 q heads, 2 kv heads of 16, 3 sequences at positions 0, 7, 23 of a cache of 11 slots */
+    {
+        const int n = 3, Hq = 4, Hkv = 2, d = 16, K = 48, cap = 11, Wd = (Hq + 2 * Hkv) * d;
+        const int pos[3] = {0, 7, 23};
+        orthros_model_config cfg = {.head_dim = d, .rope_theta = 10000.0};
+        float inv[ORTHROS_MAX_HEAD_DIM / 2];
+        orthros_rope_inv_freq(inv, &cfg);
+        orthros_rope rope = {Hq, Hkv, d, inv};
+        float *x = rnd((size_t)n * K, 10, 2.0f, 0), *w = rnd(K, 11, 0.5f, 1.0f), *W = rnd((size_t)Wd * K, 12, 0.3f, 0);
+        size_t cache = (size_t)n * cap * Hkv * d;
+        float *qkv = calloc((size_t)n * Wd, 4), *qkv2 = calloc((size_t)n * Wd, 4), *xn = calloc((size_t)n * K, 4);
+        float *kc = rnd(cache, 13, 1.0f, 0), *vc = rnd(cache, 14, 1.0f, 0);
+        float *kc2 = malloc(cache * 4), *vc2 = malloc(cache * 4);
+        memcpy(kc2, kc, cache * 4), memcpy(vc2, vc, cache * 4);
+        double *dxn = malloc(sizeof(double) * n * K), *dq = malloc(sizeof(double) * n * Wd);
+        orthros_attn_layer L = {.n_heads = Hq, .n_kv_heads = Hkv, .head_dim = d, .k_cache = kc, .v_cache = vc, .cap = cap};
+        orthros_attn_layer L2 = L;
+        L2.k_cache = kc2, L2.v_cache = vc2;
+        CHECK(!be->norm_qkv_rope(be, qkv, xn, x, w, W, &L, &rope, pos, n, K, eps), "norm_qkv_rope: %s", orthros_last_error());
+        CHECK(!be->rmsnorm(be, xn, x, w, n, K, eps) && !be->gemm(be, qkv2, xn, W, n, Wd, K) &&
+                  !be->rope_cache_write(be, qkv2, &L2, &rope, pos, n, 1, 0),
+              "rmsnorm + gemm + rope_cache_write");
+        CHECK(!memcmp(qkv, qkv2, sizeof(float) * n * Wd) && !memcmp(kc, kc2, cache * 4) && !memcmp(vc, vc2, cache * 4),
+              "norm_qkv_rope is not its composition, bit for bit");
+        naive_norm(dxn, x, w, n, K, eps);
+        naive_product(dq, dxn, W, n, Wd, K);
+        double worst = 0, mx = 0;
+        for (int i = 0; i < n; i++) {
+            int slot = pos[i] % cap;
+            for (int h = 0; h < Hq + 2 * Hkv; h++)
+                for (int j = 0; j < d / 2; j++) {
+                    double x1 = dq[(size_t)i * Wd + h * d + j], x2 = dq[(size_t)i * Wd + h * d + j + d / 2];
+                    double a = (double)(float)((float)pos[i] * inv[j]), r1 = x1 * cos(a) - x2 * sin(a), r2 = x2 * cos(a) + x1 * sin(a);
+                    const float *row = qkv + (size_t)i * Wd + h * d;
+                    double e1, e2;
+                    if (h < Hq) {
+                        e1 = row[j] - r1, e2 = row[j + d / 2] - r2;
+                    } else if (h < Hq + Hkv) {
+                        const float *kr = kc + (((size_t)i * cap + slot) * Hkv + (h - Hq)) * d;
+                        e1 = fmax(fabs(row[j] - x1), fabs(kr[j] - r1));
+                        e2 = fmax(fabs(row[j + d / 2] - x2), fabs(kr[j + d / 2] - r2));
+                    } else {
+                        const float *vr = vc + (((size_t)i * cap + slot) * Hkv + (h - Hq - Hkv)) * d;
+                        e1 = fmax(fabs(row[j] - x1), fabs(vr[j] - x1));
+                        e2 = fmax(fabs(row[j + d / 2] - x2), fabs(vr[j + d / 2] - x2));
+                    }
+                    worst = fmax(worst, fmax(fabs(e1), fabs(e2)));
+                    mx = fmax(mx, fmax(fabs(x1), fabs(x2)));
+                }
+        }
+        CHECK(worst / mx < 1e-5, "norm_qkv_rope against the formula: %.3g", worst / mx);
+        L.q_rot = qkv2;
+        CHECK(be->norm_qkv_rope(be, qkv, xn, x, w, W, &L, &rope, pos, n, K, eps) == ORTHROS_EINVAL,
+              "norm_qkv_rope takes a layer whose rope writes q_rot");
+        free(x), free(w), free(W), free(qkv), free(qkv2), free(xn), free(kc), free(vc), free(kc2), free(vc2), free(dxn), free(dq);
+    }
+    /* norm_logits_argmax: a tie at the maximum goes to the lower index */
+    {
+        const int n = 2, V = 50, D = 32;
+        float *x = rnd((size_t)n * D, 15, 2.0f, 0), *w = rnd(D, 16, 0.5f, 1.0f), *W = rnd((size_t)V * D, 17, 0.3f, 0);
+        memcpy(W + (size_t)41 * D, W + (size_t)9 * D, sizeof(float) * D); /* rows 9 and 41 equal */
+        for (int k = 0; k < D; k++) W[(size_t)9 * D + k] = W[(size_t)41 * D + k] = 0.5f * x[D + k];
+        float *lg = calloc((size_t)n * V, 4), *ref = calloc((size_t)n * V, 4), *xn = calloc((size_t)n * D, 4);
+        int32_t ids[2] = {-1, -1}, rid[2] = {-2, -2};
+        double *dxn = malloc(sizeof(double) * n * D), *dref = malloc(sizeof(double) * n * V);
+        CHECK(!be->norm_logits_argmax(be, ids, lg, xn, x, w, W, n, V, D, eps), "norm_logits_argmax: %s", orthros_last_error());
+        CHECK(!be->rmsnorm(be, xn, x, w, n, D, eps) && !be->logits(be, ref, xn, W, n, V, D) && !be->argmax(be, rid, ref, n, V),
+              "rmsnorm + logits + argmax");
+        CHECK(!memcmp(lg, ref, sizeof(float) * n * V) && ids[0] == rid[0] && ids[1] == rid[1],
+              "norm_logits_argmax is not its composition");
+        naive_norm(dxn, x, w, n, D, eps);
+        naive_product(dref, dxn, W, n, V, D);
+        CHECK(max_rel(lg, dref, (size_t)n * V) < 1e-5, "norm_logits_argmax's logits against the formula");
+        for (int i = 0; i < n; i++) {
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (lg[(size_t)i * V + v] > lg[(size_t)i * V + best]) best = v;
+            CHECK(ids[i] == best, "norm_logits_argmax row %d: %d, the lowest maximum is %d", i, ids[i], best);
+        }
+        free(x), free(w), free(W), free(lg), free(ref), free(xn), free(dxn), free(dref);
+    }
+}
+
+/* ---- whole decodes in each mode ---- */
+
+enum { STEPS = 10, MAX_B = 3 };
+
+typedef struct {
+    float *logits;    /* [STEPS + 1][B][V]: the decode steps, then one more after a rewind */
+    int32_t *tokens;  /* [STEPS + 1][B] */
+    int V;
+    orthros_decode_stats stats;
+    unsigned modes;   /* in effect */
+} decode_run;
+
+static void run_free(decode_run *r)
+{
+    free(r->logits);
+    free(r->tokens);
+    memset(r, 0, sizeof *r);
+}
+
+/* Sequence b prefills plen - 7 b tokens, then STEPS decode steps of the batch: with plen 250 the longest sequence
+ * reads 250 .. 259 keys, across the bucket boundary of 256. Then every sequence is rewound to the shortest one's
+ * position and decodes one more step. forced (the plain run's tokens) feeds every step's input when not NULL. */
+static int run_decode(decode_run *r, orthros_backend *be, const char *spec, const orthros_arch_opts *ao, unsigned modes,
+                      int B, int plen, const decode_run *forced)
+{
+    orthros_model *m = NULL;
+    orthros_session *s = NULL;
+    int32_t *prompt = NULL, cur[MAX_B], nx[MAX_B];
+    memset(r, 0, sizeof *r);
+    int rc = orthros_model_load(&m, be, spec, ao, 3);
+    if (rc) return rc;
+    r->V = orthros_model_get_config(m)->vocab;
+    size_t V = (size_t)r->V;
+    r->logits = malloc(sizeof(float) * (STEPS + 1) * (size_t)B * V);
+    r->tokens = malloc(sizeof(int32_t) * (STEPS + 1) * (size_t)B);
+    prompt = malloc(sizeof(int32_t) * (size_t)plen);
+    if (!r->logits || !r->tokens || !prompt) {
+        rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < plen; i++) prompt[i] = (int32_t)(orthros_uniform(11, (uint64_t)i) * (float)r->V) % r->V;
+    if ((rc = orthros_session_init(&s, m, B, plen + STEPS + 8, 64)) || (rc = orthros_session_set_decode(s, modes))) goto done;
+    r->modes = orthros_session_decode(s);
+    for (int b = 0; b < B && !rc; b++) rc = orthros_prefill(s, b, prompt, plen - 7 * b, NULL, &cur[b]);
+    for (int t = 0; t < STEPS && !rc; t++) {
+        if (forced)
+            for (int b = 0; b < B; b++) cur[b] = t ? forced->tokens[(size_t)(t - 1) * B + b] : cur[b];
+        rc = orthros_decode(s, cur, nx, r->logits + (size_t)t * B * V);
+        memcpy(r->tokens + (size_t)t * B, nx, sizeof(int32_t) * (size_t)B);
+        memcpy(cur, nx, sizeof cur);
+    }
+    if (!rc) rc = orthros_session_rewind(s, plen - 7 * (B - 1));
+    if (!rc) {
+        if (forced) memcpy(cur, forced->tokens + (size_t)(STEPS - 1) * B, sizeof(int32_t) * (size_t)B);
+        rc = orthros_decode(s, cur, nx, r->logits + (size_t)STEPS * B * V);
+        memcpy(r->tokens + (size_t)STEPS * B, nx, sizeof(int32_t) * (size_t)B);
+    }
+    if (s) orthros_session_decode_stats(s, &r->stats);
+done:
+    orthros_session_free(s);
+    orthros_model_free(m);
+    free(prompt);
+    if (rc) run_free(r);
+    return rc;
+}
+
+static const char *mode_name(unsigned m)
+{
+    static const char *const names[] = {"plain", "fused", "graphs", "fused+graphs"};
+    return names[m & 3];
+}
+
+static int skip_case(const char *spec, const tu_arch_case *ac)
+{
+    /* The hedgehog maps of a fixture are its own (llama-tiny-converted); the others have none to load. */
+    return strncmp(spec, "preset:", 7) && ac->fmap == ORTHROS_FMAP_HEDGEHOG;
+}
+
+/* The schedules a fixture runs (preset:tiny runs all): one of each attention kind and of each linear formula. */
+static int fixture_case(const tu_arch_case *ac)
+{
+    static const char *const labels[] = {"transformer", "orthros tail 5", "linear elu1", "swa 5", "orthros lw 4 after",
+                                         "hybrid relu lw 3", "orthros hh lw 2"};
+    for (size_t i = 0; i < sizeof labels / sizeof *labels; i++)
+        if (!strcmp(ac->label, labels[i])) return 1;
+    return 0;
+}
+
+static void cpu_models(orthros_backend *be, int nspec, char **specs)
+{
+    for (int f = 0; f < nspec; f++)
+        for (size_t a = 0; a < tu_n_arch_cases; a++) {
+            const tu_arch_case *ac = &tu_arch_cases[a];
+            if (skip_case(specs[f], ac) || (f > 0 && !fixture_case(ac))) continue;
+            orthros_arch_opts ao = tu_arch_case_opts(ac);
+            for (int B = 1; B <= MAX_B; B += MAX_B - 1) {
+                decode_run ref, got;
+                if (run_decode(&ref, be, specs[f], &ao, 0, B, 250, NULL)) {
+                    CHECK(0, "%s %s B %d plain: %s", specs[f], ac->label, B, orthros_last_error());
+                    continue;
+                }
+                size_t nl = (size_t)(STEPS + 1) * B * (size_t)ref.V;
+                for (unsigned mode = 1; mode <= 3; mode++) {
+                    if (run_decode(&got, be, specs[f], &ao, mode, B, 250, NULL)) {
+                        CHECK(0, "%s %s B %d %s: %s", specs[f], ac->label, B, mode_name(mode), orthros_last_error());
+                        continue;
+                    }
+                    CHECK(got.modes == mode, "%s %s B %d: mode %s asked, %s in effect", specs[f], ac->label, B,
+                          mode_name(mode), mode_name(got.modes));
+                    CHECK(got.stats.steps == STEPS + 1, "%s: %ld steps counted", ac->label, got.stats.steps);
+                    CHECK(!memcmp(got.logits, ref.logits, nl * sizeof(float)) &&
+                              !memcmp(got.tokens, ref.tokens, sizeof(int32_t) * (STEPS + 1) * (size_t)B),
+                          "%s %s B %d: %s decode differs from the plain step", specs[f], ac->label, B, mode_name(mode));
+                    run_free(&got);
+                }
+                run_free(&ref);
+            }
+        }
+}
+
+static void test_switches(void)
+{
+    orthros_backend *be = NULL;
+    setenv("ORTHROS_DECODE_GRAPHS", "1", 1);
+    setenv("ORTHROS_DECODE_FUSED", "0", 1);
+    int rc = orthros_backend_cpu_create(&be);
+    CHECK(!rc && be->decode_modes == ORTHROS_DECODE_GRAPHS, "ORTHROS_DECODE_GRAPHS=1: modes %u", be ? be->decode_modes : 0);
+    if (be) {
+        orthros_model *m = NULL;
+        orthros_session *s = NULL;
+        orthros_arch_opts ao;
+        orthros_arch_opts_default(&ao);
+        if (!orthros_model_load(&m, be, "preset:tiny", &ao, 1) && !orthros_session_init(&s, m, 2, 16, 0)) {
+            CHECK(orthros_session_decode(s) == ORTHROS_DECODE_GRAPHS, "a new session takes the backend's modes");
+            CHECK(orthros_session_set_decode(s, 4) == ORTHROS_EINVAL, "unknown mode bits are refused");
+        } else {
+            CHECK(0, "preset:tiny: %s", orthros_last_error());
+        }
+        orthros_session_free(s);
+        orthros_model_free(m);
+        /* Tensor parallel (ranks as threads here): the plain step. */
+        m = NULL;
+        s = NULL;
+        ao.tp = 2;
+        if (!orthros_model_load(&m, be, "preset:tiny", &ao, 1) && !orthros_session_init(&s, m, 2, 16, 0)) {
+            CHECK(!orthros_session_set_decode(s, ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS) && orthros_session_decode(s) == 0,
+                  "a model of two ranks runs the plain step");
+        } else {
+            CHECK(0, "preset:tiny tp 2: %s", orthros_last_error());
+        }
+        orthros_session_free(s);
+        orthros_model_free(m);
+        orthros_backend_free(be);
+        be = NULL;
+    }
+    setenv("ORTHROS_DECODE_FUSED", "yes", 1);
+    rc = orthros_backend_cpu_create(&be);
+    CHECK(rc == ORTHROS_EINVAL && !be && strstr(orthros_last_error(), "ORTHROS_DECODE_FUSED"),
+          "ORTHROS_DECODE_FUSED=yes is refused (rc %d: %s)", rc, orthros_last_error());
+    orthros_backend_free(be);
+    unsetenv("ORTHROS_DECODE_GRAPHS");
+    unsetenv("ORTHROS_DECODE_FUSED");
+}
+
+/* ---- the op sequence of a step: the plain step's is the one it always was ---- */
+
+static orthros_backend real; /* the cpu backend's ops, called through the shims below */
+static char oplog[4096];
+
+static void logop(const char *name)
+{
+    size_t n = strlen(oplog);
+    snprintf(oplog + n, sizeof oplog - n, "%s%s", n ? " " : "", name);
+}
+
+static int s_embed(orthros_backend *be, void *x, const int32_t *t, const void *tab, int n, int D)
+{
+    logop("embed");
+    return real.embed(be, x, t, tab, n, D);
+}
+static int s_rmsnorm(orthros_backend *be, void *o, const void *x, const void *w, int n, int D, float e)
+{
+    logop("rmsnorm");
+    return real.rmsnorm(be, o, x, w, n, D, e);
+}
+static int s_add_rmsnorm(orthros_backend *be, void *o, void *r, const void *d, const void *w, int n, int D, float e)
+{
+    logop("add_rmsnorm");
+    return real.add_rmsnorm(be, o, r, d, w, n, D, e);
+}
+static int s_gemm(orthros_backend *be, void *o, const void *x, const void *W, int n, int M, int K)
+{
+    logop("gemm");
+    return real.gemm(be, o, x, W, n, M, K);
+}
+static int s_swiglu(orthros_backend *be, void *o, const void *gu, int n, int F)
+{
+    logop("swiglu");
+    return real.swiglu(be, o, gu, n, F);
+}
+static int s_logits(orthros_backend *be, float *o, const void *x, const void *W, int n, int V, int D)
+{
+    logop("logits");
+    return real.logits(be, o, x, W, n, V, D);
+}
+static int s_argmax(orthros_backend *be, int32_t *ids, const float *l, int n, int V)
+{
+    logop("argmax");
+    return real.argmax(be, ids, l, n, V);
+}
+static int s_rope(orthros_backend *be, void *qkv, const orthros_attn_layer *L, const orthros_rope *r, const int *p, int B,
+                  int n, int q)
+{
+    logop("rope_cache_write");
+    return real.rope_cache_write(be, qkv, L, r, p, B, n, q);
+}
+static int s_attn(orthros_backend *be, void *o, const void *qkv, const orthros_attn_layer *L, const int *p, int B, int n)
+{
+    logop("attn_full_decode");
+    return real.attn_full_decode(be, o, qkv, L, p, B, n);
+}
+static int s_upload_ints(orthros_backend *be, int32_t *d, const int32_t *h, int n)
+{
+    logop("upload_ints");
+    return real.upload_ints(be, d, h, n);
+}
+static int s_download_ints(orthros_backend *be, int32_t *h, const int32_t *d, int n)
+{
+    logop("download_ints");
+    return real.download_ints(be, h, d, n);
+}
+static int s_embed_dev(orthros_backend *be, void *x, const int32_t *t, const void *tab, int n, int D)
+{
+    logop("embed_dev");
+    return real.embed_dev(be, x, t, tab, n, D);
+}
+static int s_argmax_dev(orthros_backend *be, int32_t *ids, const float *l, int n, int V)
+{
+    logop("argmax_dev");
+    return real.argmax_dev(be, ids, l, n, V);
+}
+static int s_norm_gemm(orthros_backend *be, void *o, void *xn, const void *x, const void *w, const void *W, int n, int M,
+                       int K, float e)
+{
+    logop("norm_gemm");
+    return real.norm_gemm(be, o, xn, x, w, W, n, M, K, e);
+}
+static int s_gemm_add(orthros_backend *be, void *r, void *t, const void *x, const void *W, int n, int M, int K)
+{
+    logop("gemm_add");
+    return real.gemm_add(be, r, t, x, W, n, M, K);
+}
+static int s_swiglu_f(orthros_backend *be, void *o, void *xn, void *gu, const void *x, const void *w, const void *W, int n,
+                      int F, int K, float e)
+{
+    logop("norm_gemm_swiglu");
+    return real.norm_gemm_swiglu(be, o, xn, gu, x, w, W, n, F, K, e);
+}
+static int s_qkv_rope(orthros_backend *be, void *qkv, void *xn, const void *x, const void *w, const void *W,
+                      const orthros_attn_layer *L, const orthros_rope *r, const int *p, int n, int K, float e)
+{
+    logop("norm_qkv_rope");
+    return real.norm_qkv_rope(be, qkv, xn, x, w, W, L, r, p, n, K, e);
+}
+static int s_head(orthros_backend *be, int32_t *ids, float *l, void *xn, const void *x, const void *w, const void *W, int n,
+                  int V, int D, float e)
+{
+    logop("norm_logits_argmax");
+    return real.norm_logits_argmax(be, ids, l, xn, x, w, W, n, V, D, e);
+}
+
+/* One decode step of preset:tiny (2 layers, transformer) in each mode, its ops logged: the plain step issues exactly
+ * the ops it issued before the modes existed (decode_shard at 5d831fe), none of the new ones; the fused step its
+ * 5 a layer; GRAPHS one upload and one download around the step. */
+static void test_op_sequence(orthros_backend *be)
+{
+    real = *be;
+    be->embed = s_embed, be->rmsnorm = s_rmsnorm, be->add_rmsnorm = s_add_rmsnorm, be->gemm = s_gemm;
+    be->swiglu = s_swiglu, be->logits = s_logits, be->argmax = s_argmax, be->rope_cache_write = s_rope;
+    be->attn_full_decode = s_attn, be->upload_ints = s_upload_ints, be->download_ints = s_download_ints;
+    be->embed_dev = s_embed_dev, be->argmax_dev = s_argmax_dev, be->norm_gemm = s_norm_gemm, be->gemm_add = s_gemm_add;
+    be->norm_gemm_swiglu = s_swiglu_f, be->norm_qkv_rope = s_qkv_rope, be->norm_logits_argmax = s_head;
+    static const char *const layer_plain = "gemm rope_cache_write attn_full_decode gemm add_rmsnorm gemm swiglu gemm";
+    static const char *const layer_fused = "norm_qkv_rope attn_full_decode gemm_add norm_gemm_swiglu gemm_add";
+    char want[4][1024];
+    snprintf(want[0], sizeof want[0], "embed rmsnorm %s add_rmsnorm %s add_rmsnorm logits argmax", layer_plain, layer_plain);
+    snprintf(want[1], sizeof want[1], "embed %s %s norm_logits_argmax download_ints", layer_fused, layer_fused);
+    snprintf(want[2], sizeof want[2], "upload_ints embed_dev rmsnorm %s add_rmsnorm %s add_rmsnorm logits argmax_dev "
+             "download_ints", layer_plain, layer_plain);
+    snprintf(want[3], sizeof want[3], "upload_ints embed_dev %s %s norm_logits_argmax download_ints", layer_fused,
+             layer_fused);
+    orthros_arch_opts ao;
+    orthros_arch_opts_default(&ao);
+    ao.arch = "transformer";
+    orthros_model *m = NULL;
+    orthros_session *s = NULL;
+    int32_t tok[4] = {5, 17, 99, 3}, cur, nx;
+    if (orthros_model_load(&m, be, "preset:tiny", &ao, 1) || orthros_session_init(&s, m, 1, 16, 0)) {
+        CHECK(0, "preset:tiny: %s", orthros_last_error());
+    } else {
+        for (unsigned mode = 0; mode <= 3; mode++) {
+            int rc = orthros_session_reset(s);
+            if (!rc) rc = orthros_session_set_decode(s, mode);
+            if (!rc) rc = orthros_prefill(s, 0, tok, 4, NULL, &cur);
+            oplog[0] = '\0';
+            if (!rc) rc = orthros_decode(s, &cur, &nx, NULL);
+            CHECK(!rc, "%s step: %s", mode_name(mode), orthros_last_error());
+            CHECK(!strcmp(oplog, want[mode]), "the %s step's ops:\n  %s\nexpected:\n  %s", mode_name(mode), oplog, want[mode]);
+        }
+    }
+    orthros_session_free(s);
+    orthros_model_free(m);
+    *be = real;
+}
+
+/* ---- the cuda backend: each mode against the plain step ---- */
+
+static void compare_cuda(const char *label, const decode_run *ref, const decode_run *got, int B, unsigned mode)
+{
+    int worst_agree = B;
+    double worst = 0;
+    for (int t = 0; t <= STEPS; t++) {
+        int agree;
+        double err, range;
+        tu_logit_agreement(ref->logits + (size_t)t * B * ref->V, got->logits + (size_t)t * B * ref->V, B, ref->V, &agree,
+                           &err, &range);
+        worst_agree = agree < worst_agree ? agree : worst_agree;
+        worst = fmax(worst, range > 0 ? err / range : err);
+    }
+    printf("%-58s argmax agreement (worst step) %d/%d, max err %.3f%% of the range, %ld captures, %ld replays, %ld failed\n",
+           label, worst_agree, B, 100 * worst, got->stats.captures, got->stats.replays, got->stats.capture_failures);
+    /* Across the steps: at least 90% of rows in all agree. */
+    int agree_all = 0;
+    for (int t = 0; t <= STEPS; t++) {
+        int agree;
+        double err, range;
+        tu_logit_agreement(ref->logits + (size_t)t * B * ref->V, got->logits + (size_t)t * B * ref->V, B, ref->V, &agree,
+                           &err, &range);
+        agree_all += agree;
+    }
+    CHECK(agree_all * 10 >= (STEPS + 1) * B * 9, "%s: argmax agrees on %d of %d rows", label, agree_all, (STEPS + 1) * B);
+    CHECK(worst < 0.02, "%s: logits differ by %.2f%% of their range", label, 100 * worst);
+    CHECK(got->modes == mode, "%s: %s in effect", label, mode_name(got->modes));
+    if (mode & ORTHROS_DECODE_GRAPHS) {
+        CHECK(got->stats.capture_failures == 0, "%s: a capture failed: %s", label, got->stats.last_failure);
+        CHECK(got->stats.captures >= 1 && got->stats.replays >= STEPS - 4, "%s: %ld captures, %ld replays", label,
+              got->stats.captures, got->stats.replays);
+    }
+}
+
+static int cuda_models(int nspec, char **specs)
+{
+    if (!orthros_cuda_available()) {
+        printf("SKIP: no CUDA device\n");
+        return 77;
+    }
+    orthros_backend *plain = NULL, *gemv = NULL;
+    unsetenv("ORTHROS_DECODE_GRAPHS");
+    unsetenv("ORTHROS_DECODE_FUSED");
+    unsetenv("ORTHROS_GEMV");
+    int rc = orthros_backend_cuda_create(&plain);
+    setenv("ORTHROS_GEMV", "1", 1);
+    if (!rc) rc = orthros_backend_cuda_create(&gemv);
+    unsetenv("ORTHROS_GEMV");
+    if (rc) {
+        fprintf(stderr, "cuda backend: %s\n", orthros_last_error());
+        return 1;
+    }
+    /* The real shapes' kernels (the GEMV's split plans, decode attention v7) on their first layers, and the tiny ones
+     * on every schedule. */
+    const char *presets[] = {"preset:tiny", "preset:llama3.2-1b-L2", "preset:llama3.1-8b-L1"};
+    const int np = 3, total = np + nspec;
+    for (int f = 0; f < total; f++) {
+        const char *spec = f < np ? presets[f] : specs[f - np];
+        int big = f == 1 || f == 2;
+        for (size_t a = 0; a < tu_n_arch_cases; a++) {
+            const tu_arch_case *ac = &tu_arch_cases[a];
+            if (skip_case(spec, ac)) continue;
+            /* The big shapes: the schedules the benchmarks time, and one of each linear formula. */
+            if (big && strcmp(ac->label, "transformer") && strcmp(ac->label, "orthros tail 1") &&
+                strcmp(ac->label, "orthros lw 4 after") && strcmp(ac->label, "hybrid relu lw 3") && strcmp(ac->label, "swa 5"))
+                continue;
+            orthros_arch_opts ao = tu_arch_case_opts(ac);
+            for (int B = 1; B <= MAX_B; B += MAX_B - 1) {
+                decode_run ref, got;
+                if (run_decode(&ref, plain, spec, &ao, 0, B, 250, NULL)) {
+                    CHECK(0, "%s %s B %d plain: %s", spec, ac->label, B, orthros_last_error());
+                    continue;
+                }
+                const struct {
+                    unsigned mode;
+                    orthros_backend *be;
+                    const char *tag;
+                } ways[] = {{ORTHROS_DECODE_GRAPHS, plain, "graphs"},
+                            {ORTHROS_DECODE_GRAPHS, gemv, "graphs + gemv"},
+                            {ORTHROS_DECODE_FUSED, plain, "fused"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs"}};
+                for (size_t w = 0; w < sizeof ways / sizeof *ways; w++) {
+                    char label[200];
+                    snprintf(label, sizeof label, "%s %s B %d %s", spec, ac->label, B, ways[w].tag);
+                    if (run_decode(&got, ways[w].be, spec, &ao, ways[w].mode, B, 250, &ref)) {
+                        CHECK(0, "%s: %s", label, orthros_last_error());
+                        continue;
+                    }
+                    compare_cuda(label, &ref, &got, B, ways[w].mode);
+                    run_free(&got);
+                }
+                run_free(&ref);
+            }
+        }
+    }
+    orthros_backend_free(gemv);
+    orthros_backend_free(plain);
+    return tu_finish();
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc > 1 && !strcmp(argv[1], "cuda")) return cuda_models(argc - 2, argv + 2);
+    unsetenv("ORTHROS_DECODE_GRAPHS");
+    unsetenv("ORTHROS_DECODE_FUSED");
+    orthros_backend *be = NULL;
+    if (orthros_backend_cpu_create(&be)) {
+        fprintf(stderr, "cpu backend: %s\n", orthros_last_error());
+        return 1;
+    }
+    test_fused_ops(be);
+    test_op_sequence(be);
+    char *specs[64];
+    int nspec = 0;
+    specs[nspec++] = "preset:tiny";
+    for (int i = 1; i < argc && nspec < 64; i++) specs[nspec++] = argv[i];
+    cpu_models(be, nspec, specs);
+    orthros_backend_free(be);
+    test_switches();
+    return tu_finish();
+}

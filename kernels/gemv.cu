@@ -1,0 +1,489 @@
+/* Matrix-vector products for batch 1-16 on tensor cores: a warp streams 16 weight rows straight from global memory
+ * into mma.sync m16n8k16 A fragments (the rows as M, the batch as N), 16-byte loads only, no shared-memory round
+ * trip for the weights. Floor: the weight bytes over the read ceiling (mem_read.cu); at batch 1 the FLOPs are
+ * nothing, at 16 they are 16 per weight, which CUDA cores could not issue at the HBM's rate but the tensor cores can.
+ *
+ * The layout trick: a dot product may sum its k in any order, so within a 64-wide k-block lane (g = lane / 4,
+ * c = lane % 4) loads 16 consecutive k (two 16-byte loads) of weight rows g and g + 8 and of input rows g and g + 8,
+ * and mma k-step s (of 4) takes words 2s and 2s + 1 of those 8 words as the fragment's k-pairs {2c, 2c + 1} and
+ * {2c + 8, 2c + 9}. A and B fragments then pair the same physical k (both are indexed by c and s alone): the product
+ * is exact up to the order of the fp32 sums.
+ *
+ * A block is 8 warps over MT = 16 TM rows: TM row tiles times WS = 8 / TM slices of the block's k-range (a warp
+ * takes every WS-th k-block, U at a time: U x 2 KB of loads in flight per warp). When the rows give fewer blocks
+ * than two per SM, K is split over KS blocks as well; each writes an fp32 partial and the last of them (a ticket,
+ * the threadFenceReduction pattern) adds them in split order and runs the epilogue, so the result does not depend
+ * on which block finishes last. With norm_w the block first forms each input row's RMS (fp32, over all of K) and
+ * stages its k-range of rmsnorm(x) * norm_w, rounded to bf16 as rmsnorm's out would be, in shared memory.
+ *
+ * Versions:
+ *   v1  this file (written without a GPU; its predictions are in docs/kernels.md, "Whole-model decode").
+ */
+#include "gemv.h"
+
+#include <math.h>
+
+#include "cuda_common.cuh"
+
+#define GEMV_WARPS 8
+#define GEMV_THREADS (GEMV_WARPS * 32)
+#define GEMV_TICKETS 4096                      /* blocks of rows that a split-K call may have */
+#define GEMV_PARTIALS_OFFSET ((size_t)32 << 10)
+#define GEMV_PARTIAL_BYTES ((size_t)8 << 20)   /* the split-K partials of one call */
+#define GEMV_XS_MAX_BYTES (96 * 1024)          /* the staged input rows of one block */
+#define GEMV_MAX_TILE_ROWS 128
+
+/* The scratch: tickets [GEMV_TICKETS] at 0, argmax keys [16] at 16 KB, the argmax block counter after them, the
+ * partials from 32 KB. */
+struct gemv_scratch {
+    unsigned *tickets;
+    unsigned long long *keys;
+    unsigned *done;
+    float *partials;
+};
+
+static __device__ __forceinline__ gemv_scratch scratch_of(void *base)
+{
+    char *b = (char *)base;
+    gemv_scratch s;
+    s.tickets = (unsigned *)b;
+    s.keys = (unsigned long long *)(b + (GEMV_TICKETS * sizeof(unsigned)));
+    s.done = (unsigned *)(b + (GEMV_TICKETS * sizeof(unsigned)) + ORTHROS_GEMV_MAX_ROWS * sizeof(unsigned long long));
+    s.partials = (float *)(b + GEMV_PARTIALS_OFFSET);
+    return s;
+}
+
+/* The launch plan: rows per block MT = 16 TM, WS k-slices of warps, nblk blocks of rows, KS splits of K of kbs
+ * 64-wide k-blocks each; xs the bytes of one staged input row (0: the input is read from global memory). */
+struct gemv_plan {
+    int TM, WS, MT, nblk, KS, kbs, xs;
+    size_t smem;
+};
+
+/* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
+ * F + m0 + i - MT / 2 (the output column m0 + i pairs them). */
+struct gemv_rows {
+    int m0, M, F, half, swiglu;
+    __device__ __forceinline__ int row(int i, bool &ok) const
+    {
+        if (swiglu) {
+            const int j = m0 + (i < half ? i : i - half);
+            ok = j < F;
+            return i < half ? j : F + j;
+        }
+        ok = m0 + i < M;
+        return m0 + i;
+    }
+};
+
+static __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
+
+/* 16-byte loads, zero where pred is false. asm volatile keeps them in program order with the mma (also asm
+ * volatile): a k-block group's loads are all issued before its first mma, where the compiler would otherwise sink
+ * each load to its use and keep two or three in flight. Weights stream past L1 (read once); inputs stay in L1 for
+ * the block's other warps. */
+static __device__ __forceinline__ uint4 ld_weights(const void *p, bool pred)
+{
+    uint4 v;
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %5, 0;\n\tmov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\t"
+                 "mov.b32 %3, 0;\n\t@q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "r"((int)pred));
+    return v;
+}
+static __device__ __forceinline__ uint4 ld_input(const void *p, bool pred)
+{
+    uint4 v;
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %5, 0;\n\tmov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\t"
+                 "mov.b32 %3, 0;\n\t@q ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "r"((int)pred));
+    return v;
+}
+static __device__ __forceinline__ uint4 lds_input(const void *p, bool pred)
+{
+    uint4 v;
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %5, 0;\n\tmov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\t"
+                 "mov.b32 %3, 0;\n\t@q ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(smem_addr(p)), "r"((int)pred));
+    return v;
+}
+
+/* Word i (0-7) of the 16 bf16 a lane holds for one row of a k-block: lo then hi (i is a constant after unrolling). */
+static __device__ __forceinline__ uint32_t word(const uint4 &lo, const uint4 &hi, int i)
+{
+    const uint4 &v = i < 4 ? lo : hi;
+    switch (i & 3) {
+    case 0: return v.x;
+    case 1: return v.y;
+    case 2: return v.z;
+    default: return v.w;
+    }
+}
+
+/* The order of cpu_argmax as one 64-bit key, larger wins: the value's bits made monotonic (NaN lowest, -0 as +0),
+ * then the complement of the index (the lower index wins a tie). Every key of an element is > 0. */
+static __device__ __forceinline__ unsigned long long argmax_key(float v, int idx)
+{
+    const unsigned u = __float_as_uint(v == 0.0f ? 0.0f : v);
+    const unsigned o = isnan(v) ? 0u : (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((unsigned long long)o << 32) | (unsigned long long)(0xffffffffu - (unsigned)idx);
+}
+
+/* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. */
+template <int NT, bool XS>
+static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orthros_gemv_params p, const gemv_plan pl)
+{
+    constexpr int U = NT == 1 ? 4 : 2, COLS = NT * 8;
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [n][pl.xs bytes] */
+    __shared__ float red[GEMV_WARPS][16][17];
+    __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];         /* [MT][17]: the block's sums, column j = input row j */
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ int last;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
+    const int bx = blockIdx.x, ks = blockIdx.y, n = p.n, K = p.K;
+    const int nkb = (K + 63) / 64, kb_lo = ks * pl.kbs, kb_hi = min(nkb, kb_lo + pl.kbs);
+    const bool swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU;
+    gemv_rows R;
+    R.swiglu = swiglu, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
+    R.m0 = swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
+    const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
+    const int t = warp % pl.TM, sl = warp / pl.TM, active = warp < pl.TM * pl.WS;
+    bool okA = false, okB = false;
+    const int rA = R.row(t * 16 + g, okA), rB = R.row(t * 16 + g + 8, okB);
+    const bf16 *wA = Wt + (size_t)(okA ? rA : 0) * K, *wB = Wt + (size_t)(okB ? rB : 0) * K;
+
+    if constexpr (XS) {
+        /* The first k-blocks' weights are asked into L2 while the input is normed and staged. */
+        if (active)
+            for (int u = 0; u < U; u++) {
+                const int k0 = (kb_lo + sl + u * pl.WS) * 64 + c * 16;
+                if (kb_lo + sl + u * pl.WS < kb_hi && k0 < K) {
+                    if (okA) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wA + k0));
+                    if (okB) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wB + k0));
+                }
+            }
+        if (p.norm_w) {
+            /* rs[j] = 1 / sqrt(mean(x_j^2) + eps) over all of K, as rmsnorm.cu forms it (fp32 squares of bf16). */
+            for (int j = warp; j < n; j += GEMV_WARPS) {
+                const uint4 *xr = (const uint4 *)(X + (size_t)j * K);
+                float ss = 0.0f;
+                for (int q = lane; q < K / 8; q += 32) {
+                    const uint4 v = __ldg(xr + q);
+                    const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                    for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+                }
+                for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+                if (lane == 0) rs[j] = rsqrtf(ss / (float)K + p.eps);
+            }
+            __syncthreads();
+        }
+        /* Stage rows [0, n) of the block's k-range, 16 bytes a thread a step; past K zeros. */
+        const int chunks = pl.kbs * 8, k_base = kb_lo * 64;
+        for (int e = tid; e < n * chunks; e += GEMV_THREADS) {
+            const int j = e / chunks, q = e % chunks, k = k_base + q * 8;
+            uint4 v = zero4();
+            if (k < K) {
+                v = __ldg((const uint4 *)(X + (size_t)j * K + k));
+                if (p.norm_w) {
+                    const uint4 gw = __ldg((const uint4 *)((const bf16 *)p.norm_w + k));
+                    const float r = rs[j];
+                    /* out = w * (x * r) rounded once, as rmsnorm_x8_kernel writes it */
+                    v.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(v.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(v.x) * r));
+                    v.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(v.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(v.y) * r));
+                    v.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(v.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(v.z) * r));
+                    v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
+                }
+            }
+            *(uint4 *)(smem_x + (size_t)j * pl.xs + (size_t)q * 16) = v;
+        }
+        __syncthreads();
+    }
+
+    /* ---- the stream: warp (t, sl) takes k-blocks kb_lo + sl, + WS, ... of tile t's 16 rows ---- */
+    float acc[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+    if (active) {
+        const int WS = pl.WS;
+        for (int kb0 = kb_lo + sl; kb0 < kb_hi; kb0 += WS * U) {
+            uint4 wv[U][4], xv[U][NT][2];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int kb = kb0 + u * WS, k0 = kb * 64 + c * 16;
+                const bool in = kb < kb_hi, lo = in && k0 < K, hi = in && k0 + 8 < K;
+                wv[u][0] = ld_weights(wA + k0, okA && lo);
+                wv[u][1] = ld_weights(wA + k0 + 8, okA && hi);
+                wv[u][2] = ld_weights(wB + k0, okB && lo);
+                wv[u][3] = ld_weights(wB + k0 + 8, okB && hi);
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const int j = g + nt * 8;
+                    if constexpr (XS) {
+                        const unsigned char *xs = smem_x + (size_t)j * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 16) * 2;
+                        xv[u][nt][0] = lds_input(xs, j < n && in);
+                        xv[u][nt][1] = lds_input(xs + 16, j < n && in);
+                    } else {
+                        const bf16 *xr = X + (size_t)(j < n ? j : 0) * K + k0;
+                        xv[u][nt][0] = ld_input(xr, j < n && lo);
+                        xv[u][nt][1] = ld_input(xr + 8, j < n && hi);
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+#pragma unroll
+                for (int s = 0; s < 4; s++) {
+                    const uint32_t a[4] = {word(wv[u][0], wv[u][1], 2 * s), word(wv[u][2], wv[u][3], 2 * s),
+                                           word(wv[u][0], wv[u][1], 2 * s + 1), word(wv[u][2], wv[u][3], 2 * s + 1)};
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++) {
+                        const uint32_t b[2] = {word(xv[u][nt][0], xv[u][nt][1], 2 * s),
+                                               word(xv[u][nt][0], xv[u][nt][1], 2 * s + 1)};
+                        mma_bf16_16816(acc[nt], a, b);
+                    }
+                }
+            }
+        }
+        /* C fragment: rows g and g + 8 of the tile, input rows nt * 8 + 2c and + 1. */
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            red[warp][g][nt * 8 + 2 * c] = acc[nt][0];
+            red[warp][g][nt * 8 + 2 * c + 1] = acc[nt][1];
+            red[warp][g + 8][nt * 8 + 2 * c] = acc[nt][2];
+            red[warp][g + 8][nt * 8 + 2 * c + 1] = acc[nt][3];
+        }
+    }
+    __syncthreads();
+    /* The block's sums: tile row i, input row j, over the k-slices in order. */
+    for (int e = tid; e < pl.MT * COLS; e += GEMV_THREADS) {
+        const int i = e / COLS, j = e % COLS, tt = i / 16, ii = i % 16;
+        float v = 0.0f;
+        for (int q = 0; q < pl.WS; q++) v += red[q * pl.TM + tt][ii][j];
+        tile[i * 17 + j] = v;
+    }
+    const gemv_scratch S = scratch_of(p.scratch);
+    if (pl.KS > 1) {
+        /* Split K: the partial out, a ticket; the last block of the row block adds the partials in split order. */
+        float *part = S.partials + ((size_t)bx * pl.KS + ks) * (size_t)(pl.MT * COLS);
+        __syncthreads();
+        for (int e = tid; e < pl.MT * COLS; e += GEMV_THREADS) part[e] = tile[(e / COLS) * 17 + e % COLS];
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) last = atomicAdd(S.tickets + bx, 1u) == (unsigned)(pl.KS - 1);
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        for (int e = tid; e < pl.MT * COLS; e += GEMV_THREADS) {
+            float v = 0.0f;
+            for (int q = 0; q < pl.KS; q++) v += __ldcg(S.partials + ((size_t)bx * pl.KS + q) * (size_t)(pl.MT * COLS) + e);
+            tile[(e / COLS) * 17 + e % COLS] = v;
+        }
+        if (tid == 0) S.tickets[bx] = 0u; /* the next call starts after this one ends (stream order) */
+    }
+    __syncthreads();
+
+    /* ---- epilogues ---- */
+    switch (p.epilogue) {
+    case ORTHROS_GEMV_SWIGLU: {
+        const int h = pl.MT / 2, F = p.M / 2;
+        for (int e = tid; e < n * h; e += GEMV_THREADS) {
+            const int j = e / h, i = e % h, f = R.m0 + i;
+            if (f >= F) continue;
+            const float gt = bf2f(f2bf(tile[i * 17 + j])), up = bf2f(f2bf(tile[(i + h) * 17 + j]));
+            ((bf16 *)p.out)[(size_t)j * F + f] = f2bf(gt / (1.0f + expf(-gt)) * up);
+        }
+        break;
+    }
+    case ORTHROS_GEMV_ROPE: {
+        /* Block bx is head bx of [q: Hq | k: Hkv | v: Hkv]; its tile is the head's d rows. */
+        const int d = p.d, half = d / 2, h = bx;
+        for (int e = tid; e < n * half; e += GEMV_THREADS) {
+            const int j = e / half, i = e % half;
+            const float x1 = bf2f(f2bf(tile[i * 17 + j])), x2 = bf2f(f2bf(tile[(i + half) * 17 + j]));
+            bf16 *row = (bf16 *)p.out + (size_t)j * p.M + (size_t)h * d;
+            const int pos = p.pos[j];
+            const size_t slot = ((size_t)j * p.cap + (size_t)(pos % p.cap)) * p.Hkv;
+            if (h >= p.Hq + p.Hkv) {
+                const bf16 v1 = f2bf(x1), v2 = f2bf(x2);
+                bf16 *vc = (bf16 *)p.v_cache + (slot + (size_t)(h - p.Hq - p.Hkv)) * d;
+                row[i] = v1, row[i + half] = v2;
+                vc[i] = v1, vc[i + half] = v2;
+                continue;
+            }
+            /* The angle in fp32, its cosine and sine in double, as rope_cache.cu and the cpu reference. */
+            const float ang = (float)pos * p.inv_freq[i];
+            double sd, cd;
+            sincos((double)ang, &sd, &cd);
+            const float cs = (float)cd, sn = (float)sd;
+            const bf16 r1 = f2bf(x1 * cs - x2 * sn), r2 = f2bf(x2 * cs + x1 * sn);
+            if (h < p.Hq) {
+                row[i] = r1, row[i + half] = r2;
+            } else {
+                bf16 *kc = (bf16 *)p.k_cache + (slot + (size_t)(h - p.Hq)) * d;
+                row[i] = f2bf(x1), row[i + half] = f2bf(x2);
+                kc[i] = r1, kc[i + half] = r2;
+            }
+        }
+        break;
+    }
+    case ORTHROS_GEMV_ARGMAX: {
+        /* Warp w takes input rows w, w + 8: the block's best key by a warp maximum, one atomic per row and block;
+         * the last block to finish turns the keys into ids and zeroes them for the next call. */
+        for (int j = warp; j < n; j += GEMV_WARPS) {
+            unsigned long long best = 0ull;
+            for (int i = lane; i < pl.MT; i += 32) {
+                bool ok;
+                const int m = R.row(i, ok);
+                if (!ok) continue;
+                const float v = tile[i * 17 + j];
+                if (p.out) ((float *)p.out)[(size_t)j * p.M + m] = v;
+                const unsigned long long k = argmax_key(v, m);
+                best = k > best ? k : best;
+            }
+            for (int o = 16; o > 0; o >>= 1) {
+                const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
+                best = other > best ? other : best;
+            }
+            if (lane == 0 && best) atomicMax(S.keys + j, best);
+        }
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) last = atomicAdd(S.done, 1u) == gridDim.x - 1;
+        __syncthreads();
+        if (last) {
+            __threadfence();
+            if (tid < n) {
+                const unsigned long long k = atomicExch(S.keys + tid, 0ull);
+                p.ids[tid] = (int32_t)(0xffffffffu - (unsigned)(k & 0xffffffffull));
+            }
+            if (tid == 0) *S.done = 0u;
+        }
+        break;
+    }
+    default: {
+        for (int e = tid; e < n * pl.MT; e += GEMV_THREADS) {
+            const int j = e / pl.MT, i = e % pl.MT;
+            bool ok;
+            const int m = R.row(i, ok);
+            if (!ok) continue;
+            const float v = tile[i * 17 + j];
+            const size_t o = (size_t)j * p.M + m;
+            if (p.epilogue == ORTHROS_GEMV_STORE_F32) {
+                ((float *)p.out)[o] = v;
+            } else if (p.epilogue == ORTHROS_GEMV_ADD) {
+                bf16 *r = (bf16 *)p.out + o;
+                *r = f2bf(bf2f(*r) + bf2f(f2bf(v)));
+            } else {
+                ((bf16 *)p.out)[o] = f2bf(v);
+            }
+        }
+        break;
+    }
+    }
+}
+
+size_t orthros_gemv_scratch_bytes(void) { return GEMV_PARTIALS_OFFSET + GEMV_PARTIAL_BYTES; }
+
+/* The plan of a call (host): rows per block by epilogue (a whole head for ROPE, gate and up halves for SWIGLU, 128
+ * rows for ARGMAX so that few blocks take the atomics), K split while the row blocks are fewer than two per SM and
+ * each warp keeps U k-blocks, and (with norm_w) further until the staged input fits. */
+static int make_plan(const orthros_gemv_params *p, gemv_plan *pl)
+{
+    const int NT = p->n <= 8 ? 1 : 2, U = NT == 1 ? 4 : 2, cols = NT * 8;
+    int TM;
+    switch (p->epilogue) {
+    case ORTHROS_GEMV_ROPE: TM = p->d / 16; break;
+    case ORTHROS_GEMV_SWIGLU: TM = 4; break;
+    case ORTHROS_GEMV_ARGMAX: TM = 8; break;
+    default: TM = NT == 1 ? 1 : 2; break;
+    }
+    if (TM < 1 || TM > 8) return ORTHROS_EUNSUPPORTED;
+    pl->TM = TM, pl->WS = GEMV_WARPS / TM, pl->MT = 16 * TM;
+    if (p->epilogue == ORTHROS_GEMV_ROPE) pl->nblk = p->M / p->d;
+    else if (p->epilogue == ORTHROS_GEMV_SWIGLU) pl->nblk = ceil_div(p->M / 2, pl->MT / 2);
+    else pl->nblk = ceil_div(p->M, pl->MT);
+    const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132;
+    int KS = 1;
+    if (pl->nblk < 2 * sms && pl->nblk <= GEMV_TICKETS) {
+        const int most = nkb / (pl->WS * U);
+        KS = ceil_div(2 * sms, pl->nblk);
+        KS = KS < most ? KS : most < 1 ? 1 : most;
+        KS = KS < 32 ? KS : 32;
+    }
+    if (p->norm_w) {
+        /* the fewest splits whose k-range of the n input rows fits in shared memory */
+        int need = 1;
+        while (need < nkb && (size_t)p->n * ((size_t)ceil_div(nkb, need) * 128 + 16) > GEMV_XS_MAX_BYTES) need++;
+        KS = KS > need ? KS : need;
+    }
+    for (; KS >= 1; KS--) {
+        pl->kbs = ceil_div(nkb, KS);
+        pl->KS = ceil_div(nkb, pl->kbs);
+        pl->xs = p->norm_w ? pl->kbs * 128 + 16 : 0; /* +16: consecutive rows start in other banks */
+        pl->smem = (size_t)p->n * (size_t)pl->xs;
+        const int split_ok = pl->KS == 1 || (pl->nblk <= GEMV_TICKETS && (size_t)pl->nblk * pl->KS * pl->MT * cols *
+                                                                              sizeof(float) <= GEMV_PARTIAL_BYTES);
+        if (split_ok && pl->smem <= GEMV_XS_MAX_BYTES) return 0;
+    }
+    return ORTHROS_EUNSUPPORTED;
+}
+
+int orthros_gemv_supported(const orthros_gemv_params *p)
+{
+    if (p->n < 1 || p->n > ORTHROS_GEMV_MAX_ROWS || p->M < 1 || p->K < 8 || p->K % 8 || !p->W || !p->x) return 0;
+    if (((uintptr_t)p->W | (uintptr_t)p->x | (uintptr_t)p->norm_w) % 16) return 0;
+    switch (p->epilogue) {
+    case ORTHROS_GEMV_STORE:
+    case ORTHROS_GEMV_STORE_F32:
+    case ORTHROS_GEMV_ADD:
+        if (!p->out) return 0;
+        break;
+    case ORTHROS_GEMV_SWIGLU:
+        if (!p->out || p->M % 2) return 0;
+        break;
+    case ORTHROS_GEMV_ROPE:
+        if (!p->out || p->d < 16 || p->d > 2 * ORTHROS_GEMV_MAX_HALF || p->d % 16 || p->Hkv < 1 || p->Hq < 1 ||
+            p->M != (p->Hq + 2 * p->Hkv) * p->d || !p->k_cache || !p->v_cache || !p->pos || p->cap < 1)
+            return 0;
+        break;
+    case ORTHROS_GEMV_ARGMAX:
+        if (!p->ids) return 0;
+        break;
+    default: return 0;
+    }
+    gemv_plan pl;
+    return make_plan(p, &pl) == 0;
+}
+
+template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
+{
+    static bool attr = false; /* the shared-memory limit, raised once per instantiation */
+    if (XS && !attr) {
+        ORTHROS_CUDA_CHECK(
+            cudaFuncSetAttribute(gemv_kernel<NT, XS>, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_XS_MAX_BYTES));
+        attr = true;
+    }
+    dim3 grid((unsigned)pl->nblk, (unsigned)pl->KS);
+    gemv_kernel<NT, XS><<<grid, GEMV_THREADS, pl->smem, stream>>>(*p, *pl);
+    ORTHROS_CUDA_LAUNCH_CHECK("gemv_kernel");
+    return 0;
+}
+
+int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
+{
+    if (!orthros_gemv_supported(p))
+        return orthros_error(ORTHROS_EUNSUPPORTED,
+                             "gemv: n %d, M %d, K %d, epilogue %d (n 1..%d, K a multiple of 8, 16-byte aligned rows)",
+                             p->n, p->M, p->K, p->epilogue, ORTHROS_GEMV_MAX_ROWS);
+    if (!p->scratch) return orthros_error(ORTHROS_EINVAL, "gemv: no scratch");
+    gemv_plan pl;
+    int rc = make_plan(p, &pl);
+    if (rc) return orthros_error(rc, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
+    const bool xs = p->norm_w != NULL;
+    if (p->n <= 8) return xs ? launch<1, true>(p, &pl, stream) : launch<1, false>(p, &pl, stream);
+    return xs ? launch<2, true>(p, &pl, stream) : launch<2, false>(p, &pl, stream);
+}

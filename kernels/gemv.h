@@ -1,0 +1,65 @@
+/* Matrix-vector products at batch 1-16 (the decode step's projections): out[n][M] = x[n][K] . W[M][K]^T, bf16
+ * weights and inputs, fp32 accumulation on tensor cores, and the epilogues of the fused decode ops (backend.h).
+ *   CPU reference: cpu_gemm, cpu_logits and the fused ops cpu_norm_gemm, cpu_gemm_add, cpu_norm_gemm_swiglu,
+ *   cpu_norm_qkv_rope, cpu_norm_logits_argmax in engine/backend_cpu.c (each the composition of the plain ops).
+ *   Test: kernels/tests/test_cuda_ops.c, section gemv (every epilogue, n 1 to 16, awkward M and K, split K).
+ *   Bench: bench/kernels/bench_kernels.c op "gemv" (the 1B and 8B decode shapes at batch 1, 4, 16, beside cuBLAS
+ *   and the read floor). Kernel: gemv.cu; docs/kernels.md, "Whole-model decode". */
+#ifndef ORTHROS_KERNEL_GEMV_H
+#define ORTHROS_KERNEL_GEMV_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    ORTHROS_GEMV_STORE = 0,     /* out [n][M] bf16 = the product */
+    ORTHROS_GEMV_STORE_F32 = 1, /* out [n][M] fp32 = the product (logits) */
+    ORTHROS_GEMV_ADD = 2,       /* out [n][M] bf16 += the product rounded to bf16 (the residual add) */
+    ORTHROS_GEMV_SWIGLU = 3,    /* W [M = 2F][K] gate rows then up rows; out [n][F] bf16 = silu(g) u of the products
+                                 * rounded to bf16 */
+    ORTHROS_GEMV_ROPE = 4,      /* W the fused q, k, v rows [M = (Hq + 2 Hkv) d][K]; out qkv [n][M] bf16 with q rotated
+                                 * by position pos[j], k as projected; k rotated and v written to the caches at slot
+                                 * pos[j] % cap (rope_cache_write of a decode step) */
+    ORTHROS_GEMV_ARGMAX = 5,    /* out [n][M] fp32 logits (or NULL) and ids[j] = argmax over m (the lowest index on
+                                 * ties, NaN loses to everything: cpu_argmax's order) */
+} orthros_gemv_epilogue;
+
+#define ORTHROS_GEMV_MAX_ROWS 16
+#define ORTHROS_GEMV_MAX_HALF 64 /* ROPE: head_dim / 2 at most */
+
+typedef struct {
+    void *out;
+    const void *x;        /* [n][K] bf16 */
+    const void *norm_w;   /* NULL, or [K] bf16: the product's input is rmsnorm(x) * norm_w rounded to bf16, the
+                           * values rmsnorm's out would hold (statistics in fp32) */
+    float eps;
+    const void *W;        /* [M][K] bf16 */
+    int n, M, K;          /* n 1 .. 16, K a multiple of 8, x and W 16-byte aligned */
+    int epilogue;         /* orthros_gemv_epilogue */
+    /* ROPE: */
+    void *k_cache, *v_cache; /* [n][cap][Hkv][d] bf16 */
+    const int *pos;       /* device [n] */
+    int Hq, Hkv, d, cap;  /* d a multiple of 16, at most 128 */
+    float inv_freq[ORTHROS_GEMV_MAX_HALF];
+    /* ARGMAX: */
+    int32_t *ids;         /* device [n] */
+    /* orthros_gemv_scratch_bytes() of device memory, zeroed once before the first call; every call leaves it as it
+     * found it (the split-K tickets and the argmax keys), so calls on one stream share it. */
+    void *scratch;
+    int num_sms;          /* multiprocessors (the split-K plan fills them) */
+} orthros_gemv_params;
+
+size_t orthros_gemv_scratch_bytes(void);
+/* 1 when the kernel takes this call (shape, alignment, epilogue arguments; the scratch is not looked at), else 0. */
+int orthros_gemv_supported(const orthros_gemv_params *p);
+int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
