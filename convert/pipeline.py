@@ -14,7 +14,9 @@ the ablation get the same LoRA tokens and steps as stage 2):
 Every job: sequences of 1024 tokens, 32 a step (8 for the 1M budget, so that each stage has 64 steps). `--budgets
 16M,4M,1M`, `--controls 16M` (the budgets that get a control) and `--no-ablation` change the grid. Each call runs what is left within --max-seconds (a job
 cut short saves and resumes in the next call) and exits 0 when the grid is done, 3 when more calls are needed.
-`--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
+`--long 4096` adds the first budget converted at sequences of 4096 tokens (s1-16M-L4096, s2-16M-L4096: the same
+tokens a step, the stage 2 tail range scaled with the length), the length the model is trained at being what limits
+its long context (the 1024-token conversion breaks past 1024 tokens). `--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
 DIR/runs.tar.part00, part01, ... (pieces of 15 MiB: every job's log.json, the finished jobs' adapter directories, an
 unfinished job's checkpoint); on a fresh machine `--restore DIR` (those pieces carried back) puts them into --runs. Extra options after `--` go to every train.py job (e.g. `-- --compile`).
 """
@@ -48,7 +50,24 @@ def plan(a):
         if not a.no_ablation and b == a.budgets.split(",")[0]:
             jobs.append((f"s2lin-{b}", b, ["stage2", "--phases", "linear", *ft, "--maps",
                                            os.path.join(a.runs, f"s1-{b}")]))
+        if a.long and b == a.budgets.split(",")[0]:
+            jobs += long_jobs(a, b, batch, micro)
     return jobs
+
+
+def long_jobs(a, b, batch, micro):
+    """--long L: the first budget again with sequences of L tokens (both stages, the same tokens a step, stage 2's
+    micro-batch of as many tokens, the tail range scaled by L / --seq): the length the converted model is trained
+    at, against the same budget at --seq. Named s1-{b}-L{L} and s2-{b}-L{L}."""
+    half = train.count(b) // 2
+    scale = a.long / a.seq
+    batch_l = max(1, int(batch / scale))
+    micro_l = max(m for m in range(1, max(1, min(batch_l, int(micro / scale))) + 1) if batch_l % m == 0)
+    size = ["--tokens", str(half), "--batch", str(batch_l), "--seq", str(a.long)]
+    s1, s2 = f"s1-{b}-L{a.long}", f"s2-{b}-L{a.long}"
+    return [(s1, b, ["stage1", *size]),
+            (s2, b, ["stage2", *size, "--micro-batch", str(micro_l), "--maps", os.path.join(a.runs, s1),
+                     "--tail-min", str(int(a.tail_min * scale)), "--tail-max", str(int(a.tail_max * scale))])]
 
 
 def unpacked(path):
@@ -167,6 +186,8 @@ def main():
     ap.add_argument("--controls", default="all", help="budgets that get a control transformer (comma-separated, or all)")
     ap.add_argument("--ft-micro-batch", type=int, default=16, help="micro-batch of the LoRA jobs (default 16)")
     ap.add_argument("--seq", type=int, default=1024, help="sequence length of every job (default 1024)")
+    ap.add_argument("--long", type=int, default=0,
+                    help="also convert the first budget with sequences of this many tokens (s1-B-L<n>, s2-B-L<n>)")
     ap.add_argument("--tail-min", type=int, default=64, help="stage 2 tail range (default 64..256)")
     ap.add_argument("--tail-max", type=int, default=256)
     ap.add_argument("--max-seconds", type=float, default=480)
