@@ -385,3 +385,40 @@ done:
     orthros_result_run_close(&r->run);
     return rc ? 1 : 0;
 }
+
+int orthros_eval_task_name(orthros_cmd *c, char *name, size_t size, const char *name_arg, const char *tasks_default)
+{
+    /* an empty name would be left out of the file (and mc's reader requires one) */
+    if (name_arg && !name_arg[0]) return orthros_cmd_usage(c, "--name is empty");
+    if (name_arg) {
+        snprintf(name, size, "%s", name_arg);
+    } else if (tasks_default) {
+        const char *base = strrchr(tasks_default, '/') ? strrchr(tasks_default, '/') + 1 : tasks_default;
+        size_t n = strlen(base);
+        if (n > 6 && !strcmp(base + n - 6, ".jsonl")) n -= 6;
+        snprintf(name, size, "%.*s", (int)(n < size - 1 ? n : size - 1), base);
+    }
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20) return orthros_cmd_usage(c, "--name holds a control character");
+    return -1;
+}
+
+int orthros_eval_drive_tasks(eval_run *r, eval_common *o, int argc, char **argv, int n, int longest, const char *tasks,
+                             const char *fewshot, void (*fill)(orthros_eval_config *cfg, const void *task))
+{
+    o->samples = n;
+    r->nc = r->nx = 1;
+    r->ctxs[0] = longest, r->xs[0] = 0;
+    char ctx_text[32];
+    snprintf(ctx_text, sizeof ctx_text, "%d", longest);
+    o->ctxs = ctx_text;
+    orthros_eval_config cfg;
+    int rc;
+    if ((rc = orthros_eval_config_common(&cfg, o, "")) || !(cfg.text = strdup(tasks)) ||
+        (fewshot && !(cfg.fewshot = strdup(fewshot)))) {
+        if (!rc) orthros_eval_config_free(&cfg);
+        return orthros_cmd_fail(orthros_eval_command_name(o->task), rc ? rc : orthros_error(ORTHROS_ENOMEM, "out of memory"));
+    }
+    fill(&cfg, r->task);
+    return orthros_eval_drive(r, argc, argv, &cfg, NULL, 0);
+}

@@ -84,6 +84,16 @@ int orthros_eval_config_common(orthros_eval_config *c, const eval_common *o, con
 int orthros_eval_drive(eval_run *r, int argc, char **argv, orthros_eval_config *config, const orthros_table_col *cols,
                int n_cols);
 
+/* The tasks-file evals (mc, recall): --name checked into name[size] (not empty, no control character); without it,
+ * tasks_default's file name less .jsonl when given (mc), else left empty (recall). Returns -1 to go on, else the
+ * exit status of the usage error. */
+int orthros_eval_task_name(orthros_cmd *c, char *name, size_t size, const char *name_arg, const char *tasks_default);
+/* Their one cell per architecture (ctx the longest prompt, n items as the samples) and their configuration: the
+ * common part, the tasks file and the few-shot file, then fill(cfg, task) for the task's own fields; runs the grid
+ * with orthros_eval_drive. Returns the exit status. */
+int orthros_eval_drive_tasks(eval_run *r, eval_common *o, int argc, char **argv, int n, int longest, const char *tasks,
+                             const char *fewshot, void (*fill)(orthros_eval_config *cfg, const void *task));
+
 /* The accuracy columns of a cell's table row: arch, ctx, x, n, accuracy, ci95_lo, ci95_hi. */
 void orthros_eval_accuracy_row(eval_run *r, const orthros_eval_cell *c, char (*v)[ORTHROS_NAME_MAX]);
 /* A cell's accuracy fields from its counts, with the Wilson 95% interval. */

@@ -280,6 +280,20 @@ static int prepare(mc_task *t, const char *model, int *usage)
     return 0;
 }
 
+/* mc's fields of the run's configuration. */
+static void mc_config(orthros_eval_config *cfg, const void *task)
+{
+    const mc_task *t = task;
+    snprintf(cfg->variant, sizeof cfg->variant, "%s", orthros_mc_layout_name(t->set.layout));
+    snprintf(cfg->layout, sizeof cfg->layout, "%s", orthros_mc_layout_name(t->set.layout));
+    snprintf(cfg->name, sizeof cfg->name, "%s", t->name);
+    snprintf(cfg->score, sizeof cfg->score, "%s", t->score);
+    cfg->shots = t->shots, cfg->limit = t->limit, cfg->text_tokens = t->set.n;
+    snprintf(cfg->scoring, sizeof cfg->scoring,
+             "lm-eval 0.4.13 multiple_choice: acc = argmax of the continuations' log-likelihoods, acc_norm = argmax per "
+             "character; continuations scored in the %s; n counts questions", t->prefill_mode ? "prefill" : "decode path");
+}
+
 int orthros_cmd_eval_mc(int argc, char **argv)
 {
     const char *cmd = "eval mc", *json_default = "orthros-eval-mc.json";
@@ -320,17 +334,7 @@ int orthros_cmd_eval_mc(int argc, char **argv)
     if (!o.mo.model || !t.tasks) return orthros_cmd_usage(&c, "--model and --tasks are required (see --help)");
     if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
     t.limit = o.limit;
-    /* an empty name would be left out of the file (and mc's reader requires one) */
-    if (t.name_arg && !t.name_arg[0]) return orthros_cmd_usage(&c, "--name is empty");
-    if (t.name_arg) snprintf(t.name, sizeof t.name, "%s", t.name_arg);
-    else {
-        const char *base = strrchr(t.tasks, '/') ? strrchr(t.tasks, '/') + 1 : t.tasks;
-        size_t n = strlen(base);
-        if (n > 6 && !strcmp(base + n - 6, ".jsonl")) n -= 6;
-        snprintf(t.name, sizeof t.name, "%.*s", (int)(n < 63 ? n : 63), base);
-    }
-    for (const char *p = t.name; *p; p++)
-        if ((unsigned char)*p < 0x20) return orthros_cmd_usage(&c, "--name holds a control character");
+    if ((pr = orthros_eval_task_name(&c, t.name, sizeof t.name, t.name_arg, t.tasks)) >= 0) return pr;
     static const eval_task_ops ops = {check_model, run_cell, NULL, mc_summary};
     eval_run r;
     memset(&r, 0, sizeof r);
@@ -341,29 +345,7 @@ int orthros_cmd_eval_mc(int argc, char **argv)
         task_free(&t);
         return usage ? orthros_cmd_fail_usage(cmd, rc) : orthros_cmd_fail(cmd, rc);
     }
-    o.samples = t.n;
-    r.nc = r.nx = 1;
-    r.ctxs[0] = t.longest, r.xs[0] = 0;
-    char ctx_text[32];
-    snprintf(ctx_text, sizeof ctx_text, "%d", t.longest);
-    o.ctxs = ctx_text;
-    orthros_eval_config cfg;
-    int status;
-    if ((rc = orthros_eval_config_common(&cfg, &o, "")) || !(cfg.text = strdup(t.tasks)) ||
-        (t.fewshot_file && !(cfg.fewshot = strdup(t.fewshot_file)))) {
-        if (!rc) orthros_eval_config_free(&cfg);
-        status = orthros_cmd_fail(cmd, rc ? rc : orthros_error(ORTHROS_ENOMEM, "out of memory"));
-    } else {
-        snprintf(cfg.variant, sizeof cfg.variant, "%s", orthros_mc_layout_name(t.set.layout));
-        snprintf(cfg.layout, sizeof cfg.layout, "%s", orthros_mc_layout_name(t.set.layout));
-        snprintf(cfg.name, sizeof cfg.name, "%s", t.name);
-        snprintf(cfg.score, sizeof cfg.score, "%s", t.score);
-        cfg.shots = t.shots, cfg.limit = t.limit, cfg.text_tokens = t.set.n;
-        snprintf(cfg.scoring, sizeof cfg.scoring,
-                 "lm-eval 0.4.13 multiple_choice: acc = argmax of the continuations' log-likelihoods, acc_norm = argmax per "
-                 "character; continuations scored in the %s; n counts questions", t.prefill_mode ? "prefill" : "decode path");
-        status = orthros_eval_drive(&r, argc, argv, &cfg, NULL, 0);
-    }
+    int status = orthros_eval_drive_tasks(&r, &o, argc, argv, t.n, t.longest, t.tasks, t.fewshot_file, mc_config);
     task_free(&t);
     return status;
 }

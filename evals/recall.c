@@ -438,6 +438,20 @@ static int prepare(recall_task *t, const char *model, int *usage)
     return 0;
 }
 
+/* recall's fields of the run's configuration. */
+static void recall_config(orthros_eval_config *cfg, const void *task)
+{
+    const recall_task *t = task;
+    snprintf(cfg->variant, sizeof cfg->variant, "contains");
+    snprintf(cfg->chat, sizeof cfg->chat, "%s", orthros_chat_name(t->chat));
+    snprintf(cfg->layout, sizeof cfg->layout, "%s", orthros_recall_layout_name(t->set.layout));
+    snprintf(cfg->name, sizeof cfg->name, "%s", t->name);
+    cfg->max_new = t->max_new, cfg->text_tokens = t->set.n, cfg->samples = t->n, cfg->shots = t->shots, cfg->limit = t->limit;
+    snprintf(cfg->scoring, sizeof cfg->scoring,
+             "greedy answer to an end token or max_new; contains-match of any reference answer (case-insensitive, "
+             "white space normalised, whole words); SQuAD's exact match and F1 of its first line; n counts items");
+}
+
 int orthros_cmd_eval_recall(int argc, char **argv)
 {
     const char *cmd = "eval recall", *json_default = "orthros-eval-recall.json";
@@ -477,11 +491,7 @@ int orthros_cmd_eval_recall(int argc, char **argv)
     if (!o.mo.model || !t.tasks) return orthros_cmd_usage(&c, "--model and --tasks are required (see --help)");
     if ((pr = orthros_eval_common_check(&c, &o, json_default)) >= 0) return pr;
     t.limit = o.limit;
-    /* an empty name would be left out of the file (and mc's reader requires one) */
-    if (t.name_arg && !t.name_arg[0]) return orthros_cmd_usage(&c, "--name is empty");
-    if (t.name_arg) snprintf(t.name, sizeof t.name, "%s", t.name_arg);
-    for (const char *p = t.name; *p; p++)
-        if ((unsigned char)*p < 0x20) return orthros_cmd_usage(&c, "--name holds a control character");
+    if ((pr = orthros_eval_task_name(&c, t.name, sizeof t.name, t.name_arg, NULL)) >= 0) return pr;
     static const eval_task_ops ops = {check_model, run_cell, NULL, recall_summary};
     eval_run r;
     memset(&r, 0, sizeof r);
@@ -492,30 +502,8 @@ int orthros_cmd_eval_recall(int argc, char **argv)
         task_free(&t);
         return usage ? orthros_cmd_fail_usage(cmd, rc) : orthros_cmd_fail(cmd, rc);
     }
-    o.samples = t.n;
     /* One cell per architecture: its ctx is the longest prompt plus the answer. */
-    r.nc = r.nx = 1;
-    r.ctxs[0] = t.longest, r.xs[0] = 0;
-    char ctx_text[32];
-    snprintf(ctx_text, sizeof ctx_text, "%d", t.longest);
-    o.ctxs = ctx_text;
-    orthros_eval_config cfg;
-    int status;
-    if ((rc = orthros_eval_config_common(&cfg, &o, "")) || !(cfg.text = strdup(t.tasks)) ||
-        (t.fewshot_file && !(cfg.fewshot = strdup(t.fewshot_file)))) {
-        if (!rc) orthros_eval_config_free(&cfg);
-        status = orthros_cmd_fail(cmd, rc ? rc : orthros_error(ORTHROS_ENOMEM, "out of memory"));
-    } else {
-        snprintf(cfg.variant, sizeof cfg.variant, "contains");
-        snprintf(cfg.chat, sizeof cfg.chat, "%s", orthros_chat_name(t.chat));
-        snprintf(cfg.layout, sizeof cfg.layout, "%s", orthros_recall_layout_name(t.set.layout));
-        snprintf(cfg.name, sizeof cfg.name, "%s", t.name);
-        cfg.max_new = t.max_new, cfg.text_tokens = t.set.n, cfg.samples = t.n, cfg.shots = t.shots, cfg.limit = t.limit;
-        snprintf(cfg.scoring, sizeof cfg.scoring,
-                 "greedy answer to an end token or max_new; contains-match of any reference answer (case-insensitive, "
-                 "white space normalised, whole words); SQuAD's exact match and F1 of its first line; n counts items");
-        status = orthros_eval_drive(&r, argc, argv, &cfg, NULL, 0);
-    }
+    int status = orthros_eval_drive_tasks(&r, &o, argc, argv, t.n, t.longest, t.tasks, t.fewshot_file, recall_config);
     task_free(&t);
     return status;
 }
