@@ -822,10 +822,10 @@ static int run_cuda(void)
     }
     orthros_model_config c = config_of(tiny);
     tset ad = {0};
-    /* Deltas below the fixture's own scale (std 0.01-0.02 at 0.1, alpha 7, rank 1-4; at 0.3 the merged model's attention is so sharp that
-     * its transformer logits on cuda, with bf16 weights, sat 7.2% of the range from the cpu's, past the 5% that
-     * test_cuda_model holds the fixtures to, while orthros and linear sat at 2.5%). The adapter itself is checked
-     * against the merge bit for bit on cuda above any such bound. */
+    /* Deltas below the fixture's own weights (std 0.01-0.02 at 0.1, alpha 7, rank 1-4). At 0.3 the merged model's
+     * attention is so sharp that its transformer logits on cuda (bf16 weights) sat 7.2% of the range from the cpu's,
+     * past the 5% test_cuda_model holds the fixtures to, while orthros and linear sat at 2.5%. The adapter itself is
+     * checked against the merge bit for bit on cuda above, whatever the scale. */
     for (int l = 0; l < c.n_layers; l++)
         for (int p = 0; p < 7; p++) add_delta_scaled(&ad, &c, l, p, 1 + (l + p) % 4, 300 + (uint64_t)(l * 7 + p), 0.1f);
     ts_round(&ad, ORTHROS_DTYPE_BF16);
