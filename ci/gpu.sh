@@ -8,7 +8,7 @@
 # build's ptxas warnings), the test and memcheck counts, the kernel table of
 # bench/kernels/summary.py (every kernel version against SDPA flash and cuDNN of the same run, as ratios, the
 # copy / read / GEMM ceilings and the default kernel versions; also in OUTDIR/summary.txt), the end-to-end lines.
-# Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S] [--decode MODES] [--mc]
+# Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S] [--decode MODES]
 #   (run from the repository root; cJSON from .deps/cjson if present)
 #   --no-tests   skip ctest and memcheck (a later call of the same session, after a run that tested this tree)
 #   --skip S     skip the comma-separated steps S of: tests (ctest only), memcheck, bench, anchors, e2e (to split
@@ -26,14 +26,12 @@
 #                side against the floor and the issue's targets (OUTDIR/decode_summary.txt). Every mode is about 2
 #                minutes: over 10-minute calls, --decode plain,graphs then --decode graphs-gemv,fused-graphs (the
 #                summary reads every file in OUTDIR/decode, and the anchor runs once, when its file is missing)
-#   --mc         eval mc's timing (issue 26): 100 questions of about 1K tokens (evals/make_mc_long.py) on SmolLM2
-#                (.cache/models, ci/fetch-model.sh) as transformer and orthros, into OUTDIR/mc-long.json
 # A device command is limited to 10 minutes: split a long session into calls with these switches.
 set -u -o pipefail
 
-OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S] [--decode MODES] [--mc]}
+OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]}
 shift
-QUICK= TESTS=1 GATE=0 RECIPE= SKIP=, DECODE= MC=0
+QUICK= TESTS=1 GATE=0 RECIPE= SKIP=, DECODE=
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=--quick; shift ;;
@@ -42,7 +40,6 @@ while [ $# -gt 0 ]; do
             case ",$2," in *[!a-z0-9,]*) echo "--skip: steps are tests, memcheck, bench, anchors, e2e" >&2; exit 2 ;; esac
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
-        --mc) MC=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
         --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or plain,graphs,graphs-gemv,fused-graphs" >&2; exit 2; }
             DECODE=$2; [ "$DECODE" = all ] && DECODE=plain,graphs,graphs-gemv,fused-graphs
@@ -138,17 +135,6 @@ if [ -n "$RECIPE" ]; then
         --out-dir "$OUT/recipe" "${anchors[@]}"
 fi
 
-if [ $MC = 1 ]; then
-    smollm2=.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
-    if [ -f "$smollm2" ]; then
-        python3 evals/make_mc_long.py >"$OUT/mc-long.jsonl"
-        step mc mc.log "$BUILD/orthros" eval mc --model "$smollm2" --device cuda --arch transformer,orthros \
-            --tasks "$OUT/mc-long.jsonl" --json "$OUT/mc-long.json" --force
-    else
-        status[mc]="skipped (no $smollm2: ci/fetch-model.sh)"
-    fi
-fi
-
 if [ -n "$DECODE" ]; then
     mkdir -p "$OUT/decode"
     for mode in ${DECODE//,/ }; do
@@ -184,7 +170,7 @@ fi
 echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
-for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe mc \
+for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
     decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_anchor; do
     case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac
     printf '%-12s %s\n' "$s" "${status[$s]:-not run}"
