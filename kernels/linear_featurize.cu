@@ -149,7 +149,12 @@ int orthros_linear_featurize_bf16(const orthros_linear_featurize_params *p, cubl
     if (!p->fmap_q || !p->fmap_k) return orthros_error(ORTHROS_EINVAL, "hedgehog: feature-map weights missing");
     if ((size_t)FK_WARPS * (d + half) * sizeof(float) > 200 * 1024)
         return orthros_error(ORTHROS_EUNSUPPORTED, "hedgehog: head dim %d with %d features per sign", d, half);
-    CUBLAS_CHECK(cublasSetStream(cublas, stream));
+    /* cublasSetStream also resets the handle's workspace to cuBLAS's default pool, dropping the one the backend set
+     * with cublasSetWorkspace (which a captured decode step relies on: no workspace allocated inside a capture), so
+     * the stream is set only when it differs (the backend's handle is already on its stream). */
+    cudaStream_t cur = NULL;
+    CUBLAS_CHECK(cublasGetStream(cublas, &cur));
+    if (cur != stream) CUBLAS_CHECK(cublasSetStream(cublas, stream));
     const float one = 1.0f, zero = 0.0f;
     /* Column-major view: u_h^T [F/2 x rows] = W_h^T [F/2 x d] . x_h^T [d x rows]; the rows of one call must be
      * evenly strided in qkv, which holds for all B sequences at once only when the span is the whole call. */

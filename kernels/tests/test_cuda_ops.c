@@ -1189,16 +1189,18 @@ static void gemv_suite(void)
     test_gemv_plain(2, 1, 8, 0);
     test_gemv_plain(5, 2048, 8192, 0);
     test_gemv_plain(1, 50000, 2048, 1);
-    /* the fused ops: the staged input split over blocks (n 16, K 4104), the composition path (n 17) */
+    /* the fused ops: the staged input split over blocks (n 16, K 4104), the composition path (n 17), split K at one
+     * n-tile for every epilogue (n 5, M 40, K 4104: gemm_add's residual add after split K) */
     const int fs[][3] = {{1, 37, 72}, {3, 1003, 200}, {8, 64, 2048}, {9, 2048, 2048}, {16, 1000, 4104}, {16, 8, 8},
-                         {17, 100, 64}, {1, 8192, 2048}};
+                         {17, 100, 64}, {1, 8192, 2048}, {5, 40, 4104}};
     for (size_t i = 0; i < sizeof fs / sizeof *fs; i++) {
         if (quick && fs[i][1] * fs[i][2] > 4000000) continue;
         test_fused_products(fs[i][0], fs[i][1], fs[i][2]);
     }
     /* q/k/v with RoPE: head dims 16 to 128 (80: 5 row tiles a block), GQA 1:1 to 8:1, cache rings the positions wrap */
     const geom gs[] = {{4, 2, 16}, {32, 8, 64}, {8, 2, 128}, {12, 4, 80}, {4, 4, 32}, {24, 3, 64}};
-    const int pos1[] = {0}, pos3[] = {700, 5, 37}, pos16[] = {0, 1, 2, 3, 99, 100, 101, 102, 7, 8, 9, 10, 255, 256, 257, 511};
+    /* n 1 at a position whose rotation is not the identity (pos 0 is in pos16) and whose slot wraps the ring */
+    const int pos1[] = {1000}, pos3[] = {700, 5, 37}, pos16[] = {0, 1, 2, 3, 99, 100, 101, 102, 7, 8, 9, 10, 255, 256, 257, 511};
     for (size_t i = 0; i < sizeof gs / sizeof *gs; i++) {
         test_fused_qkv_rope(gs[i], 1, 256, 64, pos1);
         test_fused_qkv_rope(gs[i], 3, 200, 41, pos3);
@@ -1208,6 +1210,10 @@ static void gemv_suite(void)
     test_fused_head(1, 7, 64, -1);
     test_fused_head(3, 1003, 72, 1);
     test_fused_head(16, 50000, 256, 5);
+    /* few row blocks and a long K: the argmax epilogue after split K (16 splits at one and two n-tiles), which the
+     * vocabularies above never take (their row blocks fill the SMs) */
+    test_fused_head(3, 300, 4104, -1);
+    test_fused_head(12, 200, 2048, 4);
     if (!quick) test_fused_head(2, 128256, 2048, -1);
 }
 
