@@ -385,11 +385,13 @@ class Model(nn.Module):
             raise ValueError(f"adapter: tensors this model does not have: {', '.join(sorted(left)[:4])}")
 
     # -- the forward, in pieces the trainers reuse --
-    def rope_for(self, n, device):
-        key = (n, str(device))
-        if key not in self._rope:
-            self._rope = {key: rope_tables(self.cfg, n, device)}
-        return self._rope[key]
+    def rope_for(self, n, device, offset=0):
+        """cos, sin of positions offset .. offset + n - 1 (slices of the longest table made so far)."""
+        key = str(device)
+        if key not in self._rope or self._rope[key][0].shape[0] < n + offset:
+            self._rope = {key: rope_tables(self.cfg, n + offset, device)}
+        cos, sin = self._rope[key]
+        return cos[offset:offset + n], sin[offset:offset + n]
 
     def qkv(self, i, h, cos, sin):
         """q, k, v before RoPE and q~, k~ after: [B, H, N, d]."""
@@ -452,10 +454,12 @@ class Model(nn.Module):
         h = rmsnorm(x, self.norm, self.cfg.eps)
         return F.linear(h, self.embed if self.lm_head is None else self.lm_head)
 
-    def forward(self, ids, arch, tail=None, impl=None):
+    def forward(self, ids, arch, tail=None, impl=None, offset=0):
+        """offset: the first token's RoPE position (0 at inference; training may shift it, train.py
+        --rope-offset-max)."""
         c = self.cfg
         x = F.embedding(ids, self.embed)
-        cos, sin = self.rope_for(ids.shape[1], ids.device)
+        cos, sin = self.rope_for(ids.shape[1], ids.device, offset)
         for i in range(c.layers):
             h = rmsnorm(x, self.ln1[i], c.eps)
             q, k, v, qr, kr = self.qkv(i, h, cos, sin)

@@ -14,9 +14,12 @@ the ablation get the same LoRA tokens and steps as stage 2):
 Every job: sequences of 1024 tokens, 32 a step (8 for the 1M budget, so that each stage has 64 steps). `--budgets
 16M,4M,1M`, `--controls 16M` (the budgets that get a control) and `--no-ablation` change the grid. Each call runs what is left within --max-seconds (a job
 cut short saves and resumes in the next call) and exits 0 when the grid is done, 3 when more calls are needed.
-`--long 4096` adds the first budget converted at sequences of 4096 tokens (s1-16M-L4096, s2-16M-L4096: the same
-tokens a step, the stage 2 tail range scaled with the length), the length the model is trained at being what limits
-its long context (the 1024-token conversion breaks past 1024 tokens). `--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
+The length study (the 1024-token conversion breaks past 1024 tokens; convert/length_probe.py shows why: its maps,
+applied after RoPE, meet rotations of positions they were never trained on) adds variants of the first budget, each
+both stages: `--long 4096` (s1-16M-L4096, s2-16M-L4096: sequences of 4096 tokens, the same tokens a step, the tail
+range scaled with the length), `--rope-offset-max 7168` (s1-16M-O7168, ...: 1024-token sequences whose RoPE positions
+start at a random offset up to 7168, so the maps see every rotation of an 8K context at the cost of the 1024-token
+jobs) and `--fm-before` (s1-16M-before, ...: the maps before RoPE, blind to position). `--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
 DIR/runs.tar.part00, part01, ... (pieces of 15 MiB: every job's log.json, the finished jobs' adapter directories, an
 unfinished job's checkpoint); on a fresh machine `--restore DIR` (those pieces carried back) puts them into --runs. Extra options after `--` go to every train.py job (e.g. `-- --compile`).
 """
@@ -50,24 +53,31 @@ def plan(a):
         if not a.no_ablation and b == a.budgets.split(",")[0]:
             jobs.append((f"s2lin-{b}", b, ["stage2", "--phases", "linear", *ft, "--maps",
                                            os.path.join(a.runs, f"s1-{b}")]))
-        if a.long and b == a.budgets.split(",")[0]:
-            jobs += long_jobs(a, b, batch, micro)
+        if b == a.budgets.split(",")[0]:
+            if a.rope_offset_max:  # cheapest first: the cost of the --seq jobs
+                off = ["--rope-offset-max", str(a.rope_offset_max)]
+                jobs += variant_jobs(a, b, batch, micro, f"O{a.rope_offset_max}", a.seq, off, off)
+            if a.fm_before:
+                jobs += variant_jobs(a, b, batch, micro, "before", a.seq, ["--feature-map-rope", "before"], [])
+            if a.long:
+                jobs += variant_jobs(a, b, batch, micro, f"L{a.long}", a.long, [], [])
     return jobs
 
 
-def long_jobs(a, b, batch, micro):
-    """--long L: the first budget again with sequences of L tokens (both stages, the same tokens a step, stage 2's
-    micro-batch of as many tokens, the tail range scaled by L / --seq): the length the converted model is trained
-    at, against the same budget at --seq. Named s1-{b}-L{L} and s2-{b}-L{L}."""
+def variant_jobs(a, b, batch, micro, suffix, seq, s1_extra, s2_extra):
+    """The first budget converted again, both stages, as s1-{b}-{suffix} and s2-{b}-{suffix}: on sequences of `seq`
+    tokens (the same tokens a step, stage 2's micro-batch of as many tokens, the tail range scaled by seq / --seq),
+    with extra options for each stage. The variants of the length study: --long, --rope-offset-max, --fm-before."""
     half = train.count(b) // 2
-    scale = a.long / a.seq
-    batch_l = max(1, int(batch / scale))
-    micro_l = max(m for m in range(1, max(1, min(batch_l, int(micro / scale))) + 1) if batch_l % m == 0)
-    size = ["--tokens", str(half), "--batch", str(batch_l), "--seq", str(a.long)]
-    s1, s2 = f"s1-{b}-L{a.long}", f"s2-{b}-L{a.long}"
-    return [(s1, b, ["stage1", *size]),
-            (s2, b, ["stage2", *size, "--micro-batch", str(micro_l), "--maps", os.path.join(a.runs, s1),
-                     "--tail-min", str(int(a.tail_min * scale)), "--tail-max", str(int(a.tail_max * scale))])]
+    scale = seq / a.seq
+    batch_v = max(1, int(batch / scale))
+    micro_v = max(m for m in range(1, max(1, min(batch_v, int(micro / scale))) + 1) if batch_v % m == 0)
+    size = ["--tokens", str(half), "--batch", str(batch_v), "--seq", str(seq)]
+    s1, s2 = f"s1-{b}-{suffix}", f"s2-{b}-{suffix}"
+    return [(s1, b, ["stage1", *size, *s1_extra]),
+            (s2, b, ["stage2", *size, "--micro-batch", str(micro_v), "--maps", os.path.join(a.runs, s1),
+                     "--tail-min", str(int(a.tail_min * scale)), "--tail-max", str(int(a.tail_max * scale)),
+                     *s2_extra])]
 
 
 def unpacked(path):
@@ -188,6 +198,10 @@ def main():
     ap.add_argument("--seq", type=int, default=1024, help="sequence length of every job (default 1024)")
     ap.add_argument("--long", type=int, default=0,
                     help="also convert the first budget with sequences of this many tokens (s1-B-L<n>, s2-B-L<n>)")
+    ap.add_argument("--rope-offset-max", type=int, default=0,
+                    help="also convert the first budget with RoPE offsets up to this (s1-B-O<n>, s2-B-O<n>)")
+    ap.add_argument("--fm-before", action="store_true",
+                    help="also convert the first budget with the feature maps before RoPE (s1-B-before, s2-B-before)")
     ap.add_argument("--tail-min", type=int, default=64, help="stage 2 tail range (default 64..256)")
     ap.add_argument("--tail-max", type=int, default=256)
     ap.add_argument("--max-seconds", type=float, default=480)

@@ -172,6 +172,23 @@ def main():
               np.abs(wide - full).max() < 1e-4, f"{np.abs(wide - full).max():.2g}")
         check("the trained model as orthros differs from the transformer (the maps are used)",
               np.abs(ref - full).max() > 1e-3)
+        # RoPE offsets (train.py --rope-offset-max): softmax attention is blind to them, maps after RoPE are not
+        shifted = m(torch.tensor([ids]), Arch("transformer"), offset=300)[0].numpy()
+        check("the transformer's logits at RoPE offset 300 equal offset 0's", np.abs(shifted - full).max() < 1e-4,
+              f"{np.abs(shifted - full).max():.2g}")
+        moved = m(torch.tensor([ids]), arch, offset=300)[0].numpy()
+        check("the converted model's logits move with the RoPE offset (maps after RoPE)",
+              np.abs(moved - ref).max() > 1e-3, f"{np.abs(moved - ref).max():.2g}")
+    so = os.path.join(work, "s1-offset")
+    rc, dt = run(["stage1", *common, "--out", so, "--tokens", str(15 * 8 * 64), "--window", "8", "--feature-dim", "8",
+                  "--rope-offset-max", "512"])
+    lo = losses(so)
+    rec = json.load(open(os.path.join(so, "log.json")))
+    _, t_plain, _ = ckpt.load_adapter(os.path.join(s1, "adapter"))
+    _, t_off, _ = ckpt.load_adapter(os.path.join(so, "adapter"))
+    check("stage1 --rope-offset-max runs, its loss falls, it is logged and trains other maps",
+          rc == 0 and np.mean(lo[-3:]) < 0.95 * np.mean(lo[:3]) and rec["recipe"].get("rope_offset_max") == 512 and
+          any(not torch.equal(t_plain[k], t_off[k]) for k in t_plain), f"{dt:.1f} s")
     # the teacher sampler's KV-cache decode, greedy (top-p ~ 0), against argmax of full recomputes
     from convert.sample_teacher import sample
     m, _ = build(FIXTURE)

@@ -75,6 +75,10 @@ def common_args(ap):
     ap.add_argument("--log-every", type=int, default=10, help="stderr progress every N steps")
     ap.add_argument("--val-data", help="validation tokens (default: val.u16 beside the first --data, if present)")
     ap.add_argument("--val-windows", type=int, default=64, help="validation windows of --seq tokens (default 64)")
+    ap.add_argument("--rope-offset-max", type=int, default=0,
+                    help="each training sequence's RoPE positions start at a seeded random offset in [0, M] instead "
+                         "of 0 (softmax attention is blind to it; feature maps after RoPE then see the rotations of "
+                         "positions up to M + --seq; default 0: none; validation always starts at 0)")
     ap.add_argument("--adapter-dtype", choices=["bf16", "f32"], default="bf16",
                     help="dtype of adapter.safetensors (default bf16: the trained tensors are rounded to it before "
                          "the validation, so what is measured is what ships)")
@@ -191,9 +195,18 @@ class Job:
         k = {n: v for n, v in vars(self.a).items() if n not in ("resume", "max_seconds", "log_every", "compile",
                                                                 "threads", "device", "out", "maps", "data",
                                                                 "val_data", "model")}
+        if not k.get("rope_offset_max"):  # an option younger than some checkpoints: absent means 0
+            k.pop("rope_offset_max", None)
         k["data_sha256"] = [f["sha256"] for f in self.data.files]
         k["model_name"] = os.path.basename(os.path.normpath(self.a.model))
         return k
+
+    def rope_offset(self, step, micro):
+        """The RoPE offset of a micro-batch: seeded, in [0, --rope-offset-max]."""
+        if not self.a.rope_offset_max:
+            return 0
+        g = torch.Generator().manual_seed(self.a.seed * 7919 + step * 104729 + micro)
+        return int(torch.randint(0, self.a.rope_offset_max + 1, (1,), generator=g))
 
     def try_resume(self):
         if not self.a.resume or not os.path.exists(self.ckpt_path):
@@ -275,15 +288,16 @@ def stage1(a):
                         "loss": "1000 x mean over layers of MSE(student attention output, teacher softmax attention "
                                 "output), per head before o_proj, every position",
                         "feature_dim": half, "fm_init": a.fm_init, "local_window": a.window,
-                        "feature_map_rope": a.feature_map_rope, "gate_init_logit": -2.1972245773362196}}
+                        "feature_map_rope": a.feature_map_rope, "gate_init_logit": -2.1972245773362196,
+                        "rope_offset_max": a.rope_offset_max}}
 
-    def layer_losses(ids):
+    def layer_losses(ids, offset):
         """Teacher forward (no grad) passing its own softmax output on; each layer's student loss backpropagated at
         once (layers are independent), so only one layer's graph is alive at a time."""
         losses = []
         with torch.no_grad(), job.autocast():
             x = F.embedding(ids, m.embed)
-            cos, sin = m.rope_for(ids.shape[1], ids.device)
+            cos, sin = m.rope_for(ids.shape[1], ids.device, offset)
             for i in range(L):
                 h = rmsnorm(x, m.ln1[i], c.eps)
                 q, k, v, qr, kr = m.qkv(i, h, cos, sin)
@@ -302,7 +316,7 @@ def stage1(a):
         per_layer = [0.0] * L
         for mb in range(a.batch // job.micro):
             ids = job.data.batch(job.micro, a.seq, a.seed, step, mb).to(job.device)
-            for i, l in enumerate(layer_losses(ids)):
+            for i, l in enumerate(layer_losses(ids, job.rope_offset(step, mb))):
                 per_layer[i] += l * job.micro / a.batch
         job.opt.step()
         out = {"loss": 1000.0 * sum(per_layer) / L}
@@ -370,6 +384,7 @@ def finetune(a, kind):
                                 "mean over positions",
                         "architecture": base_arch.to_json(), "phases": phases,
                         "tail_range": [a.tail_min, a.tail_max] if phases == "both" else None,
+                        "rope_offset_max": a.rope_offset_max,
                         "maps": a.maps if kind == "stage2" else None}}
 
     def tail_for(step, mb):
@@ -388,17 +403,17 @@ def finetune(a, kind):
 
     arch = arch_for()
 
-    def losses(ids, T):
+    def losses(ids, T, offset):
         inp, tgt = ids[:, :-1], ids[:, 1:]
         with job.autocast():
-            logits = m(inp, arch, tail=T).float()
+            logits = m(inp, arch, tail=T, offset=offset).float()
         logp = F.log_softmax(logits, dim=-1)
         ce_tok = -logp.gather(-1, tgt[..., None])[..., 0]
         kl_tok = torch.zeros_like(ce_tok)
         if a.kl_weight:
             m.set_lora_enabled(False)
             with torch.no_grad(), job.autocast():
-                tlogp = F.log_softmax(m(inp, teacher).float(), dim=-1)
+                tlogp = F.log_softmax(m(inp, teacher, offset=offset).float(), dim=-1)
             m.set_lora_enabled(True)
             kl_tok = (tlogp.exp() * (tlogp - logp)).sum(-1)
         return ce_tok, kl_tok
@@ -410,7 +425,7 @@ def finetune(a, kind):
         for mb in range(a.batch // job.micro):
             ids = job.data.batch(job.micro, a.seq + 1, a.seed, step, mb, counted=a.seq).to(job.device)
             T = tail_for(step, mb)
-            ce_tok, kl_tok = losses(ids, T)
+            ce_tok, kl_tok = losses(ids, T, job.rope_offset(step, mb))
             loss = a.ce_weight * ce_tok.mean() + a.kl_weight * kl_tok.mean()
             (loss * job.micro / a.batch).backward()
             w = job.micro / a.batch

@@ -3,17 +3,16 @@
 # controls, into OUTDIR, every file resumable (run it again to finish what a stopped run left):
 #   evals/run_converted_grid.sh OUTDIR RUNS
 # RUNS is the folder of convert/pipeline.py's jobs (s2-16M/adapter: the converted model; ctl-16M/adapter: the control
-# transformer, LoRA-tuned on the same data and steps; s2-16M-L4096/adapter: the same budget converted on sequences of
-# 4096 tokens (pipeline.py --long 4096); s2lin-16M/adapter: the ablation tuned in the linear phase only; s2-4M, s2-1M:
-# the smaller conversion budgets). Set CONV to use another converted model (for example the committed
+# transformer, LoRA-tuned on the same data and steps; s2-16M-SUFFIX/adapter: the length study's variants of the same
+# budget (pipeline.py --rope-offset-max, --fm-before, --long), run as conv-SUFFIX; s2lin-16M/adapter: the ablation
+# tuned in the linear phase only; s2-4M, s2-1M: the smaller conversion budgets). Set CONV to use another converted model (for example the committed
 # data/models/smollm2-135m-orthros).
 #
 # The full grid (perplexity on both held-out texts at 1K-8K over 32K tokens; RULER NIAH single / multikey / multivalue
 # / multiquery at 1K-8K x 5 depths; variable tracking; common words; the recall file) for: the base as transformer,
-# the converted model as orthros (tail 1), as linear, as hybrid (every 4th layer full), the control as transformer and
-# the 4096-token conversion as orthros and linear.
+# the converted model as orthros (tail 1), as linear, as hybrid (every 4th layer full) and the control as transformer.
 # The short grid (both perplexities, NIAH single) for the converted model as orthros with tails 16 and 64, the
-# ablation, and the 4M and 1M conversions as orthros and linear. The configurations run as parallel processes
+# length study's variants, the ablation, and the 4M and 1M conversions as orthros and linear. The configurations run as parallel processes
 # (JOBS, default 6): quality figures do not depend on timing. Environment: ORTHROS (default build/orthros), DEVICE
 # (default cuda), BASE (default the fetched GGUF), ONLY (configuration names to run, comma-separated), SAMPLES (NIAH single samples per cell, default 8); for a quick check
 # on a cpu: CTX (RULER lengths, default 1k:8k:x2), PPL_CTX (default 1k,2k,4k,8k), PPL_TOKENS (default 32k), DEPTHS
@@ -67,7 +66,6 @@ grid=(
     "base|$BASE|transformer|1|"
     "conv|$CONV|orthros,linear|1|"
     "control|$runs/ctl-16M/adapter|transformer|1|"
-    "conv-L4096|$runs/s2-16M-L4096/adapter|orthros,linear|1|"
     "conv-hybrid|$CONV|hybrid|1|"
     "conv-tail16|$CONV|orthros|16|short"
     "conv-tail64|$CONV|orthros|64|short"
@@ -75,6 +73,13 @@ grid=(
     "conv-4M|$runs/s2-4M/adapter|orthros,linear|1|short"
     "conv-1M|$runs/s2-1M/adapter|orthros,linear|1|short"
 )
+# The length study's variants (convert/pipeline.py --rope-offset-max, --fm-before, --long: s2-16M-SUFFIX), each as
+# conv-SUFFIX with the short grid, after the base, the conversion and the control.
+for d in "$runs"/s2-16M-*/adapter; do
+    [ -d "$d" ] || continue
+    v=${d%/adapter}
+    grid=("${grid[@]:0:3}" "conv-${v##*/s2-16M-}|$d|orthros,linear|1|short" "${grid[@]:3}")
+done
 fail=0
 running=0
 for g in "${grid[@]}"; do
