@@ -189,6 +189,13 @@ def main():
     check("stage1 --rope-offset-max runs, its loss falls, it is logged and trains other maps",
           rc == 0 and np.mean(lo[-3:]) < 0.95 * np.mean(lo[:3]) and rec["recipe"].get("rope_offset_max") == 512 and
           any(not torch.equal(t_plain[k], t_off[k]) for k in t_plain), f"{dt:.1f} s")
+    si = os.path.join(work, "s1-init")
+    rc, dt = run(["stage1", *common, "--out", si, "--tokens", str(2 * 8 * 64), "--window", "8", "--feature-dim", "8",
+                  "--init-maps", os.path.join(s1, "adapter"), "--lr", "1e-12", "--warmup", "1"])
+    _, t_init, _ = ckpt.load_adapter(os.path.join(si, "adapter"))
+    check("stage1 --init-maps starts from an adapter's maps and gates (at lr 1e-12 it ends with the same tensors)",
+          rc == 0 and t_init.keys() == t_plain.keys() and all(torch.equal(t_init[k], t_plain[k]) for k in t_plain),
+          f"{dt:.1f} s")
     # the teacher sampler's KV-cache decode, greedy (top-p ~ 0), against argmax of full recomputes
     from convert.sample_teacher import sample
     m, _ = build(FIXTURE)

@@ -90,6 +90,8 @@ def attention_args(ap):
                     help="hedgehog init: LoLCATs' identity flag (default) or its kaiming default")
     ap.add_argument("--window", type=int, default=64, help="local softmax window W (default 64)")
     ap.add_argument("--feature-map-rope", choices=["before", "after"], default="after")
+    ap.add_argument("--init-maps", help="start from this adapter's feature maps and gates (a directory; default: "
+                                        "--fm-init, gates at sigmoid 0.1)")
 
 
 def lora_args(ap):
@@ -195,8 +197,9 @@ class Job:
         k = {n: v for n, v in vars(self.a).items() if n not in ("resume", "max_seconds", "log_every", "compile",
                                                                 "threads", "device", "out", "maps", "data",
                                                                 "val_data", "model")}
-        if not k.get("rope_offset_max"):  # an option younger than some checkpoints: absent means 0
-            k.pop("rope_offset_max", None)
+        for young in ("rope_offset_max", "init_maps"):  # options younger than some checkpoints: absent means unset
+            if not k.get(young):
+                k.pop(young, None)
         k["data_sha256"] = [f["sha256"] for f in self.data.files]
         k["model_name"] = os.path.basename(os.path.normpath(self.a.model))
         return k
@@ -277,6 +280,21 @@ def stage1(a):
     m.init_feature_maps(half, a.fm_init, a.seed)
     arch = Arch("linear", "hedgehog", feature_dim=half, feature_map_rope=a.feature_map_rope,
                 local_window=a.window).check()
+    if a.init_maps:
+        # go on from an adapter's maps and gates (float32 from here on), e.g. to train them further with offsets
+        acfg, tensors, _ = ckpt.load_adapter(a.init_maps)
+        o = (acfg or {}).get("orthros") or {}
+        want = {"feature_dim": half, "local_window": a.window, "feature_map_rope": a.feature_map_rope}
+        if any(o.get(k) != v for k, v in want.items()):
+            raise SystemExit(f"--init-maps {a.init_maps}: its maps are {', '.join(f'{k} {o.get(k)}' for k in want)}; "
+                             f"this job's are {', '.join(f'{k} {v}' for k, v in want.items())}")
+        m.load_adapter_tensors({k: v for k, v in tensors.items() if "lora_" not in k}, None)
+        for at in m.attn:
+            if at.gamma_fixed is not None:
+                raise SystemExit(f"--init-maps {a.init_maps}: a window gate outside (0, 1) cannot be trained")
+            at.fm_q = torch.nn.Parameter(at.fm_q.detach().float())
+            at.fm_k = torch.nn.Parameter(at.fm_k.detach().float())
+            at.gate_logit = torch.nn.Parameter(at.gate_logit.detach().float())
     params = []
     for i, at in enumerate(m.attn):
         p = f"model.layers.{i}.self_attn."
@@ -289,7 +307,7 @@ def stage1(a):
                                 "output), per head before o_proj, every position",
                         "feature_dim": half, "fm_init": a.fm_init, "local_window": a.window,
                         "feature_map_rope": a.feature_map_rope, "gate_init_logit": -2.1972245773362196,
-                        "rope_offset_max": a.rope_offset_max}}
+                        "rope_offset_max": a.rope_offset_max, "init_maps": a.init_maps}}
 
     def layer_losses(ids, offset):
         """Teacher forward (no grad) passing its own softmax output on; each layer's student loss backpropagated at
