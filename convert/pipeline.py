@@ -19,7 +19,8 @@ applied after RoPE, meet rotations of positions they were never trained on) adds
 both stages: `--long 4096` (s1-16M-L4096, s2-16M-L4096: sequences of 4096 tokens, the same tokens a step, the tail
 range scaled with the length), `--rope-offset-max 7168` (s1-16M-O7168, ...: 1024-token sequences whose RoPE positions
 start at a random offset up to 7168, so the maps see every rotation of an 8K context at the cost of the 1024-token
-jobs) and `--fm-before` (s1-16M-before, ...: the maps before RoPE, blind to position). `--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
+jobs) and `--fm-before` (s1-16M-before, ...: the maps before RoPE, blind to position).
+`--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
 DIR/runs.tar.part00, part01, ... (pieces of 15 MiB: every job's log.json, the finished jobs' adapter directories, an
 unfinished job's checkpoint); on a fresh machine `--restore DIR` (those pieces carried back) puts them into --runs. Extra options after `--` go to every train.py job (e.g. `-- --compile`).
 """
