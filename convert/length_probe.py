@@ -117,8 +117,8 @@ def main():
     mean = err_num.sum(0) / err_den.sum(0)
     print("  all " + " ".join(f"{mean[b]:7.4f} ({share[:, b].mean():4.2f})" for b in range(len(bands))))
     if a.json:
-        json.dump({"adapter": a.adapter, "data": a.data, "seq": a.seq, "windows": a.windows, "lora": a.lora, "offset": a.offset,
-                   "arch": arch.to_json(), "bands": bands, "err": err.tolist(), "share": share.tolist(),
+        json.dump({"adapter": a.adapter, "data": a.data, "seq": a.seq, "windows": a.windows, "lora": a.lora,
+                   "offset": a.offset, "arch": arch.to_json(), "bands": bands, "err": err.tolist(), "share": share.tolist(),
                    "err_all_layers": mean.tolist()}, open(a.json, "w"), indent=1)
     return 0
 
