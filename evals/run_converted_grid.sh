@@ -78,7 +78,10 @@ grid=(
 for d in "$runs"/s2-16M-*/adapter; do
     [ -d "$d" ] || continue
     v=${d%/adapter}
-    grid=("${grid[@]:0:3}" "conv-${v##*/s2-16M-}|$d|orthros,linear|1|short" "${grid[@]:3}")
+    v=${v##*/s2-16M-}
+    case "$v" in ''|*[!A-Za-z0-9._-]*) echo "grid: skipped $d (a variant name of letters, digits and ._- only)" >&2; continue ;; esac
+    case "$runs" in *'|'*) echo "grid: RUNS holds a '|': the variants are skipped" >&2; break ;; esac
+    grid=("${grid[@]:0:3}" "conv-$v|$d|orthros,linear|1|short" "${grid[@]:3}")
 done
 fail=0
 running=0
