@@ -146,26 +146,23 @@ static void model_section(FILE *f, const orthros_bench_file *r, const orthros_an
     fprintf(f, "\n");
 }
 
-int orthros_bench_report(const char *md_path, const char *const *json_paths, int n, const char *anchors_path)
+/* ---- writing a report ---- */
+
+typedef void (*report_intro)(FILE *f, const char *now);
+typedef void (*report_section)(FILE *f, const orthros_bench_file *r, const void *ctx);
+
+/* A markdown report of result files, written atomically to md_path: the intro (given the time), then a section per
+ * file (a file that does not exist: "Not run."). */
+static int write_report(const char *md_path, const char *const *json_paths, int n, report_intro intro,
+                        report_section section, const void *ctx)
 {
-    orthros_anchor_file anchors = {0};
-    int rc = anchors_path ? orthros_anchor_file_read(&anchors, anchors_path) : 0;
-    if (rc) return rc;
     char *buf = NULL, now[64];
     size_t len = 0;
+    int rc = 0;
     FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        orthros_anchor_file_free(&anchors);
-        return orthros_error(ORTHROS_ENOMEM, "out of memory");
-    }
+    if (!f) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     orthros_utc_now(now, sizeof now);
-    fprintf(f, "# Reproducing the 21.9x prefill speedup\n\n"
-               "Claim (Orthros, arXiv 2610.13735): Orthros attention, linear while prefilling and full softmax attention "
-               "while decoding, prefills 21.9x faster than a Transformer of the same size. This report is written by "
-               "`orthros bench --recipe reproduce-21.9x` from its result files (%s); every figure below is measured, "
-               "each time the median of the repetitions with a bootstrap 95%% interval; cells that were not run say why. "
-               "Dummy weights (speed does not depend on their values); batch 1.\n\n",
-            now);
+    intro(f, now);
     for (int i = 0; i < n && !rc; i++) {
         orthros_bench_file r;
         int exists = 0;
@@ -174,14 +171,40 @@ int orthros_bench_report(const char *md_path, const char *const *json_paths, int
             fprintf(f, "## %s\n\nNot run.\n\n", json_paths[i]);
             continue;
         }
-        orthros_model_config mc;
-        int hd = !strncmp(r.cfg.model, "preset:", 7) && !orthros_preset_config(&mc, r.cfg.model + 7) ? mc.head_dim : 0;
-        model_section(f, &r, anchors_path ? &anchors : NULL, hd);
+        section(f, &r, ctx);
         orthros_bench_file_free(&r);
     }
     int bad = fclose(f) != 0;
     if (!rc) rc = bad ? orthros_error(ORTHROS_ENOMEM, "out of memory") : orthros_write_file_atomic(md_path, buf, len);
     free(buf);
+    return rc;
+}
+
+static void reproduce_intro(FILE *f, const char *now)
+{
+    fprintf(f, "# Reproducing the 21.9x prefill speedup\n\n"
+               "Claim (Orthros, arXiv 2610.13735): Orthros attention, linear while prefilling and full softmax attention "
+               "while decoding, prefills 21.9x faster than a Transformer of the same size. This report is written by "
+               "`orthros bench --recipe reproduce-21.9x` from its result files (%s); every figure below is measured, "
+               "each time the median of the repetitions with a bootstrap 95%% interval; cells that were not run say why. "
+               "Dummy weights (speed does not depend on their values); batch 1.\n\n",
+            now);
+}
+
+/* A model's section, with the anchors (ctx: the anchor file, or NULL) of its preset's head dim. */
+static void reproduce_section(FILE *f, const orthros_bench_file *r, const void *ctx)
+{
+    orthros_model_config mc;
+    int hd = !strncmp(r->cfg.model, "preset:", 7) && !orthros_preset_config(&mc, r->cfg.model + 7) ? mc.head_dim : 0;
+    model_section(f, r, ctx, hd);
+}
+
+int orthros_bench_report(const char *md_path, const char *const *json_paths, int n, const char *anchors_path)
+{
+    orthros_anchor_file anchors = {0};
+    int rc = anchors_path ? orthros_anchor_file_read(&anchors, anchors_path) : 0;
+    if (rc) return rc;
+    rc = write_report(md_path, json_paths, n, reproduce_intro, reproduce_section, anchors_path ? &anchors : NULL);
     orthros_anchor_file_free(&anchors);
     return rc;
 }
@@ -191,8 +214,9 @@ int orthros_bench_report(const char *md_path, const char *const *json_paths, int
 /* One file's section: a prompt of P tokens, then N decoded; per context and architecture the time to first token,
  * the decoded tokens' time and per token against the floor, the total and the prefill's share of it; orthros over
  * transformer on the total and on each part. */
-static void e2e_section(FILE *f, const orthros_bench_file *r)
+static void e2e_section(FILE *f, const orthros_bench_file *r, const void *ctx)
 {
+    (void)ctx;
     char dev[200];
     orthros_result_device_text(dev, sizeof dev, &r->hdr);
     const cJSON *env = r->header ? cJSON_GetObjectItemCaseSensitive(r->header, "environment") : NULL;
@@ -246,14 +270,8 @@ static void e2e_section(FILE *f, const orthros_bench_file *r)
     fprintf(f, "\n");
 }
 
-int orthros_bench_e2e_report(const char *md_path, const char *const *json_paths, int n)
+static void e2e_intro(FILE *f, const char *now)
 {
-    char *buf = NULL, now[64];
-    size_t len = 0;
-    int rc = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return orthros_error(ORTHROS_ENOMEM, "out of memory");
-    orthros_utc_now(now, sizeof now);
     fprintf(f, "# End to end: a prompt, then generated tokens\n\n"
                "The paper's end-to-end inference gains as the harness measures them, written by `orthros bench --recipe e2e` "
                "from its result files (%s). A sample is the prefill of a prompt of P tokens (its last position's logits "
@@ -264,19 +282,9 @@ int orthros_bench_e2e_report(const char *md_path, const char *const *json_paths,
                "the same run (docs/bench.md). Dummy weights; batch 1. The decode mode in effect is the \"decode ...\" "
                "part of the kernels named (none: the plain step).\n\n",
             now);
-    for (int i = 0; i < n && !rc; i++) {
-        orthros_bench_file r;
-        int exists = 0;
-        if ((rc = orthros_bench_file_read(&r, json_paths[i], 1, &exists))) break;
-        if (!exists) {
-            fprintf(f, "## %s\n\nNot run.\n\n", json_paths[i]);
-            continue;
-        }
-        e2e_section(f, &r);
-        orthros_bench_file_free(&r);
-    }
-    int bad = fclose(f) != 0;
-    if (!rc) rc = bad ? orthros_error(ORTHROS_ENOMEM, "out of memory") : orthros_write_file_atomic(md_path, buf, len);
-    free(buf);
-    return rc;
+}
+
+int orthros_bench_e2e_report(const char *md_path, const char *const *json_paths, int n)
+{
+    return write_report(md_path, json_paths, n, e2e_intro, e2e_section, NULL);
 }
