@@ -13,10 +13,11 @@
 #   --preflight   convert/preflight.py first (a minute: cuda against cpu, throughput, the grid's projected time)
 # Environment: ORTHROS_GPU_BUILD (default build-gpu), ORTHROS_CUDA_ARCHS (default 90a), STATE (default
 # $ORTHROS_GPU_BUILD/convert: the pipeline's runs and the grid's files, kept between calls), CONTROLS (the budgets
-# that get a control transformer, default 16M), the length study's variants of the 16M budget (convert/pipeline.py;
+# that get a control transformer, default 16M; none for none), BUDGETS (convert/pipeline.py --budgets, default
+# 16M,4M,1M: the first one gets the ablation and the variants), NO_ABLATION=1 (--no-ablation), the length study's variants of the 16M budget (convert/pipeline.py;
 # default none): ROPE_OFFSET_MAX (--rope-offset-max, e.g. 7168), FM_BEFORE=1 (--fm-before), LONG (--long, e.g. 4096);
 # GRID_ONLY (names of evals/run_converted_grid.sh's configurations to
-# run, comma-separated; default all).
+# run, comma-separated; default all; the base transformer's part runs beside the pipeline only when it is named).
 # Back in OUTDIR: convert.log, summary.json (the pipeline's per-job tokens, seconds, GPU-minutes, validation),
 # convert.tgz (every job's log.json, the converted model's and the control's adapters), grid.tgz (the grid's files).
 set -u -o pipefail
@@ -72,7 +73,7 @@ fi
 # The base transformer's part of the grid needs no conversion: it runs beside the pipeline (quality figures do not
 # depend on timing; the training shares the GPU with it).
 base_pid=
-if [ "$GRID" = 1 ] && build_orthros; then
+if [ "$GRID" = 1 ] && case ",${GRID_ONLY:-base}," in *,base,*) true ;; *) false ;; esac && build_orthros; then
     grid $(( $(left) - 40 )) base >"$OUT/grid-base.log" 2>&1 &
     base_pid=$!
 fi
@@ -81,12 +82,13 @@ status[pipeline]="not run"
 if [ "$(left)" -gt 90 ]; then
     step pipeline convert.log env PYTHONUNBUFFERED=1 python3 convert/pipeline.py --model "$MODEL" \
         --data "$CORPUS/train.u16.xz" --runs "$STATE/runs" --controls "${CONTROLS:-16M}" --max-seconds $(( $(left) - 60 )) \
+        ${BUDGETS:+--budgets "$BUDGETS"} ${NO_ABLATION:+--no-ablation} \
         ${ROPE_OFFSET_MAX:+--rope-offset-max "$ROPE_OFFSET_MAX"} ${FM_BEFORE:+--fm-before} ${LONG:+--long "$LONG"} \
         --bundle "$STATE/bundle"
 fi
 cp -f "$STATE/bundle/summary.json" "$OUT/" 2>/dev/null
 # (the names are globbed inside STATE: every job's log, the converted models' and the control's adapters)
-(cd "$STATE" && shopt -s nullglob && set -- runs/*/log.json runs/s2-16M/adapter runs/ctl-16M/adapter runs/s2-16M-*/adapter &&
+(cd "$STATE" && shopt -s nullglob && set -- runs/*/log.json runs/s2-*/adapter runs/ctl-*/adapter &&
     [ $# -gt 0 ] && tar czf "$OUT/convert.tgz" --ignore-failed-read "$@" 2>/dev/null)
 [ -n "$base_pid" ] && { wait "$base_pid"; status[grid_base]="rc=$?"; }
 case "${status[pipeline]}" in

@@ -4,22 +4,24 @@
 # device check (the greedy text of one prompt, and the perplexity of 4K tokens, on the cpu and cuda backends), eval mc
 # on cuda against lm-eval's committed log-likelihoods and its timing at 100 questions of ~1K tokens, then the full grid of evals/run_text_grid.sh --full with DEVICE=cuda, resumed in STATE (kept between calls) and
 # copied to OUTDIR.
-# Usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S]
+# Usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S] [--no-grid]
 #   --pieces DIR  join the model from DIR/smollm2.xz.part* (ci/fetch-model.sh --split) when the cache lacks it
 #   --budget S    stop the grid after S seconds (default 480); run again to resume where it stopped
+#   --no-grid     stop after the device check and eval mc's check and timing
 # Environment: ORTHROS_GPU_BUILD (default build-gpu), ORTHROS_CUDA_ARCHS (default 90a), STATE (default
 # $ORTHROS_GPU_BUILD/text-grid).
 set -u -o pipefail
 
 OUT=${1:?usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S]}
 shift
-PIECES= BUDGET=480
+PIECES= BUDGET=480 GRID=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --pieces) [ $# -ge 2 ] || { echo "--pieces needs a folder" >&2; exit 2; }; PIECES=$2; shift 2 ;;
         --budget) [ $# -ge 2 ] || { echo "--budget needs seconds" >&2; exit 2; }
             case "$2" in ''|*[!0-9]*) echo "--budget: a whole number of seconds" >&2; exit 2 ;; esac
             BUDGET=$2; shift 2 ;;
+        --no-grid) GRID=0; shift ;;
         *) echo "ci/gpu-text.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -93,6 +95,7 @@ for c in json.load(open(sys.argv[1]))["cells"]:
 PY
 done
 
+[ "$GRID" = 1 ] || { echo "grid: not run (--no-grid)"; exit 0; }
 mkdir -p "$STATE"
 start=$(date +%s)
 timeout --signal=INT "$BUDGET" env ORTHROS="$B" DEVICE=cuda MODEL="$MODEL" evals/run_text_grid.sh "$STATE" --full \

@@ -3,8 +3,8 @@
 # controls, into OUTDIR, every file resumable (run it again to finish what a stopped run left):
 #   evals/run_converted_grid.sh OUTDIR RUNS
 # RUNS is the folder of convert/pipeline.py's jobs (s2-16M/adapter: the converted model; ctl-16M/adapter: the control
-# transformer, LoRA-tuned on the same data and steps; s2-16M-SUFFIX/adapter: the length study's variants of the same
-# budget (pipeline.py --rope-offset-max, --fm-before, --long), run as conv-SUFFIX; s2lin-16M/adapter: the ablation
+# transformer, LoRA-tuned on the same data and steps; s2-B-SUFFIX/adapter: the length study's variants of the first
+# budget (pipeline.py --rope-offset-max, --fm-before, --long), run as conv-SUFFIX (16M) or conv-B-SUFFIX; s2lin-16M/adapter: the ablation
 # tuned in the linear phase only; s2-4M, s2-1M: the smaller conversion budgets). Set CONV to use another converted model (for example the committed
 # data/models/smollm2-135m-orthros).
 #
@@ -73,12 +73,14 @@ grid=(
     "conv-4M|$runs/s2-4M/adapter|orthros,linear|1|short"
     "conv-1M|$runs/s2-1M/adapter|orthros,linear|1|short"
 )
-# The length study's variants (convert/pipeline.py --rope-offset-max, --fm-before, --long: s2-16M-SUFFIX), each as
-# conv-SUFFIX with the short grid, after the base, the conversion and the control.
-for d in "$runs"/s2-16M-*/adapter; do
+# The length study's variants (convert/pipeline.py --rope-offset-max, --fm-before, --long: s2-B-SUFFIX for the first
+# budget B), each with the short grid after the base, the conversion and the control: those of 16M as conv-SUFFIX,
+# those of another budget as conv-B-SUFFIX.
+for d in "$runs"/s2-*-*/adapter; do
     [ -d "$d" ] || continue
     v=${d%/adapter}
-    v=${v##*/s2-16M-}
+    v=${v##*/s2-}
+    case "$v" in 16M-*) v=${v#16M-} ;; esac
     case "$v" in ''|*[!A-Za-z0-9._-]*) echo "grid: skipped $d (a variant name of letters, digits and ._- only)" >&2; continue ;; esac
     case "$runs" in *'|'*) echo "grid: RUNS holds a '|': the variants are skipped" >&2; break ;; esac
     grid=("${grid[@]:0:3}" "conv-$v|$d|orthros,linear|1|short" "${grid[@]:3}")
