@@ -52,8 +52,8 @@ def linear_share(m, i, arch, q, k, qr, kr):
     lin = (fq * zb).sum(-1)
     krep = kr.float().repeat_interleave(g, dim=1)
     x = torch.einsum("bhnd,bhmd->bhnm", qr.float(), krep) / d ** 0.5
-    t = torch.arange(N)[:, None]
-    s = torch.arange(N)[None, :]
+    t = torch.arange(N, device=x.device)[:, None]
+    s = torch.arange(N, device=x.device)[None, :]
     x = x.masked_fill(~((s <= t) & (s > t - W)), float("-inf"))
     gamma = a.gamma(Hq, q.device).float().view(1, Hq, 1)
     win = gamma * torch.exp(x - x.amax(-1, keepdim=True)).sum(-1)

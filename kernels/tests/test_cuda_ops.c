@@ -1037,6 +1037,8 @@ static void test_gemv_plain(int n, int M, int K, int logits)
         op_rc(logits ? cpu->logits(cpu, out.c, x.c, W.c, n, M, K) : cpu->gemm(cpu, out.c, x.c, W.c, n, M, K), "gemv ref");
         op_rc(logits ? gpu_gemv->logits(gpu_gemv, out.g, x.g, W.g, n, M, K) : gpu_gemv->gemm(gpu_gemv, out.g, x.g, W.g, n, M, K),
               "gemv");
+        /* gpu_gemv runs on its own non-blocking stream, and check() downloads through gpu's: wait for it first */
+        op_rc(gpu_gemv->sync(gpu_gemv), "gemv sync");
         snprintf(name, sizeof name, "gemv %s n=%d M=%d K=%d call %d", logits ? "logits (fp32 out)" : "gemm", n, M, K, call);
         check(name, &out, logits ? TOL_F32 : TOL_BF16);
     }
