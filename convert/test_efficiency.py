@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""convert/efficiency.py on the committed results of the conversion (data/results/smollm2-converted-h200-*): the
+table's figures are those of the grid files and the pipeline summaries, and bad input is refused with one line.
+Standard library only (CI runs it without PyTorch): `python3 convert/test_efficiency.py`."""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from convert import efficiency  # noqa: E402
+
+A = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-01")
+B = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-01b")
+
+
+def read(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def run(*extra, out):
+    argv = ["--out", out, "--base", f"{A}/grid/base", "--summary", f"{A}/convert/summary.json",
+            "--summary", f"{B}/convert/summary.json", *extra]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+        efficiency.main(argv)
+    return buf.getvalue()
+
+
+class Efficiency(unittest.TestCase):
+    def test_table(self):
+        with tempfile.TemporaryDirectory() as out:
+            md = run("--point", f"16M={A}/grid/conv", "--point", f"4M={B}/grid/conv-4M",
+                     "--point", f"4M-before={B}/grid/conv-4M-before", out=out)
+            rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]] for r in md.splitlines()[2:]}
+            self.assertEqual(set(rows), {"base transformer", "16M", "4M", "4M-before"})
+            # KJV perplexity at 1K and 8K and NIAH orthros at 1K as the grid files hold them
+            self.assertEqual(rows["base transformer"][2], "13.47")
+            self.assertEqual(rows["16M"][2], "14.48")
+            self.assertEqual(rows["16M"][5], "170.60")
+            self.assertEqual(rows["4M-before"][5], "18.82")
+            self.assertEqual(rows["4M-before"][8], "97.5")
+            # tokens and GPU-minutes: both stages of the pipeline summaries
+            s = read(f"{B}/convert/summary.json")["jobs"]
+            want = s["s1-4M"]["tokens_seen"] + s["s2-4M"]["tokens_seen"]
+            got = read(os.path.join(out, "efficiency.json"))
+            p4 = next(p for p in got["points"] if p["name"] == "4M")
+            self.assertEqual(p4["tokens"], want)
+            self.assertAlmostEqual(p4["gpu_minutes"], (s["s1-4M"]["seconds"] + s["s2-4M"]["seconds"]) / 60, places=2)
+            self.assertIsNone(p4["variant"])
+            self.assertEqual(next(p for p in got["points"] if p["name"] == "4M-before")["variant"], "before")
+
+    def refused(self, *extra, says):
+        with tempfile.TemporaryDirectory() as out:
+            with self.assertRaises(SystemExit) as e:
+                run(*extra, out=out)
+            self.assertIn(says, str(e.exception))
+            self.assertFalse(os.path.exists(os.path.join(out, "efficiency.md")), "nothing is written on bad input")
+
+    def test_refusals(self):
+        self.refused("--point", f"64M={A}/grid/conv", says="no finished job s1-64M, s2-64M")
+        self.refused("--point", f"16M;rm={A}/grid/conv", says="NAME is a budget")
+        self.refused("--point", f"16M={A}/grid/nothing", says="cannot read")
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "x-ppl-kjv.json"), "w") as f:
+                json.dump({"kind": "bench", "cells": []}, f)
+            self.refused("--point", f"16M={d}/x", says="not an orthros eval result file")
+        self.refused("--point", f"4M-before={B}/grid/conv-4M-before", says="no budget point")
+
+
+if __name__ == "__main__":
+    unittest.main()
