@@ -14,10 +14,12 @@
 # Environment: ORTHROS_GPU_BUILD (default build-gpu), ORTHROS_CUDA_ARCHS (default 90a), STATE (default
 # $ORTHROS_GPU_BUILD/convert: the pipeline's runs and the grid's files, kept between calls), CONTROLS (the budgets
 # that get a control transformer, default 16M; none for none), BUDGETS (convert/pipeline.py --budgets, default
-# 16M,4M,1M: the first one gets the ablation and the variants), NO_ABLATION=1 (--no-ablation), the length study's variants of the 16M budget (convert/pipeline.py;
+# 16M,4M,1M: the first one gets the ablation and the variants), NO_ABLATION=1 (--no-ablation), ONLY_JOBS (--only: the
+# named jobs alone, comma-separated), the length study's variants of the 16M budget (convert/pipeline.py;
 # default none): ROPE_OFFSET_MAX (--rope-offset-max, e.g. 7168), FM_BEFORE=1 (--fm-before), LONG (--long, e.g. 4096);
 # GRID_ONLY (names of evals/run_converted_grid.sh's configurations to
-# run, comma-separated; default all; the base transformer's part runs beside the pipeline only when it is named).
+# run, comma-separated; default all; the base transformer's part runs beside the pipeline only when it is named);
+# CONV and ABLATION (evals/run_converted_grid.sh: the adapters its conv* and ablation configurations run).
 # Back in OUTDIR: convert.log, summary.json (the pipeline's per-job tokens, seconds, GPU-minutes, validation),
 # convert.tgz (every job's log.json, the converted model's and the control's adapters), grid.tgz (the grid's files).
 set -u -o pipefail
@@ -82,7 +84,7 @@ status[pipeline]="not run"
 if [ "$(left)" -gt 90 ]; then
     step pipeline convert.log env PYTHONUNBUFFERED=1 python3 convert/pipeline.py --model "$MODEL" \
         --data "$CORPUS/train.u16.xz" --runs "$STATE/runs" --controls "${CONTROLS:-16M}" --max-seconds $(( $(left) - 60 )) \
-        ${BUDGETS:+--budgets "$BUDGETS"} ${NO_ABLATION:+--no-ablation} \
+        ${BUDGETS:+--budgets "$BUDGETS"} ${NO_ABLATION:+--no-ablation} ${ONLY_JOBS:+--only "$ONLY_JOBS"} \
         ${ROPE_OFFSET_MAX:+--rope-offset-max "$ROPE_OFFSET_MAX"} ${FM_BEFORE:+--fm-before} ${LONG:+--long "$LONG"} \
         --bundle "$STATE/bundle"
 fi

@@ -20,6 +20,8 @@ both stages: `--long 4096` (s1-16M-L4096, s2-16M-L4096: sequences of 4096 tokens
 range scaled with the length), `--rope-offset-max 7168` (s1-16M-O7168, ...: 1024-token sequences whose RoPE positions
 start at a random offset up to 7168, so the maps see every rotation of an 8K context at the cost of the 1024-token
 jobs) and `--fm-before` (s1-16M-before, ...: the maps before RoPE, blind to position).
+`--fm-before` also adds its ablation, s2lin-B-before, unless `--no-ablation`. `--only NAMES` runs the named jobs of
+the plan alone (a fresh machine that needs one variant, not the budgets before it).
 `--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
 DIR/runs.tar.part00, part01, ... (pieces of 15 MiB: every job's log.json, the finished jobs' adapter directories, an
 unfinished job's checkpoint); on a fresh machine `--restore DIR` (those pieces carried back) puts them into --runs. Extra options after `--` go to every train.py job (e.g. `-- --compile`).
@@ -59,26 +61,32 @@ def plan(a):
                 off = ["--rope-offset-max", str(a.rope_offset_max)]
                 jobs += variant_jobs(a, b, batch, micro, f"O{a.rope_offset_max}", a.seq, off, off)
             if a.fm_before:
-                jobs += variant_jobs(a, b, batch, micro, "before", a.seq, ["--feature-map-rope", "before"], [])
+                jobs += variant_jobs(a, b, batch, micro, "before", a.seq, ["--feature-map-rope", "before"], [],
+                                     ablation=not a.no_ablation)
             if a.long:
                 jobs += variant_jobs(a, b, batch, micro, f"L{a.long}", a.long, [], [])
     return jobs
 
 
-def variant_jobs(a, b, batch, micro, suffix, seq, s1_extra, s2_extra):
+def variant_jobs(a, b, batch, micro, suffix, seq, s1_extra, s2_extra, ablation=False):
     """The first budget converted again, both stages, as s1-{b}-{suffix} and s2-{b}-{suffix}: on sequences of `seq`
     tokens (the same tokens a step, stage 2's micro-batch of as many tokens, the tail range scaled by seq / --seq),
-    with extra options for each stage. The variants of the length study: --long, --rope-offset-max, --fm-before."""
+    with extra options for each stage. The variants of the length study: --long, --rope-offset-max, --fm-before.
+    With `ablation`, also s2lin-{b}-{suffix}: stage 2 on the same maps in the linear phase only."""
     half = train.count(b) // 2
     scale = seq / a.seq
     batch_v = max(1, int(batch / scale))
     micro_v = max(m for m in range(1, max(1, min(batch_v, int(micro / scale))) + 1) if batch_v % m == 0)
     size = ["--tokens", str(half), "--batch", str(batch_v), "--seq", str(seq)]
     s1, s2 = f"s1-{b}-{suffix}", f"s2-{b}-{suffix}"
-    return [(s1, b, ["stage1", *size, *s1_extra]),
+    jobs = [(s1, b, ["stage1", *size, *s1_extra]),
             (s2, b, ["stage2", *size, "--micro-batch", str(micro_v), "--maps", os.path.join(a.runs, s1),
                      "--tail-min", str(int(a.tail_min * scale)), "--tail-max", str(int(a.tail_max * scale)),
                      *s2_extra])]
+    if ablation:
+        jobs.append((f"s2lin-{b}-{suffix}", b, ["stage2", "--phases", "linear", *size, "--micro-batch", str(micro_v),
+                                                 "--maps", os.path.join(a.runs, s1), *s2_extra]))
+    return jobs
 
 
 def unpacked(path):
@@ -203,6 +211,8 @@ def main():
                     help="also convert the first budget with RoPE offsets up to this (s1-B-O<n>, s2-B-O<n>)")
     ap.add_argument("--fm-before", action="store_true",
                     help="also convert the first budget with the feature maps before RoPE (s1-B-before, s2-B-before)")
+    ap.add_argument("--only", help="run only these jobs of the plan (comma-separated names, e.g. s1-16M-before,"
+                    "s2-16M-before); the others are left out of the run, the summary and the bundle")
     ap.add_argument("--tail-min", type=int, default=64, help="stage 2 tail range (default 64..256)")
     ap.add_argument("--tail-max", type=int, default=256)
     ap.add_argument("--max-seconds", type=float, default=480)
@@ -216,6 +226,12 @@ def main():
     if a.restore:
         restore(a)
     jobs = plan(a)
+    if a.only:
+        names = [n for n in a.only.split(",") if n]
+        unknown = [n for n in names if n not in {j[0] for j in jobs}]
+        if unknown:
+            raise SystemExit(f"--only: no job {', '.join(unknown)} in this plan (it has {', '.join(j[0] for j in jobs)})")
+        jobs = [j for j in jobs if j[0] in names]
     rc = 0
     for name, b, job_argv in jobs:
         lg = job_log(a, name)

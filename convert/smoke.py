@@ -196,6 +196,18 @@ def main():
     check("stage1 --init-maps starts from an adapter's maps and gates (at lr 1e-12 it ends with the same tensors)",
           rc == 0 and t_init.keys() == t_plain.keys() and all(torch.equal(t_init[k], t_plain[k]) for k in t_plain),
           f"{dt:.1f} s")
+    # the pipeline's plan: --fm-before brings its ablation, --only keeps the named jobs and refuses unknown ones
+    from convert import pipeline
+    import argparse
+    pa = argparse.Namespace(budgets="16M", controls="none", no_ablation=False, seq=1024, ft_micro_batch=16, runs=work,
+                            tail_min=64, tail_max=256, rope_offset_max=0, fm_before=True, long=0)
+    names = [j[0] for j in pipeline.plan(pa)]
+    only = subprocess.run([sys.executable, os.path.join(ROOT, "convert/pipeline.py"), "--model", "m", "--data", "d.u16",
+                           "--runs", os.path.join(work, "plan"), "--budgets", "16M", "--fm-before", "--only",
+                           "s2-16M-before,nosuch"], capture_output=True, text=True)
+    check("pipeline: --fm-before adds s2lin-16M-before; --only refuses a job the plan lacks",
+          names[-3:] == ["s1-16M-before", "s2-16M-before", "s2lin-16M-before"] and only.returncode != 0 and
+          "no job nosuch" in only.stderr, f"{names}; {only.stderr.strip()[-120:]}")
     # the teacher sampler's KV-cache decode, greedy (top-p ~ 0), against argmax of full recomputes
     from convert.sample_teacher import sample
     m, _ = build(FIXTURE)

@@ -6,7 +6,8 @@
 # transformer, LoRA-tuned on the same data and steps; s2-B-SUFFIX/adapter: the length study's variants of the first
 # budget (pipeline.py --rope-offset-max, --fm-before, --long), run as conv-SUFFIX (16M) or conv-B-SUFFIX; s2lin-16M/adapter: the ablation
 # tuned in the linear phase only; s2-4M, s2-1M: the smaller conversion budgets). Set CONV to use another converted model (for example the committed
-# data/models/smollm2-135m-orthros).
+# data/models/smollm2-135m-orthros, or RUNS/s2-16M-before/adapter) and ABLATION for another ablation
+# (RUNS/s2lin-16M-before/adapter).
 #
 # The full grid (perplexity on both held-out texts at 1K-8K over 32K tokens; RULER NIAH single / multikey / multivalue
 # / multiquery at 1K-8K x 5 depths; variable tracking; common words; the recall file) for: the base as transformer,
@@ -24,6 +25,7 @@ runs=${2:?usage: evals/run_converted_grid.sh OUTDIR RUNS}
 B=${ORTHROS:-build/orthros}
 BASE=${BASE:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 CONV=${CONV:-$runs/s2-16M/adapter}
+ABLATION=${ABLATION:-$runs/s2lin-16M/adapter}
 JOBS=${JOBS:-6}
 S=${SAMPLES:-8}
 CTX=${CTX:-1k:8k:x2}
@@ -69,7 +71,7 @@ grid=(
     "conv-hybrid|$CONV|hybrid|1|"
     "conv-tail16|$CONV|orthros|16|short"
     "conv-tail64|$CONV|orthros|64|short"
-    "ablation|$runs/s2lin-16M/adapter|orthros,linear|1|short"
+    "ablation|$ABLATION|orthros,linear|1|short"
     "conv-4M|$runs/s2-4M/adapter|orthros,linear|1|short"
     "conv-1M|$runs/s2-1M/adapter|orthros,linear|1|short"
 )
