@@ -209,6 +209,9 @@ void orthros_table_context(orthros_table *t, const cJSON *header, const char *mo
         while (len > 1 && m[len - 1] == '/') len--;
         const char *p = m + len;
         while (p > m && p[-1] != '/') p--;
+        /* convert/'s jobs keep their adapter in JOB/adapter: the job's name says which model it is */
+        if (m + len - p == 7 && !strncmp(p, "adapter", 7) && p - 1 > m)
+            for (p--; p > m && p[-1] != '/'; p--) {}
         snprintf(v[0], sizeof v[0], "%.*s", (int)(m + len - p), p);
         m = NULL;
     }

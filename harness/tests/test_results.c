@@ -1009,6 +1009,18 @@ static void tables(void)
               "a note in a machine format:\n%s", s ? s : "");
         free(s);
     }
+    /* a conversion job's adapter folder is named by its job: RUNS/s2-4M-before/adapter -> s2-4M-before/adapter */
+    const char *models[][2] = {{"runs/s2-4M-before/adapter/", "s2-4M-before/adapter"}, {"adapter", "adapter"},
+                               {"/adapter", "adapter"}, {"x/adapters", "adapters"}, {"preset:tiny", "tiny"}};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        orthros_table t;
+        CHECK(orthros_table_open(&t, ORTHROS_TABLE_JSONL, path, cols, 2) == 0, "table open");
+        orthros_table_context(&t, hdr, models[i][0], NAN);
+        CHECK(!strcmp(t.ctx_vals[0], models[i][1]), "model %s labelled \"%s\", not \"%s\"", models[i][0],
+              t.ctx_vals[0], models[i][1]);
+        orthros_table_row(&t, row1);
+        CHECK(orthros_table_close(&t) == 0, "table close");
+    }
     cJSON_Delete(hdr);
 }
 
