@@ -19,12 +19,12 @@
 #                already there (a run of the same commit: bench refuses cells of other code); copy OUTDIR/recipe
 #                into data/results to keep it
 #   --decode M   the decode modes side by side (docs/kernels.md, "Whole-model decode"): for each mode of M (all, or
-#                a comma-separated list of plain, graphs, graphs-gemv, fused-graphs) orthros decode of the 1B shape at
+#                a comma-separated list of plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl) orthros decode of the 1B shape at
 #                batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
 #                CUDA graph by hand) into OUTDIR/decode_anchor.json; bench/kernels/decode_summary.py sets them side by
 #                side against the floor and the targets (OUTDIR/decode_summary.txt). Every mode is about 2
-#                minutes: over 10-minute calls, --decode plain,graphs then --decode graphs-gemv,fused-graphs (the
+#                minutes: over 10-minute calls, --decode plain,graphs,graphs-gemv then --decode fused-graphs,fused-graphs-pdl (the
 #                summary reads every file in OUTDIR/decode, and the anchor runs once, when its file is missing)
 # A device command is limited to 10 minutes: split a long session into calls with these switches.
 set -u -o pipefail
@@ -41,9 +41,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or plain,graphs,graphs-gemv,fused-graphs" >&2; exit 2; }
-            DECODE=$2; [ "$DECODE" = all ] && DECODE=plain,graphs,graphs-gemv,fused-graphs
-            case ",$DECODE," in *[!a-z,-]*) echo "--decode: modes are plain, graphs, graphs-gemv, fused-graphs" >&2; exit 2 ;; esac
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl" >&2; exit 2; }
+            DECODE=$2; [ "$DECODE" = all ] && DECODE=plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl
+            case ",$DECODE," in *[!a-z,-]*) echo "--decode: modes are plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -143,6 +143,7 @@ if [ -n "$DECODE" ]; then
             graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
             graphs-gemv) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=1) ;;
             fused-graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0) ;;
+            fused-graphs-pdl) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_PDL=1) ;;
             *) echo "--decode: no mode $mode" | tee -a "$OUT/decode.log"; continue ;;
         esac
         ok=0
@@ -171,7 +172,7 @@ echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
-    decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_anchor; do
+    decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl decode_anchor; do
     case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac
     printf '%-12s %s\n' "$s" "${status[$s]:-not run}"
 done

@@ -42,20 +42,21 @@ void orthros_device_info_set_host(orthros_device_info *info, const char *kind)
     snprintf(info->host, sizeof info->host, "%.*s", (int)sizeof info->host - 1, host);
 }
 
-int orthros_decode_env(unsigned *decode_modes, int *gemv)
+int orthros_decode_env(unsigned *decode_modes, int *gemv, int *pdl)
 {
     static const struct {
         const char *name;
-        unsigned bit; /* 0: the gemv switch */
+        unsigned bit; /* 0: the gemv switch, 1u << 31: the pdl switch */
     } sw[] = {{"ORTHROS_DECODE_FUSED", ORTHROS_DECODE_FUSED}, {"ORTHROS_DECODE_GRAPHS", ORTHROS_DECODE_GRAPHS},
-              {"ORTHROS_GEMV", 0}};
+              {"ORTHROS_GEMV", 0}, {"ORTHROS_DECODE_PDL", 1u << 31}};
     *decode_modes = 0;
-    *gemv = 0;
+    *gemv = *pdl = 0;
     for (size_t i = 0; i < sizeof sw / sizeof *sw; i++) {
         const char *v = getenv(sw[i].name);
         if (!v || !*v || !strcmp(v, "0")) continue;
         if (strcmp(v, "1")) return orthros_error(ORTHROS_EINVAL, "%s=%.40s: 0 or 1", sw[i].name, v);
-        if (sw[i].bit) *decode_modes |= sw[i].bit;
+        if (sw[i].bit == 1u << 31) *pdl = 1;
+        else if (sw[i].bit) *decode_modes |= sw[i].bit;
         else *gemv = 1;
     }
     return 0;

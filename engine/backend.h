@@ -194,9 +194,10 @@ struct orthros_backend {
 
 /* The opt-in switches of the whole-model decode work (docs/kernels.md, "Whole-model decode"), read from the
  * environment when a backend is created: ORTHROS_DECODE_FUSED=1 and ORTHROS_DECODE_GRAPHS=1 (the default decode
- * mode of its sessions, ORTHROS_DECODE_* bits) and ORTHROS_GEMV=1 (cuda: products of 1-16 rows through gemv.cu
- * instead of cuBLAS). Unset or 0: off; any other value is an error (ORTHROS_EINVAL, naming it). */
-int orthros_decode_env(unsigned *decode_modes, int *gemv);
+ * mode of its sessions, ORTHROS_DECODE_* bits), ORTHROS_GEMV=1 (cuda: products of 1-16 rows through gemv.cu
+ * instead of cuBLAS) and ORTHROS_DECODE_PDL=1 (cuda: every gemv.cu launch, the fused ops' included, a programmatic
+ * dependent launch). Unset or 0: off; any other value is an error (ORTHROS_EINVAL, naming it). */
+int orthros_decode_env(unsigned *decode_modes, int *gemv, int *pdl);
 /* Fills info->kind and info->host (this process's host name), for every backend's device description. */
 void orthros_device_info_set_host(orthros_device_info *info, const char *kind);
 int orthros_backend_cpu_create(orthros_backend **out);

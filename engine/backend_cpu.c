@@ -680,9 +680,9 @@ static void cpu_fill_info(orthros_device_info *info)
 int orthros_backend_cpu_create(orthros_backend **out)
 {
     unsigned modes;
-    int gemv; /* cuda's alone */
+    int gemv, pdl; /* cuda's alone */
     *out = NULL;
-    int rc = orthros_decode_env(&modes, &gemv);
+    int rc = orthros_decode_env(&modes, &gemv, &pdl);
     if (rc) return rc;
     orthros_backend *be = calloc(1, sizeof *be);
     cpu_impl *impl = calloc(1, sizeof *impl);

@@ -58,6 +58,7 @@ typedef struct {
     cudaEvent_t marks[ORTHROS_TIMER_SLOTS]; /* timer_mark / timer_seconds */
     /* The whole-model decode work (docs/kernels.md, "Whole-model decode"): */
     int gemv;                      /* ORTHROS_GEMV=1: gemm and logits of 1-16 rows through gemv.cu */
+    int pdl;                       /* ORTHROS_DECODE_PDL=1: every gemv.cu launch a programmatic dependent one */
     void *gemv_scratch;            /* orthros_gemv_scratch_bytes(), zeroed once; allocated at the first GEMV */
     int capturing;                 /* between graph_begin and graph_end */
     unsigned long epoch;           /* bumped whenever `work` is replaced (graph_epoch) */
@@ -296,6 +297,7 @@ static int gemv_ready(cuda_impl *c, orthros_gemv_params *p)
     }
     p->scratch = c->gemv_scratch;
     p->num_sms = c->num_sms;
+    p->pdl = c->pdl;
     return 0;
 }
 
@@ -837,13 +839,16 @@ static int select_kernels(orthros_device_info *info)
 }
 
 /* The opt-in decode work (orthros_decode_env) named after the kernel versions, so that result files of the modes
- * differ and --resume refuses to mix them: ", gemv v1" and ", decode fused+graphs" (or either alone). */
+ * differ and --resume refuses to mix them: ", gemv v1" (", gemv v1+pdl"), ", decode fused+graphs" (or either alone)
+ * and ", gemv pdl" when the dependent launch is asked for without ORTHROS_GEMV (the fused ops' GEMVs take it). */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
-    int rc = orthros_decode_env(modes, &c->gemv);
+    int rc = orthros_decode_env(modes, &c->gemv, &c->pdl);
     if (rc) return rc;
     size_t used = strlen(info->kernels);
-    if (c->gemv) used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv v1");
+    if (c->gemv || c->pdl)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv %s%s", c->gemv ? "v1" : "",
+                                 c->pdl ? (c->gemv ? "+pdl" : "pdl") : "");
     if (used < sizeof info->kernels && *modes)
         snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
                  *modes & ORTHROS_DECODE_FUSED ? "fused" : "",

@@ -16,8 +16,15 @@
  * on which block finishes last. With norm_w the block first forms each input row's RMS (fp32, over all of K) and
  * stages its k-range of rmsnorm(x) * norm_w, rounded to bf16 as rmsnorm's out would be, in shared memory.
  *
+ * With p.pdl the launch is a programmatic dependent one (sm_90): every block first asks its share of the weights
+ * into L2, then waits for the kernel before it (griddepcontrol.wait), so that the weight stream of one product starts
+ * under the tail of the previous kernel; every launch, dependent or not, lets the next one start once its blocks are
+ * all resident (griddepcontrol.launch_dependents).
+ *
  * Versions:
- *   v1  this file (written without a GPU; its predictions are in docs/kernels.md, "Whole-model decode").
+ *   v1  this file (written without a GPU; its predictions are in docs/kernels.md, "Whole-model decode"). H200: 31-90%
+ *       of the read ceiling at batch 1, below cuBLAS except on 2048 x 2048 (data/results/h200-2026-12-01-decode-modes).
+ *   v1 + pdl (ORTHROS_DECODE_PDL=1): the dependent launch above; written without a GPU, not yet measured.
  */
 #include "gemv.h"
 
@@ -32,6 +39,7 @@
 #define GEMV_PARTIAL_BYTES ((size_t)8 << 20)   /* the split-K partials of one call */
 #define GEMV_XS_MAX_BYTES (96 * 1024)          /* the staged input rows of one block */
 #define GEMV_MAX_TILE_ROWS 128
+#define GEMV_PDL_PREFETCH 32                   /* k-blocks a warp asks into L2 before a dependent launch waits */
 
 /* The scratch: tickets [GEMV_TICKETS] at 0, argmax keys [16] at 16 KB, the argmax block counter after them, the
  * partials from 32 KB. */
@@ -131,6 +139,22 @@ static __device__ __forceinline__ unsigned long long argmax_key(float v, int idx
     return ((unsigned long long)o << 32) | (unsigned long long)(0xffffffffu - (unsigned)idx);
 }
 
+/* Programmatic dependent launch (sm_90): the trigger lets the stream's next kernel launch early, the wait blocks
+ * until the kernel before this one has finished and its writes are visible; both are no-ops when the launches were
+ * plain ones. */
+static __device__ __forceinline__ void pdl_trigger()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 /* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. */
 template <int NT, bool XS>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orthros_gemv_params p, const gemv_plan pl)
@@ -155,16 +179,26 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
     const int rA = R.row(t * 16 + g, okA), rB = R.row(t * 16 + g + 8, okB);
     const bf16 *wA = Wt + (size_t)(okA ? rA : 0) * K, *wB = Wt + (size_t)(okB ? rB : 0) * K;
 
-    if constexpr (XS) {
-        /* The first k-blocks' weights are asked into L2 while the input is normed and staged. */
-        if (active)
-            for (int u = 0; u < U; u++) {
-                const int k0 = (kb_lo + sl + u * pl.WS) * 64 + c * 16;
-                if (kb_lo + sl + u * pl.WS < kb_hi && k0 < K) {
-                    if (okA) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wA + k0));
-                    if (okB) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wB + k0));
-                }
+    /* The next kernel of the stream may launch once every block of this one is resident (a no-op unless it was
+     * launched as a programmatic dependent). */
+    pdl_trigger();
+    /* Weights never depend on an earlier kernel: a dependent launch (p.pdl) asks the warp's whole share of them into
+     * L2 (up to GEMV_PDL_PREFETCH k-blocks) before it waits for the kernel before it; without one, the first U
+     * k-blocks are asked while the input is normed and staged (XS). */
+    const int pf = p.pdl ? GEMV_PDL_PREFETCH : XS ? U : 0;
+    if (active)
+        for (int u = 0; u < pf && kb_lo + sl + u * pl.WS < kb_hi; u++) {
+            const int k0 = (kb_lo + sl + u * pl.WS) * 64 + c * 16;
+            if (k0 < K) {
+                if (okA) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wA + k0));
+                if (okB) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wB + k0));
             }
+        }
+    /* Nothing an earlier kernel writes (the input, the positions, the caches, the scratch, the output) is read or
+     * written above this line. */
+    pdl_wait();
+
+    if constexpr (XS) {
         if (p.norm_w) {
             /* rs[j] = 1 / sqrt(mean(x_j^2) + eps) over all of K, as rmsnorm.cu forms it (fp32 squares of bf16). */
             for (int j = warp; j < n; j += GEMV_WARPS) {
@@ -468,7 +502,18 @@ template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const
         attr = true;
     }
     dim3 grid((unsigned)pl->nblk, (unsigned)pl->KS);
-    gemv_kernel<NT, XS><<<grid, GEMV_THREADS, pl->smem, stream>>>(*p, *pl);
+    if (p->pdl) {
+        /* A programmatic dependent of the stream's previous kernel (kept as such by graph capture). */
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDim = grid, cfg.blockDim = dim3(GEMV_THREADS), cfg.dynamicSmemBytes = pl->smem, cfg.stream = stream;
+        cfg.attrs = attr, cfg.numAttrs = 1;
+        ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_kernel<NT, XS>, *p, *pl));
+    } else {
+        gemv_kernel<NT, XS><<<grid, GEMV_THREADS, pl->smem, stream>>>(*p, *pl);
+    }
     ORTHROS_CUDA_LAUNCH_CHECK("gemv_kernel");
     return 0;
 }

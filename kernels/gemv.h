@@ -52,6 +52,8 @@ typedef struct {
      * found it (the split-K tickets and the argmax keys), so calls on one stream share it. */
     void *scratch;
     int num_sms;          /* multiprocessors (the split-K plan fills them) */
+    int pdl;              /* 1: launched as a programmatic dependent of the stream's previous kernel (sm_90; gemv.cu:
+                           * the weights are asked into L2 before the wait for it) */
 } orthros_gemv_params;
 
 size_t orthros_gemv_scratch_bytes(void);

@@ -604,7 +604,9 @@ static void bench_window_pass(int d, int n, int W, int version)
  * Each projection of a layer of the Llama-3.2-1B and 3.1-8B shapes, and the LM head, at batch 1, 4 and 16, three
  * ways: cuBLAS (the default backend's gemm / logits), the GEMV kernel (a backend made with ORTHROS_GEMV=1) and the
  * fused op that the FUSED decode mode runs in its place (GEMV kernels with the RMSNorm, the residual add, SwiGLU,
- * RoPE and the cache write, or the argmax in them). The floor: the weights' bytes (and the input and output, which
+ * RoPE and the cache write, or the argmax in them), and that op again through a backend made with
+ * ORTHROS_DECODE_PDL=1 (each call a programmatic dependent launch of the one before it: its weights stream into L2
+ * under the previous call's tail). The floor: the weights' bytes (and the input and output, which
  * are small) over the read ceiling. A call is a few microseconds, less than the host takes to launch it: R calls
  * are captured as one CUDA graph and the graph is timed, R / the figure per call; each call reads its own copy of
  * the weights (copies enough for 512 MB, so that L2 holds none of them), as a decode step reads every weight once. */
@@ -612,7 +614,7 @@ static void bench_window_pass(int d, int n, int W, int version)
 
 typedef struct {
     orthros_backend *b;
-    const char *kind; /* cublas, gemv, fused */
+    const char *kind; /* cublas, gemv, fused, fused-pdl (the fused op, every GEMV a programmatic dependent launch) */
     const char *proj; /* qkv, o, gate_up, down, head */
     int n, M, K, copies;
     void **W;
@@ -631,7 +633,7 @@ static int gemv_call(gemv_ctx *g, int i)
     const void *W = g->W[i % g->copies];
     const float eps = 1e-5f;
     int head = !strcmp(g->proj, "head"), resid = !strcmp(g->proj, "o") || !strcmp(g->proj, "down");
-    if (strcmp(g->kind, "fused")) {
+    if (strncmp(g->kind, "fused", 5)) {
         if (head) return b->logits(b, g->out, g->x, W, g->n, g->M, g->K);
         return b->gemm(b, g->out, g->x, W, g->n, g->M, g->K);
     }
@@ -704,11 +706,13 @@ static void bench_gemv_case(orthros_backend *b, const char *model, const char *p
     sync_be = NULL;
     for (int i = 0; i < SAMPLES; i++) samples[i] /= g.copies;
     const double out_bytes = head ? 4.0 : 2.0;
-    double bytes = (double)wbytes + 2.0 * n * K + out_bytes * n * (strcmp(proj, "gate_up") || strcmp(kind, "fused") ? M : M / 2);
-    if (!strcmp(proj, "o") || !strcmp(proj, "down")) bytes += strcmp(kind, "fused") ? 0 : 2.0 * n * M; /* the residual read */
+    const int fused = !strncmp(kind, "fused", 5);
+    double bytes = (double)wbytes + 2.0 * n * K + out_bytes * n * (strcmp(proj, "gate_up") || !fused ? M : M / 2);
+    if (!strcmp(proj, "o") || !strcmp(proj, "down")) bytes += fused ? 2.0 * n * M : 0; /* the residual read */
     char shape[128];
     snprintf(shape, sizeof shape, "%s %s n=%d M=%d K=%d %s", model, proj, n, M, K, kind);
-    bench_case bc = {!strcmp(kind, "cublas") ? "gemv_cublas" : !strcmp(kind, "gemv") ? "gemv" : "gemv_fused", d, K, n, M,
+    bench_case bc = {!strcmp(kind, "cublas") ? "gemv_cublas" : !strcmp(kind, "gemv") ? "gemv" : fused && strcmp(kind, "fused")
+                     ? "gemv_fused_pdl" : "gemv_fused", d, K, n, M,
                      0, !strcmp(kind, "cublas") ? 0 : 1, strcmp(kind, "cublas") == 0};
     record_case("gemv", shape, &bc, 1, 2.0 * n * (double)M * K, bytes, t, samples);
     b->graph_free(b, g.graph);
@@ -721,30 +725,33 @@ static void bench_gemv_case(orthros_backend *b, const char *model, const char *p
 
 /* Every projection of one model shape at batch n, each way, and the step's products summed (L layers and the head)
  * against their floor. */
-static void bench_gemv_model(orthros_backend *gemv_be, const char *model, int D, int Hq, int Hkv, int d, int F, int V,
-                             int L, int n)
+static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, const char *model, int D, int Hq, int Hkv,
+                             int d, int F, int V, int L, int n)
 {
     if (!want("gemv")) return;
     const struct {
         const char *proj;
         int M, K;
     } ps[] = {{"qkv", (Hq + 2 * Hkv) * d, D}, {"o", D, Hq * d}, {"gate_up", 2 * F, D}, {"down", D, F}, {"head", V, D}};
-    const char *kinds[] = {"cublas", "gemv", "fused"};
-    double sum[3] = {0, 0, 0}, floor_s = 0;
-    for (int k = 0; k < 3; k++)
+    const char *kinds[] = {"cublas", "gemv", "fused", "fused-pdl"};
+    orthros_backend *bes[] = {be, gemv_be, be, pdl_be};
+    double sum[4] = {0, 0, 0, 0}, floor_s = 0;
+    for (int k = 0; k < 4; k++)
         for (int i = 0; i < 5; i++) {
             size_t before = out_file.n_cells;
-            bench_gemv_case(k == 1 ? gemv_be : be, model, ps[i].proj, kinds[k], n, ps[i].M, ps[i].K, Hq, Hkv, d);
+            bench_gemv_case(bes[k], model, ps[i].proj, kinds[k], n, ps[i].M, ps[i].K, Hq, Hkv, d);
             if (out_file.n_cells == before) continue;
             const orthros_bench_cell *c = &out_file.cells[out_file.n_cells - 1];
             const double times = !strcmp(ps[i].proj, "head") ? 1 : L;
             sum[k] += times * c->stats.median;
             if (k == 0) floor_s += times * c->floor_s;
         }
-    printf("%-22s %s n=%d, the step's products (%d layers and the head): cuBLAS %.3f ms, GEMV %.3f ms, fused %.3f ms; "
-           "floor %.3f ms (GEMV %.0f%%, fused %.0f%% of it)\n",
-           "gemv step", model, n, L, sum[0] * 1e3, sum[1] * 1e3, sum[2] * 1e3, floor_s * 1e3,
-           sum[1] > 0 ? 100 * floor_s / sum[1] : 0.0, sum[2] > 0 ? 100 * floor_s / sum[2] : 0.0);
+    printf("%-22s %s n=%d, the step's products (%d layers and the head): cuBLAS %.3f ms, GEMV %.3f ms, fused %.3f ms, "
+           "fused with dependent launches %.3f ms; floor %.3f ms (cuBLAS %.0f%%, GEMV %.0f%%, fused %.0f%%, fused-pdl %.0f%% "
+           "of it)\n",
+           "gemv step", model, n, L, sum[0] * 1e3, sum[1] * 1e3, sum[2] * 1e3, sum[3] * 1e3, floor_s * 1e3,
+           sum[0] > 0 ? 100 * floor_s / sum[0] : 0.0, sum[1] > 0 ? 100 * floor_s / sum[1] : 0.0,
+           sum[2] > 0 ? 100 * floor_s / sum[2] : 0.0, sum[3] > 0 ? 100 * floor_s / sum[3] : 0.0);
 }
 
 int main(int argc, char **argv)
@@ -884,16 +891,20 @@ int main(int argc, char **argv)
 
     /* The decode step's matrix-vector products (gemv.cu, written without a GPU: not yet run), last. */
     if (want("gemv")) {
-        orthros_backend *gemv_be = NULL;
+        orthros_backend *gemv_be = NULL, *pdl_be = NULL;
         setenv("ORTHROS_GEMV", "1", 1);
         must(orthros_backend_cuda_create(&gemv_be), "cuda backend with ORTHROS_GEMV=1");
         unsetenv("ORTHROS_GEMV");
+        setenv("ORTHROS_DECODE_PDL", "1", 1);
+        must(orthros_backend_cuda_create(&pdl_be), "cuda backend with ORTHROS_DECODE_PDL=1");
+        unsetenv("ORTHROS_DECODE_PDL");
         const int gb[] = {1, 4, 16};
         for (int i = 0; i < 3; i++) {
             if (quick && gb[i] == 4) continue;
-            bench_gemv_model(gemv_be, "1B", 2048, 32, 8, 64, 8192, 128256, 16, gb[i]);
-            bench_gemv_model(gemv_be, "8B", 4096, 32, 8, 128, 14336, 128256, 32, gb[i]);
+            bench_gemv_model(gemv_be, pdl_be, "1B", 2048, 32, 8, 64, 8192, 128256, 16, gb[i]);
+            bench_gemv_model(gemv_be, pdl_be, "8B", 4096, 32, 8, 128, 14336, 128256, 32, gb[i]);
         }
+        pdl_be->destroy(pdl_be);
         gemv_be->destroy(gemv_be);
     }
 

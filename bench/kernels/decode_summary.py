@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The decode modes side by side (ci/gpu.sh --decode; docs/kernels.md "Whole-model decode"): per shape (model,
 batch, cache depth) the time of one decode step of the batch in each mode (plain: the eager step; graphs:
-ORTHROS_DECODE_GRAPHS=1; graphs+gemv: with ORTHROS_GEMV=1; fused+graphs: ORTHROS_DECODE_FUSED=1 and graphs), against
+ORTHROS_DECODE_GRAPHS=1; graphs+gemv: with ORTHROS_GEMV=1; fused+graphs: ORTHROS_DECODE_FUSED=1 and graphs;
+fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent launch), against
 the floor (the bytes a step reads over the run's read ceiling, floor_s in each cell), the issue's targets, the
 predictions written before the run, and the PyTorch anchor of bench/kernels/decode_anchor.py as a ratio (PyTorch time /
 ours: above 1.00x ours is faster). Standard library only.
@@ -12,7 +13,7 @@ import json
 import os
 import sys
 
-MODES = ["plain", "graphs", "graphs-gemv", "fused-graphs"]
+MODES = ["plain", "graphs", "graphs-gemv", "fused-graphs", "fused-graphs-pdl"]
 # The issue's targets: an upper bound in ms per step, or a lower bound on the fraction of the floor.
 TARGETS = {("llama3.2-1b", 1, 4096): ("ms", 0.75), ("llama3.2-1b", 1, 131072): ("ms", 1.8),
            ("llama3.1-8b", 1, 4096): ("floor", 0.85)}
@@ -67,7 +68,8 @@ def main():
     for mode in MODES:
         if mode in kernels:
             print(f"  {mode}: kernels \"{kernels[mode]}\"")
-    head = f"{'shape':24s} {'floor':>7s}" + "".join(f" {m:>13s}" for m in MODES)
+    w = {m: max(13, len(m)) for m in MODES}
+    head = f"{'shape':24s} {'floor':>7s}" + "".join(f" {m:>{w[m]}s}" for m in MODES)
     print(head + f" {'best %floor':>11s} {'PyTorch':>8s} {'PT/best':>8s} {'target':>16s} {'predicted':>9s}")
     short = {"llama3.2-1b": "1B", "llama3.1-8b": "8B"}
     for key in sorted(cells, key=lambda k: (short.get(k[0], k[0]), k[1], k[2])):
@@ -77,7 +79,7 @@ def main():
         row = f"{short.get(model, model)} B{b} {ctx // 1024}K"
         line = f"{row:24s} {floor if floor else float('nan'):7.3f}"
         for mode in MODES:
-            line += f" {e[mode][0]:13.3f}" if mode in e else f" {'-':>13s}"
+            line += f" {e[mode][0]:{w[mode]}.3f}" if mode in e else f" {'-':>{w[mode]}s}"
         best = min((v[0] for v in e.values()), default=None)
         pct = f"{100 * floor / best:.0f}%" if floor and best else "-"
         pt = anchors.get(key)

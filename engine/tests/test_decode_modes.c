@@ -367,8 +367,22 @@ static void test_switches(void)
     CHECK(rc == ORTHROS_EINVAL && !be && strstr(orthros_last_error(), "ORTHROS_DECODE_FUSED"),
           "ORTHROS_DECODE_FUSED=yes is refused (rc %d: %s)", rc, orthros_last_error());
     orthros_backend_free(be);
-    unsetenv("ORTHROS_DECODE_GRAPHS");
+    be = NULL;
     unsetenv("ORTHROS_DECODE_FUSED");
+    /* ORTHROS_DECODE_PDL: 0 or 1 like the others (a launch detail of cuda: the cpu backend's modes do not change) */
+    setenv("ORTHROS_DECODE_PDL", "1", 1);
+    rc = orthros_backend_cpu_create(&be);
+    CHECK(!rc && be && be->decode_modes == ORTHROS_DECODE_GRAPHS, "ORTHROS_DECODE_PDL=1 on the cpu: rc %d, modes %u",
+          rc, be ? be->decode_modes : 0);
+    orthros_backend_free(be);
+    be = NULL;
+    setenv("ORTHROS_DECODE_PDL", "2", 1);
+    rc = orthros_backend_cpu_create(&be);
+    CHECK(rc == ORTHROS_EINVAL && !be && strstr(orthros_last_error(), "ORTHROS_DECODE_PDL"),
+          "ORTHROS_DECODE_PDL=2 is refused (rc %d: %s)", rc, orthros_last_error());
+    orthros_backend_free(be);
+    unsetenv("ORTHROS_DECODE_PDL");
+    unsetenv("ORTHROS_DECODE_GRAPHS");
 }
 
 /* ---- the op sequence of a step: the plain step's is the one it always was ---- */
@@ -563,14 +577,18 @@ static int cuda_models(int nspec, char **specs)
         printf("SKIP: no CUDA device\n");
         return 77;
     }
-    orthros_backend *plain = NULL, *gemv = NULL;
+    orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
+    unsetenv("ORTHROS_DECODE_PDL");
     int rc = orthros_backend_cuda_create(&plain);
     setenv("ORTHROS_GEMV", "1", 1);
     if (!rc) rc = orthros_backend_cuda_create(&gemv);
     unsetenv("ORTHROS_GEMV");
+    setenv("ORTHROS_DECODE_PDL", "1", 1);
+    if (!rc) rc = orthros_backend_cuda_create(&pdl);
+    unsetenv("ORTHROS_DECODE_PDL");
     if (rc) {
         fprintf(stderr, "cuda backend: %s\n", orthros_last_error());
         return 1;
@@ -603,7 +621,9 @@ static int cuda_models(int nspec, char **specs)
                 } ways[] = {{ORTHROS_DECODE_GRAPHS, plain, "graphs"},
                             {ORTHROS_DECODE_GRAPHS, gemv, "graphs + gemv"},
                             {ORTHROS_DECODE_FUSED, plain, "fused"},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs"}};
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs"},
+                            {ORTHROS_DECODE_FUSED, pdl, "fused + pdl"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl, "fused + graphs + pdl"}};
                 for (size_t w = 0; w < sizeof ways / sizeof *ways; w++) {
                     char label[200];
                     snprintf(label, sizeof label, "%s %s B %d %s", spec, ac->label, B, ways[w].tag);
@@ -618,6 +638,7 @@ static int cuda_models(int nspec, char **specs)
             }
         }
     }
+    orthros_backend_free(pdl);
     orthros_backend_free(gemv);
     orthros_backend_free(plain);
     return tu_finish();

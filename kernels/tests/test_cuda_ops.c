@@ -1350,6 +1350,21 @@ int main(void)
         unsetenv("ORTHROS_GEMV");
         gemv_suite();
         gpu_gemv->destroy(gpu_gemv);
+        /* again with every GEMV launch a programmatic dependent one (ORTHROS_DECODE_PDL=1): the fused ops through a
+         * backend made with it, the plain products through one made with both switches */
+        orthros_backend *plain_gpu = gpu, *pdl = NULL;
+        setenv("ORTHROS_DECODE_PDL", "1", 1);
+        if (orthros_backend_cuda_create(&pdl)) die("cuda backend with ORTHROS_DECODE_PDL=1");
+        setenv("ORTHROS_GEMV", "1", 1);
+        if (orthros_backend_cuda_create(&gpu_gemv)) die("cuda backend with ORTHROS_GEMV=1 ORTHROS_DECODE_PDL=1");
+        unsetenv("ORTHROS_GEMV");
+        unsetenv("ORTHROS_DECODE_PDL");
+        printf("-- the gemv section again, every GEMV a programmatic dependent launch (ORTHROS_DECODE_PDL=1)\n");
+        gpu = pdl;
+        gemv_suite();
+        gpu = plain_gpu;
+        gpu_gemv->destroy(gpu_gemv);
+        pdl->destroy(pdl);
     }
     if (section("decodebound")) decode_bound_suite();
 
