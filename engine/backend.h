@@ -158,7 +158,8 @@ struct orthros_backend {
     /* ---- fused decode ops: each is exactly the composition of the ops named, with the same roundings to act of
      * every intermediate; the cpu backend computes them that way (the reference), the cuda backend in one GEMV
      * kernel each. Scratch arguments (xn [n][K], tmp, gu) may be written with anything. fused_max_rows: the most
-     * rows (sequences) they take (cuda: 16, the GEMV's limit). ---- */
+     * rows (sequences) at which a session's decode takes the fused step (cuda: 8; the ops themselves take up to
+     * 16, the GEMV's limit, but at 9-16 rows its two n-tiles lose to cuBLAS). ---- */
     int fused_max_rows;
     /* out[n][M] = gemm(rmsnorm(x[n][K]) * norm_w, W[M][K]): rmsnorm then gemm. */
     int (*norm_gemm)(orthros_backend *be, void *out, void *xn, const void *x, const void *norm_w, const void *W, int n,

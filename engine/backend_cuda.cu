@@ -980,7 +980,9 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->download_ints = cuda_download_ints;
     be->embed_dev = cuda_embed_dev;
     be->argmax_dev = cuda_argmax_dev;
-    be->fused_max_rows = ORTHROS_GEMV_MAX_ROWS;
+    /* The fused step up to batch 8: at 16 the plain ops were faster (H200, 8B shape, 4K cache: 7.68 ms a step
+     * against 9.28 fused; data/results/h200-2026-12-01-decode-modes), the GEMV at two n-tiles being the reason. */
+    be->fused_max_rows = 8;
     be->norm_gemm = cuda_norm_gemm;
     be->gemm_add = cuda_gemm_add;
     be->norm_gemm_swiglu = cuda_norm_gemm_swiglu;

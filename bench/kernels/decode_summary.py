@@ -94,7 +94,9 @@ def main():
         pred = f"{PREDICTED[key]:.2f}" if key in PREDICTED else "-"
         print(line + f" {pct:>11s} {pt if pt else float('nan'):8.3f} {ratio:>8s} {target:>16s} {pred:>9s}")
     print("(best: the fastest mode; PT/best: PyTorch time / ours, above 1.00x ours is faster; predicted: the fused+graphs "
-          "ms per step written in docs/kernels.md before the run)")
+          "ms per step written in docs/kernels.md before the run; the fused modes take the fused step at batch 1-8 "
+          "only, the cuda backend's fused_max_rows: at batch 16 they run the plain ops under graphs, except in runs made "
+          "before that limit, such as data/results/h200-2026-12-01-decode-modes)")
     return 0
 
 
