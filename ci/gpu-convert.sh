@@ -16,7 +16,8 @@
 # that get a control transformer, default 16M; none for none), BUDGETS (convert/pipeline.py --budgets, default
 # 16M,4M,1M: the first one gets the ablation and the variants), NO_ABLATION=1 (--no-ablation), ONLY_JOBS (--only: the
 # named jobs alone, comma-separated), the length study's variants of the 16M budget (convert/pipeline.py;
-# default none): ROPE_OFFSET_MAX (--rope-offset-max, e.g. 7168), FM_BEFORE=1 (--fm-before), LONG (--long, e.g. 4096);
+# default none): ROPE_OFFSET_MAX (--rope-offset-max, e.g. 7168), FM_BEFORE=1 (--fm-before), LONG (--long, e.g. 4096),
+# VARIANTS (comma-separated --variant SPECs, e.g. L4096-before);
 # GRID_ONLY (names of evals/run_converted_grid.sh's configurations to
 # run, comma-separated; default all; the base transformer's part runs beside the pipeline only when it is named);
 # CONV and ABLATION (evals/run_converted_grid.sh: the adapters its conv* and ablation configurations run).
@@ -81,10 +82,13 @@ if [ "$GRID" = 1 ] && case ",${GRID_ONLY:-base}," in *,base,*) true ;; *) false 
 fi
 # The pipeline: exit 0 when every job is done, 3 when it stopped at its budget with jobs left.
 status[pipeline]="not run"
+variants=()
+IFS=, read -ra specs <<<"${VARIANTS:-}"
+for v in ${specs[@]+"${specs[@]}"}; do [ -n "$v" ] && variants+=(--variant "$v"); done
 if [ "$(left)" -gt 90 ]; then
     step pipeline convert.log env PYTHONUNBUFFERED=1 python3 convert/pipeline.py --model "$MODEL" \
         --data "$CORPUS/train.u16.xz" --runs "$STATE/runs" --controls "${CONTROLS:-16M}" --max-seconds $(( $(left) - 60 )) \
-        ${BUDGETS:+--budgets "$BUDGETS"} ${NO_ABLATION:+--no-ablation} ${ONLY_JOBS:+--only "$ONLY_JOBS"} \
+        ${BUDGETS:+--budgets "$BUDGETS"} ${NO_ABLATION:+--no-ablation} ${ONLY_JOBS:+--only "$ONLY_JOBS"} ${variants[@]+"${variants[@]}"} \
         ${ROPE_OFFSET_MAX:+--rope-offset-max "$ROPE_OFFSET_MAX"} ${FM_BEFORE:+--fm-before} ${LONG:+--long "$LONG"} \
         --bundle "$STATE/bundle"
 fi

@@ -20,7 +20,9 @@ both stages: `--long 4096` (s1-16M-L4096, s2-16M-L4096: sequences of 4096 tokens
 range scaled with the length), `--rope-offset-max 7168` (s1-16M-O7168, ...: 1024-token sequences whose RoPE positions
 start at a random offset up to 7168, so the maps see every rotation of an 8K context at the cost of the 1024-token
 jobs) and `--fm-before` (s1-16M-before, ...: the maps before RoPE, blind to position).
-`--fm-before` also adds its ablation, s2lin-B-before, unless `--no-ablation`. `--only NAMES` runs the named jobs of
+`--variant SPEC` (repeatable) combines them: parts `before`, `L<tokens>`, `O<offset>` joined by '-', e.g.
+`--variant L4096-before` (s1-16M-L4096-before: 4096-token sequences, the maps before RoPE); the three flags above are
+the variants O<n>, before and L<n>. `--fm-before` also adds its ablation, s2lin-B-before, unless `--no-ablation`. `--only NAMES` runs the named jobs of
 the plan alone (a fresh machine that needs one variant, not the budgets before it).
 `--bundle DIR` writes DIR/summary.json (per job: tokens, steps, seconds, GPU-minutes, validation) and
 DIR/runs.tar.part00, part01, ... (pieces of 15 MiB: every job's log.json, the finished jobs' adapter directories, an
@@ -57,15 +59,38 @@ def plan(a):
             jobs.append((f"s2lin-{b}", b, ["stage2", "--phases", "linear", *ft, "--maps",
                                            os.path.join(a.runs, f"s1-{b}")]))
         if b == a.budgets.split(",")[0]:
-            if a.rope_offset_max:  # cheapest first: the cost of the --seq jobs
-                off = ["--rope-offset-max", str(a.rope_offset_max)]
-                jobs += variant_jobs(a, b, batch, micro, f"O{a.rope_offset_max}", a.seq, off, off)
-            if a.fm_before:
-                jobs += variant_jobs(a, b, batch, micro, "before", a.seq, ["--feature-map-rope", "before"], [],
-                                     ablation=not a.no_ablation)
-            if a.long:
-                jobs += variant_jobs(a, b, batch, micro, f"L{a.long}", a.long, [], [])
+            for spec in variant_specs(a):
+                seq, s1_extra, s2_extra = variant_options(a, spec)
+                jobs += variant_jobs(a, b, batch, micro, spec, seq, s1_extra, s2_extra,
+                                     ablation=spec == "before" and not a.no_ablation)
     return jobs
+
+
+def variant_specs(a):
+    """The length study's variants in the order they run: --rope-offset-max, --fm-before, --long (cheapest first),
+    then each --variant as given; a variant named twice runs once."""
+    specs = ([f"O{a.rope_offset_max}"] if a.rope_offset_max else []) + (["before"] if a.fm_before else []) + \
+        ([f"L{a.long}"] if a.long else []) + list(a.variant or [])
+    return list(dict.fromkeys(specs))
+
+
+def variant_options(a, spec):
+    """A variant SPEC, parts joined by '-': before (the maps before RoPE), L<n> (sequences of n tokens), O<n> (RoPE
+    offsets up to n); e.g. L4096-before. Returns its sequence length and the extra options of stage 1 and stage 2."""
+    seq, s1, s2, seen = a.seq, [], [], set()
+    for part in spec.split("-"):
+        kind = "before" if part == "before" else part[:1]
+        if kind in seen or not (part == "before" or (part[:1] in "LO" and part[1:].isdigit() and int(part[1:]) > 0)):
+            raise SystemExit(f"--variant {spec}: parts are before, L<tokens> and O<offset>, each once, joined by '-'")
+        seen.add(kind)
+        if part == "before":
+            s1 += ["--feature-map-rope", "before"]
+        elif kind == "L":
+            seq = int(part[1:])
+        else:
+            s1 += ["--rope-offset-max", part[1:]]
+            s2 += ["--rope-offset-max", part[1:]]
+    return seq, s1, s2
 
 
 def variant_jobs(a, b, batch, micro, suffix, seq, s1_extra, s2_extra, ablation=False):
@@ -211,6 +236,9 @@ def main():
                     help="also convert the first budget with RoPE offsets up to this (s1-B-O<n>, s2-B-O<n>)")
     ap.add_argument("--fm-before", action="store_true",
                     help="also convert the first budget with the feature maps before RoPE (s1-B-before, s2-B-before)")
+    ap.add_argument("--variant", action="append",
+                    help="also convert the first budget as variant SPEC (repeat): parts before, L<tokens>, O<offset> "
+                    "joined by '-', e.g. L4096-before (s1-B-SPEC, s2-B-SPEC)")
     ap.add_argument("--only", help="run only these jobs of the plan (comma-separated names, e.g. s1-16M-before,"
                     "s2-16M-before); the others are left out of the run, the summary and the bundle")
     ap.add_argument("--tail-min", type=int, default=64, help="stage 2 tail range (default 64..256)")

@@ -200,13 +200,18 @@ def main():
     from convert import pipeline
     import argparse
     pa = argparse.Namespace(budgets="16M", controls="none", no_ablation=False, seq=1024, ft_micro_batch=16, runs=work,
-                            tail_min=64, tail_max=256, rope_offset_max=0, fm_before=True, long=0)
-    names = [j[0] for j in pipeline.plan(pa)]
+                            tail_min=64, tail_max=256, rope_offset_max=0, fm_before=True, long=0,
+                            variant=["L4096-before"])
+    plan = pipeline.plan(pa)
+    names = [j[0] for j in plan]
+    combo = dict((j[0], j[2]) for j in plan).get("s1-16M-L4096-before", [])
     only = subprocess.run([sys.executable, os.path.join(ROOT, "convert/pipeline.py"), "--model", "m", "--data", "d.u16",
                            "--runs", os.path.join(work, "plan"), "--budgets", "16M", "--fm-before", "--only",
                            "s2-16M-before,nosuch"], capture_output=True, text=True)
-    check("pipeline: --fm-before adds s2lin-16M-before; --only refuses a job the plan lacks",
-          names[-3:] == ["s1-16M-before", "s2-16M-before", "s2lin-16M-before"] and only.returncode != 0 and
+    check("pipeline: --fm-before adds s2lin-16M-before, --variant L4096-before combines two variants; --only refuses a "
+          "job the plan lacks",
+          names[-5:] == ["s1-16M-before", "s2-16M-before", "s2lin-16M-before", "s1-16M-L4096-before",
+                         "s2-16M-L4096-before"] and "4096" in combo and "before" in combo and only.returncode != 0 and
           "no job nosuch" in only.stderr, f"{names}; {only.stderr.strip()[-120:]}")
     # the teacher sampler's KV-cache decode, greedy (top-p ~ 0), against argmax of full recomputes
     from convert.sample_teacher import sample
