@@ -12,7 +12,7 @@
 # $ORTHROS_GPU_BUILD/text-grid).
 set -u -o pipefail
 
-OUT=${1:?usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S]}
+OUT=${1:?usage: ci/gpu-text.sh OUTDIR [--pieces DIR] [--budget S] [--no-grid]}
 shift
 PIECES= BUDGET=480 GRID=1
 while [ $# -gt 0 ]; do

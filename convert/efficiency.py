@@ -13,8 +13,8 @@ A point NAME=PREFIX is the converted model of the pipeline's jobs s1-NAME and s2
 the sum of both stages' tokens_seen and seconds in a summary.json) and its grid files PREFIX-ppl-kjv.json,
 PREFIX-ppl-python.json and PREFIX-niah-single.json. --base names the transformer's grid files. A point whose NAME
 has no suffix (16M, 4M, 1M) is a budget of the recipe as committed; one with a suffix (4M-before, 4M-L4096, ...) is a
-variant of the length study, drawn as a lone marker. Only the standard library; the harness's own plots are
-orthros plot's, this figure's inputs (a pipeline summary beside eval files) are the conversion's.
+variant of the length study, drawn as a lone marker. Standard library only. It is not an `orthros plot` figure
+because half its inputs, the pipeline's summaries, are the conversion's files, not the harness's result files.
 """
 import argparse
 import json
@@ -138,12 +138,13 @@ def series(base, pts):
     left, right = [], []
     for c, dash in ((1024, 1), (8192, 2)):
         k = f"{c // 1024}K"
-        left.append((f"transformer, {k} windows", "#d62728", dash, 0, [(x, base["ppl_kjv"][c]) for x in span]))
+        left.append((f"transformer, {k} windows", "#d62728", dash, 0,
+                     [(x, base["ppl_kjv"][c]) for x in span if c in base["ppl_kjv"]]))
         left.append((f"converted, {k} windows", "#ff7f0e", dash, 7,
                      [(p["tokens"], p["ppl_kjv"][c]) for p in budgets if c in p["ppl_kjv"]]))
     for c, dash in ((1024, 1), (4096, 2)):
         k = f"{c // 1024}K"
-        right.append((f"transformer, {k}", "#d62728", dash, 0, [(x, base["niah"][c]) for x in span]))
+        right.append((f"transformer, {k}", "#d62728", dash, 0, [(x, base["niah"][c]) for x in span if c in base["niah"]]))
         right.append((f"converted as orthros, {k}", "#ff7f0e", dash, 7,
                       [(p["tokens"], p["niah_orthros"][c]) for p in budgets if c in p["niah_orthros"]]))
     right.append(("converted as linear, 1K", "#7f7f7f", 1, 6,

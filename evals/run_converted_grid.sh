@@ -26,6 +26,7 @@ B=${ORTHROS:-build/orthros}
 BASE=${BASE:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 CONV=${CONV:-$runs/s2-16M/adapter}
 ABLATION=${ABLATION:-$runs/s2lin-16M/adapter}
+case "$BASE$CONV$ABLATION" in *'|'*) echo "grid: BASE, CONV and ABLATION may not hold a '|'" >&2; exit 2 ;; esac
 JOBS=${JOBS:-6}
 S=${SAMPLES:-8}
 CTX=${CTX:-1k:8k:x2}
