@@ -22,7 +22,8 @@
 #                a comma-separated list of plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl) orthros decode of the 1B shape at
 #                batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
-#                CUDA graph by hand) into OUTDIR/decode_anchor.json; bench/kernels/decode_summary.py sets them side by
+#                CUDA graph by hand) into OUTDIR/decode_anchor.json, and through torch.compile for the batch-1 targets
+#                into OUTDIR/decode_anchor_compiled.json; bench/kernels/decode_summary.py sets them side by
 #                side against the floor and the targets (OUTDIR/decode_summary.txt). Every mode is about 2
 #                minutes: over 10-minute calls, --decode plain,graphs,graphs-gemv then --decode fused-graphs,fused-graphs-pdl (the
 #                summary reads every file in OUTDIR/decode, and the anchor runs once, when its file is missing)
@@ -163,8 +164,18 @@ if [ -n "$DECODE" ]; then
     else
         status[decode_anchor]="skipped (no PyTorch)"
     fi
+    # The stronger anchor: the same step through torch.compile, for the three batch-1 targets (a minute of compiling
+    # each), once.
+    if [ -f "$OUT/decode_anchor_compiled.json" ]; then
+        status[decode_anchor_compiled]="skipped (OUTDIR/decode_anchor_compiled.json is there)"
+    elif python3 -c 'import torch' 2>/dev/null; then
+        step decode_anchor_compiled decode.log timeout -k 10 420 python3 bench/kernels/decode_anchor.py \
+            "$OUT/decode_anchor_compiled.json" --compile --only llama3.2-1b:1:4096,llama3.2-1b:1:131072,llama3.1-8b:1:4096
+    else
+        status[decode_anchor_compiled]="skipped (no PyTorch)"
+    fi
     anchor_json=()
-    [ -f "$OUT/decode_anchor.json" ] && anchor_json=("$OUT/decode_anchor.json")
+    for f in decode_anchor decode_anchor_compiled; do [ -f "$OUT/$f.json" ] && anchor_json+=("$OUT/$f.json"); done
     python3 bench/kernels/decode_summary.py "$OUT/decode" ${anchor_json[@]+"${anchor_json[@]}"} >"$OUT/decode_summary.txt" 2>&1
 fi
 
@@ -172,7 +183,8 @@ echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
-    decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl decode_anchor; do
+    decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl decode_anchor \
+    decode_anchor_compiled; do
     case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac
     printf '%-12s %s\n' "$s" "${status[$s]:-not run}"
 done

@@ -12,8 +12,10 @@ is filled with random keys and values to depth ctx (a step's time does not depen
 cuBLAS through F.linear; attention through SDPA (enable_gqa), which reads the whole cache length under the mask.
 Writes JSON to argv[1] (bench/kernels/decode_summary.py sets it beside orthros bench's decode files) and prints a
 table.
-usage: python3 bench/kernels/decode_anchor.py OUT.json [--quick] [--only MODEL:BATCH:CTX] [--device cpu]
-(--device cpu: a smoke run of the tiny shape, uncaptured, to check the script without a GPU)"""
+usage: python3 bench/kernels/decode_anchor.py OUT.json [--quick] [--only MODEL:BATCH:CTX,...] [--compile] [--device cpu]
+(--compile: the step through torch.compile first, Inductor fusing the norms, RoPE, SwiGLU and the other elementwise
+ops as a compiled static-cache server would, then captured the same way: the stronger anchor, at a minute or so of
+compiling per case; --device cpu: a smoke run of the tiny shape, uncaptured, to check the script without a GPU)"""
 import json
 import math
 import sys
@@ -96,10 +98,13 @@ class DecodeStep:
         self.pos.add_(1)
 
 
-def run_case(shape, batch, ctx, steps, device):
+def run_case(shape, batch, ctx, steps, device, compile_step=False):
     cap = ctx + steps + 8  # every sample runs its steps from depth ctx
     m = DecodeStep(shape, batch, cap, device)
     cuda = device.type == "cuda"
+    # --compile: the step through torch.compile (Inductor's default mode: the elementwise ops fused into Triton
+    # kernels, the matmuls left to cuBLAS), then captured by hand like the eager step.
+    step = torch.compile(m.step, dynamic=False) if compile_step else m.step
     graph = None
     if cuda:
         side = torch.cuda.Stream()
@@ -107,12 +112,15 @@ def run_case(shape, batch, ctx, steps, device):
         with torch.cuda.stream(side):
             for _ in range(3):
                 m.pos.fill_(ctx)
-                m.step()
+                step()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         m.pos.fill_(ctx)
         with torch.cuda.graph(graph):
-            m.step()
+            step()
+    elif compile_step:
+        m.pos.fill_(ctx)
+        step()  # the compile itself, outside the timed samples
     samples = []
     for _ in range(5 + 2):
         m.pos.fill_(ctx)
@@ -127,7 +135,7 @@ def run_case(shape, batch, ctx, steps, device):
         else:
             t0 = time.perf_counter()
             for _ in range(steps):
-                m.step()
+                step()
             samples.append((time.perf_counter() - t0) / steps)
     samples = samples[2:]  # warm-up
     med = sorted(samples)[len(samples) // 2]
@@ -143,23 +151,29 @@ def main():
         return 2
     out_path = sys.argv[1]
     quick = "--quick" in sys.argv
+    compile_step = "--compile" in sys.argv
     device = torch.device("cpu" if "--device" in sys.argv and sys.argv[sys.argv.index("--device") + 1] == "cpu" else "cuda")
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     cases = [("tiny", 1, 64), ("tiny", 3, 100)] if device.type == "cpu" else CASES
     steps = 4 if device.type == "cpu" else (32 if quick else 64)
+    method = "plain PyTorch decode step with a static KV cache, " + (
+        "through torch.compile (Inductor, default mode), " if compile_step else "") + \
+        "captured as a CUDA graph by hand and replayed"
     res = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu", "torch": torch.__version__,
-           "method": "plain PyTorch decode step with a static KV cache, captured as a CUDA graph by hand and replayed",
-           "steps": steps, "cases": []}
+           "method": method, "compiled": compile_step, "steps": steps, "cases": []}
     print(f"{'model':14s} {'batch':>5s} {'ctx':>7s} {'ms/step':>9s}")
     for shape, batch, ctx in cases:
-        if only and only != f"{shape}:{batch}:{ctx}":
+        if only and f"{shape}:{batch}:{ctx}" not in only.split(","):
             continue
         try:
-            med, samples = run_case(shape, batch, ctx, steps, device)
+            t0 = time.perf_counter()
+            med, samples = run_case(shape, batch, ctx, steps, device, compile_step)
+            setup_s = time.perf_counter() - t0
         except torch.cuda.OutOfMemoryError as e:  # noqa: PERF203
             print(f"{shape:14s} {batch:5d} {ctx:7d} out of memory: {e}")
             continue
-        res["cases"].append({"model": shape, "batch": batch, "ctx": ctx, "median_s": med, "samples": samples})
+        res["cases"].append({"model": shape, "batch": batch, "ctx": ctx, "median_s": med, "samples": samples,
+                             "wall_s": round(setup_s, 1)})
         print(f"{shape:14s} {batch:5d} {ctx:7d} {med * 1e3:9.4f}")
         with open(out_path, "w") as f:
             json.dump(res, f, indent=1)

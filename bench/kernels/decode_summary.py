@@ -6,7 +6,8 @@ fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent 
 the floor (the bytes a step reads over the run's read ceiling, floor_s in each cell), the issue's targets, the
 predictions written before the run, and the PyTorch anchor of bench/kernels/decode_anchor.py as a ratio (PyTorch time /
 ours: above 1.00x ours is faster). Standard library only.
-usage: python3 bench/kernels/decode_summary.py DECODE_DIR [DECODE_ANCHOR.json]
+usage: python3 bench/kernels/decode_summary.py DECODE_DIR [DECODE_ANCHOR.json ...] (decode_anchor.py's files, with
+and without --compile: the faster of them per shape)
 DECODE_DIR holds the orthros bench files <model>-b<batch>-<mode>.json that ci/gpu.sh --decode writes."""
 import glob
 import json
@@ -55,11 +56,16 @@ def main():
             key = (model, int(m["batch"]), int(m["ctx"]))
             floor = m.get("floor_s")
             cells.setdefault(key, {})[mode] = (m["stats"]["median"] * 1e3, floor * 1e3 if floor else None)
-    anchors = {}
-    if len(sys.argv) > 2:
-        a = load(sys.argv[2])
-        for c in (a or {}).get("cases", []):
-            anchors[(c["model"], int(c["batch"]), int(c["ctx"]))] = c["median_s"] * 1e3
+    anchors = {}  # the faster PyTorch step of the anchor files given (eager ops in a graph; torch.compile in a graph)
+    compiled = {}
+    for path in sys.argv[2:]:
+        a = load(path) or {}
+        for c in a.get("cases", []):
+            key = (c["model"], int(c["batch"]), int(c["ctx"]))
+            ms = c["median_s"] * 1e3
+            if a.get("compiled"):
+                compiled[key] = ms
+            anchors[key] = min(ms, anchors.get(key, ms))
     if not cells:
         print("decode modes: no result files in " + sys.argv[1])
         return 1
@@ -70,7 +76,7 @@ def main():
             print(f"  {mode}: kernels \"{kernels[mode]}\"")
     w = {m: max(13, len(m)) for m in MODES}
     head = f"{'shape':24s} {'floor':>7s}" + "".join(f" {m:>{w[m]}s}" for m in MODES)
-    print(head + f" {'best %floor':>11s} {'PyTorch':>8s} {'PT/best':>8s} {'target':>16s} {'predicted':>9s}")
+    print(head + f" {'best %floor':>11s} {'PyTorch':>8s} {'compiled':>8s} {'PT/best':>8s} {'target':>16s} {'predicted':>9s}")
     short = {"llama3.2-1b": "1B", "llama3.1-8b": "8B"}
     for key in sorted(cells, key=lambda k: (short.get(k[0], k[0]), k[1], k[2])):
         model, b, ctx = key
@@ -92,8 +98,11 @@ def main():
         else:
             target = "-"
         pred = f"{PREDICTED[key]:.2f}" if key in PREDICTED else "-"
-        print(line + f" {pct:>11s} {pt if pt else float('nan'):8.3f} {ratio:>8s} {target:>16s} {pred:>9s}")
-    print("(best: the fastest mode; PT/best: PyTorch time / ours, above 1.00x ours is faster; predicted: the fused+graphs "
+        pc = compiled.get(key)
+        print(line + f" {pct:>11s} {pt if pt else float('nan'):8.3f} {pc if pc else float('nan'):8.3f} {ratio:>8s} "
+              f"{target:>16s} {pred:>9s}")
+    print("(best: the fastest mode; PyTorch: the faster of the anchors given, compiled: the torch.compile one alone; "
+          "PT/best: PyTorch time / ours, above 1.00x ours is faster; predicted: the fused+graphs "
           "ms per step written in docs/kernels.md before the run; the fused modes take the fused step at batch 1-8 "
           "only, the cuda backend's fused_max_rows: at batch 16 they run the plain ops under graphs, except in runs made "
           "before that limit, such as data/results/h200-2026-12-01-decode-modes)")
