@@ -6,9 +6,13 @@
 # timing cannot answer: which of an op's launches takes the time, and whether it is bound by memory,
 # latency or math.
 # Usage: ci/profile.sh OUTDIR OP [KERNEL_REGEX] [LAUNCHES]
-#   OP            attn_full_prefill, attn_full_decode, attn_linear_prefill, attn_linear_decode
+#   OP            attn_full_prefill, attn_full_decode, attn_linear_prefill, attn_linear_decode, or decode_step: every
+#                 kernel of whole-model decode steps (`orthros bench --phase decode` of PROFILE_MODEL, default
+#                 preset:llama3.2-1b, at PROFILE_CTX, default 4k, and PROFILE_BATCH, default 1; inside the NVTX range
+#                 "decode"), with the decode modes of the environment (ORTHROS_DECODE_GRAPHS, _FUSED, _PDL,
+#                 ORTHROS_GEMV): which kernels of a step take its time, against the step's time in a plain run
 #   KERNEL_REGEX  which kernels to profile (ncu -k regex:...; default: the op's own kernels)
-#   LAUNCHES      how many launches to profile (default 24)
+#   LAUNCHES      how many launches to profile (default 24; decode_step 400, two steps or more)
 set -u -o pipefail
 OUT=${1:?usage: ci/profile.sh OUTDIR OP [KERNEL_REGEX] [LAUNCHES]}
 OP=${2:?usage: ci/profile.sh OUTDIR OP [KERNEL_REGEX] [LAUNCHES]}
@@ -17,24 +21,36 @@ case "$OP" in # the op's own kernels (not the ceilings' copy and GEMM that every
     attn_full_decode) DEFAULT_REGEX='attn_decode' ;;
     attn_linear_prefill) DEFAULT_REGEX='lin_|featurize' ;;
     attn_linear_decode) DEFAULT_REGEX='linear|lin_' ;;
+    decode_step) DEFAULT_REGEX='.' ;;
     *) echo "profile: unknown op $OP" >&2; exit 2 ;;
 esac
 REGEX=${3:-$DEFAULT_REGEX}
-COUNT=${4:-24}
+if [ "$OP" = decode_step ]; then COUNT=${4:-400}; else COUNT=${4:-24}; fi
 . "$(dirname "$0")/gpu-common.sh"
 command -v ncu >/dev/null || { echo "profile: no ncu (Nsight Compute) on PATH" >&2; exit 3; }
-if [ ! -x "$BUILD/bench/kernels/bench_kernels" ]; then
+TARGET=bench_kernels PROG=$BUILD/bench/kernels/bench_kernels
+[ "$OP" = decode_step ] && TARGET=orthros PROG=$BUILD/orthros
+if [ ! -x "$PROG" ]; then
     cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
         -DCJSON_ROOT="$CJSON" >"$OUT/build.log" 2>&1 &&
-        cmake --build "$BUILD" -j"$(nproc)" --target bench_kernels >>"$OUT/build.log" 2>&1 ||
+        cmake --build "$BUILD" -j"$(nproc)" --target "$TARGET" >>"$OUT/build.log" 2>&1 ||
         { echo "profile: build failed (see $OUT/build.log)" >&2; exit 3; }
+fi
+if [ "$OP" = decode_step ]; then
+    # a prefill to the depth, then decode steps; only the kernels inside the "decode" range count
+    RUN=("$PROG" bench --model "preset:${PROFILE_MODEL:-llama3.2-1b}" --device cuda --arch orthros --phase decode
+        --ctx "${PROFILE_CTX:-4k}" --batch "${PROFILE_BATCH:-1}" --decode-tokens 8 --reps 1 --max-reps 1
+        --json "$OUT/$OP-bench.json" --force)
+    FILTER=(--nvtx --nvtx-include "decode/")
+else
+    RUN=("$PROG" "$OUT/$OP-bench.json" --quick --only "$OP")
+    FILTER=()
 fi
 # --set basic (duration, throughput breakdown, launch and occupancy figures) plus the memory workload, warp
 # stall and scheduler sections; -c bounds the replays; --clock-control none leaves the clocks as they run.
 timeout -k 10 "${ORTHROS_PROFILE_TIMEOUT:-420}" ncu --clock-control none --set basic \
     --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats -k "regex:$REGEX" -c "$COUNT" \
-    -o "$OUT/$OP" -f "$BUILD/bench/kernels/bench_kernels" "$OUT/$OP-bench.json" --quick --only "$OP" \
-    >"$OUT/$OP-ncu.log" 2>&1
+    ${FILTER[@]+"${FILTER[@]}"} -o "$OUT/$OP" -f "${RUN[@]}" >"$OUT/$OP-ncu.log" 2>&1
 rc=$?
 if [ -f "$OUT/$OP.ncu-rep" ]; then
     ncu -i "$OUT/$OP.ncu-rep" --print-summary per-kernel >"$OUT/$OP-summary.txt" 2>&1
