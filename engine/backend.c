@@ -44,20 +44,20 @@ void orthros_device_info_set_host(orthros_device_info *info, const char *kind)
 
 int orthros_decode_env(unsigned *decode_modes, int *gemv, int *pdl)
 {
-    static const struct {
+    const struct {
         const char *name;
-        unsigned bit; /* 0: the gemv switch, 1u << 31: the pdl switch */
-    } sw[] = {{"ORTHROS_DECODE_FUSED", ORTHROS_DECODE_FUSED}, {"ORTHROS_DECODE_GRAPHS", ORTHROS_DECODE_GRAPHS},
-              {"ORTHROS_GEMV", 0}, {"ORTHROS_DECODE_PDL", 1u << 31}};
+        unsigned bit; /* a decode mode, or 0 for a switch of the backend's own (flag) */
+        int *flag;
+    } sw[] = {{"ORTHROS_DECODE_FUSED", ORTHROS_DECODE_FUSED, NULL}, {"ORTHROS_DECODE_GRAPHS", ORTHROS_DECODE_GRAPHS, NULL},
+              {"ORTHROS_GEMV", 0, gemv}, {"ORTHROS_DECODE_PDL", 0, pdl}};
     *decode_modes = 0;
     *gemv = *pdl = 0;
     for (size_t i = 0; i < sizeof sw / sizeof *sw; i++) {
         const char *v = getenv(sw[i].name);
         if (!v || !*v || !strcmp(v, "0")) continue;
         if (strcmp(v, "1")) return orthros_error(ORTHROS_EINVAL, "%s=%.40s: 0 or 1", sw[i].name, v);
-        if (sw[i].bit == 1u << 31) *pdl = 1;
-        else if (sw[i].bit) *decode_modes |= sw[i].bit;
-        else *gemv = 1;
+        if (sw[i].flag) *sw[i].flag = 1;
+        else *decode_modes |= sw[i].bit;
     }
     return 0;
 }
