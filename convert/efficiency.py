@@ -13,7 +13,8 @@ A point NAME=PREFIX is the converted model of the pipeline's jobs s1-NAME and s2
 the sum of both stages' tokens_seen and seconds in a summary.json) and its grid files PREFIX-ppl-kjv.json,
 PREFIX-ppl-python.json and PREFIX-niah-single.json. --base names the transformer's grid files. A point whose NAME
 has no suffix (16M, 4M, 1M) is a budget of the recipe as committed; one with a suffix (4M-before, 4M-L4096, ...) is a
-variant of the length study, drawn as a lone marker. Standard library only. It is not an `orthros plot` figure
+variant of the length study: a line through its budgets when it has two or more (4M-before and 16M-before), else a
+lone marker. Standard library only. It is not an `orthros plot` figure
 because half its inputs, the pipeline's summaries, are the conversion's files, not the harness's result files.
 """
 import argparse
@@ -149,7 +150,22 @@ def series(base, pts):
                       [(p["tokens"], p["niah_orthros"][c]) for p in budgets if c in p["niah_orthros"]]))
     right.append(("converted as linear, 1K", "#7f7f7f", 1, 6,
                   [(p["tokens"], p["niah_linear"][1024]) for p in budgets if 1024 in p["niah_linear"]]))
-    for i, p in enumerate(variants):
+    # A variant at two budgets or more is a line of its own through its budgets (solid at 1K, dashed at the longer
+    # window); a variant at one budget is a marker.
+    groups = {}
+    for p in variants:
+        groups.setdefault(p["variant"], []).append(p)
+    lone = [p for p in variants if len(groups[p["variant"]]) == 1]
+    for i, (v, ps) in enumerate((v, ps) for v, ps in groups.items() if len(ps) > 1):
+        col, pt = colors[(len(colors) - 1 - i) % len(colors)], 9 + 2 * (i % 3)
+        ps = sorted(ps, key=lambda p: p["tokens"])
+        for c, dash in ((1024, 1), (8192, 2)):
+            left.append((f"converted ({v}), {c // 1024}K windows", col, dash, pt,
+                         [(p["tokens"], p["ppl_kjv"][c]) for p in ps if c in p["ppl_kjv"]]))
+        for c, dash in ((1024, 1), (4096, 2)):
+            right.append((f"converted ({v}) as orthros, {c // 1024}K", col, dash, pt,
+                          [(p["tokens"], p["niah_orthros"][c]) for p in ps if c in p["niah_orthros"]]))
+    for i, p in enumerate(lone):
         col = colors[i % len(colors)]
         x = p["tokens"] * 1.18 ** (i + 1)  # drawn apart from the budget point and each other (log x); the table is exact
         left.append((f"{p['name']} (1K, 8K)", col, 3, 5 + 2 * (i % 4),

@@ -16,6 +16,7 @@ from convert import efficiency  # noqa: E402
 
 A = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-01")
 B = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-01b")
+C = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-02")
 
 
 def read(path):
@@ -54,6 +55,29 @@ class Efficiency(unittest.TestCase):
             self.assertAlmostEqual(p4["gpu_minutes"], (s["s1-4M"]["seconds"] + s["s2-4M"]["seconds"]) / 60, places=2)
             self.assertIsNone(p4["variant"])
             self.assertEqual(next(p for p in got["points"] if p["name"] == "4M-before")["variant"], "before")
+
+    def test_variant_line(self):
+        """A variant at two budgets (4M-before, 16M-before) is a line of its own through both; one at a single budget
+        (4M-L4096) is a marker, its two windows joined by a dotted line."""
+        jobs = efficiency.jobs_of([f"{B}/convert/summary.json", f"{C}/convert/summary.json"])
+        pts = [efficiency.point("4M", f"{B}/grid/conv-4M", jobs),
+               efficiency.point("4M-before", f"{B}/grid/conv-4M-before", jobs),
+               efficiency.point("16M-before", f"{C}/grid/conv", jobs),
+               efficiency.point("4M-L4096", f"{B}/grid/conv-4M-L4096", jobs)]
+        base = {"ppl_kjv": efficiency.ppl(f"{A}/grid/base", "kjv", "transformer"),
+                "niah": efficiency.niah(f"{A}/grid/base", "transformer")}
+        left, right = efficiency.series(base, pts)
+        by = {s[0]: s for s in left}
+        line = by["converted (before), 1K windows"]
+        self.assertEqual([x for x, _ in line[4]], [pts[1]["tokens"], pts[2]["tokens"]])
+        self.assertEqual([round(y, 2) for _, y in line[4]], [16.41, 14.09])
+        self.assertEqual(line[2], 1)
+        self.assertEqual([round(y, 2) for _, y in by["converted (before), 8K windows"][4]], [18.82, 15.17])
+        self.assertNotIn("4M-before (1K, 8K)", by)
+        marker = by["4M-L4096 (1K, 8K)"]
+        self.assertEqual((marker[2], len(marker[4])), (3, 2))
+        niah = {s[0]: s for s in right}["converted (before) as orthros, 4K"]
+        self.assertEqual([y for _, y in niah[4]], [32.5, 40.0])
 
     def refused(self, *extra, says):
         with tempfile.TemporaryDirectory() as out:

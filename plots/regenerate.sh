@@ -26,10 +26,17 @@ G=$R/smollm2-converted-h200-2026-12-01/grid
 fig $R/smollm2-converted-h200-2026-12-01/figures $G/{base,control,conv,conv-tail16,conv-tail64,conv-hybrid}-ppl-kjv.json \
     $G/{base,control,conv,conv-hybrid}-recall.json $G/*-niah-*.json $G/*-vt.json $G/*-cwe.json
 fig $R/smollm2-converted-h200-2026-12-01/figures-python $G/{base,control,conv,conv-tail16,conv-tail64,conv-hybrid}-ppl-python.json
+G3=$R/smollm2-converted-h200-2026-12-02/grid
+fig $R/smollm2-converted-h200-2026-12-02/figures $G/{base,control}-ppl-kjv.json $G3/{conv,conv-tail64,ablation}-ppl-kjv.json \
+    $G/{base,control}-recall.json $G3/conv-recall.json $G/base-niah-*.json $G3/*-niah-*.json $G/base-vt.json \
+    $G3/conv-vt.json $G/base-cwe.json $G3/conv-cwe.json
+fig $R/smollm2-converted-h200-2026-12-02/figures-python $G/{base,control}-ppl-python.json \
+    $G3/{conv,conv-tail64,ablation}-ppl-python.json
 # The conversion's data efficiency (convert/efficiency.py: quality against conversion tokens; pipeline summaries
 # beside the grid files).
-S1=$R/smollm2-converted-h200-2026-12-01 S2=$R/smollm2-converted-h200-2026-12-01b
-python3 convert/efficiency.py --out $S2/efficiency --base $S1/grid/base --summary $S1/convert/summary.json \
-    --summary $S2/convert/summary.json --point 16M=$S1/grid/conv --point 4M=$S2/grid/conv-4M \
-    --point 1M=$S2/grid/conv-1M --point 4M-before=$S2/grid/conv-4M-before --point 4M-L4096=$S2/grid/conv-4M-L4096 \
-    --point 4M-O7168=$S2/grid/conv-4M-O7168 >/dev/null
+S1=$R/smollm2-converted-h200-2026-12-01 S2=$R/smollm2-converted-h200-2026-12-01b S3=$R/smollm2-converted-h200-2026-12-02
+python3 convert/efficiency.py --out $S3/efficiency --base $S1/grid/base --summary $S1/convert/summary.json \
+    --summary $S2/convert/summary.json --summary $S3/convert/summary.json --point 16M=$S1/grid/conv \
+    --point 4M=$S2/grid/conv-4M --point 1M=$S2/grid/conv-1M --point 4M-before=$S2/grid/conv-4M-before \
+    --point 16M-before=$S3/grid/conv --point 4M-L4096=$S2/grid/conv-4M-L4096 --point 4M-O7168=$S2/grid/conv-4M-O7168 \
+    >/dev/null
