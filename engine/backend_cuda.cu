@@ -839,16 +839,29 @@ static int select_kernels(orthros_device_info *info)
 }
 
 /* The opt-in decode work (orthros_decode_env) named after the kernel versions, so that result files of the modes
- * differ and --resume refuses to mix them: ", gemv v1" (", gemv v1+pdl"), ", decode fused+graphs" (or either alone)
- * and ", gemv pdl" when the dependent launch is asked for without ORTHROS_GEMV (the fused ops' GEMVs take it). */
+ * differ and --resume refuses to mix them: ", gemv v2" (", gemv v2+pdl") when gemv.cu runs (ORTHROS_GEMV or the
+ * fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent launch is asked for
+ * alone. ORTHROS_GEMV_VERSION (1 or 2; unset: the latest) chooses gemv.cu's version, process-wide, as the attention
+ * kernels' variables do. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(modes, &c->gemv, &c->pdl);
     if (rc) return rc;
+    const char *gv = getenv("ORTHROS_GEMV_VERSION");
+    int v = 0;
+    if (gv && *gv) {
+        if (strcmp(gv, "1") && strcmp(gv, "2"))
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_GEMV_VERSION=%.40s is not a gemv version (1 or 2)", gv);
+        v = gv[0] - '0';
+    }
+    if ((rc = orthros_gemv_set_version(v))) return rc;
     size_t used = strlen(info->kernels);
-    if (c->gemv || c->pdl)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv %s%s", c->gemv ? "v1" : "",
-                                 c->pdl ? (c->gemv ? "+pdl" : "pdl") : "");
+    const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
+    if (runs)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv v%d%s",
+                                 orthros_gemv_version(), c->pdl ? "+pdl" : "");
+    else if (c->pdl)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl");
     if (used < sizeof info->kernels && *modes)
         snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
                  *modes & ORTHROS_DECODE_FUSED ? "fused" : "",

@@ -155,6 +155,120 @@ static __device__ __forceinline__ void pdl_wait()
 #endif
 }
 
+/* The epilogues of one output element, shared by both kernels. */
+
+/* STORE, STORE_F32, ADD: output m of input row j. */
+static __device__ __forceinline__ void epi_store(const orthros_gemv_params &p, int j, int m, float v)
+{
+    const size_t o = (size_t)j * p.M + m;
+    if (p.epilogue == ORTHROS_GEMV_STORE_F32) {
+        ((float *)p.out)[o] = v;
+    } else if (p.epilogue == ORTHROS_GEMV_ADD) {
+        bf16 *r = (bf16 *)p.out + o;
+        *r = f2bf(bf2f(*r) + bf2f(f2bf(v)));
+    } else {
+        ((bf16 *)p.out)[o] = f2bf(v);
+    }
+}
+
+/* SWIGLU: output f (of F = M / 2) of input row j from its gate and up products. */
+static __device__ __forceinline__ void epi_swiglu(const orthros_gemv_params &p, int j, int f, float g, float u)
+{
+    const float gt = bf2f(f2bf(g)), up = bf2f(f2bf(u));
+    ((bf16 *)p.out)[(size_t)j * (p.M / 2) + f] = f2bf(gt / (1.0f + expf(-gt)) * up);
+}
+
+/* ROPE: the pair (i, i + d / 2) of head h (of [q: Hq | k: Hkv | v: Hkv]) of input row j. */
+static __device__ __forceinline__ void epi_rope(const orthros_gemv_params &p, int j, int h, int i, float x1, float x2)
+{
+    const int d = p.d, half = d / 2;
+    bf16 *row = (bf16 *)p.out + (size_t)j * p.M + (size_t)h * d;
+    const int pos = p.pos[j];
+    const size_t slot = ((size_t)j * p.cap + (size_t)(pos % p.cap)) * p.Hkv;
+    if (h >= p.Hq + p.Hkv) {
+        const bf16 v1 = f2bf(x1), v2 = f2bf(x2);
+        bf16 *vc = (bf16 *)p.v_cache + (slot + (size_t)(h - p.Hq - p.Hkv)) * d;
+        row[i] = v1, row[i + half] = v2;
+        vc[i] = v1, vc[i + half] = v2;
+        return;
+    }
+    /* The angle in fp32, its cosine and sine in double, as rope_cache.cu and the cpu reference. */
+    const float ang = (float)pos * p.inv_freq[i];
+    double sd, cd;
+    sincos((double)ang, &sd, &cd);
+    const float cs = (float)cd, sn = (float)sd;
+    const float a = bf2f(f2bf(x1)), b = bf2f(f2bf(x2));
+    const bf16 r1 = f2bf(a * cs - b * sn), r2 = f2bf(b * cs + a * sn);
+    if (h < p.Hq) {
+        row[i] = r1, row[i + half] = r2;
+    } else {
+        bf16 *kc = (bf16 *)p.k_cache + (slot + (size_t)(h - p.Hq)) * d;
+        row[i] = f2bf(a), row[i + half] = f2bf(b);
+        kc[i] = r1, kc[i + half] = r2;
+    }
+}
+
+/* ARGMAX, once per block after its keys are in: the last block to finish turns the keys into ids and zeroes them
+ * (and the counter) for the next call. */
+static __device__ __forceinline__ void argmax_finish(const orthros_gemv_params &p, const gemv_scratch &S, int *last)
+{
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) *last = atomicAdd(S.done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (*last) {
+        __threadfence();
+        if ((int)threadIdx.x < p.n) {
+            const unsigned long long k = atomicExch(S.keys + threadIdx.x, 0ull);
+            p.ids[threadIdx.x] = (int32_t)(0xffffffffu - (unsigned)(k & 0xffffffffull));
+        }
+        if (threadIdx.x == 0) *S.done = 0u;
+    }
+}
+
+/* The block's input in shared memory (rows [0, n), `chunks` 16-byte chunks of each from k_base, row j at byte j *
+ * stride; past K zeros), as rmsnorm(x) * norm_w rounded to bf16 when norm_w is given: rs[j] = 1 / sqrt(mean(x_j^2) +
+ * eps) over all of K, as rmsnorm.cu forms it (fp32 squares of bf16), then out = w * (x * r) rounded once, as
+ * rmsnorm_x8_kernel writes it. Every thread of the block calls it; it ends with a barrier. */
+static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
+                                                   float *rs, int k_base, int chunks)
+{
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n, K = p.K;
+    const bf16 *X = (const bf16 *)p.x;
+    if (p.norm_w) {
+        for (int j = warp; j < n; j += GEMV_WARPS) {
+            const uint4 *xr = (const uint4 *)(X + (size_t)j * K);
+            float ss = 0.0f;
+            for (int q = lane; q < K / 8; q += 32) {
+                const uint4 v = __ldg(xr + q);
+                const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+            }
+            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+            if (lane == 0) rs[j] = rsqrtf(ss / (float)K + p.eps);
+        }
+        __syncthreads();
+    }
+    for (int e = tid; e < n * chunks; e += GEMV_THREADS) {
+        const int j = e / chunks, q = e % chunks, k = k_base + q * 8;
+        uint4 v = zero4();
+        if (k < K) {
+            v = __ldg((const uint4 *)(X + (size_t)j * K + k));
+            if (p.norm_w) {
+                const uint4 gw = __ldg((const uint4 *)((const bf16 *)p.norm_w + k));
+                const float r = rs[j];
+                v.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(v.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(v.x) * r));
+                v.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(v.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(v.y) * r));
+                v.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(v.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(v.z) * r));
+                v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
+            }
+        }
+        *(uint4 *)(smem_x + (size_t)j * stride + (size_t)q * 16) = v;
+    }
+    __syncthreads();
+}
+
 /* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. */
 template <int NT, bool XS>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orthros_gemv_params p, const gemv_plan pl)
@@ -198,44 +312,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
      * written above this line. */
     pdl_wait();
 
-    if constexpr (XS) {
-        if (p.norm_w) {
-            /* rs[j] = 1 / sqrt(mean(x_j^2) + eps) over all of K, as rmsnorm.cu forms it (fp32 squares of bf16). */
-            for (int j = warp; j < n; j += GEMV_WARPS) {
-                const uint4 *xr = (const uint4 *)(X + (size_t)j * K);
-                float ss = 0.0f;
-                for (int q = lane; q < K / 8; q += 32) {
-                    const uint4 v = __ldg(xr + q);
-                    const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                    for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
-                }
-                for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-                if (lane == 0) rs[j] = rsqrtf(ss / (float)K + p.eps);
-            }
-            __syncthreads();
-        }
-        /* Stage rows [0, n) of the block's k-range, 16 bytes a thread a step; past K zeros. */
-        const int chunks = pl.kbs * 8, k_base = kb_lo * 64;
-        for (int e = tid; e < n * chunks; e += GEMV_THREADS) {
-            const int j = e / chunks, q = e % chunks, k = k_base + q * 8;
-            uint4 v = zero4();
-            if (k < K) {
-                v = __ldg((const uint4 *)(X + (size_t)j * K + k));
-                if (p.norm_w) {
-                    const uint4 gw = __ldg((const uint4 *)((const bf16 *)p.norm_w + k));
-                    const float r = rs[j];
-                    /* out = w * (x * r) rounded once, as rmsnorm_x8_kernel writes it */
-                    v.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(v.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(v.x) * r));
-                    v.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(v.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(v.y) * r));
-                    v.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(v.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(v.z) * r));
-                    v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
-                }
-            }
-            *(uint4 *)(smem_x + (size_t)j * pl.xs + (size_t)q * 16) = v;
-        }
-        __syncthreads();
-    }
+    if constexpr (XS) stage_input(p, smem_x, pl.xs, rs, kb_lo * 64, pl.kbs * 8);
 
     /* ---- the stream: warp (t, sl) takes k-blocks kb_lo + sl, + WS, ... of tile t's 16 rows ---- */
     float acc[NT][4];
@@ -326,41 +403,16 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
         const int h = pl.MT / 2, F = p.M / 2;
         for (int e = tid; e < n * h; e += GEMV_THREADS) {
             const int j = e / h, i = e % h, f = R.m0 + i;
-            if (f >= F) continue;
-            const float gt = bf2f(f2bf(tile[i * 17 + j])), up = bf2f(f2bf(tile[(i + h) * 17 + j]));
-            ((bf16 *)p.out)[(size_t)j * F + f] = f2bf(gt / (1.0f + expf(-gt)) * up);
+            if (f < F) epi_swiglu(p, j, f, tile[i * 17 + j], tile[(i + h) * 17 + j]);
         }
         break;
     }
     case ORTHROS_GEMV_ROPE: {
         /* Block bx is head bx of [q: Hq | k: Hkv | v: Hkv]; its tile is the head's d rows. */
-        const int d = p.d, half = d / 2, h = bx;
+        const int half = p.d / 2;
         for (int e = tid; e < n * half; e += GEMV_THREADS) {
             const int j = e / half, i = e % half;
-            const float x1 = bf2f(f2bf(tile[i * 17 + j])), x2 = bf2f(f2bf(tile[(i + half) * 17 + j]));
-            bf16 *row = (bf16 *)p.out + (size_t)j * p.M + (size_t)h * d;
-            const int pos = p.pos[j];
-            const size_t slot = ((size_t)j * p.cap + (size_t)(pos % p.cap)) * p.Hkv;
-            if (h >= p.Hq + p.Hkv) {
-                const bf16 v1 = f2bf(x1), v2 = f2bf(x2);
-                bf16 *vc = (bf16 *)p.v_cache + (slot + (size_t)(h - p.Hq - p.Hkv)) * d;
-                row[i] = v1, row[i + half] = v2;
-                vc[i] = v1, vc[i + half] = v2;
-                continue;
-            }
-            /* The angle in fp32, its cosine and sine in double, as rope_cache.cu and the cpu reference. */
-            const float ang = (float)pos * p.inv_freq[i];
-            double sd, cd;
-            sincos((double)ang, &sd, &cd);
-            const float cs = (float)cd, sn = (float)sd;
-            const bf16 r1 = f2bf(x1 * cs - x2 * sn), r2 = f2bf(x2 * cs + x1 * sn);
-            if (h < p.Hq) {
-                row[i] = r1, row[i + half] = r2;
-            } else {
-                bf16 *kc = (bf16 *)p.k_cache + (slot + (size_t)(h - p.Hq)) * d;
-                row[i] = f2bf(x1), row[i + half] = f2bf(x2);
-                kc[i] = r1, kc[i + half] = r2;
-            }
+            epi_rope(p, j, bx, i, tile[i * 17 + j], tile[(i + half) * 17 + j]);
         }
         break;
     }
@@ -384,18 +436,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
             }
             if (lane == 0 && best) atomicMax(S.keys + j, best);
         }
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) last = atomicAdd(S.done, 1u) == gridDim.x - 1;
-        __syncthreads();
-        if (last) {
-            __threadfence();
-            if (tid < n) {
-                const unsigned long long k = atomicExch(S.keys + tid, 0ull);
-                p.ids[tid] = (int32_t)(0xffffffffu - (unsigned)(k & 0xffffffffull));
-            }
-            if (tid == 0) *S.done = 0u;
-        }
+        argmax_finish(p, S, &last);
         break;
     }
     default: {
@@ -403,22 +444,257 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
             const int j = e / pl.MT, i = e % pl.MT;
             bool ok;
             const int m = R.row(i, ok);
-            if (!ok) continue;
-            const float v = tile[i * 17 + j];
-            const size_t o = (size_t)j * p.M + m;
-            if (p.epilogue == ORTHROS_GEMV_STORE_F32) {
-                ((float *)p.out)[o] = v;
-            } else if (p.epilogue == ORTHROS_GEMV_ADD) {
-                bf16 *r = (bf16 *)p.out + o;
-                *r = f2bf(bf2f(*r) + bf2f(f2bf(v)));
-            } else {
-                ((bf16 *)p.out)[o] = f2bf(v);
-            }
+            if (ok) epi_store(p, j, m, tile[i * 17 + j]);
         }
         break;
     }
     }
 }
+
+/* ---- v2: batch 1-4 on CUDA cores, two weight rows a warp over all of K (or a slice of it) ----
+ * A group is two weight rows whose epilogue needs them together: rows 2g and 2g + 1 (STORE, STORE_F32, ADD,
+ * ARGMAX), gate row g and up row F + g (SWIGLU), rows i and i + d / 2 of head h (ROPE, g = h * d / 2 + i). Warp
+ * slice s of KW takes the 16-byte chunks c = (t KW + s) 32 + lane, U of them for each row at a time (every load of a
+ * round issued before its first use), so that all a warp streams is in flight at once; the block's warps are GPB =
+ * 8 / KW groups times KW slices, and the grid (as many blocks as fit at once) walks the groups, block-uniform. The
+ * sums: fp32 FMAs in k order within a lane, a butterfly over the lanes (which leaves every lane the same bits), the
+ * slices added in slice order: the result depends on the shape only. KW > 1 when the groups are too few to fill the
+ * warps the machine holds (the 1B o and down products). The input is read through L1, or with norm_w normed and
+ * staged whole in shared memory by each block once. */
+#define GEMV2_MAX_N 4
+#define GEMV2_XS_MAX_BYTES (64 * 1024)
+#define GEMV2_MAX_KW 4
+
+struct gemv2_plan {
+    int groups, KW, GPB, blocks;
+    size_t smem;
+};
+
+static __device__ __forceinline__ void gemv2_rows(const orthros_gemv_params &p, int g, int r[2], bool ok[2])
+{
+    if (p.epilogue == ORTHROS_GEMV_SWIGLU) {
+        r[0] = g, r[1] = p.M / 2 + g;
+        ok[0] = ok[1] = g < p.M / 2;
+    } else if (p.epilogue == ORTHROS_GEMV_ROPE) {
+        const int half = p.d / 2;
+        r[0] = (g / half) * p.d + g % half, r[1] = r[0] + half;
+        ok[0] = ok[1] = r[1] < p.M;
+    } else {
+        r[0] = 2 * g, r[1] = 2 * g + 1;
+        ok[0] = r[0] < p.M, ok[1] = r[1] < p.M;
+    }
+}
+
+/* acc += the dot product of 8 bf16 weights with 8 inputs, in k order. */
+static __device__ __forceinline__ float dot8(const uint4 &w, const float (&x)[8], float acc)
+{
+    acc = fmaf(bf16x2_lo(w.x), x[0], acc), acc = fmaf(bf16x2_hi(w.x), x[1], acc);
+    acc = fmaf(bf16x2_lo(w.y), x[2], acc), acc = fmaf(bf16x2_hi(w.y), x[3], acc);
+    acc = fmaf(bf16x2_lo(w.z), x[4], acc), acc = fmaf(bf16x2_hi(w.z), x[5], acc);
+    acc = fmaf(bf16x2_lo(w.w), x[6], acc), acc = fmaf(bf16x2_hi(w.w), x[7], acc);
+    return acc;
+}
+
+/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged. */
+template <int N, int U, bool XS>
+static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const orthros_gemv_params p, const gemv2_plan pl)
+{
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [N][K] bf16 */
+    __shared__ float part[GEMV_WARPS][2][N];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ int last;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW;
+    const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
+
+    pdl_trigger();
+    /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
+     * input is staged (and, with p.pdl, while the kernel before this one ends). */
+    {
+        const int g = blockIdx.x * pl.GPB + gw;
+        if (g < pl.groups) {
+            int r[2];
+            bool ok[2];
+            gemv2_rows(p, g, r, ok);
+            const int most = p.pdl ? 4 * U : U;
+            for (int t = 0; t < most; t++) {
+                const int c = (t * KW + sl) * 32 + lane;
+                if (c >= nch) break;
+                if (ok[0]) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wt + (size_t)r[0] * K + (size_t)c * 8));
+                if (ok[1]) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wt + (size_t)r[1] * K + (size_t)c * 8));
+            }
+        }
+    }
+    pdl_wait();
+    if constexpr (XS) stage_input(p, smem_x, K * 2, rs, 0, nch);
+
+    unsigned long long best[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) best[j] = 0ull;
+    for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x) {
+        const int g = gb * pl.GPB + gw;
+        int r[2] = {0, 0};
+        bool ok[2] = {false, false};
+        if (g < pl.groups) gemv2_rows(p, g, r, ok);
+        const bf16 *w0 = Wt + (size_t)(ok[0] ? r[0] : 0) * K, *w1 = Wt + (size_t)(ok[1] ? r[1] : 0) * K;
+        float acc[2][N];
+#pragma unroll
+        for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
+        for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U) {
+            uint4 wv[U][2], xv[U][N];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int c = ((t0 + u) * KW + sl) * 32 + lane;
+                const bool in = c < nch;
+                wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok[0] && in);
+                wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok[1] && in);
+#pragma unroll
+                for (int j = 0; j < N; j++) {
+                    if constexpr (XS) xv[u][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
+                    else xv[u][j] = ld_input(X + (size_t)j * K + (size_t)c * 8, in);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+#pragma unroll
+                for (int j = 0; j < N; j++) {
+                    const float xf[8] = {bf16x2_lo(xv[u][j].x), bf16x2_hi(xv[u][j].x), bf16x2_lo(xv[u][j].y),
+                                         bf16x2_hi(xv[u][j].y), bf16x2_lo(xv[u][j].z), bf16x2_hi(xv[u][j].z),
+                                         bf16x2_lo(xv[u][j].w), bf16x2_hi(xv[u][j].w)};
+                    acc[0][j] = dot8(wv[u][0], xf, acc[0][j]);
+                    acc[1][j] = dot8(wv[u][1], xf, acc[1][j]);
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < N; j++)
+                for (int o = 16; o > 0; o >>= 1) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
+        if (KW > 1) {
+            if (lane == 0)
+#pragma unroll
+                for (int j = 0; j < N; j++) part[warp][0][j] = acc[0][j], part[warp][1][j] = acc[1][j];
+            __syncthreads();
+            if (sl == 0)
+#pragma unroll
+                for (int j = 0; j < N; j++) {
+                    float a = part[warp][0][j], b = part[warp][1][j];
+                    for (int q = 1; q < KW; q++) a += part[warp + q][0][j], b += part[warp + q][1][j];
+                    acc[0][j] = a, acc[1][j] = b;
+                }
+            __syncthreads(); /* part is written again by the next round */
+        }
+        if (sl != 0 || g >= pl.groups) continue;
+        /* ---- the group's epilogue: lane i N + j writes output (row i, input row j) ---- */
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            switch (p.epilogue) {
+            case ORTHROS_GEMV_SWIGLU:
+                if (lane == j) epi_swiglu(p, j, g, acc[0][j], acc[1][j]);
+                break;
+            case ORTHROS_GEMV_ROPE:
+                if (lane == j) epi_rope(p, j, g / (p.d / 2), g % (p.d / 2), acc[0][j], acc[1][j]);
+                break;
+            case ORTHROS_GEMV_ARGMAX:
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    if (!ok[i]) continue;
+                    if (p.out && lane == i * N + j) ((float *)p.out)[(size_t)j * p.M + r[i]] = acc[i][j];
+                    const unsigned long long k = argmax_key(acc[i][j], r[i]);
+                    best[j] = k > best[j] ? k : best[j];
+                }
+                break;
+            default:
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+                    if (ok[i] && lane == i * N + j) epi_store(p, j, r[i], acc[i][j]);
+                break;
+            }
+        }
+    }
+    if (p.epilogue == ORTHROS_GEMV_ARGMAX) {
+        /* the block's best key of each input row (slice 0 of every group holds one; others 0), one atomic a row */
+        __shared__ unsigned long long bbest[GEMV_WARPS][N];
+        const gemv_scratch S = scratch_of(p.scratch);
+        if (lane == 0)
+#pragma unroll
+            for (int j = 0; j < N; j++) bbest[warp][j] = sl == 0 ? best[j] : 0ull;
+        __syncthreads();
+        if (tid < N) {
+            unsigned long long b = 0ull;
+            for (int w = 0; w < GEMV_WARPS; w++) b = bbest[w][tid] > b ? bbest[w][tid] : b;
+            if (b) atomicMax(S.keys + tid, b);
+        }
+        argmax_finish(p, S, &last);
+    }
+}
+
+/* The v2 plan (host): 0 and pl filled when v2 takes the call (n <= 4, the staged input within 64 KB), else
+ * ORTHROS_EUNSUPPORTED. KW: the fewest slices (1, 2, 4) whose warps, groups times KW, reach three quarters of the
+ * warps the machine holds, while a slice keeps a chunk a lane. */
+static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl)
+{
+    if (p->n > GEMV2_MAX_N) return ORTHROS_EUNSUPPORTED;
+    pl->smem = p->norm_w ? (size_t)p->n * p->K * 2 : 0;
+    if (pl->smem > GEMV2_XS_MAX_BYTES) return ORTHROS_EUNSUPPORTED;
+    pl->groups = p->epilogue == ORTHROS_GEMV_SWIGLU || p->epilogue == ORTHROS_GEMV_ROPE ? p->M / 2 : ceil_div(p->M, 2);
+    const int sms = p->num_sms > 0 ? p->num_sms : 132, slots = sms * 2 * GEMV_WARPS, nch = p->K / 8;
+    int KW = 1;
+    while (KW < GEMV2_MAX_KW && (long)pl->groups * KW * 4 < (long)slots * 3 && 2 * KW * 32 <= nch) KW *= 2;
+    pl->KW = KW, pl->GPB = GEMV_WARPS / KW;
+    const int want = ceil_div(pl->groups, pl->GPB), most = sms * 2;
+    pl->blocks = want < most ? want : most;
+    return 0;
+}
+
+template <int N, int U, bool XS> static int launch2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
+{
+    static bool attr = false;
+    if (XS && !attr) {
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(gemv2_kernel<N, U, XS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                GEMV2_XS_MAX_BYTES));
+        attr = true;
+    }
+    const dim3 grid((unsigned)pl->blocks);
+    if (p->pdl) {
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.gridDim = grid, cfg.blockDim = dim3(GEMV_THREADS), cfg.dynamicSmemBytes = pl->smem, cfg.stream = stream;
+        cfg.attrs = at, cfg.numAttrs = 1;
+        ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv2_kernel<N, U, XS>, *p, *pl));
+    } else {
+        gemv2_kernel<N, U, XS><<<grid, GEMV_THREADS, pl->smem, stream>>>(*p, *pl);
+    }
+    ORTHROS_CUDA_LAUNCH_CHECK("gemv2_kernel");
+    return 0;
+}
+
+static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
+{
+    const bool xs = p->norm_w != NULL;
+    switch (p->n) {
+    case 1: return xs ? launch2<1, 8, true>(p, pl, stream) : launch2<1, 8, false>(p, pl, stream);
+    case 2: return xs ? launch2<2, 4, true>(p, pl, stream) : launch2<2, 4, false>(p, pl, stream);
+    case 3: return xs ? launch2<3, 4, true>(p, pl, stream) : launch2<3, 4, false>(p, pl, stream);
+    default: return xs ? launch2<4, 4, true>(p, pl, stream) : launch2<4, 4, false>(p, pl, stream);
+    }
+}
+
+/* The version in use: 0 (unset) is the latest; v2 takes the calls its plan takes, v1 the rest. */
+#define GEMV_LATEST 2
+static int gemv_version_set = 0;
+
+int orthros_gemv_set_version(int v)
+{
+    if (v < 0 || v > GEMV_LATEST) return orthros_error(ORTHROS_EINVAL, "gemv: no version %d (1 to %d)", v, GEMV_LATEST);
+    gemv_version_set = v;
+    return 0;
+}
+
+int orthros_gemv_version(void) { return gemv_version_set ? gemv_version_set : GEMV_LATEST; }
 
 size_t orthros_gemv_scratch_bytes(void) { return GEMV_PARTIALS_OFFSET + GEMV_PARTIAL_BYTES; }
 
@@ -528,6 +804,8 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
     gemv_plan pl;
     int rc = make_plan(p, &pl);
     if (rc) return orthros_error(rc, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
+    gemv2_plan pl2;
+    if (orthros_gemv_version() >= 2 && make_plan2(p, &pl2) == 0) return launch_v2(p, &pl2, stream);
     const bool xs = p->norm_w != NULL;
     if (p->n <= 8) return xs ? launch<1, true>(p, &pl, stream) : launch<1, false>(p, &pl, stream);
     return xs ? launch<2, true>(p, &pl, stream) : launch<2, false>(p, &pl, stream);

@@ -23,6 +23,7 @@
 #include "attn_linear_prefill.h"
 #include "attn_linear_window.h"
 #include "backend.h"
+#include "gemv.h"
 #include "mem_read.h"
 #include "result_bench.h"
 #include "stats.h"
@@ -614,7 +615,8 @@ static void bench_window_pass(int d, int n, int W, int version)
 
 typedef struct {
     orthros_backend *b;
-    const char *kind; /* cublas, gemv, fused, fused-pdl (the fused op, every GEMV a programmatic dependent launch) */
+    const char *kind; /* cublas, gemv, fused, fused-pdl (the fused op, every GEMV a programmatic dependent launch),
+                       * fused-v1 (the fused op through gemv.cu's version 1) */
     const char *proj; /* qkv, o, gate_up, down, head */
     int n, M, K, copies;
     void **W;
@@ -711,9 +713,9 @@ static void bench_gemv_case(orthros_backend *b, const char *model, const char *p
     if (!strcmp(proj, "o") || !strcmp(proj, "down")) bytes += fused ? 2.0 * n * M : 0; /* the residual read */
     char shape[128];
     snprintf(shape, sizeof shape, "%s %s n=%d M=%d K=%d %s", model, proj, n, M, K, kind);
-    bench_case bc = {!strcmp(kind, "cublas") ? "gemv_cublas" : !strcmp(kind, "gemv") ? "gemv" : fused && strcmp(kind, "fused")
-                     ? "gemv_fused_pdl" : "gemv_fused", d, K, n, M,
-                     0, !strcmp(kind, "cublas") ? 0 : 1, strcmp(kind, "cublas") == 0};
+    const char *kn = !strcmp(kind, "cublas") ? "gemv_cublas" : !strcmp(kind, "gemv") ? "gemv"
+                     : !strcmp(kind, "fused-pdl") ? "gemv_fused_pdl" : "gemv_fused";
+    bench_case bc = {kn, d, K, n, M, 0, !strcmp(kind, "cublas") ? 0 : orthros_gemv_version(), strcmp(kind, "cublas") == 0};
     record_case("gemv", shape, &bc, 1, 2.0 * n * (double)M * K, bytes, t, samples);
     b->graph_free(b, g.graph);
     for (int i = 0; i < g.copies; i++) be->free(be, g.W[i]);
@@ -733,13 +735,16 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
         const char *proj;
         int M, K;
     } ps[] = {{"qkv", (Hq + 2 * Hkv) * d, D}, {"o", D, Hq * d}, {"gate_up", 2 * F, D}, {"down", D, F}, {"head", V, D}};
-    const char *kinds[] = {"cublas", "gemv", "fused", "fused-pdl"};
-    orthros_backend *bes[] = {be, gemv_be, be, pdl_be};
-    double sum[4] = {0, 0, 0, 0}, floor_s = 0;
-    for (int k = 0; k < 4; k++)
+    /* fused-v1: the fused op with gemv.cu's version 1 alone (the tensor-core kernel), beside the default */
+    const char *kinds[] = {"cublas", "gemv", "fused", "fused-pdl", "fused-v1"};
+    orthros_backend *bes[] = {be, gemv_be, be, pdl_be, be};
+    double sum[5] = {0, 0, 0, 0, 0}, floor_s = 0;
+    for (int k = 0; k < 5; k++)
         for (int i = 0; i < 5; i++) {
             size_t before = out_file.n_cells;
+            must(orthros_gemv_set_version(k == 4 ? 1 : 0), "gemv version");
             bench_gemv_case(bes[k], model, ps[i].proj, kinds[k], n, ps[i].M, ps[i].K, Hq, Hkv, d);
+            must(orthros_gemv_set_version(0), "gemv version");
             if (out_file.n_cells == before) continue;
             const orthros_bench_cell *c = &out_file.cells[out_file.n_cells - 1];
             const double times = !strcmp(ps[i].proj, "head") ? 1 : L;
@@ -747,11 +752,12 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
             if (k == 0) floor_s += times * c->floor_s;
         }
     printf("%-22s %s n=%d, the step's products (%d layers and the head): cuBLAS %.3f ms, GEMV %.3f ms, fused %.3f ms, "
-           "fused with dependent launches %.3f ms; floor %.3f ms (cuBLAS %.0f%%, GEMV %.0f%%, fused %.0f%%, fused-pdl %.0f%% "
-           "of it)\n",
-           "gemv step", model, n, L, sum[0] * 1e3, sum[1] * 1e3, sum[2] * 1e3, sum[3] * 1e3, floor_s * 1e3,
+           "fused with dependent launches %.3f ms, fused with gemv v1 %.3f ms; floor %.3f ms (cuBLAS %.0f%%, GEMV %.0f%%, "
+           "fused %.0f%%, fused-pdl %.0f%%, fused-v1 %.0f%% of it)\n",
+           "gemv step", model, n, L, sum[0] * 1e3, sum[1] * 1e3, sum[2] * 1e3, sum[3] * 1e3, sum[4] * 1e3, floor_s * 1e3,
            sum[0] > 0 ? 100 * floor_s / sum[0] : 0.0, sum[1] > 0 ? 100 * floor_s / sum[1] : 0.0,
-           sum[2] > 0 ? 100 * floor_s / sum[2] : 0.0, sum[3] > 0 ? 100 * floor_s / sum[3] : 0.0);
+           sum[2] > 0 ? 100 * floor_s / sum[2] : 0.0, sum[3] > 0 ? 100 * floor_s / sum[3] : 0.0,
+           sum[4] > 0 ? 100 * floor_s / sum[4] : 0.0);
 }
 
 int main(int argc, char **argv)

@@ -1192,8 +1192,8 @@ static void gemv_suite(void)
 {
     /* plain products through ORTHROS_GEMV: n 1..16, K not a multiple of 64 (or of 16), M not of 16; split K where
      * the rows are few (M 17, 100 against K 4104), none where they are many (M 8200) */
-    const int ns[] = {1, 3, 8, 9, 16};
-    for (int i = 0; i < 5; i++) {
+    const int ns[] = {1, 2, 3, 4, 8, 9, 16};
+    for (int i = 0; i < 7; i++) {
         test_gemv_plain(ns[i], 17, 4104, 0);
         test_gemv_plain(ns[i], 100, 200, 0);
         test_gemv_plain(ns[i], 1003, 72, 1);
@@ -1205,7 +1205,7 @@ static void gemv_suite(void)
     /* the fused ops: the staged input split over blocks (n 16, K 4104), the composition path (n 17), split K at one
      * n-tile for every epilogue (n 5, M 40, K 4104: gemm_add's residual add after split K) */
     const int fs[][3] = {{1, 37, 72}, {3, 1003, 200}, {8, 64, 2048}, {9, 2048, 2048}, {16, 1000, 4104}, {16, 8, 8},
-                         {17, 100, 64}, {1, 8192, 2048}, {5, 40, 4104}};
+                         {17, 100, 64}, {1, 8192, 2048}, {5, 40, 4104}, {2, 2048, 8192}, {4, 6000, 4096}, {1, 3, 4104}};
     for (size_t i = 0; i < sizeof fs / sizeof *fs; i++) {
         if (quick && fs[i][1] * fs[i][2] > 4000000) continue;
         test_fused_products(fs[i][0], fs[i][1], fs[i][2]);
@@ -1213,10 +1213,12 @@ static void gemv_suite(void)
     /* q/k/v with RoPE: head dims 16 to 128 (80: 5 row tiles a block), GQA 1:1 to 8:1, cache rings the positions wrap */
     const geom gs[] = {{4, 2, 16}, {32, 8, 64}, {8, 2, 128}, {12, 4, 80}, {4, 4, 32}, {24, 3, 64}};
     /* n 1 at a position whose rotation is not the identity (pos 0 is in pos16) and whose slot wraps the ring */
-    const int pos1[] = {1000}, pos3[] = {700, 5, 37}, pos16[] = {0, 1, 2, 3, 99, 100, 101, 102, 7, 8, 9, 10, 255, 256, 257, 511};
+    const int pos1[] = {1000}, pos3[] = {700, 5, 37}, pos4[] = {3, 900, 17, 64},
+              pos16[] = {0, 1, 2, 3, 99, 100, 101, 102, 7, 8, 9, 10, 255, 256, 257, 511};
     for (size_t i = 0; i < sizeof gs / sizeof *gs; i++) {
         test_fused_qkv_rope(gs[i], 1, 256, 64, pos1);
         test_fused_qkv_rope(gs[i], 3, 200, 41, pos3);
+        test_fused_qkv_rope(gs[i], 4, 1032, 300, pos4);
         test_fused_qkv_rope(gs[i], 16, 2048, 300, pos16);
     }
     /* the head: ties, a NaN row, a vocabulary of 7 (one block), 1003, 128256 (1002 blocks of 128 rows) */
@@ -1360,6 +1362,11 @@ int main(void)
         if (orthros_backend_cuda_create(&gpu_gemv)) die("cuda backend with ORTHROS_GEMV=1");
         unsetenv("ORTHROS_GEMV");
         gemv_suite();
+        /* again with gemv.cu's version 1 alone (the default takes batch 1-4 with version 2) */
+        printf("-- the gemv section again with gemv.cu's version 1 at every batch\n");
+        if (orthros_gemv_set_version(1)) die("gemv version 1");
+        gemv_suite();
+        if (orthros_gemv_set_version(0)) die("gemv version");
         gpu_gemv->destroy(gpu_gemv);
         /* again with every GEMV launch a programmatic dependent one (ORTHROS_DECODE_PDL=1): the fused ops through a
          * backend made with it, the plain products through one made with both switches */
