@@ -24,7 +24,12 @@
  * Versions:
  *   v1  this file (written without a GPU; its predictions are in docs/kernels.md, "Whole-model decode"). H200: 31-90%
  *       of the read ceiling at batch 1, below cuBLAS except on 2048 x 2048 (data/results/h200-2026-12-01-decode-modes).
- *   v1 + pdl (ORTHROS_DECODE_PDL=1): the dependent launch above; written without a GPU, not yet measured.
+ *   v1 + pdl (ORTHROS_DECODE_PDL=1): the dependent launch above. H200 (6004111): the whole step slower with it (8B B1
+ *       4K 6.27 ms against 5.48), so it stays opt-in.
+ *   v2 (the default at batch 1-4; ORTHROS_GEMV_VERSION=1 keeps v1 everywhere): gemv2_kernel below, CUDA cores, two
+ *       rows a warp over all of K. H200 (3ba2852, data/results/h200-2026-12-02-gemv-v2): 88-96% of the read ceiling
+ *       on the 8B gate/up, down and head and the 1B head, 31-74% on the 1B products; the fused + graphs step 1.063 ms
+ *       at 1B B1 4K (v1 1.325) and 4.570 ms at 8B B1 4K (v1 5.505).
  */
 #include "gemv.h"
 

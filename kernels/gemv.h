@@ -1,5 +1,6 @@
 /* Matrix-vector products at batch 1-16 (the decode step's projections): out[n][M] = x[n][K] . W[M][K]^T, bf16
- * weights and inputs, fp32 accumulation on tensor cores, and the epilogues of the fused decode ops (backend.h).
+ * weights and inputs, fp32 accumulation (on tensor cores in v1, on CUDA cores in v2 at batch 1-4), and the epilogues
+ * of the fused decode ops (backend.h).
  *   CPU reference: cpu_gemm, cpu_logits and the fused ops cpu_norm_gemm, cpu_gemm_add, cpu_norm_gemm_swiglu,
  *   cpu_norm_qkv_rope, cpu_norm_logits_argmax in engine/backend_cpu.c (each the composition of the plain ops).
  *   Test: kernels/tests/test_cuda_ops.c, section gemv (every epilogue, n 1 to 16, awkward M and K, split K).

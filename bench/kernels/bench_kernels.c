@@ -895,7 +895,7 @@ int main(int argc, char **argv)
         bench_window_pass(di ? 128 : 64, quick ? 16384 : 131072, 16, ORTHROS_ATTN_LINEAR_WINDOW_LATEST);
     }
 
-    /* The decode step's matrix-vector products (gemv.cu, written without a GPU: not yet run), last. */
+    /* The decode step's matrix-vector products (gemv.cu), last. */
     if (want("gemv")) {
         orthros_backend *gemv_be = NULL, *pdl_be = NULL;
         setenv("ORTHROS_GEMV", "1", 1);
