@@ -19,8 +19,8 @@
 #                already there (a run of the same commit: bench refuses cells of other code); copy OUTDIR/recipe
 #                into data/results to keep it
 #   --decode M   the decode modes side by side (docs/kernels.md, "Whole-model decode"): for each mode of M (all, or
-#                a comma-separated list of plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1:
-#                the fused step with gemv.cu's version 1 alone) orthros decode of the 1B shape at
+#                a comma-separated list of plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1,
+#                fused-graphs-v3: the fused step with gemv.cu's version 1 or 3) orthros decode of the 1B shape at
 #                batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
 #                CUDA graph by hand) into OUTDIR/decode_anchor.json, and through torch.compile for the batch-1 targets
@@ -43,9 +43,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1" >&2; exit 2; }
-            DECODE=$2; [ "$DECODE" = all ] && DECODE=plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1
-            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1" >&2; exit 2 ;; esac
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v3" >&2; exit 2; }
+            DECODE=$2; [ "$DECODE" = all ] && DECODE=plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v3
+            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v3" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -147,6 +147,7 @@ if [ -n "$DECODE" ]; then
             fused-graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0) ;;
             fused-graphs-pdl) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_PDL=1) ;;
             fused-graphs-v1) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_GEMV_VERSION=1) ;;
+            fused-graphs-v3) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_GEMV_VERSION=3) ;;
             *) echo "--decode: no mode $mode" | tee -a "$OUT/decode.log"; continue ;;
         esac
         ok=0

@@ -841,7 +841,7 @@ static int select_kernels(orthros_device_info *info)
 /* The opt-in decode work (orthros_decode_env) named after the kernel versions, so that result files of the modes
  * differ and --resume refuses to mix them: ", gemv v2" (", gemv v2+pdl") when gemv.cu runs (ORTHROS_GEMV or the
  * fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent launch is asked for
- * alone. ORTHROS_GEMV_VERSION (1 or 2; unset: the latest) chooses gemv.cu's version, process-wide, as the attention
+ * alone. ORTHROS_GEMV_VERSION (1, 2 or 3; unset: 2) chooses gemv.cu's version, process-wide, as the attention
  * kernels' variables do. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
@@ -850,8 +850,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     const char *gv = getenv("ORTHROS_GEMV_VERSION");
     int v = 0;
     if (gv && *gv) {
-        if (strcmp(gv, "1") && strcmp(gv, "2"))
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_GEMV_VERSION=%.40s is not a gemv version (1 or 2)", gv);
+        if (strcmp(gv, "1") && strcmp(gv, "2") && strcmp(gv, "3"))
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_GEMV_VERSION=%.40s is not a gemv version (1, 2 or 3)", gv);
         v = gv[0] - '0';
     }
     if ((rc = orthros_gemv_set_version(v))) return rc;

@@ -30,6 +30,8 @@
  *       rows a warp over all of K. H200 (3ba2852, data/results/h200-2026-12-02-gemv-v2): 88-96% of the read ceiling
  *       on the 8B gate/up, down and head and the 1B head, 31-74% on the 1B products; the fused + graphs step 1.063 ms
  *       at 1B B1 4K (v1 1.325) and 4.570 ms at 8B B1 4K (v1 5.505).
+ *   v3 (opt-in, ORTHROS_GEMV_VERSION=3): v2's kernel with another plan (make_plan2); written after that run, not yet
+ *       run.
  */
 #include "gemv.h"
 
@@ -471,7 +473,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
 #define GEMV2_MAX_KW 4
 
 struct gemv2_plan {
-    int groups, KW, GPB, blocks;
+    int groups, KW, GPB, blocks, U;
     size_t smem;
 };
 
@@ -637,18 +639,35 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
 
 /* The v2 plan (host): 0 and pl filled when v2 takes the call (n <= 4, the staged input within 64 KB), else
  * ORTHROS_EUNSUPPORTED. KW: the fewest slices (1, 2, 4) whose warps, groups times KW, reach three quarters of the
- * warps the machine holds, while a slice keeps a chunk a lane. */
-static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl)
+ * warps the machine holds, while a slice keeps a chunk a lane. U: 8 chunks a row at batch 1, else 4.
+ * Version 3 (opt-in, ORTHROS_GEMV_VERSION=3; written after the v2 run, not yet run) changes the plan only: U 4 at
+ * every batch, so that a warp's share comes in twice as many, half as large rounds (the last round of a product is
+ * latency nothing overlaps: 1 of 4 rounds on the 1B gate/up, 1 of 2 on the 8B O), and KW chosen so that the block
+ * rounds fill the machine's block slots best (the 8B q/k/v's 3072 groups are 1.45 waves of 264 blocks x 8 warps at
+ * KW 1, 73% of the slots, and 2.9 at KW 2, 97%; the 1B q/k/v's 1536 groups fill 73% at KW 1 and 2, 97% at 4). */
+static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
 {
     if (p->n > GEMV2_MAX_N) return ORTHROS_EUNSUPPORTED;
     pl->smem = p->norm_w ? (size_t)p->n * p->K * 2 : 0;
     if (pl->smem > GEMV2_XS_MAX_BYTES) return ORTHROS_EUNSUPPORTED;
     pl->groups = p->epilogue == ORTHROS_GEMV_SWIGLU || p->epilogue == ORTHROS_GEMV_ROPE ? p->M / 2 : ceil_div(p->M, 2);
-    const int sms = p->num_sms > 0 ? p->num_sms : 132, slots = sms * 2 * GEMV_WARPS, nch = p->K / 8;
+    const int sms = p->num_sms > 0 ? p->num_sms : 132, slots = sms * 2 * GEMV_WARPS, nch = p->K / 8, most = sms * 2;
     int KW = 1;
-    while (KW < GEMV2_MAX_KW && (long)pl->groups * KW * 4 < (long)slots * 3 && 2 * KW * 32 <= nch) KW *= 2;
+    if (version >= 3) {
+        /* the machine's block slots that the block rounds fill: rounds / (waves x slots), the largest wins, a
+         * smaller KW on a tie (within 2%) */
+        double best = -1.0;
+        for (int kw = 1; kw <= GEMV2_MAX_KW && (kw == 1 || kw * 32 <= nch); kw *= 2) {
+            const int rounds = ceil_div(pl->groups, GEMV_WARPS / kw);
+            const double fill = (double)rounds / ((double)ceil_div(rounds, most) * most);
+            if (fill > best + 0.02) best = fill, KW = kw;
+        }
+    } else {
+        while (KW < GEMV2_MAX_KW && (long)pl->groups * KW * 4 < (long)slots * 3 && 2 * KW * 32 <= nch) KW *= 2;
+    }
     pl->KW = KW, pl->GPB = GEMV_WARPS / KW;
-    const int want = ceil_div(pl->groups, pl->GPB), most = sms * 2;
+    pl->U = version >= 3 || p->n > 1 ? 4 : 8;
+    const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;
     return 0;
 }
@@ -681,20 +700,24 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
 {
     const bool xs = p->norm_w != NULL;
     switch (p->n) {
-    case 1: return xs ? launch2<1, 8, true>(p, pl, stream) : launch2<1, 8, false>(p, pl, stream);
+    case 1:
+        if (pl->U == 4) return xs ? launch2<1, 4, true>(p, pl, stream) : launch2<1, 4, false>(p, pl, stream);
+        return xs ? launch2<1, 8, true>(p, pl, stream) : launch2<1, 8, false>(p, pl, stream);
     case 2: return xs ? launch2<2, 4, true>(p, pl, stream) : launch2<2, 4, false>(p, pl, stream);
     case 3: return xs ? launch2<3, 4, true>(p, pl, stream) : launch2<3, 4, false>(p, pl, stream);
     default: return xs ? launch2<4, 4, true>(p, pl, stream) : launch2<4, 4, false>(p, pl, stream);
     }
 }
 
-/* The version in use: 0 (unset) is the latest; v2 takes the calls its plan takes, v1 the rest. */
+/* The version in use: 0 (unset) is the default, 2; v2 and v3 take the calls their plan takes, v1 the rest. */
 #define GEMV_LATEST 2
+#define GEMV_MAX_VERSION 3
 static int gemv_version_set = 0;
 
 int orthros_gemv_set_version(int v)
 {
-    if (v < 0 || v > GEMV_LATEST) return orthros_error(ORTHROS_EINVAL, "gemv: no version %d (1 to %d)", v, GEMV_LATEST);
+    if (v < 0 || v > GEMV_MAX_VERSION)
+        return orthros_error(ORTHROS_EINVAL, "gemv: no version %d (1 to %d)", v, GEMV_MAX_VERSION);
     gemv_version_set = v;
     return 0;
 }
@@ -810,7 +833,8 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
     int rc = make_plan(p, &pl);
     if (rc) return orthros_error(rc, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
     gemv2_plan pl2;
-    if (orthros_gemv_version() >= 2 && make_plan2(p, &pl2) == 0) return launch_v2(p, &pl2, stream);
+    const int version = orthros_gemv_version();
+    if (version >= 2 && make_plan2(p, &pl2, version) == 0) return launch_v2(p, &pl2, stream);
     const bool xs = p->norm_w != NULL;
     if (p->n <= 8) return xs ? launch<1, true>(p, &pl, stream) : launch<1, false>(p, &pl, stream);
     return xs ? launch<2, true>(p, &pl, stream) : launch<2, false>(p, &pl, stream);

@@ -1362,10 +1362,13 @@ int main(void)
         if (orthros_backend_cuda_create(&gpu_gemv)) die("cuda backend with ORTHROS_GEMV=1");
         unsetenv("ORTHROS_GEMV");
         gemv_suite();
-        /* again with gemv.cu's version 1 alone (the default takes batch 1-4 with version 2) */
-        printf("-- the gemv section again with gemv.cu's version 1 at every batch\n");
-        if (orthros_gemv_set_version(1)) die("gemv version 1");
-        gemv_suite();
+        /* again with gemv.cu's version 1 alone (the default takes batch 1-4 with version 2), and with version 3 (v2's
+         * kernel, another plan: U 4 at batch 1, K split for the fullest waves) */
+        for (int v = 1; v <= 3; v += 2) {
+            printf("-- the gemv section again with gemv.cu's version %d\n", v);
+            if (orthros_gemv_set_version(v)) die("gemv version");
+            gemv_suite();
+        }
         if (orthros_gemv_set_version(0)) die("gemv version");
         gpu_gemv->destroy(gpu_gemv);
         /* again with every GEMV launch a programmatic dependent one (ORTHROS_DECODE_PDL=1): the fused ops through a
