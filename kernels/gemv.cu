@@ -30,8 +30,8 @@
  *       rows a warp over all of K. H200 (3ba2852, data/results/h200-2026-12-02-gemv-v2): 88-96% of the read ceiling
  *       on the 8B gate/up, down and head and the 1B head, 31-74% on the 1B products; the fused + graphs step 1.063 ms
  *       at 1B B1 4K (v1 1.325) and 4.570 ms at 8B B1 4K (v1 5.505).
- *   v3 (opt-in, ORTHROS_GEMV_VERSION=3): v2's kernel with another plan (make_plan2); written after that run, not yet
- *       run.
+ *   v3 (opt-in, ORTHROS_GEMV_VERSION=3): v2's kernel at batch 1-8 with another plan (make_plan2); written after that
+ *       run, not yet run.
  */
 #include "gemv.h"
 
@@ -468,7 +468,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
  * slices added in slice order: the result depends on the shape only. KW > 1 when the groups are too few to fill the
  * warps the machine holds (the 1B o and down products). The input is read through L1, or with norm_w normed and
  * staged whole in shared memory by each block once. */
-#define GEMV2_MAX_N 4
+#define GEMV2_MAX_N 4 /* v2; v3 takes up to 8 */
+#define GEMV3_MAX_N 8
 #define GEMV2_XS_MAX_BYTES (64 * 1024)
 #define GEMV2_MAX_KW 4
 
@@ -640,14 +641,16 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
 /* The v2 plan (host): 0 and pl filled when v2 takes the call (n <= 4, the staged input within 64 KB), else
  * ORTHROS_EUNSUPPORTED. KW: the fewest slices (1, 2, 4) whose warps, groups times KW, reach three quarters of the
  * warps the machine holds, while a slice keeps a chunk a lane. U: 8 chunks a row at batch 1, else 4.
- * Version 3 (opt-in, ORTHROS_GEMV_VERSION=3; written after the v2 run, not yet run) changes the plan only: U 4 at
- * every batch, so that a warp's share comes in twice as many, half as large rounds (the last round of a product is
- * latency nothing overlaps: 1 of 4 rounds on the 1B gate/up, 1 of 2 on the 8B O), and KW chosen so that the block
- * rounds fill the machine's block slots best (the 8B q/k/v's 3072 groups are 1.45 waves of 264 blocks x 8 warps at
- * KW 1, 73% of the slots, and 2.9 at KW 2, 97%; the 1B q/k/v's 1536 groups fill 73% at KW 1 and 2, 97% at 4). */
+ * Version 3 (opt-in, ORTHROS_GEMV_VERSION=3; written after the v2 run, not yet run) takes batch 5-8 too (U 2 there:
+ * 8 input rows' chunks and two weight rows' a round fit 128 registers) and changes the plan:
+ *   - U 4 at batch 1-4, so that a warp's share comes in twice as many, half as large rounds. The last round of a
+ *     product is latency that nothing overlaps: 1 of 4 rounds on the 1B gate/up, 1 of 2 on the 8B O.
+ *   - KW chosen so that the block rounds fill the machine's block slots best. The 8B q/k/v's 3072 groups are 1.45
+ *     waves of 264 blocks x 8 warps at KW 1 (73% of the slots) and 2.9 at KW 2 (97%); the 1B q/k/v's 1536 groups
+ *     fill 73% at KW 1 and 2, 97% at 4. */
 static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
 {
-    if (p->n > GEMV2_MAX_N) return ORTHROS_EUNSUPPORTED;
+    if (p->n > (version >= 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
     pl->smem = p->norm_w ? (size_t)p->n * p->K * 2 : 0;
     if (pl->smem > GEMV2_XS_MAX_BYTES) return ORTHROS_EUNSUPPORTED;
     pl->groups = p->epilogue == ORTHROS_GEMV_SWIGLU || p->epilogue == ORTHROS_GEMV_ROPE ? p->M / 2 : ceil_div(p->M, 2);
@@ -666,7 +669,7 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
         while (KW < GEMV2_MAX_KW && (long)pl->groups * KW * 4 < (long)slots * 3 && 2 * KW * 32 <= nch) KW *= 2;
     }
     pl->KW = KW, pl->GPB = GEMV_WARPS / KW;
-    pl->U = version >= 3 || p->n > 1 ? 4 : 8;
+    pl->U = p->n > 4 ? 2 : version >= 3 || p->n > 1 ? 4 : 8;
     const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;
     return 0;
@@ -705,7 +708,11 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
         return xs ? launch2<1, 8, true>(p, pl, stream) : launch2<1, 8, false>(p, pl, stream);
     case 2: return xs ? launch2<2, 4, true>(p, pl, stream) : launch2<2, 4, false>(p, pl, stream);
     case 3: return xs ? launch2<3, 4, true>(p, pl, stream) : launch2<3, 4, false>(p, pl, stream);
-    default: return xs ? launch2<4, 4, true>(p, pl, stream) : launch2<4, 4, false>(p, pl, stream);
+    case 4: return xs ? launch2<4, 4, true>(p, pl, stream) : launch2<4, 4, false>(p, pl, stream);
+    case 5: return xs ? launch2<5, 2, true>(p, pl, stream) : launch2<5, 2, false>(p, pl, stream);
+    case 6: return xs ? launch2<6, 2, true>(p, pl, stream) : launch2<6, 2, false>(p, pl, stream);
+    case 7: return xs ? launch2<7, 2, true>(p, pl, stream) : launch2<7, 2, false>(p, pl, stream);
+    default: return xs ? launch2<8, 2, true>(p, pl, stream) : launch2<8, 2, false>(p, pl, stream);
     }
 }
 

@@ -4,7 +4,7 @@
  *   CPU reference: cpu_gemm, cpu_logits and the fused ops cpu_norm_gemm, cpu_gemm_add, cpu_norm_gemm_swiglu,
  *   cpu_norm_qkv_rope, cpu_norm_logits_argmax in engine/backend_cpu.c (each the composition of the plain ops).
  *   Test: kernels/tests/test_cuda_ops.c, section gemv (every epilogue, n 1 to 16, awkward M and K, split K).
- *   Bench: bench/kernels/bench_kernels.c op "gemv" (the 1B and 8B decode shapes at batch 1, 4, 16, beside cuBLAS
+ *   Bench: bench/kernels/bench_kernels.c op "gemv" (the 1B and 8B decode shapes at batch 1, 4, 8, 16, beside cuBLAS
  *   and the read floor). Kernel: gemv.cu; docs/kernels.md, "Whole-model decode". */
 #ifndef ORTHROS_KERNEL_GEMV_H
 #define ORTHROS_KERNEL_GEMV_H
@@ -63,7 +63,8 @@ int orthros_gemv_supported(const orthros_gemv_params *p);
 int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream);
 /* The kernel version (process-wide, as the attention kernels' set_version): 0 the default (2), 1 v1 alone (the
  * tensor-core kernel at every batch), 2 v2 at batch 1-4 (CUDA cores, two rows a warp over all of K) and v1 above,
- * 3 (opt-in, not yet run on a GPU) v2's kernel with smaller rounds and a wave-balanced K split (gemv.cu). */
+ * 3 (opt-in, not yet run on a GPU) v2's kernel at batch 1-8 with smaller rounds and a wave-balanced K split
+ * (gemv.cu). */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
 

@@ -602,7 +602,7 @@ static void bench_window_pass(int d, int n, int W, int version)
 }
 
 /* ---- matrix-vector products of the decode step (gemv.cu) beside cuBLAS ----
- * Each projection of a layer of the Llama-3.2-1B and 3.1-8B shapes, and the LM head, at batch 1, 4 and 16, three
+ * Each projection of a layer of the Llama-3.2-1B and 3.1-8B shapes, and the LM head, at batch 1, 4, 8 and 16, three
  * ways: cuBLAS (the default backend's gemm / logits), the GEMV kernel (a backend made with ORTHROS_GEMV=1) and the
  * fused op that the FUSED decode mode runs in its place (GEMV kernels with the RMSNorm, the residual add, SwiGLU,
  * RoPE and the cache write, or the argmax in them), and that op again through a backend made with
@@ -905,9 +905,9 @@ int main(int argc, char **argv)
         setenv("ORTHROS_DECODE_PDL", "1", 1);
         must(orthros_backend_cuda_create(&pdl_be), "cuda backend with ORTHROS_DECODE_PDL=1");
         unsetenv("ORTHROS_DECODE_PDL");
-        const int gb[] = {1, 4, 16};
-        for (int i = 0; i < 3; i++) {
-            if (quick && gb[i] == 4) continue;
+        const int gb[] = {1, 4, 8, 16};
+        for (int i = 0; i < 4; i++) {
+            if (quick && (gb[i] == 4 || gb[i] == 8)) continue;
             bench_gemv_model(gemv_be, pdl_be, "1B", 2048, 32, 8, 64, 8192, 128256, 16, gb[i]);
             bench_gemv_model(gemv_be, pdl_be, "8B", 4096, 32, 8, 128, 14336, 128256, 32, gb[i]);
         }

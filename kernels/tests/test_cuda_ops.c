@@ -1219,6 +1219,7 @@ static void gemv_suite(void)
         test_fused_qkv_rope(gs[i], 1, 256, 64, pos1);
         test_fused_qkv_rope(gs[i], 3, 200, 41, pos3);
         test_fused_qkv_rope(gs[i], 4, 1032, 300, pos4);
+        test_fused_qkv_rope(gs[i], 8, 264, 300, pos16);
         test_fused_qkv_rope(gs[i], 16, 2048, 300, pos16);
     }
     /* the head: ties, a NaN row, a vocabulary of 7 (one block), 1003, 128256 (1002 blocks of 128 rows) */
@@ -1229,6 +1230,7 @@ static void gemv_suite(void)
      * vocabularies above never take (their row blocks fill the SMs) */
     test_fused_head(3, 300, 4104, -1);
     test_fused_head(12, 200, 2048, 4);
+    test_fused_head(8, 1003, 2048, 2);
     if (!quick) test_fused_head(2, 128256, 2048, -1);
 }
 
@@ -1363,7 +1365,7 @@ int main(void)
         unsetenv("ORTHROS_GEMV");
         gemv_suite();
         /* again with gemv.cu's version 1 alone (the default takes batch 1-4 with version 2), and with version 3 (v2's
-         * kernel, another plan: U 4 at batch 1, K split for the fullest waves) */
+         * kernel at batch 1-8, another plan: U 4 at batch 1, K split for the fullest waves) */
         for (int v = 1; v <= 3; v += 2) {
             printf("-- the gemv section again with gemv.cu's version %d\n", v);
             if (orthros_gemv_set_version(v)) die("gemv version");
