@@ -36,6 +36,7 @@
 #include "gemv.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "cuda_common.cuh"
 
@@ -826,6 +827,26 @@ template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const
         gemv_kernel<NT, XS><<<grid, GEMV_THREADS, pl->smem, stream>>>(*p, *pl);
     }
     ORTHROS_CUDA_LAUNCH_CHECK("gemv_kernel");
+    return 0;
+}
+
+int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
+{
+    if (!buf || cap == 0) return ORTHROS_EINVAL;
+    buf[0] = '\0';
+    if (!orthros_gemv_supported(p)) return ORTHROS_EUNSUPPORTED;
+    const int version = orthros_gemv_version();
+    gemv2_plan pl2;
+    if (version >= 2 && make_plan2(p, &pl2, version) == 0) {
+        const int rounds = ceil_div(pl2.groups, pl2.GPB);
+        snprintf(buf, cap, "v%d: %d groups of 2 rows, KW %d, U %d, %d blocks, %d block rounds (%.2f waves), %zu B staged",
+                 version, pl2.groups, pl2.KW, pl2.U, pl2.blocks, rounds, (double)rounds / pl2.blocks, pl2.smem);
+        return 0;
+    }
+    gemv_plan pl;
+    if (make_plan(p, &pl)) return ORTHROS_EUNSUPPORTED;
+    snprintf(buf, cap, "v1: %d rows a block, %d blocks x %d K splits of %d k-blocks, %zu B staged", pl.MT, pl.nblk,
+             pl.KS, pl.kbs, pl.smem);
     return 0;
 }
 

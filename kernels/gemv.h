@@ -61,6 +61,9 @@ size_t orthros_gemv_scratch_bytes(void);
 /* 1 when the kernel takes this call (shape, alignment, epilogue arguments; the scratch is not looked at), else 0. */
 int orthros_gemv_supported(const orthros_gemv_params *p);
 int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream);
+/* The launch plan the call would get with the version in use, as one line of text into buf (host only, no GPU
+ * needed): 0, or ORTHROS_EUNSUPPORTED (buf empty) when the kernel does not take the call. */
+int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
 /* The kernel version (process-wide, as the attention kernels' set_version): 0 the default (2), 1 v1 alone (the
  * tensor-core kernel at every batch), 2 v2 at batch 1-4 (CUDA cores, two rows a warp over all of K) and v1 above,
  * 3 (opt-in, not yet run on a GPU) v2's kernel at batch 1-8 with smaller rounds and a wave-balanced K split

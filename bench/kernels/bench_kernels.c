@@ -13,6 +13,7 @@
  * Usage: bench_kernels [out.json] [--quick] [--only OP]  (--only: just the ops whose name contains OP) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -651,6 +652,33 @@ static int run_gemv_graph(void *ctx)
     return g->b->graph_launch(g->b, g->graph);
 }
 
+/* The gemv.cu plan of a cell (not cuBLAS's), printed under it: what the call would get with the version in use, from
+ * its shape alone (orthros_gemv_describe; the pointers only need to be non-null and aligned, the SM count is the
+ * plan's default, the H200's 132). */
+static void print_gemv_plan(const char *kind, const char *proj, int n, int M, int K, int Hq, int Hkv, int d)
+{
+    if (!strcmp(kind, "cublas")) return;
+    void *fake = (void *)(uintptr_t)256;
+    orthros_gemv_params p;
+    memset(&p, 0, sizeof p);
+    p.out = fake, p.x = fake, p.W = fake, p.n = n, p.M = M, p.K = K;
+    const int head = !strcmp(proj, "head");
+    if (strncmp(kind, "fused", 5)) {
+        p.epilogue = head ? ORTHROS_GEMV_STORE_F32 : ORTHROS_GEMV_STORE;
+    } else if (head) {
+        p.epilogue = ORTHROS_GEMV_ARGMAX, p.ids = fake, p.norm_w = fake;
+    } else if (!strcmp(proj, "qkv")) {
+        p.epilogue = ORTHROS_GEMV_ROPE, p.norm_w = fake, p.k_cache = fake, p.v_cache = fake, p.pos = fake;
+        p.Hq = Hq, p.Hkv = Hkv, p.d = d, p.cap = 4096;
+    } else if (!strcmp(proj, "gate_up")) {
+        p.epilogue = ORTHROS_GEMV_SWIGLU, p.norm_w = fake;
+    } else {
+        p.epilogue = ORTHROS_GEMV_ADD;
+    }
+    char buf[256];
+    if (!orthros_gemv_describe(&p, buf, sizeof buf)) printf("%-22s   plan: %s\n", "", buf);
+}
+
 /* One cell: the shape of model `model` (its d, Hq, Hkv for RoPE) and projection proj, n rows, `kind`. */
 static void bench_gemv_case(orthros_backend *b, const char *model, const char *proj, const char *kind, int n, int M, int K,
                             int Hq, int Hkv, int d)
@@ -717,6 +745,7 @@ static void bench_gemv_case(orthros_backend *b, const char *model, const char *p
                      : !strcmp(kind, "fused-pdl") ? "gemv_fused_pdl" : "gemv_fused";
     bench_case bc = {kn, d, K, n, M, 0, !strcmp(kind, "cublas") ? 0 : orthros_gemv_version(), strcmp(kind, "cublas") == 0};
     record_case("gemv", shape, &bc, 1, 2.0 * n * (double)M * K, bytes, t, samples);
+    print_gemv_plan(kind, proj, n, M, K, Hq, Hkv, d);
     b->graph_free(b, g.graph);
     for (int i = 0; i < g.copies; i++) be->free(be, g.W[i]);
     free(g.W);

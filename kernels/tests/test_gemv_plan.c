@@ -1,0 +1,94 @@
+/* gemv.cu's launch plans, host only (no GPU is touched, so it runs on every machine that builds the CUDA code):
+ * which version takes which batch, the K split each version picks for the decode shapes (docs/kernels.md, "The GEMV
+ * kernel, version 2" and "Version 3"), and the refusals (a version out of range, a shape the kernel does not take). */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gemv.h"
+#include "orthros_base.h"
+
+static int passed, failed;
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (cond) {                                                                                                    \
+            passed++;                                                                                                  \
+        } else {                                                                                                       \
+            failed++;                                                                                                  \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                       \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fprintf(stderr, "\n");                                                                                     \
+        }                                                                                                              \
+    } while (0)
+
+/* The plan of one call at `version` as text (empty when refused); rc its return. */
+static const char *plan(int version, int epilogue, int n, int M, int K, int d, int norm, int *rc)
+{
+    static char buf[256];
+    void *fake = (void *)(uintptr_t)256;
+    orthros_gemv_params p;
+    memset(&p, 0, sizeof p);
+    p.out = fake, p.x = fake, p.W = fake, p.n = n, p.M = M, p.K = K, p.epilogue = epilogue;
+    p.num_sms = 132;
+    if (norm) p.norm_w = fake;
+    if (epilogue == ORTHROS_GEMV_ARGMAX) p.ids = fake;
+    if (epilogue == ORTHROS_GEMV_ROPE) {
+        p.k_cache = fake, p.v_cache = fake, p.pos = fake, p.d = d, p.cap = 4096, p.Hkv = 8;
+        p.Hq = M / d - 16;
+    }
+    if (orthros_gemv_set_version(version)) {
+        *rc = -1;
+        return "";
+    }
+    *rc = orthros_gemv_describe(&p, buf, sizeof buf);
+    orthros_gemv_set_version(0);
+    return buf;
+}
+
+static int starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+int main(void)
+{
+    int rc;
+    const char *s;
+    /* the default is version 2 */
+    CHECK(orthros_gemv_version() == 2, "default version %d", orthros_gemv_version());
+    /* which version takes which batch: v2 1-4, v3 1-8, v1 the rest (and everything at version 1) */
+    for (int n = 1; n <= 16; n++) {
+        s = plan(0, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
+        CHECK(rc == 0 && starts(s, n <= 4 ? "v2:" : "v1:"), "default, n %d: rc %d \"%s\"", n, rc, s);
+        s = plan(3, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
+        CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v1:"), "version 3, n %d: rc %d \"%s\"", n, rc, s);
+        s = plan(1, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
+        CHECK(rc == 0 && starts(s, "v1:"), "version 1, n %d: rc %d \"%s\"", n, rc, s);
+    }
+    /* the K splits of the decode shapes at batch 1 (docs/kernels.md) */
+    s = plan(2, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc); /* 8B q/k/v: 3072 groups */
+    CHECK(rc == 0 && strstr(s, "3072 groups") && strstr(s, "KW 1,") && strstr(s, "U 8,"), "v2 8B qkv \"%s\"", s);
+    s = plan(3, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc);
+    CHECK(rc == 0 && strstr(s, "KW 2,") && strstr(s, "U 4,") && strstr(s, "768 block rounds"), "v3 8B qkv \"%s\"", s);
+    s = plan(2, ORTHROS_GEMV_ROPE, 1, 3072, 2048, 64, 1, &rc); /* 1B q/k/v: 1536 groups */
+    CHECK(rc == 0 && strstr(s, "KW 2,"), "v2 1B qkv \"%s\"", s);
+    s = plan(3, ORTHROS_GEMV_ROPE, 1, 3072, 2048, 64, 1, &rc);
+    CHECK(rc == 0 && strstr(s, "KW 4,"), "v3 1B qkv \"%s\"", s);
+    s = plan(2, ORTHROS_GEMV_SWIGLU, 1, 16384, 2048, 0, 1, &rc); /* 1B gate/up: 8192 groups, resident grid */
+    CHECK(rc == 0 && strstr(s, "8192 groups") && strstr(s, "KW 1,") && strstr(s, "264 blocks"), "v2 1B gate_up \"%s\"", s);
+    s = plan(2, ORTHROS_GEMV_ADD, 1, 2048, 8192, 0, 0, &rc); /* 1B down: too few groups, K split in two */
+    CHECK(rc == 0 && strstr(s, "1024 groups") && strstr(s, "KW 2,") && strstr(s, "256 blocks"), "v2 1B down \"%s\"", s);
+    s = plan(3, ORTHROS_GEMV_ARGMAX, 8, 128256, 4096, 0, 1, &rc); /* 8B head at batch 8: 64 KB staged, U 2 */
+    CHECK(rc == 0 && strstr(s, "U 2,") && strstr(s, "65536 B staged"), "v3 8B head n 8 \"%s\"", s);
+    /* a K so short that no slice keeps a chunk a lane: no split */
+    s = plan(3, ORTHROS_GEMV_STORE, 1, 17, 72, 0, 0, &rc);
+    CHECK(rc == 0 && strstr(s, "9 groups") && strstr(s, "KW 1,"), "v3 M 17 K 72 \"%s\"", s);
+    /* the staged input over 64 KB: v2 leaves the call to v1 */
+    s = plan(2, ORTHROS_GEMV_STORE, 4, 2048, 16384, 0, 1, &rc);
+    CHECK(rc == 0 && starts(s, "v1:"), "v2 n 4, K 16384 normed \"%s\"", s);
+    /* refusals: versions out of range, a K that is not a multiple of 8 (nothing written) */
+    CHECK(orthros_gemv_set_version(4) == ORTHROS_EINVAL, "version 4 taken");
+    CHECK(orthros_gemv_set_version(-1) == ORTHROS_EINVAL, "version -1 taken");
+    CHECK(orthros_gemv_version() == 2, "a refused version changed it: %d", orthros_gemv_version());
+    s = plan(2, ORTHROS_GEMV_STORE, 1, 64, 12, 0, 0, &rc);
+    CHECK(rc == ORTHROS_EUNSUPPORTED && s[0] == '\0', "K 12: rc %d \"%s\"", rc, s);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
