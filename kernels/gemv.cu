@@ -676,28 +676,37 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
     return 0;
 }
 
-template <int N, int U, bool XS> static int launch2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
+/* One launch of a gemv kernel: its shared-memory limit raised to xs_max once (attr: the caller's flag, NULL when the
+ * kernel stages nothing), then a plain launch or, with p->pdl, a programmatic dependent of the stream's previous
+ * kernel (kept as such by graph capture). */
+template <class Plan>
+static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, int xs_max, dim3 grid,
+                       const orthros_gemv_params *p, const Plan *pl, size_t smem, cudaStream_t stream)
 {
-    static bool attr = false;
-    if (XS && !attr) {
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(gemv2_kernel<N, U, XS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                GEMV2_XS_MAX_BYTES));
-        attr = true;
+    if (attr && !*attr) {
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, xs_max));
+        *attr = true;
     }
-    const dim3 grid((unsigned)pl->blocks);
     if (p->pdl) {
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute at[1];
         at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.gridDim = grid, cfg.blockDim = dim3(GEMV_THREADS), cfg.dynamicSmemBytes = pl->smem, cfg.stream = stream;
+        cfg.gridDim = grid, cfg.blockDim = dim3(GEMV_THREADS), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
         cfg.attrs = at, cfg.numAttrs = 1;
-        ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv2_kernel<N, U, XS>, *p, *pl));
+        ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, *p, *pl));
     } else {
-        gemv2_kernel<N, U, XS><<<grid, GEMV_THREADS, pl->smem, stream>>>(*p, *pl);
+        kernel<<<grid, GEMV_THREADS, smem, stream>>>(*p, *pl);
     }
-    ORTHROS_CUDA_LAUNCH_CHECK("gemv2_kernel");
+    ORTHROS_CUDA_LAUNCH_CHECK("gemv");
     return 0;
+}
+
+template <int N, int U, bool XS> static int launch2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
+{
+    static bool attr = false; /* the shared-memory limit, raised once per instantiation */
+    return launch_gemv(gemv2_kernel<N, U, XS>, XS ? &attr : NULL, GEMV2_XS_MAX_BYTES, dim3((unsigned)pl->blocks), p, pl,
+                       pl->smem, stream);
 }
 
 static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
@@ -808,26 +817,8 @@ int orthros_gemv_supported(const orthros_gemv_params *p)
 template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    if (XS && !attr) {
-        ORTHROS_CUDA_CHECK(
-            cudaFuncSetAttribute(gemv_kernel<NT, XS>, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_XS_MAX_BYTES));
-        attr = true;
-    }
-    dim3 grid((unsigned)pl->nblk, (unsigned)pl->KS);
-    if (p->pdl) {
-        /* A programmatic dependent of the stream's previous kernel (kept as such by graph capture). */
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.gridDim = grid, cfg.blockDim = dim3(GEMV_THREADS), cfg.dynamicSmemBytes = pl->smem, cfg.stream = stream;
-        cfg.attrs = attr, cfg.numAttrs = 1;
-        ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_kernel<NT, XS>, *p, *pl));
-    } else {
-        gemv_kernel<NT, XS><<<grid, GEMV_THREADS, pl->smem, stream>>>(*p, *pl);
-    }
-    ORTHROS_CUDA_LAUNCH_CHECK("gemv_kernel");
-    return 0;
+    return launch_gemv(gemv_kernel<NT, XS>, XS ? &attr : NULL, GEMV_XS_MAX_BYTES,
+                       dim3((unsigned)pl->nblk, (unsigned)pl->KS), p, pl, pl->smem, stream);
 }
 
 int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
