@@ -7,19 +7,7 @@
 
 #include "gemv.h"
 #include "orthros_base.h"
-
-static int passed, failed;
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (cond) {                                                                                                    \
-            passed++;                                                                                                  \
-        } else {                                                                                                       \
-            failed++;                                                                                                  \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                       \
-            fprintf(stderr, __VA_ARGS__);                                                                              \
-            fprintf(stderr, "\n");                                                                                     \
-        }                                                                                                              \
-    } while (0)
+#include "testutil.h"
 
 /* The plan of one call at `version` as text (empty when refused); rc its return. */
 static const char *plan(int version, int epilogue, int n, int M, int K, int d, int norm, int *rc)
@@ -89,6 +77,5 @@ int main(void)
     CHECK(orthros_gemv_version() == 2, "a refused version changed it: %d", orthros_gemv_version());
     s = plan(2, ORTHROS_GEMV_STORE, 1, 64, 12, 0, 0, &rc);
     CHECK(rc == ORTHROS_EUNSUPPORTED && s[0] == '\0', "K 12: rc %d \"%s\"", rc, s);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return tu_finish();
 }
