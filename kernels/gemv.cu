@@ -848,12 +848,12 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
                              "gemv: n %d, M %d, K %d, epilogue %d (n 1..%d, K a multiple of 8, 16-byte aligned rows)",
                              p->n, p->M, p->K, p->epilogue, ORTHROS_GEMV_MAX_ROWS);
     if (!p->scratch) return orthros_error(ORTHROS_EINVAL, "gemv: no scratch");
-    gemv_plan pl;
-    int rc = make_plan(p, &pl);
-    if (rc) return orthros_error(rc, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
     gemv2_plan pl2;
     const int version = orthros_gemv_version();
     if (version >= 2 && make_plan2(p, &pl2, version) == 0) return launch_v2(p, &pl2, stream);
+    gemv_plan pl; /* v1's plan, only where v1 runs */
+    int rc = make_plan(p, &pl);
+    if (rc) return orthros_error(rc, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
     const bool xs = p->norm_w != NULL;
     if (p->n <= 8) return xs ? launch<1, true>(p, &pl, stream) : launch<1, false>(p, &pl, stream);
     return xs ? launch<2, true>(p, &pl, stream) : launch<2, false>(p, &pl, stream);
