@@ -42,7 +42,7 @@ void orthros_device_info_set_host(orthros_device_info *info, const char *kind)
     snprintf(info->host, sizeof info->host, "%.*s", (int)sizeof info->host - 1, host);
 }
 
-int orthros_decode_env(unsigned *decode_modes, int *gemv, int *pdl)
+int orthros_decode_env(unsigned defaults, unsigned *decode_modes, unsigned *defaulted, int *gemv, int *pdl)
 {
     const struct {
         const char *name;
@@ -50,11 +50,17 @@ int orthros_decode_env(unsigned *decode_modes, int *gemv, int *pdl)
         int *flag;
     } sw[] = {{"ORTHROS_DECODE_FUSED", ORTHROS_DECODE_FUSED, NULL}, {"ORTHROS_DECODE_GRAPHS", ORTHROS_DECODE_GRAPHS, NULL},
               {"ORTHROS_GEMV", 0, gemv}, {"ORTHROS_DECODE_PDL", 0, pdl}};
-    *decode_modes = 0;
+    *decode_modes = *defaulted = 0;
     *gemv = *pdl = 0;
     for (size_t i = 0; i < sizeof sw / sizeof *sw; i++) {
         const char *v = getenv(sw[i].name);
-        if (!v || !*v || !strcmp(v, "0")) continue;
+        if (!v || !*v) {
+            /* unset: the backend's default for a mode, off for a switch */
+            *decode_modes |= sw[i].bit & defaults;
+            *defaulted |= sw[i].bit & defaults;
+            continue;
+        }
+        if (!strcmp(v, "0")) continue;
         if (strcmp(v, "1")) return orthros_error(ORTHROS_EINVAL, "%s=%.40s: 0 or 1", sw[i].name, v);
         if (sw[i].flag) *sw[i].flag = 1;
         else *decode_modes |= sw[i].bit;

@@ -843,9 +843,13 @@ static int select_kernels(orthros_device_info *info)
  * fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent launch is asked for
  * alone. ORTHROS_GEMV_VERSION (1, 2 or 3; unset: 2) chooses gemv.cu's version, process-wide, as the attention
  * kernels' variables do. */
-static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
+/* The fused step up to batch 8: at 16 the plain ops were faster (H200, 8B shape, 4K cache: 7.68 ms a step against
+ * 9.28 fused; data/results/h200-2026-12-01-decode-modes), the GEMV at two n-tiles being the reason. */
+#define CUDA_FUSED_MAX_ROWS 8
+
+static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes, unsigned *defaulted)
 {
-    int rc = orthros_decode_env(modes, &c->gemv, &c->pdl);
+    int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, defaulted, &c->gemv, &c->pdl);
     if (rc) return rc;
     const char *gv = getenv("ORTHROS_GEMV_VERSION");
     int v = 0;
@@ -863,21 +867,23 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     else if (c->pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl");
     if (used < sizeof info->kernels && *modes)
-        snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
+        snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s%s",
                  *modes & ORTHROS_DECODE_FUSED ? "fused" : "",
                  (*modes & ORTHROS_DECODE_FUSED) && (*modes & ORTHROS_DECODE_GRAPHS) ? "+" : "",
-                 *modes & ORTHROS_DECODE_GRAPHS ? "graphs" : "");
+                 *modes & ORTHROS_DECODE_GRAPHS ? "graphs" : "",
+                 /* the default: sessions of more rows than the fused ops take run the plain step */
+                 (*defaulted & ORTHROS_DECODE_GRAPHS) && (*modes & ORTHROS_DECODE_FUSED) ? " to batch 8" : "");
     return 0;
 }
 
-static int create_impl(cuda_impl *c, orthros_device_info *info, unsigned *modes)
+static int create_impl(cuda_impl *c, orthros_device_info *info, unsigned *modes, unsigned *defaulted)
 {
     int dev = 0;
     ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&c->num_sms, cudaDevAttrMultiProcessorCount, dev));
     int rc = fill_info(info, dev);
     if (!rc) rc = select_kernels(info);
-    if (!rc) rc = select_decode(c, info, modes);
+    if (!rc) rc = select_decode(c, info, modes, defaulted);
     if (rc) return rc;
     ORTHROS_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&c->cublas));
@@ -945,8 +951,8 @@ int orthros_backend_cuda_create(orthros_backend **out)
         return orthros_error(ORTHROS_ENOMEM, "out of host memory creating the cuda backend");
     }
     be->impl = c;
-    unsigned modes = 0;
-    int rc = create_impl(c, &be->info, &modes);
+    unsigned modes = 0, defaulted = 0;
+    int rc = create_impl(c, &be->info, &modes, &defaulted);
     if (rc) {
         cuda_destroy(be);
         return rc;
@@ -959,6 +965,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
      * the activations. */
     be->default_chunk = 16384;
     be->decode_modes = modes;
+    be->decode_defaulted = defaulted;
     be->act_size = sizeof(bf16);
     be->destroy = cuda_destroy;
     be->alloc = cuda_alloc;
@@ -993,9 +1000,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->download_ints = cuda_download_ints;
     be->embed_dev = cuda_embed_dev;
     be->argmax_dev = cuda_argmax_dev;
-    /* The fused step up to batch 8: at 16 the plain ops were faster (H200, 8B shape, 4K cache: 7.68 ms a step
-     * against 9.28 fused; data/results/h200-2026-12-01-decode-modes), the GEMV at two n-tiles being the reason. */
-    be->fused_max_rows = 8;
+    be->fused_max_rows = CUDA_FUSED_MAX_ROWS;
     be->norm_gemm = cuda_norm_gemm;
     be->gemm_add = cuda_gemm_add;
     be->norm_gemm_swiglu = cuda_norm_gemm_swiglu;

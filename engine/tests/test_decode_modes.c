@@ -12,7 +12,8 @@
  *   - the op sequence of a step, logged through shims: the plain step issues exactly the ops it issued before the modes
  *     existed (none of the new ones), the fused step 5 a layer, GRAPHS one upload and one download around it;
  *   - the switches: ORTHROS_DECODE_FUSED / ORTHROS_DECODE_GRAPHS = 1 set a new backend's modes and its sessions',
- *     any value but 0 or 1 is refused, a model of two ranks runs the plain step.
+ *     any value but 0 or 1 is refused, a model of two ranks runs the plain step; unset, a backend's default (cuda's:
+ *     both), whose GRAPHS a session takes only where it also runs FUSED (cuda: to batch 8), 0 turns it off.
  * With `cuda` first (the `decode_modes_cuda` GPU test; exit 77 without a GPU): the same whole decodes on the cuda
  * backend, on preset:tiny, the first layers of the Llama-3.2-1B and 3.1-8B shapes and every fixture given, each mode
  * (GRAPHS with cuBLAS, GRAPHS with ORTHROS_GEMV=1, FUSED, FUSED + GRAPHS) against the plain step fed the same
@@ -381,6 +382,58 @@ static void test_switches(void)
     orthros_backend_free(be);
     unsetenv("ORTHROS_DECODE_PDL");
     unsetenv("ORTHROS_DECODE_GRAPHS");
+    unsetenv("ORTHROS_DECODE_FUSED");
+
+    /* A backend's default (cuda's: FUSED + GRAPHS): unset variables take it and mark it defaulted, 0 turns a mode off,
+     * 1 asks for it (then not defaulted). */
+    unsigned modes = 0, defaulted = 0;
+    int gemv = 0, pdl = 0;
+    const unsigned both = ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS;
+    CHECK(!orthros_decode_env(both, &modes, &defaulted, &gemv, &pdl) && modes == both && defaulted == both,
+          "unset: the default's modes, defaulted (modes %u, defaulted %u)", modes, defaulted);
+    setenv("ORTHROS_DECODE_GRAPHS", "0", 1);
+    setenv("ORTHROS_DECODE_FUSED", "1", 1);
+    CHECK(!orthros_decode_env(both, &modes, &defaulted, &gemv, &pdl) && modes == ORTHROS_DECODE_FUSED && defaulted == 0,
+          "GRAPHS=0 FUSED=1 over the default: modes %u, defaulted %u", modes, defaulted);
+    unsetenv("ORTHROS_DECODE_GRAPHS");
+    unsetenv("ORTHROS_DECODE_FUSED");
+    CHECK(!orthros_decode_env(0, &modes, &defaulted, &gemv, &pdl) && modes == 0 && defaulted == 0,
+          "no default, nothing set: modes %u", modes);
+
+    /* A session of a backend whose GRAPHS is its default takes it only where it runs FUSED too (cuda's fused ops stop
+     * at batch 8; here a cpu backend told they stop at 2): batch 1 both, batch 3 the plain step. GRAPHS asked for
+     * (not defaulted) stays on at batch 3. */
+    if (!orthros_backend_cpu_create(&be)) {
+        orthros_model *m = NULL;
+        orthros_arch_opts ao;
+        orthros_arch_opts_default(&ao);
+        be->fused_max_rows = 2;
+        if (!orthros_model_load(&m, be, "preset:tiny", &ao, 1)) {
+            const struct {
+                unsigned defaulted;
+                int batch;
+                unsigned want;
+            } cases[] = {{both, 1, both}, {both, 3, 0}, {ORTHROS_DECODE_GRAPHS, 3, 0}, {0, 3, ORTHROS_DECODE_GRAPHS},
+                         {ORTHROS_DECODE_FUSED, 3, ORTHROS_DECODE_GRAPHS}};
+            for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+                orthros_session *s = NULL;
+                be->decode_modes = both;
+                be->decode_defaulted = cases[i].defaulted;
+                if (!orthros_session_init(&s, m, cases[i].batch, 16, 0))
+                    CHECK(orthros_session_decode(s) == cases[i].want, "defaulted %u, batch %d: modes %u, want %u",
+                          cases[i].defaulted, cases[i].batch, orthros_session_decode(s), cases[i].want);
+                else
+                    CHECK(0, "session of batch %d: %s", cases[i].batch, orthros_last_error());
+                orthros_session_free(s);
+            }
+        } else {
+            CHECK(0, "preset:tiny: %s", orthros_last_error());
+        }
+        orthros_model_free(m);
+        orthros_backend_free(be);
+    } else {
+        CHECK(0, "cpu backend: %s", orthros_last_error());
+    }
 }
 
 /* ---- the op sequence of a step: the plain step's is the one it always was ---- */
