@@ -19,8 +19,9 @@
 #                already there (a run of the same commit: bench refuses cells of other code); copy OUTDIR/recipe
 #                into data/results to keep it
 #   --decode M   the decode modes side by side (docs/kernels.md, "Whole-model decode"): for each mode of M (all, or
-#                a comma-separated list of plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1,
-#                fused-graphs-v3: the fused step with gemv.cu's version 1 or 3) orthros decode of the 1B shape at
+#                a comma-separated list of default (no switch set: the backend's default), plain, graphs, graphs-gemv,
+#                fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v3: the fused step with gemv.cu's
+#                version 1 or 3) orthros decode of the 1B shape at
 #                batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
 #                CUDA graph by hand) into OUTDIR/decode_anchor.json, and through torch.compile for the batch-1 targets
@@ -43,9 +44,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v3" >&2; exit 2; }
-            DECODE=$2; [ "$DECODE" = all ] && DECODE=plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v3
-            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v3" >&2; exit 2 ;; esac
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v3" >&2; exit 2; }
+            DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v3
+            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v3" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -141,6 +142,8 @@ if [ -n "$DECODE" ]; then
     mkdir -p "$OUT/decode"
     for mode in ${DECODE//,/ }; do
         case $mode in
+            # (env needs one assignment: a variable no mode reads)
+            default) envs=(ORTHROS_DECODE_MODE_DEFAULT=1) ;;
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
             graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
             graphs-gemv) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=1) ;;
@@ -186,7 +189,8 @@ echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
-    decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl decode_anchor \
+    decode_default decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
+    decode_fused-graphs-v1 decode_fused-graphs-v3 decode_anchor \
     decode_anchor_compiled; do
     case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac
     printf '%-12s %s\n' "$s" "${status[$s]:-not run}"

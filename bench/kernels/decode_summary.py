@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-MODES = ["plain", "graphs", "graphs-gemv", "fused-graphs", "fused-graphs-pdl", "fused-graphs-v1", "fused-graphs-v3"]
+MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-graphs-pdl", "fused-graphs-v1", "fused-graphs-v3"]
 # The issue's targets: an upper bound in ms per step, or a lower bound on the fraction of the floor.
 TARGETS = {("llama3.2-1b", 1, 4096): ("ms", 0.75), ("llama3.2-1b", 1, 131072): ("ms", 1.8),
            ("llama3.1-8b", 1, 4096): ("floor", 0.85)}
@@ -72,11 +72,11 @@ def main():
         return 1
     print("decode step, ms per step of the batch (orthros; transformer decodes the same way), each mode against the "
           "floor (bytes a step reads over the read ceiling) and PyTorch (a CUDA graph by hand, decode_anchor.py):")
-    for mode in MODES:
-        if mode in kernels:
-            print(f"  {mode}: kernels \"{kernels[mode]}\"")
-    w = {m: max(13, len(m)) for m in MODES}
-    head = f"{'shape':24s} {'floor':>7s}" + "".join(f" {m:>{w[m]}s}" for m in MODES)
+    shown = [m for m in MODES if m in kernels]  # the modes with result files, in MODES' order
+    for mode in shown:
+        print(f"  {mode}: kernels \"{kernels[mode]}\"")
+    w = {m: max(13, len(m)) for m in shown}
+    head = f"{'shape':24s} {'floor':>7s}" + "".join(f" {m:>{w[m]}s}" for m in shown)
     print(head + f" {'best %floor':>11s} {'PyTorch':>8s} {'compiled':>8s} {'PT/best':>8s} {'target':>16s} {'predicted':>9s}")
     short = {"llama3.2-1b": "1B", "llama3.1-8b": "8B"}
     for key in sorted(cells, key=lambda k: (short.get(k[0], k[0]), k[1], k[2])):
@@ -85,7 +85,7 @@ def main():
         floor = next((v[1] for v in e.values() if v[1]), None)
         row = f"{short.get(model, model)} B{b} {ctx // 1024}K"
         line = f"{row:24s} {floor if floor else float('nan'):7.3f}"
-        for mode in MODES:
+        for mode in shown:
             line += f" {e[mode][0]:{w[mode]}.3f}" if mode in e else f" {'-':>{w[mode]}s}"
         best = min((v[0] for v in e.values()), default=None)
         pct = f"{100 * floor / best:.0f}%" if floor and best else "-"
