@@ -42,7 +42,7 @@ void orthros_device_info_set_host(orthros_device_info *info, const char *kind)
     snprintf(info->host, sizeof info->host, "%.*s", (int)sizeof info->host - 1, host);
 }
 
-int orthros_decode_env(unsigned defaults, unsigned *decode_modes, unsigned *defaulted, int *gemv, int *pdl)
+int orthros_decode_env(unsigned defaults, unsigned *decode_modes, int *gemv, int *pdl)
 {
     const struct {
         const char *name;
@@ -50,14 +50,13 @@ int orthros_decode_env(unsigned defaults, unsigned *decode_modes, unsigned *defa
         int *flag;
     } sw[] = {{"ORTHROS_DECODE_FUSED", ORTHROS_DECODE_FUSED, NULL}, {"ORTHROS_DECODE_GRAPHS", ORTHROS_DECODE_GRAPHS, NULL},
               {"ORTHROS_GEMV", 0, gemv}, {"ORTHROS_DECODE_PDL", 0, pdl}};
-    *decode_modes = *defaulted = 0;
+    *decode_modes = 0;
     *gemv = *pdl = 0;
     for (size_t i = 0; i < sizeof sw / sizeof *sw; i++) {
         const char *v = getenv(sw[i].name);
         if (!v || !*v) {
             /* unset: the backend's default for a mode, off for a switch */
             *decode_modes |= sw[i].bit & defaults;
-            *defaulted |= sw[i].bit & defaults;
             continue;
         }
         if (!strcmp(v, "0")) continue;

@@ -67,8 +67,6 @@ struct orthros_backend {
     unsigned caps;                   /* ORTHROS_CAP_* */
     int default_chunk;               /* the prefill chunk when none is asked for (orthros_backend_default_chunk) */
     unsigned decode_modes;           /* ORTHROS_DECODE_* a new session takes (orthros_decode_env) */
-    unsigned decode_defaulted;       /* those of decode_modes that are the backend's default, not asked for: a
-                                      * session takes GRAPHS by default only where it also runs FUSED */
     size_t act_size;                 /* bytes of one activation / weight / cache element */
     void *impl;
 
@@ -197,11 +195,11 @@ struct orthros_backend {
 
 /* The switches of the whole-model decode work (docs/kernels.md, "Whole-model decode"), read from the environment when
  * a backend is created: ORTHROS_DECODE_FUSED and ORTHROS_DECODE_GRAPHS (the decode mode of its sessions,
- * ORTHROS_DECODE_* bits: 1 on, 0 off, unset the backend's `defaults`, whose bits are also set in *defaulted),
+ * ORTHROS_DECODE_* bits: 1 on, 0 off, unset the backend's `defaults`),
  * ORTHROS_GEMV=1 (cuda: products of 1-16 rows through gemv.cu instead of cuBLAS) and ORTHROS_DECODE_PDL=1 (cuda:
  * every gemv.cu launch, the fused ops' included, a programmatic dependent launch; these two unset or 0: off). Any
  * other value is an error (ORTHROS_EINVAL, naming it). */
-int orthros_decode_env(unsigned defaults, unsigned *decode_modes, unsigned *defaulted, int *gemv, int *pdl);
+int orthros_decode_env(unsigned defaults, unsigned *decode_modes, int *gemv, int *pdl);
 /* Fills info->kind and info->host (this process's host name), for every backend's device description. */
 void orthros_device_info_set_host(orthros_device_info *info, const char *kind);
 int orthros_backend_cpu_create(orthros_backend **out);

@@ -679,11 +679,11 @@ static void cpu_fill_info(orthros_device_info *info)
 
 int orthros_backend_cpu_create(orthros_backend **out)
 {
-    unsigned modes, defaulted;
+    unsigned modes;
     int gemv, pdl; /* cuda's alone */
     *out = NULL;
     /* No mode by default: the cpu's plain step is the reference the modes are tested against. */
-    int rc = orthros_decode_env(0, &modes, &defaulted, &gemv, &pdl);
+    int rc = orthros_decode_env(0, &modes, &gemv, &pdl);
     if (rc) return rc;
     orthros_backend *be = calloc(1, sizeof *be);
     cpu_impl *impl = calloc(1, sizeof *impl);

@@ -847,9 +847,9 @@ static int select_kernels(orthros_device_info *info)
  * 9.28 fused; data/results/h200-2026-12-01-decode-modes), the GEMV at two n-tiles being the reason. */
 #define CUDA_FUSED_MAX_ROWS 8
 
-static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes, unsigned *defaulted)
+static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
-    int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, defaulted, &c->gemv, &c->pdl);
+    int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl);
     if (rc) return rc;
     const char *gv = getenv("ORTHROS_GEMV_VERSION");
     int v = 0;
@@ -867,23 +867,21 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     else if (c->pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl");
     if (used < sizeof info->kernels && *modes)
-        snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s%s",
+        snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
                  *modes & ORTHROS_DECODE_FUSED ? "fused" : "",
                  (*modes & ORTHROS_DECODE_FUSED) && (*modes & ORTHROS_DECODE_GRAPHS) ? "+" : "",
-                 *modes & ORTHROS_DECODE_GRAPHS ? "graphs" : "",
-                 /* the default: sessions of more rows than the fused ops take run the plain step */
-                 (*defaulted & ORTHROS_DECODE_GRAPHS) && (*modes & ORTHROS_DECODE_FUSED) ? " to batch 8" : "");
+                 *modes & ORTHROS_DECODE_GRAPHS ? "graphs" : "");
     return 0;
 }
 
-static int create_impl(cuda_impl *c, orthros_device_info *info, unsigned *modes, unsigned *defaulted)
+static int create_impl(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int dev = 0;
     ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&c->num_sms, cudaDevAttrMultiProcessorCount, dev));
     int rc = fill_info(info, dev);
     if (!rc) rc = select_kernels(info);
-    if (!rc) rc = select_decode(c, info, modes, defaulted);
+    if (!rc) rc = select_decode(c, info, modes);
     if (rc) return rc;
     ORTHROS_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&c->cublas));
@@ -951,8 +949,8 @@ int orthros_backend_cuda_create(orthros_backend **out)
         return orthros_error(ORTHROS_ENOMEM, "out of host memory creating the cuda backend");
     }
     be->impl = c;
-    unsigned modes = 0, defaulted = 0;
-    int rc = create_impl(c, &be->info, &modes, &defaulted);
+    unsigned modes = 0;
+    int rc = create_impl(c, &be->info, &modes);
     if (rc) {
         cuda_destroy(be);
         return rc;
@@ -965,7 +963,6 @@ int orthros_backend_cuda_create(orthros_backend **out)
      * the activations. */
     be->default_chunk = 16384;
     be->decode_modes = modes;
-    be->decode_defaulted = defaulted;
     be->act_size = sizeof(bf16);
     be->destroy = cuda_destroy;
     be->alloc = cuda_alloc;

@@ -289,8 +289,6 @@ static int session_reset_local(orthros_session *s)
     return 0;
 }
 
-static unsigned decode_modes_for(const orthros_session *s, unsigned asked);
-
 int orthros_session_init(orthros_session **out, orthros_model *m, int batch, int max_ctx, int chunk)
 {
     orthros_backend *be = m->be;
@@ -335,15 +333,7 @@ int orthros_session_init(orthros_session **out, orthros_model *m, int batch, int
         }
     }
     if (!rc) rc = session_reset_local(s);
-    if (!rc) {
-        /* The backend's default mode (not asked for in the environment): the captured step only together with the
-         * fused ops, where it was measured faster (docs/kernels.md, "Whole-model decode"); above the fused ops' rows
-         * the session runs the plain step. */
-        unsigned want = be->decode_modes;
-        if ((be->decode_defaulted & ORTHROS_DECODE_GRAPHS) && !(decode_modes_for(s, want) & ORTHROS_DECODE_FUSED))
-            want &= ~(unsigned)ORTHROS_DECODE_GRAPHS;
-        rc = orthros_session_set_decode(s, want);
-    }
+    if (!rc) rc = orthros_session_set_decode(s, be->decode_modes);
     if (rc) {
         orthros_session_free(s);
         return rc;

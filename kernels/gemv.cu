@@ -26,12 +26,14 @@
  *       of the read ceiling at batch 1, below cuBLAS except on 2048 x 2048 (data/results/h200-2026-12-01-decode-modes).
  *   v1 + pdl (ORTHROS_DECODE_PDL=1): the dependent launch above. H200 (6004111): the whole step slower with it (8B B1
  *       4K 6.27 ms against 5.48), so it stays opt-in.
- *   v2 (the default at batch 1-4; ORTHROS_GEMV_VERSION=1 keeps v1 everywhere): gemv2_kernel below, CUDA cores, two
- *       rows a warp over all of K. H200 (3ba2852, data/results/h200-2026-12-02-gemv-v2): 88-96% of the read ceiling
- *       on the 8B gate/up, down and head and the 1B head, 31-74% on the 1B products; the fused + graphs step 1.063 ms
- *       at 1B B1 4K (v1 1.325) and 4.570 ms at 8B B1 4K (v1 5.505).
- *   v3 (opt-in, ORTHROS_GEMV_VERSION=3): v2's kernel at batch 1-8 with another plan (make_plan2); written after that
- *       run, not yet run.
+ *   v2 (ORTHROS_GEMV_VERSION=2: batch 1-4, v1 above; ORTHROS_GEMV_VERSION=1 keeps v1 everywhere): gemv2_kernel
+ *       below, CUDA cores, two rows a warp over all of K. H200 (3ba2852, data/results/h200-2026-12-02-gemv-v2):
+ *       88-96% of the read ceiling on the 8B gate/up, down and head and the 1B head, 31-74% on the 1B products; the
+ *       fused + graphs step 1.063 ms at 1B B1 4K (v1 1.325) and 4.570 ms at 8B B1 4K (v1 5.505).
+ *   v3 (the default: batch 1-8, v1 above): v2's kernel with another plan (make_plan2). H200 (2465e2b,
+ *       data/results/h200-2026-12-02-decode-v3): the step's products 0.829 ms at 1B B1 (v2 0.877) and 3.953 ms at
+ *       8B B1 (v2 4.062, 84% of their floor); the fused + graphs step 1.021 / 1.974 / 4.463 ms at 1B 4K, 1B 128K and
+ *       8B 4K (v2 1.078 / 2.014 / 4.546).
  */
 #include "gemv.h"
 
@@ -642,7 +644,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
 /* The v2 plan (host): 0 and pl filled when v2 takes the call (n <= 4, the staged input within 64 KB), else
  * ORTHROS_EUNSUPPORTED. KW: the fewest slices (1, 2, 4) whose warps, groups times KW, reach three quarters of the
  * warps the machine holds, while a slice keeps a chunk a lane. U: 8 chunks a row at batch 1, else 4.
- * Version 3 (opt-in, ORTHROS_GEMV_VERSION=3; written after the v2 run, not yet run) takes batch 5-8 too (U 2 there:
+ * Version 3 (the default since its first GPU run, faster than v2 at every decode shape measured) takes batch 5-8 too (U 2 there:
  * 8 input rows' chunks and two weight rows' a round fit 128 registers) and changes the plan:
  *   - U 4 at batch 1-4, so that a warp's share comes in twice as many, half as large rounds. The last round of a
  *     product is latency that nothing overlaps: 1 of 4 rounds on the 1B gate/up, 1 of 2 on the 8B O.
@@ -726,8 +728,8 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
     }
 }
 
-/* The version in use: 0 (unset) is the default, 2; v2 and v3 take the calls their plan takes, v1 the rest. */
-#define GEMV_LATEST 2
+/* The version in use: 0 (unset) is the default, 3; v2 and v3 take the calls their plan takes, v1 the rest. */
+#define GEMV_LATEST 3
 #define GEMV_MAX_VERSION 3
 static int gemv_version_set = 0;
 

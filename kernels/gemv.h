@@ -64,10 +64,10 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream);
 /* The launch plan the call would get with the version in use, as one line of text into buf (host only, no GPU
  * needed): 0, or ORTHROS_EUNSUPPORTED (buf empty) when the kernel does not take the call. */
 int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
-/* The kernel version (process-wide, as the attention kernels' set_version): 0 the default (2), 1 v1 alone (the
+/* The kernel version (process-wide, as the attention kernels' set_version): 0 the default (3), 1 v1 alone (the
  * tensor-core kernel at every batch), 2 v2 at batch 1-4 (CUDA cores, two rows a warp over all of K) and v1 above,
- * 3 (opt-in, not yet run on a GPU) v2's kernel at batch 1-8 with smaller rounds and a wave-balanced K split
- * (gemv.cu). */
+ * 3 v2's kernel at batch 1-8 with smaller rounds and a wave-balanced K split, v1 above (gemv.cu; on the H200 the
+ * decode step 3-5% faster than with 2: data/results/h200-2026-12-02-decode-v3). */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
 

@@ -617,7 +617,7 @@ static void bench_window_pass(int d, int n, int W, int version)
 typedef struct {
     orthros_backend *b;
     const char *kind; /* cublas, gemv, fused, fused-pdl (the fused op, every GEMV a programmatic dependent launch),
-                       * fused-v1, fused-v3 (the fused op through gemv.cu's version 1 or 3) */
+                       * fused-v1, fused-v2 (the fused op through gemv.cu's version 1 or 2; fused is the default, 3) */
     const char *proj; /* qkv, o, gate_up, down, head */
     int n, M, K, copies;
     void **W;
@@ -764,15 +764,15 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
         const char *proj;
         int M, K;
     } ps[] = {{"qkv", (Hq + 2 * Hkv) * d, D}, {"o", D, Hq * d}, {"gate_up", 2 * F, D}, {"down", D, F}, {"head", V, D}};
-    /* fused-v1 and fused-v3: the fused op with gemv.cu's version 1 alone (the tensor-core kernel) and with version 3
-     * (v2's kernel, another plan), beside the default */
-    const char *kinds[] = {"cublas", "gemv", "fused", "fused-pdl", "fused-v1", "fused-v3"};
+    /* fused-v1 and fused-v2: the fused op with gemv.cu's version 1 alone (the tensor-core kernel) and with version 2
+     * (v3's kernel at batch 1-4, another plan), beside the default (version 3) */
+    const char *kinds[] = {"cublas", "gemv", "fused", "fused-pdl", "fused-v1", "fused-v2"};
     orthros_backend *bes[] = {be, gemv_be, be, pdl_be, be, be};
     double sum[6] = {0, 0, 0, 0, 0, 0}, floor_s = 0;
     for (int k = 0; k < 6; k++)
         for (int i = 0; i < 5; i++) {
             size_t before = out_file.n_cells;
-            must(orthros_gemv_set_version(k == 4 ? 1 : k == 5 ? 3 : 0), "gemv version");
+            must(orthros_gemv_set_version(k == 4 ? 1 : k == 5 ? 2 : 0), "gemv version");
             bench_gemv_case(bes[k], model, ps[i].proj, kinds[k], n, ps[i].M, ps[i].K, Hq, Hkv, d);
             must(orthros_gemv_set_version(0), "gemv version");
             if (out_file.n_cells == before) continue;
@@ -782,8 +782,8 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
             if (k == 0) floor_s += times * c->floor_s;
         }
     printf("%-22s %s n=%d, the step's products (%d layers and the head): cuBLAS %.3f ms, GEMV %.3f ms, fused %.3f ms, "
-           "fused with dependent launches %.3f ms, fused with gemv v1 %.3f ms, with gemv v3 %.3f ms; floor %.3f ms "
-           "(cuBLAS %.0f%%, GEMV %.0f%%, fused %.0f%%, fused-pdl %.0f%%, fused-v1 %.0f%%, fused-v3 %.0f%% of it)\n",
+           "fused with dependent launches %.3f ms, fused with gemv v1 %.3f ms, with gemv v2 %.3f ms; floor %.3f ms "
+           "(cuBLAS %.0f%%, GEMV %.0f%%, fused %.0f%%, fused-pdl %.0f%%, fused-v1 %.0f%%, fused-v2 %.0f%% of it)\n",
            "gemv step", model, n, L, sum[0] * 1e3, sum[1] * 1e3, sum[2] * 1e3, sum[3] * 1e3, sum[4] * 1e3, sum[5] * 1e3,
            floor_s * 1e3, sum[0] > 0 ? 100 * floor_s / sum[0] : 0.0, sum[1] > 0 ? 100 * floor_s / sum[1] : 0.0,
            sum[2] > 0 ? 100 * floor_s / sum[2] : 0.0, sum[3] > 0 ? 100 * floor_s / sum[3] : 0.0,

@@ -13,7 +13,7 @@
  *     existed (none of the new ones), the fused step 5 a layer, GRAPHS one upload and one download around it;
  *   - the switches: ORTHROS_DECODE_FUSED / ORTHROS_DECODE_GRAPHS = 1 set a new backend's modes and its sessions',
  *     any value but 0 or 1 is refused, a model of two ranks runs the plain step; unset, a backend's default (cuda's:
- *     both), whose GRAPHS a session takes only where it also runs FUSED (cuda: to batch 8), 0 turns it off.
+ *     both; the cpu's: none), 0 turns a mode off; a session of more rows than the fused ops take runs GRAPHS alone.
  * With `cuda` first (the `decode_modes_cuda` GPU test; exit 77 without a GPU): the same whole decodes on the cuda
  * backend, on preset:tiny, the first layers of the Llama-3.2-1B and 3.1-8B shapes and every fixture given, each mode
  * (GRAPHS with cuBLAS, GRAPHS with ORTHROS_GEMV=1, FUSED, FUSED + GRAPHS) against the plain step fed the same
@@ -384,46 +384,40 @@ static void test_switches(void)
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
 
-    /* A backend's default (cuda's: FUSED + GRAPHS): unset variables take it and mark it defaulted, 0 turns a mode off,
-     * 1 asks for it (then not defaulted). */
-    unsigned modes = 0, defaulted = 0;
+    /* A backend's default (cuda's: FUSED + GRAPHS): unset variables take it, 0 turns a mode off, 1 asks for it. */
+    unsigned modes = 0;
     int gemv = 0, pdl = 0;
     const unsigned both = ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS;
-    CHECK(!orthros_decode_env(both, &modes, &defaulted, &gemv, &pdl) && modes == both && defaulted == both,
-          "unset: the default's modes, defaulted (modes %u, defaulted %u)", modes, defaulted);
+    CHECK(!orthros_decode_env(both, &modes, &gemv, &pdl) && modes == both, "unset: the default's modes (%u)", modes);
     setenv("ORTHROS_DECODE_GRAPHS", "0", 1);
-    setenv("ORTHROS_DECODE_FUSED", "1", 1);
-    CHECK(!orthros_decode_env(both, &modes, &defaulted, &gemv, &pdl) && modes == ORTHROS_DECODE_FUSED && defaulted == 0,
-          "GRAPHS=0 FUSED=1 over the default: modes %u, defaulted %u", modes, defaulted);
+    CHECK(!orthros_decode_env(both, &modes, &gemv, &pdl) && modes == ORTHROS_DECODE_FUSED,
+          "GRAPHS=0 over the default: modes %u", modes);
+    setenv("ORTHROS_DECODE_FUSED", "0", 1);
+    CHECK(!orthros_decode_env(both, &modes, &gemv, &pdl) && modes == 0, "both 0 over the default: modes %u", modes);
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
-    CHECK(!orthros_decode_env(0, &modes, &defaulted, &gemv, &pdl) && modes == 0 && defaulted == 0,
-          "no default, nothing set: modes %u", modes);
+    CHECK(!orthros_decode_env(0, &modes, &gemv, &pdl) && modes == 0, "no default, nothing set: modes %u", modes);
+    setenv("ORTHROS_DECODE_FUSED", "1", 1);
+    CHECK(!orthros_decode_env(0, &modes, &gemv, &pdl) && modes == ORTHROS_DECODE_FUSED, "FUSED=1: modes %u", modes);
+    unsetenv("ORTHROS_DECODE_FUSED");
 
-    /* A session of a backend whose GRAPHS is its default takes it only where it runs FUSED too (cuda's fused ops stop
-     * at batch 8; here a cpu backend told they stop at 2): batch 1 both, batch 3 the plain step. GRAPHS asked for
-     * (not defaulted) stays on at batch 3. */
+    /* Both modes asked: a session of more rows than the fused ops take (cuda's stop at 8; here a cpu backend told they
+     * stop at 2) runs the captured plain step. */
     if (!orthros_backend_cpu_create(&be)) {
         orthros_model *m = NULL;
         orthros_arch_opts ao;
         orthros_arch_opts_default(&ao);
         be->fused_max_rows = 2;
+        be->decode_modes = both;
         if (!orthros_model_load(&m, be, "preset:tiny", &ao, 1)) {
-            const struct {
-                unsigned defaulted;
-                int batch;
-                unsigned want;
-            } cases[] = {{both, 1, both}, {both, 3, 0}, {ORTHROS_DECODE_GRAPHS, 3, 0}, {0, 3, ORTHROS_DECODE_GRAPHS},
-                         {ORTHROS_DECODE_FUSED, 3, ORTHROS_DECODE_GRAPHS}};
-            for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            for (int batch = 1; batch <= 3; batch += 2) {
                 orthros_session *s = NULL;
-                be->decode_modes = both;
-                be->decode_defaulted = cases[i].defaulted;
-                if (!orthros_session_init(&s, m, cases[i].batch, 16, 0))
-                    CHECK(orthros_session_decode(s) == cases[i].want, "defaulted %u, batch %d: modes %u, want %u",
-                          cases[i].defaulted, cases[i].batch, orthros_session_decode(s), cases[i].want);
+                const unsigned want = batch <= 2 ? both : ORTHROS_DECODE_GRAPHS;
+                if (!orthros_session_init(&s, m, batch, 16, 0))
+                    CHECK(orthros_session_decode(s) == want, "batch %d: modes %u, want %u", batch,
+                          orthros_session_decode(s), want);
                 else
-                    CHECK(0, "session of batch %d: %s", cases[i].batch, orthros_last_error());
+                    CHECK(0, "session of batch %d: %s", batch, orthros_last_error());
                 orthros_session_free(s);
             }
         } else {

@@ -39,12 +39,14 @@ int main(void)
 {
     int rc;
     const char *s;
-    /* the default is version 2 */
-    CHECK(orthros_gemv_version() == 2, "default version %d", orthros_gemv_version());
-    /* which version takes which batch: v2 1-4, v3 1-8, v1 the rest (and everything at version 1) */
+    /* the default is version 3 */
+    CHECK(orthros_gemv_version() == 3, "default version %d", orthros_gemv_version());
+    /* which version takes which batch: v2 1-4, v3 1-8 (the default), v1 the rest (and everything at version 1) */
     for (int n = 1; n <= 16; n++) {
         s = plan(0, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
-        CHECK(rc == 0 && starts(s, n <= 4 ? "v2:" : "v1:"), "default, n %d: rc %d \"%s\"", n, rc, s);
+        CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v1:"), "default, n %d: rc %d \"%s\"", n, rc, s);
+        s = plan(2, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
+        CHECK(rc == 0 && starts(s, n <= 4 ? "v2:" : "v1:"), "version 2, n %d: rc %d \"%s\"", n, rc, s);
         s = plan(3, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
         CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v1:"), "version 3, n %d: rc %d \"%s\"", n, rc, s);
         s = plan(1, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
@@ -74,7 +76,7 @@ int main(void)
     /* refusals: versions out of range, a K that is not a multiple of 8 (nothing written) */
     CHECK(orthros_gemv_set_version(4) == ORTHROS_EINVAL, "version 4 taken");
     CHECK(orthros_gemv_set_version(-1) == ORTHROS_EINVAL, "version -1 taken");
-    CHECK(orthros_gemv_version() == 2, "a refused version changed it: %d", orthros_gemv_version());
+    CHECK(orthros_gemv_version() == 3, "a refused version changed it: %d", orthros_gemv_version());
     s = plan(2, ORTHROS_GEMV_STORE, 1, 64, 12, 0, 0, &rc);
     CHECK(rc == ORTHROS_EUNSUPPORTED && s[0] == '\0', "K 12: rc %d \"%s\"", rc, s);
     return tu_finish();
