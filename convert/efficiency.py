@@ -94,8 +94,8 @@ def jobs_of(summaries):
 
 
 def point(name, prefix, jobs):
-    if not re.fullmatch(r"[0-9]+[KMG](-[A-Za-z0-9._]+)?", name):
-        fail(f"--point {name}: NAME is a budget (16M) or a budget and a variant (4M-before)")
+    if not re.fullmatch(r"[0-9]+[KMG](-[A-Za-z0-9._]+)*", name):
+        fail(f"--point {name}: NAME is a budget (16M) or a budget and a variant (4M-before, 16M-L4096-before)")
     missing = [j for j in (f"s1-{name}", f"s2-{name}") if j not in jobs]
     if missing:
         fail(f"--point {name}: no finished job {', '.join(missing)} in the --summary files")

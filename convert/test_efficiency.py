@@ -17,6 +17,7 @@ from convert import efficiency  # noqa: E402
 A = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-01")
 B = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-01b")
 C = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-02")
+D = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-02b")
 
 
 def read(path):
@@ -78,6 +79,17 @@ class Efficiency(unittest.TestCase):
         self.assertEqual((marker[2], len(marker[4])), (3, 2))
         niah = {s[0]: s for s in right}["converted (before) as orthros, 4K"]
         self.assertEqual([y for _, y in niah[4]], [32.5, 40.0])
+
+    def test_variant_of_parts(self):
+        """A variant of several parts (16M-L4096-before: 4096-token sequences, the maps before RoPE) is one variant,
+        named by everything after the budget, with both stages' tokens and seconds."""
+        jobs = efficiency.jobs_of([f"{D}/convert/summary.json"])
+        p = efficiency.point("16M-L4096-before", f"{D}/grid/l4096", jobs)
+        self.assertEqual(p["variant"], "L4096-before")
+        self.assertEqual(p["tokens"], 2 * 8028160)
+        self.assertEqual(p["gpu_minutes"], round((77.561 + 207.745) / 60.0, 2))
+        self.assertEqual([round(p["ppl_kjv"][c], 2) for c in efficiency.CTXS], [14.62, 14.16, 14.0, 14.1])
+        self.assertEqual([p["niah_orthros"][c] for c in efficiency.CTXS], [95.0, 77.5, 42.5, 27.5])
 
     def refused(self, *extra, says):
         with tempfile.TemporaryDirectory() as out:
