@@ -142,8 +142,9 @@ if [ -n "$DECODE" ]; then
     mkdir -p "$OUT/decode"
     for mode in ${DECODE//,/ }; do
         case $mode in
-            # (env needs one assignment: a variable no mode reads)
-            default) envs=(ORTHROS_DECODE_MODE_DEFAULT=1) ;;
+            # every switch unset, whatever the caller's environment holds
+            default) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV -u ORTHROS_DECODE_PDL
+                           -u ORTHROS_GEMV_VERSION) ;;
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
             graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
             graphs-gemv) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=1) ;;

@@ -838,15 +838,15 @@ static int select_kernels(orthros_device_info *info)
     return 0;
 }
 
-/* The opt-in decode work (orthros_decode_env) named after the kernel versions, so that result files of the modes
- * differ and --resume refuses to mix them: ", gemv v2" (", gemv v2+pdl") when gemv.cu runs (ORTHROS_GEMV or the
- * fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent launch is asked for
- * alone. ORTHROS_GEMV_VERSION (1, 2 or 3; unset: 2) chooses gemv.cu's version, process-wide, as the attention
- * kernels' variables do. */
 /* The fused step up to batch 8: at 16 the plain ops were faster (H200, 8B shape, 4K cache: 7.68 ms a step against
  * 9.28 fused; data/results/h200-2026-12-01-decode-modes), the GEMV at two n-tiles being the reason. */
 #define CUDA_FUSED_MAX_ROWS 8
 
+/* The decode modes (orthros_decode_env; cuda's default: FUSED + GRAPHS) named after the kernel versions, so that
+ * result files of the modes differ and --resume refuses to mix them: ", gemv v3" (", gemv v3+pdl") when gemv.cu runs
+ * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
+ * launch is asked for alone. ORTHROS_GEMV_VERSION (1, 2 or 3; unset: 3) chooses gemv.cu's version, process-wide, as the attention
+ * kernels' variables do. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl);

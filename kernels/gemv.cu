@@ -644,8 +644,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
 /* The v2 plan (host): 0 and pl filled when v2 takes the call (n <= 4, the staged input within 64 KB), else
  * ORTHROS_EUNSUPPORTED. KW: the fewest slices (1, 2, 4) whose warps, groups times KW, reach three quarters of the
  * warps the machine holds, while a slice keeps a chunk a lane. U: 8 chunks a row at batch 1, else 4.
- * Version 3 (the default since its first GPU run, faster than v2 at every decode shape measured) takes batch 5-8 too (U 2 there:
- * 8 input rows' chunks and two weight rows' a round fit 128 registers) and changes the plan:
+ * Version 3 (the default since its first GPU run, faster than v2 at every decode shape measured) takes batch 5-8
+ * too (U 2 there: 8 input rows' chunks and two weight rows' a round fit 128 registers) and changes the plan:
  *   - U 4 at batch 1-4, so that a warp's share comes in twice as many, half as large rounds. The last round of a
  *     product is latency that nothing overlaps: 1 of 4 rounds on the 1B gate/up, 1 of 2 on the 8B O.
  *   - KW chosen so that the block rounds fill the machine's block slots best. The 8B q/k/v's 3072 groups are 1.45
