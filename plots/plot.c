@@ -279,14 +279,14 @@ static const char *base_name(const char *path)
 /* ---- run keys: what makes two runs differ ---- */
 
 enum {
-    K_MODEL, K_TEXT, K_TOKENS, K_TAIL, K_WINDOW, K_PERIOD, K_FORMULA, K_CHUNK, K_BATCH, K_TP, K_DEVICE, K_THREADS,
-    K_KERNELS, K_COMMIT, K_N
+    K_MODEL, K_TEXT, K_TOKENS, K_TAIL, K_WINDOW, K_PERIOD, K_FORMULA, K_CHUNK, K_BATCH, K_DECODED, K_TP, K_DEVICE,
+    K_THREADS, K_KERNELS, K_COMMIT, K_N
 };
 /* The facets' names in a refusal, and the words before a facet's value in a caption. */
 static const char *const facet_names[K_N] = {"model", "text", "token count", "orthros tail", "swa window",
-                                             "hybrid period", "linear formula", "prefill chunk", "batch", "tp",
-                                             "device", "threads", "kernel versions", "commit"};
-static const char *const facet_prefix[K_N] = {"model ", "", "", "orthros ", "swa ", "hybrid: ", "", "", "", "", "",
+                                             "hybrid period", "linear formula", "prefill chunk", "batch",
+                                             "tokens decoded", "tp", "device", "threads", "kernel versions", "commit"};
+static const char *const facet_prefix[K_N] = {"model ", "", "", "orthros ", "swa ", "hybrid: ", "", "", "", "", "", "",
                                               "", "kernels ", ""};
 
 typedef struct {
@@ -301,9 +301,10 @@ static const char *ordinal(int n)
 static const cJSON *input_header_json(const input *in) { return in->kind == ORTHROS_RESULT_BENCH ? in->bench.header : in->eval.header; }
 static const orthros_result_header *input_hdr(const input *in) { return in->kind == ORTHROS_RESULT_BENCH ? &in->bench.hdr : &in->eval.hdr; }
 
-/* The run key of the cells of architecture `arch` (and batch, for bench cells: -1 for none) in a bench or eval
- * file. Timing facets (chunk, threads, kernel versions) only for bench files. */
-static void run_key_of(run_key *k, const input *in, const char *arch, int batch)
+/* The run key of the cells of architecture `arch` (and batch, for bench cells: -1 for none; phase, for bench cells:
+ * NULL for none) in a bench or eval file. Timing facets (chunk, threads, kernel versions) only for bench files; the
+ * tokens decoded after the prompt for e2e cells (files of --decode-tokens 128 and 1024 are different runs). */
+static void run_key_of(run_key *k, const input *in, const char *arch, int batch, const char *phase)
 {
     memset(k, 0, sizeof *k);
     int bench = in->kind == ORTHROS_RESULT_BENCH;
@@ -338,6 +339,8 @@ static void run_key_of(run_key *k, const input *in, const char *arch, int batch)
     }
     if (bench && s->chunk > 0) snprintf(k->v[K_CHUNK], sizeof k->v[K_CHUNK], "chunk %d", s->chunk);
     if (bench && batch >= 0) snprintf(k->v[K_BATCH], sizeof k->v[K_BATCH], "batch %d", batch);
+    if (bench && phase && !strcmp(phase, "e2e"))
+        snprintf(k->v[K_DECODED], sizeof k->v[K_DECODED], "%d tokens decoded", in->bench.cfg.decode_tokens);
     int tp = bench ? in->bench.cfg.tp : h->world_size;
     snprintf(k->v[K_TP], sizeof k->v[K_TP], "tp %d", tp > 0 ? tp : 1);
     char dev[160];
@@ -1058,7 +1061,7 @@ static int fig_latency(figure *f, const char *phase, double scale)
                 continue;
             }
             run_key key;
-            run_key_of(&key, in, m->arch, mb ? m->batch : -1);
+            run_key_of(&key, in, m->arch, mb ? m->batch : -1, phase);
             rc = collect_add(&col, &key, m->arch, m->arch, phase, in->bench.cfg.tp, 0, cell_point(m), in->name);
         }
     }
@@ -1117,7 +1120,7 @@ static int fig_speedup(figure *f)
             char head[LABEL_MAX];
             snprintf(head, sizeof head, "%s%s%s", e->arch, phases ? " " : "", phases ? e->phase : "");
             run_key key;
-            run_key_of(&key, in, e->arch, mb ? e->batch : -1);
+            run_key_of(&key, in, e->arch, mb ? e->batch : -1, e->phase);
             point q = {e->ctx, e->speedup, isfinite(e->ci_lo) ? e->ci_lo : e->speedup, isfinite(e->ci_hi) ? e->ci_hi : e->speedup, 0};
             best = fmax(best, q.hi);
             rc = collect_add(&col, &key, head, e->arch, e->phase, in->bench.cfg.tp, 0, q, in->name);
@@ -1167,7 +1170,7 @@ static int fig_throughput(figure *f)
             char head[LABEL_MAX];
             snprintf(head, sizeof head, "%s %s", m->arch, m->phase);
             run_key key;
-            run_key_of(&key, in, m->arch, mb ? m->batch : -1);
+            run_key_of(&key, in, m->arch, mb ? m->batch : -1, m->phase);
             any_tp |= tp > 1;
             xlo = fmin(xlo, m->ctx), xhi = fmax(xhi, m->ctx);
             rc = collect_add(&col, &key, head, m->arch, m->phase, tp, 0, (point){m->ctx, m->tflops / tp, m->tbps / tp, 0, 0}, in->name);
@@ -1523,7 +1526,7 @@ static int fig_heatmap(figure *f)
                 goto done;
             }
             run_key key;
-            run_key_of(&key, in, e->arch, -1);
+            run_key_of(&key, in, e->arch, -1, NULL);
             double v = ruler && isfinite(e->partial) ? e->partial : e->accuracy;
             rc = collect_add(&col, &key, e->arch, e->arch, NULL, 1, r, (point){e->ctx, v, e->axis, 0, (double)e->samples}, in->name);
         }
@@ -1577,7 +1580,7 @@ static int fig_ppl(figure *f)
             if (strides && e->axis != e->ctx) snprintf(head, sizeof head, "%s, stride %d", e->arch, e->axis);
             else snprintf(head, sizeof head, "%s%s", e->arch, e->linear_tokens > 0 ? " (linear-phase logits)" : "");
             run_key key;
-            run_key_of(&key, in, e->arch, -1);
+            run_key_of(&key, in, e->arch, -1, NULL);
             point q = {e->ctx, e->ppl, isfinite(e->ppl_lo) ? e->ppl_lo : e->ppl, isfinite(e->ppl_hi) ? e->ppl_hi : e->ppl, 0};
             rc = collect_add(&col, &key, head, e->arch, NULL, 1, 0, q, in->name);
         }
@@ -1616,7 +1619,7 @@ static int fig_recall(figure *f)
             const orthros_eval_cell *e = &in->eval.cells[k];
             if (strcmp(e->task, "recall")) continue;
             run_key key;
-            run_key_of(&key, in, e->arch, -1);
+            run_key_of(&key, in, e->arch, -1, NULL);
             point q = {0, e->accuracy, e->ci_lo, e->ci_hi, (double)e->n};
             rc = collect_add(&col, &key, e->arch, e->arch, NULL, 1, 0, q, in->name);
         }

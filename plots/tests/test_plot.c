@@ -335,6 +335,20 @@ static void committed_results(void)
           "attention_op.dat lacks our kernels or the anchors");
     free(dat);
 
+    /* The e2e recipe's two files (128 and 1024 tokens decoded after the same prompts): a series each, not one series
+     * whose points collide at the same lengths. */
+    snprintf(a, sizeof a, "%s/h200-2026-12-02-decode-v3/e2e/llama3.2-1b-n128.json", results);
+    snprintf(b, sizeof b, "%s/h200-2026-12-02-decode-v3/e2e/llama3.2-1b-n1024.json", results);
+    char *m5[] = {(char *)bin, "plot", a, b, "--out", out, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(m5, log) == 0 && !log_has(log, "gnuplot warned"), "plot of the e2e recipe's files (log %s)", log);
+    dat = fig_file(out, "speedup", "dat");
+    const char *s128 = dat ? strstr(dat, "\"orthros, 128 tokens decoded\"") : NULL;
+    const char *s1024 = dat ? strstr(dat, "\"orthros, 1024 tokens decoded\"") : NULL;
+    CHECK(s128 && s1024 && strstr(s128, "\n131072 4.21") && strstr(s1024, "\n131072 1.89"),
+          "speedup.dat does not hold a series per number of tokens decoded (4.21x and 1.90x at 128K): %s",
+          dat ? dat : "(none)");
+    free(dat);
+
     /* Too many configurations for one figure: refused, naming what differs (models here); the rest is drawn. */
     snprintf(a, sizeof a, "%s/smollm2-h200-2026-12-01/ppl-check-cpu.json", results);
     cJSON *base = tu_load_json(a);
