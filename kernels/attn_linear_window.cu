@@ -37,8 +37,8 @@
  *   Windows over 64 take v1 under v2 too.
  * v2 (the default; H200 at 3ba2852: 0.553 / 1.161 ms at d 64 / 128, 80% / 76% of the floor): the section above
  *   lw2_kernel. Per warp and query head a loop of 834 SASS instructions at d 64 (80 HMMA, 42 MUFU) and 1227 at
- *   d 128 (160 HMMA) at W 64; 4 blocks (16 warps) an SM at d 64 (128 registers, no spills), 2 blocks (8 warps) at d 128 (255 registers, 4 bytes of spills at
- *   W 50-64: one local load a head).
+ *   d 128 (160 HMMA) at W 64; 4 blocks (16 warps) an SM at d 64 (128 registers, no spills), 2 blocks (8 warps) at
+ *   d 128 (255 registers, 4 bytes of spills at W 50-64: one local load a head).
  *   Prediction (128K, 32 / 8 heads, W 64): memory-bound with the issue well below it: 8192 x 32 warp-heads over
  *   132 SMs x 4 schedulers at one instruction a cycle is 0.21 ms at d 64 (0.31 ms at d 128) against the floors of
  *   0.42 / 0.84 ms; with ~85% of the copy rate (4.27 TB/s measured): d 64 ~0.52 ms, d 128 ~1.04 ms (v1 1.52 /
