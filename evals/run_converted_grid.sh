@@ -17,7 +17,8 @@
 # (JOBS, default 6): quality figures do not depend on timing. Environment: ORTHROS (default build/orthros), DEVICE
 # (default cuda), BASE (default the fetched GGUF), ONLY (configuration names to run, comma-separated), SAMPLES (NIAH single samples per cell, default 8); for a quick check
 # on a cpu: CTX (RULER lengths, default 1k:8k:x2), PPL_CTX (default 1k,2k,4k,8k), PPL_TOKENS (default 32k), DEPTHS
-# (default 0,25,50,75,100).
+# (default 0,25,50,75,100). TAILS_FULL=1 gives the converted model's tails 16 and 64 the full grid instead of the
+# short one (their files resume: the short grid's perplexity and NIAH single are kept).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: evals/run_converted_grid.sh OUTDIR RUNS}
@@ -65,13 +66,15 @@ config() {
 }
 
 # name, model, archs, tail, short: most value first, so that a stopped run has the main comparison.
+tails=short
+[ "${TAILS_FULL:-0}" = 1 ] && tails=
 grid=(
     "base|$BASE|transformer|1|"
     "conv|$CONV|orthros,linear|1|"
     "control|$runs/ctl-16M/adapter|transformer|1|"
     "conv-hybrid|$CONV|hybrid|1|"
-    "conv-tail16|$CONV|orthros|16|short"
-    "conv-tail64|$CONV|orthros|64|short"
+    "conv-tail16|$CONV|orthros|16|$tails"
+    "conv-tail64|$CONV|orthros|64|$tails"
     "ablation|$ABLATION|orthros,linear|1|short"
     "conv-4M|$runs/s2-4M/adapter|orthros,linear|1|short"
     "conv-1M|$runs/s2-1M/adapter|orthros,linear|1|short"
