@@ -26,9 +26,10 @@
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
 #                CUDA graph by hand) into OUTDIR/decode_anchor.json, and through torch.compile for the batch-1 targets
 #                into OUTDIR/decode_anchor_compiled.json; bench/kernels/decode_summary.py sets them side by
-#                side against the floor and the targets (OUTDIR/decode_summary.txt). Every mode is about 2
-#                minutes: over 10-minute calls, --decode plain,graphs,graphs-gemv then --decode fused-graphs,fused-graphs-pdl (the
-#                summary reads every file in OUTDIR/decode, and the anchor runs once, when its file is missing)
+#                side against the floor and the targets (OUTDIR/decode_summary.txt). Every mode is about a
+#                minute on an H200, the anchor 30 s and its compiled form 3 minutes: over 10-minute calls, split the
+#                modes (the summary reads every file in OUTDIR/decode, and each anchor runs once, when its file is
+#                missing)
 # A device command is limited to 10 minutes: split a long session into calls with these switches.
 set -u -o pipefail
 
