@@ -796,6 +796,28 @@ static int fill_info(orthros_device_info *info, int dev)
     return 0;
 }
 
+/* A kernel version from the environment variable env (digits alone, 1-99; unset or empty: 0, the module's default)
+ * given to set, which refuses the versions its module does not keep; an error names the variable. */
+static int set_version_from_env(const char *env, int (*set)(int))
+{
+    const char *text = getenv(env);
+    int v = 0;
+    if (text && *text) {
+        char *end;
+        long x = strtol(text, &end, 10);
+        if (*end || x < 1 || x > 99 || text[0] < '0' || text[0] > '9')
+            return orthros_error(ORTHROS_EINVAL, "%s=%.40s is not a kernel version number", env, text);
+        v = (int)x;
+    }
+    int rc = set(v);
+    if (rc) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", orthros_last_error());
+        return orthros_error(rc, "%s=%d: %s", env, v, why);
+    }
+    return 0;
+}
+
 /* The attention kernel versions: ORTHROS_ATTN_PREFILL_VERSION, ORTHROS_ATTN_DECODE_VERSION and
  * ORTHROS_LINEAR_PREFILL_VERSION in the environment choose a kept version of each (to compare versions end to
  * end, or to try one not yet the default); unset, the defaults (0: the kernel module's default for this binary and
@@ -816,21 +838,8 @@ static int select_kernels(orthros_device_info *info)
     size_t used = 0;
     info->kernels[0] = '\0';
     for (int i = 0; i < 3; i++) {
-        const char *text = getenv(k[i].env);
-        int v = 0;
-        if (text && *text) {
-            char *end;
-            long x = strtol(text, &end, 10);
-            if (*end || x < 1 || x > 99)
-                return orthros_error(ORTHROS_EINVAL, "%s=%s is not a kernel version number", k[i].env, text);
-            v = (int)x;
-        }
-        int rc = k[i].set(v);
-        if (rc) {
-            char why[256];
-            snprintf(why, sizeof why, "%s", orthros_last_error());
-            return orthros_error(rc, "%s=%d: %s", k[i].env, v, why);
-        }
+        int rc = set_version_from_env(k[i].env, k[i].set);
+        if (rc) return rc;
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, "%s%s v%d", i ? ", " : "", k[i].tag,
                                  k[i].get());
         if (used >= sizeof info->kernels) used = sizeof info->kernels - 1;
@@ -845,20 +854,12 @@ static int select_kernels(orthros_device_info *info)
 /* The decode modes (orthros_decode_env; cuda's default: FUSED + GRAPHS) named after the kernel versions, so that
  * result files of the modes differ and --resume refuses to mix them: ", gemv v3" (", gemv v3+pdl") when gemv.cu runs
  * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
- * launch is asked for alone. ORTHROS_GEMV_VERSION (1, 2 or 3; unset: 3) chooses gemv.cu's version, process-wide, as the attention
- * kernels' variables do. */
+ * launch is asked for alone. ORTHROS_GEMV_VERSION (1, 2 or 3; unset: 3) chooses gemv.cu's version, process-wide, as
+ * the attention kernels' variables do (set_version_from_env). */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl);
-    if (rc) return rc;
-    const char *gv = getenv("ORTHROS_GEMV_VERSION");
-    int v = 0;
-    if (gv && *gv) {
-        if (strcmp(gv, "1") && strcmp(gv, "2") && strcmp(gv, "3"))
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_GEMV_VERSION=%.40s is not a gemv version (1, 2 or 3)", gv);
-        v = gv[0] - '0';
-    }
-    if ((rc = orthros_gemv_set_version(v))) return rc;
+    if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)
