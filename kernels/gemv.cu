@@ -823,21 +823,33 @@ template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const
                        dim3((unsigned)pl->nblk, (unsigned)pl->KS), p, pl, pl->smem, stream);
 }
 
+/* The plan a call gets with the version in use, for the launch and its description alike: 2 (pl2: the v2 kernel,
+ * versions 2 and 3) or 1 (pl: v1's, made only where the v2 kernel does not take the call), else make_plan's error
+ * code (negative). */
+static int choose_plan(const orthros_gemv_params *p, gemv2_plan *pl2, gemv_plan *pl)
+{
+    const int version = orthros_gemv_version();
+    if (version >= 2 && make_plan2(p, pl2, version) == 0) return 2;
+    const int rc = make_plan(p, pl);
+    return rc ? rc : 1;
+}
+
 int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
 {
     if (!buf || cap == 0) return ORTHROS_EINVAL;
     buf[0] = '\0';
     if (!orthros_gemv_supported(p)) return ORTHROS_EUNSUPPORTED;
-    const int version = orthros_gemv_version();
     gemv2_plan pl2;
-    if (version >= 2 && make_plan2(p, &pl2, version) == 0) {
+    gemv_plan pl;
+    const int kind = choose_plan(p, &pl2, &pl);
+    if (kind == 2) {
         const int rounds = ceil_div(pl2.groups, pl2.GPB);
         snprintf(buf, cap, "v%d: %d groups of 2 rows, KW %d, U %d, %d blocks, %d block rounds (%.2f waves), %zu B staged",
-                 version, pl2.groups, pl2.KW, pl2.U, pl2.blocks, rounds, (double)rounds / pl2.blocks, pl2.smem);
+                 orthros_gemv_version(), pl2.groups, pl2.KW, pl2.U, pl2.blocks, rounds, (double)rounds / pl2.blocks,
+                 pl2.smem);
         return 0;
     }
-    gemv_plan pl;
-    if (make_plan(p, &pl)) return ORTHROS_EUNSUPPORTED;
+    if (kind != 1) return ORTHROS_EUNSUPPORTED;
     snprintf(buf, cap, "v1: %d rows a block, %d blocks x %d K splits of %d k-blocks, %zu B staged", pl.MT, pl.nblk,
              pl.KS, pl.kbs, pl.smem);
     return 0;
@@ -851,11 +863,10 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
                              p->n, p->M, p->K, p->epilogue, ORTHROS_GEMV_MAX_ROWS);
     if (!p->scratch) return orthros_error(ORTHROS_EINVAL, "gemv: no scratch");
     gemv2_plan pl2;
-    const int version = orthros_gemv_version();
-    if (version >= 2 && make_plan2(p, &pl2, version) == 0) return launch_v2(p, &pl2, stream);
-    gemv_plan pl; /* v1's plan, only where v1 runs */
-    int rc = make_plan(p, &pl);
-    if (rc) return orthros_error(rc, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
+    gemv_plan pl;
+    const int kind = choose_plan(p, &pl2, &pl);
+    if (kind == 2) return launch_v2(p, &pl2, stream);
+    if (kind != 1) return orthros_error(kind, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
     const bool xs = p->norm_w != NULL;
     if (p->n <= 8) return xs ? launch<1, true>(p, &pl, stream) : launch<1, false>(p, &pl, stream);
     return xs ? launch<2, true>(p, &pl, stream) : launch<2, false>(p, &pl, stream);
