@@ -765,15 +765,20 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
         int M, K;
     } ps[] = {{"qkv", (Hq + 2 * Hkv) * d, D}, {"o", D, Hq * d}, {"gate_up", 2 * F, D}, {"down", D, F}, {"head", V, D}};
     /* fused-v1 and fused-v2: the fused op with gemv.cu's version 1 alone (the tensor-core kernel) and with version 2
-     * (v3's kernel at batch 1-4, another plan), beside the default (version 3) */
-    const char *kinds[] = {"cublas", "gemv", "fused", "fused-pdl", "fused-v1", "fused-v2"};
-    orthros_backend *bes[] = {be, gemv_be, be, pdl_be, be, be};
-    double sum[6] = {0, 0, 0, 0, 0, 0}, floor_s = 0;
-    for (int k = 0; k < 6; k++)
+     * (v3's kernel at batch 1-4, another plan), beside the default (version 3, gemv_version 0) */
+    const struct {
+        const char *kind;
+        orthros_backend *b;
+        int gemv_version;
+    } ks[] = {{"cublas", be, 0},        {"gemv", gemv_be, 0},  {"fused", be, 0},
+              {"fused-pdl", pdl_be, 0}, {"fused-v1", be, 1},     {"fused-v2", be, 2}};
+    enum { NK = sizeof ks / sizeof *ks };
+    double sum[NK] = {0}, floor_s = 0;
+    for (int k = 0; k < NK; k++)
         for (int i = 0; i < 5; i++) {
             size_t before = out_file.n_cells;
-            must(orthros_gemv_set_version(k == 4 ? 1 : k == 5 ? 2 : 0), "gemv version");
-            bench_gemv_case(bes[k], model, ps[i].proj, kinds[k], n, ps[i].M, ps[i].K, Hq, Hkv, d);
+            must(orthros_gemv_set_version(ks[k].gemv_version), "gemv version");
+            bench_gemv_case(ks[k].b, model, ps[i].proj, ks[k].kind, n, ps[i].M, ps[i].K, Hq, Hkv, d);
             must(orthros_gemv_set_version(0), "gemv version");
             if (out_file.n_cells == before) continue;
             const orthros_bench_cell *c = &out_file.cells[out_file.n_cells - 1];
