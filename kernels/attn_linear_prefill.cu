@@ -28,7 +28,9 @@
  *           denominator to p.den for attn_linear_window.cu's pass. Every kernel takes it as a separate instantiation
  *           (LAG) with its own parameter struct (lin_args in linear_phi.cuh: a by-value struct over 128 bytes changes
  *           a kernel's whole code), so that the code without a window is the code it was, SASS for SASS; v3/v4
- *           featurize the lagging keys through linear_featurize and read its values row by row.
+ *           featurize the lagging keys through linear_featurize and read its values row by row. v5-v7 load a chunk
+ *           whose lagging rows lie inside the call as plain rows W up, lin_key_row only for the first chunks (with
+ *           every row through it, v7's d 128 output pass ran 10% slower than without a window; now 5%).
  */
 #include "attn_linear_prefill.h"
 
@@ -496,22 +498,28 @@ static __device__ __forceinline__ void lin5_load_keys(bf16 *dst, const lin_args<
 }
 
 /* The phi_k and V tiles of a chunk (key rows j0 .. j0 + 63 of the call, `valid` of them) into st and st + TILE: from
- * qkv, or with LAG from the key stream W rows behind. */
+ * qkv, or with LAG from the key stream W rows behind. A chunk whose lagging rows all lie inside the call (j0 >= W:
+ * every chunk but the first of a long prefill) reads them as the plain path does, W rows up; only the others take
+ * lin_key_row's per-row choice of call, ring and zeros. */
 template <int D, bool LAG>
 static __device__ __forceinline__ void lin5_load_kv(bf16 *st, const lin_args<LAG> &p, int b, int pos0b, int j0,
                                                     int valid, int kv)
 {
     constexpr int TILE = lin5_cfg<D>::TILE;
     const int W = (p.Hq + 2 * p.Hkv) * D;
+    int r0 = j0;
     if constexpr (LAG) {
-        lin5_load_keys<D>(st, p, b, pos0b, j0, valid, kv, 0);
-        lin5_load_keys<D>(st + TILE, p, b, pos0b, j0, valid, kv, 1);
-    } else {
-        const bf16 *qkv = (const bf16 *)p.qkv;
-        const size_t row = (size_t)b * p.n + j0;
-        lin5_load<D>(st, qkv, row, W, (p.Hq + kv) * D, valid);
-        lin5_load<D>(st + TILE, qkv, row, W, (p.Hq + p.Hkv + kv) * D, valid);
+        if (j0 < p.keys.shift) {
+            lin5_load_keys<D>(st, p, b, pos0b, j0, valid, kv, 0);
+            lin5_load_keys<D>(st + TILE, p, b, pos0b, j0, valid, kv, 1);
+            return;
+        }
+        r0 = j0 - p.keys.shift;
     }
+    const bf16 *qkv = (const bf16 *)p.qkv;
+    const size_t row = (size_t)b * p.n + r0;
+    lin5_load<D>(st, qkv, row, W, (p.Hq + kv) * D, valid);
+    lin5_load<D>(st + TILE, qkv, row, W, (p.Hq + p.Hkv + kv) * D, valid);
 }
 
 /* phi in place over a chunk's 64-row tile, rows [first, valid): v5 element by element (phi_tile_inplace), v6 (X8) 8
@@ -591,12 +599,7 @@ static __global__ void __launch_bounds__(L5_WARPS * 32)
     auto load = [&](int c) {
         bf16 *st = sbuf + (c & 1) * 2 * TILE;
         const int t0 = t_begin + c * LC, valid = min(LC, t_end - t0);
-        if constexpr (LAG) {
-            lin5_load_kv<D, LAG>(st, p, b, pos0b, t0, valid, kv);
-        } else {
-            lin5_load<D>(st, qkv, row_b + t0, W, (p.Hq + kv) * D, valid);
-            lin5_load<D>(st + TILE, qkv, row_b + t0, W, (p.Hq + p.Hkv + kv) * D, valid);
-        }
+        lin5_load_kv<D, LAG>(st, p, b, pos0b, t0, valid, kv);
         cp_async_commit();
     };
     if (nch > 0) load(0);
@@ -858,22 +861,28 @@ static __global__ void __launch_bounds__(L7_THREADS, 1)
 #pragma unroll
         for (int t = 0; t < 4; t++) {
             if (t == 3 && nq < 2) break;
+            // A local window's keys and values are the rows W earlier: inside the call (t0 >= W, every chunk but
+            // the first of a long prefill) read as the plain path reads, W rows up; else row by row by lin_key_row.
+            int r0 = t0;
+            if constexpr (LAG) {
+                if (t < 2 && t0 < p.keys.shift) {
+#pragma unroll
+                    for (int k = 0; k < LC * 16 / L7_THREADS; k++) {
+                        const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16;
+                        const bf16 *src =
+                            r < valid ? lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, D, b, pos0b, t0 + r, kv, t) : NULL;
+                        cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8),
+                                     src ? src + ch * 8 : qkv, src ? 16 : 0);
+                    }
+                    continue;
+                }
+                if (t < 2) r0 = t0 - p.keys.shift;
+            }
 #pragma unroll
             for (int k = 0; k < LC * 16 / L7_THREADS; k++) {
-                if constexpr (LAG) {
-                    const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16;
-                    const bf16 *src;
-                    if (t < 2)  // a local window: the keys and values W rows earlier
-                        src = r < valid ? lin_key_row(p.keys, p.qkv, p.n, p.Hq, p.Hkv, D, b, pos0b, t0 + r, kv, t) : NULL;
-                    else
-                        src = r < valid ? qkv + (row_b + t0 + r) * (size_t)W + cols[t] : NULL;
-                    cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8),
-                                 src ? src + ch * 8 : qkv, src ? 16 : 0);
-                } else {
-                    const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16, ok = r < valid;
-                    const bf16 *src = ok ? qkv + (row_b + t0 + r) * (size_t)W + cols[t] + ch * 8 : qkv;
-                    cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8), src, ok ? 16 : 0);
-                }
+                const int e = threadIdx.x + k * L7_THREADS, r = e / 16, ch = e % 16, ok = r < valid;
+                const bf16 *src = ok ? qkv + (row_b + r0 + r) * (size_t)W + cols[t] + ch * 8 : qkv;
+                cp_async16_s(st + (uint32_t)t * L7_TILE + (uint32_t)(ch / 8) * 8192u + swz128(r, ch % 8), src, ok ? 16 : 0);
             }
         }
         cp_async_commit();

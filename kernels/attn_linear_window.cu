@@ -13,8 +13,9 @@
  * that a fused v6/v7 pass could keep in shared memory); v7 has no registers or shared memory left for a second
  * score tile and its accumulators (a fused d 128 pass would also hold q~ and the previous and current chunk's k~ and
  * v beside v7's 193 KB), and v6 d 64 runs two blocks an SM at 128 registers already. So v2 makes the separate pass run
- * near its floor instead (measured v1 was at 28% of it); fusing stays the step after, for W <= 64 at d 64, if the
- * measured W 64 prefill misses 1.5x the plain one.
+ * near its floor instead (measured v1 was at 28% of it). With v2 and the linear kernels' lagging keys loaded as plain
+ * rows (attn_linear_prefill.cu), the W 64 prefill at 128K is 1.41-1.46x the plain one at d 64 and 1.45-1.48x at d 128
+ * (H200, docs/kernels.md): inside 1.5x, so the fusion was not written.
  *
  * Floors at 128K tokens, 32 q / 8 kv heads, W 64 (H200: ~800 TFLOP/s dense bf16, 4.5 TB/s):
  *   FLOPs 4 Hq d sum_t min(t + 1, W) = 68.7 GFLOP at d 64 (0.086 ms), 137 GFLOP at d 128 (0.17 ms); the mma kernel
