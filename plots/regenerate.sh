@@ -40,14 +40,22 @@ fig $R/smollm2-converted-h200-2026-12-02b/figures $G/base-ppl-kjv.json $G3/conv-
     $G4/{conv-hybrid,l4096}-recall.json
 fig $R/smollm2-converted-h200-2026-12-02b/figures-python $G/base-ppl-python.json $G3/conv-ppl-python.json \
     $G4/{conv-tail16,conv-hybrid,l4096,l4096-tail64}-ppl-python.json
+G5=$R/smollm2-converted-h200-2026-12-02d/grid
+fig $R/smollm2-converted-h200-2026-12-02d/figures $G/base-ppl-kjv.json $G3/conv-ppl-kjv.json \
+    $G5/conv-24M-before{,-tail64}-ppl-kjv.json $G/base-niah-single.json $G3/conv-niah-single.json \
+    $G5/conv-24M-before{,-tail16,-tail64}-niah-single.json $G/base-recall.json $G3/conv-recall.json \
+    $G5/conv-24M-before{,-tail16,-tail64}-recall.json
+fig $R/smollm2-converted-h200-2026-12-02d/figures-python $G/base-ppl-python.json $G3/conv-ppl-python.json \
+    $G5/conv-24M-before-ppl-python.json
 # The conversion's data efficiency (convert/efficiency.py: quality against conversion tokens; pipeline summaries
 # beside the grid files).
 S1=$R/smollm2-converted-h200-2026-12-01 S2=$R/smollm2-converted-h200-2026-12-01b S3=$R/smollm2-converted-h200-2026-12-02
-S4=$R/smollm2-converted-h200-2026-12-02b
+S4=$R/smollm2-converted-h200-2026-12-02b S5=$R/smollm2-converted-h200-2026-12-02d
 python3 convert/efficiency.py --out $S3/efficiency --base $S1/grid/base --summary $S1/convert/summary.json \
     --summary $S2/convert/summary.json --summary $S3/convert/summary.json --summary $S4/convert/summary.json \
+    --summary $S5/convert/summary.json \
     --point 16M=$S1/grid/conv \
     --point 4M=$S2/grid/conv-4M --point 1M=$S2/grid/conv-1M --point 4M-before=$S2/grid/conv-4M-before \
     --point 16M-before=$S3/grid/conv --point 4M-L4096=$S2/grid/conv-4M-L4096 --point 4M-O7168=$S2/grid/conv-4M-O7168 \
-    --point 16M-L4096-before=$S4/grid/l4096 \
+    --point 16M-L4096-before=$S4/grid/l4096 --point 24M-before=$S5/grid/conv-24M-before \
     >/dev/null
