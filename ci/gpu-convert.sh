@@ -20,7 +20,8 @@
 # VARIANTS (comma-separated --variant SPECs, e.g. L4096-before);
 # GRID_ONLY (names of evals/run_converted_grid.sh's configurations to
 # run, comma-separated; default all; the base transformer's part runs beside the pipeline only when it is named);
-# CONV and ABLATION (evals/run_converted_grid.sh: the adapters its conv* and ablation configurations run).
+# CONV, ABLATION and CONTROL (evals/run_converted_grid.sh: the adapters its conv*, ablation and control configurations
+# run).
 # Back in OUTDIR: convert.log, summary.json (the pipeline's per-job tokens, seconds, GPU-minutes, validation),
 # convert.tgz (every job's log.json, the converted model's and the control's adapters), grid.tgz (the grid's files).
 set -u -o pipefail
@@ -94,7 +95,7 @@ if [ "$(left)" -gt 90 ]; then
 fi
 cp -f "$STATE/bundle/summary.json" "$OUT/" 2>/dev/null
 # (the names are globbed inside STATE: every job's log, the converted models' and the control's adapters)
-(cd "$STATE" && shopt -s nullglob && set -- runs/*/log.json runs/s2-*/adapter runs/ctl-*/adapter &&
+(cd "$STATE" && shopt -s nullglob && set -- runs/*/log.json runs/s2-*/adapter runs/s2lin-*/adapter runs/ctl-*/adapter &&
     [ $# -gt 0 ] && tar czf "$OUT/convert.tgz" --ignore-failed-read "$@" 2>/dev/null)
 [ -n "$base_pid" ] && { wait "$base_pid"; status[grid_base]="rc=$?"; }
 case "${status[pipeline]}" in

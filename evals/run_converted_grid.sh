@@ -6,13 +6,13 @@
 # transformer, LoRA-tuned on the same data and steps; s2-B-SUFFIX/adapter: the length study's variants of the first
 # budget (pipeline.py --rope-offset-max, --fm-before, --long), run as conv-SUFFIX (16M) or conv-B-SUFFIX; s2lin-16M/adapter: the ablation
 # tuned in the linear phase only; s2-4M, s2-1M: the smaller conversion budgets). Set CONV to use another converted model (for example the committed
-# data/models/smollm2-135m-orthros, or RUNS/s2-16M-before/adapter) and ABLATION for another ablation
-# (RUNS/s2lin-16M-before/adapter).
+# data/models/smollm2-135m-orthros, or RUNS/s2-16M-before/adapter), ABLATION for another ablation
+# (RUNS/s2lin-16M-before/adapter) and CONTROL for another control (RUNS/ctl-24M/adapter).
 #
 # The full grid (perplexity on both held-out texts at 1K-8K over 32K tokens; RULER NIAH single / multikey / multivalue
 # / multiquery at 1K-8K x 5 depths; variable tracking; common words; the recall file) for: the base as transformer,
 # the converted model as orthros (tail 1), as linear, as hybrid (every 4th layer full) and the control as transformer.
-# The short grid (both perplexities, NIAH single) for the converted model as orthros with tails 16 and 64, the
+# The short grid (both perplexities, NIAH single, the recall file) for the converted model as orthros with tails 16 and 64, the
 # length study's variants, the ablation, and the 4M and 1M conversions as orthros and linear. The configurations run as parallel processes
 # (JOBS, default 6): quality figures do not depend on timing. Environment: ORTHROS (default build/orthros), DEVICE
 # (default cuda), BASE (default the fetched GGUF), ONLY (configuration names to run, comma-separated), SAMPLES (NIAH single samples per cell, default 8); for a quick check
@@ -27,7 +27,8 @@ B=${ORTHROS:-build/orthros}
 BASE=${BASE:-.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 CONV=${CONV:-$runs/s2-16M/adapter}
 ABLATION=${ABLATION:-$runs/s2lin-16M/adapter}
-case "$BASE$CONV$ABLATION" in *'|'*) echo "grid: BASE, CONV and ABLATION may not hold a '|'" >&2; exit 2 ;; esac
+CONTROL=${CONTROL:-$runs/ctl-16M/adapter}
+case "$BASE$CONV$ABLATION$CONTROL" in *'|'*) echo "grid: BASE, CONV, ABLATION and CONTROL may not hold a '|'" >&2; exit 2 ;; esac
 JOBS=${JOBS:-6}
 S=${SAMPLES:-8}
 CTX=${CTX:-1k:8k:x2}
@@ -58,9 +59,9 @@ config() {
             --json "$out/$name-vt.json" >>"$log" 2>&1 || rc=1
         "$B" eval ruler "${C[@]}" --task cwe --ctx "$CTX" --words 10 --samples 8 --max-new 60 \
             --json "$out/$name-cwe.json" >>"$log" 2>&1 || rc=1
-        "$B" eval recall "${C[@]}" --tasks data/text/recall-example.jsonl --max-new 24 \
-            --json "$out/$name-recall.json" >>"$log" 2>&1 || rc=1
     fi
+    "$B" eval recall "${C[@]}" --tasks data/text/recall-example.jsonl --max-new 24 \
+        --json "$out/$name-recall.json" >>"$log" 2>&1 || rc=1
     echo "$name: rc $rc ($SECONDS s)" | tee -a "$log"
     return $rc
 }
@@ -71,7 +72,7 @@ tails=short
 grid=(
     "base|$BASE|transformer|1|"
     "conv|$CONV|orthros,linear|1|"
-    "control|$runs/ctl-16M/adapter|transformer|1|"
+    "control|$CONTROL|transformer|1|"
     "conv-hybrid|$CONV|hybrid|1|"
     "conv-tail16|$CONV|orthros|16|$tails"
     "conv-tail64|$CONV|orthros|64|$tails"
