@@ -179,6 +179,10 @@ struct orthros_backend {
      * memory) = argmax_dev of them. */
     int (*norm_logits_argmax)(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,
                               const void *norm_w, const void *W, int n, int V, int D, float eps);
+    /* A hint, NULL where a backend takes none: the weights W[bytes] of the product after the op queued next, which
+     * that op's kernels may ask into the cache ahead of it (cuda: ORTHROS_DECODE_L2PF). In force until the next
+     * call; W NULL clears it. It changes no result. */
+    void (*l2_next)(orthros_backend *be, const void *W, size_t bytes);
 
     /* ---- captured work (CUDA graphs; NULL where a backend has none) ----
      * graph_begin starts capturing what the backend queues, without running it; graph_end stops and gives the

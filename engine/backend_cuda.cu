@@ -60,6 +60,10 @@ typedef struct {
     int gemv;                      /* ORTHROS_GEMV=1: gemm and logits of 1-16 rows through gemv.cu */
     int pdl;                       /* ORTHROS_DECODE_PDL=1: every gemv.cu launch a programmatic dependent one */
     void *gemv_scratch;            /* orthros_gemv_scratch_bytes(), zeroed once; allocated at the first GEMV */
+    int l2pf;                      /* ORTHROS_DECODE_L2PF: 0 off, 1 the l2_next hints asked into L2, 2 as evict_last */
+    size_t l2pf_cap;               /* ORTHROS_DECODE_L2PF_MB: the most bytes of one hint asked */
+    const void *l2_next;           /* the hint in force (cuda_l2_next): the gemv and decode-attention launches ask it */
+    size_t l2_next_bytes;
     int capturing;                 /* between graph_begin and graph_end */
     unsigned long epoch;           /* bumped whenever `work` is replaced (graph_epoch) */
 } cuda_impl;
@@ -298,6 +302,7 @@ static int gemv_ready(cuda_impl *c, orthros_gemv_params *p)
     p->scratch = c->gemv_scratch;
     p->num_sms = c->num_sms;
     p->pdl = c->pdl;
+    p->l2_next = c->l2_next, p->l2_next_bytes = c->l2_next_bytes, p->l2_policy = c->l2pf == 2;
     return 0;
 }
 
@@ -436,6 +441,7 @@ static int attn_full(orthros_backend *be, void *out, const void *qkv, const orth
     p.cap = L->cap;
     p.window = L->window > 0 ? L->window : 0;
     p.num_sms = c->num_sms;
+    if (n == 1) p.l2_next = c->l2_next, p.l2_next_bytes = c->l2_next_bytes, p.l2_policy = c->l2pf == 2;
     for (int b = 0; b < B; b++) {
         if (pos0[b] < 0) return orthros_error(ORTHROS_EINVAL, "attention: negative position %d", pos0[b]);
         int lo = p.window > 0 && pos0[b] - p.window + 1 > 0 ? pos0[b] - p.window + 1 : 0;
@@ -688,6 +694,35 @@ static int cuda_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *log
     return rc ? rc : cuda_argmax_dev(be, ids, logits, n, V);
 }
 
+/* The weights the step's next product reads (backend.h, l2_next): with ORTHROS_DECODE_L2PF the hint the gemv and
+ * decode-attention launches carry until the next one, capped at ORTHROS_DECODE_L2PF_MB. */
+static void cuda_l2_next(orthros_backend *be, const void *W, size_t bytes)
+{
+    cuda_impl *c = impl_of(be);
+    c->l2_next = c->l2pf && W && bytes ? W : NULL;
+    c->l2_next_bytes = c->l2_next ? (bytes < c->l2pf_cap ? bytes : c->l2pf_cap) : 0;
+}
+
+/* ORTHROS_DECODE_L2PF (0, 1, 2; unset 0) and ORTHROS_DECODE_L2PF_MB (1-1024; unset 16). */
+static int select_l2pf(cuda_impl *c)
+{
+    const char *v = getenv("ORTHROS_DECODE_L2PF"), *mb = getenv("ORTHROS_DECODE_L2PF_MB");
+    c->l2pf = 0, c->l2pf_cap = (size_t)16 << 20;
+    if (v && *v) {
+        if (strlen(v) != 1 || v[0] < '0' || v[0] > '2')
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_L2PF=%.40s: 0, 1 or 2", v);
+        c->l2pf = v[0] - '0';
+    }
+    if (mb && *mb) {
+        char *end = NULL;
+        long m = strtol(mb, &end, 10);
+        if (*end || m < 1 || m > 1024)
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_L2PF_MB=%.40s: a whole number of MiB, 1-1024", mb);
+        c->l2pf_cap = (size_t)m << 20;
+    }
+    return 0;
+}
+
 /* ---- captured work: CUDA graphs of the backend's stream ---- */
 
 static int cuda_graph_begin(orthros_backend *be)
@@ -860,6 +895,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
+    if ((rc = select_l2pf(c))) return rc;
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)
@@ -867,6 +903,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
                                  orthros_gemv_version(), c->pdl ? "+pdl" : "");
     else if (c->pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl");
+    if (used < sizeof info->kernels && c->l2pf)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
+                                 c->l2pf_cap >> 20);
     if (used < sizeof info->kernels && *modes)
         snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
                  *modes & ORTHROS_DECODE_FUSED ? "fused" : "",
@@ -981,6 +1020,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->timer_seconds = cuda_timer_seconds;
     be->range_push = cuda_range_push;
     be->range_pop = cuda_range_pop;
+    be->l2_next = cuda_l2_next;
     be->embed = cuda_embed;
     be->rmsnorm = cuda_rmsnorm;
     be->add_rmsnorm = cuda_add_rmsnorm;

@@ -692,6 +692,12 @@ static int decode_bucket(int keys, int max_ctx)
     return b < max_ctx ? (int)b : max_ctx;
 }
 
+/* The weights of the step's next product (rows x K), as a hint to the backend (l2_next; NULL: none). */
+static void hint_next(orthros_session *s, const void *W, long rows, long K)
+{
+    if (s->be->l2_next) s->be->l2_next(s->be, W, W ? (size_t)rows * (size_t)K * s->be->act_size : 0);
+}
+
 /* The fused step's layers over B rows of one token: the q/k/v projection with its RMSNorm (and RoPE, where the
  * layer's rope writes only the KV cache), attention, the O projection added into the residual stream, the gate/up
  * projection with its RMSNorm and SwiGLU, the down projection added. */
@@ -709,6 +715,8 @@ static int forward_decode_fused(orthros_session *s, const int *pos0)
                          !view.fmap_after;
         snprintf(label, sizeof label, "layer %d", l);
         be->range_push(be, label);
+        /* each op's hint: the product after it (the q/k/v projection's and attention's: O) */
+        hint_next(s, w->wo, D, Hd);
         if (rope_fused) {
             OP("qkv_rope", be->norm_qkv_rope(be, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, &view, &m->rope, pos0, B, D,
                                              c->norm_eps));
@@ -717,12 +725,17 @@ static int forward_decode_fused(orthros_session *s, const int *pos0)
             OP("qkv_proj", be->norm_gemm(be, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, B, Wqkv, D, c->norm_eps));
             OP("attention", attention(s, l, 0, B, 1, pos0, 0, 1));
         }
+        hint_next(s, w->w_gu, 2L * m->ffn, D);
         OP("o_proj_add", be->gemm_add(be, s->x, s->delta, s->attn, w->wo, B, D, Hd));
+        hint_next(s, w->w_down, D, m->ffn);
         OP("gate_up_swiglu", be->norm_gemm_swiglu(be, s->act, s->xn, s->gu, s->x, w->mlp_norm, w->w_gu, B, m->ffn, D,
                                                   c->norm_eps));
+        if (l + 1 < c->n_layers) hint_next(s, m->layers[l + 1].wqkv, Wqkv, D);
+        else hint_next(s, m->lm_head, c->vocab, D);
         OP("down_proj_add", be->gemm_add(be, s->x, s->delta, s->act, w->w_down, B, D, m->ffn));
         be->range_pop(be);
     }
+    hint_next(s, NULL, 0, 0);
     return 0;
 }
 

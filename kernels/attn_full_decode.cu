@@ -49,6 +49,7 @@ static __global__ void __launch_bounds__(DEC_WARPS * 32)
     bf16 *sV = sK + NST * DEC_BN * LD;    // [NST][BN][LD]
     __shared__ float sm_m[DEC_WARPS][DEC_ROWS], sm_l[DEC_WARPS][DEC_ROWS];
 
+    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
     const int g = p.Hq / p.Hkv, rows = p.n * g;
     const int split = blockIdx.x % nsplit, bh = blockIdx.x / nsplit, kv = bh % p.Hkv, b = bh / p.Hkv;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, tid = threadIdx.x;
@@ -363,6 +364,8 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     auto full = [&](int s) { return bars + 8u * (uint32_t)s; };
     auto empty = [&](int s) { return bars + 8u * (uint32_t)(NST + s); };
 
+    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
+                      gridDim.x * gridDim.y * gridDim.z);
     const int split = blockIdx.x, h0 = blockIdx.y * HB, b = blockIdx.z;
     const int WPH = DEC6_WARPS / HB, BN = KW * WPH;           // warps per head, keys per stage
     const int g = p.Hq / p.Hkv, rows = p.n * g;

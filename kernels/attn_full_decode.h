@@ -29,6 +29,10 @@ typedef struct {
     int num_sms;            /* multiprocessors of the device (the split plan fills them) */
     float *work;            /* fp32 scratch for the split-K partial results, work_bytes long */
     size_t work_bytes;
+    const void *l2_next;    /* NULL, or the weights of a later kernel of the step, asked into L2 (l2_next_bytes of
+                             * them, evict_last where l2_policy is 1) as the blocks start: gemv.h's fields */
+    size_t l2_next_bytes;
+    int l2_policy;
 } orthros_attn_full_decode_params;
 
 /* 1 when the split-K kernel takes this shape: head_dim 64 or 128 and n * Hq / Hkv <= 16 rows per kv head. */

@@ -73,6 +73,32 @@ static __device__ __forceinline__ void cp_async16_pf256(void *dst, const void *s
     asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
                  "r"(src_bytes));
 }
+/* The weights a later kernel of the decode step reads, asked into L2 ahead of it (ORTHROS_DECODE_L2PF; the fields
+ * l2_next* of the gemv and decode-attention parameters): block `part` of `parts` takes its share of [base, base +
+ * bytes) in 16-byte-aligned pieces, one cp.async.bulk.prefetch.L2 per lane of warp 0 (sm_90; a hint that changes no
+ * result, issued and forgotten; on older devices nothing). policy 1 marks the lines evict_last, 0 evict_normal. */
+static __device__ __forceinline__ void l2_prefetch_share(const void *base, size_t bytes, int policy, int part, int parts)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (!base || threadIdx.x >= 32) return;
+    const size_t n16 = bytes / 16, lo = n16 * (size_t)part / (size_t)parts, hi = n16 * (size_t)(part + 1) / (size_t)parts;
+    const size_t a = lo + (hi - lo) * threadIdx.x / 32, b = lo + (hi - lo) * (threadIdx.x + 1) / 32;
+    if (b <= a) return;
+    const char *src = (const char *)base + a * 16;
+    const uint32_t size = (uint32_t)((b - a) * 16);
+    if (policy) {
+        uint64_t pol;
+        asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
+        asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src), "r"(size), "l"(pol)
+                     : "memory");
+    } else {
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(size) : "memory");
+    }
+#else
+    (void)base, (void)bytes, (void)policy, (void)part, (void)parts;
+#endif
+}
+
 static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> static __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 

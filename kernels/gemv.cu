@@ -306,6 +306,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
     /* The next kernel of the stream may launch once every block of this one is resident (a no-op unless it was
      * launched as a programmatic dependent). */
     pdl_trigger();
+    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, bx + gridDim.x * ks, gridDim.x * gridDim.y);
     /* Weights never depend on an earlier kernel: a dependent launch (p.pdl) asks the warp's whole share of them into
      * L2 (up to GEMV_PDL_PREFETCH k-blocks) before it waits for the kernel before it; without one, the first U
      * k-blocks are asked while the input is normed and staged (XS). */
@@ -519,6 +520,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
 
     pdl_trigger();
+    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
     /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
      * input is staged (and, with p.pdl, while the kernel before this one ends). */
     {

@@ -17,7 +17,7 @@ import os
 import sys
 
 MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-graphs-pdl", "fused-graphs-v1",
-         "fused-graphs-v2", "fused-graphs-v3"]
+         "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-l2pf", "fused-graphs-l2pf-last", "fused-graphs-l2pf32"]
 # The targets: an upper bound in ms per step, or a lower bound on the fraction of the floor.
 TARGETS = {("llama3.2-1b", 1, 4096): ("ms", 0.75), ("llama3.2-1b", 1, 131072): ("ms", 1.8),
            ("llama3.1-8b", 1, 4096): ("floor", 0.85)}

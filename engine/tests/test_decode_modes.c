@@ -622,7 +622,7 @@ static int cuda_models(int nspec, char **specs)
         printf("SKIP: no CUDA device\n");
         return 77;
     }
-    orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL;
+    orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -634,6 +634,24 @@ static int cuda_models(int nspec, char **specs)
     setenv("ORTHROS_DECODE_PDL", "1", 1);
     if (!rc) rc = orthros_backend_cuda_create(&pdl);
     unsetenv("ORTHROS_DECODE_PDL");
+    /* ORTHROS_DECODE_L2PF: 0-2, the cap 1-1024 MiB, anything else refused naming the variable */
+    const char *const bad[][2] = {{"ORTHROS_DECODE_L2PF", "3"}, {"ORTHROS_DECODE_L2PF", "1x"},
+                                  {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"}};
+    for (size_t i = 0; !rc && i < sizeof bad / sizeof *bad; i++) {
+        orthros_backend *be = NULL;
+        setenv(bad[i][0], bad[i][1], 1);
+        int r = orthros_backend_cuda_create(&be);
+        CHECK(r == ORTHROS_EINVAL && !be && strstr(orthros_last_error(), bad[i][0]), "cuda %s=%s is refused (rc %d: %s)",
+              bad[i][0], bad[i][1], r, orthros_last_error());
+        orthros_backend_free(be);
+        unsetenv(bad[i][0]);
+    }
+    /* the hints as evict_last, 64 MiB each: more than the step's products between two of them */
+    setenv("ORTHROS_DECODE_L2PF", "2", 1);
+    setenv("ORTHROS_DECODE_L2PF_MB", "64", 1);
+    if (!rc) rc = orthros_backend_cuda_create(&l2pf);
+    unsetenv("ORTHROS_DECODE_L2PF");
+    unsetenv("ORTHROS_DECODE_L2PF_MB");
     if (rc) {
         fprintf(stderr, "cuda backend: %s\n", orthros_last_error());
         return 1;
@@ -668,7 +686,8 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED, plain, "fused"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs"},
                             {ORTHROS_DECODE_FUSED, pdl, "fused + pdl"},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl, "fused + graphs + pdl"}};
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl, "fused + graphs + pdl"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, l2pf, "fused + graphs + l2pf"}};
                 for (size_t w = 0; w < sizeof ways / sizeof *ways; w++) {
                     char label[200];
                     snprintf(label, sizeof label, "%s %s B %d %s", spec, ac->label, B, ways[w].tag);
@@ -683,6 +702,7 @@ static int cuda_models(int nspec, char **specs)
             }
         }
     }
+    orthros_backend_free(l2pf);
     orthros_backend_free(pdl);
     orthros_backend_free(gemv);
     orthros_backend_free(plain);
