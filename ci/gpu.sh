@@ -31,7 +31,7 @@
 #                minute on an H200, the anchor 30 s and its compiled form 3 minutes: over 10-minute calls, split the
 #                modes (the summary reads every file in OUTDIR/decode, and each anchor runs once, when its file is
 #                missing); DECODE_SPECS (space-separated model:batch:ctxs, e.g. "llama3.2-1b:1:4k,128k") runs
-#                those shapes instead of the six
+#                those shapes instead of the default four
 # A device command is limited to 10 minutes: split a long session into calls with these switches.
 set -u -o pipefail
 
