@@ -202,7 +202,8 @@ struct orthros_backend {
  * ORTHROS_DECODE_* bits: 1 on, 0 off, unset the backend's `defaults`),
  * ORTHROS_GEMV=1 (cuda: products of 1-16 rows through gemv.cu instead of cuBLAS) and ORTHROS_DECODE_PDL=1 (cuda:
  * every gemv.cu launch, the fused ops' included, a programmatic dependent launch; these two unset or 0: off). Any
- * other value is an error (ORTHROS_EINVAL, naming it). */
+ * other value is an error (ORTHROS_EINVAL, naming it). The cuda backend also reads ORTHROS_DECODE_L2PF (0-2) and
+ * ORTHROS_DECODE_L2PF_MB (1-1024) itself (backend_cuda.cu, select_l2pf; the l2_next hints). */
 int orthros_decode_env(unsigned defaults, unsigned *decode_modes, int *gemv, int *pdl);
 /* Fills info->kind and info->host (this process's host name), for every backend's device description. */
 void orthros_device_info_set_host(orthros_device_info *info, const char *kind);
