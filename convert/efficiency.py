@@ -7,14 +7,18 @@ plots/efficiency.gp, when gnuplot is installed):
     convert/efficiency.py --out DIR --base GRID/base \\
         --summary RUN_A/summary.json --summary RUN_B/summary.json \\
         --point 16M=GRID_A/conv --point 4M=GRID_B/conv-4M --point 1M=GRID_B/conv-1M \\
-        --point 4M-before=GRID_B/conv-4M-before
+        --point 4M-before=GRID_B/conv-4M-before --control 16M=GRID_A/control
 
 A point NAME=PREFIX is the converted model of the pipeline's jobs s1-NAME and s2-NAME (its tokens and GPU seconds:
 the sum of both stages' tokens_seen and seconds in a summary.json) and its grid files PREFIX-ppl-kjv.json,
 PREFIX-ppl-python.json and PREFIX-niah-single.json. --base names the transformer's grid files. A point whose NAME
 has no suffix (16M, 4M, 1M) is a budget of the recipe as committed; one with a suffix (4M-before, 4M-L4096, ...) is a
 variant of the length study: a line through its budgets when it has two or more (4M-before and 16M-before), else a
-lone marker. Standard library only. It is not an `orthros plot` figure
+lone marker. A control NAME=PREFIX is the control transformer of budget NAME (the pipeline's job ctl-NAME: LoRA on
+the unchanged transformer with the stage-2 tokens and steps of that budget), drawn at the tokens it saw, as a line
+through the controls given; its grid files are PREFIX-ppl-kjv.json, PREFIX-ppl-python.json and
+PREFIX-niah-single.json (as transformer). A job in several summaries takes the last one's figures. Standard library
+only. It is not an `orthros plot` figure
 because half its inputs, the pipeline's summaries, are the conversion's files, not the harness's result files.
 """
 import argparse
@@ -107,11 +111,22 @@ def point(name, prefix, jobs):
             "niah_orthros": niah(prefix, "orthros"), "niah_linear": niah(prefix, "linear")}
 
 
+def control(name, prefix, jobs):
+    if not re.fullmatch(r"[0-9]+[KMG]", name):
+        fail(f"--control {name}: NAME is a budget (16M)")
+    if f"ctl-{name}" not in jobs:
+        fail(f"--control {name}: no finished job ctl-{name} in the --summary files")
+    t, s, gpu = jobs[f"ctl-{name}"]
+    return {"name": f"control {name}", "budget": name, "tokens": int(t), "gpu_minutes": round(s / 60.0, 2), "gpu": gpu,
+            "grid": prefix, "ppl_kjv": ppl(prefix, "kjv", "transformer"),
+            "ppl_python": ppl(prefix, "python", "transformer"), "niah": niah(prefix, "transformer")}
+
+
 def cell(d, k, fmt):
     return fmt.format(d[k]) if k in d else "-"
 
 
-def table(base, pts):
+def table(base, pts, ctls=()):
     head = ["conversion", "tokens", "GPU-min"] + [f"KJV ppl {c // 1024}K" for c in CTXS] + \
         [f"Python ppl {c // 1024}K" for c in (1024, 8192)] + [f"NIAH orthros {c // 1024}K" for c in CTXS] + \
         ["NIAH linear 1K"]
@@ -123,17 +138,23 @@ def table(base, pts):
                     [cell(p["ppl_kjv"], c, "{:.2f}") for c in CTXS] +
                     [cell(p["ppl_python"], c, "{:.2f}") for c in (1024, 8192)] +
                     [cell(p["niah_orthros"], c, "{:.1f}") for c in CTXS] + [cell(p["niah_linear"], 1024, "{:.1f}")])
+    for p in ctls:
+        rows.append([p["name"] + " (transformer)", f"{p['tokens'] / 1e6:.1f}M", f"{p['gpu_minutes']:.2f}"] +
+                    [cell(p["ppl_kjv"], c, "{:.2f}") for c in CTXS] +
+                    [cell(p["ppl_python"], c, "{:.2f}") for c in (1024, 8192)] +
+                    [cell(p["niah"], c, "{:.1f}") for c in CTXS] + ["-"])
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(head) - 1)) + " |"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
 # Series of the two panels: (title, color, dash type, point type, [(x, y)]); the transformer's as a line across the
-# range; a variant's two windows joined by a thin dotted line (dash type 3).
-def series(base, pts):
+# range; a variant's two windows joined by a thin dotted line (dash type 3); the controls a line through their tokens.
+def series(base, pts, ctls=()):
     budgets = sorted((p for p in pts if not p["variant"]), key=lambda p: p["tokens"])
     variants = [p for p in pts if p["variant"]]
-    xs = [p["tokens"] for p in pts]
+    ctls = sorted(ctls, key=lambda p: p["tokens"])
+    xs = [p["tokens"] for p in list(pts) + ctls]
     span = [min(xs) / 1.5, max(xs) * 1.5]
     colors = ["#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
     left, right = [], []
@@ -150,6 +171,13 @@ def series(base, pts):
                       [(p["tokens"], p["niah_orthros"][c]) for p in budgets if c in p["niah_orthros"]]))
     right.append(("converted as linear, 1K", "#7f7f7f", 1, 6,
                   [(p["tokens"], p["niah_linear"][1024]) for p in budgets if 1024 in p["niah_linear"]]))
+    if ctls:
+        for c, dash in ((1024, 1), (8192, 2)):
+            left.append((f"control transformer, {c // 1024}K windows", "#bcbd22", dash, 13,
+                         [(p["tokens"], p["ppl_kjv"][c]) for p in ctls if c in p["ppl_kjv"]]))
+        for c, dash in ((1024, 1), (4096, 2)):
+            right.append((f"control transformer, {c // 1024}K", "#bcbd22", dash, 13,
+                          [(p["tokens"], p["niah"][c]) for p in ctls if c in p["niah"]]))
     # A variant at two budgets or more is a line of its own through its budgets (solid at 1K, dashed at the longer
     # window); a variant at one budget is a marker.
     groups = {}
@@ -203,7 +231,7 @@ def figure(out, left, right, fmt):
         write_dat(os.path.join(tmp, "left.dat"), left)
         write_dat(os.path.join(tmp, "right.dat"), right)
         # Only numbers and words this script made reach gnuplot; the folders are its working directory.
-        text = (f"w = 1300\nh = 560\nfmt = '{fmt}'\nout = 'efficiency.{fmt}'\ndat = 'left.dat'\n"
+        text = (f"w = 1300\nh = 700\nfmt = '{fmt}'\nout = 'efficiency.{fmt}'\ndat = 'left.dat'\n"
                 f"nl = {len(left)}\nnr = {len(right)}\n"
                 f"cl = '{words(left, 1)}'\ndl = '{words(left, 2)}'\npl = '{words(left, 3)}'\nwl = '{widths(left)}'\n"
                 f"cr = '{words(right, 1)}'\ndr = '{words(right, 2)}'\npr = '{words(right, 3)}'\nwr = '{widths(right)}'\n")
@@ -226,6 +254,8 @@ def main(argv=None):
     ap.add_argument("--base", required=True, help="grid prefix of the base transformer (PREFIX-ppl-kjv.json, ...)")
     ap.add_argument("--summary", action="append", required=True, help="convert/pipeline.py summary.json (repeat)")
     ap.add_argument("--point", action="append", required=True, help="NAME=PREFIX: a conversion and its grid files")
+    ap.add_argument("--control", action="append", default=[],
+                    help="NAME=PREFIX: the control transformer of budget NAME (job ctl-NAME) and its grid files")
     ap.add_argument("--format", choices=("png", "svg", "pdf"), default="png")
     a = ap.parse_args(argv)
     jobs = jobs_of(a.summary)
@@ -237,16 +267,22 @@ def main(argv=None):
         if not eq or not prefix:
             fail(f"--point {spec}: NAME=PREFIX")
         pts.append(point(name, prefix, jobs))
+    ctls = []
+    for spec in a.control:
+        name, eq, prefix = spec.partition("=")
+        if not eq or not prefix:
+            fail(f"--control {spec}: NAME=PREFIX")
+        ctls.append(control(name, prefix, jobs))
     if not any(not p["variant"] for p in pts):
         fail("no budget point (a NAME without a variant suffix): nothing to draw a line through")
     os.makedirs(a.out, exist_ok=True)
-    md = table(base, pts)
+    md = table(base, pts, ctls)
     with open(os.path.join(a.out, "efficiency.md"), "w") as f:
         f.write(md)
     with open(os.path.join(a.out, "efficiency.json"), "w") as f:
-        json.dump({"schema": 1, "base": base, "points": pts}, f, indent=1)
+        json.dump({"schema": 1, "base": base, "points": pts, "controls": ctls}, f, indent=1)
     sys.stdout.write(md)
-    left, right = series(base, pts)
+    left, right = series(base, pts, ctls)
     dest = figure(a.out, left, right, a.format)
     if dest:
         print(f"efficiency: {dest}", file=sys.stderr)

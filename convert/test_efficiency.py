@@ -18,6 +18,7 @@ A = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-01")
 B = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-01b")
 C = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-02")
 D = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-02b")
+E = os.path.join(ROOT, "data/results/smollm2-converted-h200-2026-12-02e")
 
 
 def read(path):
@@ -91,6 +92,30 @@ class Efficiency(unittest.TestCase):
         self.assertEqual([round(p["ppl_kjv"][c], 2) for c in efficiency.CTXS], [14.62, 14.16, 14.0, 14.1])
         self.assertEqual([p["niah_orthros"][c] for c in efficiency.CTXS], [95.0, 77.5, 42.5, 27.5])
 
+    def test_controls(self):
+        """The control transformers (jobs ctl-16M, ctl-24M) are rows of the table and a line through the tokens they
+        saw, their figures those of their grid files as transformer."""
+        with tempfile.TemporaryDirectory() as out:
+            md = run("--summary", f"{E}/convert/summary.json", "--point", f"16M={A}/grid/conv",
+                     "--control", f"24M={E}/grid/control", "--control", f"16M={A}/grid/control", out=out)
+            rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]] for r in md.splitlines()[2:]}
+            self.assertEqual(rows["control 16M (transformer)"][2], "11.41")
+            self.assertEqual(rows["control 24M (transformer)"][2], "11.31")
+            self.assertEqual(rows["control 24M (transformer)"][5], "10.12")
+            self.assertEqual(rows["control 24M (transformer)"][8], "72.5")
+            got = read(os.path.join(out, "efficiency.json"))
+            c24 = next(c for c in got["controls"] if c["budget"] == "24M")
+            s = read(f"{E}/convert/summary.json")["jobs"]["ctl-24M"]
+            self.assertEqual(c24["tokens"], s["tokens_seen"])
+            self.assertAlmostEqual(c24["gpu_minutes"], s["seconds"] / 60, places=2)
+        jobs = efficiency.jobs_of([f"{A}/convert/summary.json", f"{E}/convert/summary.json"])
+        ctls = [efficiency.control("24M", f"{E}/grid/control", jobs), efficiency.control("16M", f"{A}/grid/control", jobs)]
+        base = {"ppl_kjv": efficiency.ppl(f"{A}/grid/base", "kjv", "transformer"),
+                "niah": efficiency.niah(f"{A}/grid/base", "transformer")}
+        left, _ = efficiency.series(base, [efficiency.point("16M", f"{A}/grid/conv", jobs)], ctls)
+        line = {s[0]: s for s in left}["control transformer, 1K windows"]
+        self.assertEqual([round(y, 2) for _, y in line[4]], [11.41, 11.31])  # in order of tokens
+
     def refused(self, *extra, says):
         with tempfile.TemporaryDirectory() as out:
             with self.assertRaises(SystemExit) as e:
@@ -107,6 +132,9 @@ class Efficiency(unittest.TestCase):
                 json.dump({"kind": "bench", "cells": []}, f)
             self.refused("--point", f"16M={d}/x", says="not an orthros eval result file")
         self.refused("--point", f"4M-before={B}/grid/conv-4M-before", says="no budget point")
+        self.refused("--point", f"16M={A}/grid/conv", "--control", f"64M={A}/grid/control", says="no finished job ctl-64M")
+        self.refused("--point", f"16M={A}/grid/conv", "--control", f"16M-before={A}/grid/control", says="NAME is a budget")
+        self.refused("--point", f"16M={A}/grid/conv", "--control", f"16M={B}/grid/control", says="cannot read")
 
 
 if __name__ == "__main__":

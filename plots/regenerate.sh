@@ -48,14 +48,16 @@ fig $R/smollm2-converted-h200-2026-12-02d/figures $G/base-ppl-kjv.json $G3/conv-
 fig $R/smollm2-converted-h200-2026-12-02d/figures-python $G/base-ppl-python.json $G3/conv-ppl-python.json \
     $G5/conv-24M-before-ppl-python.json
 # The conversion's data efficiency (convert/efficiency.py: quality against conversion tokens; pipeline summaries
-# beside the grid files).
+# beside the grid files; S6 before S5: a job in several summaries takes the last one's figures, and S5's
+# s1-24M-before ran alone on the GPU, S6's beside a grid).
 S1=$R/smollm2-converted-h200-2026-12-01 S2=$R/smollm2-converted-h200-2026-12-01b S3=$R/smollm2-converted-h200-2026-12-02
-S4=$R/smollm2-converted-h200-2026-12-02b S5=$R/smollm2-converted-h200-2026-12-02d
+S4=$R/smollm2-converted-h200-2026-12-02b S5=$R/smollm2-converted-h200-2026-12-02d S6=$R/smollm2-converted-h200-2026-12-02e
 python3 convert/efficiency.py --out $S3/efficiency --base $S1/grid/base --summary $S1/convert/summary.json \
     --summary $S2/convert/summary.json --summary $S3/convert/summary.json --summary $S4/convert/summary.json \
-    --summary $S5/convert/summary.json \
+    --summary $S6/convert/summary.json --summary $S5/convert/summary.json \
     --point 16M=$S1/grid/conv \
     --point 4M=$S2/grid/conv-4M --point 1M=$S2/grid/conv-1M --point 4M-before=$S2/grid/conv-4M-before \
     --point 16M-before=$S3/grid/conv --point 4M-L4096=$S2/grid/conv-4M-L4096 --point 4M-O7168=$S2/grid/conv-4M-O7168 \
     --point 16M-L4096-before=$S4/grid/l4096 --point 24M-before=$S5/grid/conv-24M-before \
+    --control 16M=$S1/grid/control --control 24M=$S6/grid/control \
     >/dev/null
