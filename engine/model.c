@@ -701,7 +701,7 @@ static void hint_next(orthros_session *s, const void *W, long rows, long K)
 /* The fused step's layers over B rows of one token: the q/k/v projection with its RMSNorm (and RoPE, where the
  * layer's rope writes only the KV cache), attention, the O projection added into the residual stream, the gate/up
  * projection with its RMSNorm and SwiGLU, the down projection added. */
-static int forward_decode_fused(orthros_session *s, const int *pos0)
+static int forward_decode_fused_layers(orthros_session *s, const int *pos0)
 {
     orthros_backend *be = s->be;
     orthros_model *m = s->m;
@@ -735,8 +735,15 @@ static int forward_decode_fused(orthros_session *s, const int *pos0)
         OP("down_proj_add", be->gemm_add(be, s->x, s->delta, s->act, w->w_down, B, D, m->ffn));
         be->range_pop(be);
     }
-    hint_next(s, NULL, 0, 0);
     return 0;
+}
+
+/* The layers, the hints cleared after them whether they ran or failed (a hint never outlives the step). */
+static int forward_decode_fused(orthros_session *s, const int *pos0)
+{
+    int rc = forward_decode_fused_layers(s, pos0);
+    hint_next(s, NULL, 0, 0);
+    return rc;
 }
 
 /* One step in the session's modes: the embedding (the tokens from the host, or from step_io under GRAPHS), the
