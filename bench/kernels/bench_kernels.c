@@ -9,7 +9,8 @@
  *
  * Timing: each sample is K back-to-back launches between two stream syncs, read on the host clock, divided
  * by K (K is chosen so that a sample lasts a few ms, which drowns the sync); 3 warm-up samples, then 7
- * timed ones; the median is reported and every sample kept in the JSON.
+ * timed ones; the median is reported and every sample kept in the JSON. The step probes (op step_probe: a kernel
+ * boundary, a grid barrier) are timed on CUDA events of their own stream instead, 20 launches a sample.
  * Usage: bench_kernels [out.json] [--quick] [--only OP]  (--only: just the ops whose name contains OP) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -26,6 +27,7 @@
 #include "backend.h"
 #include "gemv.h"
 #include "mem_read.h"
+#include "step_probe.h"
 #include "result_bench.h"
 #include "stats.h"
 
@@ -795,6 +797,71 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
            sum[4] > 0 ? 100 * floor_s / sum[4] : 0.0, sum[5] > 0 ? 100 * floor_s / sum[5] : 0.0);
 }
 
+static void cuda_must(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) must(orthros_error(ORTHROS_EDEVICE, "%s: %s", what, cudaGetErrorString(e)), what);
+}
+
+/* The two fixed costs a persistent decode step trades (kernels/step_probe.h): the time a kernel boundary costs in a
+ * captured chain of kernels as small as a kernel can be (98 of 2 blocks an SM: the 1B step's kernel count and the
+ * products' grid), and the time one grid-wide barrier costs inside a resident kernel of one block an SM (1000
+ * barriers in one launch). Each is microseconds a boundary; there is no floor (0 bytes). */
+static void bench_step_probe(int sms)
+{
+    if (!want("step_probe")) return;
+    const int nk = 98, blocks = 2 * sms, rounds = 500, reps = 20;
+    cudaStream_t st;
+    cudaEvent_t e0, e1;
+    unsigned *d = NULL;
+    cuda_must(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    cuda_must(cudaEventCreate(&e0), "event");
+    cuda_must(cudaEventCreate(&e1), "event");
+    cuda_must(cudaMalloc((void **)&d, (size_t)(blocks + 3) * sizeof *d), "alloc");
+    cuda_must(cudaMemset(d, 0, (size_t)(blocks + 3) * sizeof *d), "memset");
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cuda_must(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "capture");
+    int rc = orthros_probe_chain(d, blocks, nk, st);
+    cuda_must(cudaStreamEndCapture(st, &graph), "capture");
+    must(rc, "probe chain");
+    cuda_must(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    double samples[SAMPLES], sorted[SAMPLES];
+    for (int way = 0; way < 2; way++) {
+        if (way == 1) {
+            rc = orthros_probe_barrier(d, d + blocks, d + blocks + 2, sms, rounds, st);
+            if (rc == ORTHROS_EUNSUPPORTED) {
+                printf("step_probe barrier: %s\n", orthros_last_error());
+                break;
+            }
+            must(rc, "probe barrier");
+            cuda_must(cudaStreamSynchronize(st), "sync");
+        }
+        for (int s = 0; s < WARMUP + SAMPLES; s++) {
+            cuda_must(cudaEventRecord(e0, st), "event");
+            for (int r = 0; r < reps && !rc; r++)
+                if (way == 0) cuda_must(cudaGraphLaunch(exec, st), "replay");
+                else rc = orthros_probe_barrier(d, d + blocks, d + blocks + 2, sms, rounds, st);
+            must(rc, "probe barrier");
+            cuda_must(cudaEventRecord(e1, st), "event");
+            cuda_must(cudaEventSynchronize(e1), "sync");
+            float ms = 0.0f;
+            cuda_must(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+            if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3 / reps / (way == 0 ? nk : 2.0 * rounds);
+        }
+        memcpy(sorted, samples, sizeof sorted);
+        char shape[128];
+        if (way == 0) snprintf(shape, sizeof shape, "a kernel boundary: %d kernels of %d blocks, one graph", nk, blocks);
+        else snprintf(shape, sizeof shape, "a grid barrier: %d in one kernel of %d blocks", 2 * rounds, sms);
+        record_case("step_probe", shape, NULL, 1, 0.0, 0.0, orthros_median_sorting(sorted, SAMPLES), samples);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaFree(d);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(st);
+}
+
 int main(int argc, char **argv)
 {
     const char *json_path = NULL;
@@ -930,6 +997,7 @@ int main(int argc, char **argv)
         bench_window_pass(di ? 128 : 64, quick ? 16384 : 131072, 16, ORTHROS_ATTN_LINEAR_WINDOW_LATEST);
     }
 
+    bench_step_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
     /* The decode step's matrix-vector products (gemv.cu), last. */
     if (want("gemv")) {
         orthros_backend *gemv_be = NULL, *pdl_be = NULL;

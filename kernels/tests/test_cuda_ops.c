@@ -29,6 +29,7 @@
 #include "backend.h"
 #include "gemv.h"
 #include "mem_read.h"
+#include "step_probe.h"
 
 #define TOL_BF16 1e-4
 #define TOL_F32 1e-8
@@ -1288,8 +1289,63 @@ static void decode_bound_suite(void)
     }
 }
 
+/* The step probes against the counts they must leave (step_probe.h): a chain of n kernels adds n to every block's
+ * word; a barrier kernel of r rounds sees every block's word at each round, leaves them at r, the arrival count at
+ * 0 and the generation advanced by 2 r. */
+static void test_step_probe(void)
+{
+    const int most = 2048;
+    unsigned *d = NULL, *h = malloc((size_t)most * sizeof *h);
+    if (!h || cudaMalloc((void **)&d, (size_t)(most + 3) * sizeof *d) != cudaSuccess) die("probe alloc");
+    const int chains[][2] = {{1, 1}, {7, 0}, {7, 37}, {264, 98}, {1000, 5}};
+    for (size_t i = 0; i < sizeof chains / sizeof *chains; i++) {
+        const int blocks = chains[i][0], n = chains[i][1];
+        char name[160];
+        snprintf(name, sizeof name, "probe chain of %d kernels of %d blocks (exact)", n, blocks);
+        if (cudaMemset(d, 0, (size_t)blocks * sizeof *d) != cudaSuccess) die("probe memset");
+        int rc = orthros_probe_chain(d, blocks, n, 0);
+        if (rc || cudaDeviceSynchronize() != cudaSuccess ||
+            cudaMemcpy(h, d, (size_t)blocks * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            op_rc(rc ? rc : ORTHROS_EDEVICE, name);
+            continue;
+        }
+        int wrong = 0;
+        for (int b = 0; b < blocks; b++) wrong += h[b] != (unsigned)n;
+        float z = 0.0f, w = (float)wrong;
+        report(name, &z, &w, 1, 0);
+    }
+    const int sms = gpu->info.sm_count > 0 ? gpu->info.sm_count : 1;
+    const int bars[][2] = {{1, 3}, {5, 37}, {sms, 1}, {sms, 97}, {sms - 3 > 0 ? sms - 3 : 1, 11}};
+    for (size_t i = 0; i < sizeof bars / sizeof *bars; i++) {
+        const int blocks = bars[i][0], rounds = bars[i][1];
+        char name[160];
+        snprintf(name, sizeof name, "probe barrier, %d blocks, %d rounds (exact)", blocks, rounds);
+        unsigned *words = d, *sync = d + most, *errors = d + most + 2;
+        if (cudaMemset(d, 0, (size_t)(most + 3) * sizeof *d) != cudaSuccess) die("probe memset");
+        int rc = orthros_probe_barrier(words, sync, errors, blocks, rounds, 0);
+        if (rc == ORTHROS_EUNSUPPORTED) {
+            printf("SKIP %s: %s\n", name, orthros_last_error());
+            continue;
+        }
+        unsigned tail[3];
+        if (rc || cudaDeviceSynchronize() != cudaSuccess ||
+            cudaMemcpy(h, words, (size_t)blocks * sizeof *h, cudaMemcpyDeviceToHost) != cudaSuccess ||
+            cudaMemcpy(tail, sync, sizeof tail, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            op_rc(rc ? rc : ORTHROS_EDEVICE, name);
+            continue;
+        }
+        int wrong = (int)tail[2] + (tail[0] != 0u) + (tail[1] != 2u * (unsigned)rounds);
+        for (int b = 0; b < blocks; b++) wrong += h[b] != (unsigned)rounds;
+        float z = 0.0f, w = (float)wrong;
+        report(name, &z, &w, 1, 0);
+    }
+    cudaFree(d);
+    free(h);
+}
+
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
- * decode7, prefill7, readprobe, linear7, window (to rerun the last ones alone when an earlier one hangs). */
+ * decode7, prefill7, readprobe, linear7, window, gemv, stepprobe (to rerun the last ones alone when an earlier one
+ * hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -1357,6 +1413,7 @@ int main(void)
     if (section("window") || (getenv("ORTHROS_TEST_ONLY") && !strcmp(getenv("ORTHROS_TEST_ONLY"), "windowpass")))
         window_pass_suite();
     if (section("window")) window_suite(3, ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
+    if (section("stepprobe")) test_step_probe();
     /* The whole-model decode work (docs/kernels.md, "Whole-model decode"; passing on the H200 at 3ba2852): the
      * GEMV kernel through ORTHROS_GEMV and the fused decode ops, then the decode kernels planned for a bound. */
     if (section("gemv")) {
