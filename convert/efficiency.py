@@ -130,19 +130,14 @@ def table(base, pts, ctls=()):
     head = ["conversion", "tokens", "GPU-min"] + [f"KJV ppl {c // 1024}K" for c in CTXS] + \
         [f"Python ppl {c // 1024}K" for c in (1024, 8192)] + [f"NIAH orthros {c // 1024}K" for c in CTXS] + \
         ["NIAH linear 1K"]
-    rows = [["base transformer", "-", "-"] + [cell(base["ppl_kjv"], c, "{:.2f}") for c in CTXS] +
-            [cell(base["ppl_python"], c, "{:.2f}") for c in (1024, 8192)] +
-            [cell(base["niah"], c, "{:.1f}") for c in CTXS] + ["-"]]
-    for p in pts:
-        rows.append([p["name"], f"{p['tokens'] / 1e6:.1f}M", f"{p['gpu_minutes']:.2f}"] +
-                    [cell(p["ppl_kjv"], c, "{:.2f}") for c in CTXS] +
-                    [cell(p["ppl_python"], c, "{:.2f}") for c in (1024, 8192)] +
-                    [cell(p["niah_orthros"], c, "{:.1f}") for c in CTXS] + [cell(p["niah_linear"], 1024, "{:.1f}")])
-    for p in ctls:
-        rows.append([p["name"] + " (transformer)", f"{p['tokens'] / 1e6:.1f}M", f"{p['gpu_minutes']:.2f}"] +
-                    [cell(p["ppl_kjv"], c, "{:.2f}") for c in CTXS] +
-                    [cell(p["ppl_python"], c, "{:.2f}") for c in (1024, 8192)] +
-                    [cell(p["niah"], c, "{:.1f}") for c in CTXS] + ["-"])
+    def row(label, p, niah, linear):
+        cost = [f"{p['tokens'] / 1e6:.1f}M", f"{p['gpu_minutes']:.2f}"] if "tokens" in p else ["-", "-"]
+        return ([label] + cost + [cell(p["ppl_kjv"], c, "{:.2f}") for c in CTXS] +
+                [cell(p["ppl_python"], c, "{:.2f}") for c in (1024, 8192)] + [cell(niah, c, "{:.1f}") for c in CTXS] +
+                [cell(linear, 1024, "{:.1f}")])
+    rows = [row("base transformer", base, base["niah"], {})]
+    rows += [row(p["name"], p, p["niah_orthros"], p["niah_linear"]) for p in pts]
+    rows += [row(p["name"] + " (transformer)", p, p["niah"], {}) for p in ctls]
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(head) - 1)) + " |"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
@@ -261,18 +256,17 @@ def main(argv=None):
     jobs = jobs_of(a.summary)
     base = {"ppl_kjv": ppl(a.base, "kjv", "transformer"), "ppl_python": ppl(a.base, "python", "transformer"),
             "niah": niah(a.base, "transformer")}
-    pts = []
-    for spec in a.point:
-        name, eq, prefix = spec.partition("=")
-        if not eq or not prefix:
-            fail(f"--point {spec}: NAME=PREFIX")
-        pts.append(point(name, prefix, jobs))
-    ctls = []
-    for spec in a.control:
-        name, eq, prefix = spec.partition("=")
-        if not eq or not prefix:
-            fail(f"--control {spec}: NAME=PREFIX")
-        ctls.append(control(name, prefix, jobs))
+    def each(flag, specs, make):
+        out = []
+        for spec in specs:
+            name, eq, prefix = spec.partition("=")
+            if not eq or not prefix:
+                fail(f"{flag} {spec}: NAME=PREFIX")
+            out.append(make(name, prefix, jobs))
+        return out
+
+    pts = each("--point", a.point, point)
+    ctls = each("--control", a.control, control)
     if not any(not p["variant"] for p in pts):
         fail("no budget point (a NAME without a variant suffix): nothing to draw a line through")
     os.makedirs(a.out, exist_ok=True)
