@@ -2,7 +2,7 @@
  * time per kernel is the boundary: launch, drain and ramp. The barrier: the textbook sense-reversing grid barrier
  * (an arrival counter and a generation, thread 0 of each block arrives with a device-scope atomic, the last one resets
  * the counter and bumps the generation, the others spin on it with acquire loads), the kind a persistent step would
- * run between its ops. */
+ * run between its ops; and a flat one (below) that makes one trip where the textbook one makes three. */
 #include "step_probe.h"
 
 #include "cuda_common.cuh"
@@ -41,23 +41,41 @@ static __device__ __forceinline__ void grid_barrier(unsigned *sync)
     __syncthreads();
 }
 
+/* The flat barrier: sync[0] counts every arrival of the launch and never resets; barrier i (1-based) is passed once it
+ * reaches i x gridDim.x. Thread 0 of a block arrives with a release reduction (nothing comes back) and polls with
+ * acquire loads: one trip to L2 and the poll, where the textbook one above makes three in a row. */
+static __device__ __forceinline__ void grid_barrier_flat(unsigned *sync, unsigned target)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
+        while (ld_acquire(sync) < target) {
+        }
+    }
+    __syncthreads();
+}
+
+template <bool FLAT>
 static __global__ void __launch_bounds__(PROBE_THREADS) barrier_kernel(unsigned *words, unsigned *sync, unsigned *errors,
                                                                         int rounds)
 {
     __shared__ unsigned bad;
+    unsigned passed = 0u;
     for (int r = 1; r <= rounds; r++) {
         if (threadIdx.x == 0) {
             bad = 0u;
             *(volatile unsigned *)(words + blockIdx.x) = (unsigned)r;
         }
-        grid_barrier(sync);
+        if (FLAT) grid_barrier_flat(sync, ++passed * gridDim.x);
+        else grid_barrier(sync);
         /* every block's word, read past L1 */
         for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)
             if (ld_acquire(words + b) != (unsigned)r) atomicAdd(&bad, 1u);
         __syncthreads();
         if (threadIdx.x == 0 && bad) atomicAdd(errors, bad);
         /* nobody writes round r + 1 before everybody has read round r */
-        grid_barrier(sync);
+        if (FLAT) grid_barrier_flat(sync, ++passed * gridDim.x);
+        else grid_barrier(sync);
     }
 }
 
@@ -71,21 +89,22 @@ extern "C" int orthros_probe_chain(unsigned *words, int blocks, int n, cudaStrea
     return 0;
 }
 
-extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *errors, int blocks, int rounds,
+extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *errors, int blocks, int rounds, int flat,
                                      cudaStream_t stream)
 {
-    if (!words || !sync || !errors || blocks < 1 || rounds < 0)
+    if (!words || !sync || !errors || blocks < 1 || rounds < 0 || (flat && (long)blocks * 2 * rounds > 0xffffffffL))
         return orthros_error(ORTHROS_EINVAL, "probe barrier: %d blocks, %d rounds", blocks, rounds);
+    void (*kernel)(unsigned *, unsigned *, unsigned *, int) = flat ? barrier_kernel<true> : barrier_kernel<false>;
     int dev = 0, coop = 0, sms = 0, per_sm = 0;
     ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, barrier_kernel, PROBE_THREADS, 0));
+    ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, PROBE_THREADS, 0));
     if (!coop || blocks > sms * per_sm)
         return orthros_error(ORTHROS_EUNSUPPORTED, "probe barrier: %d blocks do not fit at once (%d SMs x %d, cooperative %d)",
                              blocks, sms, per_sm, coop);
     void *args[] = {&words, &sync, &errors, &rounds};
-    ORTHROS_CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)barrier_kernel, dim3((unsigned)blocks),
+    ORTHROS_CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)kernel, dim3((unsigned)blocks),
                                                    dim3(PROBE_THREADS), args, 0, stream));
     return 0;
 }

@@ -22,9 +22,11 @@ int orthros_probe_chain(unsigned *words, int blocks, int n, cudaStream_t stream)
  * barriers; in round r (1-based) each block writes r into words[block] before the barrier and, after it, counts the
  * blocks whose word is not r into *errors, then meets them at a second barrier (so that no block writes round r + 1
  * before all have read round r). sync[2] (zeroed by the caller once) is the barriers' arrival count and generation;
- * it is left with the count 0 and the generation advanced by 2 rounds. ORTHROS_EUNSUPPORTED where the
- * device cannot launch cooperatively or blocks exceeds what fits at once. */
-int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *errors, int blocks, int rounds,
+ * it is left with the count 0 and the generation advanced by 2 rounds. With flat, the barrier is the flat one (an
+ * arrival count that never resets, a release reduction and acquire polls): sync[0] is left at 2 rounds x blocks,
+ * sync[1] untouched. ORTHROS_EUNSUPPORTED where the device cannot launch cooperatively or blocks exceeds what fits
+ * at once. */
+int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *errors, int blocks, int rounds, int flat,
                           cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -826,9 +826,12 @@ static void bench_step_probe(int sms)
     must(rc, "probe chain");
     cuda_must(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
     double samples[SAMPLES], sorted[SAMPLES];
-    for (int way = 0; way < 2; way++) {
-        if (way == 1) {
-            rc = orthros_probe_barrier(d, d + blocks, d + blocks + 2, sms, rounds, st);
+    for (int way = 0; way < 3; way++) {
+        if (way >= 1) {
+            /* the flat barrier's count never resets: it is zeroed before every launch (a memset of 4 bytes in the
+             * stream, timed with the launch: about a microsecond over 1000 barriers) */
+            if (way == 2) cuda_must(cudaMemsetAsync(d + blocks, 0, sizeof *d, st), "memset");
+            rc = orthros_probe_barrier(d, d + blocks, d + blocks + 2, sms, rounds, way == 2, st);
             if (rc == ORTHROS_EUNSUPPORTED) {
                 printf("step_probe barrier: %s\n", orthros_last_error());
                 break;
@@ -840,7 +843,10 @@ static void bench_step_probe(int sms)
             cuda_must(cudaEventRecord(e0, st), "event");
             for (int r = 0; r < reps && !rc; r++)
                 if (way == 0) cuda_must(cudaGraphLaunch(exec, st), "replay");
-                else rc = orthros_probe_barrier(d, d + blocks, d + blocks + 2, sms, rounds, st);
+                else {
+                    if (way == 2) cuda_must(cudaMemsetAsync(d + blocks, 0, sizeof *d, st), "memset");
+                    rc = orthros_probe_barrier(d, d + blocks, d + blocks + 2, sms, rounds, way == 2, st);
+                }
             must(rc, "probe barrier");
             cuda_must(cudaEventRecord(e1, st), "event");
             cuda_must(cudaEventSynchronize(e1), "sync");
@@ -851,7 +857,8 @@ static void bench_step_probe(int sms)
         memcpy(sorted, samples, sizeof sorted);
         char shape[128];
         if (way == 0) snprintf(shape, sizeof shape, "a kernel boundary: %d kernels of %d blocks, one graph", nk, blocks);
-        else snprintf(shape, sizeof shape, "a grid barrier: %d in one kernel of %d blocks", 2 * rounds, sms);
+        else snprintf(shape, sizeof shape, "a grid barrier%s: %d in one kernel of %d blocks", way == 2 ? " (flat)" : "",
+                      2 * rounds, sms);
         record_case("step_probe", shape, NULL, 1, 0.0, 0.0, orthros_median_sorting(sorted, SAMPLES), samples);
     }
     cudaGraphExecDestroy(exec);

@@ -1291,7 +1291,7 @@ static void decode_bound_suite(void)
 
 /* The step probes against the counts they must leave (step_probe.h): a chain of n kernels adds n to every block's
  * word; a barrier kernel of r rounds sees every block's word at each round, leaves them at r, the arrival count at
- * 0 and the generation advanced by 2 r. */
+ * 0 and the generation advanced by 2 r (the flat barrier: the count at 2 r blocks, the generation 0). */
 static void test_step_probe(void)
 {
     const int most = 2048;
@@ -1316,13 +1316,13 @@ static void test_step_probe(void)
     }
     const int sms = gpu->info.sm_count > 0 ? gpu->info.sm_count : 1;
     const int bars[][2] = {{1, 3}, {5, 37}, {sms, 1}, {sms, 97}, {sms - 3 > 0 ? sms - 3 : 1, 11}};
-    for (size_t i = 0; i < sizeof bars / sizeof *bars; i++) {
-        const int blocks = bars[i][0], rounds = bars[i][1];
+    for (size_t i = 0; i < 2 * (sizeof bars / sizeof *bars); i++) {
+        const int blocks = bars[i / 2][0], rounds = bars[i / 2][1], flat = (int)(i % 2);
         char name[160];
-        snprintf(name, sizeof name, "probe barrier, %d blocks, %d rounds (exact)", blocks, rounds);
+        snprintf(name, sizeof name, "probe barrier%s, %d blocks, %d rounds (exact)", flat ? " (flat)" : "", blocks, rounds);
         unsigned *words = d, *sync = d + most, *errors = d + most + 2;
         if (cudaMemset(d, 0, (size_t)(most + 3) * sizeof *d) != cudaSuccess) die("probe memset");
-        int rc = orthros_probe_barrier(words, sync, errors, blocks, rounds, 0);
+        int rc = orthros_probe_barrier(words, sync, errors, blocks, rounds, flat, 0);
         if (rc == ORTHROS_EUNSUPPORTED) {
             printf("SKIP %s: %s\n", name, orthros_last_error());
             continue;
@@ -1334,7 +1334,8 @@ static void test_step_probe(void)
             op_rc(rc ? rc : ORTHROS_EDEVICE, name);
             continue;
         }
-        int wrong = (int)tail[2] + (tail[0] != 0u) + (tail[1] != 2u * (unsigned)rounds);
+        const unsigned count = flat ? 2u * (unsigned)rounds * (unsigned)blocks : 0u, gen = flat ? 0u : 2u * (unsigned)rounds;
+        int wrong = (int)tail[2] + (tail[0] != count) + (tail[1] != gen);
         for (int b = 0; b < blocks; b++) wrong += h[b] != (unsigned)rounds;
         float z = 0.0f, w = (float)wrong;
         report(name, &z, &w, 1, 0);
