@@ -889,7 +889,7 @@ static int select_kernels(orthros_device_info *info)
 /* The decode modes (orthros_decode_env; cuda's default: FUSED + GRAPHS) named after the kernel versions, so that
  * result files of the modes differ and --resume refuses to mix them: ", gemv v3" (", gemv v3+pdl") when gemv.cu runs
  * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
- * launch is asked for alone. ORTHROS_GEMV_VERSION (1, 2 or 3; unset: 3) chooses gemv.cu's version, process-wide, as
+ * launch is asked for alone. ORTHROS_GEMV_VERSION (1 to 4; unset: 3) chooses gemv.cu's version, process-wide, as
  * the attention kernels' variables do (set_version_from_env). */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {

@@ -241,7 +241,10 @@ template <int D> static __device__ void merge_head_rows(const orthros_attn_full_
 /* One block per (b, kv head, valid row): merge the nsplit partials of that row. v3: the splits' (m, l) are read
  * by all threads at once and reduced in shared memory, then thread t sums 4 columns (one float4) over every
  * (128 / (D / 4))-th split, with the weights exp2(m_s - M) / L precomputed, and the column groups are reduced
- * in shared memory: a handful of independent 16-byte loads per thread instead of nsplit dependent 4-byte ones. */
+ * in shared memory: a handful of independent 16-byte loads per thread instead of nsplit dependent 4-byte ones.
+ * Since 2026-12-02 all of a thread's first loads are issued at once (below): the profile of the captured step
+ * (ci/gpu-decode-profile.sh) had the combine at 5.8 us a layer at 1B 4K and 7.6 at 8B 4K, most of it L2 trips in a
+ * row. */
 #define DEC_COMBINE_THREADS 128
 #define DEC_COMBINE_MAXW 1024
 /* T threads: 128 for v3-v5; v6, whose splits are more numerous (one wave of whole-chip blocks per sequence), uses
@@ -249,6 +252,11 @@ template <int D> static __device__ void merge_head_rows(const orthros_attn_full_
 template <int T>
 static __global__ void __launch_bounds__(T) attn_decode_combine_kernel(orthros_attn_full_decode_params p, int nsplit)
 {
+    /* Every load a thread makes is issued before the first is used: its (m, l) pairs (ML of them) and its first XB
+     * partial columns (the columns never depend on M), so that a combine of up to XB x (T / (D / 4)) splits is one
+     * trip to L2, not four in a row (the pairs for M, again for L, then two rounds of columns). The sums keep the
+     * order they had (each thread's splits in ascending order, then the column groups in order). */
+    constexpr int ML = DEC_COMBINE_MAXW / T, XB = 16;
     __shared__ float sw[DEC_COMBINE_MAXW];
     __shared__ float4 sacc[T];
     __shared__ float red[T / 32];
@@ -258,8 +266,24 @@ static __global__ void __launch_bounds__(T) attn_decode_combine_kernel(orthros_a
     const size_t nparts = (size_t)p.B * p.Hkv * nsplit;
     const float *pml = p.work + nparts * DEC_ROWS * D;
     const size_t part0 = (size_t)bh * nsplit;
+    const int quads = D / 4, groups = T / quads, c4 = tid % quads, grp = tid / quads;
+    float2 mine[ML];
+#pragma unroll
+    for (int i = 0; i < ML; i++) {
+        const int s = tid + i * T;
+        mine[i] = s < nsplit ? __ldcg((const float2 *)(pml + ((part0 + s) * DEC_ROWS + r) * 2)) : make_float2(-INFINITY, 0.0f);
+    }
+    float4 xv[XB];
+#pragma unroll
+    for (int k = 0; k < XB; k++) {
+        const int s = grp + k * groups;
+        xv[k] = grp < groups && s < nsplit ? __ldcg((const float4 *)(p.work + ((part0 + s) * DEC_ROWS + r) * D + c4 * 4))
+                                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
     float M = -INFINITY;
-    for (int s = tid; s < nsplit; s += blockDim.x) M = fmaxf(M, pml[((part0 + s) * DEC_ROWS + r) * 2]);
+#pragma unroll
+    for (int i = 0; i < ML; i++) M = fmaxf(M, mine[i].x);
+    for (int s = tid + ML * T; s < nsplit; s += T) M = fmaxf(M, pml[((part0 + s) * DEC_ROWS + r) * 2]); /* v3-v5 only */
     for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
     if (lane == 0) red[warp] = M;
     __syncthreads();
@@ -268,11 +292,17 @@ static __global__ void __launch_bounds__(T) attn_decode_combine_kernel(orthros_a
     for (int w = 1; w < T / 32; w++) M = fmaxf(M, red[w]);
     __syncthreads();
     float L = 0.0f;
-    for (int s = tid; s < nsplit; s += blockDim.x) {
+#pragma unroll
+    for (int i = 0; i < ML; i++) {
+        const int s = tid + i * T;
+        if (s >= nsplit) break;
+        const float w = mine[i].x == -INFINITY ? 0.0f : exp2f(mine[i].x - M);
+        sw[s] = w;
+        L += mine[i].y * w;
+    }
+    for (int s = tid + ML * T; s < nsplit; s += T) {
         const float *ml = pml + ((part0 + s) * DEC_ROWS + r) * 2;
-        float w = ml[0] == -INFINITY ? 0.0f : exp2f(ml[0] - M);
-        if (s < DEC_COMBINE_MAXW) sw[s] = w;
-        L += ml[1] * w;
+        L += ml[1] * (ml[0] == -INFINITY ? 0.0f : exp2f(ml[0] - M));
     }
     for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
     if (lane == 0) red[warp] = L;
@@ -281,11 +311,20 @@ static __global__ void __launch_bounds__(T) attn_decode_combine_kernel(orthros_a
 #pragma unroll
     for (int w = 1; w < T / 32; w++) L += red[w];
     const float inv = L > 0.0f ? 1.0f / L : 0.0f;
-    const int quads = D / 4, groups = T / quads, c4 = tid % quads, grp = tid / quads;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (grp < groups) {
+        int s = grp;
+#pragma unroll
+        for (int k = 0; k < XB; k++, s += groups) {
+            if (s >= nsplit) break;
+            const float w = sw[s];
+            acc.x += w * xv[k].x;
+            acc.y += w * xv[k].y;
+            acc.z += w * xv[k].z;
+            acc.w += w * xv[k].w;
+        }
 #pragma unroll 4
-        for (int s = grp; s < nsplit; s += groups) {
+        for (; s < nsplit; s += groups) {
             float w;
             if (s < DEC_COMBINE_MAXW) {
                 w = sw[s];

@@ -507,6 +507,85 @@ static __device__ __forceinline__ float dot8(const uint4 &w, const float (&x)[8]
     return acc;
 }
 
+/* The end of a group (v2, v3, v4): every lane's sums of the two rows over its chunks meet in a butterfly (every lane
+ * gets the same bits), the KW slices are added in slice order through shared memory (part; two block barriers:
+ * every warp of the block calls this for its group, block-uniformly), then slice 0 writes the group's outputs:
+ * lane i N + j output (row i, input row j), through the same epilogue functions as v1; ARGMAX keeps the lane's best
+ * key of each input row in best. */
+template <int N>
+static __device__ __forceinline__ void group_finish(const orthros_gemv_params &p, const gemv2_plan &pl, int g,
+                                                    const int r[2], const bool ok[2], float (&acc)[2][N],
+                                                    float (*part)[2][N], unsigned long long (&best)[N])
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, KW = pl.KW, sl = warp % KW;
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            for (int o = 16; o > 0; o >>= 1) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
+    if (KW > 1) {
+        if (lane == 0)
+#pragma unroll
+            for (int j = 0; j < N; j++) part[warp][0][j] = acc[0][j], part[warp][1][j] = acc[1][j];
+        __syncthreads();
+        if (sl == 0)
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                float a = part[warp][0][j], b = part[warp][1][j];
+                for (int q = 1; q < KW; q++) a += part[warp + q][0][j], b += part[warp + q][1][j];
+                acc[0][j] = a, acc[1][j] = b;
+            }
+        __syncthreads(); /* part is written again by the next round */
+    }
+    if (sl != 0 || g >= pl.groups) return;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        switch (p.epilogue) {
+        case ORTHROS_GEMV_SWIGLU:
+            if (lane == j) epi_swiglu(p, j, g, acc[0][j], acc[1][j]);
+            break;
+        case ORTHROS_GEMV_ROPE:
+            if (lane == j) epi_rope(p, j, g / (p.d / 2), g % (p.d / 2), acc[0][j], acc[1][j]);
+            break;
+        case ORTHROS_GEMV_ARGMAX:
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                if (!ok[i]) continue;
+                if (p.out && lane == i * N + j) ((float *)p.out)[(size_t)j * p.M + r[i]] = acc[i][j];
+                const unsigned long long k = argmax_key(acc[i][j], r[i]);
+                best[j] = k > best[j] ? k : best[j];
+            }
+            break;
+        default:
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+                if (ok[i] && lane == i * N + j) epi_store(p, j, r[i], acc[i][j]);
+            break;
+        }
+    }
+}
+
+/* ARGMAX, at the end of a v2-v4 kernel: the block's best key of each input row (slice 0 of every group holds one;
+ * others 0), one atomic a row, then argmax_finish. */
+template <int N>
+static __device__ __forceinline__ void block_argmax(const orthros_gemv_params &p, const gemv2_plan &pl,
+                                                    const unsigned long long (&best)[N], int *last)
+{
+    __shared__ unsigned long long bbest[GEMV_WARPS][N];
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, sl = warp % pl.KW;
+    const gemv_scratch S = scratch_of(p.scratch);
+    if (lane == 0)
+#pragma unroll
+        for (int j = 0; j < N; j++) bbest[warp][j] = sl == 0 ? best[j] : 0ull;
+    __syncthreads();
+    if (tid < N) {
+        unsigned long long b = 0ull;
+        for (int w = 0; w < GEMV_WARPS; w++) b = bbest[w][tid] > b ? bbest[w][tid] : b;
+        if (b) atomicMax(S.keys + tid, b);
+    }
+    argmax_finish(p, S, last);
+}
+
 /* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged. */
 template <int N, int U, bool XS>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const orthros_gemv_params p, const gemv2_plan pl)
@@ -579,68 +658,93 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
                 }
             }
         }
+        group_finish<N>(p, pl, g, r, ok, acc, part, best);
+    }
+    if (p.epilogue == ORTHROS_GEMV_ARGMAX) block_argmax<N>(p, pl, best, &last);
+}
+
+/* ---- v4: v3's groups as one pipeline a warp (batch 1-4) ----
+ * The profile of the captured step (ci/gpu-decode-profile.sh, 2026-12-02) had every product 4-7 us over its bytes
+ * at the 1B shape: v3 issues a round of U chunks a row, waits for it, adds it up, and only after a group's last
+ * round, its butterfly and its epilogue does it ask for the next group's first round, so each round and each group
+ * end is a trip to memory with nothing in flight behind it. v4 keeps the same groups, slices, plan and sums (the
+ * same bits as v3), but a warp asks for its next round (the next of the group, or the first of its next group)
+ * before it adds up the round it holds, so one round is always in flight while the warp computes, reduces and
+ * writes; the first round is asked before the input is staged (and before a dependent launch waits); and the input
+ * is always staged in shared memory (raw where there is no norm), so a round's loads are the weights alone. */
+template <int U>
+static __device__ __forceinline__ void load_round(const orthros_gemv_params &p, int g, int groups, int round, int KW,
+                                                  int sl, uint4 (&buf)[U][2])
+{
+    int r[2] = {0, 0};
+    bool ok[2] = {false, false};
+    if (g < groups) gemv2_rows(p, g, r, ok);
+    const int nch = p.K / 8, lane = threadIdx.x % 32;
+    const bf16 *Wt = (const bf16 *)p.W;
+    const bf16 *w0 = Wt + (size_t)(ok[0] ? r[0] : 0) * p.K, *w1 = Wt + (size_t)(ok[1] ? r[1] : 0) * p.K;
 #pragma unroll
-        for (int i = 0; i < 2; i++)
+    for (int u = 0; u < U; u++) {
+        const int c = ((round * U + u) * KW + sl) * 32 + lane;
+        const bool in = c < nch;
+        buf[u][0] = ld_weights(w0 + (size_t)c * 8, ok[0] && in);
+        buf[u][1] = ld_weights(w1 + (size_t)c * 8, ok[1] && in);
+    }
+}
+
+template <int N, int U>
+static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv4_kernel(const orthros_gemv_params p, const gemv2_plan pl)
+{
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* [N][K] bf16: the input, normed where norm_w is given */
+    __shared__ float part[GEMV_WARPS][2][N];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ int last;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW, GPB = pl.GPB;
+    const int T = (nch + 32 * KW - 1) / (32 * KW), R = (T + U - 1) / U; /* rounds a group, the same for every slice */
+
+    pdl_trigger();
+    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
+    uint4 cur[U][2];
+    load_round<U>(p, blockIdx.x * GPB + gw, pl.groups, 0, KW, sl, cur); /* weights never depend on an earlier kernel */
+    pdl_wait();
+    stage_input(p, smem_x, K * 2, rs, 0, nch);
+
+    unsigned long long best[N];
 #pragma unroll
-            for (int j = 0; j < N; j++)
-                for (int o = 16; o > 0; o >>= 1) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
-        if (KW > 1) {
-            if (lane == 0)
+    for (int j = 0; j < N; j++) best[j] = 0ull;
+    for (int gb = blockIdx.x; gb * GPB < pl.groups; gb += gridDim.x) {
+        const int g = gb * GPB + gw;
+        const bool more = (gb + (int)gridDim.x) * GPB < pl.groups;
+        int r[2] = {0, 0};
+        bool ok[2] = {false, false};
+        if (g < pl.groups) gemv2_rows(p, g, r, ok);
+        float acc[2][N];
 #pragma unroll
-                for (int j = 0; j < N; j++) part[warp][0][j] = acc[0][j], part[warp][1][j] = acc[1][j];
-            __syncthreads();
-            if (sl == 0)
+        for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
+        for (int rr = 0; rr < R; rr++) {
+            uint4 nxt[U][2];
+            if (rr + 1 < R) load_round<U>(p, g, pl.groups, rr + 1, KW, sl, nxt);
+            else if (more) load_round<U>(p, g + (int)gridDim.x * GPB, pl.groups, 0, KW, sl, nxt);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int c = ((rr * U + u) * KW + sl) * 32 + lane;
+                const bool in = c < nch;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
-                    float a = part[warp][0][j], b = part[warp][1][j];
-                    for (int q = 1; q < KW; q++) a += part[warp + q][0][j], b += part[warp + q][1][j];
-                    acc[0][j] = a, acc[1][j] = b;
+                    const uint4 xv = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
+                    const float xf[8] = {bf16x2_lo(xv.x), bf16x2_hi(xv.x), bf16x2_lo(xv.y), bf16x2_hi(xv.y),
+                                         bf16x2_lo(xv.z), bf16x2_hi(xv.z), bf16x2_lo(xv.w), bf16x2_hi(xv.w)};
+                    acc[0][j] = dot8(cur[u][0], xf, acc[0][j]);
+                    acc[1][j] = dot8(cur[u][1], xf, acc[1][j]);
                 }
-            __syncthreads(); /* part is written again by the next round */
-        }
-        if (sl != 0 || g >= pl.groups) continue;
-        /* ---- the group's epilogue: lane i N + j writes output (row i, input row j) ---- */
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            switch (p.epilogue) {
-            case ORTHROS_GEMV_SWIGLU:
-                if (lane == j) epi_swiglu(p, j, g, acc[0][j], acc[1][j]);
-                break;
-            case ORTHROS_GEMV_ROPE:
-                if (lane == j) epi_rope(p, j, g / (p.d / 2), g % (p.d / 2), acc[0][j], acc[1][j]);
-                break;
-            case ORTHROS_GEMV_ARGMAX:
-#pragma unroll
-                for (int i = 0; i < 2; i++) {
-                    if (!ok[i]) continue;
-                    if (p.out && lane == i * N + j) ((float *)p.out)[(size_t)j * p.M + r[i]] = acc[i][j];
-                    const unsigned long long k = argmax_key(acc[i][j], r[i]);
-                    best[j] = k > best[j] ? k : best[j];
-                }
-                break;
-            default:
-#pragma unroll
-                for (int i = 0; i < 2; i++)
-                    if (ok[i] && lane == i * N + j) epi_store(p, j, r[i], acc[i][j]);
-                break;
             }
-        }
-    }
-    if (p.epilogue == ORTHROS_GEMV_ARGMAX) {
-        /* the block's best key of each input row (slice 0 of every group holds one; others 0), one atomic a row */
-        __shared__ unsigned long long bbest[GEMV_WARPS][N];
-        const gemv_scratch S = scratch_of(p.scratch);
-        if (lane == 0)
+            if (rr + 1 < R || more)
 #pragma unroll
-            for (int j = 0; j < N; j++) bbest[warp][j] = sl == 0 ? best[j] : 0ull;
-        __syncthreads();
-        if (tid < N) {
-            unsigned long long b = 0ull;
-            for (int w = 0; w < GEMV_WARPS; w++) b = bbest[w][tid] > b ? bbest[w][tid] : b;
-            if (b) atomicMax(S.keys + tid, b);
+                for (int u = 0; u < U; u++) cur[u][0] = nxt[u][0], cur[u][1] = nxt[u][1];
         }
-        argmax_finish(p, S, &last);
+        group_finish<N>(p, pl, g, r, ok, acc, part, best);
     }
+    if (p.epilogue == ORTHROS_GEMV_ARGMAX) block_argmax<N>(p, pl, best, &last);
 }
 
 /* The v2 plan (host): 0 and pl filled when v2 takes the call (n <= 4, the staged input within 64 KB), else
@@ -655,8 +759,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
  *     fill 73% at KW 1 and 2, 97% at 4. */
 static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
 {
-    if (p->n > (version >= 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
-    pl->smem = p->norm_w ? (size_t)p->n * p->K * 2 : 0;
+    if (p->n > (version == 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
+    pl->smem = p->norm_w || version >= 4 ? (size_t)p->n * p->K * 2 : 0;
     if (pl->smem > GEMV2_XS_MAX_BYTES) return ORTHROS_EUNSUPPORTED;
     pl->groups = p->epilogue == ORTHROS_GEMV_SWIGLU || p->epilogue == ORTHROS_GEMV_ROPE ? p->M / 2 : ceil_div(p->M, 2);
     const int sms = p->num_sms > 0 ? p->num_sms : 132, slots = sms * 2 * GEMV_WARPS, nch = p->K / 8, most = sms * 2;
@@ -674,7 +778,7 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
         while (KW < GEMV2_MAX_KW && (long)pl->groups * KW * 4 < (long)slots * 3 && 2 * KW * 32 <= nch) KW *= 2;
     }
     pl->KW = KW, pl->GPB = GEMV_WARPS / KW;
-    pl->U = p->n > 4 ? 2 : version >= 3 || p->n > 1 ? 4 : 8;
+    pl->U = version >= 4 ? (p->n == 1 ? 4 : 2) : p->n > 4 ? 2 : version >= 3 || p->n > 1 ? 4 : 8;
     const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;
     return 0;
@@ -730,9 +834,26 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
     }
 }
 
+template <int N, int U> static int launch4(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
+{
+    static bool attr = false; /* the shared-memory limit, raised once per instantiation */
+    return launch_gemv(gemv4_kernel<N, U>, &attr, GEMV2_XS_MAX_BYTES, dim3((unsigned)pl->blocks), p, pl, pl->smem,
+                       stream);
+}
+
+static int launch_v4(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
+{
+    switch (p->n) {
+    case 1: return launch4<1, 4>(p, pl, stream);
+    case 2: return launch4<2, 2>(p, pl, stream);
+    case 3: return launch4<3, 2>(p, pl, stream);
+    default: return launch4<4, 2>(p, pl, stream);
+    }
+}
+
 /* The version in use: 0 (unset) is the default, 3; v2 and v3 take the calls their plan takes, v1 the rest. */
 #define GEMV_LATEST 3
-#define GEMV_MAX_VERSION 3
+#define GEMV_MAX_VERSION 4
 static int gemv_version_set = 0;
 
 int orthros_gemv_set_version(int v)
@@ -825,13 +946,15 @@ template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const
                        dim3((unsigned)pl->nblk, (unsigned)pl->KS), p, pl, pl->smem, stream);
 }
 
-/* The plan a call gets with the version in use, for the launch and its description alike: 2 (pl2: the v2 kernel,
- * versions 2 and 3) or 1 (pl: v1's, made only where the v2 kernel does not take the call), else make_plan's error
- * code (negative). */
+/* The plan a call gets with the version in use, for the launch and its description alike: 4 (pl2: the v4 kernel, batch
+ * 1-4 with the input staged within 64 KB, version 4), 2 (pl2: the v2 kernel, versions 2 and 3, and 4 where v4 does
+ * not take the call: v3's plan) or 1 (pl: v1's, made only where neither takes the call), else make_plan's error code
+ * (negative). */
 static int choose_plan(const orthros_gemv_params *p, gemv2_plan *pl2, gemv_plan *pl)
 {
     const int version = orthros_gemv_version();
-    if (version >= 2 && make_plan2(p, pl2, version) == 0) return 2;
+    if (version >= 4 && make_plan2(p, pl2, 4) == 0) return 4;
+    if (version >= 2 && make_plan2(p, pl2, version < 4 ? version : 3) == 0) return 2;
     const int rc = make_plan(p, pl);
     return rc ? rc : 1;
 }
@@ -844,10 +967,10 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
     gemv2_plan pl2;
     gemv_plan pl;
     const int kind = choose_plan(p, &pl2, &pl);
-    if (kind == 2) {
-        const int rounds = ceil_div(pl2.groups, pl2.GPB);
+    if (kind == 2 || kind == 4) {
+        const int rounds = ceil_div(pl2.groups, pl2.GPB), v = orthros_gemv_version();
         snprintf(buf, cap, "v%d: %d groups of 2 rows, KW %d, U %d, %d blocks, %d block rounds (%.2f waves), %zu B staged",
-                 orthros_gemv_version(), pl2.groups, pl2.KW, pl2.U, pl2.blocks, rounds, (double)rounds / pl2.blocks,
+                 kind == 4 ? 4 : v < 4 ? v : 3, pl2.groups, pl2.KW, pl2.U, pl2.blocks, rounds, (double)rounds / pl2.blocks,
                  pl2.smem);
         return 0;
     }
@@ -867,6 +990,7 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
     gemv2_plan pl2;
     gemv_plan pl;
     const int kind = choose_plan(p, &pl2, &pl);
+    if (kind == 4) return launch_v4(p, &pl2, stream);
     if (kind == 2) return launch_v2(p, &pl2, stream);
     if (kind != 1) return orthros_error(kind, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
     const bool xs = p->norm_w != NULL;

@@ -1422,9 +1422,10 @@ int main(void)
         if (orthros_backend_cuda_create(&gpu_gemv)) die("cuda backend with ORTHROS_GEMV=1");
         unsetenv("ORTHROS_GEMV");
         gemv_suite();
-        /* again with gemv.cu's version 1 alone, and with version 2 (batch 1-4; the default, version 3, takes the same
-         * kernel at batch 1-8 with another plan: U 4 at batch 1, a K split for the fullest waves) */
-        for (int v = 1; v <= 2; v++) {
+        /* again with gemv.cu's version 1 alone, with version 2 (batch 1-4; the default, version 3, takes the same
+         * kernel at batch 1-8 with another plan: U 4 at batch 1, a K split for the fullest waves) and with version 4
+         * (v3's groups pipelined, batch 1-4; v3 above) */
+        for (int v = 1; v <= 4; v += v == 2 ? 2 : 1) {
             printf("-- the gemv section again with gemv.cu's version %d\n", v);
             if (orthros_gemv_set_version(v)) die("gemv version");
             gemv_suite();

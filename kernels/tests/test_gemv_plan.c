@@ -51,7 +51,19 @@ int main(void)
         CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v1:"), "version 3, n %d: rc %d \"%s\"", n, rc, s);
         s = plan(1, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
         CHECK(rc == 0 && starts(s, "v1:"), "version 1, n %d: rc %d \"%s\"", n, rc, s);
+        s = plan(4, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
+        CHECK(rc == 0 && starts(s, n <= 4 ? "v4:" : n <= 8 ? "v3:" : "v1:"), "version 4, n %d: rc %d \"%s\"", n, rc, s);
     }
+    /* v4: v3's plan, U 4 at batch 1 and 2 above, the input always staged (raw without a norm); over 64 KB staged it
+     * leaves the call to v3 */
+    s = plan(4, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc);
+    CHECK(rc == 0 && strstr(s, "KW 2,") && strstr(s, "U 4,") && strstr(s, "768 block rounds"), "v4 8B qkv \"%s\"", s);
+    s = plan(4, ORTHROS_GEMV_ADD, 1, 2048, 8192, 0, 0, &rc);
+    CHECK(rc == 0 && starts(s, "v4:") && strstr(s, "16384 B staged"), "v4 1B down \"%s\"", s);
+    s = plan(4, ORTHROS_GEMV_ADD, 3, 2048, 8192, 0, 0, &rc);
+    CHECK(rc == 0 && starts(s, "v4:") && strstr(s, "U 2,") && strstr(s, "49152 B staged"), "v4 n 3 \"%s\"", s);
+    s = plan(4, ORTHROS_GEMV_STORE, 4, 2048, 16384, 0, 0, &rc);
+    CHECK(rc == 0 && starts(s, "v3:"), "v4 n 4, K 16384 \"%s\"", s);
     /* the K splits of the decode shapes at batch 1 (docs/kernels.md) */
     s = plan(2, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc); /* 8B q/k/v: 3072 groups */
     CHECK(rc == 0 && strstr(s, "3072 groups") && strstr(s, "KW 1,") && strstr(s, "U 8,"), "v2 8B qkv \"%s\"", s);
@@ -74,7 +86,7 @@ int main(void)
     s = plan(2, ORTHROS_GEMV_STORE, 4, 2048, 16384, 0, 1, &rc);
     CHECK(rc == 0 && starts(s, "v1:"), "v2 n 4, K 16384 normed \"%s\"", s);
     /* refusals: versions out of range, a K that is not a multiple of 8 (nothing written) */
-    CHECK(orthros_gemv_set_version(4) == ORTHROS_EINVAL, "version 4 taken");
+    CHECK(orthros_gemv_set_version(5) == ORTHROS_EINVAL, "version 5 taken");
     CHECK(orthros_gemv_set_version(-1) == ORTHROS_EINVAL, "version -1 taken");
     CHECK(orthros_gemv_version() == 3, "a refused version changed it: %d", orthros_gemv_version());
     s = plan(2, ORTHROS_GEMV_STORE, 1, 64, 12, 0, 0, &rc);
