@@ -34,6 +34,9 @@
  *       data/results/h200-2026-12-02-decode-v3): the step's products 0.829 ms at 1B B1 (v2 0.877) and 3.953 ms at
  *       8B B1 (v2 4.062, 84% of their floor); the fused + graphs step 1.021 / 1.974 / 4.463 ms at 1B 4K, 1B 128K and
  *       8B 4K (v2 1.078 / 2.014 / 4.546).
+ *   v4 (ORTHROS_GEMV_VERSION=4: batch 1-4, v3 above): gemv4_kernel below, v3's groups and plan with a round always in
+ *       flight a warp. H200 (8d369b3, data/results/h200-2026-12-02-decode-profile): slower, 1.073 / 2.024 / 4.612 ms
+ *       against v3's 1.006 / 1.980 / 4.445 in the same run; opt-in.
  */
 #include "gemv.h"
 

@@ -6,8 +6,9 @@ which the kernel names repeat exactly) and the layer (the shortest period with w
 and prints per kernel of a layer its mean time over layers and steps, the kernels outside the layers (the
 embedding, the head), and their sum; given the plain bench's file of the same shape, the step's time beside it (the
 difference: the boundaries between kernels and whatever a kernel alone does not show). Standard library only.
-usage: python3 bench/kernels/decode_profile.py NCU.csv [BENCH.json]"""
+usage: python3 bench/kernels/decode_profile.py NCU.csv[.gz] [BENCH.json]"""
 import csv
+import gzip
 import json
 import sys
 
@@ -30,8 +31,12 @@ def short(name, width=58):
 
 def read_ncu(path):
     """(name, ns) of every kernel row, in order."""
-    with open(path, newline="") as f:
-        lines = f.read().splitlines()
+    try:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", newline="") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SystemExit("decode_profile.py: cannot read %s: %s" % (path, e))
     start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
     if start is None:
         raise SystemExit("decode_profile.py: no ncu table (a header starting with \"ID\") in %s" % path)
