@@ -183,6 +183,11 @@ struct orthros_backend {
      * that op's kernels may ask into the cache ahead of it (cuda: ORTHROS_DECODE_L2PF). In force until the next
      * call; W NULL clears it. It changes no result. */
     void (*l2_next)(orthros_backend *be, const void *W, size_t bytes);
+    /* The decode chain, NULL where a backend has none (cuda, with ORTHROS_DECODE_CHAIN=1; a no-op without it): open 1
+     * records the products of the fused ops that follow (norm_gemm, gemm_add, norm_gemm_swiglu, norm_qkv_rope) where
+     * the backend can run them as one launch, open 0 launches what was recorded. Between the two only those four ops
+     * may be queued. It changes no result. */
+    int (*decode_chain)(orthros_backend *be, int open);
 
     /* ---- captured work (CUDA graphs; NULL where a backend has none) ----
      * graph_begin starts capturing what the backend queues, without running it; graph_end stops and gives the
@@ -203,7 +208,8 @@ struct orthros_backend {
  * ORTHROS_GEMV=1 (cuda: products of 1-16 rows through gemv.cu instead of cuBLAS) and ORTHROS_DECODE_PDL=1 (cuda:
  * every gemv.cu launch, the fused ops' included, a programmatic dependent launch; these two unset or 0: off). Any
  * other value is an error (ORTHROS_EINVAL, naming it). The cuda backend also reads ORTHROS_DECODE_L2PF (0-2) and
- * ORTHROS_DECODE_L2PF_MB (1-1024) itself (backend_cuda.cu, select_l2pf; the l2_next hints). */
+ * ORTHROS_DECODE_L2PF_MB (1-1024) itself (backend_cuda.cu, select_l2pf; the l2_next hints), and ORTHROS_DECODE_CHAIN
+ * (0 or 1; decode_chain). */
 int orthros_decode_env(unsigned defaults, unsigned *decode_modes, int *gemv, int *pdl);
 /* Fills info->kind and info->host (this process's host name), for every backend's device description. */
 void orthros_device_info_set_host(orthros_device_info *info, const char *kind);

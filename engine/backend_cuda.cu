@@ -64,6 +64,10 @@ typedef struct {
     size_t l2pf_cap;               /* ORTHROS_DECODE_L2PF_MB: the most bytes of one hint asked */
     const void *l2_next;           /* the hint in force (cuda_l2_next): the gemv and decode-attention launches ask it */
     size_t l2_next_bytes;
+    int chain;                     /* ORTHROS_DECODE_CHAIN=1: decode_chain records the fused products into one launch */
+    int chain_open;                /* between decode_chain(1) and decode_chain(0) */
+    int chain_n;                   /* products recorded, not yet launched */
+    orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
     int capturing;                 /* between graph_begin and graph_end */
     unsigned long epoch;           /* bumped whenever `work` is replaced (graph_epoch) */
 } cuda_impl;
@@ -622,10 +626,44 @@ static void gemv_params(orthros_gemv_params *p, void *out, int epilogue, const v
     p->epilogue = epilogue;
 }
 
-static int run_gemv(cuda_impl *c, orthros_gemv_params *p)
+/* The products the chain recorded, launched: one alone as gemv.cu's own launch, more as the chain kernel. */
+static int chain_flush(cuda_impl *c)
+{
+    const int n = c->chain_n;
+    c->chain_n = 0;
+    if (n == 0) return 0;
+    return n == 1 ? orthros_gemv_bf16(&c->chain_ops[0], c->stream) : orthros_gemv_chain_bf16(c->chain_ops, n, c->stream);
+}
+
+/* A fused op's product: recorded while a chain is open and the chain takes it (`chainable`: its inputs stay valid
+ * until the chain is launched), else launched after whatever the chain holds. */
+static int run_gemv_chained(cuda_impl *c, orthros_gemv_params *p, int chainable)
 {
     int rc = gemv_ready(c, p);
-    return rc ? rc : orthros_gemv_bf16(p, c->stream);
+    if (rc) return rc;
+    if (chainable && c->chain_open && orthros_gemv_chain_supported(p)) {
+        if (c->chain_n == ORTHROS_GEMV_CHAIN_MAX && (rc = chain_flush(c))) return rc;
+        c->chain_ops[c->chain_n++] = *p;
+        return 0;
+    }
+    if ((rc = chain_flush(c))) return rc;
+    return orthros_gemv_bf16(p, c->stream);
+}
+
+static int run_gemv(cuda_impl *c, orthros_gemv_params *p) { return run_gemv_chained(c, p, 1); }
+
+/* backend.h decode_chain: with ORTHROS_DECODE_CHAIN=1 open records the fused ops' products, close launches them;
+ * without it both do nothing. */
+static int cuda_decode_chain(orthros_backend *be, int open)
+{
+    cuda_impl *c = impl_of(be);
+    if (!c->chain) return 0;
+    if (open) {
+        c->chain_open = 1;
+        return 0;
+    }
+    c->chain_open = 0;
+    return chain_flush(c);
 }
 
 static int cuda_norm_gemm(orthros_backend *be, void *out, void *xn, const void *x, const void *norm_w, const void *W,
@@ -634,7 +672,8 @@ static int cuda_norm_gemm(orthros_backend *be, void *out, void *xn, const void *
     orthros_gemv_params p;
     gemv_params(&p, out, ORTHROS_GEMV_STORE, x, norm_w, W, n, M, K, eps);
     if (orthros_gemv_supported(&p)) return run_gemv(impl_of(be), &p);
-    int rc = cuda_rmsnorm(be, xn, x, norm_w, n, K, eps);
+    int rc = chain_flush(impl_of(be));
+    if (!rc) rc = cuda_rmsnorm(be, xn, x, norm_w, n, K, eps);
     return rc ? rc : cuda_gemm(be, out, xn, W, n, M, K);
 }
 
@@ -654,7 +693,7 @@ static int cuda_norm_gemm_swiglu(orthros_backend *be, void *out, void *xn, void 
     orthros_gemv_params p;
     gemv_params(&p, out, ORTHROS_GEMV_SWIGLU, x, norm_w, W_gu, n, 2 * F, K, eps);
     if (orthros_gemv_supported(&p)) return run_gemv(impl_of(be), &p);
-    int rc = cuda_norm_gemm(be, gu, xn, x, norm_w, W_gu, n, 2 * F, K, eps);
+    int rc = cuda_norm_gemm(be, gu, xn, x, norm_w, W_gu, n, 2 * F, K, eps); /* flushes the chain */
     return rc ? rc : cuda_swiglu(be, out, gu, n, F);
 }
 
@@ -676,9 +715,9 @@ static int cuda_norm_qkv_rope(orthros_backend *be, void *qkv, void *xn, const vo
     if (L->head_dim / 2 <= ORTHROS_GEMV_MAX_HALF && orthros_gemv_supported(&p)) {
         memcpy(p.inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
         if (!L->pos_dev && (rc = stage_ints(c, pos0, n, &p.pos))) return rc;
-        return run_gemv(c, &p);
+        return run_gemv_chained(c, &p, L->pos_dev != NULL); /* staged positions: launched now, not chained */
     }
-    if ((rc = cuda_norm_gemm(be, qkv, xn, x, norm_w, Wqkv, n, M, K, eps))) return rc;
+    if ((rc = cuda_norm_gemm(be, qkv, xn, x, norm_w, Wqkv, n, M, K, eps))) return rc; /* flushes the chain */
     return cuda_rope_cache_write(be, qkv, L, rope, pos0, n, 1, 0);
 }
 
@@ -689,7 +728,8 @@ static int cuda_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *log
     gemv_params(&p, logits, ORTHROS_GEMV_ARGMAX, x, norm_w, W, n, V, D, eps);
     p.ids = ids;
     if (orthros_gemv_supported(&p)) return run_gemv(impl_of(be), &p);
-    int rc = cuda_rmsnorm(be, xn, x, norm_w, n, D, eps);
+    int rc = chain_flush(impl_of(be));
+    if (!rc) rc = cuda_rmsnorm(be, xn, x, norm_w, n, D, eps);
     if (!rc) rc = cuda_logits(be, logits, xn, W, n, V, D);
     return rc ? rc : cuda_argmax_dev(be, ids, logits, n, V);
 }
@@ -889,13 +929,21 @@ static int select_kernels(orthros_device_info *info)
 /* The decode modes (orthros_decode_env; cuda's default: FUSED + GRAPHS) named after the kernel versions, so that
  * result files of the modes differ and --resume refuses to mix them: ", gemv v3" (", gemv v3+pdl") when gemv.cu runs
  * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
- * launch is asked for alone. ORTHROS_GEMV_VERSION (1 to 4; unset: 3) chooses gemv.cu's version, process-wide, as
- * the attention kernels' variables do (set_version_from_env). */
+ * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
+ * decode_chain's open and close as one launch). ORTHROS_GEMV_VERSION (1 to 4; unset: 3) chooses gemv.cu's version,
+ * process-wide, as the attention kernels' variables do (set_version_from_env). */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
+    const char *chain = getenv("ORTHROS_DECODE_CHAIN");
+    c->chain = 0;
+    if (chain && *chain) {
+        if (strcmp(chain, "0") && strcmp(chain, "1"))
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_CHAIN=%.40s: 0 or 1", chain);
+        c->chain = chain[0] == '1';
+    }
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)
@@ -906,6 +954,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);
+    if (used < sizeof info->kernels && c->chain)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", chain");
     if (used < sizeof info->kernels && *modes)
         snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
                  *modes & ORTHROS_DECODE_FUSED ? "fused" : "",
@@ -1021,6 +1071,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->range_push = cuda_range_push;
     be->range_pop = cuda_range_pop;
     be->l2_next = cuda_l2_next;
+    be->decode_chain = cuda_decode_chain;
     be->embed = cuda_embed;
     be->rmsnorm = cuda_rmsnorm;
     be->add_rmsnorm = cuda_add_rmsnorm;

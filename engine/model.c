@@ -698,9 +698,13 @@ static void hint_next(orthros_session *s, const void *W, long rows, long K)
     if (s->be->l2_next) s->be->l2_next(s->be, W, W ? (size_t)rows * (size_t)K * s->be->act_size : 0);
 }
 
+/* The backend's decode chain (backend.h decode_chain; a no-op where there is none): open 1, or close 0. */
+static int chain(orthros_session *s, int open) { return s->be->decode_chain ? s->be->decode_chain(s->be, open) : 0; }
+
 /* The fused step's layers over B rows of one token: the q/k/v projection with its RMSNorm (and RoPE, where the
  * layer's rope writes only the KV cache), attention, the O projection added into the residual stream, the gate/up
- * projection with its RMSNorm and SwiGLU, the down projection added. */
+ * projection with its RMSNorm and SwiGLU, the down projection added. The products from one layer's O to the next
+ * layer's q/k/v go to the backend between a chain's open and close (with ORTHROS_DECODE_CHAIN on cuda: one launch). */
 static int forward_decode_fused_layers(orthros_session *s, const int *pos0)
 {
     orthros_backend *be = s->be;
@@ -720,11 +724,14 @@ static int forward_decode_fused_layers(orthros_session *s, const int *pos0)
         if (rope_fused) {
             OP("qkv_rope", be->norm_qkv_rope(be, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, &view, &m->rope, pos0, B, D,
                                              c->norm_eps));
+            OP("chain", chain(s, 0));
             OP("attention", be->attn_full_decode(be, s->attn, s->qkv, &view, pos0, B, 1));
         } else {
             OP("qkv_proj", be->norm_gemm(be, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, B, Wqkv, D, c->norm_eps));
+            OP("chain", chain(s, 0));
             OP("attention", attention(s, l, 0, B, 1, pos0, 0, 1));
         }
+        OP("chain", chain(s, 1));
         hint_next(s, w->w_gu, 2L * m->ffn, D);
         OP("o_proj_add", be->gemm_add(be, s->x, s->delta, s->attn, w->wo, B, D, Hd));
         hint_next(s, w->w_down, D, m->ffn);
@@ -738,12 +745,14 @@ static int forward_decode_fused_layers(orthros_session *s, const int *pos0)
     return 0;
 }
 
-/* The layers, the hints cleared after them whether they ran or failed (a hint never outlives the step). */
+/* The layers, the hints cleared and the chain closed after them whether they ran or failed (neither outlives the
+ * step). */
 static int forward_decode_fused(orthros_session *s, const int *pos0)
 {
     int rc = forward_decode_fused_layers(s, pos0);
     hint_next(s, NULL, 0, 0);
-    return rc;
+    int rc2 = chain(s, 0);
+    return rc ? rc : rc2;
 }
 
 /* One step in the session's modes: the embedding (the tokens from the host, or from step_io under GRAPHS), the

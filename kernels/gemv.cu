@@ -42,6 +42,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cuda_common.cuh"
 
@@ -53,9 +54,10 @@
 #define GEMV_XS_MAX_BYTES (96 * 1024)          /* the staged input rows of one block */
 #define GEMV_MAX_TILE_ROWS 128
 #define GEMV_PDL_PREFETCH 32                   /* k-blocks a warp asks into L2 before a dependent launch waits */
+#define GEMV_CHAIN_SYNC_OFFSET ((size_t)24 << 10) /* the chain kernel's barrier: arrivals and generation */
 
 /* The scratch: tickets [GEMV_TICKETS] at 0, argmax keys [16] at 16 KB, the argmax block counter after them, the
- * partials from 32 KB. */
+ * chain kernel's barrier (two words) at 24 KB, the partials from 32 KB. */
 struct gemv_scratch {
     unsigned *tickets;
     unsigned long long *keys;
@@ -177,8 +179,10 @@ static __device__ __forceinline__ void epi_store(const orthros_gemv_params &p, i
     if (p.epilogue == ORTHROS_GEMV_STORE_F32) {
         ((float *)p.out)[o] = v;
     } else if (p.epilogue == ORTHROS_GEMV_ADD) {
+        /* the residual through L2 alone (__ldcg): in the chain kernel an earlier op of the launch wrote it on other
+         * SMs */
         bf16 *r = (bf16 *)p.out + o;
-        *r = f2bf(bf2f(*r) + bf2f(f2bf(v)));
+        *r = f2bf(bf2f(__ldcg(r)) + bf2f(f2bf(v)));
     } else {
         ((bf16 *)p.out)[o] = f2bf(v);
     }
@@ -243,41 +247,66 @@ static __device__ __forceinline__ void argmax_finish(const orthros_gemv_params &
  * stride; past K zeros), as rmsnorm(x) * norm_w rounded to bf16 when norm_w is given: rs[j] = 1 / sqrt(mean(x_j^2) +
  * eps) over all of K, as rmsnorm.cu forms it (fp32 squares of bf16), then out = w * (x * r) rounded once, as
  * rmsnorm_x8_kernel writes it. Every thread of the block calls it; it ends with a barrier. */
+/* x is read through the read-only path (__ldg), or with CHAIN through L2 alone (__ldcg): in the chain kernel, where x
+ * was written by an earlier op of the same launch, on other SMs (the read-only path may hold stale lines); there the
+ * loads of a pass are also issued SB at a time before any is used (the chain stages rows of up to 16K, 2 to 7
+ * chunks a thread, which one at a time would be as many trips to L2 in a row). The values are the same either way. */
+template <bool CHAIN = false>
 static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
                                                    float *rs, int k_base, int chunks)
 {
+    constexpr int SB = CHAIN ? 4 : 1;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n, K = p.K;
     const bf16 *X = (const bf16 *)p.x;
     if (p.norm_w) {
         for (int j = warp; j < n; j += GEMV_WARPS) {
             const uint4 *xr = (const uint4 *)(X + (size_t)j * K);
             float ss = 0.0f;
-            for (int q = lane; q < K / 8; q += 32) {
-                const uint4 v = __ldg(xr + q);
-                const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+            for (int q0 = lane; q0 < K / 8; q0 += 32 * SB) {
+                uint4 vs[SB];
 #pragma unroll
-                for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+                for (int u = 0; u < SB; u++) {
+                    const int q = q0 + u * 32;
+                    vs[u] = q < K / 8 ? (CHAIN ? __ldcg(xr + q) : __ldg(xr + q)) : zero4();
+                }
+#pragma unroll
+                for (int u = 0; u < SB; u++) {
+                    const uint32_t w4[4] = {vs[u].x, vs[u].y, vs[u].z, vs[u].w};
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+                }
             }
             for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
             if (lane == 0) rs[j] = rsqrtf(ss / (float)K + p.eps);
         }
         __syncthreads();
     }
-    for (int e = tid; e < n * chunks; e += GEMV_THREADS) {
-        const int j = e / chunks, q = e % chunks, k = k_base + q * 8;
-        uint4 v = zero4();
-        if (k < K) {
-            v = __ldg((const uint4 *)(X + (size_t)j * K + k));
-            if (p.norm_w) {
-                const uint4 gw = __ldg((const uint4 *)((const bf16 *)p.norm_w + k));
+    for (int e0 = tid; e0 < n * chunks; e0 += SB * GEMV_THREADS) {
+        uint4 vs[SB], gs[SB];
+#pragma unroll
+        for (int u = 0; u < SB; u++) {
+            const int e = e0 + u * GEMV_THREADS, k = k_base + (e % chunks) * 8;
+            const bool in = e < n * chunks && k < K;
+            const bf16 *xp = X + (size_t)(e / chunks) * K + k;
+            vs[u] = in ? (CHAIN ? __ldcg((const uint4 *)xp) : __ldg((const uint4 *)xp)) : zero4();
+            gs[u] = in && p.norm_w ? __ldg((const uint4 *)((const bf16 *)p.norm_w + k)) : zero4();
+        }
+#pragma unroll
+        for (int u = 0; u < SB; u++) {
+            const int e = e0 + u * GEMV_THREADS, j = e / chunks, q = e % chunks, k = k_base + q * 8;
+            if (e >= n * chunks) break;
+            uint4 v = vs[u];
+            if (p.norm_w && k < K) {
+                const uint4 gw = gs[u];
                 const float r = rs[j];
                 v.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(v.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(v.x) * r));
                 v.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(v.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(v.y) * r));
                 v.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(v.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(v.z) * r));
                 v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
             }
+            *(uint4 *)(smem_x + (size_t)j * stride + (size_t)q * 16) = v;
         }
-        *(uint4 *)(smem_x + (size_t)j * stride + (size_t)q * 16) = v;
     }
     __syncthreads();
 }
@@ -589,40 +618,16 @@ static __device__ __forceinline__ void block_argmax(const orthros_gemv_params &p
     argmax_finish(p, S, last);
 }
 
-/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged. */
+/* The groups of one product (v2, v3 and the chain kernel): block b takes group rounds b, b + gridDim.x, ...; each
+ * warp (gw, sl) streams its slice of its group's two rows U chunks a lane at a time, every load of a round issued
+ * before its first use, the input from shared memory (XS) or through L1. Every thread of the block calls it. */
 template <int N, int U, bool XS>
-static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const orthros_gemv_params p, const gemv2_plan pl)
+static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p, const gemv2_plan &pl,
+                                                    const unsigned char *smem_x, float (*part)[2][N], int *last)
 {
-    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [N][K] bf16 */
-    __shared__ float part[GEMV_WARPS][2][N];
-    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
-    __shared__ int last;
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW;
     const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
-
-    pdl_trigger();
-    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
-    /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
-     * input is staged (and, with p.pdl, while the kernel before this one ends). */
-    {
-        const int g = blockIdx.x * pl.GPB + gw;
-        if (g < pl.groups) {
-            int r[2];
-            bool ok[2];
-            gemv2_rows(p, g, r, ok);
-            const int most = p.pdl ? 4 * U : U;
-            for (int t = 0; t < most; t++) {
-                const int c = (t * KW + sl) * 32 + lane;
-                if (c >= nch) break;
-                if (ok[0]) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wt + (size_t)r[0] * K + (size_t)c * 8));
-                if (ok[1]) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wt + (size_t)r[1] * K + (size_t)c * 8));
-            }
-        }
-    }
-    pdl_wait();
-    if constexpr (XS) stage_input(p, smem_x, K * 2, rs, 0, nch);
-
     unsigned long long best[N];
 #pragma unroll
     for (int j = 0; j < N; j++) best[j] = 0ull;
@@ -663,7 +668,46 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
         }
         group_finish<N>(p, pl, g, r, ok, acc, part, best);
     }
-    if (p.epilogue == ORTHROS_GEMV_ARGMAX) block_argmax<N>(p, pl, best, &last);
+    if (p.epilogue == ORTHROS_GEMV_ARGMAX) block_argmax<N>(p, pl, best, last);
+}
+
+/* The warp's share of its block's first group of a product asked into L2: `rounds` chunks a row of its slice. */
+static __device__ __forceinline__ void prefetch_first_group(const orthros_gemv_params &p, const gemv2_plan &pl,
+                                                            int rounds)
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW;
+    const int g = blockIdx.x * pl.GPB + warp / KW;
+    if (g >= pl.groups) return;
+    const bf16 *Wt = (const bf16 *)p.W;
+    int r[2];
+    bool ok[2];
+    gemv2_rows(p, g, r, ok);
+    for (int t = 0; t < rounds; t++) {
+        const int c = (t * KW + sl) * 32 + lane;
+        if (c >= nch) break;
+        if (ok[0]) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wt + (size_t)r[0] * K + (size_t)c * 8));
+        if (ok[1]) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wt + (size_t)r[1] * K + (size_t)c * 8));
+    }
+}
+
+/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged. */
+template <int N, int U, bool XS>
+static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const orthros_gemv_params p, const gemv2_plan pl)
+{
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [N][K] bf16 */
+    __shared__ float part[GEMV_WARPS][2][N];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ int last;
+
+    pdl_trigger();
+    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
+    /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
+     * input is staged (and, with p.pdl, while the kernel before this one ends). */
+    prefetch_first_group(p, pl, p.pdl ? 4 * U : U);
+    pdl_wait();
+    if constexpr (XS) stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
+
+    gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last);
 }
 
 /* ---- v4: v3's groups as one pipeline a warp (batch 1-4) ----
@@ -835,6 +879,122 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
     case 7: return xs ? launch2<7, 2, true>(p, pl, stream) : launch2<7, 2, false>(p, pl, stream);
     default: return xs ? launch2<8, 2, true>(p, pl, stream) : launch2<8, 2, false>(p, pl, stream);
     }
+}
+
+/* ---- the chain: consecutive products of a decode step in one resident kernel (batch 1; ORTHROS_DECODE_CHAIN) ----
+ * Written after the profile of the step (docs/kernels.md, "Where the step goes"): a small product's SMs sat idle for
+ * about half its time in the grid's dispatch and drain. The chain runs up to ORTHROS_GEMV_CHAIN_MAX products (the
+ * step's O, gate/up, down and the next layer's q/k/v) as one cooperative launch of as many blocks as fit at once,
+ * each product as the v3 kernel runs it (its plan, its groups, its sums: the same bits), with a grid barrier between
+ * products and the next product's first group asked into L2 before the barrier. Inside one launch an earlier product
+ * wrote the input of a later one on other SMs, so inputs are staged through L2 alone (stage_input<true>) and the
+ * residual's add reads it the same way; every input is staged in shared memory (raw where there is no norm). */
+struct gemv_chain_args {
+    orthros_gemv_params p[ORTHROS_GEMV_CHAIN_MAX];
+    gemv2_plan pl[ORTHROS_GEMV_CHAIN_MAX];
+    int n;
+};
+
+/* The barrier: arrivals in sync[0], a generation in sync[1] that thread 0 of each block keeps in a register (read
+ * once as the launch starts: nothing can change it before every block has arrived once). The last block to arrive
+ * resets the arrivals and advances the generation; the others poll it. It leaves the arrivals at 0 as it found them,
+ * so the scratch never needs zeroing again. */
+static __device__ __forceinline__ void chain_barrier(unsigned *sync, unsigned &gen)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(sync, 1u) == gridDim.x - 1) {
+            *(volatile unsigned *)sync = 0u;
+            __threadfence();
+            atomicAdd(sync + 1, 1u);
+        } else {
+            while (ld_acquire_gpu(sync + 1) == gen) {
+            }
+        }
+        gen++;
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(const gemv_chain_args a)
+{
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* [K] bf16 of the product running */
+    __shared__ float part[GEMV_WARPS][2][1];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ int last;
+    unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
+    unsigned gen = 0u;
+    if (threadIdx.x == 0) gen = ld_acquire_gpu(sync + 1);
+    prefetch_first_group(a.p[0], a.pl[0], 4);
+#pragma unroll
+    for (int i = 0; i < ORTHROS_GEMV_CHAIN_MAX; i++) {
+        if (i >= a.n) break;
+        if (i > 0) {
+            prefetch_first_group(a.p[i], a.pl[i], 4);
+            chain_barrier(sync, gen);
+        }
+        stage_input<true>(a.p[i], smem_x, a.p[i].K * 2, rs, 0, a.p[i].K / 8);
+        gemv2_groups<1, 4, true>(a.p[i], a.pl[i], smem_x, part, &last);
+        __syncthreads(); /* the next product stages its input where this one's was */
+    }
+}
+
+/* The chain's plan of one product: v3's at batch 1 with the input staged (within 64 KB). */
+static int make_chain_plan(const orthros_gemv_params *p, gemv2_plan *pl)
+{
+    if (p->n != 1 || p->epilogue == ORTHROS_GEMV_ARGMAX || !orthros_gemv_supported(p)) return ORTHROS_EUNSUPPORTED;
+    if (make_plan2(p, pl, 3) || pl->U != 4) return ORTHROS_EUNSUPPORTED;
+    pl->smem = (size_t)p->K * 2;
+    return pl->smem <= GEMV2_XS_MAX_BYTES ? 0 : ORTHROS_EUNSUPPORTED;
+}
+
+int orthros_gemv_chain_supported(const orthros_gemv_params *p)
+{
+    gemv2_plan pl;
+    return make_chain_plan(p, &pl) == 0;
+}
+
+int orthros_gemv_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t stream)
+{
+    if (!ops || n < 1 || n > ORTHROS_GEMV_CHAIN_MAX)
+        return orthros_error(ORTHROS_EINVAL, "gemv chain: %d products (1 to %d)", n, ORTHROS_GEMV_CHAIN_MAX);
+    gemv_chain_args a;
+    memset(&a, 0, sizeof a);
+    a.n = n;
+    size_t smem = 0;
+    for (int i = 0; i < n; i++) {
+        if (make_chain_plan(&ops[i], &a.pl[i]))
+            return orthros_error(ORTHROS_EUNSUPPORTED, "gemv chain: product %d (n %d, M %d, K %d, epilogue %d) is not one "
+                                 "the chain takes (batch 1, no argmax, K at most %d)", i, ops[i].n, ops[i].M, ops[i].K,
+                                 ops[i].epilogue, (int)(GEMV2_XS_MAX_BYTES / 2));
+        if (!ops[i].scratch || ops[i].scratch != ops[0].scratch)
+            return orthros_error(ORTHROS_EINVAL, "gemv chain: product %d without the scratch of product 0", i);
+        a.p[i] = ops[i];
+        smem = a.pl[i].smem > smem ? a.pl[i].smem : smem;
+    }
+    static bool attr = false;
+    if (!attr) {
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(gemv_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)GEMV2_XS_MAX_BYTES));
+        attr = true;
+    }
+    int per_sm = 0, dev = 0, sms = 0;
+    ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_chain_kernel, GEMV_THREADS, smem));
+    ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (per_sm < 1) return orthros_error(ORTHROS_EUNSUPPORTED, "gemv chain: no block fits on an SM");
+    per_sm = per_sm < 2 ? per_sm : 2;
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeCooperative;
+    at[0].val.cooperative = 1;
+    cfg.gridDim = dim3((unsigned)(per_sm * sms)), cfg.blockDim = dim3(GEMV_THREADS), cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream, cfg.attrs = at, cfg.numAttrs = 1;
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_chain_kernel, a));
+    ORTHROS_CUDA_LAUNCH_CHECK("gemv chain");
+    return 0;
 }
 
 template <int N, int U> static int launch4(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)

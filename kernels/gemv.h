@@ -71,9 +71,18 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
 /* The kernel version (process-wide, as the attention kernels' set_version): 0 the default (3), 1 v1 alone (the
  * tensor-core kernel at every batch), 2 v2 at batch 1-4 (CUDA cores, two rows a warp over all of K) and v1 above,
  * 3 v2's kernel at batch 1-8 with smaller rounds and a wave-balanced K split, v1 above (gemv.cu; on the H200 the
- * decode step 3-5% faster than with 2: data/results/h200-2026-12-02-decode-v3). */
+ * decode step 3-5% faster than with 2: data/results/h200-2026-12-02-decode-v3), 4 v3's groups with a round always
+ * in flight at batch 1-4, v3 above (slower on the H200: data/results/h200-2026-12-02-decode-profile). */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
+
+/* The chain (docs/kernels.md, "Where the step goes"; the decode step's ORTHROS_DECODE_CHAIN): n products, each as
+ * orthros_gemv_bf16 with version 3 would compute it (the same bits), in one cooperative launch, a grid barrier
+ * between them, so that a product may read what an earlier one wrote. Batch 1, no ARGMAX, K at most 32768; every
+ * product with the same scratch (its barrier lives there). */
+#define ORTHROS_GEMV_CHAIN_MAX 4
+int orthros_gemv_chain_supported(const orthros_gemv_params *p);
+int orthros_gemv_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

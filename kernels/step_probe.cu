@@ -14,26 +14,19 @@ static __global__ void __launch_bounds__(PROBE_THREADS) chain_kernel(unsigned *w
     if (threadIdx.x == 0) words[blockIdx.x] += 1u;
 }
 
-static __device__ __forceinline__ unsigned ld_acquire(const unsigned *p)
-{
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
 /* sync[0]: arrivals this generation; sync[1]: the generation. */
 static __device__ __forceinline__ void grid_barrier(unsigned *sync)
 {
     __syncthreads();
     if (threadIdx.x == 0) {
-        const unsigned gen = ld_acquire(sync + 1);
+        const unsigned gen = ld_acquire_gpu(sync + 1);
         __threadfence();
         if (atomicAdd(sync, 1u) == gridDim.x - 1) {
             sync[0] = 0u;
             __threadfence();
             atomicAdd(sync + 1, 1u);
         } else {
-            while (ld_acquire(sync + 1) == gen) {
+            while (ld_acquire_gpu(sync + 1) == gen) {
             }
         }
         __threadfence();
@@ -49,7 +42,7 @@ static __device__ __forceinline__ void grid_barrier_flat(unsigned *sync, unsigne
     __syncthreads();
     if (threadIdx.x == 0) {
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
-        while (ld_acquire(sync) < target) {
+        while (ld_acquire_gpu(sync) < target) {
         }
     }
     __syncthreads();
@@ -70,7 +63,7 @@ static __global__ void __launch_bounds__(PROBE_THREADS) barrier_kernel(unsigned 
         else grid_barrier(sync);
         /* every block's word, read past L1 */
         for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)
-            if (ld_acquire(words + b) != (unsigned)r) atomicAdd(&bad, 1u);
+            if (ld_acquire_gpu(words + b) != (unsigned)r) atomicAdd(&bad, 1u);
         __syncthreads();
         if (threadIdx.x == 0 && bad) atomicAdd(errors, bad);
         /* nobody writes round r + 1 before everybody has read round r */

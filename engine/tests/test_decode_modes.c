@@ -622,7 +622,7 @@ static int cuda_models(int nspec, char **specs)
         printf("SKIP: no CUDA device\n");
         return 77;
     }
-    orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL;
+    orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -636,7 +636,8 @@ static int cuda_models(int nspec, char **specs)
     unsetenv("ORTHROS_DECODE_PDL");
     /* ORTHROS_DECODE_L2PF: 0-2, the cap 1-1024 MiB, anything else refused naming the variable */
     const char *const bad[][2] = {{"ORTHROS_DECODE_L2PF", "3"}, {"ORTHROS_DECODE_L2PF", "1x"},
-                                  {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"}};
+                                  {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
+                                  {"ORTHROS_DECODE_CHAIN", "2"}};
     for (size_t i = 0; !rc && i < sizeof bad / sizeof *bad; i++) {
         orthros_backend *be = NULL;
         setenv(bad[i][0], bad[i][1], 1);
@@ -652,6 +653,10 @@ static int cuda_models(int nspec, char **specs)
     if (!rc) rc = orthros_backend_cuda_create(&l2pf);
     unsetenv("ORTHROS_DECODE_L2PF");
     unsetenv("ORTHROS_DECODE_L2PF_MB");
+    /* the chain: a layer's products from O to the next layer's q/k/v as one launch */
+    setenv("ORTHROS_DECODE_CHAIN", "1", 1);
+    if (!rc) rc = orthros_backend_cuda_create(&chain);
+    unsetenv("ORTHROS_DECODE_CHAIN");
     if (rc) {
         fprintf(stderr, "cuda backend: %s\n", orthros_last_error());
         return 1;
@@ -687,7 +692,9 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs"},
                             {ORTHROS_DECODE_FUSED, pdl, "fused + pdl"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl, "fused + graphs + pdl"},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, l2pf, "fused + graphs + l2pf"}};
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, l2pf, "fused + graphs + l2pf"},
+                            {ORTHROS_DECODE_FUSED, chain, "fused + chain"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, chain, "fused + graphs + chain"}};
                 for (size_t w = 0; w < sizeof ways / sizeof *ways; w++) {
                     char label[200];
                     snprintf(label, sizeof label, "%s %s B %d %s", spec, ac->label, B, ways[w].tag);
@@ -702,6 +709,7 @@ static int cuda_models(int nspec, char **specs)
             }
         }
     }
+    orthros_backend_free(chain);
     orthros_backend_free(l2pf);
     orthros_backend_free(pdl);
     orthros_backend_free(gemv);

@@ -11,7 +11,8 @@
  * accumulation (logits) NMSE < 1e-8; exact ops (fill, upload, embed, argmax) must match exactly.
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
- * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window, gemv, decodebound;
+ * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window, gemv, decodebound,
+ * gemvchain;
  * windowpass: the window pass alone, also part of window). Kernel versions not yet run on a GPU when written come
  * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -1189,6 +1190,114 @@ static void test_fused_head(int n, int V, int D, int nan_row)
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
 }
 
+/* The chain of gemv.cu (ORTHROS_DECODE_CHAIN; written without a GPU, not yet run on one): a layer's products at batch 1
+ * in one launch against the same products launched one by one with version 3, bit for bit. O adds into the residual
+ * x, gate/up (normed) writes act, down adds into x, q/k/v (normed, RoPE, the cache write) reads x: every product but
+ * the first reads what an earlier one of the launch wrote. The first nops of them; each chain twice from the same
+ * start (the barrier must leave its count at 0 for the next launch). */
+static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int pos, int nops)
+{
+    const int Hd = Hq * d, Wd = (Hq + 2 * Hkv) * d;
+    const size_t nkv = (size_t)cap * Hkv * d;
+    const size_t sizes[] = {(size_t)D, (size_t)Hd, (size_t)D * Hd, (size_t)D, (size_t)2 * F * D, (size_t)F,
+                            (size_t)D * F, (size_t)D, (size_t)Wd * D, (size_t)Wd, nkv, nkv};
+    enum { X, ATTN, WO, N1, WGU, ACT, WD, N2, WQKV, QKV, KC, VC, NB };
+    void *dv[NB];
+    uint16_t *init[NB], *got[2][NB];
+    for (int b = 0; b < NB; b++) {
+        init[b] = malloc(sizes[b] * 2);
+        got[0][b] = malloc(sizes[b] * 2);
+        got[1][b] = malloc(sizes[b] * 2);
+        if (!init[b] || !got[0][b] || !got[1][b] || cudaMalloc(&dv[b], sizes[b] * 2) != cudaSuccess)
+            die("chain alloc");
+        const float scale = b == WO ? 1.0f / sqrtf((float)Hd) : b == WGU || b == WQKV ? 1.0f / sqrtf((float)D)
+                            : b == WD ? 1.0f / sqrtf((float)F) : 1.0f;
+        for (size_t i = 0; i < sizes[b]; i++) {
+            float v = (2.0f * orthros_uniform(seed_base ^ (0x3100u + (unsigned)b), i) - 1.0f) * scale;
+            if (b == N1 || b == N2) v = 1.0f + 0.5f * v;
+            init[b][i] = orthros_f32_to_bf16(v);
+        }
+    }
+    int *pos_d = NULL;
+    void *scratch = NULL;
+    if (cudaMalloc((void **)&pos_d, sizeof(int)) != cudaSuccess || cudaMemcpy(pos_d, &pos, sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMalloc(&scratch, orthros_gemv_scratch_bytes()) != cudaSuccess || cudaMemset(scratch, 0, orthros_gemv_scratch_bytes()) != cudaSuccess)
+        die("chain alloc");
+    orthros_gemv_params ops[4];
+    memset(ops, 0, sizeof ops);
+    const struct {
+        int out, x, norm, W, M, K, epi;
+    } sp[4] = {{X, ATTN, -1, WO, D, Hd, ORTHROS_GEMV_ADD},
+               {ACT, X, N1, WGU, 2 * F, D, ORTHROS_GEMV_SWIGLU},
+               {X, ACT, -1, WD, D, F, ORTHROS_GEMV_ADD},
+               {QKV, X, N2, WQKV, Wd, D, ORTHROS_GEMV_ROPE}};
+    for (int i = 0; i < 4; i++) {
+        orthros_gemv_params *p = &ops[i];
+        p->out = dv[sp[i].out], p->x = dv[sp[i].x], p->norm_w = sp[i].norm >= 0 ? dv[sp[i].norm] : NULL, p->eps = 1e-5f;
+        p->W = dv[sp[i].W], p->n = 1, p->M = sp[i].M, p->K = sp[i].K, p->epilogue = sp[i].epi;
+        p->scratch = scratch, p->num_sms = gpu->info.sm_count;
+        if (sp[i].epi == ORTHROS_GEMV_ROPE) {
+            p->k_cache = dv[KC], p->v_cache = dv[VC], p->pos = pos_d, p->Hq = Hq, p->Hkv = Hkv, p->d = d, p->cap = cap;
+            inv_freq_for(p->inv_freq, d);
+        }
+    }
+    char name[200];
+    snprintf(name, sizeof name, "gemv chain of %d: D %d F %d heads %d/%d d %d pos %d", nops, D, F, Hq, Hkv, d, pos);
+    for (int i = 0; i < nops; i++)
+        if (!orthros_gemv_chain_supported(&ops[i])) {
+            printf("FAIL %s: product %d not taken by the chain\n", name, i);
+            n_fail++;
+            goto out;
+        }
+    if (orthros_gemv_set_version(3)) die("gemv version");
+    for (int call = 0; call < 2; call++)
+        for (int way = 0; way < 2; way++) {
+            for (int b = 0; b < NB; b++)
+                if (cudaMemcpy(dv[b], init[b], sizes[b] * 2, cudaMemcpyHostToDevice) != cudaSuccess) die("chain upload");
+            int rc = 0;
+            if (way == 0)
+                for (int i = 0; i < nops && !rc; i++) rc = orthros_gemv_bf16(&ops[i], 0);
+            else
+                rc = orthros_gemv_chain_bf16(ops, nops, 0);
+            if (rc || cudaDeviceSynchronize() != cudaSuccess) {
+                op_rc(rc ? rc : ORTHROS_EDEVICE, name);
+                goto out;
+            }
+            for (int b = 0; b < NB; b++)
+                if (cudaMemcpy(got[way][b], dv[b], sizes[b] * 2, cudaMemcpyDeviceToHost) != cudaSuccess) die("chain download");
+        }
+    {
+        /* the last call's two ways, element by element; and the barrier's count back at 0 */
+        int wrong = 0;
+        for (int b = 0; b < NB; b++)
+            for (size_t i = 0; i < sizes[b]; i++) wrong += got[0][b][i] != got[1][b][i];
+        unsigned count = 1;
+        if (cudaMemcpy(&count, (char *)scratch + (24 << 10), sizeof count, cudaMemcpyDeviceToHost) != cudaSuccess) die("chain sync");
+        wrong += count != 0u;
+        float z = 0.0f, w = (float)wrong;
+        char full[240];
+        snprintf(full, sizeof full, "%s (exact against one by one)", name);
+        report(full, &z, &w, 1, 0);
+    }
+out:
+    if (orthros_gemv_set_version(0)) die("gemv version");
+    for (int b = 0; b < NB; b++) {
+        cudaFree(dv[b]);
+        free(init[b]), free(got[0][b]), free(got[1][b]);
+    }
+    cudaFree(pos_d);
+    cudaFree(scratch);
+}
+
+static void gemv_chain_suite(void)
+{
+    /* the 1B layer's shapes, a layer of awkward widths (K not a multiple of 64, an odd F), chains of 2, 3 and 4 */
+    test_gemv_chain(2048, 8192, 32, 8, 64, 4096, 4095, 4);
+    test_gemv_chain(520, 1000, 6, 2, 64, 300, 17, 4);
+    test_gemv_chain(520, 1000, 6, 2, 64, 300, 299, 3);
+    test_gemv_chain(4096, 14336, 32, 8, 128, 64, 5, 2);
+}
+
 static void gemv_suite(void)
 {
     /* plain products through ORTHROS_GEMV: n 1..16, K not a multiple of 64 (or of 16), M not of 16; split K where
@@ -1449,6 +1558,8 @@ int main(void)
         pdl->destroy(pdl);
     }
     if (section("decodebound")) decode_bound_suite();
+    /* The chain of gemv.cu (written without a GPU: not yet run on one; last, so a hang leaves the rest printed). */
+    if (section("gemvchain")) gemv_chain_suite();
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);
