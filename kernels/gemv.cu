@@ -246,11 +246,11 @@ static __device__ __forceinline__ void argmax_finish(const orthros_gemv_params &
 /* The block's input in shared memory (rows [0, n), `chunks` 16-byte chunks of each from k_base, row j at byte j *
  * stride; past K zeros), as rmsnorm(x) * norm_w rounded to bf16 when norm_w is given: rs[j] = 1 / sqrt(mean(x_j^2) +
  * eps) over all of K, as rmsnorm.cu forms it (fp32 squares of bf16), then out = w * (x * r) rounded once, as
- * rmsnorm_x8_kernel writes it. Every thread of the block calls it; it ends with a barrier. */
-/* x is read through the read-only path (__ldg), or with CHAIN through L2 alone (__ldcg): in the chain kernel, where x
- * was written by an earlier op of the same launch, on other SMs (the read-only path may hold stale lines); there the
- * loads of a pass are also issued SB at a time before any is used (the chain stages rows of up to 16K, 2 to 7
- * chunks a thread, which one at a time would be as many trips to L2 in a row). The values are the same either way. */
+ * rmsnorm_x8_kernel writes it. Every thread of the block calls it; it ends with a barrier. x is read through the
+ * read-only path (__ldg), or with CHAIN through L2 alone (__ldcg): in the chain kernel, where x was written by an
+ * earlier op of the same launch, on other SMs (the read-only path may hold stale lines); there the loads of a pass
+ * are also issued SB at a time before any is used (the chain stages rows of up to 16K, 2 to 7 chunks a thread, which
+ * one at a time would be as many trips to L2 in a row). The values are the same either way. */
 template <bool CHAIN = false>
 static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
                                                    float *rs, int k_base, int chunks)
