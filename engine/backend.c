@@ -42,16 +42,16 @@ void orthros_device_info_set_host(orthros_device_info *info, const char *kind)
     snprintf(info->host, sizeof info->host, "%.*s", (int)sizeof info->host - 1, host);
 }
 
-int orthros_decode_env(unsigned defaults, unsigned *decode_modes, int *gemv, int *pdl)
+int orthros_decode_env(unsigned defaults, unsigned *decode_modes, int *gemv, int *pdl, int *chain)
 {
     const struct {
         const char *name;
         unsigned bit; /* a decode mode, or 0 for a switch of the backend's own (flag) */
         int *flag;
     } sw[] = {{"ORTHROS_DECODE_FUSED", ORTHROS_DECODE_FUSED, NULL}, {"ORTHROS_DECODE_GRAPHS", ORTHROS_DECODE_GRAPHS, NULL},
-              {"ORTHROS_GEMV", 0, gemv}, {"ORTHROS_DECODE_PDL", 0, pdl}};
+              {"ORTHROS_GEMV", 0, gemv}, {"ORTHROS_DECODE_PDL", 0, pdl}, {"ORTHROS_DECODE_CHAIN", 0, chain}};
     *decode_modes = 0;
-    *gemv = *pdl = 0;
+    *gemv = *pdl = *chain = 0;
     for (size_t i = 0; i < sizeof sw / sizeof *sw; i++) {
         const char *v = getenv(sw[i].name);
         if (!v || !*v) {

@@ -205,12 +205,12 @@ struct orthros_backend {
 /* The switches of the whole-model decode work (docs/kernels.md, "Whole-model decode"), read from the environment when
  * a backend is created: ORTHROS_DECODE_FUSED and ORTHROS_DECODE_GRAPHS (the decode mode of its sessions,
  * ORTHROS_DECODE_* bits: 1 on, 0 off, unset the backend's `defaults`),
- * ORTHROS_GEMV=1 (cuda: products of 1-16 rows through gemv.cu instead of cuBLAS) and ORTHROS_DECODE_PDL=1 (cuda:
- * every gemv.cu launch, the fused ops' included, a programmatic dependent launch; these two unset or 0: off). Any
- * other value is an error (ORTHROS_EINVAL, naming it). The cuda backend also reads ORTHROS_DECODE_L2PF (0-2) and
- * ORTHROS_DECODE_L2PF_MB (1-1024) itself (backend_cuda.cu, select_l2pf; the l2_next hints), and ORTHROS_DECODE_CHAIN
- * (0 or 1; decode_chain). */
-int orthros_decode_env(unsigned defaults, unsigned *decode_modes, int *gemv, int *pdl);
+ * ORTHROS_GEMV=1 (cuda: products of 1-16 rows through gemv.cu instead of cuBLAS), ORTHROS_DECODE_PDL=1 (cuda:
+ * every gemv.cu launch, the fused ops' included, a programmatic dependent launch) and ORTHROS_DECODE_CHAIN=1 (cuda:
+ * decode_chain records the fused products into one launch; these three unset or 0: off). Any other value is an
+ * error (ORTHROS_EINVAL, naming it). The cuda backend also reads ORTHROS_DECODE_L2PF (0-2) and
+ * ORTHROS_DECODE_L2PF_MB (1-1024) itself (backend_cuda.cu, select_l2pf; the l2_next hints). */
+int orthros_decode_env(unsigned defaults, unsigned *decode_modes, int *gemv, int *pdl, int *chain);
 /* Fills info->kind and info->host (this process's host name), for every backend's device description. */
 void orthros_device_info_set_host(orthros_device_info *info, const char *kind);
 int orthros_backend_cpu_create(orthros_backend **out);

@@ -680,10 +680,10 @@ static void cpu_fill_info(orthros_device_info *info)
 int orthros_backend_cpu_create(orthros_backend **out)
 {
     unsigned modes;
-    int gemv, pdl; /* cuda's alone */
+    int gemv, pdl, chain; /* cuda's alone */
     *out = NULL;
     /* No mode by default: the cpu's plain step is the reference the modes are tested against. */
-    int rc = orthros_decode_env(0, &modes, &gemv, &pdl);
+    int rc = orthros_decode_env(0, &modes, &gemv, &pdl, &chain);
     if (rc) return rc;
     orthros_backend *be = calloc(1, sizeof *be);
     cpu_impl *impl = calloc(1, sizeof *impl);

@@ -934,16 +934,9 @@ static int select_kernels(orthros_device_info *info)
  * process-wide, as the attention kernels' variables do (set_version_from_env). */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
-    int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl);
+    int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
-    const char *chain = getenv("ORTHROS_DECODE_CHAIN");
-    c->chain = 0;
-    if (chain && *chain) {
-        if (strcmp(chain, "0") && strcmp(chain, "1"))
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_CHAIN=%.40s: 0 or 1", chain);
-        c->chain = chain[0] == '1';
-    }
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)

@@ -364,7 +364,8 @@ static void test_switches(void)
         be = NULL;
     }
     /* A switch other than 0 or 1 is refused, naming it. */
-    const char *const bad[][2] = {{"ORTHROS_DECODE_FUSED", "yes"}, {"ORTHROS_DECODE_PDL", "2"}};
+    const char *const bad[][2] = {{"ORTHROS_DECODE_FUSED", "yes"}, {"ORTHROS_DECODE_PDL", "2"},
+                                  {"ORTHROS_DECODE_CHAIN", "2"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         setenv(bad[i][0], bad[i][1], 1);
         rc = orthros_backend_cpu_create(&be);
@@ -386,19 +387,19 @@ static void test_switches(void)
 
     /* A backend's default (cuda's: FUSED + GRAPHS): unset variables take it, 0 turns a mode off, 1 asks for it. */
     unsigned modes = 0;
-    int gemv = 0, pdl = 0;
+    int gemv = 0, pdl = 0, chain = 0;
     const unsigned both = ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS;
-    CHECK(!orthros_decode_env(both, &modes, &gemv, &pdl) && modes == both, "unset: the default's modes (%u)", modes);
+    CHECK(!orthros_decode_env(both, &modes, &gemv, &pdl, &chain) && modes == both, "unset: the default's modes (%u)", modes);
     setenv("ORTHROS_DECODE_GRAPHS", "0", 1);
-    CHECK(!orthros_decode_env(both, &modes, &gemv, &pdl) && modes == ORTHROS_DECODE_FUSED,
+    CHECK(!orthros_decode_env(both, &modes, &gemv, &pdl, &chain) && modes == ORTHROS_DECODE_FUSED,
           "GRAPHS=0 over the default: modes %u", modes);
     setenv("ORTHROS_DECODE_FUSED", "0", 1);
-    CHECK(!orthros_decode_env(both, &modes, &gemv, &pdl) && modes == 0, "both 0 over the default: modes %u", modes);
+    CHECK(!orthros_decode_env(both, &modes, &gemv, &pdl, &chain) && modes == 0, "both 0 over the default: modes %u", modes);
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
-    CHECK(!orthros_decode_env(0, &modes, &gemv, &pdl) && modes == 0, "no default, nothing set: modes %u", modes);
+    CHECK(!orthros_decode_env(0, &modes, &gemv, &pdl, &chain) && modes == 0, "no default, nothing set: modes %u", modes);
     setenv("ORTHROS_DECODE_FUSED", "1", 1);
-    CHECK(!orthros_decode_env(0, &modes, &gemv, &pdl) && modes == ORTHROS_DECODE_FUSED, "FUSED=1: modes %u", modes);
+    CHECK(!orthros_decode_env(0, &modes, &gemv, &pdl, &chain) && modes == ORTHROS_DECODE_FUSED, "FUSED=1: modes %u", modes);
     unsetenv("ORTHROS_DECODE_FUSED");
 
     /* Both modes asked: a session of more rows than the fused ops take (cuda's stop at 8; here a cpu backend told they
