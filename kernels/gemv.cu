@@ -618,13 +618,28 @@ static __device__ __forceinline__ void block_argmax(const orthros_gemv_params &p
     argmax_finish(p, S, last);
 }
 
+/* The chain's weights loaded ahead (chain_preload): the first CHAIN_PRE_SLOTS rounds of U chunks a lane that a warp
+ * streams of a product (over its groups in order), both rows, [warp][slot][row][lane] 16 bytes each: 8 KB a warp. */
+#define CHAIN_PRE_SLOTS 8
+#define CHAIN_PRE_BYTES ((size_t)GEMV_WARPS * CHAIN_PRE_SLOTS * 2 * 32 * 16)
+static __device__ __forceinline__ size_t chain_pre_at(int warp, int slot, int row, int lane)
+{
+    return ((((size_t)warp * CHAIN_PRE_SLOTS + slot) * 2 + row) * 32 + lane) * 16;
+}
+
 /* The groups of one product (v2, v3 and the chain kernel): block b takes group rounds b, b + gridDim.x, ...; each
  * warp (gw, sl) streams its slice of its group's two rows U chunks a lane at a time, every load of a round issued
- * before its first use, the input from shared memory (XS) or through L1. Every thread of the block calls it. */
-template <int N, int U, bool XS>
+ * before its first use, the input from shared memory (XS) or through L1. Every thread of the block calls it. PRE
+ * (the chain): the warp's first CHAIN_PRE_SLOTS chunk rounds come from smem_w, where this thread's cp.async copies
+ * (chain_preload, the same order) put them; the same values as the loads they replace, so the same sums. */
+template <int N, int U, bool XS, bool PRE = false>
 static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p, const gemv2_plan &pl,
-                                                    const unsigned char *smem_x, float (*part)[2][N], int *last)
+                                                    const unsigned char *smem_x, float (*part)[2][N], int *last,
+                                                    const unsigned char *smem_w = nullptr)
 {
+    static_assert(!PRE || CHAIN_PRE_SLOTS % U == 0, "preloaded rounds are whole rounds");
+    if constexpr (PRE) cp_async_wait<0>(); /* each thread reads back its own copies alone: no block barrier */
+    int slot = 0;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW;
     const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
@@ -640,14 +655,20 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
         float acc[2][N];
 #pragma unroll
         for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
-        for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U) {
+        for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U, slot += U) {
             uint4 wv[U][2], xv[U][N];
+            const bool pre = PRE && slot < CHAIN_PRE_SLOTS;
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int c = ((t0 + u) * KW + sl) * 32 + lane;
                 const bool in = c < nch;
-                wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok[0] && in);
-                wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok[1] && in);
+                if (pre) {
+                    wv[u][0] = lds_input(smem_w + chain_pre_at(warp, slot + u, 0, lane), true);
+                    wv[u][1] = lds_input(smem_w + chain_pre_at(warp, slot + u, 1, lane), true);
+                } else {
+                    wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok[0] && in);
+                    wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok[1] && in);
+                }
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     if constexpr (XS) xv[u][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
@@ -886,59 +907,99 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
  * about half its time in the grid's dispatch and drain. The chain runs up to ORTHROS_GEMV_CHAIN_MAX products (the
  * step's O, gate/up, down and the next layer's q/k/v) as one cooperative launch of as many blocks as fit at once,
  * each product as the v3 kernel runs it (its plan, its groups, its sums: the same bits), with a grid barrier between
- * products and the next product's first group asked into L2 before the barrier. Inside one launch an earlier product
- * wrote the input of a later one on other SMs, so inputs are staged through L2 alone (stage_input<true>) and the
- * residual's add reads it the same way; every input is staged in shared memory (raw where there is no norm). */
+ * products. Inside one launch an earlier product wrote the input of a later one on other SMs, so inputs are staged
+ * through L2 alone (stage_input<true>) and the residual's add reads it the same way; every input is staged in shared
+ * memory (raw where there is no norm).
+ * First H200 run (f075598, data/results/h200-2026-12-02-chain): bit for bit against one-by-one launches, but slower,
+ * 1.123 ms a step at 1B 4K against 1.006: it only moved the idle time, from dispatch and drain to barrier waits.
+ * Since then each block, as soon as it is done with a product, copies the weights it will stream first in the next
+ * one into shared memory (chain_preload: cp.async, CHAIN_PRE_SLOTS rounds a warp, 64 KB a block) before it waits at
+ * the barrier, so the memory streams the next product while the slowest blocks finish this one (the weights never
+ * depend on the activations); and the barrier is the flat one of the step probe (one release reduction, acquire
+ * polls). */
 struct gemv_chain_args {
     orthros_gemv_params p[ORTHROS_GEMV_CHAIN_MAX];
     gemv2_plan pl[ORTHROS_GEMV_CHAIN_MAX];
     int n;
 };
 
-/* The barrier: arrivals in sync[0], a generation in sync[1] that thread 0 of each block keeps in a register (read
- * once as the launch starts: nothing can change it before every block has arrived once). The last block to arrive
- * resets the arrivals and advances the generation; the others poll it. It leaves the arrivals at 0 as it found them,
- * so the scratch never needs zeroing again. */
-static __device__ __forceinline__ void chain_barrier(unsigned *sync, unsigned &gen)
+/* The barrier: sync[0] counts every arrival of the launch; barrier i (1-based) is passed once it reaches i x
+ * gridDim.x. Thread 0 of a block arrives with a release reduction after a fence (the block's writes, ordered before
+ * it by the block barrier, go with it) and polls with acquire loads. chain_depart at the end of the launch puts both
+ * words back at 0 for the next one: departures count in sync[1], and the last block to depart (every block has
+ * passed every barrier by then) clears them. */
+static __device__ __forceinline__ void chain_barrier(unsigned *sync, unsigned target)
 {
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        if (atomicAdd(sync, 1u) == gridDim.x - 1) {
-            *(volatile unsigned *)sync = 0u;
-            __threadfence();
-            atomicAdd(sync + 1, 1u);
-        } else {
-            while (ld_acquire_gpu(sync + 1) == gen) {
-            }
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
+        while (ld_acquire_gpu(sync) < target) {
         }
-        gen++;
-        __threadfence();
     }
     __syncthreads();
 }
 
+static __device__ __forceinline__ void chain_depart(unsigned *sync)
+{
+    if (threadIdx.x == 0 && atomicAdd(sync + 1, 1u) == gridDim.x - 1) {
+        *(volatile unsigned *)sync = 0u;
+        *(volatile unsigned *)(sync + 1) = 0u;
+    }
+}
+
+/* The weights this thread will read first in product p (gemv2_groups<.., PRE>'s first CHAIN_PRE_SLOTS rounds, in its
+ * order: the warp's groups, then its rounds) copied into smem_w by cp.async, zeros where gemv2_groups would load
+ * none; one commit group. */
+static __device__ __forceinline__ void chain_preload(const orthros_gemv_params &p, const gemv2_plan &pl,
+                                                     unsigned char *smem_w)
+{
+    constexpr int U = 4;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW;
+    const bf16 *Wt = (const bf16 *)p.W;
+    int slot = 0;
+    for (int gb = blockIdx.x; gb * pl.GPB < pl.groups && slot < CHAIN_PRE_SLOTS; gb += gridDim.x) {
+        const int g = gb * pl.GPB + gw;
+        int r[2] = {0, 0};
+        bool ok[2] = {false, false};
+        if (g < pl.groups) gemv2_rows(p, g, r, ok);
+        const bf16 *w0 = Wt + (size_t)(ok[0] ? r[0] : 0) * K, *w1 = Wt + (size_t)(ok[1] ? r[1] : 0) * K;
+        for (int t0 = 0; (t0 * KW + sl) * 32 < nch && slot < CHAIN_PRE_SLOTS; t0 += U, slot += U) {
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int c = ((t0 + u) * KW + sl) * 32 + lane;
+                const bool in = c < nch;
+                cp_async16(smem_w + chain_pre_at(warp, slot + u, 0, lane), in ? w0 + (size_t)c * 8 : w0,
+                           ok[0] && in ? 16 : 0);
+                cp_async16(smem_w + chain_pre_at(warp, slot + u, 1, lane), in ? w1 + (size_t)c * 8 : w1,
+                           ok[1] && in ? 16 : 0);
+            }
+        }
+    }
+    cp_async_commit();
+}
+
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(const gemv_chain_args a)
 {
-    extern __shared__ __align__(16) unsigned char smem_x[]; /* [K] bf16 of the product running */
+    extern __shared__ __align__(16) unsigned char smem_dyn[]; /* [CHAIN_PRE_BYTES] weights, then [K] bf16 input */
+    unsigned char *smem_w = smem_dyn, *smem_x = smem_dyn + CHAIN_PRE_BYTES;
     __shared__ float part[GEMV_WARPS][2][1];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
     unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
-    unsigned gen = 0u;
-    if (threadIdx.x == 0) gen = ld_acquire_gpu(sync + 1);
-    prefetch_first_group(a.p[0], a.pl[0], 4);
+    chain_preload(a.p[0], a.pl[0], smem_w);
 #pragma unroll
     for (int i = 0; i < ORTHROS_GEMV_CHAIN_MAX; i++) {
         if (i >= a.n) break;
-        if (i > 0) {
-            prefetch_first_group(a.p[i], a.pl[i], 4);
-            chain_barrier(sync, gen);
-        }
+        if (i > 0) chain_barrier(sync, (unsigned)i * gridDim.x);
         stage_input<true>(a.p[i], smem_x, a.p[i].K * 2, rs, 0, a.p[i].K / 8);
-        gemv2_groups<1, 4, true>(a.p[i], a.pl[i], smem_x, part, &last);
-        __syncthreads(); /* the next product stages its input where this one's was */
+        gemv2_groups<1, 4, true, true>(a.p[i], a.pl[i], smem_x, part, &last, smem_w);
+        /* the next product's first weights, while the slowest blocks finish this one (this thread's reads of smem_w
+         * are done: their values went into its sums above) */
+        if (i + 1 < a.n) chain_preload(a.p[i + 1], a.pl[i + 1], smem_w);
     }
+    if (a.n > 1) chain_depart(sync);
 }
 
 /* The chain's plan of one product: v3's at batch 1 with the input staged (within 64 KB). */
@@ -946,8 +1007,8 @@ static int make_chain_plan(const orthros_gemv_params *p, gemv2_plan *pl)
 {
     if (p->n != 1 || p->epilogue == ORTHROS_GEMV_ARGMAX || !orthros_gemv_supported(p)) return ORTHROS_EUNSUPPORTED;
     if (make_plan2(p, pl, 3) || pl->U != 4) return ORTHROS_EUNSUPPORTED;
-    pl->smem = (size_t)p->K * 2;
-    return pl->smem <= GEMV2_XS_MAX_BYTES ? 0 : ORTHROS_EUNSUPPORTED;
+    pl->smem = CHAIN_PRE_BYTES + (size_t)p->K * 2;
+    return (size_t)p->K * 2 <= GEMV2_XS_MAX_BYTES ? 0 : ORTHROS_EUNSUPPORTED;
 }
 
 int orthros_gemv_chain_supported(const orthros_gemv_params *p)
@@ -977,7 +1038,7 @@ int orthros_gemv_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t 
     static bool attr = false;
     if (!attr) {
         ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(gemv_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                (int)GEMV2_XS_MAX_BYTES));
+                                                (int)(CHAIN_PRE_BYTES + GEMV2_XS_MAX_BYTES)));
         attr = true;
     }
     int per_sm = 0, dev = 0, sms = 0;
