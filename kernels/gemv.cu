@@ -620,7 +620,9 @@ static __device__ __forceinline__ void block_argmax(const orthros_gemv_params &p
 
 /* The chain's weights loaded ahead (chain_preload): the first CHAIN_PRE_SLOTS rounds of U chunks a lane that a warp
  * streams of a product (over its groups in order), both rows, [warp][slot][row][lane] 16 bytes each: 8 KB a warp. */
+#ifndef CHAIN_PRE_SLOTS /* a build may set it (0: no weights ahead) to measure the difference */
 #define CHAIN_PRE_SLOTS 8
+#endif
 #define CHAIN_PRE_BYTES ((size_t)GEMV_WARPS * CHAIN_PRE_SLOTS * 2 * 32 * 16)
 static __device__ __forceinline__ size_t chain_pre_at(int warp, int slot, int row, int lane)
 {
@@ -923,20 +925,26 @@ struct gemv_chain_args {
     int n;
 };
 
-/* The barrier: sync[0] counts every arrival of the launch; barrier i (1-based) is passed once it reaches i x
- * gridDim.x. Thread 0 of a block arrives with a release reduction after a fence (the block's writes, ordered before
- * it by the block barrier, go with it) and polls with acquire loads. chain_depart at the end of the launch puts both
- * words back at 0 for the next one: departures count in sync[1], and the last block to depart (every block has
- * passed every barrier by then) clears them. */
-static __device__ __forceinline__ void chain_barrier(unsigned *sync, unsigned target)
+/* The barrier, in two halves so that a block can work between them: sync[0] counts every arrival of the launch;
+ * barrier i (1-based) is passed once it reaches i x gridDim.x. chain_arrive: thread 0 of a block arrives with a
+ * release reduction after a fence (the block's writes, ordered before it by the block barrier, go with it);
+ * chain_wait: it polls with acquire loads. chain_depart at the end of the launch puts both words back at 0 for the
+ * next one: departures count in sync[1], and the last block to depart (every block has passed every barrier by then)
+ * clears them. */
+static __device__ __forceinline__ void chain_arrive(unsigned *sync)
 {
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
+    }
+}
+
+static __device__ __forceinline__ void chain_wait(unsigned *sync, unsigned target)
+{
+    if (threadIdx.x == 0)
         while (ld_acquire_gpu(sync) < target) {
         }
-    }
     __syncthreads();
 }
 
@@ -992,12 +1000,15 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(cons
 #pragma unroll
     for (int i = 0; i < ORTHROS_GEMV_CHAIN_MAX; i++) {
         if (i >= a.n) break;
-        if (i > 0) chain_barrier(sync, (unsigned)i * gridDim.x);
         stage_input<true>(a.p[i], smem_x, a.p[i].K * 2, rs, 0, a.p[i].K / 8);
         gemv2_groups<1, 4, true, true>(a.p[i], a.pl[i], smem_x, part, &last, smem_w);
-        /* the next product's first weights, while the slowest blocks finish this one (this thread's reads of smem_w
-         * are done: their values went into its sums above) */
-        if (i + 1 < a.n) chain_preload(a.p[i + 1], a.pl[i + 1], smem_w);
+        if (i + 1 == a.n) break;
+        /* arrive, then ask for the next product's first weights while the slowest blocks finish this one (after the
+         * arrival's fence, which would wait for them; this thread's reads of smem_w are done: their values went into
+         * its sums above), then wait */
+        chain_arrive(sync);
+        chain_preload(a.p[i + 1], a.pl[i + 1], smem_w);
+        chain_wait(sync, (unsigned)(i + 1) * gridDim.x);
     }
     if (a.n > 1) chain_depart(sync);
 }
