@@ -618,7 +618,7 @@ static __device__ __forceinline__ void block_argmax(const orthros_gemv_params &p
     argmax_finish(p, S, last);
 }
 
-/* The chain's weights loaded ahead (chain_preload): the first CHAIN_PRE_SLOTS rounds of U chunks a lane that a warp
+/* The chain's weights loaded ahead (preload_weights): the first CHAIN_PRE_SLOTS rounds of U chunks a lane that a warp
  * streams of a product (over its groups in order), both rows, [warp][slot][row][lane] 16 bytes each: 8 KB a warp. */
 #ifndef CHAIN_PRE_SLOTS /* a build may set it (0: no weights ahead) to measure the difference */
 #define CHAIN_PRE_SLOTS 8
@@ -633,7 +633,7 @@ static __device__ __forceinline__ size_t chain_pre_at(int warp, int slot, int ro
  * warp (gw, sl) streams its slice of its group's two rows U chunks a lane at a time, every load of a round issued
  * before its first use, the input from shared memory (XS) or through L1. Every thread of the block calls it. PRE
  * (the chain): the warp's first CHAIN_PRE_SLOTS chunk rounds come from smem_w, where this thread's cp.async copies
- * (chain_preload, the same order) put them; the same values as the loads they replace, so the same sums. */
+ * (preload_weights, the same order) put them; the same values as the loads they replace, so the same sums. */
 template <int N, int U, bool XS, bool PRE = false>
 static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p, const gemv2_plan &pl,
                                                     const unsigned char *smem_x, float (*part)[2][N], int *last,
@@ -694,6 +694,39 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
     if (p.epilogue == ORTHROS_GEMV_ARGMAX) block_argmax<N>(p, pl, best, last);
 }
 
+/* The weights this thread will read first in product p (gemv2_groups<.., PRE>'s first CHAIN_PRE_SLOTS rounds, in its
+ * order: the warp's groups, then its rounds) copied into smem_w by cp.async, zeros where gemv2_groups would load
+ * none; one commit group. The chain asks for them before it waits at a barrier, v3 with PDL before it waits for the
+ * kernel before it. */
+template <int U>
+static __device__ __forceinline__ void preload_weights(const orthros_gemv_params &p, const gemv2_plan &pl,
+                                                       unsigned char *smem_w)
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW;
+    const bf16 *Wt = (const bf16 *)p.W;
+    int slot = 0;
+    for (int gb = blockIdx.x; gb * pl.GPB < pl.groups && slot < CHAIN_PRE_SLOTS; gb += gridDim.x) {
+        const int g = gb * pl.GPB + gw;
+        int r[2] = {0, 0};
+        bool ok[2] = {false, false};
+        if (g < pl.groups) gemv2_rows(p, g, r, ok);
+        const bf16 *w0 = Wt + (size_t)(ok[0] ? r[0] : 0) * K, *w1 = Wt + (size_t)(ok[1] ? r[1] : 0) * K;
+        for (int t0 = 0; (t0 * KW + sl) * 32 < nch && slot < CHAIN_PRE_SLOTS; t0 += U, slot += U) {
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int c = ((t0 + u) * KW + sl) * 32 + lane;
+                const bool in = c < nch;
+                cp_async16(smem_w + chain_pre_at(warp, slot + u, 0, lane), in ? w0 + (size_t)c * 8 : w0,
+                           ok[0] && in ? 16 : 0);
+                cp_async16(smem_w + chain_pre_at(warp, slot + u, 1, lane), in ? w1 + (size_t)c * 8 : w1,
+                           ok[1] && in ? 16 : 0);
+            }
+        }
+    }
+    cp_async_commit();
+}
+
 /* The warp's share of its block's first group of a product asked into L2: `rounds` chunks a row of its slice. */
 static __device__ __forceinline__ void prefetch_first_group(const orthros_gemv_params &p, const gemv2_plan &pl,
                                                             int rounds)
@@ -713,11 +746,13 @@ static __device__ __forceinline__ void prefetch_first_group(const orthros_gemv_p
     }
 }
 
-/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged. */
-template <int N, int U, bool XS>
+/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged; PRE (v3 at batch 1
+ * with p.pdl): the block's first weights copied into shared memory before it waits for the kernel before it. */
+template <int N, int U, bool XS, bool PRE = false>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const orthros_gemv_params p, const gemv2_plan pl)
 {
-    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [N][K] bf16 */
+    extern __shared__ __align__(16) unsigned char smem_dyn[]; /* PRE: [CHAIN_PRE_BYTES] weights; XS: [N][K] bf16 */
+    unsigned char *smem_w = smem_dyn, *smem_x = smem_dyn + (PRE ? CHAIN_PRE_BYTES : 0);
     __shared__ float part[GEMV_WARPS][2][N];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
@@ -725,12 +760,13 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     pdl_trigger();
     l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
     /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
-     * input is staged (and, with p.pdl, while the kernel before this one ends). */
-    prefetch_first_group(p, pl, p.pdl ? 4 * U : U);
+     * input is staged (and, with p.pdl, while the kernel before this one ends), or with PRE into shared memory. */
+    if constexpr (PRE) preload_weights<U>(p, pl, smem_w);
+    else prefetch_first_group(p, pl, p.pdl ? 4 * U : U);
     pdl_wait();
     if constexpr (XS) stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
 
-    gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last);
+    gemv2_groups<N, U, XS, PRE>(p, pl, smem_x, part, &last, smem_w);
 }
 
 /* ---- v4: v3's groups as one pipeline a warp (batch 1-4) ----
@@ -880,11 +916,13 @@ static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, in
     return 0;
 }
 
-template <int N, int U, bool XS> static int launch2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
+template <int N, int U, bool XS, bool PRE = false>
+static int launch2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    return launch_gemv(gemv2_kernel<N, U, XS>, XS ? &attr : NULL, GEMV2_XS_MAX_BYTES, dim3((unsigned)pl->blocks), p, pl,
-                       pl->smem, stream);
+    return launch_gemv(gemv2_kernel<N, U, XS, PRE>, XS || PRE ? &attr : NULL,
+                       (int)((PRE ? CHAIN_PRE_BYTES : 0) + GEMV2_XS_MAX_BYTES), dim3((unsigned)pl->blocks), p, pl,
+                       (PRE ? CHAIN_PRE_BYTES : 0) + pl->smem, stream);
 }
 
 static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
@@ -892,6 +930,9 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
     const bool xs = p->norm_w != NULL;
     switch (p->n) {
     case 1:
+        /* with PDL, the first weights into shared memory while the kernel before ends */
+        if (pl->U == 4 && p->pdl)
+            return xs ? launch2<1, 4, true, true>(p, pl, stream) : launch2<1, 4, false, true>(p, pl, stream);
         if (pl->U == 4) return xs ? launch2<1, 4, true>(p, pl, stream) : launch2<1, 4, false>(p, pl, stream);
         return xs ? launch2<1, 8, true>(p, pl, stream) : launch2<1, 8, false>(p, pl, stream);
     case 2: return xs ? launch2<2, 4, true>(p, pl, stream) : launch2<2, 4, false>(p, pl, stream);
@@ -915,7 +956,7 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
  * First H200 run (f075598, data/results/h200-2026-12-02-chain): bit for bit against one-by-one launches, but slower,
  * 1.123 ms a step at 1B 4K against 1.006: it only moved the idle time, from dispatch and drain to barrier waits.
  * Since then each block, as soon as it is done with a product, copies the weights it will stream first in the next
- * one into shared memory (chain_preload: cp.async, CHAIN_PRE_SLOTS rounds a warp, 64 KB a block) before it waits at
+ * one into shared memory (preload_weights: cp.async, CHAIN_PRE_SLOTS rounds a warp, 64 KB a block) before it waits at
  * the barrier, so the memory streams the next product while the slowest blocks finish this one (the weights never
  * depend on the activations); and the barrier is the flat one of the step probe (one release reduction, acquire
  * polls). */
@@ -956,38 +997,6 @@ static __device__ __forceinline__ void chain_depart(unsigned *sync)
     }
 }
 
-/* The weights this thread will read first in product p (gemv2_groups<.., PRE>'s first CHAIN_PRE_SLOTS rounds, in its
- * order: the warp's groups, then its rounds) copied into smem_w by cp.async, zeros where gemv2_groups would load
- * none; one commit group. */
-static __device__ __forceinline__ void chain_preload(const orthros_gemv_params &p, const gemv2_plan &pl,
-                                                     unsigned char *smem_w)
-{
-    constexpr int U = 4;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW;
-    const bf16 *Wt = (const bf16 *)p.W;
-    int slot = 0;
-    for (int gb = blockIdx.x; gb * pl.GPB < pl.groups && slot < CHAIN_PRE_SLOTS; gb += gridDim.x) {
-        const int g = gb * pl.GPB + gw;
-        int r[2] = {0, 0};
-        bool ok[2] = {false, false};
-        if (g < pl.groups) gemv2_rows(p, g, r, ok);
-        const bf16 *w0 = Wt + (size_t)(ok[0] ? r[0] : 0) * K, *w1 = Wt + (size_t)(ok[1] ? r[1] : 0) * K;
-        for (int t0 = 0; (t0 * KW + sl) * 32 < nch && slot < CHAIN_PRE_SLOTS; t0 += U, slot += U) {
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int c = ((t0 + u) * KW + sl) * 32 + lane;
-                const bool in = c < nch;
-                cp_async16(smem_w + chain_pre_at(warp, slot + u, 0, lane), in ? w0 + (size_t)c * 8 : w0,
-                           ok[0] && in ? 16 : 0);
-                cp_async16(smem_w + chain_pre_at(warp, slot + u, 1, lane), in ? w1 + (size_t)c * 8 : w1,
-                           ok[1] && in ? 16 : 0);
-            }
-        }
-    }
-    cp_async_commit();
-}
-
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(const gemv_chain_args a)
 {
     extern __shared__ __align__(16) unsigned char smem_dyn[]; /* [CHAIN_PRE_BYTES] weights, then [K] bf16 input */
@@ -996,7 +1005,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(cons
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
     unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
-    chain_preload(a.p[0], a.pl[0], smem_w);
+    preload_weights<4>(a.p[0], a.pl[0], smem_w);
 #pragma unroll
     for (int i = 0; i < ORTHROS_GEMV_CHAIN_MAX; i++) {
         if (i >= a.n) break;
@@ -1007,7 +1016,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(cons
          * arrival's fence, which would wait for them; this thread's reads of smem_w are done: their values went into
          * its sums above), then wait */
         chain_arrive(sync);
-        chain_preload(a.p[i + 1], a.pl[i + 1], smem_w);
+        preload_weights<4>(a.p[i + 1], a.pl[i + 1], smem_w);
         chain_wait(sync, (unsigned)(i + 1) * gridDim.x);
     }
     if (a.n > 1) chain_depart(sync);
