@@ -618,30 +618,13 @@ static __device__ __forceinline__ void block_argmax(const orthros_gemv_params &p
     argmax_finish(p, S, last);
 }
 
-/* The chain's weights loaded ahead (preload_weights): the first CHAIN_PRE_SLOTS rounds of U chunks a lane that a warp
- * streams of a product (over its groups in order), both rows, [warp][slot][row][lane] 16 bytes each: 8 KB a warp. */
-#ifndef CHAIN_PRE_SLOTS /* a build may set it (0: no weights ahead) to measure the difference */
-#define CHAIN_PRE_SLOTS 8
-#endif
-#define CHAIN_PRE_BYTES ((size_t)GEMV_WARPS * CHAIN_PRE_SLOTS * 2 * 32 * 16)
-static __device__ __forceinline__ size_t chain_pre_at(int warp, int slot, int row, int lane)
-{
-    return ((((size_t)warp * CHAIN_PRE_SLOTS + slot) * 2 + row) * 32 + lane) * 16;
-}
-
 /* The groups of one product (v2, v3 and the chain kernel): block b takes group rounds b, b + gridDim.x, ...; each
  * warp (gw, sl) streams its slice of its group's two rows U chunks a lane at a time, every load of a round issued
- * before its first use, the input from shared memory (XS) or through L1. Every thread of the block calls it. PRE
- * (the chain): the warp's first CHAIN_PRE_SLOTS chunk rounds come from smem_w, where this thread's cp.async copies
- * (preload_weights, the same order) put them; the same values as the loads they replace, so the same sums. */
-template <int N, int U, bool XS, bool PRE = false>
+ * before its first use, the input from shared memory (XS) or through L1. Every thread of the block calls it. */
+template <int N, int U, bool XS>
 static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p, const gemv2_plan &pl,
-                                                    const unsigned char *smem_x, float (*part)[2][N], int *last,
-                                                    const unsigned char *smem_w = nullptr)
+                                                    const unsigned char *smem_x, float (*part)[2][N], int *last)
 {
-    static_assert(!PRE || CHAIN_PRE_SLOTS % U == 0, "preloaded rounds are whole rounds");
-    if constexpr (PRE) cp_async_wait<0>(); /* each thread reads back its own copies alone: no block barrier */
-    int slot = 0;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW;
     const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
@@ -657,20 +640,14 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
         float acc[2][N];
 #pragma unroll
         for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
-        for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U, slot += U) {
+        for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U) {
             uint4 wv[U][2], xv[U][N];
-            const bool pre = PRE && slot < CHAIN_PRE_SLOTS;
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int c = ((t0 + u) * KW + sl) * 32 + lane;
                 const bool in = c < nch;
-                if (pre) {
-                    wv[u][0] = lds_input(smem_w + chain_pre_at(warp, slot + u, 0, lane), true);
-                    wv[u][1] = lds_input(smem_w + chain_pre_at(warp, slot + u, 1, lane), true);
-                } else {
-                    wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok[0] && in);
-                    wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok[1] && in);
-                }
+                wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok[0] && in);
+                wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok[1] && in);
 #pragma unroll
                 for (int j = 0; j < N; j++) {
                     if constexpr (XS) xv[u][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
@@ -694,39 +671,6 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
     if (p.epilogue == ORTHROS_GEMV_ARGMAX) block_argmax<N>(p, pl, best, last);
 }
 
-/* The weights this thread will read first in product p (gemv2_groups<.., PRE>'s first CHAIN_PRE_SLOTS rounds, in its
- * order: the warp's groups, then its rounds) copied into smem_w by cp.async, zeros where gemv2_groups would load
- * none; one commit group. The chain asks for them before it waits at a barrier, v3 with PDL before it waits for the
- * kernel before it. */
-template <int U>
-static __device__ __forceinline__ void preload_weights(const orthros_gemv_params &p, const gemv2_plan &pl,
-                                                       unsigned char *smem_w)
-{
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW;
-    const bf16 *Wt = (const bf16 *)p.W;
-    int slot = 0;
-    for (int gb = blockIdx.x; gb * pl.GPB < pl.groups && slot < CHAIN_PRE_SLOTS; gb += gridDim.x) {
-        const int g = gb * pl.GPB + gw;
-        int r[2] = {0, 0};
-        bool ok[2] = {false, false};
-        if (g < pl.groups) gemv2_rows(p, g, r, ok);
-        const bf16 *w0 = Wt + (size_t)(ok[0] ? r[0] : 0) * K, *w1 = Wt + (size_t)(ok[1] ? r[1] : 0) * K;
-        for (int t0 = 0; (t0 * KW + sl) * 32 < nch && slot < CHAIN_PRE_SLOTS; t0 += U, slot += U) {
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int c = ((t0 + u) * KW + sl) * 32 + lane;
-                const bool in = c < nch;
-                cp_async16(smem_w + chain_pre_at(warp, slot + u, 0, lane), in ? w0 + (size_t)c * 8 : w0,
-                           ok[0] && in ? 16 : 0);
-                cp_async16(smem_w + chain_pre_at(warp, slot + u, 1, lane), in ? w1 + (size_t)c * 8 : w1,
-                           ok[1] && in ? 16 : 0);
-            }
-        }
-    }
-    cp_async_commit();
-}
-
 /* The warp's share of its block's first group of a product asked into L2: `rounds` chunks a row of its slice. */
 static __device__ __forceinline__ void prefetch_first_group(const orthros_gemv_params &p, const gemv2_plan &pl,
                                                             int rounds)
@@ -746,13 +690,11 @@ static __device__ __forceinline__ void prefetch_first_group(const orthros_gemv_p
     }
 }
 
-/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged; PRE (v3 at batch 1
- * with p.pdl): the block's first weights copied into shared memory before it waits for the kernel before it. */
-template <int N, int U, bool XS, bool PRE = false>
+/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged. */
+template <int N, int U, bool XS>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const orthros_gemv_params p, const gemv2_plan pl)
 {
-    extern __shared__ __align__(16) unsigned char smem_dyn[]; /* PRE: [CHAIN_PRE_BYTES] weights; XS: [N][K] bf16 */
-    unsigned char *smem_w = smem_dyn, *smem_x = smem_dyn + (PRE ? CHAIN_PRE_BYTES : 0);
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [N][K] bf16 */
     __shared__ float part[GEMV_WARPS][2][N];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
@@ -760,13 +702,13 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     pdl_trigger();
     l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
     /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
-     * input is staged (and, with p.pdl, while the kernel before this one ends), or with PRE into shared memory. */
-    if constexpr (PRE) preload_weights<U>(p, pl, smem_w);
-    else prefetch_first_group(p, pl, p.pdl ? 4 * U : U);
+     * input is staged (and, with p.pdl, while the kernel before this one ends). Copying it into shared memory instead
+     * (cp.async, 64 KB a block) was measured slower at cf5b787 (docs/kernels.md, "The chain"). */
+    prefetch_first_group(p, pl, p.pdl ? 4 * U : U);
     pdl_wait();
     if constexpr (XS) stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
 
-    gemv2_groups<N, U, XS, PRE>(p, pl, smem_x, part, &last, smem_w);
+    gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last);
 }
 
 /* ---- v4: v3's groups as one pipeline a warp (batch 1-4) ----
@@ -916,13 +858,11 @@ static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, in
     return 0;
 }
 
-template <int N, int U, bool XS, bool PRE = false>
-static int launch2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
+template <int N, int U, bool XS> static int launch2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    return launch_gemv(gemv2_kernel<N, U, XS, PRE>, XS || PRE ? &attr : NULL,
-                       (int)((PRE ? CHAIN_PRE_BYTES : 0) + GEMV2_XS_MAX_BYTES), dim3((unsigned)pl->blocks), p, pl,
-                       (PRE ? CHAIN_PRE_BYTES : 0) + pl->smem, stream);
+    return launch_gemv(gemv2_kernel<N, U, XS>, XS ? &attr : NULL, GEMV2_XS_MAX_BYTES, dim3((unsigned)pl->blocks), p, pl,
+                       pl->smem, stream);
 }
 
 static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
@@ -930,9 +870,6 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
     const bool xs = p->norm_w != NULL;
     switch (p->n) {
     case 1:
-        /* with PDL, the first weights into shared memory while the kernel before ends */
-        if (pl->U == 4 && p->pdl)
-            return xs ? launch2<1, 4, true, true>(p, pl, stream) : launch2<1, 4, false, true>(p, pl, stream);
         if (pl->U == 4) return xs ? launch2<1, 4, true>(p, pl, stream) : launch2<1, 4, false>(p, pl, stream);
         return xs ? launch2<1, 8, true>(p, pl, stream) : launch2<1, 8, false>(p, pl, stream);
     case 2: return xs ? launch2<2, 4, true>(p, pl, stream) : launch2<2, 4, false>(p, pl, stream);
@@ -953,39 +890,32 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
  * products. Inside one launch an earlier product wrote the input of a later one on other SMs, so inputs are staged
  * through L2 alone (stage_input<true>) and the residual's add reads it the same way; every input is staged in shared
  * memory (raw where there is no norm).
- * First H200 run (f075598, data/results/h200-2026-12-02-chain): bit for bit against one-by-one launches, but slower,
- * 1.123 ms a step at 1B 4K against 1.006: it only moved the idle time, from dispatch and drain to barrier waits.
- * Since then each block, as soon as it is done with a product, copies the weights it will stream first in the next
- * one into shared memory (preload_weights: cp.async, CHAIN_PRE_SLOTS rounds a warp, 64 KB a block) before it waits at
- * the barrier, so the memory streams the next product while the slowest blocks finish this one (the weights never
- * depend on the activations); and the barrier is the flat one of the step probe (one release reduction, acquire
- * polls). */
+ * H200 (data/results/h200-2026-12-02-chain): bit for bit against one-by-one launches, but slower than them in the
+ * captured step: first (f075598, a textbook barrier, the next product's first group asked into L2 before it) 1.123 ms
+ * a step at 1B 4K against 1.006, then (cf5b787, the flat barrier below, nothing asked ahead) 1.080 against 1.005, and
+ * 4.689 against 4.476 at 8B 4K. It moves the grid's idle time into the barrier's wait rather than removing it. Each
+ * block copying the next product's first weights into shared memory (cp.async, 32-64 KB a block) while it waits was
+ * slower still (1.212-1.273 ms at 1B 4K). Opt-in. */
 struct gemv_chain_args {
     orthros_gemv_params p[ORTHROS_GEMV_CHAIN_MAX];
     gemv2_plan pl[ORTHROS_GEMV_CHAIN_MAX];
     int n;
 };
 
-/* The barrier, in two halves so that a block can work between them: sync[0] counts every arrival of the launch;
- * barrier i (1-based) is passed once it reaches i x gridDim.x. chain_arrive: thread 0 of a block arrives with a
- * release reduction after a fence (the block's writes, ordered before it by the block barrier, go with it);
- * chain_wait: it polls with acquire loads. chain_depart at the end of the launch puts both words back at 0 for the
- * next one: departures count in sync[1], and the last block to depart (every block has passed every barrier by then)
- * clears them. */
-static __device__ __forceinline__ void chain_arrive(unsigned *sync)
+/* The barrier (the flat one of the step probe): sync[0] counts every arrival of the launch; barrier i (1-based) is
+ * passed once it reaches i x gridDim.x. Thread 0 of a block arrives with a release reduction after a fence (the
+ * block's writes, ordered before it by the block barrier, go with it) and polls with acquire loads. chain_depart at
+ * the end of the launch puts both words back at 0 for the next one: departures count in sync[1], and the last block
+ * to depart (every block has passed every barrier by then) clears them. */
+static __device__ __forceinline__ void chain_barrier(unsigned *sync, unsigned target)
 {
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
-    }
-}
-
-static __device__ __forceinline__ void chain_wait(unsigned *sync, unsigned target)
-{
-    if (threadIdx.x == 0)
         while (ld_acquire_gpu(sync) < target) {
         }
+    }
     __syncthreads();
 }
 
@@ -999,25 +929,19 @@ static __device__ __forceinline__ void chain_depart(unsigned *sync)
 
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(const gemv_chain_args a)
 {
-    extern __shared__ __align__(16) unsigned char smem_dyn[]; /* [CHAIN_PRE_BYTES] weights, then [K] bf16 input */
-    unsigned char *smem_w = smem_dyn, *smem_x = smem_dyn + CHAIN_PRE_BYTES;
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* [K] bf16 of the product running */
     __shared__ float part[GEMV_WARPS][2][1];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
     unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
-    preload_weights<4>(a.p[0], a.pl[0], smem_w);
 #pragma unroll
     for (int i = 0; i < ORTHROS_GEMV_CHAIN_MAX; i++) {
         if (i >= a.n) break;
         stage_input<true>(a.p[i], smem_x, a.p[i].K * 2, rs, 0, a.p[i].K / 8);
-        gemv2_groups<1, 4, true, true>(a.p[i], a.pl[i], smem_x, part, &last, smem_w);
+        gemv2_groups<1, 4, true>(a.p[i], a.pl[i], smem_x, part, &last);
         if (i + 1 == a.n) break;
-        /* arrive, then ask for the next product's first weights while the slowest blocks finish this one (after the
-         * arrival's fence, which would wait for them; this thread's reads of smem_w are done: their values went into
-         * its sums above), then wait */
-        chain_arrive(sync);
-        preload_weights<4>(a.p[i + 1], a.pl[i + 1], smem_w);
-        chain_wait(sync, (unsigned)(i + 1) * gridDim.x);
+        /* then the next product stages its input where this one's was */
+        chain_barrier(sync, (unsigned)(i + 1) * gridDim.x);
     }
     if (a.n > 1) chain_depart(sync);
 }
@@ -1027,8 +951,8 @@ static int make_chain_plan(const orthros_gemv_params *p, gemv2_plan *pl)
 {
     if (p->n != 1 || p->epilogue == ORTHROS_GEMV_ARGMAX || !orthros_gemv_supported(p)) return ORTHROS_EUNSUPPORTED;
     if (make_plan2(p, pl, 3) || pl->U != 4) return ORTHROS_EUNSUPPORTED;
-    pl->smem = CHAIN_PRE_BYTES + (size_t)p->K * 2;
-    return (size_t)p->K * 2 <= GEMV2_XS_MAX_BYTES ? 0 : ORTHROS_EUNSUPPORTED;
+    pl->smem = (size_t)p->K * 2;
+    return pl->smem <= GEMV2_XS_MAX_BYTES ? 0 : ORTHROS_EUNSUPPORTED;
 }
 
 int orthros_gemv_chain_supported(const orthros_gemv_params *p)
@@ -1058,7 +982,7 @@ int orthros_gemv_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t 
     static bool attr = false;
     if (!attr) {
         ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(gemv_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                (int)(CHAIN_PRE_BYTES + GEMV2_XS_MAX_BYTES)));
+                                                (int)GEMV2_XS_MAX_BYTES));
         attr = true;
     }
     int per_sm = 0, dev = 0, sms = 0;
