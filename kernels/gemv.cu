@@ -892,10 +892,10 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
  * memory (raw where there is no norm).
  * H200 (data/results/h200-2026-12-02-chain): bit for bit against one-by-one launches, but slower than them in the
  * captured step: first (f075598, a textbook barrier, the next product's first group asked into L2 before it) 1.123 ms
- * a step at 1B 4K against 1.006, then (cf5b787, the flat barrier below, nothing asked ahead) 1.080 against 1.005, and
- * 4.689 against 4.476 at 8B 4K. It moves the grid's idle time into the barrier's wait rather than removing it. Each
- * block copying the next product's first weights into shared memory (cp.async, 32-64 KB a block) while it waits was
- * slower still (1.212-1.273 ms at 1B 4K). Opt-in. */
+ * a step at 1B 4K against 1.006, then (cf5b787 and 308701f, the flat barrier below, nothing asked ahead) 1.080 and
+ * 1.046 against 1.005 and 1.009, and 4.689 and 4.597 against 4.476 and 4.438 at 8B 4K. It moves the grid's idle time
+ * into the barrier's wait rather than removing it. Each block copying the next product's first weights into shared
+ * memory (cp.async, 32-64 KB a block) while it waits was slower still (1.212-1.273 ms at 1B 4K). Opt-in. */
 struct gemv_chain_args {
     orthros_gemv_params p[ORTHROS_GEMV_CHAIN_MAX];
     gemv2_plan pl[ORTHROS_GEMV_CHAIN_MAX];
