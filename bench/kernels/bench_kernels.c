@@ -991,6 +991,11 @@ int main(int argc, char **argv)
                 bench_decode_splits(128, Bs[bi], Ls[li], ns, nsn);
                 bench_decode_splits(64, Bs[bi], Ls[li], ns, nsn);
             }
+        /* Batch 1 at 4K, the decode step's attention at the issue's first target (the 8B and 1B head dims): the plan
+         * takes the most splits one wave holds (128), each split kernel and its combine a fixed cost of the step. */
+        const int ns1[] = {0, 16, 24, 32, 48, 64, 96};
+        bench_decode_splits(128, 1, 4096, ns1, (int)(sizeof ns1 / sizeof ns1[0]));
+        bench_decode_splits(64, 1, 4096, ns1, (int)(sizeof ns1 / sizeof ns1[0]));
     }
 
     /* Linear prefill v7 by name (the output pass on wgmma at head dim 128; the default on sm_90a), beside v5 and v6. */
