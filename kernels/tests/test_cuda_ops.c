@@ -1191,10 +1191,10 @@ static void test_fused_head(int n, int V, int D, int nan_row)
 }
 
 /* The chain of gemv.cu (ORTHROS_DECODE_CHAIN): a layer's products at batch 1 in one launch against the same products
- * launched one by one with version 3, bit for bit. O adds into the residual
- * x, gate/up (normed) writes act, down adds into x, q/k/v (normed, RoPE, the cache write) reads x: every product but
- * the first reads what an earlier one of the launch wrote. The first nops of them; each chain twice from the same
- * start (the barrier must leave its two words at 0 for the next launch). */
+ * launched one by one with version 3, bit for bit. O adds into the residual x, gate/up (normed) writes act, down adds
+ * into x, q/k/v (normed, RoPE, the cache write) reads x: every product but the first reads what an earlier one of the
+ * launch wrote. The first nops of them; each chain twice from the same start (the barrier must leave its two words at
+ * 0 for the next launch). */
 static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int pos, int nops)
 {
     const int Hd = Hq * d, Wd = (Hq + 2 * Hkv) * d;
