@@ -64,6 +64,25 @@ static __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *p)
     return v;
 }
 
+/* The flat grid barrier of a cooperative launch (step_probe.cu timed it; gemv.cu's chain runs it): sync[0] counts
+ * every arrival of the launch and never resets within it; barrier i (1-based) is passed once it reaches i x gridDim.x.
+ * Thread 0 of a block arrives with a release reduction (nothing comes back) and polls with acquire loads: one trip to
+ * L2 and the poll, where the textbook barrier makes three in a row. FENCE: a __threadfence before the arrival, for
+ * writes the block's other threads made before the block barrier (the chain's products); the probe's blocks write
+ * through thread 0 alone. */
+template <bool FENCE>
+static __device__ __forceinline__ void grid_barrier_flat(unsigned *sync, unsigned target)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (FENCE) __threadfence();
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
+        while (ld_acquire_gpu(sync) < target) {
+        }
+    }
+    __syncthreads();
+}
+
 static __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {
     return (uint32_t)__cvta_generic_to_shared(p);

@@ -54,7 +54,7 @@
 #define GEMV_XS_MAX_BYTES (96 * 1024)          /* the staged input rows of one block */
 #define GEMV_MAX_TILE_ROWS 128
 #define GEMV_PDL_PREFETCH 32                   /* k-blocks a warp asks into L2 before a dependent launch waits */
-#define GEMV_CHAIN_SYNC_OFFSET ((size_t)24 << 10) /* the chain kernel's barrier: arrivals and generation */
+#define GEMV_CHAIN_SYNC_OFFSET ((size_t)24 << 10) /* the chain kernel's barrier: arrivals, departures */
 
 /* The scratch: tickets [GEMV_TICKETS] at 0, argmax keys [16] at 16 KB, the argmax block counter after them, the
  * chain kernel's barrier (two words) at 24 KB, the partials from 32 KB. */
@@ -902,23 +902,9 @@ struct gemv_chain_args {
     int n;
 };
 
-/* The barrier (the flat one of the step probe): sync[0] counts every arrival of the launch; barrier i (1-based) is
- * passed once it reaches i x gridDim.x. Thread 0 of a block arrives with a release reduction after a fence (the
- * block's writes, ordered before it by the block barrier, go with it) and polls with acquire loads. chain_depart at
- * the end of the launch puts both words back at 0 for the next one: departures count in sync[1], and the last block
+/* The barrier between products: cuda_common.cuh's grid_barrier_flat with its fence, arrivals in sync[0]. chain_depart
+ * at the end of the launch puts both words back at 0 for the next one: departures count in sync[1], and the last block
  * to depart (every block has passed every barrier by then) clears them. */
-static __device__ __forceinline__ void chain_barrier(unsigned *sync, unsigned target)
-{
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
-        while (ld_acquire_gpu(sync) < target) {
-        }
-    }
-    __syncthreads();
-}
-
 static __device__ __forceinline__ void chain_depart(unsigned *sync)
 {
     if (threadIdx.x == 0 && atomicAdd(sync + 1, 1u) == gridDim.x - 1) {
@@ -941,7 +927,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(cons
         gemv2_groups<1, 4, true>(a.p[i], a.pl[i], smem_x, part, &last);
         if (i + 1 == a.n) break;
         /* then the next product stages its input where this one's was */
-        chain_barrier(sync, (unsigned)(i + 1) * gridDim.x);
+        grid_barrier_flat<true>(sync, (unsigned)(i + 1) * gridDim.x);
     }
     if (a.n > 1) chain_depart(sync);
 }

@@ -2,7 +2,8 @@
  * time per kernel is the boundary: launch, drain and ramp. The barrier: the textbook sense-reversing grid barrier
  * (an arrival counter and a generation, thread 0 of each block arrives with a device-scope atomic, the last one resets
  * the counter and bumps the generation, the others spin on it with acquire loads), the kind a persistent step would
- * run between its ops; and a flat one (below) that makes one trip where the textbook one makes three. */
+ * run between its ops; and the flat one of cuda_common.cuh (grid_barrier_flat), one trip where the textbook one
+ * makes three. */
 #include "step_probe.h"
 
 #include "cuda_common.cuh"
@@ -34,20 +35,6 @@ static __device__ __forceinline__ void grid_barrier(unsigned *sync)
     __syncthreads();
 }
 
-/* The flat barrier: sync[0] counts every arrival of the launch and never resets; barrier i (1-based) is passed once it
- * reaches i x gridDim.x. Thread 0 of a block arrives with a release reduction (nothing comes back) and polls with
- * acquire loads: one trip to L2 and the poll, where the textbook one above makes three in a row. */
-static __device__ __forceinline__ void grid_barrier_flat(unsigned *sync, unsigned target)
-{
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
-        while (ld_acquire_gpu(sync) < target) {
-        }
-    }
-    __syncthreads();
-}
-
 template <bool FLAT>
 static __global__ void __launch_bounds__(PROBE_THREADS) barrier_kernel(unsigned *words, unsigned *sync, unsigned *errors,
                                                                         int rounds)
@@ -59,7 +46,7 @@ static __global__ void __launch_bounds__(PROBE_THREADS) barrier_kernel(unsigned 
             bad = 0u;
             *(volatile unsigned *)(words + blockIdx.x) = (unsigned)r;
         }
-        if (FLAT) grid_barrier_flat(sync, ++passed * gridDim.x);
+        if (FLAT) grid_barrier_flat<false>(sync, ++passed * gridDim.x);
         else grid_barrier(sync);
         /* every block's word, read past L1 */
         for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)
@@ -67,7 +54,7 @@ static __global__ void __launch_bounds__(PROBE_THREADS) barrier_kernel(unsigned 
         __syncthreads();
         if (threadIdx.x == 0 && bad) atomicAdd(errors, bad);
         /* nobody writes round r + 1 before everybody has read round r */
-        if (FLAT) grid_barrier_flat(sync, ++passed * gridDim.x);
+        if (FLAT) grid_barrier_flat<false>(sync, ++passed * gridDim.x);
         else grid_barrier(sync);
     }
 }
