@@ -13,11 +13,16 @@
  *   v5  the combine fused into the split kernel (the block that finishes a head last merges it); no faster.
  *   v6  a block per group of kv heads, whole [Hkv][d] cache rows by TMA into a 3-deep ring, 8 consumer warps.
  *   v7  v6 with the ring filled by cp.async from all 8 warps (no producer warp, hint or tensor map): sm_90's default.
+ *   v8  v7's kernel with a block per kv head and a thread-block cluster per (sequence, kv head) holding all its
+ *       splits: the partials merge in shared memory, across the cluster through distributed shared memory, and the
+ *       output is written by the cluster itself (no scratch, no combine kernel); short caches at small batch.
  */
 #include "attn_full_decode.h"
 
 #include <math.h>
 #include <string.h>
+
+#include <cooperative_groups.h>
 
 #include "cuda_common.cuh"
 #include "tma.cuh"
@@ -387,9 +392,15 @@ static __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr
 }
 #endif
 
+template <int D>
+static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
+                                  float mA, float mB, float lA, float lB, int b, int kv, int nsplit);
+
 /* v7 (CPA): the same blocks, stages and consumers, but no producer warp: the 8 warps fill the ring themselves
- * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. */
-template <int D, bool CPA>
+ * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
+ * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
+ * dec8_merge instead of written out. */
+template <int D, bool CPA, bool CL = false>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
@@ -562,6 +573,10 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     lA += __shfl_xor_sync(0xffffffffu, lA, 2);
     lB += __shfl_xor_sync(0xffffffffu, lB, 1);
     lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+    if constexpr (CL) {
+        dec8_merge<D>(p, (float *)(smem_raw + (base - smem_addr(smem_raw))), o, mA, mB, lA, lB, b, kv, nsplit);
+        return;
+    }
     const size_t nparts = (size_t)p.B * p.Hkv * nsplit * WPH;
     const size_t part = ((size_t)(b * p.Hkv + kv) * nsplit + split) * WPH + j;
     float *po = p.work + part * DEC_ROWS * D;
@@ -577,6 +592,82 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
         for (int i = 0; i < DT; i++) *(float2 *)(po + rB * D + i * 8 + col) = make_float2(o[i][2], o[i][3]);
         if (lane % 4 == 0) *(float2 *)(pml + rB * 2) = make_float2(mB, lB);
     }
+#endif
+}
+
+/* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
+ * the warps' partials go to shared memory (the ring's space, free once every copy landed and every read is done)
+ * and the block merges them into one, row by row (max of the warps' m, then the weighted sums); the cluster, the
+ * nsplit blocks of this (sequence, kv head), synchronises, and rank r reads every rank's merged partial through
+ * distributed shared memory for its share of the head's rows x d outputs (elements r T .. r T + T - 1, then
+ * every nsplit T-th) and writes them as bf16; a second cluster barrier keeps each block's shared memory until
+ * the others have read it. The sums are those of the combine kernel (weights exp2(m - M), output acc / L). */
+template <int D>
+static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
+                                  float mA, float mB, float lA, float lB, int b, int kv, int nsplit)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int T = DEC6_WARPS * 32, DT = D / 8, MAXC = 16;
+    const int g = p.Hq / p.Hkv, rows = p.n * g, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int rA = lane / 4, rB = rA + 8, col = (lane % 4) * 2;
+    float *wo = sm, *wml = wo + DEC6_WARPS * DEC_ROWS * D, *bo = wml + DEC6_WARPS * DEC_ROWS * 2;
+    float *bml = bo + DEC_ROWS * D;
+    __syncthreads();
+    float *mo = wo + warp * DEC_ROWS * D, *mml = wml + warp * DEC_ROWS * 2;
+    if (rA < rows) {
+#pragma unroll
+        for (int i = 0; i < DT; i++) *(float2 *)(mo + rA * D + i * 8 + col) = make_float2(o[i][0], o[i][1]);
+        if (lane % 4 == 0) *(float2 *)(mml + rA * 2) = make_float2(mA, lA);
+    }
+    if (rB < rows) {
+#pragma unroll
+        for (int i = 0; i < DT; i++) *(float2 *)(mo + rB * D + i * 8 + col) = make_float2(o[i][2], o[i][3]);
+        if (lane % 4 == 0) *(float2 *)(mml + rB * 2) = make_float2(mB, lB);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < rows * D; e += T) {
+        const int r = e / D;
+        float M = -INFINITY, acc = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int w = 0; w < DEC6_WARPS; w++) M = fmaxf(M, wml[(w * DEC_ROWS + r) * 2]);
+#pragma unroll
+        for (int w = 0; w < DEC6_WARPS; w++) {
+            const float m = wml[(w * DEC_ROWS + r) * 2], wt = m == -INFINITY ? 0.0f : exp2f(m - M);
+            acc += wt * wo[w * DEC_ROWS * D + e];
+            L += wt * wml[(w * DEC_ROWS + r) * 2 + 1];
+        }
+        bo[e] = acc;
+        if (e % D == 0) *(float2 *)(bml + r * 2) = make_float2(M, L);
+    }
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync();
+    const int rank = (int)cluster.block_rank();
+    const int W = p.Hq * D;
+    bf16 *out = (bf16 *)p.out + (size_t)b * p.n * W;
+    for (int e = rank * T + threadIdx.x; e < rows * D; e += nsplit * T) {
+        const int r = e / D;
+        float2 ml[MAXC];
+        float x[MAXC];
+#pragma unroll
+        for (int s = 0; s < MAXC; s++)
+            if (s < nsplit) {
+                ml[s] = *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
+                x[s] = *cluster.map_shared_rank(bo + e, s);
+            }
+        float M = -INFINITY, acc = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int s = 0; s < MAXC; s++)
+            if (s < nsplit) M = fmaxf(M, ml[s].x);
+#pragma unroll
+        for (int s = 0; s < MAXC; s++)
+            if (s < nsplit) {
+                const float wt = ml[s].x == -INFINITY ? 0.0f : exp2f(ml[s].x - M);
+                acc += wt * x[s];
+                L += wt * ml[s].y;
+            }
+        out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
+    }
+    cluster.sync();
 #endif
 }
 
@@ -680,6 +771,116 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
     return 0;
 }
 
+/* ---- v8: clusters of one (sequence, kv head)'s splits ----
+ * A block per (split, kv head, sequence) as v7 with HB = 1 (its 8 warps on one head, BN = 8 KW keys a stage), the
+ * grid's x the splits and a cluster the whole of x, so a head's splits merge inside the cluster (dec8_merge).
+ * The cluster size is the split count: at most 16 (the non-portable maximum of sm_90), and only counts whose
+ * clusters are co-resident in one wave for every head (cudaOccupancyMaxActiveClusters >= B * Hkv) are planned.
+ * It takes the call where the cache is short (max_keys <= the cluster key limit, DEC8_MAX_KEYS unless a bench
+ * sets it) and its blocks fill at least half the SMs; elsewhere v8 runs v7. */
+#define DEC8_MAX_CLUSTER 16
+#define DEC8_MAX_KEYS 16384
+static int cluster_max_keys = DEC8_MAX_KEYS;
+
+int orthros_attn_full_decode_set_cluster_max_keys(int keys)
+{
+    if (keys < 0) return orthros_error(ORTHROS_EINVAL, "decode attention: cluster key limit %d", keys);
+    cluster_max_keys = keys ? keys : DEC8_MAX_KEYS;
+    return 0;
+}
+
+template <int D> static int dec8_attrs()
+{
+    static bool done;
+    if (!done) {
+        const void *fn = (const void *)attn_decode_tma_kernel<D, true, true>;
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D>::SMEM));
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        done = true;
+    }
+    return 0;
+}
+
+static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, int D, int cs, int Hkv, int B,
+                        cudaStream_t stream)
+{
+    *cfg = cudaLaunchConfig_t{};
+    *at = cudaLaunchAttribute{};
+    cfg->gridDim = dim3((unsigned)cs, (unsigned)Hkv, (unsigned)B);
+    cfg->blockDim = dim3(DEC6_WARPS * 32);
+    cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
+    cfg->stream = stream;
+    at->id = cudaLaunchAttributeClusterDimension;
+    at->val.clusterDim.x = (unsigned)cs;
+    at->val.clusterDim.y = 1;
+    at->val.clusterDim.z = 1;
+    cfg->attrs = at;
+    cfg->numAttrs = 1;
+}
+
+/* Clusters of cs blocks that the device holds at once (cached per head dim and size; 0 where none fits). */
+static int dec8_max_clusters(int D, int cs, int *out)
+{
+    static int cache[2][DEC8_MAX_CLUSTER + 1];
+    int &c = cache[D == 64 ? 0 : 1][cs];
+    if (!c) {
+        int rc = D == 64 ? dec8_attrs<64>() : dec8_attrs<128>();
+        if (rc) return rc;
+        cudaLaunchConfig_t cfg;
+        cudaLaunchAttribute at;
+        dec8_config(&cfg, &at, D, cs, 1, 1, 0);
+        int n = 0;
+        const void *fn = D == 64 ? (const void *)attn_decode_tma_kernel<64, true, true>
+                                 : (const void *)attn_decode_tma_kernel<128, true, true>;
+        ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, fn, &cfg));
+        c = n > 0 ? n : -1;
+    }
+    *out = c > 0 ? c : 0;
+    return 0;
+}
+
+/* v8's plan: *use = 1 and the split length and count (= the cluster size) where the cluster path takes the call.
+ * The largest size up to 16 with a split of at least one stage whose clusters fit one wave for all B * Hkv heads,
+ * and blocks on at least half the SMs; a forced split count (force_splits) is taken as the largest size up to it
+ * that the device holds at all, whatever the waves and the cache's length. */
+static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *split_len, int *nsplit)
+{
+    *use = 0;
+    if (!orthros_cuda_sm90_available() || !dec6_shape(p)) return 0;
+    const int bn = (p->d == 64 ? dec6_cfg<64>::KW : dec6_cfg<128>::KW) * DEC6_WARPS;
+    const int keys = p->max_keys, tiles = ceil_div(keys, bn), heads = p->B * p->Hkv;
+    const int sms = p->num_sms > 0 ? p->num_sms : 132;
+    int cs = forced_splits > 0 ? forced_splits : DEC8_MAX_CLUSTER;
+    if (cs > DEC8_MAX_CLUSTER) cs = DEC8_MAX_CLUSTER;
+    if (cs > tiles) cs = tiles;
+    if (forced_splits <= 0 && keys > cluster_max_keys) return 0;
+    for (; cs >= 1; cs--) {
+        int fit = 0, rc = dec8_max_clusters(p->d, cs, &fit);
+        if (rc) return rc;
+        if (forced_splits > 0 ? fit >= 1 : fit >= heads && 2L * heads * cs >= sms) break;
+    }
+    if (cs < 1) return 0;
+    *use = 1;
+    *nsplit = cs;
+    *split_len = ceil_div(ceil_div(keys, cs), bn) * bn;
+    return 0;
+}
+
+template <int D> static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream)
+{
+    int rc = dec8_attrs<D>();
+    if (rc) return rc;
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at;
+    dec8_config(&cfg, &at, D, nsplit, p->Hkv, p->B, stream);
+    CUtensorMap tk, tv;
+    memset(&tk, 0, sizeof tk);
+    memset(&tv, 0, sizeof tv);
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attn_decode_tma_kernel<D, true, true>, tk, tv, *p, 1, split_len, nsplit));
+    ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_tma_kernel (v8)");
+    return 0;
+}
+
 template <int D, bool PF, bool FUSED> static int set_smem()
 {
     ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(attn_decode_split_kernel<D, PF, FUSED>,
@@ -734,6 +935,11 @@ static int tickets(unsigned **out, size_t heads, cudaStream_t stream)
  * (one full wave) where "about one wave" rounded up to 1.2 or 1.45 waves. */
 static int decode_plan(const orthros_attn_full_decode_params *p, int version, int *split_len, int *nsplit)
 {
+    if (version == 8) {
+        int use = 0, rc = dec8_plan(p, &use, split_len, nsplit);
+        if (rc || use) return rc;
+        return orthros_error(ORTHROS_EINVAL, "decode attention: v8 planned for a call its clusters do not take");
+    }
     if (version >= 6) return dec6_plan(p, split_len, nsplit);
     const bool fused = version >= 5;
     int per_sm = 1, rc = p->d == 64 ? blocks_per_sm<64>(&per_sm, fused) : blocks_per_sm<128>(&per_sm, fused);
@@ -755,25 +961,42 @@ int orthros_attn_full_decode_supported(const orthros_attn_full_decode_params *p)
 }
 
 /* The version that runs this call: v6 where it applies (an sm_90 device, window 0, keys in their own slots),
- * else v4 for it; the others as set. */
-static int call_version(const orthros_attn_full_decode_params *p)
+ * else v4 for it; v8 where its clusters take the call (dec8_plan), else v7 under the same rule; the others as set.
+ * *rc: an error of the plan (a failed occupancy query). */
+static int call_version(const orthros_attn_full_decode_params *p, int *rc)
 {
+    *rc = 0;
     if (decode_version >= 6 && !(orthros_cuda_sm90_available() && dec6_shape(p))) return 4;
+    if (decode_version == 8) {
+        int use = 0, len, ns;
+        *rc = dec8_plan(p, &use, &len, &ns);
+        return use ? 8 : 7;
+    }
     return decode_version;
 }
 
 /* fp32 partials: per (b, kv head) and partial, 16 rows of d values and (m, l). */
 static size_t partial_bytes(const orthros_attn_full_decode_params *p, int version, int nsplit)
 {
+    if (version == 8) return 0; /* merged in the clusters' shared memory */
     size_t parts = (size_t)p->B * p->Hkv * nsplit * (version >= 6 ? DEC6_WARPS / dec6_group(p->Hkv) : 1);
     return parts * DEC_ROWS * (p->d + 2) * sizeof(float);
 }
 
 size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params *p)
 {
-    int split_len, nsplit, v = call_version(p);
-    if (decode_plan(p, v, &split_len, &nsplit)) return 0;
-    return partial_bytes(p, v, nsplit);
+    int split_len, nsplit, rc, v = call_version(p, &rc);
+    if (rc || decode_plan(p, v, &split_len, &nsplit)) return 0;
+    /* v8 needs none: a token amount, since 0 means an error */
+    return v == 8 ? 16 : partial_bytes(p, v, nsplit);
+}
+
+int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit)
+{
+    int rc, split_len;
+    *version = call_version(p, &rc);
+    if (!rc) rc = decode_plan(p, *version, &split_len, nsplit);
+    return rc;
 }
 
 int orthros_attn_full_decode_set_version(int version)
@@ -799,9 +1022,9 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
     if (!orthros_attn_full_decode_supported(p))
         return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention: head_dim %d with %d rows per kv head", p->d,
                              p->n * (p->Hkv ? p->Hq / p->Hkv : 0));
-    const int version = call_version(p);
-    int split_len, nsplit, rc = decode_plan(p, version, &split_len, &nsplit);
-    if (rc) return rc;
+    int rc, split_len, nsplit;
+    const int version = call_version(p, &rc);
+    if (rc || (rc = decode_plan(p, version, &split_len, &nsplit))) return rc;
     size_t need = partial_bytes(p, version, nsplit);
     if (p->work_bytes < need)
         return orthros_error(ORTHROS_EINVAL, "decode attention: %zu bytes of scratch given, %zu needed", p->work_bytes,
@@ -812,6 +1035,8 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
     if (version == 7)
         return p->d == 64 ? launch_dec6<64, true>(p, split_len, nsplit, stream)
                           : launch_dec6<128, true>(p, split_len, nsplit, stream);
+    if (version == 8)
+        return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, stream) : launch_dec8<128>(p, split_len, nsplit, stream);
     unsigned blocks = (unsigned)(p->B * p->Hkv * nsplit);
     if (version == 5) {
         unsigned *counters = NULL;

@@ -54,17 +54,29 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
  *      128 blocks where four full waves were planned): d 128 B16 64K / 128K 0.942 / 1.862 ms, 1.01x / 1.00x
  *      cuDNN of the same job, every batch 8-16 cell >= 1.00x the faster of flash and cuDNN
  *      (data/results/h200-2026-12-01-v7-defaults/splits).
+ *   8  7's kernel with a block per kv head and a thread-block cluster per (sequence, kv head) holding all its
+ *      splits (16 at most), merged through distributed shared memory: no scratch and no combine kernel. Takes
+ *      short caches (at most orthros_attn_full_decode_set_cluster_max_keys keys) where the clusters of every head
+ *      fit one wave; other calls run 7.
  * ORTHROS_ATTN_DECODE_VERSION selects one for a process. */
-#define ORTHROS_ATTN_DECODE_LATEST 7
+#define ORTHROS_ATTN_DECODE_LATEST 8
 #define ORTHROS_ATTN_DECODE_DEFAULT 7
 /* 0 selects the default; 6 or 7 on a device without sm_90 code (compute capability < 9.0) returns
  * ORTHROS_EUNSUPPORTED. */
 int orthros_attn_full_decode_set_version(int version);
 int orthros_attn_full_decode_version(void);
 /* For benchmarks that tune the split plan: v6 and v7 split every sequence into `nsplit` parts (clamped to one tile
- * each at least and to what the combine kernel merges) instead of the planned count; 0 restores the plan.
+ * each at least and to what the combine kernel merges; v8 to 16 and to a cluster the device holds) instead of the
+ * planned count; 0 restores the plan.
  * Process-wide; a negative count returns ORTHROS_EINVAL. Versions 3 to 5 ignore it. */
 int orthros_attn_full_decode_force_splits(int nsplit);
+/* v8's limit on the cache: calls whose max_keys exceed it run v7. 0 restores the default (16384); negative
+ * returns ORTHROS_EINVAL. Process-wide, for benchmarks that find where v7 overtakes v8. A forced split count
+ * (above) sends every call v8's shape allows to its clusters whatever the limit. */
+int orthros_attn_full_decode_set_cluster_max_keys(int keys);
+/* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
+ * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
+int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit);
 int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -383,6 +383,40 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
     free_attn(&a);
 }
 
+/* Decode v7 against v8 (clusters merging each head's splits, no combine kernel) on one allocation, v8 with its key
+ * limit lifted, so that the sweep shows where v7 overtakes it (op attn_full_decode_cluster; --only decode_cluster).
+ * A v8 row names the cluster size it planned, or says that the call ran v7. */
+static void bench_decode_cluster(int d, int B, int L)
+{
+    if (!want("attn_full_decode_cluster")) return;
+    attn_ctx a;
+    double samples[SAMPLES], bytes, flops;
+    setup_decode(&a, d, B, L, &bytes, &flops);
+    orthros_attn_full_decode_params p;
+    memset(&p, 0, sizeof p);
+    p.k_cache = a.L.k_cache, p.v_cache = a.L.v_cache;
+    p.B = B, p.n = 1, p.Hq = 32, p.Hkv = 8, p.d = d, p.cap = L, p.max_keys = L, p.num_sms = be->info.sm_count;
+    must(orthros_attn_full_decode_set_cluster_max_keys(1 << 30), "decode cluster keys");
+    for (int v = 7; v <= 8; v++) {
+        int rc = orthros_attn_full_decode_set_version(v);
+        if (rc == ORTHROS_EUNSUPPORTED) {
+            printf("%-22s B=%d cache=%d d=%d v%d skipped: %s\n", "attn_full_decode", B, L, d, v, orthros_last_error());
+            continue;
+        }
+        must(rc, "decode version");
+        int ran = 0, ns = 0;
+        must(orthros_attn_full_decode_plan(&p, &ran, &ns), "decode plan");
+        double t = time_op(run_attn, &a, samples);
+        char shape[96];
+        snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v%d ran v%d splits=%d", B, L, d, v, ran, ns);
+        bench_case bc = {"decode_cluster", d, L, B, L - 1, 0, ran, 0};
+        record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
+    }
+    must(orthros_attn_full_decode_set_cluster_max_keys(0), "decode cluster keys");
+    must(orthros_attn_full_decode_set_version(0), "decode version");
+    free_attn(&a);
+}
+
 /* Causal prefill of n tokens at positions pos0.. against a cache of pos0 + n keys (cap, when > 0, sizes a ring as
  * the engine does for a sliding window: window + n - 1), for each version in vs (0: the default). */
 static void bench_prefill_vs(int d, int n, int pos0, int window, const int *vs, int nv)
@@ -997,6 +1031,17 @@ int main(int argc, char **argv)
         const int ns1[] = {128, 96, 64, 48, 32, 24, 16, 0};
         bench_decode_splits(128, 1, 4096, ns1, (int)(sizeof ns1 / sizeof ns1[0]));
         bench_decode_splits(64, 1, 4096, ns1, (int)(sizeof ns1 / sizeof ns1[0]));
+    }
+
+    /* Decode v8 against v7 (not yet run on a GPU when written: last but one): batch 1 from 1K to 64K keys, and
+     * batch 2-16 at 4K, both head dims. --quick: batch 1 at 4K and 32K. */
+    {
+        const int Lc[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536}, Bc[] = {2, 4, 8, 16};
+        for (int di = 0; di < 2; di++) {
+            for (int li = 0; li < 7; li++)
+                if (!quick || Lc[li] == 4096 || Lc[li] == 32768) bench_decode_cluster(di ? 128 : 64, 1, Lc[li]);
+            for (int bi = 0; bi < 4 && !quick; bi++) bench_decode_cluster(di ? 128 : 64, Bc[bi], 4096);
+        }
     }
 
     /* Linear prefill v7 by name (the output pass on wgmma at head dim 128; the default on sm_90a), beside v5 and v6. */

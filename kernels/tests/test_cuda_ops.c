@@ -978,6 +978,36 @@ static void decode_v6(int version)
         test_full(gs[5], 1, 1, 20001, 0, p6, 0, 1);
         test_full(gs[6], 1, 1, 20001, 0, p6, 0, 1);
     }
+    if (version == 8) {
+        /* v8's clusters past their default key limit (20001 keys at batch 1: 16 splits of 1280 / 2560 keys, several
+         * stages a block) and at the Llama shapes' batch 1 with one key and 4095 (a cluster of 1, and of 16); a
+         * negative limit is refused. */
+        /* the plan at the Llama shapes (32 / 8 heads, batch 1 and 16, 4K and 128K keys), printed */
+        for (int i = 0; i < 8; i++) {
+            orthros_attn_full_decode_params pp;
+            memset(&pp, 0, sizeof pp);
+            pp.B = i % 2 ? 16 : 1, pp.n = 1, pp.Hq = 32, pp.Hkv = 8, pp.d = (i / 2) % 2 ? 128 : 64;
+            pp.max_keys = pp.cap = i / 4 ? 131072 : 4096, pp.num_sms = gpu->info.sm_count;
+            int ran = 0, ns = 0;
+            op_rc(orthros_attn_full_decode_plan(&pp, &ran, &ns), "decode plan");
+            printf("decode v8 plan B=%d d=%d keys=%d: v%d, %d splits\n", pp.B, pp.d, pp.max_keys, ran, ns);
+        }
+        op_rc(orthros_attn_full_decode_set_cluster_max_keys(1 << 30), "decode cluster keys");
+        int p6[1] = {20000}, pk[2] = {0, 4095};
+        test_full(gs[5], 1, 1, 20001, 0, p6, 0, 1);
+        test_full(gs[6], 1, 1, 20001, 0, p6, 0, 1);
+        for (int k = 0; k < 2; k++) {
+            test_full(gs[5], 1, 1, pk[k] + 1, 0, pk + k, 0, 1);
+            test_full(gs[6], 1, 1, pk[k] + 1, 0, pk + k, 0, 1);
+        }
+        op_rc(orthros_attn_full_decode_set_cluster_max_keys(0), "decode cluster keys");
+        if (orthros_attn_full_decode_set_cluster_max_keys(-1) != ORTHROS_EINVAL) {
+            printf("FAIL decode cluster keys: -1 was not refused\n");
+            n_fail++;
+        } else {
+            n_pass++;
+        }
+    }
     if (orthros_attn_full_decode_set_version(0)) die("decode version");
 }
 
@@ -1364,8 +1394,8 @@ static void test_decode_bound(geom g, int B, const int *pos, int bound, int cap,
     for (int b = 0; b < B; b++) bounds[b] = bound - 1;
     if (!pos_dev || gpu->upload_ints(gpu, pos_dev, pos, B)) die("positions");
     Lg.pos_dev = pos_dev;
-    const int vs[] = {4, 7};
-    for (int i = 0; i < 2; i++) {
+    const int vs[] = {4, 7, 8};
+    for (int i = 0; i < 3; i++) {
         int rc = orthros_attn_full_decode_set_version(vs[i]);
         if (rc == ORTHROS_EUNSUPPORTED) {
             printf("SKIP decode bound v%d: %s\n", vs[i], orthros_last_error());
@@ -1454,8 +1484,8 @@ static void test_step_probe(void)
 }
 
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
- * decode7, prefill7, readprobe, linear7, window, gemv, stepprobe (to rerun the last ones alone when an earlier one
- * hangs). */
+ * decode7, prefill7, readprobe, linear7, window, stepprobe, gemv, decodebound, gemvchain, decode8 (to rerun the
+ * last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -1560,6 +1590,8 @@ int main(void)
     if (section("decodebound")) decode_bound_suite();
     /* The chain of gemv.cu (last, so a hang leaves the rest printed). */
     if (section("gemvchain")) gemv_chain_suite();
+    /* Decode v8 (clusters merging a head's splits in distributed shared memory; not yet run on a GPU when written). */
+    if (section("decode8")) decode_v6(8);
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);
