@@ -368,8 +368,11 @@ static __global__ void __launch_bounds__(T) attn_decode_combine_kernel(orthros_a
  * v1-v5), keeps its own online softmax and writes its own partial: the combine kernel merges nsplit * (8 / HB)
  * partials per head. */
 #define DEC6_WARPS 8
-template <int D> struct dec6_cfg {
-    static constexpr int KW = 2048 / D;                    // keys per warp per stage: 16 (d 128), 32 (d 64)
+/* CL: v8's blocks, 16 keys a warp at both head dims, so that at d 64 a block's ring is 96 KB and two blocks share an
+ * SM (a cluster of 16 then needs 8 SMs of a GPC; with one ~193 KB block an SM the H200 held at most 9-block
+ * clusters for all 8 heads of a sequence at once). */
+template <int D, bool CL = false> struct dec6_cfg {
+    static constexpr int KW = CL ? 16 : 2048 / D;          // keys per warp per stage: 16 (d 128), 32 (d 64)
     static constexpr int NST = 3;                          // ring depth: two stages in flight while one is used
     static constexpr int STAGE = DEC6_WARPS * KW * D * 2;  // bytes of K (and of V) per stage: 32 KB
     static constexpr int THREADS = (DEC6_WARPS + 1) * 32;
@@ -401,12 +404,12 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
  * dec8_merge instead of written out. */
 template <int D, bool CPA, bool CL = false>
-static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
+static __global__ void __launch_bounds__(CL ? DEC6_WARPS * 32 : dec6_cfg<D>::THREADS, CL && D == 64 ? 2 : 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    using C = dec6_cfg<D>;
+    using C = dec6_cfg<D, CL>;
     constexpr int KW = C::KW, NST = C::NST, STAGE = C::STAGE, KT = D / 16, DT = D / 8, NC = D / 64;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -777,7 +780,7 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
  * The cluster size is the split count: at most 16 (the non-portable maximum of sm_90), and only counts whose
  * clusters are co-resident in one wave for every head (cudaOccupancyMaxActiveClusters >= B * Hkv) are planned.
  * It takes the call where the cache is short (max_keys <= the cluster key limit, DEC8_MAX_KEYS unless a bench
- * sets it) and its blocks fill at least half the SMs; elsewhere v8 runs v7. */
+ * sets it) and its blocks fill at least a quarter of the SMs; elsewhere v8 runs v7. */
 #define DEC8_MAX_CLUSTER 16
 #define DEC8_MAX_KEYS 16384
 static int cluster_max_keys = DEC8_MAX_KEYS;
@@ -794,7 +797,7 @@ template <int D> static int dec8_attrs()
     static bool done;
     if (!done) {
         const void *fn = (const void *)attn_decode_tma_kernel<D, true, true>;
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D>::SMEM));
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D, true>::SMEM));
         ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         done = true;
     }
@@ -808,7 +811,7 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, int D,
     *at = cudaLaunchAttribute{};
     cfg->gridDim = dim3((unsigned)cs, (unsigned)Hkv, (unsigned)B);
     cfg->blockDim = dim3(DEC6_WARPS * 32);
-    cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
+    cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64, true>::SMEM : dec6_cfg<128, true>::SMEM;
     cfg->stream = stream;
     at->id = cudaLaunchAttributeClusterDimension;
     at->val.clusterDim.x = (unsigned)cs;
@@ -841,13 +844,13 @@ static int dec8_max_clusters(int D, int cs, int *out)
 
 /* v8's plan: *use = 1 and the split length and count (= the cluster size) where the cluster path takes the call.
  * The largest size up to 16 with a split of at least one stage whose clusters fit one wave for all B * Hkv heads,
- * and blocks on at least half the SMs; a forced split count (force_splits) is taken as the largest size up to it
+ * and blocks on at least a quarter of the SMs; a forced split count (force_splits) is taken as the largest size up to it
  * that the device holds at all, whatever the waves and the cache's length. */
 static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *split_len, int *nsplit)
 {
     *use = 0;
     if (!orthros_cuda_sm90_available() || !dec6_shape(p)) return 0;
-    const int bn = (p->d == 64 ? dec6_cfg<64>::KW : dec6_cfg<128>::KW) * DEC6_WARPS;
+    const int bn = (p->d == 64 ? dec6_cfg<64, true>::KW : dec6_cfg<128, true>::KW) * DEC6_WARPS;
     const int keys = p->max_keys, tiles = ceil_div(keys, bn), heads = p->B * p->Hkv;
     const int sms = p->num_sms > 0 ? p->num_sms : 132;
     int cs = forced_splits > 0 ? forced_splits : DEC8_MAX_CLUSTER;
@@ -857,7 +860,7 @@ static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *sp
     for (; cs >= 1; cs--) {
         int fit = 0, rc = dec8_max_clusters(p->d, cs, &fit);
         if (rc) return rc;
-        if (forced_splits > 0 ? fit >= 1 : fit >= heads && 2L * heads * cs >= sms) break;
+        if (forced_splits > 0 ? fit >= 1 : fit >= heads && 4L * heads * cs >= sms) break;
     }
     if (cs < 1) return 0;
     *use = 1;

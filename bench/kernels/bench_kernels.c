@@ -1033,12 +1033,12 @@ int main(int argc, char **argv)
         bench_decode_splits(64, 1, 4096, ns1, (int)(sizeof ns1 / sizeof ns1[0]));
     }
 
-    /* Decode v8 against v7 (not yet run on a GPU when written: last but one): batch 1 from 1K to 64K keys, and
+    /* Decode v8 against v7 (not yet run on a GPU when written: last but one): batch 1 from 1K to 128K keys, and
      * batch 2-16 at 4K, both head dims. --quick: batch 1 at 4K and 32K. */
     {
-        const int Lc[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536}, Bc[] = {2, 4, 8, 16};
+        const int Lc[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}, Bc[] = {2, 4, 8, 16};
         for (int di = 0; di < 2; di++) {
-            for (int li = 0; li < 7; li++)
+            for (int li = 0; li < 8; li++)
                 if (!quick || Lc[li] == 4096 || Lc[li] == 32768) bench_decode_cluster(di ? 128 : 64, 1, Lc[li]);
             for (int bi = 0; bi < 4 && !quick; bi++) bench_decode_cluster(di ? 128 : 64, Bc[bi], 4096);
         }
