@@ -368,11 +368,8 @@ static __global__ void __launch_bounds__(T) attn_decode_combine_kernel(orthros_a
  * v1-v5), keeps its own online softmax and writes its own partial: the combine kernel merges nsplit * (8 / HB)
  * partials per head. */
 #define DEC6_WARPS 8
-/* CL: v8's blocks, 16 keys a warp at both head dims, so that at d 64 a block's ring is 96 KB and two blocks share an
- * SM (a cluster of 16 then needs 8 SMs of a GPC; with one ~193 KB block an SM the H200 held at most 9-block
- * clusters for all 8 heads of a sequence at once). */
-template <int D, bool CL = false> struct dec6_cfg {
-    static constexpr int KW = CL ? 16 : 2048 / D;          // keys per warp per stage: 16 (d 128), 32 (d 64)
+template <int D> struct dec6_cfg {
+    static constexpr int KW = 2048 / D;                    // keys per warp per stage: 16 (d 128), 32 (d 64)
     static constexpr int NST = 3;                          // ring depth: two stages in flight while one is used
     static constexpr int STAGE = DEC6_WARPS * KW * D * 2;  // bytes of K (and of V) per stage: 32 KB
     static constexpr int THREADS = (DEC6_WARPS + 1) * 32;
@@ -404,12 +401,12 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
  * dec8_merge instead of written out. */
 template <int D, bool CPA, bool CL = false>
-static __global__ void __launch_bounds__(CL ? DEC6_WARPS * 32 : dec6_cfg<D>::THREADS, CL && D == 64 ? 2 : 1)
+static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    using C = dec6_cfg<D, CL>;
+    using C = dec6_cfg<D>;
     constexpr int KW = C::KW, NST = C::NST, STAGE = C::STAGE, KT = D / 16, DT = D / 8, NC = D / 64;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -782,7 +779,7 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
  * It takes the call where the cache is short (max_keys <= the cluster key limit, DEC8_MAX_KEYS unless a bench
  * sets it) and its blocks fill at least a quarter of the SMs; elsewhere v8 runs v7. */
 #define DEC8_MAX_CLUSTER 16
-#define DEC8_MAX_KEYS 16384
+#define DEC8_MAX_KEYS (1 << 30)
 static int cluster_max_keys = DEC8_MAX_KEYS;
 
 int orthros_attn_full_decode_set_cluster_max_keys(int keys)
@@ -797,7 +794,7 @@ template <int D> static int dec8_attrs()
     static bool done;
     if (!done) {
         const void *fn = (const void *)attn_decode_tma_kernel<D, true, true>;
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D, true>::SMEM));
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D>::SMEM));
         ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         done = true;
     }
@@ -811,7 +808,7 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, int D,
     *at = cudaLaunchAttribute{};
     cfg->gridDim = dim3((unsigned)cs, (unsigned)Hkv, (unsigned)B);
     cfg->blockDim = dim3(DEC6_WARPS * 32);
-    cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64, true>::SMEM : dec6_cfg<128, true>::SMEM;
+    cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
     cfg->stream = stream;
     at->id = cudaLaunchAttributeClusterDimension;
     at->val.clusterDim.x = (unsigned)cs;
@@ -850,7 +847,7 @@ static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *sp
 {
     *use = 0;
     if (!orthros_cuda_sm90_available() || !dec6_shape(p)) return 0;
-    const int bn = (p->d == 64 ? dec6_cfg<64, true>::KW : dec6_cfg<128, true>::KW) * DEC6_WARPS;
+    const int bn = (p->d == 64 ? dec6_cfg<64>::KW : dec6_cfg<128>::KW) * DEC6_WARPS;
     const int keys = p->max_keys, tiles = ceil_div(keys, bn), heads = p->B * p->Hkv;
     const int sms = p->num_sms > 0 ? p->num_sms : 132;
     int cs = forced_splits > 0 ? forced_splits : DEC8_MAX_CLUSTER;

@@ -48,19 +48,19 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
  *   6  a block per (sequence, group of kv heads, split) fed by TMA through an mbarrier ring, so each stage
  *      streams whole Hkv * d rows of the cache (sm_90 devices; other shapes and devices go to 4). Measured on
  *      the H200: 128K, 0.079 / 1.035 ms at d 64 B1 / B16, v4 0.085 / 1.178;
- *   7  (the default) 6 with the ring filled by cp.async from the consumer warps instead of TMA (sm_90 devices,
+ *   7  6 with the ring filled by cp.async from the consumer warps instead of TMA (sm_90 devices,
  *      same shapes). H200, 128K: d 128 B16 1.906 ms (4.51 TB/s; v6 2.085), d 64 B16 0.969 (v6 1.038), d 128 B1
  *      0.139 (v6 0.147). Since commit 7bc873b v6 and v7 plan fewer, longer splits at batch 8-16 (one wave of
  *      128 blocks where four full waves were planned): d 128 B16 64K / 128K 0.942 / 1.862 ms, 1.01x / 1.00x
  *      cuDNN of the same job, every batch 8-16 cell >= 1.00x the faster of flash and cuDNN
  *      (data/results/h200-2026-12-01-v7-defaults/splits).
- *   8  7's kernel with a block per kv head and a thread-block cluster per (sequence, kv head) holding all its
+ *   8  (the default) 7's kernel with a block per kv head and a thread-block cluster per (sequence, kv head) holding all its
  *      splits (16 at most), merged through distributed shared memory: no scratch and no combine kernel. Takes
  *      short caches (at most orthros_attn_full_decode_set_cluster_max_keys keys) where the clusters of every head
  *      fit one wave; other calls run 7.
  * ORTHROS_ATTN_DECODE_VERSION selects one for a process. */
 #define ORTHROS_ATTN_DECODE_LATEST 8
-#define ORTHROS_ATTN_DECODE_DEFAULT 7
+#define ORTHROS_ATTN_DECODE_DEFAULT 8
 /* 0 selects the default; 6 or 7 on a device without sm_90 code (compute capability < 9.0) returns
  * ORTHROS_EUNSUPPORTED. */
 int orthros_attn_full_decode_set_version(int version);

@@ -951,7 +951,7 @@ int main(int argc, char **argv)
     ceilings();
     /* Decode: batch 1, 8, 16 over 32K, 64K and 128K caches (the anchors' shapes), every kept version run on a GPU
      * by name (v6 and v7, the default on sm_90, at the end). --quick: 128K only. */
-    const int dec_vs[] = {3, 4, 5}, dec_new[] = {6, 7};
+    const int dec_vs[] = {3, 4, 5}, dec_new[] = {6, 7, 8};
     const int Ls[] = {32768, 65536, 131072}, Bs[] = {1, 8, 16};
     for (int di = 0; di < 2; di++)
         for (int bi = 0; bi < 3; bi++)
@@ -988,7 +988,7 @@ int main(int argc, char **argv)
      * ran them before; linear prefill v5. */
     for (int di = 0; di < 2; di++)
         for (int bi = 0; bi < 3; bi++)
-            for (int li = quick ? 2 : 0; li < 3; li++) bench_decode_vs(di ? 128 : 64, Bs[bi], Ls[li], dec_new, 2);
+            for (int li = quick ? 2 : 0; li < 3; li++) bench_decode_vs(di ? 128 : 64, Bs[bi], Ls[li], dec_new, 3);
     const int swa_vs[] = {4, 6};
     for (int di = 0; di < 2; di++) {
         int d = di ? 128 : 64;
@@ -1041,6 +1041,10 @@ int main(int argc, char **argv)
             for (int li = 0; li < 8; li++)
                 if (!quick || Lc[li] == 4096 || Lc[li] == 32768) bench_decode_cluster(di ? 128 : 64, 1, Lc[li]);
             for (int bi = 0; bi < 4 && !quick; bi++) bench_decode_cluster(di ? 128 : 64, Bc[bi], 4096);
+            if (!quick) {
+                bench_decode_cluster(di ? 128 : 64, 16, 32768);
+                bench_decode_cluster(di ? 128 : 64, 16, 131072);
+            }
         }
     }
 
