@@ -776,19 +776,10 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
  * grid's x the splits and a cluster the whole of x, so a head's splits merge inside the cluster (dec8_merge).
  * The cluster size is the split count: at most 16 (the non-portable maximum of sm_90), and only counts whose
  * clusters are co-resident in one wave for every head (cudaOccupancyMaxActiveClusters >= B * Hkv) are planned.
- * It takes the call where the cache is short (max_keys <= the cluster key limit, DEC8_MAX_KEYS unless a bench
- * sets it) and its blocks fill at least a quarter of the SMs; elsewhere v8 runs v7. */
+ * It takes every call whose blocks fill at least a quarter of the SMs (elsewhere v8 runs v7): on the H200 it was
+ * as fast as v7 or faster at every batch 1-16 and cache 2K-128K measured, both head dims
+ * (data/results/h200-2026-12-02-decode-cluster/). */
 #define DEC8_MAX_CLUSTER 16
-#define DEC8_MAX_KEYS (1 << 30)
-static int cluster_max_keys = DEC8_MAX_KEYS;
-
-int orthros_attn_full_decode_set_cluster_max_keys(int keys)
-{
-    if (keys < 0) return orthros_error(ORTHROS_EINVAL, "decode attention: cluster key limit %d", keys);
-    cluster_max_keys = keys ? keys : DEC8_MAX_KEYS;
-    return 0;
-}
-
 template <int D> static int dec8_attrs()
 {
     static bool done;
@@ -842,7 +833,7 @@ static int dec8_max_clusters(int D, int cs, int *out)
 /* v8's plan: *use = 1 and the split length and count (= the cluster size) where the cluster path takes the call.
  * The largest size up to 16 with a split of at least one stage whose clusters fit one wave for all B * Hkv heads,
  * and blocks on at least a quarter of the SMs; a forced split count (force_splits) is taken as the largest size up to it
- * that the device holds at all, whatever the waves and the cache's length. */
+ * that the device holds at all, whatever the waves. */
 static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *split_len, int *nsplit)
 {
     *use = 0;
@@ -853,7 +844,6 @@ static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *sp
     int cs = forced_splits > 0 ? forced_splits : DEC8_MAX_CLUSTER;
     if (cs > DEC8_MAX_CLUSTER) cs = DEC8_MAX_CLUSTER;
     if (cs > tiles) cs = tiles;
-    if (forced_splits <= 0 && keys > cluster_max_keys) return 0;
     for (; cs >= 1; cs--) {
         int fit = 0, rc = dec8_max_clusters(p->d, cs, &fit);
         if (rc) return rc;

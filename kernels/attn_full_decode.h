@@ -56,8 +56,8 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
  *      (data/results/h200-2026-12-01-v7-defaults/splits).
  *   8  (the default) 7's kernel with a block per kv head and a thread-block cluster per (sequence, kv head) holding all its
  *      splits (16 at most), merged through distributed shared memory: no scratch and no combine kernel. Takes
- *      short caches (at most orthros_attn_full_decode_set_cluster_max_keys keys) where the clusters of every head
- *      fit one wave; other calls run 7.
+ *      the calls where the clusters of every head fit one wave and fill a quarter of the SMs; others run 7. H200,
+ *      batch 1 4K: d 64 11 us, d 128 15 us a call (v7 13 / 18); the whole step 0.985 ms at 1B (v7 1.004).
  * ORTHROS_ATTN_DECODE_VERSION selects one for a process. */
 #define ORTHROS_ATTN_DECODE_LATEST 8
 #define ORTHROS_ATTN_DECODE_DEFAULT 8
@@ -70,10 +70,6 @@ int orthros_attn_full_decode_version(void);
  * planned count; 0 restores the plan.
  * Process-wide; a negative count returns ORTHROS_EINVAL. Versions 3 to 5 ignore it. */
 int orthros_attn_full_decode_force_splits(int nsplit);
-/* v8's limit on the cache: calls whose max_keys exceed it run v7. 0 restores the default (16384); negative
- * returns ORTHROS_EINVAL. Process-wide, for benchmarks that find where v7 overtakes v8. A forced split count
- * (above) sends every call v8's shape allows to its clusters whatever the limit. */
-int orthros_attn_full_decode_set_cluster_max_keys(int keys);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
 int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit);
