@@ -420,6 +420,10 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     const int WPH = DEC6_WARPS / HB, BN = KW * WPH;           // warps per head, keys per stage
     const int g = p.Hq / p.Hkv, rows = p.n * g;
     const int pos0 = p.pos0[b];
+    // v8 sizes its splits by this sequence's own keys (pos0 + n, window 0), not the plan's bound: a captured step
+    // is planned for its cache-length bucket (up to 1.25x the keys and more), and splits sized by the bound leave
+    // the first ones empty and the rest longer (at 1B 4K, 5 of 9 blocks a head did the work).
+    if (CL) split_len = ((pos0 + p.n + nsplit - 1) / nsplit + BN - 1) / BN * BN;
     // Splits are aligned to this sequence's end: split s covers [k_lo, k_lo + split_len), the last one ending at
     // pos0 + n. Tiles wholly below key 0 are skipped; the first kept one may start below 0 (TMA zero fill).
     const int k_lo = pos0 + p.n - (nsplit - split) * split_len;
@@ -833,7 +837,8 @@ static int dec8_max_clusters(int D, int cs, int *out)
 /* v8's plan: *use = 1 and the split length and count (= the cluster size) where the cluster path takes the call.
  * The largest size up to 16 with a split of at least one stage whose clusters fit one wave for all B * Hkv heads,
  * and blocks on at least a quarter of the SMs; a forced split count (force_splits) is taken as the largest size up to it
- * that the device holds at all, whatever the waves. */
+ * that the device holds at all, whatever the waves. The split length returned is the bound's (max_keys); the
+ * kernel sizes each sequence's splits by its own keys. */
 static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *split_len, int *nsplit)
 {
     *use = 0;
