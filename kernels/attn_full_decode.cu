@@ -12,10 +12,11 @@
  *   v4  the K/V cp.async with an L2::256B prefetch hint; the default before sm_90, and for windows everywhere.
  *   v5  the combine fused into the split kernel (the block that finishes a head last merges it); no faster.
  *   v6  a block per group of kv heads, whole [Hkv][d] cache rows by TMA into a 3-deep ring, 8 consumer warps.
- *   v7  v6 with the ring filled by cp.async from all 8 warps (no producer warp, hint or tensor map): sm_90's default.
+ *   v7  v6 with the ring filled by cp.async from all 8 warps (no producer warp, hint or tensor map).
  *   v8  v7's kernel with a block per kv head and a thread-block cluster per (sequence, kv head) holding all its
  *       splits: the partials merge in shared memory, across the cluster through distributed shared memory, and the
- *       output is written by the cluster itself (no scratch, no combine kernel); short caches at small batch.
+ *       output is written by the cluster itself (no scratch, no combine kernel): sm_90's default (v7 where the
+ *       clusters do not fit one wave).
  */
 #include "attn_full_decode.h"
 
@@ -784,15 +785,12 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
  * as fast as v7 or faster at every batch 1-16 and cache 2K-128K measured, both head dims
  * (data/results/h200-2026-12-02-decode-cluster/). */
 #define DEC8_MAX_CLUSTER 16
+/* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */
 template <int D> static int dec8_attrs()
 {
-    static bool done;
-    if (!done) {
-        const void *fn = (const void *)attn_decode_tma_kernel<D, true, true>;
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D>::SMEM));
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-        done = true;
-    }
+    const void *fn = (const void *)attn_decode_tma_kernel<D, true, true>;
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D>::SMEM));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     return 0;
 }
 
@@ -813,7 +811,8 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, int D,
     cfg->numAttrs = 1;
 }
 
-/* Clusters of cs blocks that the device holds at once (cached per head dim and size; 0 where none fits). */
+/* Clusters of cs blocks that the device holds at once (cached per head dim and size, for one kind of device a
+ * process; 0 where none fits). */
 static int dec8_max_clusters(int D, int cs, int *out)
 {
     static int cache[2][DEC8_MAX_CLUSTER + 1];
@@ -836,8 +835,8 @@ static int dec8_max_clusters(int D, int cs, int *out)
 
 /* v8's plan: *use = 1 and the split length and count (= the cluster size) where the cluster path takes the call.
  * The largest size up to 16 with a split of at least one stage whose clusters fit one wave for all B * Hkv heads,
- * and blocks on at least a quarter of the SMs; a forced split count (force_splits) is taken as the largest size up to it
- * that the device holds at all, whatever the waves. The split length returned is the bound's (max_keys); the
+ * and blocks on at least a quarter of the SMs; a forced split count (force_splits) is taken as the largest size up
+ * to it that the device holds at all, whatever the waves. The split length returned is the bound's (max_keys); the
  * kernel sizes each sequence's splits by its own keys. */
 static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *split_len, int *nsplit)
 {

@@ -54,14 +54,15 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
  *      128 blocks where four full waves were planned): d 128 B16 64K / 128K 0.942 / 1.862 ms, 1.01x / 1.00x
  *      cuDNN of the same job, every batch 8-16 cell >= 1.00x the faster of flash and cuDNN
  *      (data/results/h200-2026-12-01-v7-defaults/splits).
- *   8  (the default) 7's kernel with a block per kv head and a thread-block cluster per (sequence, kv head) holding all its
- *      splits (16 at most), merged through distributed shared memory: no scratch and no combine kernel. Takes
- *      the calls where the clusters of every head fit one wave and fill a quarter of the SMs; others run 7. H200,
- *      batch 1 4K: d 64 11 us, d 128 15 us a call (v7 13 / 18); the whole step 0.985 ms at 1B (v7 1.004).
+ *   8  (the default) 7's kernel with a block per kv head and a thread-block cluster per (sequence, kv head)
+ *      holding all its splits (16 at most), merged through distributed shared memory: no scratch and no combine
+ *      kernel. Takes the calls where the clusters of every head fit one wave and fill a quarter of the SMs;
+ *      others run 7. H200, batch 1 4K: d 64 11 us, d 128 15 us a call (v7 13 / 18); the whole step 0.985 ms at
+ *      1B (v7 1.004), batch 16 1.729 (1.813) (data/results/h200-2026-12-02-decode-cluster).
  * ORTHROS_ATTN_DECODE_VERSION selects one for a process. */
 #define ORTHROS_ATTN_DECODE_LATEST 8
 #define ORTHROS_ATTN_DECODE_DEFAULT 8
-/* 0 selects the default; 6 or 7 on a device without sm_90 code (compute capability < 9.0) returns
+/* 0 selects the default; 6, 7 or 8 on a device without sm_90 code (compute capability < 9.0) returns
  * ORTHROS_EUNSUPPORTED. */
 int orthros_attn_full_decode_set_version(int version);
 int orthros_attn_full_decode_version(void);

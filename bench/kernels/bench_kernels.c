@@ -948,7 +948,7 @@ int main(int argc, char **argv)
 
     ceilings();
     /* Decode: batch 1, 8, 16 over 32K, 64K and 128K caches (the anchors' shapes), every kept version run on a GPU
-     * by name (v6 and v7, the default on sm_90, at the end). --quick: 128K only. */
+     * by name (v6, v7 and v8, the default on sm_90, at the end). --quick: 128K only. */
     const int dec_vs[] = {3, 4, 5}, dec_new[] = {6, 7, 8};
     const int Ls[] = {32768, 65536, 131072}, Bs[] = {1, 8, 16};
     for (int di = 0; di < 2; di++)

@@ -980,9 +980,10 @@ static void decode_v6(int version)
         test_full(gs[6], 1, 1, 20001, 0, p6, 0, 1);
     }
     if (version == 8) {
-        /* v8's clusters over 20001 keys at batch 1 (several stages a block) and at the Llama shapes' batch 1 with one
-         * key and 4095 (a cluster of 1, and the planned one); the plan at those shapes printed first. */
-        /* the plan at the Llama shapes (32 / 8 heads, batch 1 and 16, 4K and 128K keys), printed */
+        /* The plan at the Llama shapes (32 / 8 heads, batch 1 and 16, 4K and 128K keys), printed; at batch 1 and 4K,
+         * the shape v8 was written for, the clusters must take the call. Then v8's clusters over 20001 keys at
+         * batch 1 (several stages a block) and at the Llama shapes' batch 1 with one key and 4095 (a cluster of 1,
+         * and the planned one). */
         for (int i = 0; i < 8; i++) {
             orthros_attn_full_decode_params pp;
             memset(&pp, 0, sizeof pp);
@@ -991,6 +992,14 @@ static void decode_v6(int version)
             int ran = 0, ns = 0;
             op_rc(orthros_attn_full_decode_plan(&pp, &ran, &ns), "decode plan");
             printf("decode v8 plan B=%d d=%d keys=%d: v%d, %d splits\n", pp.B, pp.d, pp.max_keys, ran, ns);
+            if (pp.B == 1 && pp.max_keys == 4096) {
+                if (ran == 8 && ns > 1) {
+                    n_pass++;
+                } else {
+                    printf("FAIL decode v8 plan: batch 1 at 4K keys runs v%d with %d splits, not v8's clusters\n", ran, ns);
+                    n_fail++;
+                }
+            }
         }
         int p6[1] = {20000}, pk[2] = {0, 4095};
         test_full(gs[5], 1, 1, 20001, 0, p6, 0, 1);
