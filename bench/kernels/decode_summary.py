@@ -11,9 +11,12 @@ predictions written before the run, and the PyTorch anchor of bench/kernels/deco
 ours: above 1.00x ours is faster). Standard library only.
 usage: python3 bench/kernels/decode_summary.py DECODE_DIR [DECODE_ANCHOR.json ...] (decode_anchor.py's files, with
 and without --compile: the faster of them per shape)
-DECODE_DIR holds the orthros bench files <model>-b<batch>-<mode>.json that ci/gpu.sh --decode writes."""
+DECODE_DIR holds the orthros bench files <model>-b<batch>-<mode>.json that ci/gpu.sh --decode writes. A file that is
+not such a result (or an anchor file that is not decode_anchor.py's) is refused: exit 1, nothing printed but why.
+Tested by test_decode_summary.py."""
 import glob
 import json
+import math
 import os
 import sys
 
@@ -39,6 +42,52 @@ def load(path):
         return None
 
 
+def positive_int(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+def positive_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def decode_cells(f):
+    """The kernels string and the decode cells [(batch, ctx, median ms, floor ms or None)] of an orthros bench result
+    file; ValueError where the file does not have that shape."""
+    if not isinstance(f, dict) or not isinstance(f.get("measurements", []), list):
+        raise ValueError("not an orthros bench result file (no measurements list)")
+    env = f.get("environment", {})
+    dev = env.get("device", {}) if isinstance(env, dict) else {}
+    kernels = dev.get("kernels", "") if isinstance(dev, dict) else ""
+    if not isinstance(kernels, str):
+        raise ValueError("environment.device.kernels is not a string")
+    out = []
+    for m in f.get("measurements", []):
+        if not isinstance(m, dict) or m.get("phase") != "decode" or "stats" not in m:
+            continue
+        stats, floor = m["stats"], m.get("floor_s")
+        med = stats.get("median") if isinstance(stats, dict) else None
+        if not (positive_int(m.get("batch")) and positive_int(m.get("ctx")) and positive_number(med)):
+            raise ValueError("a decode measurement without a positive batch, ctx and stats.median")
+        if floor is not None and not positive_number(floor):
+            raise ValueError("a decode measurement whose floor_s is not a positive number")
+        out.append((m["batch"], m["ctx"], med * 1e3, floor * 1e3 if floor else None))
+    return kernels, out
+
+
+def anchor_cases(a):
+    """decode_anchor.py's cases [(model, batch, ctx, median ms)] and whether they were compiled; ValueError where the
+    file does not have that shape."""
+    if not isinstance(a, dict) or not isinstance(a.get("cases", []), list):
+        raise ValueError("not a decode_anchor.py file (no cases list)")
+    out = []
+    for c in a.get("cases", []):
+        if not (isinstance(c, dict) and isinstance(c.get("model"), str) and positive_int(c.get("batch")) and
+                positive_int(c.get("ctx")) and positive_number(c.get("median_s"))):
+            raise ValueError("a case without a model name, a positive batch, ctx and median_s")
+        out.append((c["model"], c["batch"], c["ctx"], c["median_s"] * 1e3))
+    return out, bool(a.get("compiled"))
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -52,23 +101,29 @@ def main():
             continue
         model = name[: -len(mode) - 1].rsplit("-b", 1)[0]
         f = load(path)
-        if not f:
-            continue
-        kernels[mode] = f.get("environment", {}).get("device", {}).get("kernels", "")
-        for m in f.get("measurements", []):
-            if m.get("phase") != "decode" or "stats" not in m:
-                continue
-            key = (model, int(m["batch"]), int(m["ctx"]))
-            floor = m.get("floor_s")
-            cells.setdefault(key, {})[mode] = (m["stats"]["median"] * 1e3, floor * 1e3 if floor else None)
+        if f is None:
+            return 1
+        try:
+            kernels[mode], found = decode_cells(f)
+        except ValueError as e:
+            print(f"decode_summary: {path}: {e}", file=sys.stderr)
+            return 1
+        for b, ctx, ms, floor in found:
+            cells.setdefault((model, b, ctx), {})[mode] = (ms, floor)
     anchors = {}  # the faster PyTorch step of the anchor files given (eager ops in a graph; torch.compile in a graph)
     compiled = {}
     for path in sys.argv[2:]:
-        a = load(path) or {}
-        for c in a.get("cases", []):
-            key = (c["model"], int(c["batch"]), int(c["ctx"]))
-            ms = c["median_s"] * 1e3
-            if a.get("compiled"):
+        a = load(path)
+        if a is None:
+            return 1
+        try:
+            cases, is_compiled = anchor_cases(a)
+        except ValueError as e:
+            print(f"decode_summary: {path}: {e}", file=sys.stderr)
+            return 1
+        for model, b, ctx, ms in cases:
+            key = (model, b, ctx)
+            if is_compiled:
                 compiled[key] = ms
             anchors[key] = min(ms, anchors.get(key, ms))
     if not cells:

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""decode_summary.py on a run it summarised on the H200 (data/results/h200-2026-12-02-decode-cluster/default-d76ecee:
+the step with decode attention v8, the default, against v7, four shapes; the PyTorch anchors of
+h200-2026-12-02-decode-profile/decode-8d369b3) and on files made here: the committed summary reproduced, a target
+met, and files that are not results refused with the reason and nothing else printed. Standard library only."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TOOL = os.path.join(HERE, "decode_summary.py")
+RUN = os.path.join(ROOT, "data", "results", "h200-2026-12-02-decode-cluster", "default-d76ecee")
+ANCHORS = [os.path.join(ROOT, "data", "results", "h200-2026-12-02-decode-profile", "decode-8d369b3", n)
+           for n in ("decode_anchor.json", "decode_anchor_compiled.json")]
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print(("ok   " if ok else "FAIL ") + what)
+    failures += 0 if ok else 1
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, "-W", "error", TOOL, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def row(out, shape):
+    return next((line.split() for line in out.splitlines() if line.startswith(shape + " ")), [])
+
+
+rc, out, err = run(os.path.join(RUN, "decode"), *ANCHORS)
+check(rc == 0 and not err, "the H200 run is summarised (rc %d)" % rc)
+with open(os.path.join(RUN, "decode_summary.txt")) as f:
+    check(out == f.read(), "the summary committed beside the run, reproduced line for line")
+check('default: kernels "attn_prefill v7, attn_decode v8' in out, "the default's kernels: decode attention v8")
+check('fused-graphs-attn7: kernels "attn_prefill v7, attn_decode v7' in out, "the mode with v7 named")
+r = row(out, "1B B1 4K")
+check(r[3:6] == ["0.570", "0.985", "1.004"], "1B batch 1 4K: floor, v8, v7 (%s)" % " ".join(r[3:6]))
+check(r[6:8] == ["58%", "1.235"] and r[9:10] == ["1.25x"], "1B batch 1 4K: % of the floor, PyTorch, the ratio")
+check(r[-3:-1] == ["ms", "MISSED"], "1B batch 1 4K: the 0.75 ms target missed")
+r = row(out, "8B B1 4K")
+check(r[4:6] == ["4.389", "4.443"] and "floor" in r and r[-2] == "MISSED", "8B batch 1 4K: 85% of the floor missed")
+r = row(out, "1B B16 32K")
+check(r[4:7] == ["4.916", "5.056", "88%"] and r[-1] == "4.75", "1B batch 16 32K with its prediction")
+
+with tempfile.TemporaryDirectory() as tmp:
+    d = os.path.join(tmp, "decode")
+    os.mkdir(d)
+    rc, out, err = run(d)
+    check(rc == 1 and "no result files" in out, "an empty folder: no result files")
+
+    with open(os.path.join(RUN, "decode", "llama3.2-1b-b1-default.json")) as f:
+        good = json.load(f)
+    fast = json.loads(json.dumps(good))
+    for m in fast["measurements"]:
+        if m.get("phase") == "decode" and m["ctx"] == 4096:
+            m["stats"]["median"] = 0.7e-3
+    with open(os.path.join(d, "llama3.2-1b-b1-default.json"), "w") as f:
+        json.dump(fast, f)
+    rc, out, err = run(d)
+    r = row(out, "1B B1 4K")
+    check(rc == 0 and r[-3:-1] == ["ms", "met"], "a step of 0.7 ms at 1B 4K meets the target")
+    check(r[4:9] == ["0.700", "81%", "nan", "nan", "-"], "no anchors given: PyTorch nan, no ratio")
+
+    bad = json.loads(json.dumps(good))
+    bad["measurements"][0]["batch"] = "1; rm -rf /"
+    bad_path = os.path.join(d, "llama3.2-1b-b1-fused-graphs-attn7.json")
+    with open(bad_path, "w") as f:
+        json.dump(bad, f)
+    rc, out, err = run(d)
+    check(rc == 1 and out == "" and bad_path in err and "positive batch" in err,
+          "a measurement whose batch is a string: refused, nothing printed")
+    for broken, why in (([1, 2], "not an orthros bench result file"), ("{", "cannot read")):
+        with open(bad_path, "w") as f:
+            f.write(broken if isinstance(broken, str) else json.dumps(broken))
+        rc, out, err = run(d)
+        check(rc == 1 and out == "" and why in err, "%s: refused (%s)" % (why, err.strip()[-60:]))
+    os.remove(bad_path)
+
+    anchor = os.path.join(tmp, "anchor.json")
+    shutil.copy(ANCHORS[0], anchor)
+    with open(anchor) as f:
+        a = json.load(f)
+    a["cases"][0]["median_s"] = -1
+    with open(anchor, "w") as f:
+        json.dump(a, f)
+    rc, out, err = run(d, anchor)
+    check(rc == 1 and out == "" and "median_s" in err, "an anchor case with a negative time: refused")
+
+print("%d failed" % failures)
+sys.exit(1 if failures else 0)
