@@ -781,8 +781,9 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
  * grid's x the splits and a cluster the whole of x, so a head's splits merge inside the cluster (dec8_merge).
  * The cluster size is the split count: at most 16 (the non-portable maximum of sm_90), and only counts whose
  * clusters are co-resident in one wave for every head (cudaOccupancyMaxActiveClusters >= B * Hkv) are planned.
- * It takes every call whose blocks fill at least a quarter of the SMs (elsewhere v8 runs v7): on the H200 it was
- * as fast as v7 or faster at every batch 1-16 and cache 2K-128K measured, both head dims
+ * It takes every call whose blocks fill at least a quarter of the SMs (elsewhere v8 runs v7): on the H200 the
+ * whole decode step was faster with it at every shape measured (batch 1 and 16, 4K to 128K), and the attention alone
+ * at batch 1-16 and 2K-128K keys but one cell within the host-timed calls' noise
  * (data/results/h200-2026-12-02-decode-cluster/). */
 #define DEC8_MAX_CLUSTER 16
 /* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */

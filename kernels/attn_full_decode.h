@@ -57,7 +57,7 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
  *   8  (the default) 7's kernel with a block per kv head and a thread-block cluster per (sequence, kv head)
  *      holding all its splits (16 at most), merged through distributed shared memory: no scratch and no combine
  *      kernel. Takes the calls where the clusters of every head fit one wave and fill a quarter of the SMs;
- *      others run 7. H200, batch 1 4K: d 64 11 us, d 128 15 us a call (v7 13 / 18); the whole step 0.985 ms at
+ *      others run 7. H200, batch 1 4K: d 64 11 us, d 128 15 us a call (v7 13 / 18, timed before); the step 0.985 ms at
  *      1B (v7 1.004), batch 16 1.729 (1.813) (data/results/h200-2026-12-02-decode-cluster).
  * ORTHROS_ATTN_DECODE_VERSION selects one for a process. */
 #define ORTHROS_ATTN_DECODE_LATEST 8

@@ -3,7 +3,11 @@
 anchors.json (PyTorch SDPA flash and cuDNN on the same shapes, same run), as ratios: anchor time / our time, so
 above 1.0x means ours is faster. Per case the default version and the fastest kept version; the ceilings of the
 run (copy, read, GEMM) and the default kernel versions. Standard library only.
-usage: python3 bench/kernels/summary.py BENCH_KERNELS.json [ANCHORS.json]"""
+usage: python3 bench/kernels/summary.py BENCH_KERNELS.json [ANCHORS.json]
+A file that does not have the shape of bench_kernels' (or anchors.py's) output is refused: exit 1, nothing printed but
+why. Tested by test_summary.py."""
+import contextlib
+import io
 import json
 import sys
 
@@ -57,6 +61,26 @@ def main():
     if bench is None:
         return 1
     anchors = load(sys.argv[2]) if len(sys.argv) > 2 else None
+    if len(sys.argv) > 2 and anchors is None:
+        return 1
+    # The report is written to a buffer and printed whole: a file of another shape (a field missing or of another
+    # type) is refused with the reason, without a partial table.
+    out = io.StringIO()
+    try:
+        if not isinstance(bench, dict) or (anchors is not None and not isinstance(anchors, dict)):
+            raise TypeError("not a JSON object")
+        with contextlib.redirect_stdout(out):
+            rc = report(bench, anchors)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+        names = sys.argv[1] + (f" or {sys.argv[2]}" if len(sys.argv) > 2 else "")
+        print(f"summary: {names}: not the output of bench_kernels (or anchors.py) this reads: "
+              f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write(out.getvalue())
+    return rc
+
+
+def report(bench, anchors):
     results, defs = normalise(bench)
     ceil = {r["op"]: r for r in results if r.get("op", "").startswith("ceiling_")}
     copy = ceil.get("ceiling_copy", {}).get("tbps")
@@ -236,6 +260,25 @@ def main():
             print(f"  {model} n={n} step ({layers.get(model, 1)} layers + head): floor {floor_total:.3f} ms; cuBLAS "
                   f"{total['cublas']:.3f} ms ({pct['cublas']:.0f}%), GEMV {total['gemv']:.3f} ({pct['gemv']:.0f}%), fused "
                   f"{total['fused']:.3f} ({pct['fused']:.0f}%)" + (f"; predicted fused >= {100 * pred:.0f}%" if pred else ""))
+
+    # Decode v7 against v8 (attn_full_decode_cluster, --only decode_cluster): per shape both, and for v8 the version
+    # the call ran (v8's clusters, or v7 where they do not fit one wave) and its split count (the cluster size).
+    clus = {}
+    for r in results:
+        c = r.get("case")
+        if r["op"] != "attn_full_decode_cluster" or not c:
+            continue
+        w = r["shape"].split()  # B=1 cache=4096 Hq=32 Hkv=8 d=64 v8 ran v8 splits=9
+        clus.setdefault((int(c["head_dim"]), int(c["batch"]), int(c["ctx"])), {})[w[5]] = (r["median_ms"], w[7], w[8])
+    if clus:
+        print()
+        print("decode attention v7 against v8, the clusters (ms a call; v7 / v8 above 1.00x: v8 faster):")
+        for (d, b, n), e in sorted(clus.items()):
+            v7, v8 = e.get("v7"), e.get("v8")
+            txt = f"  d{d} B{b} {n // 1024}K: v7 {fmt_ms(v7[0] if v7 else None)}, v8 {fmt_ms(v8[0] if v8 else None)}"
+            if v8:
+                txt += f" (ran {v8[1]}, {v8[2]})"
+            print(txt + (f" = {v7[0] / v8[0]:.2f}x" if v7 and v8 else ""))
 
     # The read patterns of mem_read.cu (the ceiling reads with variant 0): which reaches the HBM's rate.
     probes = [r for r in results if r["op"] == "read_probe"]

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""summary.py on kernel benchmarks it summarised on the H200: data/results/h200-2026-12-01-v7-defaults (every kernel
+version against PyTorch's flash and cuDNN; the summary committed beside it, reproduced line for line) and the decode
+attention sweep of v7 against v8 (h200-2026-12-02-decode-cluster/default-d76ecee/bench_cluster.json); then files that
+are not bench_kernels' (or anchors.py's) output refused with the reason and nothing else printed. Standard library
+only."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TOOL = os.path.join(HERE, "summary.py")
+V7 = os.path.join(ROOT, "data", "results", "h200-2026-12-01-v7-defaults")
+SWEEP = os.path.join(ROOT, "data", "results", "h200-2026-12-02-decode-cluster", "default-d76ecee", "bench_cluster.json")
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print(("ok   " if ok else "FAIL ") + what)
+    failures += 0 if ok else 1
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, "-W", "error", TOOL, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+rc, out, err = run(os.path.join(V7, "bench_kernels.json"), os.path.join(V7, "anchors.json"))
+check(rc == 0 and not err, "the v7 run is summarised (rc %d)" % rc)
+with open(os.path.join(V7, "summary.txt")) as f:
+    check(out == f.read(), "the summary committed beside it, reproduced line for line")
+
+rc, out, err = run(SWEEP)
+check(rc == 0 and "decode attention v7 against v8, the clusters" in out, "the v7 / v8 sweep has its table")
+lines = out.splitlines()
+check("  d64 B1 4K: v7 0.013, v8 0.011 (ran v8, splits=9) = 1.14x" in lines, "d 64 batch 1 4K: 9-block clusters")
+check("  d64 B1 1K: v7 0.014, v8 0.012 (ran v7, splits=32) = 1.17x" in lines, "d 64 batch 1 1K: the call ran v7")
+check("  d128 B16 128K: v7 1.851, v8 1.846 (ran v8, splits=1) = 1.00x" in lines, "d 128 batch 16 128K")
+check(sum(1 for x in lines if x.startswith("  d") and "ran v" in x) == 28, "28 shapes, both head dims")
+
+with tempfile.TemporaryDirectory() as tmp:
+    with open(SWEEP) as f:
+        good = json.load(f)
+
+    def refused(doc, what, *extra):
+        path = os.path.join(tmp, "b.json")
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        rc, out, err = run(path, *extra)
+        check(rc == 1 and out == "" and "summary:" in err, "%s: refused, nothing printed (%s)" % (what, err.strip()[-70:]))
+
+    bad = json.loads(json.dumps(good))
+    bad["measurements"][-1]["stats"] = "fast"
+    refused(bad, "a cell whose stats are a string")
+    bad = json.loads(json.dumps(good))
+    del bad["measurements"][-1]["shape"]
+    refused(bad, "a cell without its shape")
+    refused([1, 2, 3], "a list, not an object")
+    refused("{", "not JSON")
+    anchors = os.path.join(tmp, "a.json")
+    with open(anchors, "w") as f:
+        json.dump({"cases": [{"op": "decode", "head_dim": "sixty-four"}]}, f)
+    refused(good, "an anchor case with a head dim that is not a number", anchors)
+
+print("%d failed" % failures)
+sys.exit(1 if failures else 0)
