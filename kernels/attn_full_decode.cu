@@ -783,7 +783,7 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
  * clusters are co-resident in one wave for every head (cudaOccupancyMaxActiveClusters >= B * Hkv) are planned.
  * It takes every call whose blocks fill at least a quarter of the SMs (elsewhere v8 runs v7): on the H200 the
  * whole decode step was faster with it at every shape measured (batch 1 and 16, 4K to 128K), and the attention alone
- * at batch 1-16 and 2K-128K keys but one cell within the host-timed calls' noise
+ * ahead in every cell of batch 1-16 and 2K-128K keys but one, timed after v7 (an order that may favour the second)
  * (data/results/h200-2026-12-02-decode-cluster/). */
 #define DEC8_MAX_CLUSTER 16
 /* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */
