@@ -393,6 +393,26 @@ static __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr
 }
 #endif
 
+/* A warp's partial in the mma accumulator layout (rows rA = lane / 4 and rB = rA + 8, columns i * 8 + 2 (lane % 4)
+ * + {0, 1} of o[i]; (m, l) summed over the lane quad), rows past `rows` left out, into row-major po[DEC_ROWS][D]
+ * and (m, l) pairs pml[DEC_ROWS][2]: v6 / v7's scratch in global memory, v8's in shared memory. */
+template <int D>
+static __device__ __forceinline__ void store_warp_partial(float *po, float *pml, const float (&o)[D / 8][4], float mA,
+                                                          float mB, float lA, float lB, int rows, int lane)
+{
+    const int rA = lane / 4, rB = rA + 8, col = (lane % 4) * 2;
+    if (rA < rows) {
+#pragma unroll
+        for (int i = 0; i < D / 8; i++) *(float2 *)(po + rA * D + i * 8 + col) = make_float2(o[i][0], o[i][1]);
+        if (lane % 4 == 0) *(float2 *)(pml + rA * 2) = make_float2(mA, lA);
+    }
+    if (rB < rows) {
+#pragma unroll
+        for (int i = 0; i < D / 8; i++) *(float2 *)(po + rB * D + i * 8 + col) = make_float2(o[i][2], o[i][3]);
+        if (lane % 4 == 0) *(float2 *)(pml + rB * 2) = make_float2(mB, lB);
+    }
+}
+
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit);
@@ -584,19 +604,8 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     }
     const size_t nparts = (size_t)p.B * p.Hkv * nsplit * WPH;
     const size_t part = ((size_t)(b * p.Hkv + kv) * nsplit + split) * WPH + j;
-    float *po = p.work + part * DEC_ROWS * D;
-    float *pml = p.work + nparts * DEC_ROWS * D + part * DEC_ROWS * 2;
-    const int col = (lane % 4) * 2;
-    if (rA < rows) {
-#pragma unroll
-        for (int i = 0; i < DT; i++) *(float2 *)(po + rA * D + i * 8 + col) = make_float2(o[i][0], o[i][1]);
-        if (lane % 4 == 0) *(float2 *)(pml + rA * 2) = make_float2(mA, lA);
-    }
-    if (rB < rows) {
-#pragma unroll
-        for (int i = 0; i < DT; i++) *(float2 *)(po + rB * D + i * 8 + col) = make_float2(o[i][2], o[i][3]);
-        if (lane % 4 == 0) *(float2 *)(pml + rB * 2) = make_float2(mB, lB);
-    }
+    store_warp_partial<D>(p.work + part * DEC_ROWS * D, p.work + nparts * DEC_ROWS * D + part * DEC_ROWS * 2, o, mA, mB,
+                          lA, lB, rows, lane);
 #endif
 }
 
@@ -612,23 +621,12 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int T = DEC6_WARPS * 32, DT = D / 8, MAXC = 16;
+    constexpr int T = DEC6_WARPS * 32, MAXC = 16;
     const int g = p.Hq / p.Hkv, rows = p.n * g, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int rA = lane / 4, rB = rA + 8, col = (lane % 4) * 2;
     float *wo = sm, *wml = wo + DEC6_WARPS * DEC_ROWS * D, *bo = wml + DEC6_WARPS * DEC_ROWS * 2;
     float *bml = bo + DEC_ROWS * D;
     __syncthreads();
-    float *mo = wo + warp * DEC_ROWS * D, *mml = wml + warp * DEC_ROWS * 2;
-    if (rA < rows) {
-#pragma unroll
-        for (int i = 0; i < DT; i++) *(float2 *)(mo + rA * D + i * 8 + col) = make_float2(o[i][0], o[i][1]);
-        if (lane % 4 == 0) *(float2 *)(mml + rA * 2) = make_float2(mA, lA);
-    }
-    if (rB < rows) {
-#pragma unroll
-        for (int i = 0; i < DT; i++) *(float2 *)(mo + rB * D + i * 8 + col) = make_float2(o[i][2], o[i][3]);
-        if (lane % 4 == 0) *(float2 *)(mml + rB * 2) = make_float2(mB, lB);
-    }
+    store_warp_partial<D>(wo + warp * DEC_ROWS * D, wml + warp * DEC_ROWS * 2, o, mA, mB, lA, lB, rows, lane);
     __syncthreads();
     for (int e = threadIdx.x; e < rows * D; e += T) {
         const int r = e / D;
