@@ -928,11 +928,6 @@ static int tickets(unsigned **out, size_t heads, cudaStream_t stream)
  * (one full wave) where "about one wave" rounded up to 1.2 or 1.45 waves. */
 static int decode_plan(const orthros_attn_full_decode_params *p, int version, int *split_len, int *nsplit)
 {
-    if (version == 8) {
-        int use = 0, rc = dec8_plan(p, &use, split_len, nsplit);
-        if (rc || use) return rc;
-        return orthros_error(ORTHROS_EINVAL, "decode attention: v8 planned for a call its clusters do not take");
-    }
     if (version >= 6) return dec6_plan(p, split_len, nsplit);
     const bool fused = version >= 5;
     int per_sm = 1, rc = p->d == 64 ? blocks_per_sm<64>(&per_sm, fused) : blocks_per_sm<128>(&per_sm, fused);
@@ -953,19 +948,22 @@ int orthros_attn_full_decode_supported(const orthros_attn_full_decode_params *p)
     return (p->d == 64 || p->d == 128) && p->Hkv > 0 && p->Hq % p->Hkv == 0 && p->n * (p->Hq / p->Hkv) <= DEC_ROWS;
 }
 
-/* The version that runs this call: v6 where it applies (an sm_90 device, window 0, keys in their own slots),
- * else v4 for it; v8 where its clusters take the call (dec8_plan), else v7 under the same rule; the others as set.
- * *rc: an error of the plan (a failed occupancy query). */
-static int call_version(const orthros_attn_full_decode_params *p, int *rc)
+/* The version that runs this call and its plan: v6 and up where they apply (an sm_90 device, window 0, keys in
+ * their own slots), else v4; v8 where its clusters take the call (dec8_plan), else v7; the others as set. */
+static int plan_call(const orthros_attn_full_decode_params *p, int *version, int *split_len, int *nsplit)
 {
-    *rc = 0;
-    if (decode_version >= 6 && !(orthros_cuda_sm90_available() && dec6_shape(p))) return 4;
-    if (decode_version == 8) {
-        int use = 0, len, ns;
-        *rc = dec8_plan(p, &use, &len, &ns);
-        return use ? 8 : 7;
+    int v = decode_version;
+    if (v >= 6 && !(orthros_cuda_sm90_available() && dec6_shape(p))) v = 4;
+    if (v == 8) {
+        int use = 0, rc = dec8_plan(p, &use, split_len, nsplit);
+        if (rc || use) {
+            *version = 8;
+            return rc;
+        }
+        v = 7;
     }
-    return decode_version;
+    *version = v;
+    return decode_plan(p, v, split_len, nsplit);
 }
 
 /* fp32 partials: per (b, kv head) and partial, 16 rows of d values and (m, l). */
@@ -978,18 +976,16 @@ static size_t partial_bytes(const orthros_attn_full_decode_params *p, int versio
 
 size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params *p)
 {
-    int split_len, nsplit, rc, v = call_version(p, &rc);
-    if (rc || decode_plan(p, v, &split_len, &nsplit)) return 0;
+    int split_len, nsplit, v;
+    if (plan_call(p, &v, &split_len, &nsplit)) return 0;
     /* v8 needs none: a token amount, since 0 means an error */
     return v == 8 ? 16 : partial_bytes(p, v, nsplit);
 }
 
 int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit)
 {
-    int rc, split_len;
-    *version = call_version(p, &rc);
-    if (!rc) rc = decode_plan(p, *version, &split_len, nsplit);
-    return rc;
+    int split_len;
+    return plan_call(p, version, &split_len, nsplit);
 }
 
 int orthros_attn_full_decode_set_version(int version)
@@ -1015,9 +1011,8 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
     if (!orthros_attn_full_decode_supported(p))
         return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention: head_dim %d with %d rows per kv head", p->d,
                              p->n * (p->Hkv ? p->Hq / p->Hkv : 0));
-    int rc, split_len, nsplit;
-    const int version = call_version(p, &rc);
-    if (rc || (rc = decode_plan(p, version, &split_len, &nsplit))) return rc;
+    int version, split_len, nsplit, rc = plan_call(p, &version, &split_len, &nsplit);
+    if (rc) return rc;
     size_t need = partial_bytes(p, version, nsplit);
     if (p->work_bytes < need)
         return orthros_error(ORTHROS_EINVAL, "decode attention: %zu bytes of scratch given, %zu needed", p->work_bytes,
