@@ -3,26 +3,20 @@
 at 4K: 98 kernels a step, 6 a layer, 16 layers) and against tables made here: the step found when the table ends
 inside one, a table with no repeating step and a file with no ncu table refused. Standard library only."""
 import os
-import subprocess
-import sys
 import tempfile
+
+import checks
+from checks import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TOOL = os.path.join(HERE, "decode_profile.py")
 RUN = os.path.join(ROOT, "data", "results", "h200-2026-12-02-decode-profile", "default-da29600")
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print(("ok   " if ok else "FAIL ") + what)
-    failures += 0 if ok else 1
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, "-W", "error", TOOL, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
+    rc, out, err = checks.run(TOOL, *args)
+    return rc, out + err
 
 
 def table(names, us, cut=0):
@@ -59,5 +53,4 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("not a profile\n")
     rc, out = run(path)
     check(rc != 0 and "no ncu table" in out, "no ncu table: refused")
-print("%d failed" % failures)
-sys.exit(1 if failures else 0)
+checks.finish()

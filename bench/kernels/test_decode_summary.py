@@ -6,9 +6,10 @@ met, and files that are not results refused with the reason and nothing else pri
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
+
+import checks
+from checks import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -16,18 +17,10 @@ TOOL = os.path.join(HERE, "decode_summary.py")
 RUN = os.path.join(ROOT, "data", "results", "h200-2026-12-02-decode-cluster", "default-d76ecee")
 ANCHORS = [os.path.join(ROOT, "data", "results", "h200-2026-12-02-decode-profile", "decode-8d369b3", n)
            for n in ("decode_anchor.json", "decode_anchor_compiled.json")]
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print(("ok   " if ok else "FAIL ") + what)
-    failures += 0 if ok else 1
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, "-W", "error", TOOL, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+    return checks.run(TOOL, *args)
 
 
 def row(out, shape):
@@ -93,5 +86,4 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(d, anchor)
     check(rc == 1 and out == "" and "median_s" in err, "an anchor case with a negative time: refused")
 
-print("%d failed" % failures)
-sys.exit(1 if failures else 0)
+checks.finish()

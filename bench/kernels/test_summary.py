@@ -6,27 +6,20 @@ are not bench_kernels' (or anchors.py's) output refused with the reason and noth
 only."""
 import json
 import os
-import subprocess
-import sys
 import tempfile
+
+import checks
+from checks import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TOOL = os.path.join(HERE, "summary.py")
 V7 = os.path.join(ROOT, "data", "results", "h200-2026-12-01-v7-defaults")
 SWEEP = os.path.join(ROOT, "data", "results", "h200-2026-12-02-decode-cluster", "default-d76ecee", "bench_cluster.json")
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print(("ok   " if ok else "FAIL ") + what)
-    failures += 0 if ok else 1
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, "-W", "error", TOOL, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+    return checks.run(TOOL, *args)
 
 
 rc, out, err = run(os.path.join(V7, "bench_kernels.json"), os.path.join(V7, "anchors.json"))
@@ -66,5 +59,4 @@ with tempfile.TemporaryDirectory() as tmp:
         json.dump({"cases": [{"op": "decode", "head_dim": "sixty-four"}]}, f)
     refused(good, "an anchor case with a head dim that is not a number", anchors)
 
-print("%d failed" % failures)
-sys.exit(1 if failures else 0)
+checks.finish()
