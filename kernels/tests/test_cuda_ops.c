@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "gemv.h"
 #include "mem_read.h"
+#include "rmsnorm.h"
 #include "step_probe.h"
 
 #define TOL_BF16 1e-4
@@ -1320,6 +1321,77 @@ out:
     cudaFree(scratch);
 }
 
+/* The normed products' input against rmsnorm.cu's (gemv.cu, stage_normed): rmsnorm_x8_kernel's out fed to the
+ * product without a norm, against the product with norm_w, with each norm version. Version 2 forms the RMS in
+ * rmsnorm.cu's order, so with gemv v3 (n <= 8, the same plan with and without the norm) the two are the same bits;
+ * version 1 (one warp a row) and v1's kernel (n > 8: the norm may split K differently) within the bf16 tolerance. */
+static void test_gemv_norm(int n, int M, int K)
+{
+    const size_t sizes[] = {(size_t)n * K, (size_t)K, (size_t)M * K, (size_t)n * K, (size_t)n * M, (size_t)n * M};
+    enum { X, NW, W, XN, OA, OB, NB };
+    void *dv[NB];
+    for (int b = 0; b < NB; b++) {
+        uint16_t *h = malloc(sizes[b] * 2);
+        if (!h || cudaMalloc(&dv[b], sizes[b] * 2) != cudaSuccess) die("gemv norm alloc");
+        const float scale = b == W ? 1.0f / sqrtf((float)K) : b == X ? 3.0f : 1.0f;
+        for (size_t i = 0; i < sizes[b]; i++) {
+            float v = (2.0f * orthros_uniform(seed_base ^ (0x3200u + (unsigned)b), i) - 1.0f) * scale;
+            if (b == NW) v = 1.0f + 0.5f * v;
+            h[i] = orthros_f32_to_bf16(v);
+        }
+        if (cudaMemcpy(dv[b], h, sizes[b] * 2, cudaMemcpyHostToDevice) != cudaSuccess) die("gemv norm upload");
+        free(h);
+    }
+    void *scratch = NULL;
+    if (cudaMalloc(&scratch, orthros_gemv_scratch_bytes()) != cudaSuccess ||
+        cudaMemset(scratch, 0, orthros_gemv_scratch_bytes()) != cudaSuccess)
+        die("gemv norm scratch");
+    const orthros_rmsnorm_params rp = {dv[XN], dv[X], NULL, dv[NW], n, K, 1e-5f};
+    orthros_gemv_params a, b;
+    memset(&a, 0, sizeof a);
+    a.out = dv[OA], a.x = dv[XN], a.eps = 1e-5f, a.W = dv[W], a.n = n, a.M = M, a.K = K;
+    a.epilogue = ORTHROS_GEMV_STORE, a.scratch = scratch, a.num_sms = gpu->info.sm_count;
+    b = a;
+    b.out = dv[OB], b.x = dv[X], b.norm_w = dv[NW];
+    float *got[2];
+    for (int i = 0; i < 2; i++)
+        if (!(got[i] = malloc(sizes[OA] * sizeof(float)))) die("gemv norm alloc");
+    uint16_t *raw = malloc(sizes[OA] * 2);
+    if (!raw || orthros_gemv_set_version(3)) die("gemv norm");
+    for (int nv = 2; nv >= 1; nv--) {
+        char name[200];
+        snprintf(name, sizeof name, "gemv norm v%d n=%d M=%d K=%d against rmsnorm + product%s", nv, n, M, K,
+                 nv == 2 && n <= 8 ? " (exact)" : "");
+        if (orthros_gemv_set_norm_version(nv)) die("gemv norm version");
+        int rc = orthros_rmsnorm_bf16(&rp, 0);
+        if (!rc) rc = orthros_gemv_bf16(&a, 0);
+        if (!rc) rc = orthros_gemv_bf16(&b, 0);
+        if (rc || cudaDeviceSynchronize() != cudaSuccess) {
+            op_rc(rc ? rc : ORTHROS_EDEVICE, name);
+            continue;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (cudaMemcpy(raw, dv[i ? OB : OA], sizes[OA] * 2, cudaMemcpyDeviceToHost) != cudaSuccess) die("gemv norm download");
+            for (size_t e = 0; e < sizes[OA]; e++) got[i][e] = orthros_bf16_to_f32(raw[e]);
+        }
+        report(name, got[0], got[1], sizes[OA], nv == 2 && n <= 8 ? 0 : TOL_BF16);
+    }
+    if (orthros_gemv_set_norm_version(0) || orthros_gemv_set_version(0)) die("gemv norm version");
+    free(raw), free(got[0]), free(got[1]);
+    for (int b2 = 0; b2 < NB; b2++) cudaFree(dv[b2]);
+    cudaFree(scratch);
+}
+
+static void gemv_norm_suite(void)
+{
+    /* the 1B and 8B widths (a thread's one and two chunks a row), fewer chunks than threads (K 1000), more than a
+     * thread holds norm weights for (K 8200: five a thread), batch 1-16 (v1's kernel from 9, its K split with the
+     * staged range past K), odd M */
+    static const int shapes[][3] = {{1, 2048, 2048}, {1, 517, 4096}, {3, 1000, 1000}, {1, 300, 8200}, {8, 520, 3072},
+                                    {5, 64, 2056}, {12, 384, 2048}, {16, 1000, 8200}, {9, 130, 4096}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) test_gemv_norm(shapes[i][0], shapes[i][1], shapes[i][2]);
+}
+
 static void gemv_chain_suite(void)
 {
     /* the 1B layer's shapes, a layer of awkward widths (K not a multiple of 64, an odd F), chains of 2, 3 and 4 */
@@ -1589,6 +1661,9 @@ int main(void)
         pdl->destroy(pdl);
     }
     if (section("decodebound")) decode_bound_suite();
+    /* The norm of the normed products in one pass of every warp, against rmsnorm.cu (gemv norm version 2, the
+     * default; not yet run on a GPU). */
+    if (section("gemvnorm")) gemv_norm_suite();
     /* The chain of gemv.cu (last, so a hang leaves the rest printed). */
     if (section("gemvchain")) gemv_chain_suite();
     /* Decode v8 (clusters merging a head's splits in distributed shared memory; the default on sm_90, passing on the
