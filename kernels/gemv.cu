@@ -275,9 +275,9 @@ static __device__ __forceinline__ float sum_squares(float ss, uint4 v)
     return ss;
 }
 
-template <bool CHAIN>
+template <bool CHAIN, bool RAW = true>
 static __device__ __forceinline__ void stage_normed(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
-                                                    int k_base, int chunks)
+                                                    int k_base, int chunks, float *rs = nullptr)
 {
     constexpr int IN = 4; /* loads in flight a thread */
     constexpr int GK = 4; /* norm weight chunks a thread holds in registers (K up to 8192); past that, read again */
@@ -291,7 +291,7 @@ static __device__ __forceinline__ void stage_normed(const orthros_gemv_params &p
 #pragma unroll
     for (int i = 0; i < GK; i++) {
         const int q = tid + i * GEMV_THREADS;
-        g[i] = i < cnt && mine(q) ? __ldg(G + q) : zero4();
+        g[i] = RAW && i < cnt && mine(q) ? __ldg(G + q) : zero4();
     }
     float ss = 0.0f;
     for (int f0 = 0; f0 < tot; f0 += IN) {
@@ -306,7 +306,7 @@ static __device__ __forceinline__ void stage_normed(const orthros_gemv_params &p
             const int f = f0 + u, j = f / cnt, q = tid + (f % cnt) * GEMV_THREADS;
             if (f >= tot) break; /* the same f for every thread: the shuffles below stay converged */
             ss = sum_squares(ss, v[u]);
-            if (mine(q)) *(uint4 *)(smem_x + (size_t)j * stride + (size_t)(q - qb) * 16) = v[u];
+            if (RAW && mine(q)) *(uint4 *)(smem_x + (size_t)j * stride + (size_t)(q - qb) * 16) = v[u];
             if ((f + 1) % cnt == 0) {
                 for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
                 if (lane == 0) wsum[j][warp] = ss;
@@ -315,27 +315,37 @@ static __device__ __forceinline__ void stage_normed(const orthros_gemv_params &p
         }
     }
     __syncthreads();
-    for (int j = 0; j < n; j++) {
-        float s = 0.0f;
+    if constexpr (!RAW) {
+        /* norm version 3: the sums alone, rs[j] for stage_input's own staging pass */
+        if (tid < n) {
+            float s = 0.0f;
 #pragma unroll
-        for (int w = 0; w < GEMV_WARPS; w++) s += wsum[j][w];
-        const float r = rsqrtf(s / (float)K + p.eps);
-        unsigned char *row = smem_x + (size_t)j * stride;
+            for (int w = 0; w < GEMV_WARPS; w++) s += wsum[tid][w];
+            rs[tid] = rsqrtf(s / (float)K + p.eps);
+        }
+    } else {
+        for (int j = 0; j < n; j++) {
+            float s = 0.0f;
 #pragma unroll
-        for (int i = 0; i < GK; i++) {
-            const int q = tid + i * GEMV_THREADS;
-            if (i >= cnt) break;
-            if (mine(q)) *(uint4 *)(row + (size_t)(q - qb) * 16) = norm_chunk(*(const uint4 *)(row + (size_t)(q - qb) * 16), g[i], r);
+            for (int w = 0; w < GEMV_WARPS; w++) s += wsum[j][w];
+            const float r = rsqrtf(s / (float)K + p.eps);
+            unsigned char *row = smem_x + (size_t)j * stride;
+#pragma unroll
+            for (int i = 0; i < GK; i++) {
+                const int q = tid + i * GEMV_THREADS;
+                if (i >= cnt) break;
+                if (mine(q)) *(uint4 *)(row + (size_t)(q - qb) * 16) = norm_chunk(*(const uint4 *)(row + (size_t)(q - qb) * 16), g[i], r);
+            }
+            for (int i = GK; i < cnt; i++) {
+                const int q = tid + i * GEMV_THREADS;
+                if (mine(q)) *(uint4 *)(row + (size_t)(q - qb) * 16) = norm_chunk(*(const uint4 *)(row + (size_t)(q - qb) * 16), __ldg(G + q), r);
+            }
         }
-        for (int i = GK; i < cnt; i++) {
-            const int q = tid + i * GEMV_THREADS;
-            if (mine(q)) *(uint4 *)(row + (size_t)(q - qb) * 16) = norm_chunk(*(const uint4 *)(row + (size_t)(q - qb) * 16), __ldg(G + q), r);
-        }
+        /* the block's range past K: zeros */
+        if (k_base + chunks * 8 > K)
+            for (int e = tid; e < n * chunks; e += GEMV_THREADS)
+                if (qb + e % chunks >= V) *(uint4 *)(smem_x + (size_t)(e / chunks) * stride + (size_t)(e % chunks) * 16) = zero4();
     }
-    /* the block's range past K: zeros */
-    if (k_base + chunks * 8 > K)
-        for (int e = tid; e < n * chunks; e += GEMV_THREADS)
-            if (qb + e % chunks >= V) *(uint4 *)(smem_x + (size_t)(e / chunks) * stride + (size_t)(e % chunks) * 16) = zero4();
     __syncthreads();
 }
 
@@ -353,14 +363,16 @@ template <bool CHAIN = false>
 static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
                                                    float *rs, int k_base, int chunks, int norm_version)
 {
-    if (p.norm_w && norm_version != 1) {
+    if (p.norm_w && norm_version == 2) {
         stage_normed<CHAIN>(p, smem_x, stride, k_base, chunks);
         return;
     }
     constexpr int SB = CHAIN ? 4 : 1;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n, K = p.K;
     const bf16 *X = (const bf16 *)p.x;
-    if (p.norm_w) {
+    if (p.norm_w && norm_version == 3) {
+        stage_normed<CHAIN, false>(p, smem_x, stride, k_base, chunks, rs);
+    } else if (p.norm_w) {
         for (int j = warp; j < n; j += GEMV_WARPS) {
             const uint4 *xr = (const uint4 *)(X + (size_t)j * K);
             float ss = 0.0f;
@@ -1113,12 +1125,13 @@ int orthros_gemv_version(void) { return gemv_version_set ? gemv_version_set : GE
 
 /* stage_input's form of the norm: 0 (unset) the default, 2 (stage_normed); 1 the first form. */
 #define GEMV_NORM_LATEST 2
+#define GEMV_NORM_MAX 3
 static int gemv_norm_set = 0;
 
 int orthros_gemv_set_norm_version(int v)
 {
-    if (v < 0 || v > GEMV_NORM_LATEST)
-        return orthros_error(ORTHROS_EINVAL, "gemv: no norm version %d (1 to %d)", v, GEMV_NORM_LATEST);
+    if (v < 0 || v > GEMV_NORM_MAX)
+        return orthros_error(ORTHROS_EINVAL, "gemv: no norm version %d (1 to %d)", v, GEMV_NORM_MAX);
     gemv_norm_set = v;
     return 0;
 }

@@ -1358,7 +1358,7 @@ static void test_gemv_norm(int n, int M, int K)
         if (!(got[i] = malloc(sizes[OA] * sizeof(float)))) die("gemv norm alloc");
     uint16_t *raw = malloc(sizes[OA] * 2);
     if (!raw || orthros_gemv_set_version(3)) die("gemv norm");
-    for (int nv = 2; nv >= 1; nv--) {
+    for (int nv = 3; nv >= 1; nv--) {
         char name[200];
         snprintf(name, sizeof name, "gemv norm v%d n=%d M=%d K=%d against rmsnorm + product%s", nv, n, M, K,
                  nv == 2 && n <= 8 ? " (exact)" : "");
