@@ -931,19 +931,17 @@ static int select_kernels(orthros_device_info *info)
  * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
  * decode_chain's open and close as one launch). ORTHROS_GEMV_VERSION (1 to 4; unset: 3) chooses gemv.cu's version,
- * process-wide, as the attention kernels' variables do (set_version_from_env), and ORTHROS_GEMV_NORM_VERSION (1 or 2;
- * unset: 2) the form of its norm (", norm2" after the version). */
+ * process-wide, as the attention kernels' variables do (set_version_from_env). */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
-    if ((rc = set_version_from_env("ORTHROS_GEMV_NORM_VERSION", orthros_gemv_set_norm_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv v%d%s norm%d",
-                                 orthros_gemv_version(), c->pdl ? "+pdl" : "", orthros_gemv_norm_version());
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv v%d%s",
+                                 orthros_gemv_version(), c->pdl ? "+pdl" : "");
     else if (c->pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl");
     if (used < sizeof info->kernels && c->l2pf)

@@ -80,7 +80,6 @@ static __device__ __forceinline__ gemv_scratch scratch_of(void *base)
  * 64-wide k-blocks each; xs the bytes of one staged input row (0: the input is read from global memory). */
 struct gemv_plan {
     int TM, WS, MT, nblk, KS, kbs, xs;
-    int norm_version; /* stage_input's form of the norm (orthros_gemv_set_norm_version) */
     size_t smem;
 };
 
@@ -244,111 +243,6 @@ static __device__ __forceinline__ void argmax_finish(const orthros_gemv_params &
     }
 }
 
-/* The norm's second form (gemv norm version 2, the default): the block's input rows normed as stage_input below
- * stages them, with every warp taking part in each row's RMS. Thread t sums the squares of chunks t, t + 256, ... of a
- * row, the warps' sums are added in warp order: the order of rmsnorm_x8_kernel (rmsnorm.cu), one block of 256
- * threads a row. Each load of x is issued IN at a time over the rows and stored raw into shared memory where it falls
- * in the block's range; after one barrier every thread normalizes in place the chunks it wrote. So x is read once,
- * with all of a thread's loads in flight (one trip to L2 at batch 1 for K up to 2048; two at 4096); version 1 had one
- * warp a row sum it in dependent trips (four at K 2048, the loop unrolled by two) while the others waited, and then
- * read it again to stage it. */
-template <bool CHAIN>
-static __device__ __forceinline__ uint4 stage_load(const bf16 *xp)
-{
-    return CHAIN ? __ldcg((const uint4 *)xp) : __ldg((const uint4 *)xp);
-}
-
-static __device__ __forceinline__ uint4 norm_chunk(uint4 v, uint4 gw, float r)
-{
-    v.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(v.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(v.x) * r));
-    v.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(v.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(v.y) * r));
-    v.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(v.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(v.z) * r));
-    v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
-    return v;
-}
-
-static __device__ __forceinline__ float sum_squares(float ss, uint4 v)
-{
-    const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
-    return ss;
-}
-
-template <bool CHAIN, bool RAW = true>
-static __device__ __forceinline__ void stage_normed(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
-                                                    int k_base, int chunks, float *rs = nullptr)
-{
-    constexpr int IN = 4; /* loads in flight a thread */
-    constexpr int GK = 4; /* norm weight chunks a thread holds in registers (K up to 8192); past that, read again */
-    __shared__ float wsum[ORTHROS_GEMV_MAX_ROWS][GEMV_WARPS];
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n, K = p.K, V = K / 8, qb = k_base / 8;
-    const int cnt = (V + GEMV_THREADS - 1) / GEMV_THREADS, tot = n * cnt; /* a thread's chunks: cnt a row */
-    const bf16 *X = (const bf16 *)p.x;
-    const uint4 *G = (const uint4 *)p.norm_w;
-    auto mine = [&](int q) { return q < V && q >= qb && q < qb + chunks; }; /* chunk q is staged by this block */
-    uint4 g[GK];
-#pragma unroll
-    for (int i = 0; i < GK; i++) {
-        const int q = tid + i * GEMV_THREADS;
-        g[i] = RAW && i < cnt && mine(q) ? __ldg(G + q) : zero4();
-    }
-    float ss = 0.0f;
-    for (int f0 = 0; f0 < tot; f0 += IN) {
-        uint4 v[IN];
-#pragma unroll
-        for (int u = 0; u < IN; u++) {
-            const int f = f0 + u, q = tid + (f % cnt) * GEMV_THREADS;
-            v[u] = f < tot && q < V ? stage_load<CHAIN>(X + (size_t)(f / cnt) * K + (size_t)q * 8) : zero4();
-        }
-#pragma unroll
-        for (int u = 0; u < IN; u++) {
-            const int f = f0 + u, j = f / cnt, q = tid + (f % cnt) * GEMV_THREADS;
-            if (f >= tot) break; /* the same f for every thread: the shuffles below stay converged */
-            ss = sum_squares(ss, v[u]);
-            if (RAW && mine(q)) *(uint4 *)(smem_x + (size_t)j * stride + (size_t)(q - qb) * 16) = v[u];
-            if ((f + 1) % cnt == 0) {
-                for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-                if (lane == 0) wsum[j][warp] = ss;
-                ss = 0.0f;
-            }
-        }
-    }
-    __syncthreads();
-    if constexpr (!RAW) {
-        /* norm version 3: the sums alone, rs[j] for stage_input's own staging pass */
-        if (tid < n) {
-            float s = 0.0f;
-#pragma unroll
-            for (int w = 0; w < GEMV_WARPS; w++) s += wsum[tid][w];
-            rs[tid] = rsqrtf(s / (float)K + p.eps);
-        }
-    } else {
-        for (int j = 0; j < n; j++) {
-            float s = 0.0f;
-#pragma unroll
-            for (int w = 0; w < GEMV_WARPS; w++) s += wsum[j][w];
-            const float r = rsqrtf(s / (float)K + p.eps);
-            unsigned char *row = smem_x + (size_t)j * stride;
-#pragma unroll
-            for (int i = 0; i < GK; i++) {
-                const int q = tid + i * GEMV_THREADS;
-                if (i >= cnt) break;
-                if (mine(q)) *(uint4 *)(row + (size_t)(q - qb) * 16) = norm_chunk(*(const uint4 *)(row + (size_t)(q - qb) * 16), g[i], r);
-            }
-            for (int i = GK; i < cnt; i++) {
-                const int q = tid + i * GEMV_THREADS;
-                if (mine(q)) *(uint4 *)(row + (size_t)(q - qb) * 16) = norm_chunk(*(const uint4 *)(row + (size_t)(q - qb) * 16), __ldg(G + q), r);
-            }
-        }
-        /* the block's range past K: zeros */
-        if (k_base + chunks * 8 > K)
-            for (int e = tid; e < n * chunks; e += GEMV_THREADS)
-                if (qb + e % chunks >= V) *(uint4 *)(smem_x + (size_t)(e / chunks) * stride + (size_t)(e % chunks) * 16) = zero4();
-    }
-    __syncthreads();
-}
-
 /* The block's input in shared memory (rows [0, n), `chunks` 16-byte chunks of each from k_base, row j at byte j *
  * stride; past K zeros), as rmsnorm(x) * norm_w rounded to bf16 when norm_w is given: rs[j] = 1 / sqrt(mean(x_j^2) +
  * eps) over all of K, as rmsnorm.cu forms it (fp32 squares of bf16), then out = w * (x * r) rounded once, as
@@ -356,23 +250,15 @@ static __device__ __forceinline__ void stage_normed(const orthros_gemv_params &p
  * read-only path (__ldg), or with CHAIN through L2 alone (__ldcg): in the chain kernel, where x was written by an
  * earlier op of the same launch, on other SMs (the read-only path may hold stale lines); there the loads of a pass
  * are also issued SB at a time before any is used (the chain stages rows of up to 16K, 2 to 7 chunks a thread, which
- * one at a time would be as many trips to L2 in a row). The values are the same either way.
- * norm_version (the plan's): 1, the first form below, one warp a row forming its RMS before a second pass stages it;
- * else stage_normed above (every warp in one pass; the default). Without norm_w the two are the same: the pass below. */
+ * one at a time would be as many trips to L2 in a row). The values are the same either way. */
 template <bool CHAIN = false>
 static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
-                                                   float *rs, int k_base, int chunks, int norm_version)
+                                                   float *rs, int k_base, int chunks)
 {
-    if (p.norm_w && norm_version == 2) {
-        stage_normed<CHAIN>(p, smem_x, stride, k_base, chunks);
-        return;
-    }
     constexpr int SB = CHAIN ? 4 : 1;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n, K = p.K;
     const bf16 *X = (const bf16 *)p.x;
-    if (p.norm_w && norm_version == 3) {
-        stage_normed<CHAIN, false>(p, smem_x, stride, k_base, chunks, rs);
-    } else if (p.norm_w) {
+    if (p.norm_w) {
         for (int j = warp; j < n; j += GEMV_WARPS) {
             const uint4 *xr = (const uint4 *)(X + (size_t)j * K);
             float ss = 0.0f;
@@ -381,10 +267,15 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
 #pragma unroll
                 for (int u = 0; u < SB; u++) {
                     const int q = q0 + u * 32;
-                    vs[u] = q < K / 8 ? stage_load<CHAIN>((const bf16 *)(xr + q)) : zero4();
+                    vs[u] = q < K / 8 ? (CHAIN ? __ldcg(xr + q) : __ldg(xr + q)) : zero4();
                 }
 #pragma unroll
-                for (int u = 0; u < SB; u++) ss = sum_squares(ss, vs[u]);
+                for (int u = 0; u < SB; u++) {
+                    const uint32_t w4[4] = {vs[u].x, vs[u].y, vs[u].z, vs[u].w};
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+                }
             }
             for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
             if (lane == 0) rs[j] = rsqrtf(ss / (float)K + p.eps);
@@ -398,15 +289,23 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
             const int e = e0 + u * GEMV_THREADS, k = k_base + (e % chunks) * 8;
             const bool in = e < n * chunks && k < K;
             const bf16 *xp = X + (size_t)(e / chunks) * K + k;
-            vs[u] = in ? stage_load<CHAIN>(xp) : zero4();
+            vs[u] = in ? (CHAIN ? __ldcg((const uint4 *)xp) : __ldg((const uint4 *)xp)) : zero4();
             gs[u] = in && p.norm_w ? __ldg((const uint4 *)((const bf16 *)p.norm_w + k)) : zero4();
         }
 #pragma unroll
         for (int u = 0; u < SB; u++) {
             const int e = e0 + u * GEMV_THREADS, j = e / chunks, q = e % chunks, k = k_base + q * 8;
             if (e >= n * chunks) break;
-            *(uint4 *)(smem_x + (size_t)j * stride + (size_t)q * 16) =
-                p.norm_w && k < K ? norm_chunk(vs[u], gs[u], rs[j]) : vs[u];
+            uint4 v = vs[u];
+            if (p.norm_w && k < K) {
+                const uint4 gw = gs[u];
+                const float r = rs[j];
+                v.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(v.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(v.x) * r));
+                v.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(v.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(v.y) * r));
+                v.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(v.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(v.z) * r));
+                v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
+            }
+            *(uint4 *)(smem_x + (size_t)j * stride + (size_t)q * 16) = v;
         }
     }
     __syncthreads();
@@ -456,7 +355,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
      * written above this line. */
     pdl_wait();
 
-    if constexpr (XS) stage_input(p, smem_x, pl.xs, rs, kb_lo * 64, pl.kbs * 8, pl.norm_version);
+    if constexpr (XS) stage_input(p, smem_x, pl.xs, rs, kb_lo * 64, pl.kbs * 8);
 
     /* ---- the stream: warp (t, sl) takes k-blocks kb_lo + sl, + WS, ... of tile t's 16 rows ---- */
     float acc[NT][4];
@@ -612,7 +511,6 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
 
 struct gemv2_plan {
     int groups, KW, GPB, blocks, U;
-    int norm_version; /* stage_input's form of the norm (orthros_gemv_set_norm_version) */
     size_t smem;
 };
 
@@ -808,7 +706,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
      * (cp.async, 64 KB a block) was measured slower at cf5b787 (docs/kernels.md, "The chain"). */
     prefetch_first_group(p, pl, p.pdl ? 4 * U : U);
     pdl_wait();
-    if constexpr (XS) stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8, pl.norm_version);
+    if constexpr (XS) stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
 
     gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last);
 }
@@ -857,7 +755,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv4_kernel(const ort
     uint4 cur[U][2];
     load_round<U>(p, blockIdx.x * GPB + gw, pl.groups, 0, KW, sl, cur); /* weights never depend on an earlier kernel */
     pdl_wait();
-    stage_input(p, smem_x, K * 2, rs, 0, nch, pl.norm_version);
+    stage_input(p, smem_x, K * 2, rs, 0, nch);
 
     unsigned long long best[N];
 #pragma unroll
@@ -929,7 +827,6 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
     }
     pl->KW = KW, pl->GPB = GEMV_WARPS / KW;
     pl->U = version >= 4 ? (p->n == 1 ? 4 : 2) : p->n > 4 ? 2 : version >= 3 || p->n > 1 ? 4 : 8;
-    pl->norm_version = orthros_gemv_norm_version();
     const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;
     return 0;
@@ -1026,7 +923,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(cons
 #pragma unroll
     for (int i = 0; i < ORTHROS_GEMV_CHAIN_MAX; i++) {
         if (i >= a.n) break;
-        stage_input<true>(a.p[i], smem_x, a.p[i].K * 2, rs, 0, a.p[i].K / 8, a.pl[i].norm_version);
+        stage_input<true>(a.p[i], smem_x, a.p[i].K * 2, rs, 0, a.p[i].K / 8);
         gemv2_groups<1, 4, true>(a.p[i], a.pl[i], smem_x, part, &last);
         if (i + 1 == a.n) break;
         /* then the next product stages its input where this one's was */
@@ -1123,21 +1020,6 @@ int orthros_gemv_set_version(int v)
 
 int orthros_gemv_version(void) { return gemv_version_set ? gemv_version_set : GEMV_LATEST; }
 
-/* stage_input's form of the norm: 0 (unset) the default, 2 (stage_normed); 1 the first form. */
-#define GEMV_NORM_LATEST 2
-#define GEMV_NORM_MAX 3
-static int gemv_norm_set = 0;
-
-int orthros_gemv_set_norm_version(int v)
-{
-    if (v < 0 || v > GEMV_NORM_MAX)
-        return orthros_error(ORTHROS_EINVAL, "gemv: no norm version %d (1 to %d)", v, GEMV_NORM_MAX);
-    gemv_norm_set = v;
-    return 0;
-}
-
-int orthros_gemv_norm_version(void) { return gemv_norm_set ? gemv_norm_set : GEMV_NORM_LATEST; }
-
 size_t orthros_gemv_scratch_bytes(void) { return GEMV_PARTIALS_OFFSET + GEMV_PARTIAL_BYTES; }
 
 /* The plan of a call (host): rows per block by epilogue (a whole head for ROPE, gate and up halves for SWIGLU, 128
@@ -1155,7 +1037,6 @@ static int make_plan(const orthros_gemv_params *p, gemv_plan *pl)
     }
     if (TM < 1 || TM > 8) return ORTHROS_EUNSUPPORTED;
     pl->TM = TM, pl->WS = GEMV_WARPS / TM, pl->MT = 16 * TM;
-    pl->norm_version = orthros_gemv_norm_version();
     if (p->epilogue == ORTHROS_GEMV_ROPE) pl->nblk = p->M / p->d;
     else if (p->epilogue == ORTHROS_GEMV_SWIGLU) pl->nblk = ceil_div(p->M / 2, pl->MT / 2);
     else pl->nblk = ceil_div(p->M, pl->MT);
@@ -1240,18 +1121,16 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
     gemv2_plan pl2;
     gemv_plan pl;
     const int kind = choose_plan(p, &pl2, &pl);
-    char norm[24] = "";
-    if (p->norm_w) snprintf(norm, sizeof norm, ", norm v%d", orthros_gemv_norm_version());
     if (kind == 2 || kind == 4) {
         const int rounds = ceil_div(pl2.groups, pl2.GPB), v = orthros_gemv_version();
-        snprintf(buf, cap, "v%d: %d groups of 2 rows, KW %d, U %d, %d blocks, %d block rounds (%.2f waves), %zu B staged%s",
+        snprintf(buf, cap, "v%d: %d groups of 2 rows, KW %d, U %d, %d blocks, %d block rounds (%.2f waves), %zu B staged",
                  kind == 4 ? 4 : v < 4 ? v : 3, pl2.groups, pl2.KW, pl2.U, pl2.blocks, rounds, (double)rounds / pl2.blocks,
-                 pl2.smem, norm);
+                 pl2.smem);
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;
-    snprintf(buf, cap, "v1: %d rows a block, %d blocks x %d K splits of %d k-blocks, %zu B staged%s", pl.MT, pl.nblk,
-             pl.KS, pl.kbs, pl.smem, norm);
+    snprintf(buf, cap, "v1: %d rows a block, %d blocks x %d K splits of %d k-blocks, %zu B staged", pl.MT, pl.nblk,
+             pl.KS, pl.kbs, pl.smem);
     return 0;
 }
 

@@ -75,11 +75,6 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
  * in flight at batch 1-4, v3 above (slower on the H200: data/results/h200-2026-12-02-decode-profile). */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
-/* The form of the norm in the normed products (process-wide, every version): 0 the default (2), 1 one warp a row
- * forms its RMS, then the input is read again and staged; 2 every warp forms it in the pass that stages the input, in
- * rmsnorm.cu's order (gemv.cu, stage_normed). The same values up to the order of the fp32 sums. */
-int orthros_gemv_set_norm_version(int v);
-int orthros_gemv_norm_version(void);
 
 /* The chain (docs/kernels.md, "Where the step goes"; the decode step's ORTHROS_DECODE_CHAIN): n products, each as
  * orthros_gemv_bf16 with version 3 would compute it (the same bits), in one cooperative launch, a grid barrier

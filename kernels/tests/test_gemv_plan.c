@@ -85,14 +85,6 @@ int main(void)
     /* the staged input over 64 KB: v2 leaves the call to v1 */
     s = plan(2, ORTHROS_GEMV_STORE, 4, 2048, 16384, 0, 1, &rc);
     CHECK(rc == 0 && starts(s, "v1:"), "v2 n 4, K 16384 normed \"%s\"", s);
-    /* the form of the norm: named where the product has one, version 2 unless set */
-    CHECK(strstr(plan(3, ORTHROS_GEMV_STORE, 1, 2048, 2048, 0, 1, &rc), ", norm v2") != NULL, "norm v2 by default");
-    CHECK(orthros_gemv_set_norm_version(1) == 0 && orthros_gemv_norm_version() == 1, "norm version 1 refused");
-    s = plan(3, ORTHROS_GEMV_STORE, 12, 2048, 2048, 0, 1, &rc);
-    CHECK(rc == 0 && starts(s, "v1:") && strstr(s, ", norm v1"), "v1 n 12 normed, norm v1 \"%s\"", s);
-    CHECK(orthros_gemv_set_norm_version(4) == ORTHROS_EINVAL && orthros_gemv_norm_version() == 1, "norm version 4 taken");
-    CHECK(orthros_gemv_set_norm_version(0) == 0 && orthros_gemv_norm_version() == 2, "norm version 0: not the default");
-    CHECK(strstr(plan(3, ORTHROS_GEMV_STORE, 1, 2048, 2048, 0, 0, &rc), "norm") == NULL, "norm named without one");
     /* refusals: versions out of range, a K that is not a multiple of 8 (nothing written) */
     CHECK(orthros_gemv_set_version(5) == ORTHROS_EINVAL, "version 5 taken");
     CHECK(orthros_gemv_set_version(-1) == ORTHROS_EINVAL, "version -1 taken");
