@@ -68,6 +68,9 @@ typedef struct {
     int chain_open;                /* between decode_chain(1) and decode_chain(0) */
     int chain_n;                   /* products recorded, not yet launched */
     orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
+    int attn_o;                    /* ORTHROS_DECODE_ATTN_O (unset 1; 0 with the chain): attn_decode_o in one launch */
+    void *ao_scratch;              /* orthros_attn_full_decode_o_scratch_bytes(), zeroed; grown outside captures */
+    size_t ao_cap;
     int capturing;                 /* between graph_begin and graph_end */
     unsigned long epoch;           /* bumped whenever `work` is replaced (graph_epoch) */
 } cuda_impl;
@@ -150,6 +153,7 @@ static void cuda_destroy(orthros_backend *be)
         if (c->upload_buf) cudaFree(c->upload_buf);
         if (c->read_sink) cudaFree(c->read_sink);
         if (c->gemv_scratch) cudaFree(c->gemv_scratch);
+        if (c->ao_scratch) cudaFree(c->ao_scratch);
         for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++)
             if (c->marks[i]) cudaEventDestroy(c->marks[i]);
         if (c->cublas) cublasDestroy(c->cublas);
@@ -419,19 +423,15 @@ static int cuda_rope_cache_write(orthros_backend *be, void *qkv, const orthros_a
     return orthros_rope_cache_write_bf16(&p, c->stream);
 }
 
-/* Few query rows per kv head (decode, a short orthros tail) go to the split-K kernel, which spreads a long
- * cache over the whole chip; larger chunks to the flash-attention prefill kernel. */
-static int attn_full(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
-                     int B, int n)
+/* The attention kernels' parameters of a call (positions staged unless the layer's are in device memory). */
+static int attn_params(cuda_impl *c, orthros_attn_full_decode_params *pp, void *out, const void *qkv,
+                       const orthros_attn_layer *L, const int *pos0, int B, int n)
 {
-    if (B <= 0 || n <= 0) return 0;
     int rc = check_heads(L, "attention");
     if (rc) return rc;
     if (L->cap <= 0 || !L->k_cache || !L->v_cache)
         return orthros_error(ORTHROS_EINVAL, "attention: layer has no KV cache");
-    cuda_impl *c = impl_of(be);
-    /* The decode kernel's parameters are a superset of the prefill kernel's: filled once, copied if it is prefill. */
-    orthros_attn_full_decode_params p;
+    orthros_attn_full_decode_params &p = *pp;
     memset(&p, 0, sizeof p);
     p.out = out;
     p.qkv = qkv;
@@ -455,6 +455,20 @@ static int attn_full(orthros_backend *be, void *out, const void *qkv, const orth
     /* With positions in device memory, pos0 bounds them: the split plan and scratch are the bound's. */
     if (L->pos_dev) p.pos0 = L->pos_dev;
     else if ((rc = stage_ints(c, pos0, B, &p.pos0))) return rc;
+    return 0;
+}
+
+/* Few query rows per kv head (decode, a short orthros tail) go to the split-K kernel, which spreads a long
+ * cache over the whole chip; larger chunks to the flash-attention prefill kernel. */
+static int attn_full(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
+                     int B, int n)
+{
+    if (B <= 0 || n <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    /* The decode kernel's parameters are a superset of the prefill kernel's: filled once, copied if it is prefill. */
+    orthros_attn_full_decode_params p;
+    int rc = attn_params(c, &p, out, qkv, L, pos0, B, n);
+    if (rc) return rc;
     if (orthros_attn_full_decode_supported(&p)) {
         size_t need = orthros_attn_full_decode_work_bytes(&p);
         if (!need) return orthros_error(ORTHROS_EDEVICE, "decode attention: %s", orthros_last_error());
@@ -685,6 +699,37 @@ static int cuda_gemm_add(orthros_backend *be, void *resid, void *tmp, const void
         return orthros_error(ORTHROS_EUNSUPPORTED, "cuda gemm_add: %d rows of width %d (the GEMV takes 1-%d rows, widths "
                                                    "a multiple of 8)", n, K, ORTHROS_GEMV_MAX_ROWS);
     return run_gemv(impl_of(be), &p);
+}
+
+/* The decode step's attention and O (backend.h attn_decode_o): one launch where the decode attention's clusters
+ * take the call with the product (orthros_attn_full_decode_o_supported), else the two ops. */
+static int cuda_attn_decode_o(orthros_backend *be, void *resid, void *tmp, void *attn, const void *qkv,
+                              const orthros_attn_layer *L, const int *pos0, int B, const void *Wo, int M)
+{
+    if (B <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    orthros_attn_full_decode_params p;
+    int rc = attn_params(c, &p, attn, qkv, L, pos0, B, 1);
+    if (rc) return rc;
+    p.o_w = Wo, p.o_resid = resid, p.o_M = M;
+    if (orthros_attn_full_decode_o_supported(&p)) {
+        const size_t need = orthros_attn_full_decode_o_scratch_bytes(&p);
+        if (need > c->ao_cap) {
+            if (c->capturing)
+                return orthros_error(ORTHROS_EUNSUPPORTED, "cuda: the attention + O scratch would grow inside a capture");
+            c->epoch++; /* graphs captured before refer to the old scratch */
+            ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+            if (c->ao_scratch) ORTHROS_CUDA_CHECK(cudaFree(c->ao_scratch));
+            c->ao_scratch = NULL, c->ao_cap = 0;
+            ORTHROS_CUDA_CHECK(cudaMalloc(&c->ao_scratch, need));
+            ORTHROS_CUDA_CHECK(cudaMemsetAsync(c->ao_scratch, 0, need, c->stream));
+            c->ao_cap = need;
+        }
+        p.o_scratch = c->ao_scratch, p.o_scratch_bytes = c->ao_cap;
+        return orthros_attn_full_decode_o_bf16(&p, c->stream);
+    }
+    if ((rc = attn_full(be, attn, qkv, L, pos0, B, 1))) return rc;
+    return cuda_gemm_add(be, resid, tmp, attn, Wo, B, M, L->n_heads * L->head_dim);
 }
 
 static int cuda_norm_gemm_swiglu(orthros_backend *be, void *out, void *xn, void *gu, const void *x, const void *norm_w,
@@ -937,6 +982,14 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
+    const char *ao = getenv("ORTHROS_DECODE_ATTN_O");
+    c->attn_o = 1;
+    if (ao && *ao) {
+        if (strcmp(ao, "0") && strcmp(ao, "1"))
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_ATTN_O=%.40s: 0 or 1", ao);
+        c->attn_o = ao[0] == '1';
+    }
+    if (c->chain) c->attn_o = 0; /* the chain records O with the products after it */
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)
@@ -949,6 +1002,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
                                  c->l2pf_cap >> 20);
     if (used < sizeof info->kernels && c->chain)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", chain");
+    if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
     if (used < sizeof info->kernels && *modes)
         snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
                  *modes & ORTHROS_DECODE_FUSED ? "fused" : "",
@@ -1088,6 +1143,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->norm_gemm_swiglu = cuda_norm_gemm_swiglu;
     be->norm_qkv_rope = cuda_norm_qkv_rope;
     be->norm_logits_argmax = cuda_norm_logits_argmax;
+    be->attn_decode_o = c->attn_o ? cuda_attn_decode_o : NULL;
     be->graph_begin = cuda_graph_begin;
     be->graph_end = cuda_graph_end;
     be->graph_launch = cuda_graph_launch;

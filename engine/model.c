@@ -725,7 +725,13 @@ static int forward_decode_fused_layers(orthros_session *s, const int *pos0)
             OP("qkv_rope", be->norm_qkv_rope(be, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, &view, &m->rope, pos0, B, D,
                                              c->norm_eps));
             OP("chain", chain(s, 0));
-            OP("attention", be->attn_full_decode(be, s->attn, s->qkv, &view, pos0, B, 1));
+            if (be->attn_decode_o) {
+                /* the attention with O after it (one launch on cuda) */
+                hint_next(s, w->w_gu, 2L * m->ffn, D);
+                OP("attention_o", be->attn_decode_o(be, s->x, s->delta, s->attn, s->qkv, &view, pos0, B, w->wo, D));
+            } else {
+                OP("attention", be->attn_full_decode(be, s->attn, s->qkv, &view, pos0, B, 1));
+            }
         } else {
             OP("qkv_proj", be->norm_gemm(be, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, B, Wqkv, D, c->norm_eps));
             OP("chain", chain(s, 0));
@@ -733,7 +739,7 @@ static int forward_decode_fused_layers(orthros_session *s, const int *pos0)
         }
         OP("chain", chain(s, 1));
         hint_next(s, w->w_gu, 2L * m->ffn, D);
-        OP("o_proj_add", be->gemm_add(be, s->x, s->delta, s->attn, w->wo, B, D, Hd));
+        if (!(rope_fused && be->attn_decode_o)) OP("o_proj_add", be->gemm_add(be, s->x, s->delta, s->attn, w->wo, B, D, Hd));
         hint_next(s, w->w_down, D, m->ffn);
         OP("gate_up_swiglu", be->norm_gemm_swiglu(be, s->act, s->xn, s->gu, s->x, w->mlp_norm, w->w_gu, B, m->ffn, D,
                                                   c->norm_eps));

@@ -416,6 +416,26 @@ static __device__ __forceinline__ void store_warp_partial(float *po, float *pml,
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit);
+template <int D>
+static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *sm, int b, int kv, int nsplit);
+
+/* o_scratch: the counters [B][16] (padded to 256 bytes), then the partials [B][Hkv][o_M] fp32. */
+#define DEC8_O_MAX_CLUSTER 16
+static __host__ __device__ __forceinline__ size_t dec8_o_count_bytes(int B)
+{
+    return ((size_t)B * DEC8_O_MAX_CLUSTER * sizeof(unsigned) + 255) & ~(size_t)255;
+}
+
+/* v8 with the O product: the block's rows of O (a 1 / nsplit share of o_M, rank = blockIdx.x) and this kv head's
+ * columns (its g query heads' g d), which the block reads after the attention. */
+struct dec8_o_rows {
+    int m0, m1;
+    __device__ __forceinline__ dec8_o_rows(int M, int nsplit, int rank)
+    {
+        const int Mr = (M + nsplit - 1) / nsplit;
+        m0 = min(M, rank * Mr), m1 = min(M, m0 + Mr);
+    }
+};
 
 /* v7 (CPA): the same blocks, stages and consumers, but no producer warp: the 8 warps fill the ring themselves
  * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
@@ -440,6 +460,15 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     const int split = blockIdx.x, h0 = blockIdx.y * HB, b = blockIdx.z;
     const int WPH = DEC6_WARPS / HB, BN = KW * WPH;           // warps per head, keys per stage
     const int g = p.Hq / p.Hkv, rows = p.n * g;
+    if (CL && p.o_w) {
+        // The O weights this block reads after the attention never depend on it: asked into L2 now, so that the
+        // product after the merge reads them from L2 while the attention's stream has the memory.
+        const dec8_o_rows R(p.o_M, nsplit, split);
+        const int lines = g * D * 2 / 128, HD = p.Hq * D;
+        const bf16 *w = (const bf16 *)p.o_w + (size_t)h0 * g * D;
+        for (int i = threadIdx.x; i < (R.m1 - R.m0) * lines; i += DEC6_WARPS * 32)
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(w + (size_t)(R.m0 + i / lines) * HD + (i % lines) * 64));
+    }
     const int pos0 = p.pos0[b];
     // v8 sizes its splits by this sequence's own keys (pos0 + n, window 0), not the plan's bound: a captured step
     // is planned for its cache-length bucket (up to 1.25x the keys and more), and splits sized by the bound leave
@@ -599,7 +628,9 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     lB += __shfl_xor_sync(0xffffffffu, lB, 1);
     lB += __shfl_xor_sync(0xffffffffu, lB, 2);
     if constexpr (CL) {
-        dec8_merge<D>(p, (float *)(smem_raw + (base - smem_addr(smem_raw))), o, mA, mB, lA, lB, b, kv, nsplit);
+        float *sm = (float *)(smem_raw + (base - smem_addr(smem_raw)));
+        dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit);
+        if (p.o_w) dec8_o<D>(p, sm, b, kv, nsplit);
         return;
     }
     const size_t nparts = (size_t)p.B * p.Hkv * nsplit * WPH;
@@ -668,9 +699,80 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
                 acc += wt * x[s];
                 L += wt * ml[s].y;
             }
-        out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
+        const bf16 y = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
+        out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = y;
+        if (p.o_w) bml[DEC_ROWS * 2 + e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */
     }
     cluster.sync();
+#endif
+}
+
+/* v8's O product, after dec8_merge (p.n == 1, so the head's rows are its g query heads): every block gathers the
+ * g d outputs of its kv head from the ranks that merged them (element e from rank (e / T) % nsplit), multiplies
+ * its rows of O (dec8_o_rows) by them over this head's g d columns (a warp R rows at a time, a lane's 16-byte
+ * chunks, fp32 sums, a butterfly per row), and stores the sums in o_scratch's partials [B][Hkv][o_M]. The last of
+ * the Hkv blocks of one rank to arrive (a counter per (sequence, rank), the threadfence-reduction pattern) adds
+ * the Hkv sums of each of its rows in head order, rounds to bf16 and adds that into o_resid (ORTHROS_GEMV_ADD's
+ * roundings), and puts the counter back to 0. */
+template <int D>
+static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *sm, int b, int kv, int nsplit)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int T = DEC6_WARPS * 32, R = 8;
+    const int g = p.Hq / p.Hkv, Wk = g * D, HD = p.Hq * D, CH = Wk / 8, M = p.o_M;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    float *hv = sm + DEC6_WARPS * DEC_ROWS * D + DEC6_WARPS * DEC_ROWS * 2 + DEC_ROWS * D + DEC_ROWS * 2;
+    float *xo = hv + DEC_ROWS * D;
+    int *last = (int *)(xo + DEC_ROWS * D);
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const int rank = (int)cluster.block_rank();
+    for (int e = threadIdx.x; e < Wk; e += T) xo[e] = *cluster.map_shared_rank(hv + e, (e / T) % nsplit);
+    cluster.sync(); /* every block has its copy: the owners' shared memory may go */
+
+    const dec8_o_rows rs(M, nsplit, rank);
+    unsigned *count = (unsigned *)p.o_scratch + b * DEC8_O_MAX_CLUSTER + rank;
+    float *part = (float *)((char *)p.o_scratch + dec8_o_count_bytes(p.B)) + (size_t)b * p.Hkv * M;
+    const bf16 *Wo = (const bf16 *)p.o_w + (size_t)kv * Wk;
+    for (int mb = rs.m0 + warp * R; mb < rs.m1; mb += DEC6_WARPS * R) {
+        float acc[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[r] = 0.0f;
+        for (int c = lane; c < CH; c += 32) {
+            uint4 wv[R];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                wv[r] = mb + r < rs.m1 ? __ldg((const uint4 *)(Wo + (size_t)(mb + r) * HD + c * 8)) : make_uint4(0u, 0u, 0u, 0u);
+            const float4 xa = *(const float4 *)(xo + c * 8), xb = *(const float4 *)(xo + c * 8 + 4);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                acc[r] += bf16x2_lo(wv[r].x) * xa.x + bf16x2_hi(wv[r].x) * xa.y + bf16x2_lo(wv[r].y) * xa.z +
+                          bf16x2_hi(wv[r].y) * xa.w + bf16x2_lo(wv[r].z) * xb.x + bf16x2_hi(wv[r].z) * xb.y +
+                          bf16x2_lo(wv[r].w) * xb.z + bf16x2_hi(wv[r].w) * xb.w;
+            }
+        }
+        float mine = 0.0f;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float v = acc[r];
+            for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+            if (lane == r) mine = v;
+        }
+        if (lane < R && mb + lane < rs.m1) part[(size_t)kv * M + mb + lane] = mine;
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) *last = atomicAdd(count, 1u) == (unsigned)p.Hkv - 1;
+    __syncthreads();
+    if (*last) {
+        __threadfence();
+        bf16 *res = (bf16 *)p.o_resid + (size_t)b * M;
+        for (int m = rs.m0 + threadIdx.x; m < rs.m1; m += T) {
+            float s = 0.0f;
+            for (int h = 0; h < p.Hkv; h++) s += __ldcg(part + (size_t)h * M + m);
+            res[m] = __float2bfloat16(__bfloat162float(res[m]) + __bfloat162float(__float2bfloat16(s)));
+        }
+        if (threadIdx.x == 0) *count = 0u;
+    }
 #endif
 }
 
@@ -1007,6 +1109,7 @@ int orthros_attn_full_decode_version(void) { return decode_version; }
 
 int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream)
 {
+    if (p->o_w) return orthros_error(ORTHROS_EINVAL, "decode attention: o_w given (orthros_attn_full_decode_o_bf16 takes it)");
     if (p->n <= 0 || p->B <= 0) return 0;
     if (!orthros_attn_full_decode_supported(p))
         return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention: head_dim %d with %d rows per kv head", p->d,
@@ -1053,4 +1156,33 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
         <<<(unsigned)(p->B * p->Hkv * p->n * (p->Hq / p->Hkv)), DEC_COMBINE_THREADS, 0, stream>>>(*p, nsplit);
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_combine_kernel");
     return 0;
+}
+
+/* ---- v8 with the O product (dec8_o) ---- */
+
+int orthros_attn_full_decode_o_supported(const orthros_attn_full_decode_params *p)
+{
+    if (p->n != 1 || p->B <= 0 || p->o_M <= 0 || !p->o_w || !p->o_resid || !orthros_attn_full_decode_supported(p))
+        return 0;
+    if ((uintptr_t)p->o_w % 16 || (p->Hq * p->d) % 8) return 0;
+    int version = 0, split_len = 0, nsplit = 0;
+    return plan_call(p, &version, &split_len, &nsplit) == 0 && version == 8;
+}
+
+size_t orthros_attn_full_decode_o_scratch_bytes(const orthros_attn_full_decode_params *p)
+{
+    return dec8_o_count_bytes(p->B) + (size_t)p->B * p->Hkv * p->o_M * sizeof(float);
+}
+
+int orthros_attn_full_decode_o_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream)
+{
+    if (!orthros_attn_full_decode_o_supported(p))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention with O: not a call v8's clusters take with the "
+                                                   "product (n %d, B %d, o_M %d, head_dim %d)", p->n, p->B, p->o_M, p->d);
+    if (!p->o_scratch || p->o_scratch_bytes < orthros_attn_full_decode_o_scratch_bytes(p))
+        return orthros_error(ORTHROS_EINVAL, "decode attention with O: %zu bytes of scratch given, %zu needed",
+                             p->o_scratch ? p->o_scratch_bytes : 0, orthros_attn_full_decode_o_scratch_bytes(p));
+    int version, split_len, nsplit, rc = plan_call(p, &version, &split_len, &nsplit);
+    if (rc) return rc;
+    return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, stream) : launch_dec8<128>(p, split_len, nsplit, stream);
 }

@@ -33,6 +33,15 @@ typedef struct {
                              * them, evict_last where l2_policy is 1) as the blocks start: gemv.h's fields */
     size_t l2_next_bytes;
     int l2_policy;
+    /* The O projection fused into v8 (orthros_attn_full_decode_o_bf16 alone; NULL / 0 elsewhere): o_resid [B][o_M]
+     * bf16 += the product out[b] . o_w^T rounded to bf16 (gemv.h's ORTHROS_GEMV_ADD), o_w [o_M][Hq d] bf16;
+     * o_scratch orthros_attn_full_decode_o_scratch_bytes() long, zeroed once before the first call (every call
+     * leaves its counters at 0). */
+    const void *o_w;
+    void *o_resid;
+    int o_M;
+    void *o_scratch;
+    size_t o_scratch_bytes;
 } orthros_attn_full_decode_params;
 
 /* 1 when the split-K kernel takes this shape: head_dim 64 or 128 and n * Hq / Hkv <= 16 rows per kv head. */
@@ -75,6 +84,16 @@ int orthros_attn_full_decode_force_splits(int nsplit);
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
 int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit);
 int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
+
+/* The decode step's attention and O projection in one launch (v8 with the O product after each cluster's merge;
+ * docs/kernels.md, "The O projection in the attention's clusters"): out as orthros_attn_full_decode_bf16 writes it,
+ * then o_resid += out . o_w^T as gemv.h's ORTHROS_GEMV_ADD (each kv head's cluster sums its share of the columns,
+ * the last of the heads to finish a block of rows adds the heads' sums in head order). supported: 1 when the call
+ * runs this way (n == 1, v8 in use and its clusters planned for the call, o_w 16-byte aligned), else 0: the caller
+ * runs the attention and the product apart. */
+int orthros_attn_full_decode_o_supported(const orthros_attn_full_decode_params *p);
+size_t orthros_attn_full_decode_o_scratch_bytes(const orthros_attn_full_decode_params *p);
+int orthros_attn_full_decode_o_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -415,6 +415,79 @@ static void test_full(geom g, int B, int n, int cap, int window, const int *pos0
     pair_free(&out);
 }
 
+/* The decode step's attention with O (backend.h attn_decode_o; cuda: decode v8 with the O product in its clusters):
+ * the gpu's op against the cpu's attn_full_decode then gemm_add, the attention's output and the residual, twice from
+ * the residual the first call left (the counters must be back at 0). must_fuse: the call must take v8's fused path
+ * (orthros_attn_full_decode_o_supported); else it is printed. */
+static void test_attn_o(geom g, int B, int cap, const int *pos0, int M, int must_fuse)
+{
+    const int W = (g.Hq + 2 * g.Hkv) * g.d, Hd = g.Hq * g.d;
+    pair qkv = pair_new((size_t)B * W, 0), kc = pair_new((size_t)B * cap * g.Hkv * g.d, 0),
+         vc = pair_new((size_t)B * cap * g.Hkv * g.d, 0), out = pair_new((size_t)B * Hd, 0),
+         x = pair_new((size_t)B * M, 0), tmp = pair_new((size_t)B * M, 0), wo = pair_new((size_t)M * Hd, 0);
+    pair_random(&qkv, 21, 1.5f, 0.0f);
+    pair_random(&kc, 22, 1.5f, 0.0f);
+    pair_random(&vc, 23, 1.0f, 0.0f);
+    pair_random(&x, 24, 1.0f, 0.0f);
+    pair_random(&wo, 25, 1.0f / sqrtf((float)Hd), 0.0f);
+    orthros_attn_layer Lc = layer_for(g), Lg = layer_for(g);
+    Lc.k_cache = kc.c, Lc.v_cache = vc.c, Lg.k_cache = kc.g, Lg.v_cache = vc.g;
+    Lc.cap = Lg.cap = cap;
+    int keys = 0;
+    for (int b = 0; b < B; b++) keys = pos0[b] + 1 > keys ? pos0[b] + 1 : keys;
+    orthros_attn_full_decode_params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.B = B, pp.n = 1, pp.Hq = g.Hq, pp.Hkv = g.Hkv, pp.d = g.d, pp.cap = cap, pp.max_keys = keys;
+    pp.num_sms = gpu->info.sm_count, pp.k_cache = kc.g, pp.v_cache = vc.g;
+    pp.o_w = wo.g, pp.o_resid = x.g, pp.o_M = M;
+    const int fused = orthros_attn_full_decode_o_supported(&pp);
+    char tag[160], name[220];
+    snprintf(tag, sizeof tag, "B=%d Hq=%d Hkv=%d d=%d pos0[0]=%d M=%d (%s)", B, g.Hq, g.Hkv, g.d, pos0[0], M,
+             fused ? "fused" : "apart");
+    if (must_fuse) {
+        snprintf(name, sizeof name, "attn_decode_o takes the fused path %s", tag);
+        float z = 0.0f, w = fused ? 0.0f : 1.0f;
+        report(name, &z, &w, 1, 0);
+    }
+    if (!gpu->attn_decode_o) {
+        printf("FAIL attn_decode_o: the cuda backend has none (ORTHROS_DECODE_ATTN_O=0 or the chain in the environment?)\n");
+        n_fail++;
+    } else {
+        for (int call = 0; call < 2; call++) {
+            pair_poison(&out);
+            op_rc(cpu->attn_full_decode(cpu, out.c, qkv.c, &Lc, pos0, B, 1), "attn_decode_o cpu attention");
+            op_rc(cpu->gemm_add(cpu, x.c, tmp.c, out.c, wo.c, B, M, Hd), "attn_decode_o cpu gemm_add");
+            op_rc(gpu->attn_decode_o(gpu, x.g, tmp.g, out.g, qkv.g, &Lg, pos0, B, wo.g, M), "attn_decode_o gpu");
+            snprintf(name, sizeof name, "attn_decode_o attention %s call %d", tag, call);
+            check(name, &out, TOL_BF16);
+            snprintf(name, sizeof name, "attn_decode_o residual %s call %d", tag, call);
+            check(name, &x, TOL_BF16);
+            /* both continue from the gpu's residual */
+            float *h = pair_get_gpu(&x);
+            pair_set(&x, h);
+            free(h);
+        }
+    }
+    pair *all[] = {&qkv, &kc, &vc, &out, &x, &tmp, &wo};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+}
+
+static void attn_o_suite(void)
+{
+    /* the 1B and 8B layers at batch 1 and 4K (the fused path's shapes), then other groups, batches, widths of O
+     * (odd, fewer rows than a cluster has blocks) and a short cache; the calls v8 does not take run apart */
+    const geom l1 = {32, 8, 64}, l8 = {32, 8, 128};
+    int p1[1] = {4095}, p2[2] = {5000, 17}, p3[3] = {3000, 1, 2999}, ps[1] = {40}, p4[4] = {100, 4000, 7, 2500};
+    test_attn_o(l1, 1, 4096, p1, 2048, 1);
+    test_attn_o(l8, 1, 4096, p1, 4096, 1);
+    test_attn_o(l1, 2, 5001, p2, 1000, 0);
+    test_attn_o((geom){16, 2, 128}, 1, 3001, p3, 520, 0);
+    test_attn_o((geom){6, 3, 64}, 3, 3001, p3, 333, 0);
+    test_attn_o((geom){48, 16, 64}, 1, 4096, p1, 7, 0);
+    test_attn_o(l1, 1, 41, ps, 2048, 0);
+    test_attn_o(l8, 4, 4001, p4, 4096, 0);
+}
+
 /* Prefill v5's tile edges (and v7's, 192 rows per block at d 64): 128 rows per block, 64 per consumer
  * warpgroup, 128-key tiles aligned to the block's
  * last key (so the first tile is partial, with negative key coordinates, unless the keys are a multiple of 128),
@@ -1662,6 +1735,8 @@ int main(void)
     /* Decode v8 (clusters merging a head's splits in distributed shared memory; the default on sm_90, passing on the
      * H200 at 05ebf81; the "full" section above runs it as the default too). */
     if (section("decode8")) decode_v6(8);
+    /* The decode step's attention with O in v8's clusters (not yet run on a GPU). */
+    if (section("attno")) attn_o_suite();
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);
