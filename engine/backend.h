@@ -181,8 +181,8 @@ struct orthros_backend {
                               const void *norm_w, const void *W, int n, int V, int D, float eps);
     /* The attention and O projection of a decode step, NULL where a backend has no fused form (model.c then runs
      * the two ops): attn_full_decode(attn, qkv, L, pos0, B, n = 1), then gemm_add(resid, tmp, attn, Wo, B, M,
-     * Hq d). cuda: one launch where the decode attention's clusters take the call (ORTHROS_DECODE_ATTN_O=0 or
-     * ORTHROS_DECODE_CHAIN=1: NULL). */
+     * Hq d). cuda: one launch where the decode attention's clusters take the call, with ORTHROS_DECODE_ATTN_O=1
+     * (else, and with ORTHROS_DECODE_CHAIN=1, NULL). */
     int (*attn_decode_o)(orthros_backend *be, void *resid, void *tmp, void *attn, const void *qkv,
                          const orthros_attn_layer *L, const int *pos0, int B, const void *Wo, int M);
     /* A hint, NULL where a backend takes none: the weights W[bytes] of the product after the op queued next, which

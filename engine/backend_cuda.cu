@@ -68,7 +68,13 @@ typedef struct {
     int chain_open;                /* between decode_chain(1) and decode_chain(0) */
     int chain_n;                   /* products recorded, not yet launched */
     orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
-    int attn_o;                    /* ORTHROS_DECODE_ATTN_O (unset 1; 0 with the chain): attn_decode_o in one launch */
+    int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
+    int o_pdl;                     /* ORTHROS_DECODE_O_PDL: 1 the product after a decode attention a programmatic
+                                    * dependent of it, its blocks asking their weights into L2 on the SMs the attention
+                                    * leaves idle; 2 the same, and the attention asks the hint (O) into L2 */
+    int next_pdl;                  /* o_pdl: set by a decode attention launch, taken by the next gemv launch */
+    const void *hint_w;            /* the l2_next hint as given, whatever ORTHROS_DECODE_L2PF says (o_pdl 2) */
+    size_t hint_bytes;
     void *ao_scratch;              /* orthros_attn_full_decode_o_scratch_bytes(), zeroed; grown outside captures */
     size_t ao_cap;
     int capturing;                 /* between graph_begin and graph_end */
@@ -475,6 +481,8 @@ static int attn_full(orthros_backend *be, void *out, const void *qkv, const orth
         if ((rc = work_reserve(c, need))) return rc;
         p.work = (float *)c->work;
         p.work_bytes = c->work_cap;
+        if (c->o_pdl == 2 && n == 1 && !p.l2_next) p.l2_next = c->hint_w, p.l2_next_bytes = c->hint_bytes;
+        c->next_pdl = c->o_pdl && n == 1;
         return orthros_attn_full_decode_bf16(&p, c->stream);
     }
     orthros_attn_full_prefill_params q = {p.out, p.qkv, p.k_cache, p.v_cache, p.pos0, p.B, p.n, p.Hq, p.Hkv,
@@ -655,6 +663,8 @@ static int run_gemv_chained(cuda_impl *c, orthros_gemv_params *p, int chainable)
 {
     int rc = gemv_ready(c, p);
     if (rc) return rc;
+    if (c->next_pdl && !p->pdl) p->pdl = 2; /* after a decode attention (ORTHROS_DECODE_O_PDL) */
+    c->next_pdl = 0;
     if (chainable && c->chain_open && orthros_gemv_chain_supported(p)) {
         if (c->chain_n == ORTHROS_GEMV_CHAIN_MAX && (rc = chain_flush(c))) return rc;
         c->chain_ops[c->chain_n++] = *p;
@@ -784,6 +794,7 @@ static int cuda_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *log
 static void cuda_l2_next(orthros_backend *be, const void *W, size_t bytes)
 {
     cuda_impl *c = impl_of(be);
+    c->hint_w = W && bytes ? W : NULL, c->hint_bytes = c->hint_w ? bytes : 0;
     c->l2_next = c->l2pf && W && bytes ? W : NULL;
     c->l2_next_bytes = c->l2_next ? (bytes < c->l2pf_cap ? bytes : c->l2pf_cap) : 0;
 }
@@ -982,12 +993,17 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
-    const char *ao = getenv("ORTHROS_DECODE_ATTN_O");
-    c->attn_o = 1;
+    const char *ao = getenv("ORTHROS_DECODE_ATTN_O"), *op = getenv("ORTHROS_DECODE_O_PDL");
+    c->attn_o = 0, c->o_pdl = 0;
     if (ao && *ao) {
         if (strcmp(ao, "0") && strcmp(ao, "1"))
             return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_ATTN_O=%.40s: 0 or 1", ao);
         c->attn_o = ao[0] == '1';
+    }
+    if (op && *op) {
+        if (strcmp(op, "0") && strcmp(op, "1") && strcmp(op, "2"))
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_O_PDL=%.40s: 0, 1 or 2", op);
+        c->o_pdl = op[0] - '0';
     }
     if (c->chain) c->attn_o = 0; /* the chain records O with the products after it */
     size_t used = strlen(info->kernels);
@@ -1004,6 +1020,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", chain");
     if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
+    if (used < sizeof info->kernels && c->o_pdl)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", o pdl%d", c->o_pdl);
     if (used < sizeof info->kernels && *modes)
         snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
                  *modes & ORTHROS_DECODE_FUSED ? "fused" : "",

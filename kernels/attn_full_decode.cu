@@ -460,6 +460,9 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     const int split = blockIdx.x, h0 = blockIdx.y * HB, b = blockIdx.z;
     const int WPH = DEC6_WARPS / HB, BN = KW * WPH;           // warps per head, keys per stage
     const int g = p.Hq / p.Hkv, rows = p.n * g;
+    // v8 leaves SMs idle at batch 1: the stream's next kernel, where it is a programmatic dependent launch, may
+    // start on them now (its blocks ask their weights into L2, then wait for this grid).
+    if (CL) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     if (CL && p.o_w) {
         // The O weights this block reads after the attention never depend on it: asked into L2 now, so that the
         // product after the merge reads them from L2 while the attention's stream has the memory.

@@ -672,11 +672,11 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
 }
 
 /* The warp's share of its block's first group of a product asked into L2: `rounds` chunks a row of its slice. */
-static __device__ __forceinline__ void prefetch_first_group(const orthros_gemv_params &p, const gemv2_plan &pl,
-                                                            int rounds)
+static __device__ __forceinline__ void prefetch_group(const orthros_gemv_params &p, const gemv2_plan &pl, int gb,
+                                                      int rounds)
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW;
-    const int g = blockIdx.x * pl.GPB + warp / KW;
+    const int g = gb * pl.GPB + warp / KW;
     if (g >= pl.groups) return;
     const bf16 *Wt = (const bf16 *)p.W;
     int r[2];
@@ -704,7 +704,11 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
      * input is staged (and, with p.pdl, while the kernel before this one ends). Copying it into shared memory instead
      * (cp.async, 64 KB a block) was measured slower at cf5b787 (docs/kernels.md, "The chain"). */
-    prefetch_first_group(p, pl, p.pdl ? 4 * U : U);
+    if (p.pdl == 2) /* every group of the block, whole (its rounds: ceil(nch / (32 KW))) */
+        for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x)
+            prefetch_group(p, pl, gb, (p.K / 8 + 32 * pl.KW - 1) / (32 * pl.KW));
+    else
+        prefetch_group(p, pl, blockIdx.x, p.pdl ? 4 * U : U);
     pdl_wait();
     if constexpr (XS) stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
 

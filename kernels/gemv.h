@@ -54,7 +54,8 @@ typedef struct {
     void *scratch;
     int num_sms;          /* multiprocessors (the split-K plan fills them) */
     int pdl;              /* 1: launched as a programmatic dependent of the stream's previous kernel (sm_90; gemv.cu:
-                           * the weights are asked into L2 before the wait for it) */
+                           * the weights are asked into L2 before the wait for it); 2: the same, each block asking
+                           * all of its groups' weights (v2 / v3), for a kernel after one that leaves SMs idle */
     const void *l2_next;  /* NULL, or the weights of a later kernel: the blocks ask l2_next_bytes of them into L2 as
                            * they start (sm_90; a hint: no result changes), evict_last where l2_policy is 1 */
     size_t l2_next_bytes;

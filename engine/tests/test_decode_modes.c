@@ -623,7 +623,7 @@ static int cuda_models(int nspec, char **specs)
         printf("SKIP: no CUDA device\n");
         return 77;
     }
-    orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL;
+    orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -638,7 +638,8 @@ static int cuda_models(int nspec, char **specs)
     /* ORTHROS_DECODE_L2PF: 0-2, the cap 1-1024 MiB, anything else refused naming the variable */
     const char *const bad[][2] = {{"ORTHROS_DECODE_L2PF", "3"}, {"ORTHROS_DECODE_L2PF", "1x"},
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
-                                  {"ORTHROS_DECODE_CHAIN", "2"}};
+                                  {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
+                                  {"ORTHROS_DECODE_O_PDL", "3"}};
     for (size_t i = 0; !rc && i < sizeof bad / sizeof *bad; i++) {
         orthros_backend *be = NULL;
         setenv(bad[i][0], bad[i][1], 1);
@@ -648,6 +649,13 @@ static int cuda_models(int nspec, char **specs)
         orthros_backend_free(be);
         unsetenv(bad[i][0]);
     }
+    /* the attention with O in its clusters; O a dependent launch of the attention, the hint asked into L2 */
+    setenv("ORTHROS_DECODE_ATTN_O", "1", 1);
+    if (!rc) rc = orthros_backend_cuda_create(&attn_o);
+    unsetenv("ORTHROS_DECODE_ATTN_O");
+    setenv("ORTHROS_DECODE_O_PDL", "2", 1);
+    if (!rc) rc = orthros_backend_cuda_create(&o_pdl);
+    unsetenv("ORTHROS_DECODE_O_PDL");
     /* the hints as evict_last, 64 MiB each: more than the step's products between two of them */
     setenv("ORTHROS_DECODE_L2PF", "2", 1);
     setenv("ORTHROS_DECODE_L2PF_MB", "64", 1);
@@ -695,7 +703,10 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl, "fused + graphs + pdl"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, l2pf, "fused + graphs + l2pf"},
                             {ORTHROS_DECODE_FUSED, chain, "fused + chain"},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, chain, "fused + graphs + chain"}};
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, chain, "fused + graphs + chain"},
+                            {ORTHROS_DECODE_FUSED, attn_o, "fused + attn_o"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, attn_o, "fused + graphs + attn_o"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, o_pdl, "fused + graphs + o_pdl 2"}};
                 for (size_t w = 0; w < sizeof ways / sizeof *ways; w++) {
                     char label[200];
                     snprintf(label, sizeof label, "%s %s B %d %s", spec, ac->label, B, ways[w].tag);
@@ -711,6 +722,8 @@ static int cuda_models(int nspec, char **specs)
         }
     }
     orthros_backend_free(chain);
+    orthros_backend_free(attn_o);
+    orthros_backend_free(o_pdl);
     orthros_backend_free(l2pf);
     orthros_backend_free(pdl);
     orthros_backend_free(gemv);
