@@ -69,9 +69,10 @@ typedef struct {
     int chain_n;                   /* products recorded, not yet launched */
     orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
-    int o_pdl;                     /* ORTHROS_DECODE_O_PDL: 1 the product after a decode attention a programmatic
-                                    * dependent of it, its blocks asking their weights into L2 on the SMs the attention
-                                    * leaves idle; 2 the same, and the attention asks the hint (O) into L2 */
+    int o_pdl;                     /* ORTHROS_DECODE_O_PDL (unset: 1 on sm_90, else 0): 1 the product after a decode
+                                    * attention a programmatic dependent of it, its blocks asking their weights into L2
+                                    * on the SMs the attention leaves idle; 2 the same, and the attention asks the
+                                    * hint (O) into L2; 0 a plain launch */
     int next_pdl;                  /* o_pdl: set by a decode attention launch, taken by the next gemv launch */
     const void *hint_w;            /* the l2_next hint as given, whatever ORTHROS_DECODE_L2PF says (o_pdl 2) */
     size_t hint_bytes;
@@ -994,7 +995,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
     const char *ao = getenv("ORTHROS_DECODE_ATTN_O"), *op = getenv("ORTHROS_DECODE_O_PDL");
-    c->attn_o = 0, c->o_pdl = 0;
+    c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0;
     if (ao && *ao) {
         if (strcmp(ao, "0") && strcmp(ao, "1"))
             return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_ATTN_O=%.40s: 0 or 1", ao);
@@ -1020,7 +1021,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", chain");
     if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
-    if (used < sizeof info->kernels && c->o_pdl)
+    if (used < sizeof info->kernels && c->o_pdl != 1)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", o pdl%d", c->o_pdl);
     if (used < sizeof info->kernels && *modes)
         snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
