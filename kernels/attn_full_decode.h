@@ -67,7 +67,8 @@ size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params
  *      holding all its splits (16 at most), merged through distributed shared memory: no scratch and no combine
  *      kernel. Takes the calls where the clusters of every head fit one wave and fill a quarter of the SMs;
  *      others run 7. H200, batch 1 4K: d 64 11 us, d 128 15 us a call (v7 13 / 18, timed before); the step 0.985 ms at
- *      1B (v7 1.004), batch 16 1.729 (1.813) (data/results/h200-2026-12-02-decode-cluster).
+ *      1B (v7 1.004), batch 16 1.729 (1.813) (data/results/h200-2026-12-02-decode-cluster). Triggers the stream's next kernel at its start
+ *      (a programmatic dependent launch may then fill the SMs its clusters leave idle).
  * ORTHROS_ATTN_DECODE_VERSION selects one for a process. */
 #define ORTHROS_ATTN_DECODE_LATEST 8
 #define ORTHROS_ATTN_DECODE_DEFAULT 8
