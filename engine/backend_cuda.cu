@@ -467,15 +467,10 @@ static int attn_params(cuda_impl *c, orthros_attn_full_decode_params *pp, void *
 
 /* Few query rows per kv head (decode, a short orthros tail) go to the split-K kernel, which spreads a long
  * cache over the whole chip; larger chunks to the flash-attention prefill kernel. */
-static int attn_full(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
-                     int B, int n)
+static int attn_run(cuda_impl *c, orthros_attn_full_decode_params &p)
 {
-    if (B <= 0 || n <= 0) return 0;
-    cuda_impl *c = impl_of(be);
-    /* The decode kernel's parameters are a superset of the prefill kernel's: filled once, copied if it is prefill. */
-    orthros_attn_full_decode_params p;
-    int rc = attn_params(c, &p, out, qkv, L, pos0, B, n);
-    if (rc) return rc;
+    const int n = p.n;
+    int rc;
     if (orthros_attn_full_decode_supported(&p)) {
         size_t need = orthros_attn_full_decode_work_bytes(&p);
         if (!need) return orthros_error(ORTHROS_EDEVICE, "decode attention: %s", orthros_last_error());
@@ -489,6 +484,17 @@ static int attn_full(orthros_backend *be, void *out, const void *qkv, const orth
     orthros_attn_full_prefill_params q = {p.out, p.qkv, p.k_cache, p.v_cache, p.pos0, p.B, p.n, p.Hq, p.Hkv,
                                           p.d, p.cap, p.window, p.max_keys};
     return orthros_attn_full_prefill_bf16(&q, c->stream);
+}
+
+static int attn_full(orthros_backend *be, void *out, const void *qkv, const orthros_attn_layer *L, const int *pos0,
+                     int B, int n)
+{
+    if (B <= 0 || n <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    /* The decode kernel's parameters are a superset of the prefill kernel's: filled once, copied if it is prefill. */
+    orthros_attn_full_decode_params p;
+    int rc = attn_params(c, &p, out, qkv, L, pos0, B, n);
+    return rc ? rc : attn_run(c, p);
 }
 
 static int linear_params(orthros_attn_linear_params *p, void *out, const void *qkv, const orthros_attn_layer *L, int B,
@@ -739,7 +745,8 @@ static int cuda_attn_decode_o(orthros_backend *be, void *resid, void *tmp, void 
         p.o_scratch = c->ao_scratch, p.o_scratch_bytes = c->ao_cap;
         return orthros_attn_full_decode_o_bf16(&p, c->stream);
     }
-    if ((rc = attn_full(be, attn, qkv, L, pos0, B, 1))) return rc;
+    p.o_w = NULL, p.o_resid = NULL, p.o_M = 0;
+    if ((rc = attn_run(c, p))) return rc;
     return cuda_gemm_add(be, resid, tmp, attn, Wo, B, M, L->n_heads * L->head_dim);
 }
 
