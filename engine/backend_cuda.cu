@@ -74,6 +74,8 @@ typedef struct {
                                     * on the SMs the attention leaves idle; 2 the same, and the attention asks the
                                     * hint (O) into L2; 0 a plain launch */
     int next_pdl;                  /* o_pdl: set by a decode attention launch, taken by the next gemv launch */
+    int attn_pdl;                  /* ORTHROS_DECODE_ATTN_PDL=1: a decode attention (v8) a programmatic dependent of the
+                                    * kernel before it (the q/k/v projection), its older keys asked before the wait */
     const void *hint_w;            /* the l2_next hint as given, whatever ORTHROS_DECODE_L2PF says (o_pdl 2) */
     size_t hint_bytes;
     void *ao_scratch;              /* orthros_attn_full_decode_o_scratch_bytes(), zeroed; grown outside captures */
@@ -478,6 +480,7 @@ static int attn_run(cuda_impl *c, orthros_attn_full_decode_params &p)
         p.work = (float *)c->work;
         p.work_bytes = c->work_cap;
         if (c->o_pdl == 2 && n == 1 && !p.l2_next) p.l2_next = c->hint_w, p.l2_next_bytes = c->hint_bytes;
+        p.pdl = c->attn_pdl && n == 1;
         c->next_pdl = c->o_pdl && n == 1;
         return orthros_attn_full_decode_bf16(&p, c->stream);
     }
@@ -743,6 +746,7 @@ static int cuda_attn_decode_o(orthros_backend *be, void *resid, void *tmp, void 
             c->ao_cap = need;
         }
         p.o_scratch = c->ao_scratch, p.o_scratch_bytes = c->ao_cap;
+        p.pdl = c->attn_pdl;
         return orthros_attn_full_decode_o_bf16(&p, c->stream);
     }
     p.o_w = NULL, p.o_resid = NULL, p.o_M = 0;
@@ -1002,7 +1006,13 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
     const char *ao = getenv("ORTHROS_DECODE_ATTN_O"), *op = getenv("ORTHROS_DECODE_O_PDL");
-    c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0;
+    const char *ap = getenv("ORTHROS_DECODE_ATTN_PDL");
+    c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0;
+    if (ap && *ap) {
+        if (strcmp(ap, "0") && strcmp(ap, "1"))
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_ATTN_PDL=%.40s: 0 or 1", ap);
+        c->attn_pdl = ap[0] == '1' && orthros_cuda_sm90_available();
+    }
     if (ao && *ao) {
         if (strcmp(ao, "0") && strcmp(ao, "1"))
             return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_ATTN_O=%.40s: 0 or 1", ao);
@@ -1028,6 +1038,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", chain");
     if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
+    if (used < sizeof info->kernels && c->attn_pdl)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->o_pdl != 1)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", o pdl%d", c->o_pdl);
     if (used < sizeof info->kernels && *modes)

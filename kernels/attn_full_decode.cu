@@ -513,8 +513,18 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
-    if (CPA)
+    if (CL) {
+        // Launched as a programmatic dependent of the kernel before it (p.pdl: the q/k/v projection, which writes
+        // this step's q and its key and value at slot pos0): the first stages wholly below pos0 read only what
+        // earlier steps wrote, so they are asked before the wait; the rest, and Q, after it. (A no-op wait when
+        // the launch was a plain one.)
+        int t = 0;
+        for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
+        asm volatile("griddepcontrol.wait;\n" ::: "memory");
+        for (; t < NST - 1; t++) cp_stage(t);
+    } else if (CPA) {
         for (int t = 0; t < NST - 1; t++) cp_stage(t);
+    }
 
     if (!CPA && warp == DEC6_WARPS) {
         // ---- producer ----
@@ -898,21 +908,24 @@ template <int D> static int dec8_attrs()
     return 0;
 }
 
-static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, int D, int cs, int Hkv, int B,
+static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], int D, int cs, int Hkv, int B, int pdl,
                         cudaStream_t stream)
 {
     *cfg = cudaLaunchConfig_t{};
-    *at = cudaLaunchAttribute{};
+    at[0] = cudaLaunchAttribute{};
+    at[1] = cudaLaunchAttribute{};
     cfg->gridDim = dim3((unsigned)cs, (unsigned)Hkv, (unsigned)B);
     cfg->blockDim = dim3(DEC6_WARPS * 32);
     cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
     cfg->stream = stream;
-    at->id = cudaLaunchAttributeClusterDimension;
-    at->val.clusterDim.x = (unsigned)cs;
-    at->val.clusterDim.y = 1;
-    at->val.clusterDim.z = 1;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)cs;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[1].val.programmaticStreamSerializationAllowed = 1;
     cfg->attrs = at;
-    cfg->numAttrs = 1;
+    cfg->numAttrs = pdl ? 2 : 1;
 }
 
 /* Clusters of cs blocks that the device holds at once (cached per head dim and size, for one kind of device a
@@ -925,8 +938,8 @@ static int dec8_max_clusters(int D, int cs, int *out)
         int rc = D == 64 ? dec8_attrs<64>() : dec8_attrs<128>();
         if (rc) return rc;
         cudaLaunchConfig_t cfg;
-        cudaLaunchAttribute at;
-        dec8_config(&cfg, &at, D, cs, 1, 1, 0);
+        cudaLaunchAttribute at[2];
+        dec8_config(&cfg, at, D, cs, 1, 1, 0, 0);
         int n = 0;
         const void *fn = D == 64 ? (const void *)attn_decode_tma_kernel<64, true, true>
                                  : (const void *)attn_decode_tma_kernel<128, true, true>;
@@ -969,8 +982,8 @@ template <int D> static int launch_dec8(const orthros_attn_full_decode_params *p
     int rc = dec8_attrs<D>();
     if (rc) return rc;
     cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute at;
-    dec8_config(&cfg, &at, D, nsplit, p->Hkv, p->B, stream);
+    cudaLaunchAttribute at[2];
+    dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream);
     CUtensorMap tk, tv;
     memset(&tk, 0, sizeof tk);
     memset(&tv, 0, sizeof tv);

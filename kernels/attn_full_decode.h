@@ -37,6 +37,8 @@ typedef struct {
      * bf16 += the product out[b] . o_w^T rounded to bf16 (gemv.h's ORTHROS_GEMV_ADD), o_w [o_M][Hq d] bf16;
      * o_scratch orthros_attn_full_decode_o_scratch_bytes() long, zeroed once before the first call (every call
      * leaves its counters at 0). */
+    int pdl;                /* v8: launched as a programmatic dependent of the stream's previous kernel (which may
+                             * write q and the newest key and value: read after griddepcontrol.wait) */
     const void *o_w;
     void *o_resid;
     int o_M;
