@@ -690,12 +690,9 @@ static __device__ __forceinline__ void prefetch_group(const orthros_gemv_params 
     }
 }
 
-/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged. At batch 1-3 the
- * registers are held to three blocks an SM (80 at most, no spill) although the plan launches two: the third slot
- * lets the stream's next kernel, launched as a programmatic dependent, start its blocks beside this one's. */
+/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged. */
 template <int N, int U, bool XS>
-static __global__ void __launch_bounds__(GEMV_THREADS, N <= 3 ? 3 : 2) gemv2_kernel(const orthros_gemv_params p,
-                                                                                   const gemv2_plan pl)
+static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const orthros_gemv_params p, const gemv2_plan pl)
 {
     extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [N][K] bf16 */
     __shared__ float part[GEMV_WARPS][2][N];
