@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """decode_summary.py on a run it summarised on the H200 (data/results/h200-2026-12-02-decode-cluster/default-d76ecee:
 the step with decode attention v8, the default, against v7, four shapes; the PyTorch anchors of
-h200-2026-12-02-decode-profile/decode-8d369b3) and on files made here: the committed summary reproduced, a target
-met, and files that are not results refused with the reason and nothing else printed. Standard library only."""
+h200-2026-12-02-decode-profile/decode-8d369b3), on the runs committed since (modes of earlier trees among them), and
+on files made here: the committed summaries reproduced, a target met, a mode it does not know shown by name, and files
+that are not results refused with the reason and nothing else printed. Standard library only."""
 import json
 import os
 import shutil
@@ -41,6 +42,33 @@ r = row(out, "8B B1 4K")
 check(r[4:6] == ["4.389", "4.443"] and "floor" in r and r[-2] == "MISSED", "8B batch 1 4K: 85% of the floor missed")
 r = row(out, "1B B16 32K")
 check(r[4:7] == ["4.916", "5.056", "88%"] and r[-1] == "4.75", "1B batch 16 32K with its prediction")
+
+# every committed run of the modes since, its summary reproduced: modes that no longer exist (norm1, norm3, noattno,
+# opdl: decode_summary.RETIRED) keep their columns, in the order they were printed
+for folder, columns in (("h200-2026-12-02-decode-norm/first-fc6c377", ["default", "fused-graphs-norm1"]),
+                        ("h200-2026-12-02-decode-norm/forms-f3f82b2",
+                         ["default", "fused-graphs-norm1", "fused-graphs-norm3"]),
+                        ("h200-2026-12-02-decode-attno/first-d4033e6", ["default", "fused-graphs-noattno"]),
+                        ("h200-2026-12-02-decode-attno/opdl-5ea6b5f",
+                         ["default", "fused-graphs-opdl", "fused-graphs-opdl2"]),
+                        ("h200-2026-12-02-decode-attno/default-1a79e46", ["default", "fused-graphs-opdl0"])):
+    path = os.path.join(ROOT, "data", "results", folder)
+    rc, out, err = run(os.path.join(path, "decode"), *ANCHORS)
+    with open(os.path.join(path, "decode_summary.txt")) as f:
+        check(rc == 0 and out == f.read(), "%s: the committed summary reproduced" % folder)
+    head = next((line.split() for line in out.splitlines() if line.startswith("shape ")), [])
+    check(head[2:2 + len(columns)] == columns, "%s: the columns %s (%s)" % (folder, columns, head[2:2 + len(columns)]))
+
+with tempfile.TemporaryDirectory() as tmp:
+    # a mode decode_summary has never heard of: shown by name, after the others
+    d = os.path.join(tmp, "decode")
+    os.mkdir(d)
+    for mode in ("default", "fused-graphs-zz-new"):
+        shutil.copy(os.path.join(RUN, "decode", "llama3.2-1b-b1-default.json"),
+                    os.path.join(d, "llama3.2-1b-b1-%s.json" % mode))
+    rc, out, err = run(d)
+    head = next((line.split() for line in out.splitlines() if line.startswith("shape ")), [])
+    check(rc == 0 and head[2:4] == ["default", "fused-graphs-zz-new"], "an unknown mode: a column of its own (%s)" % head)
 
 with tempfile.TemporaryDirectory() as tmp:
     d = os.path.join(tmp, "decode")
