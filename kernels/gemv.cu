@@ -671,7 +671,7 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
     if (p.epilogue == ORTHROS_GEMV_ARGMAX) block_argmax<N>(p, pl, best, last);
 }
 
-/* The warp's share of its block's first group of a product asked into L2: `rounds` chunks a row of its slice. */
+/* The warp's share of block round gb's group of a product asked into L2: `rounds` chunks a row of its slice. */
 static __device__ __forceinline__ void prefetch_group(const orthros_gemv_params &p, const gemv2_plan &pl, int gb,
                                                       int rounds)
 {
@@ -703,7 +703,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
     /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
      * input is staged (and, with p.pdl, while the kernel before this one ends). Copying it into shared memory instead
-     * (cp.async, 64 KB a block) was measured slower at cf5b787 (docs/kernels.md, "The chain"). */
+     * (cp.async, 64 KB a block) was measured slower at cf5b787 (docs/kernels.md, "The chain"). With p.pdl 2 (the
+     * product after the decode attention, which leaves SMs idle: ORTHROS_DECODE_O_PDL) every group of the block. */
     if (p.pdl == 2) /* every group of the block, whole (its rounds: ceil(nch / (32 KW))) */
         for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x)
             prefetch_group(p, pl, gb, (p.K / 8 + 32 * pl.KW - 1) / (32 * pl.KW));
