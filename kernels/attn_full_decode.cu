@@ -419,12 +419,27 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
 template <int D>
 static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *sm, int b, int kv, int nsplit);
 
-/* o_scratch: the counters [B][16] (padded to 256 bytes), then the partials [B][Hkv][o_M] fp32. */
-#define DEC8_O_MAX_CLUSTER 16
+/* v8's largest cluster: 16 blocks (the non-portable maximum of sm_90). */
+#define DEC8_MAX_CLUSTER 16
+/* o_scratch: the counters [B][DEC8_MAX_CLUSTER] (padded to 256 bytes), then the partials [B][Hkv][o_M] fp32. */
 static __host__ __device__ __forceinline__ size_t dec8_o_count_bytes(int B)
 {
-    return ((size_t)B * DEC8_O_MAX_CLUSTER * sizeof(unsigned) + 255) & ~(size_t)255;
+    return ((size_t)B * DEC8_MAX_CLUSTER * sizeof(unsigned) + 255) & ~(size_t)255;
 }
+
+/* v8's use of the ring's shared memory once the attention is done (sm: its 1024-byte aligned base), in floats: the
+ * 8 warps' partials wo [8][16][D] and their (m, l) wml [8][16][2], the block's merged partial bo [16][D] and bml
+ * [16][2] (dec8_merge); with the O product, the head's outputs this rank merged, hv [16 D], the whole head's
+ * gathered, xo [16 D], and the block's "last to arrive" flag (dec8_o). */
+template <int D> struct dec8_smem {
+    float *wo, *wml, *bo, *bml, *hv, *xo;
+    int *last;
+    __device__ __forceinline__ explicit dec8_smem(float *sm)
+    {
+        wo = sm, wml = wo + DEC6_WARPS * DEC_ROWS * D, bo = wml + DEC6_WARPS * DEC_ROWS * 2, bml = bo + DEC_ROWS * D;
+        hv = bml + DEC_ROWS * 2, xo = hv + DEC_ROWS * D, last = (int *)(xo + DEC_ROWS * D);
+    }
+};
 
 /* v8 with the O product: the block's rows of O (a 1 / nsplit share of o_M, rank = blockIdx.x) and this kv head's
  * columns (its g query heads' g d), which the block reads after the attention. */
@@ -462,7 +477,7 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     const int g = p.Hq / p.Hkv, rows = p.n * g;
     // v8 leaves SMs idle at batch 1: the stream's next kernel, where it is a programmatic dependent launch, may
     // start on them now (its blocks ask their weights into L2, then wait for this grid).
-    if (CL) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+    if (CL) pdl_trigger();
     if (CL && p.o_w) {
         // The O weights this block reads after the attention never depend on it: asked into L2 now, so that the
         // product after the merge reads them from L2 while the attention's stream has the memory.
@@ -520,7 +535,7 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
         // the launch was a plain one.)
         int t = 0;
         for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
-        asm volatile("griddepcontrol.wait;\n" ::: "memory");
+        pdl_wait();
         for (; t < NST - 1; t++) cp_stage(t);
     } else if (CPA) {
         for (int t = 0; t < NST - 1; t++) cp_stage(t);
@@ -665,10 +680,10 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int T = DEC6_WARPS * 32, MAXC = 16;
+    constexpr int T = DEC6_WARPS * 32, MAXC = DEC8_MAX_CLUSTER;
     const int g = p.Hq / p.Hkv, rows = p.n * g, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float *wo = sm, *wml = wo + DEC6_WARPS * DEC_ROWS * D, *bo = wml + DEC6_WARPS * DEC_ROWS * 2;
-    float *bml = bo + DEC_ROWS * D;
+    const dec8_smem<D> S(sm);
+    float *wo = S.wo, *wml = S.wml, *bo = S.bo, *bml = S.bml;
     __syncthreads();
     store_warp_partial<D>(wo + warp * DEC_ROWS * D, wml + warp * DEC_ROWS * 2, o, mA, mB, lA, lB, rows, lane);
     __syncthreads();
@@ -714,7 +729,7 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
             }
         const bf16 y = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
         out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = y;
-        if (p.o_w) bml[DEC_ROWS * 2 + e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */
+        if (p.o_w) S.hv[e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */
     }
     cluster.sync();
 #endif
@@ -734,16 +749,16 @@ static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *s
     constexpr int T = DEC6_WARPS * 32, R = 8;
     const int g = p.Hq / p.Hkv, Wk = g * D, HD = p.Hq * D, CH = Wk / 8, M = p.o_M;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    float *hv = sm + DEC6_WARPS * DEC_ROWS * D + DEC6_WARPS * DEC_ROWS * 2 + DEC_ROWS * D + DEC_ROWS * 2;
-    float *xo = hv + DEC_ROWS * D;
-    int *last = (int *)(xo + DEC_ROWS * D);
+    const dec8_smem<D> S(sm);
+    float *hv = S.hv, *xo = S.xo;
+    int *last = S.last;
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int rank = (int)cluster.block_rank();
     for (int e = threadIdx.x; e < Wk; e += T) xo[e] = *cluster.map_shared_rank(hv + e, (e / T) % nsplit);
     cluster.sync(); /* every block has its copy: the owners' shared memory may go */
 
     const dec8_o_rows rs(M, nsplit, rank);
-    unsigned *count = (unsigned *)p.o_scratch + b * DEC8_O_MAX_CLUSTER + rank;
+    unsigned *count = (unsigned *)p.o_scratch + b * DEC8_MAX_CLUSTER + rank;
     float *part = (float *)((char *)p.o_scratch + dec8_o_count_bytes(p.B)) + (size_t)b * p.Hkv * M;
     const bf16 *Wo = (const bf16 *)p.o_w + (size_t)kv * Wk;
     for (int mb = rs.m0 + warp * R; mb < rs.m1; mb += DEC6_WARPS * R) {
@@ -898,7 +913,6 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
  * whole decode step was faster with it at every shape measured (batch 1 and 16, 4K to 128K), and the attention alone
  * ahead in every cell of batch 1-16 and 2K-128K keys but one, timed after v7 (an order that may favour the second)
  * (data/results/h200-2026-12-02-decode-cluster/). */
-#define DEC8_MAX_CLUSTER 16
 /* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */
 template <int D> static int dec8_attrs()
 {
@@ -1176,13 +1190,20 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
 
 /* ---- v8 with the O product (dec8_o) ---- */
 
-int orthros_attn_full_decode_o_supported(const orthros_attn_full_decode_params *p)
+/* 1 and v8's plan where the call runs with the O product, else 0. */
+static int o_plan(const orthros_attn_full_decode_params *p, int *split_len, int *nsplit)
 {
     if (p->n != 1 || p->B <= 0 || p->o_M <= 0 || !p->o_w || !p->o_resid || !orthros_attn_full_decode_supported(p))
         return 0;
     if ((uintptr_t)p->o_w % 16 || (p->Hq * p->d) % 8) return 0;
-    int version = 0, split_len = 0, nsplit = 0;
-    return plan_call(p, &version, &split_len, &nsplit) == 0 && version == 8;
+    int version = 0;
+    return plan_call(p, &version, split_len, nsplit) == 0 && version == 8;
+}
+
+int orthros_attn_full_decode_o_supported(const orthros_attn_full_decode_params *p)
+{
+    int split_len, nsplit;
+    return o_plan(p, &split_len, &nsplit);
 }
 
 size_t orthros_attn_full_decode_o_scratch_bytes(const orthros_attn_full_decode_params *p)
@@ -1192,13 +1213,12 @@ size_t orthros_attn_full_decode_o_scratch_bytes(const orthros_attn_full_decode_p
 
 int orthros_attn_full_decode_o_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream)
 {
-    if (!orthros_attn_full_decode_o_supported(p))
+    int split_len = 0, nsplit = 0;
+    if (!o_plan(p, &split_len, &nsplit))
         return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention with O: not a call v8's clusters take with the "
                                                    "product (n %d, B %d, o_M %d, head_dim %d)", p->n, p->B, p->o_M, p->d);
     if (!p->o_scratch || p->o_scratch_bytes < orthros_attn_full_decode_o_scratch_bytes(p))
         return orthros_error(ORTHROS_EINVAL, "decode attention with O: %zu bytes of scratch given, %zu needed",
                              p->o_scratch ? p->o_scratch_bytes : 0, orthros_attn_full_decode_o_scratch_bytes(p));
-    int version, split_len, nsplit, rc = plan_call(p, &version, &split_len, &nsplit);
-    if (rc) return rc;
     return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, stream) : launch_dec8<128>(p, split_len, nsplit, stream);
 }

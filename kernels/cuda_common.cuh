@@ -64,6 +64,22 @@ static __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *p)
     return v;
 }
 
+/* Programmatic dependent launch (sm_90): the trigger lets the stream's next kernel launch early, the wait blocks
+ * until the kernel before this one has finished and its writes are visible; both are no-ops when the launches were
+ * plain ones. */
+static __device__ __forceinline__ void pdl_trigger()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 /* The flat grid barrier of a cooperative launch (step_probe.cu timed it; gemv.cu's chain runs it): sync[0] counts
  * every arrival of the launch and never resets within it; barrier i (1-based) is passed once it reaches i x gridDim.x.
  * Thread 0 of a block arrives with a release reduction (nothing comes back) and polls with acquire loads: one trip to

@@ -154,21 +154,6 @@ static __device__ __forceinline__ unsigned long long argmax_key(float v, int idx
     return ((unsigned long long)o << 32) | (unsigned long long)(0xffffffffu - (unsigned)idx);
 }
 
-/* Programmatic dependent launch (sm_90): the trigger lets the stream's next kernel launch early, the wait blocks
- * until the kernel before this one has finished and its writes are visible; both are no-ops when the launches were
- * plain ones. */
-static __device__ __forceinline__ void pdl_trigger()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-static __device__ __forceinline__ void pdl_wait()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
 
 /* The epilogues of one output element, shared by both kernels. */
 
