@@ -812,15 +812,24 @@ static void cuda_l2_next(orthros_backend *be, const void *W, size_t bytes)
 }
 
 /* ORTHROS_DECODE_L2PF (0, 1, 2; unset 0) and ORTHROS_DECODE_L2PF_MB (1-1024; unset 16). */
+/* A switch of one digit, 0 .. max (1 or 2), from the environment variable `name` into *out; unset or empty leaves
+ * *out as it is; anything else is refused naming the variable. */
+static int env_digit(const char *name, int max, int *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    if (strlen(v) != 1 || v[0] < '0' || v[0] > '0' + max)
+        return orthros_error(ORTHROS_EINVAL, "%s=%.40s: %s", name, v, max == 1 ? "0 or 1" : "0, 1 or 2");
+    *out = v[0] - '0';
+    return 0;
+}
+
 static int select_l2pf(cuda_impl *c)
 {
-    const char *v = getenv("ORTHROS_DECODE_L2PF"), *mb = getenv("ORTHROS_DECODE_L2PF_MB");
+    const char *mb = getenv("ORTHROS_DECODE_L2PF_MB");
     c->l2pf = 0, c->l2pf_cap = (size_t)16 << 20;
-    if (v && *v) {
-        if (strlen(v) != 1 || v[0] < '0' || v[0] > '2')
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_L2PF=%.40s: 0, 1 or 2", v);
-        c->l2pf = v[0] - '0';
-    }
+    int rc = env_digit("ORTHROS_DECODE_L2PF", 2, &c->l2pf);
+    if (rc) return rc;
     if (mb && *mb) {
         char *end = NULL;
         long m = strtol(mb, &end, 10);
@@ -1005,24 +1014,11 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
-    const char *ao = getenv("ORTHROS_DECODE_ATTN_O"), *op = getenv("ORTHROS_DECODE_O_PDL");
-    const char *ap = getenv("ORTHROS_DECODE_ATTN_PDL");
     c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0;
-    if (ap && *ap) {
-        if (strcmp(ap, "0") && strcmp(ap, "1"))
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_ATTN_PDL=%.40s: 0 or 1", ap);
-        c->attn_pdl = ap[0] == '1' && orthros_cuda_sm90_available();
-    }
-    if (ao && *ao) {
-        if (strcmp(ao, "0") && strcmp(ao, "1"))
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_ATTN_O=%.40s: 0 or 1", ao);
-        c->attn_o = ao[0] == '1';
-    }
-    if (op && *op) {
-        if (strcmp(op, "0") && strcmp(op, "1") && strcmp(op, "2"))
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_O_PDL=%.40s: 0, 1 or 2", op);
-        c->o_pdl = op[0] - '0';
-    }
+    if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
+        (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)))
+        return rc;
+    c->attn_pdl = c->attn_pdl && orthros_cuda_sm90_available();
     if (c->chain) c->attn_o = 0; /* the chain records O with the products after it */
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
