@@ -617,6 +617,15 @@ static void compare_cuda(const char *label, const decode_run *ref, const decode_
     }
 }
 
+/* A cuda backend made with var=val in the environment (unset again after). */
+static int cuda_with(const char *var, const char *val, orthros_backend **out)
+{
+    setenv(var, val, 1);
+    int rc = orthros_backend_cuda_create(out);
+    unsetenv(var);
+    return rc;
+}
+
 static int cuda_models(int nspec, char **specs)
 {
     if (!orthros_cuda_available()) {
@@ -630,12 +639,8 @@ static int cuda_models(int nspec, char **specs)
     unsetenv("ORTHROS_GEMV");
     unsetenv("ORTHROS_DECODE_PDL");
     int rc = orthros_backend_cuda_create(&plain);
-    setenv("ORTHROS_GEMV", "1", 1);
-    if (!rc) rc = orthros_backend_cuda_create(&gemv);
-    unsetenv("ORTHROS_GEMV");
-    setenv("ORTHROS_DECODE_PDL", "1", 1);
-    if (!rc) rc = orthros_backend_cuda_create(&pdl);
-    unsetenv("ORTHROS_DECODE_PDL");
+    if (!rc) rc = cuda_with("ORTHROS_GEMV", "1", &gemv);
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL", "1", &pdl);
     /* ORTHROS_DECODE_L2PF: 0-2, the cap 1-1024 MiB, anything else refused naming the variable */
     const char *const bad[][2] = {{"ORTHROS_DECODE_L2PF", "3"}, {"ORTHROS_DECODE_L2PF", "1x"},
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
@@ -643,34 +648,22 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"}};
     for (size_t i = 0; !rc && i < sizeof bad / sizeof *bad; i++) {
         orthros_backend *be = NULL;
-        setenv(bad[i][0], bad[i][1], 1);
-        int r = orthros_backend_cuda_create(&be);
+        int r = cuda_with(bad[i][0], bad[i][1], &be);
         CHECK(r == ORTHROS_EINVAL && !be && strstr(orthros_last_error(), bad[i][0]), "cuda %s=%s is refused (rc %d: %s)",
               bad[i][0], bad[i][1], r, orthros_last_error());
         orthros_backend_free(be);
-        unsetenv(bad[i][0]);
     }
     /* the attention with O in its clusters; O a dependent launch of the attention, the hint asked into L2 */
-    setenv("ORTHROS_DECODE_ATTN_O", "1", 1);
-    if (!rc) rc = orthros_backend_cuda_create(&attn_o);
-    unsetenv("ORTHROS_DECODE_ATTN_O");
-    setenv("ORTHROS_DECODE_O_PDL", "2", 1);
-    if (!rc) rc = orthros_backend_cuda_create(&o_pdl);
-    unsetenv("ORTHROS_DECODE_O_PDL");
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_O", "1", &attn_o);
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_O_PDL", "2", &o_pdl);
     /* the attention a dependent launch of the q/k/v projection */
-    setenv("ORTHROS_DECODE_ATTN_PDL", "1", 1);
-    if (!rc) rc = orthros_backend_cuda_create(&attn_pdl);
-    unsetenv("ORTHROS_DECODE_ATTN_PDL");
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_PDL", "1", &attn_pdl);
     /* the hints as evict_last, 64 MiB each: more than the step's products between two of them */
-    setenv("ORTHROS_DECODE_L2PF", "2", 1);
     setenv("ORTHROS_DECODE_L2PF_MB", "64", 1);
-    if (!rc) rc = orthros_backend_cuda_create(&l2pf);
-    unsetenv("ORTHROS_DECODE_L2PF");
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_L2PF", "2", &l2pf);
     unsetenv("ORTHROS_DECODE_L2PF_MB");
     /* the chain: a layer's products from O to the next layer's q/k/v as one launch */
-    setenv("ORTHROS_DECODE_CHAIN", "1", 1);
-    if (!rc) rc = orthros_backend_cuda_create(&chain);
-    unsetenv("ORTHROS_DECODE_CHAIN");
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_CHAIN", "1", &chain);
     if (rc) {
         fprintf(stderr, "cuda backend: %s\n", orthros_last_error());
         return 1;
