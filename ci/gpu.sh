@@ -149,6 +149,8 @@ fi
 
 if [ -n "$DECODE" ]; then
     mkdir -p "$OUT/decode"
+    # the fused step under graphs, gemv.cu only where the fused ops take it: every fused-graphs-* mode's base
+    fused=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0)
     for mode in ${DECODE//,/ }; do
         case $mode in
             # every switch unset, whatever the caller's environment holds
@@ -158,23 +160,23 @@ if [ -n "$DECODE" ]; then
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
             graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
             graphs-gemv) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=1) ;;
-            fused-graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0) ;;
-            fused-graphs-pdl) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_PDL=1) ;;
-            fused-graphs-v1) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_GEMV_VERSION=1) ;;
-            fused-graphs-v2) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_GEMV_VERSION=2) ;;
-            fused-graphs-v3) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_GEMV_VERSION=3) ;;
-            fused-graphs-v4) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_GEMV_VERSION=4) ;;
-            fused-graphs-chain) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_CHAIN=1) ;;
-            fused-graphs-attn7) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_ATTN_DECODE_VERSION=7) ;;
-            fused-graphs-attn8) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_ATTN_DECODE_VERSION=8) ;;
-            fused-graphs-attno) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_ATTN_O=1) ;;
-            fused-graphs-opdl0) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_O_PDL=0) ;;
-            fused-graphs-opdl2) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_O_PDL=2) ;;
-            fused-graphs-apdl) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_ATTN_PDL=1) ;;
-            fused-graphs-l2pf) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_L2PF=1) ;;
-            fused-graphs-l2pf-last) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_L2PF=2) ;;
-            fused-graphs-l2pf32) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=1 ORTHROS_GEMV=0 ORTHROS_DECODE_L2PF=1
-                                       ORTHROS_DECODE_L2PF_MB=32) ;;
+            fused-graphs) envs=("${fused[@]}") ;;
+            fused-graphs-pdl) envs=("${fused[@]}" ORTHROS_DECODE_PDL=1) ;;
+            fused-graphs-v1) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=1) ;;
+            fused-graphs-v2) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=2) ;;
+            fused-graphs-v3) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=3) ;;
+            fused-graphs-v4) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=4) ;;
+            fused-graphs-chain) envs=("${fused[@]}" ORTHROS_DECODE_CHAIN=1) ;;
+            fused-graphs-attn7) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=7) ;;
+            fused-graphs-attn8) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=8) ;;
+            fused-graphs-attno) envs=("${fused[@]}" ORTHROS_DECODE_ATTN_O=1) ;;
+            fused-graphs-opdl0) envs=("${fused[@]}" ORTHROS_DECODE_O_PDL=0) ;;
+            fused-graphs-opdl2) envs=("${fused[@]}" ORTHROS_DECODE_O_PDL=2) ;;
+            fused-graphs-apdl) envs=("${fused[@]}" ORTHROS_DECODE_ATTN_PDL=1) ;;
+            fused-graphs-l2pf) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=1) ;;
+            fused-graphs-l2pf-last) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=2) ;;
+            fused-graphs-l2pf32) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=1
+                                 ORTHROS_DECODE_L2PF_MB=32) ;;
             *) echo "--decode: no mode $mode" | tee -a "$OUT/decode.log"; continue ;;
         esac
         ok=0
