@@ -13,8 +13,7 @@ ours: above 1.00x ours is faster). Standard library only.
 usage: python3 bench/kernels/decode_summary.py DECODE_DIR [DECODE_ANCHOR.json ...] (decode_anchor.py's files, with
 and without --compile: the faster of them per shape)
 DECODE_DIR holds the orthros bench files <model>-b<batch>-<mode>.json that ci/gpu.sh --decode writes (modes of earlier
-trees, RETIRED, and any other mode keep a column of their own after the modes above; each mode's kernels line says what
-ran). A file that is
+trees and any other mode keep a column of their own; each mode's kernels line says what ran). A file that is
 not such a result (or an anchor file that is not decode_anchor.py's) is refused: exit 1, nothing printed but why.
 Tested by test_decode_summary.py."""
 import glob
@@ -24,15 +23,14 @@ import os
 import re
 import sys
 
+# The columns' order: ci/gpu.sh --decode's modes, and in their places the modes of earlier trees whose files are
+# committed under data/results (fused-graphs-opdl, -norm1, -norm3, -noattno: their switches are gone or mean another
+# thing now; each file's kernels line says what ran). A mode not listed is shown after these, by name.
 MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-graphs-pdl", "fused-graphs-v1",
-         "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-v4", "fused-graphs-chain", "fused-graphs-attn7", "fused-graphs-attn8",
-         "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl2", "fused-graphs-apdl", "fused-graphs-l2pf", "fused-graphs-l2pf-last", "fused-graphs-l2pf32"]
-# Modes of earlier trees, whose files are committed under data/results (their switches are gone or mean another
-# thing now: each file's kernels line says what ran): columns in this order, after the modes above. A mode in
-# neither list is shown after these, by name.
-RETIRED = ["fused-graphs-norm1", "fused-graphs-norm3", "fused-graphs-noattno", "fused-graphs-opdl"]
-ORDER = MODES[:MODES.index("fused-graphs-opdl2")] + ["fused-graphs-opdl"] + MODES[MODES.index("fused-graphs-opdl2"):] + \
-    [m for m in RETIRED if m != "fused-graphs-opdl"]
+         "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-v4", "fused-graphs-chain", "fused-graphs-attn7",
+         "fused-graphs-attn8", "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl2",
+         "fused-graphs-apdl", "fused-graphs-l2pf", "fused-graphs-l2pf-last", "fused-graphs-l2pf32", "fused-graphs-norm1",
+         "fused-graphs-norm3", "fused-graphs-noattno"]
 NAME = re.compile(r"^(.+)-b([0-9]+)-([a-z0-9][a-z0-9-]*)$")  # <model>-b<batch>-<mode>
 # The issue's targets: an upper bound in ms per step, or a lower bound on the fraction of the floor.
 TARGETS = {("llama3.2-1b", 1, 4096): ("ms", 0.75), ("llama3.2-1b", 1, 131072): ("ms", 1.8),
@@ -141,8 +139,8 @@ def main():
         return 1
     print("decode step, ms per step of the batch (orthros; transformer decodes the same way), each mode against the "
           "floor (bytes a step reads over the read ceiling) and PyTorch (a CUDA graph by hand, decode_anchor.py):")
-    # the modes with result files: in ORDER's order, then any other by name
-    shown = [m for m in ORDER if m in kernels] + sorted(m for m in kernels if m not in ORDER)
+    # the modes with result files: in MODES' order, then any other by name
+    shown = [m for m in MODES if m in kernels] + sorted(m for m in kernels if m not in MODES)
     for mode in shown:
         print(f"  {mode}: kernels \"{kernels[mode]}\"")
     w = {m: max(13, len(m)) for m in shown}

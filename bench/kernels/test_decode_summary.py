@@ -44,7 +44,7 @@ r = row(out, "1B B16 32K")
 check(r[4:7] == ["4.916", "5.056", "88%"] and r[-1] == "4.75", "1B batch 16 32K with its prediction")
 
 # every committed run of the modes since, its summary reproduced: modes that no longer exist (norm1, norm3, noattno,
-# opdl: decode_summary.RETIRED) keep their columns, in the order they were printed
+# opdl: listed in decode_summary.MODES) keep their columns, in the order they were printed
 for folder, columns in (("h200-2026-12-02-decode-norm/first-fc6c377", ["default", "fused-graphs-norm1"]),
                         ("h200-2026-12-02-decode-norm/forms-f3f82b2",
                          ["default", "fused-graphs-norm1", "fused-graphs-norm3"]),
