@@ -125,24 +125,32 @@ static int stage_ints(cuda_impl *c, const int *src, int n, const int **dev)
 }
 
 /* Grows the workspace to at least `bytes` (only when a larger shape first appears). */
+/* A scratch buffer of the backend (*buf, *cap bytes) grown to hold `bytes` (a quarter more, so that small growths do
+ * not each reallocate), zeroed where `zero` asks it; never inside a capture, and graph_epoch moves on. */
+static int scratch_reserve(cuda_impl *c, void **buf, size_t *cap, size_t bytes, int zero, const char *what)
+{
+    if (bytes <= *cap) return 0;
+    if (c->capturing)
+        return orthros_error(ORTHROS_EUNSUPPORTED, "cuda: the %s would grow inside a captured decode step", what);
+    c->epoch++; /* graphs captured before refer to the old scratch */
+    size_t want = bytes + bytes / 4;
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    ORTHROS_CUDA_CHECK(cudaFree(*buf));
+    *buf = NULL;
+    *cap = 0;
+    if (cudaMalloc(buf, want) != cudaSuccess) {
+        (void)cudaGetLastError();
+        *buf = NULL;
+        return orthros_error(ORTHROS_ENOMEM, "cuda: cannot allocate %zu bytes of %s", want, what);
+    }
+    if (zero) ORTHROS_CUDA_CHECK(cudaMemsetAsync(*buf, 0, want, c->stream));
+    *cap = want;
+    return 0;
+}
+
 static int work_reserve(cuda_impl *c, size_t bytes)
 {
-    if (bytes <= c->work_cap) return 0;
-    if (c->capturing)
-        return orthros_error(ORTHROS_EUNSUPPORTED, "cuda: the attention scratch would grow inside a captured decode step");
-    c->epoch++; /* graphs captured before refer to the old scratch */
-    size_t cap = bytes + bytes / 4;
-    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    ORTHROS_CUDA_CHECK(cudaFree(c->work));
-    c->work = NULL;
-    c->work_cap = 0;
-    if (cudaMalloc(&c->work, cap) != cudaSuccess) {
-        (void)cudaGetLastError();
-        c->work = NULL;
-        return orthros_error(ORTHROS_ENOMEM, "cuda: cannot allocate %zu bytes of attention scratch", cap);
-    }
-    c->work_cap = cap;
-    return 0;
+    return scratch_reserve(c, &c->work, &c->work_cap, bytes, 0, "attention scratch");
 }
 
 static void cuda_destroy(orthros_backend *be)
@@ -733,18 +741,9 @@ static int cuda_attn_decode_o(orthros_backend *be, void *resid, void *tmp, void 
     if (rc) return rc;
     p.o_w = Wo, p.o_resid = resid, p.o_M = M;
     if (orthros_attn_full_decode_o_supported(&p)) {
-        const size_t need = orthros_attn_full_decode_o_scratch_bytes(&p);
-        if (need > c->ao_cap) {
-            if (c->capturing)
-                return orthros_error(ORTHROS_EUNSUPPORTED, "cuda: the attention + O scratch would grow inside a capture");
-            c->epoch++; /* graphs captured before refer to the old scratch */
-            ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-            if (c->ao_scratch) ORTHROS_CUDA_CHECK(cudaFree(c->ao_scratch));
-            c->ao_scratch = NULL, c->ao_cap = 0;
-            ORTHROS_CUDA_CHECK(cudaMalloc(&c->ao_scratch, need));
-            ORTHROS_CUDA_CHECK(cudaMemsetAsync(c->ao_scratch, 0, need, c->stream));
-            c->ao_cap = need;
-        }
+        if ((rc = scratch_reserve(c, &c->ao_scratch, &c->ao_cap, orthros_attn_full_decode_o_scratch_bytes(&p), 1,
+                                  "attention + O scratch")))
+            return rc;
         p.o_scratch = c->ao_scratch, p.o_scratch_bytes = c->ao_cap;
         p.pdl = c->attn_pdl;
         return orthros_attn_full_decode_o_bf16(&p, c->stream);
