@@ -185,6 +185,12 @@ struct orthros_backend {
      * (else, and with ORTHROS_DECODE_CHAIN=1, NULL). */
     int (*attn_decode_o)(orthros_backend *be, void *resid, void *tmp, void *attn, const void *qkv,
                          const orthros_attn_layer *L, const int *pos0, int B, const void *Wo, int M);
+    /* The MLP of a decode step, NULL where a backend has no fused form (model.c then runs the two ops):
+     * norm_gemm_swiglu(act, xn, gu, resid, norm_w, W_gu, n, F, D, eps), then gemm_add(resid, tmp, act, W_down, n, D,
+     * F). cuda: one launch (gemv.cu's ORTHROS_GEMV_MLP: the down product's sums split over slices of F and added in
+     * fixed point, so not the two ops' bits) with ORTHROS_DECODE_MLP=1 (else, and with ORTHROS_DECODE_CHAIN=1, NULL). */
+    int (*norm_mlp_add)(orthros_backend *be, void *resid, void *xn, void *gu, void *act, void *tmp, const void *norm_w,
+                        const void *W_gu, const void *W_down, int n, int F, int D, float eps);
     /* A hint, NULL where a backend takes none: the weights W[bytes] of the product after the op queued next, which
      * that op's kernels may ask into the cache ahead of it (cuda: ORTHROS_DECODE_L2PF). In force until the next
      * call; W NULL clears it. It changes no result. */

@@ -69,6 +69,7 @@ typedef struct {
     int chain_n;                   /* products recorded, not yet launched */
     orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
+    int mlp;                       /* ORTHROS_DECODE_MLP=1 (unset 0; 0 with the chain): norm_mlp_add in one launch */
     int o_pdl;                     /* ORTHROS_DECODE_O_PDL (unset: 1 on sm_90, else 0): 1 the product after a decode
                                     * attention a programmatic dependent of it, its blocks asking their weights into L2
                                     * on the SMs the attention leaves idle; 2 the same, and the attention asks the
@@ -763,6 +764,19 @@ static int cuda_norm_gemm_swiglu(orthros_backend *be, void *out, void *xn, void 
     return rc ? rc : cuda_swiglu(be, out, gu, n, F);
 }
 
+/* The decode step's MLP (backend.h norm_mlp_add): one launch where gemv.cu's MLP kernel takes the shape, else the two
+ * fused ops. */
+static int cuda_norm_mlp_add(orthros_backend *be, void *resid, void *xn, void *gu, void *act, void *tmp,
+                             const void *norm_w, const void *W_gu, const void *W_down, int n, int F, int D, float eps)
+{
+    orthros_gemv_params p;
+    gemv_params(&p, resid, ORTHROS_GEMV_MLP, resid, norm_w, W_gu, n, 2 * F, D, eps);
+    p.W_down = W_down;
+    if (orthros_gemv_supported(&p)) return run_gemv_chained(impl_of(be), &p, 0);
+    int rc = cuda_norm_gemm_swiglu(be, act, xn, gu, resid, norm_w, W_gu, n, F, D, eps);
+    return rc ? rc : cuda_gemm_add(be, resid, tmp, act, W_down, n, D, F);
+}
+
 static int cuda_norm_qkv_rope(orthros_backend *be, void *qkv, void *xn, const void *x, const void *norm_w,
                               const void *Wqkv, const orthros_attn_layer *L, const orthros_rope *rope, const int *pos0,
                               int n, int K, float eps)
@@ -1013,12 +1027,13 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
-    c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0;
+    c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0, c->mlp = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
-        (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)))
+        (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
+        (rc = env_digit("ORTHROS_DECODE_MLP", 1, &c->mlp)))
         return rc;
     c->attn_pdl = c->attn_pdl && orthros_cuda_sm90_available();
-    if (c->chain) c->attn_o = 0; /* the chain records O with the products after it */
+    if (c->chain) c->attn_o = 0, c->mlp = 0; /* the chain records O and the MLP's products with the products after them */
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)
@@ -1033,6 +1048,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", chain");
     if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
+    if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp");
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->o_pdl != 1)
@@ -1177,6 +1194,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->norm_qkv_rope = cuda_norm_qkv_rope;
     be->norm_logits_argmax = cuda_norm_logits_argmax;
     be->attn_decode_o = c->attn_o ? cuda_attn_decode_o : NULL;
+    be->norm_mlp_add = c->mlp ? cuda_norm_mlp_add : NULL;
     be->graph_begin = cuda_graph_begin;
     be->graph_end = cuda_graph_end;
     be->graph_launch = cuda_graph_launch;

@@ -740,12 +740,21 @@ static int forward_decode_fused_layers(orthros_session *s, const int *pos0)
         OP("chain", chain(s, 1));
         hint_next(s, w->w_gu, 2L * m->ffn, D);
         if (!(rope_fused && be->attn_decode_o)) OP("o_proj_add", be->gemm_add(be, s->x, s->delta, s->attn, w->wo, B, D, Hd));
-        hint_next(s, w->w_down, D, m->ffn);
-        OP("gate_up_swiglu", be->norm_gemm_swiglu(be, s->act, s->xn, s->gu, s->x, w->mlp_norm, w->w_gu, B, m->ffn, D,
-                                                  c->norm_eps));
-        if (l + 1 < c->n_layers) hint_next(s, m->layers[l + 1].wqkv, Wqkv, D);
-        else hint_next(s, m->lm_head, c->vocab, D);
-        OP("down_proj_add", be->gemm_add(be, s->x, s->delta, s->act, w->w_down, B, D, m->ffn));
+        /* the product after the MLP: the next layer's q/k/v, or the head */
+        const void *after = l + 1 < c->n_layers ? m->layers[l + 1].wqkv : m->lm_head;
+        const long after_rows = l + 1 < c->n_layers ? Wqkv : c->vocab;
+        if (be->norm_mlp_add) {
+            /* gate/up and down as one op (one launch on cuda) */
+            hint_next(s, after, after_rows, D);
+            OP("mlp", be->norm_mlp_add(be, s->x, s->xn, s->gu, s->act, s->delta, w->mlp_norm, w->w_gu, w->w_down, B,
+                                       m->ffn, D, c->norm_eps));
+        } else {
+            hint_next(s, w->w_down, D, m->ffn);
+            OP("gate_up_swiglu", be->norm_gemm_swiglu(be, s->act, s->xn, s->gu, s->x, w->mlp_norm, w->w_gu, B, m->ffn,
+                                                      D, c->norm_eps));
+            hint_next(s, after, after_rows, D);
+            OP("down_proj_add", be->gemm_add(be, s->x, s->delta, s->act, w->w_down, B, D, m->ffn));
+        }
         be->range_pop(be);
     }
     return 0;

@@ -57,7 +57,8 @@
 #define GEMV_CHAIN_SYNC_OFFSET ((size_t)24 << 10) /* the chain kernel's barrier: arrivals, departures */
 
 /* The scratch: tickets [GEMV_TICKETS] at 0, argmax keys [16] at 16 KB, the argmax block counter after them, the
- * chain kernel's barrier (two words) at 24 KB, the partials from 32 KB. */
+ * chain kernel's barrier (two words) at 24 KB, the MLP kernel's ticket and flag word at 24 KB + 64, the partials from
+ * 32 KB, then the MLP kernel's accumulator and flags (GEMV_MLP_ACC_OFFSET, below). */
 struct gemv_scratch {
     unsigned *tickets;
     unsigned long long *keys;
@@ -925,7 +926,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(cons
 /* The chain's plan of one product: v3's at batch 1 with the input staged (within 64 KB). */
 static int make_chain_plan(const orthros_gemv_params *p, gemv2_plan *pl)
 {
-    if (p->n != 1 || p->epilogue == ORTHROS_GEMV_ARGMAX || !orthros_gemv_supported(p)) return ORTHROS_EUNSUPPORTED;
+    if (p->n != 1 || p->epilogue == ORTHROS_GEMV_ARGMAX || p->epilogue == ORTHROS_GEMV_MLP || !orthros_gemv_supported(p))
+        return ORTHROS_EUNSUPPORTED;
     if (make_plan2(p, pl, 3) || pl->U != 4) return ORTHROS_EUNSUPPORTED;
     pl->smem = (size_t)p->K * 2;
     return pl->smem <= GEMV2_XS_MAX_BYTES ? 0 : ORTHROS_EUNSUPPORTED;
@@ -995,6 +997,214 @@ static int launch_v4(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
     }
 }
 
+/* ---- the MLP of a decode step in one launch (ORTHROS_GEMV_MLP; the cuda backend's norm_mlp_add) ----
+ * The profile of the captured step (docs/kernels.md, "Where the step goes") has every product 4-5 us over its bytes:
+ * its grid's dispatch, first trip and drain. Gate/up and down are two such products with a grid-wide step between
+ * them only because every down output reads all of the SwiGLU row. Split the down product's K (= F) over the same
+ * slices as the gate/up rows and that step goes: a unit is MLP_S consecutive columns f of the intermediate; its
+ * block computes their gate and up rows (v3's groups: two rows a warp, U chunks a lane in flight, the input staged
+ * normed in shared memory), rounds h = swiglu(g, u) to bf16 as SWIGLU would, and multiplies the MLP_S columns of
+ * W_down by them at once (four lanes a row, 16 bytes each), adding each output's slice sum into the block's fp32
+ * sums in shared memory. The grid walks the units; at the end each block adds its sums into the call's accumulator
+ * in 64-bit fixed point (2^-MLP_FIX_SHIFT, one atomic an output: integer sums, so the result does not depend on which
+ * block adds first), and the last block to finish (a ticket) rounds them to bf16, adds them into the residual and
+ * zeroes the accumulator for the next call. A block's first down rows are asked into L2 as its warps start their
+ * last gate/up group. Deterministic for a given shape and SM count; not the bits of SWIGLU then ADD (another order of
+ * the down sums, and v3's K split of gate/up where it splits). */
+#define MLP_S 32                 /* intermediate columns a unit */
+#define MLP_U 4                  /* gate/up chunks a lane in flight a row */
+#define MLP_UD 8                 /* down rows a lane in flight */
+#define MLP_MAX_N 4
+#define MLP_MAX_K 16384
+#define MLP_FIX_SHIFT 28         /* the accumulator's fixed point */
+#define MLP_FIX_MAX 33554432.0f  /* 2^25: a block's sum at or past it (or NaN) is flagged; 2^9 blocks keep the sum in
+                                  * 2^63 */
+#define MLP_MAX_BLOCKS 512
+#define MLP_SMEM_MAX (96 * 1024) /* the staged input and the block's sums: n K 6 bytes */
+#define GEMV_MLP_SYNC_OFFSET (((size_t)24 << 10) + 64) /* the ticket, then the flag word */
+#define GEMV_MLP_ACC_OFFSET (GEMV_PARTIALS_OFFSET + GEMV_PARTIAL_BYTES)
+#define GEMV_MLP_FLAGS_OFFSET (GEMV_MLP_ACC_OFFSET + (size_t)MLP_MAX_N * MLP_MAX_K * 8)
+#define GEMV_MLP_END (GEMV_MLP_FLAGS_OFFSET + (size_t)MLP_MAX_N * MLP_MAX_K * 4)
+
+struct mlp_plan {
+    int units, blocks;
+    size_t smem;
+};
+
+static int make_mlp_plan(const orthros_gemv_params *p, mlp_plan *pl)
+{
+    const int F = p->M / 2;
+    if (p->n < 1 || p->n > MLP_MAX_N || p->M % 2 || F % MLP_S || p->K > MLP_MAX_K) return ORTHROS_EUNSUPPORTED;
+    pl->smem = (size_t)p->n * p->K * 6;
+    if (pl->smem > MLP_SMEM_MAX) return ORTHROS_EUNSUPPORTED;
+    const int sms = p->num_sms > 0 ? p->num_sms : 132, most = 2 * sms < MLP_MAX_BLOCKS ? 2 * sms : MLP_MAX_BLOCKS;
+    pl->units = F / MLP_S;
+    pl->blocks = pl->units < most ? pl->units : most;
+    return 0;
+}
+
+template <int N>
+static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthros_gemv_params p, const mlp_plan pl)
+{
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* [N][K] bf16 the normed input, then [N][K] fp32 sums */
+    __shared__ float hs[N][MLP_S];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ int last;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, K = p.K, F = p.M / 2, nch = K / 8;
+    const bf16 *Wg = (const bf16 *)p.W, *Wd = (const bf16 *)p.W_down;
+    float *sums = (float *)(smem_x + (size_t)N * K * 2);
+    const int g4 = lane / 4, c4 = lane % 4; /* the down phase: row g4 of the warp's eight, columns 8 c4 .. 8 c4 + 7 */
+
+    pdl_trigger();
+    /* the first unit's gate and up rows, a round of each of the warp's groups, asked into L2 while the input is
+     * staged */
+    for (int i = warp; i < MLP_S && (int)blockIdx.x < pl.units; i += GEMV_WARPS) {
+        const int f = blockIdx.x * MLP_S + i;
+        for (int t = 0; t < MLP_U; t++) {
+            const int c = t * 32 + lane;
+            if (c >= nch) break;
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wg + (size_t)f * K + (size_t)c * 8));
+            asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wg + (size_t)(F + f) * K + (size_t)c * 8));
+        }
+    }
+    pdl_wait();
+    for (int e = tid; e < N * K; e += GEMV_THREADS) sums[e] = 0.0f;
+    stage_input(p, smem_x, K * 2, rs, 0, nch); /* ends with a block barrier */
+
+    for (int u = blockIdx.x; u < pl.units; u += gridDim.x) {
+        const int f0 = u * MLP_S;
+        /* gate and up: the warp's groups i = warp, warp + 8, ... of the unit */
+        for (int i = warp; i < MLP_S; i += GEMV_WARPS) {
+            const int f = f0 + i;
+            if (i + GEMV_WARPS >= MLP_S) /* the warp's last group: its first down rows into L2 */
+#pragma unroll
+                for (int q = 0; q < MLP_UD; q++) {
+                    const int r = q * 64 + warp * 8 + g4;
+                    if (r < K && c4 == 0)
+                        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wd + (size_t)r * F + f0));
+                }
+            const bf16 *w0 = Wg + (size_t)f * K, *w1 = Wg + (size_t)(F + f) * K;
+            float acc[2][N];
+#pragma unroll
+            for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
+            for (int t0 = 0; t0 * 32 < nch; t0 += MLP_U) {
+                uint4 wv[MLP_U][2], xv[MLP_U][N];
+#pragma unroll
+                for (int t = 0; t < MLP_U; t++) {
+                    const int c = (t0 + t) * 32 + lane;
+                    const bool in = c < nch;
+                    wv[t][0] = ld_weights(w0 + (size_t)c * 8, in);
+                    wv[t][1] = ld_weights(w1 + (size_t)c * 8, in);
+#pragma unroll
+                    for (int j = 0; j < N; j++) xv[t][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
+                }
+#pragma unroll
+                for (int t = 0; t < MLP_U; t++) {
+#pragma unroll
+                    for (int j = 0; j < N; j++) {
+                        const float xf[8] = {bf16x2_lo(xv[t][j].x), bf16x2_hi(xv[t][j].x), bf16x2_lo(xv[t][j].y),
+                                             bf16x2_hi(xv[t][j].y), bf16x2_lo(xv[t][j].z), bf16x2_hi(xv[t][j].z),
+                                             bf16x2_lo(xv[t][j].w), bf16x2_hi(xv[t][j].w)};
+                        acc[0][j] = dot8(wv[t][0], xf, acc[0][j]);
+                        acc[1][j] = dot8(wv[t][1], xf, acc[1][j]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < N; j++)
+                for (int o = 16; o > 0; o >>= 1) {
+                    acc[0][j] += __shfl_xor_sync(0xffffffffu, acc[0][j], o);
+                    acc[1][j] += __shfl_xor_sync(0xffffffffu, acc[1][j], o);
+                }
+            if (lane == 0)
+#pragma unroll
+                for (int j = 0; j < N; j++) {
+                    const float gt = bf2f(f2bf(acc[0][j])), up = bf2f(f2bf(acc[1][j]));
+                    hs[j][i] = bf2f(f2bf(gt / (1.0f + expf(-gt)) * up)); /* epi_swiglu's value */
+                }
+        }
+        __syncthreads();
+        /* down: output rows r = 64 t + 8 warp + g4 over the unit's columns, MLP_UD rows a lane in flight */
+        float hv[N][8];
+#pragma unroll
+        for (int j = 0; j < N; j++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) hv[j][e] = hs[j][c4 * 8 + e];
+        for (int t0 = 0; t0 * 64 < K; t0 += MLP_UD) {
+            uint4 wv[MLP_UD];
+#pragma unroll
+            for (int q = 0; q < MLP_UD; q++) {
+                const int r = (t0 + q) * 64 + warp * 8 + g4;
+                wv[q] = ld_weights(Wd + (size_t)(r < K ? r : 0) * F + f0 + c4 * 8, r < K);
+            }
+#pragma unroll
+            for (int q = 0; q < MLP_UD; q++) {
+                const int r = (t0 + q) * 64 + warp * 8 + g4;
+#pragma unroll
+                for (int j = 0; j < N; j++) {
+                    float s = dot8(wv[q], hv[j], 0.0f);
+                    s += __shfl_xor_sync(0xffffffffu, s, 1);
+                    s += __shfl_xor_sync(0xffffffffu, s, 2);
+                    if (c4 == 0 && r < K) sums[(size_t)j * K + r] += s;
+                }
+            }
+        }
+        __syncthreads(); /* hs is written again by the next unit */
+    }
+
+    /* the block's sums into the accumulator */
+    char *sb = (char *)p.scratch;
+    unsigned long long *accum = (unsigned long long *)(sb + GEMV_MLP_ACC_OFFSET);
+    unsigned *flags = (unsigned *)(sb + GEMV_MLP_FLAGS_OFFSET), *done = (unsigned *)(sb + GEMV_MLP_SYNC_OFFSET),
+             *any = done + 1;
+    for (int e = tid; e < N * K; e += GEMV_THREADS) {
+        const float v = sums[e];
+        if (fabsf(v) < MLP_FIX_MAX) {
+            atomicAdd(accum + e, (unsigned long long)__float2ll_rn(ldexpf(v, MLP_FIX_SHIFT)));
+        } else {
+            atomicOr(flags + e, isnan(v) ? 1u : v > 0.0f ? 2u : 4u);
+            atomicOr(any, 1u);
+        }
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const unsigned flagged = __ldcg(any);
+    bf16 *R = (bf16 *)p.out;
+    for (int e = tid; e < N * K; e += GEMV_THREADS) {
+        float v = __ll2float_rn((long long)__ldcg(accum + e)) * (1.0f / (float)(1u << MLP_FIX_SHIFT));
+        accum[e] = 0ull;
+        if (flagged) {
+            const unsigned fl = __ldcg(flags + e);
+            if (fl) {
+                v = (fl & 1u) || fl == 6u ? NAN : fl == 2u ? INFINITY : -INFINITY;
+                flags[e] = 0u;
+            }
+        }
+        R[e] = f2bf(bf2f(R[e]) + bf2f(f2bf(v)));
+    }
+    if (tid == 0) *done = 0u, *any = 0u;
+}
+
+template <int N> static int launch_mlp_n(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
+{
+    static bool attr = false; /* the shared-memory limit, raised once per instantiation */
+    return launch_gemv(mlp_kernel<N>, &attr, MLP_SMEM_MAX, dim3((unsigned)pl->blocks), p, pl, pl->smem, stream);
+}
+
+static int launch_mlp(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
+{
+    switch (p->n) {
+    case 1: return launch_mlp_n<1>(p, pl, stream);
+    case 2: return launch_mlp_n<2>(p, pl, stream);
+    case 3: return launch_mlp_n<3>(p, pl, stream);
+    default: return launch_mlp_n<4>(p, pl, stream);
+    }
+}
+
 /* The version in use: 0 (unset) is the default, 3; v2 and v3 take the calls their plan takes, v1 the rest. */
 #define GEMV_LATEST 3
 #define GEMV_MAX_VERSION 4
@@ -1010,7 +1220,7 @@ int orthros_gemv_set_version(int v)
 
 int orthros_gemv_version(void) { return gemv_version_set ? gemv_version_set : GEMV_LATEST; }
 
-size_t orthros_gemv_scratch_bytes(void) { return GEMV_PARTIALS_OFFSET + GEMV_PARTIAL_BYTES; }
+size_t orthros_gemv_scratch_bytes(void) { return GEMV_MLP_END; }
 
 /* The plan of a call (host): rows per block by epilogue (a whole head for ROPE, gate and up halves for SWIGLU, 128
  * rows for ARGMAX so that few blocks take the atomics), K split while the row blocks are fewer than two per SM and
@@ -1077,6 +1287,10 @@ int orthros_gemv_supported(const orthros_gemv_params *p)
     case ORTHROS_GEMV_ARGMAX:
         if (!p->ids) return 0;
         break;
+    case ORTHROS_GEMV_MLP: {
+        mlp_plan ml;
+        return p->out == p->x && p->W_down && (uintptr_t)p->W_down % 16 == 0 && make_mlp_plan(p, &ml) == 0;
+    }
     default: return 0;
     }
     gemv_plan pl;
@@ -1108,6 +1322,13 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
     if (!buf || cap == 0) return ORTHROS_EINVAL;
     buf[0] = '\0';
     if (!orthros_gemv_supported(p)) return ORTHROS_EUNSUPPORTED;
+    if (p->epilogue == ORTHROS_GEMV_MLP) {
+        mlp_plan ml = {0, 0, 0};
+        make_mlp_plan(p, &ml);
+        snprintf(buf, cap, "mlp: %d units of %d columns, %d blocks (%.2f units a block), %zu B shared", ml.units, MLP_S,
+                 ml.blocks, (double)ml.units / ml.blocks, ml.smem);
+        return 0;
+    }
     gemv2_plan pl2;
     gemv_plan pl;
     const int kind = choose_plan(p, &pl2, &pl);
@@ -1131,6 +1352,11 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
                              "gemv: n %d, M %d, K %d, epilogue %d (n 1..%d, K a multiple of 8, 16-byte aligned rows)",
                              p->n, p->M, p->K, p->epilogue, ORTHROS_GEMV_MAX_ROWS);
     if (!p->scratch) return orthros_error(ORTHROS_EINVAL, "gemv: no scratch");
+    if (p->epilogue == ORTHROS_GEMV_MLP) {
+        mlp_plan ml = {0, 0, 0};
+        make_mlp_plan(p, &ml);
+        return launch_mlp(p, &ml, stream);
+    }
     gemv2_plan pl2;
     gemv_plan pl;
     const int kind = choose_plan(p, &pl2, &pl);

@@ -28,6 +28,13 @@ typedef enum {
                                  * pos[j] % cap (rope_cache_write of a decode step) */
     ORTHROS_GEMV_ARGMAX = 5,    /* out [n][M] fp32 logits (or NULL) and ids[j] = argmax over m (the lowest index on
                                  * ties, NaN loses to everything: cpu_argmax's order) */
+    ORTHROS_GEMV_MLP = 6,       /* the MLP of a decode step in one launch: W [M = 2F][K] gate rows then up rows as SWIGLU,
+                                 * W_down [K][F]; out [n][K] bf16 (the residual, also x) += down(swiglu(...)), the down
+                                 * product rounded to bf16 first: SWIGLU into [n][F], then ADD of it through W_down.
+                                 * The down product's sums are split over slices of F, each block's added in 64-bit
+                                 * fixed point (2^-28; the same bits whichever block adds first); a slice's sum past
+                                 * 2^25 in magnitude, or NaN, makes that output NaN or +-inf. Batch 1-4, F a multiple
+                                 * of 32 (orthros_gemv_supported) */
 } orthros_gemv_epilogue;
 
 #define ORTHROS_GEMV_MAX_ROWS 16
@@ -40,6 +47,7 @@ typedef struct {
                            * values rmsnorm's out would hold (statistics in fp32) */
     float eps;
     const void *W;        /* [M][K] bf16 */
+    const void *W_down;   /* MLP: [K][M / 2] bf16 */
     int n, M, K;          /* n 1 .. 16, K a multiple of 8, x and W 16-byte aligned */
     int epilogue;         /* orthros_gemv_epilogue */
     /* ROPE: */

@@ -12,7 +12,7 @@
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
  * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window, gemv, decodebound,
- * gemvchain;
+ * gemvnorm, gemvchain, decode8, attno, mlp;
  * windowpass: the window pass alone, also part of window). Kernel versions not yet run on a GPU when written come
  * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -486,6 +486,82 @@ static void attn_o_suite(void)
     test_attn_o((geom){48, 16, 64}, 1, 4096, p1, 7, 0);
     test_attn_o(l1, 1, 41, ps, 2048, 0);
     test_attn_o(l8, 4, 4001, p4, 4096, 0);
+}
+
+/* The decode step's MLP in one launch (backend.h norm_mlp_add; cuda: gemv.cu's ORTHROS_GEMV_MLP): the gpu's op against
+ * the cpu's norm_gemm_swiglu then gemm_add, three calls, each from the residual the gpu's last call left (the
+ * accumulator and the ticket must be back at 0), the second and third from the same residual (the same bits: the
+ * fixed-point sums do not depend on which block adds first). must_fuse: the call must take the one-launch path
+ * (orthros_gemv_supported); else it is printed. */
+static void test_mlp(int n, int F, int D, int must_fuse)
+{
+    const float eps = 1e-5f;
+    pair x = pair_new((size_t)n * D, 0), w = pair_new(D, 0), Wgu = pair_new((size_t)2 * F * D, 0),
+         Wd = pair_new((size_t)D * F, 0), xn = pair_new((size_t)n * D, 0), gu = pair_new((size_t)n * 2 * F, 0),
+         act = pair_new((size_t)n * F, 0), tmp = pair_new((size_t)n * D, 0);
+    pair_random(&x, 61, 2.0f, 0.0f);
+    pair_random(&w, 62, 0.5f, 1.0f);
+    pair_random(&Wgu, 63, 2.0f / sqrtf((float)D), 0.0f);
+    pair_random(&Wd, 64, 1.0f / sqrtf((float)F), 0.0f);
+    orthros_gemv_params p;
+    memset(&p, 0, sizeof p);
+    p.out = x.g, p.x = x.g, p.norm_w = w.g, p.eps = eps, p.W = Wgu.g, p.W_down = Wd.g, p.n = n, p.M = 2 * F, p.K = D;
+    p.epilogue = ORTHROS_GEMV_MLP, p.num_sms = gpu->info.sm_count;
+    const int fused = orthros_gemv_supported(&p);
+    char tag[160], name[220], plan[160] = "";
+    orthros_gemv_describe(&p, plan, sizeof plan);
+    snprintf(tag, sizeof tag, "n=%d F=%d D=%d (%s)", n, F, D, fused ? plan : "apart");
+    if (must_fuse) {
+        snprintf(name, sizeof name, "norm_mlp_add takes the one-launch path %s", tag);
+        float z = 0.0f, one = fused ? 0.0f : 1.0f;
+        report(name, &z, &one, 1, 0);
+    }
+    if (!gpu->norm_mlp_add) {
+        printf("FAIL norm_mlp_add: the cuda backend has none (ORTHROS_DECODE_CHAIN=1 in the environment?)\n");
+        n_fail++;
+    } else {
+        float *start = NULL, *second = NULL;
+        for (int call = 0; call < 3; call++) {
+            if (call == 2) pair_set(&x, start); /* the third from the second's residual */
+            op_rc(cpu->norm_gemm_swiglu(cpu, act.c, xn.c, gu.c, x.c, w.c, Wgu.c, n, F, D, eps), "norm_mlp_add cpu swiglu");
+            op_rc(cpu->gemm_add(cpu, x.c, tmp.c, act.c, Wd.c, n, D, F), "norm_mlp_add cpu gemm_add");
+            op_rc(gpu->norm_mlp_add(gpu, x.g, xn.g, gu.g, act.g, tmp.g, w.g, Wgu.g, Wd.g, n, F, D, eps), "norm_mlp_add gpu");
+            snprintf(name, sizeof name, "norm_mlp_add residual %s call %d", tag, call);
+            check(name, &x, TOL_BF16);
+            float *h = pair_get_gpu(&x);
+            if (call == 1) second = h;
+            else if (call == 2) {
+                size_t same = 0;
+                for (size_t i = 0; i < x.n; i++) same += memcmp(&h[i], &second[i], sizeof(float)) == 0;
+                snprintf(name, sizeof name, "norm_mlp_add the same bits from the same residual %s", tag);
+                float a = 0.0f, b = (float)(x.n - same);
+                report(name, &a, &b, 1, 0);
+            }
+            if (call == 0) start = malloc(x.n * sizeof(float)), memcpy(start, h, x.n * sizeof(float));
+            /* the next call continues from the gpu's residual */
+            pair_set(&x, call == 0 ? start : h);
+            if (call != 1) free(h);
+        }
+        free(start);
+        free(second);
+    }
+    pair *all[] = {&x, &w, &Wgu, &Wd, &xn, &gu, &act, &tmp};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+}
+
+static void mlp_suite(void)
+{
+    /* the 1B and 8B MLPs at batch 1 (the one-launch path's shapes), batches 2-4, a width past the 64 rows a warp
+     * round covers (D 1000: not a multiple of 64), fewer units than blocks (F 96), then calls the kernel does not
+     * take (F not a multiple of 32, batch 5) through the two ops */
+    test_mlp(1, 8192, 2048, 1);
+    test_mlp(1, 14336, 4096, 1);
+    test_mlp(2, 8192, 2048, 1);
+    test_mlp(3, 1024, 1000, 1);
+    test_mlp(4, 96, 520, 1);
+    if (!quick) test_mlp(4, 14336, 4096, 1);
+    test_mlp(1, 1000, 512, 0);
+    test_mlp(5, 256, 256, 0);
 }
 
 /* Prefill v5's tile edges (and v7's, 192 rows per block at d 64): 128 rows per block, 64 per consumer
@@ -1624,8 +1700,8 @@ static void test_step_probe(void)
 }
 
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
- * decode7, prefill7, readprobe, linear7, window, stepprobe, gemv, decodebound, gemvchain, decode8 (to rerun the
- * last ones alone when an earlier one hangs). */
+ * decode7, prefill7, readprobe, linear7, window, stepprobe, gemv, decodebound, gemvnorm, gemvchain, decode8, attno,
+ * mlp (to rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -1745,6 +1821,17 @@ int main(void)
         attn_o_suite();
         gpu = plain_gpu;
         ao->destroy(ao);
+    }
+    /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; not yet run on a GPU when written). */
+    if (section("mlp")) {
+        orthros_backend *plain_gpu = gpu, *ml = NULL;
+        setenv("ORTHROS_DECODE_MLP", "1", 1);
+        if (orthros_backend_cuda_create(&ml)) die("cuda backend with ORTHROS_DECODE_MLP=1");
+        unsetenv("ORTHROS_DECODE_MLP");
+        gpu = ml;
+        mlp_suite();
+        gpu = plain_gpu;
+        ml->destroy(ml);
     }
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);

@@ -20,6 +20,7 @@ static const char *plan(int version, int epilogue, int n, int M, int K, int d, i
     p.num_sms = 132;
     if (norm) p.norm_w = fake;
     if (epilogue == ORTHROS_GEMV_ARGMAX) p.ids = fake;
+    if (epilogue == ORTHROS_GEMV_MLP) p.W_down = fake;
     if (epilogue == ORTHROS_GEMV_ROPE) {
         p.k_cache = fake, p.v_cache = fake, p.pos = fake, p.d = d, p.cap = 4096, p.Hkv = 8;
         p.Hq = M / d - 16;
@@ -85,6 +86,22 @@ int main(void)
     /* the staged input over 64 KB: v2 leaves the call to v1 */
     s = plan(2, ORTHROS_GEMV_STORE, 4, 2048, 16384, 0, 1, &rc);
     CHECK(rc == 0 && starts(s, "v1:"), "v2 n 4, K 16384 normed \"%s\"", s);
+    /* the MLP in one launch (any version): units of 32 columns of F, as many blocks as fit at once (two an SM) up to
+     * the units; refused past batch 4, F not a multiple of 32, the staged input and sums over 96 KB, no W_down */
+    s = plan(0, ORTHROS_GEMV_MLP, 1, 16384, 2048, 0, 1, &rc); /* 1B: 256 units */
+    CHECK(rc == 0 && strstr(s, "mlp: 256 units") && strstr(s, "256 blocks") && strstr(s, "12288 B shared"), "1B mlp \"%s\"", s);
+    s = plan(1, ORTHROS_GEMV_MLP, 1, 28672, 4096, 0, 1, &rc); /* 8B: 448 units */
+    CHECK(rc == 0 && strstr(s, "mlp: 448 units") && strstr(s, "264 blocks"), "8B mlp \"%s\"", s);
+    s = plan(0, ORTHROS_GEMV_MLP, 4, 28672, 4096, 0, 1, &rc);
+    CHECK(rc == 0 && strstr(s, "98304 B shared"), "8B mlp n 4 \"%s\"", s);
+    s = plan(0, ORTHROS_GEMV_MLP, 5, 16384, 2048, 0, 1, &rc);
+    CHECK(rc == ORTHROS_EUNSUPPORTED && s[0] == '\0', "mlp n 5: rc %d \"%s\"", rc, s);
+    s = plan(0, ORTHROS_GEMV_MLP, 1, 2000, 2048, 0, 1, &rc);
+    CHECK(rc == ORTHROS_EUNSUPPORTED, "mlp F 1000: rc %d \"%s\"", rc, s);
+    s = plan(0, ORTHROS_GEMV_MLP, 4, 16384, 4104, 0, 1, &rc);
+    CHECK(rc == ORTHROS_EUNSUPPORTED, "mlp n 4 K 4104 (over 96 KB): rc %d \"%s\"", rc, s);
+    s = plan(0, ORTHROS_GEMV_MLP, 1, 128, 64, 0, 1, &rc); /* F 64: two units, two blocks */
+    CHECK(rc == 0 && strstr(s, "2 units") && strstr(s, "2 blocks"), "mlp F 64 \"%s\"", s);
     /* refusals: versions out of range, a K that is not a multiple of 8 (nothing written) */
     CHECK(orthros_gemv_set_version(5) == ORTHROS_EINVAL, "version 5 taken");
     CHECK(orthros_gemv_set_version(-1) == ORTHROS_EINVAL, "version -1 taken");
