@@ -1043,7 +1043,9 @@ static int make_mlp_plan(const orthros_gemv_params *p, mlp_plan *pl)
     return 0;
 }
 
-template <int N>
+/* TILED: W_down laid out as [F / MLP_S][K][MLP_S] (orthros_gemv_mlp_tile_down), a unit's columns one contiguous
+ * block; else [K][F], a unit's columns 64-byte pieces of rows 2F bytes apart. */
+template <int N, bool TILED>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthros_gemv_params p, const mlp_plan pl)
 {
     extern __shared__ __align__(16) unsigned char smem_x[]; /* [N][K] bf16 the normed input, then [N][K] fp32 sums */
@@ -1081,7 +1083,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
                 for (int q = 0; q < MLP_UD; q++) {
                     const int r = q * 64 + warp * 8 + g4;
                     if (r < K && c4 == 0)
-                        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wd + (size_t)r * F + f0));
+                        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(TILED ? Wd + ((size_t)u * K + r) * MLP_S
+                                                                             : Wd + (size_t)r * F + f0));
                 }
             const bf16 *w0 = Wg + (size_t)f * K, *w1 = Wg + (size_t)(F + f) * K;
             float acc[2][N];
@@ -1135,7 +1138,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
 #pragma unroll
             for (int q = 0; q < MLP_UD; q++) {
                 const int r = (t0 + q) * 64 + warp * 8 + g4;
-                wv[q] = ld_weights(Wd + (size_t)(r < K ? r : 0) * F + f0 + c4 * 8, r < K);
+                const size_t rr = r < K ? r : 0;
+                wv[q] = ld_weights(TILED ? Wd + ((size_t)u * K + rr) * MLP_S + c4 * 8 : Wd + rr * F + f0 + c4 * 8, r < K);
             }
 #pragma unroll
             for (int q = 0; q < MLP_UD; q++) {
@@ -1189,20 +1193,47 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
     if (tid == 0) *done = 0u, *any = 0u;
 }
 
-template <int N> static int launch_mlp_n(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
+template <int N, bool TILED>
+static int launch_mlp_n(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    return launch_gemv(mlp_kernel<N>, &attr, MLP_SMEM_MAX, dim3((unsigned)pl->blocks), p, pl, pl->smem, stream);
+    return launch_gemv(mlp_kernel<N, TILED>, &attr, MLP_SMEM_MAX, dim3((unsigned)pl->blocks), p, pl, pl->smem, stream);
+}
+
+template <bool TILED> static int launch_mlp_t(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
+{
+    switch (p->n) {
+    case 1: return launch_mlp_n<1, TILED>(p, pl, stream);
+    case 2: return launch_mlp_n<2, TILED>(p, pl, stream);
+    case 3: return launch_mlp_n<3, TILED>(p, pl, stream);
+    default: return launch_mlp_n<4, TILED>(p, pl, stream);
+    }
 }
 
 static int launch_mlp(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
 {
-    switch (p->n) {
-    case 1: return launch_mlp_n<1>(p, pl, stream);
-    case 2: return launch_mlp_n<2>(p, pl, stream);
-    case 3: return launch_mlp_n<3>(p, pl, stream);
-    default: return launch_mlp_n<4>(p, pl, stream);
-    }
+    return p->down_tiled ? launch_mlp_t<true>(p, pl, stream) : launch_mlp_t<false>(p, pl, stream);
+}
+
+/* dst [F / MLP_S][K][MLP_S] = src [K][F] by units of columns: a thread a 16-byte piece. */
+static __global__ void mlp_tile_kernel(bf16 *dst, const bf16 *src, int K, int F)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, pieces = (size_t)K * F / 8;
+    if (i >= pieces) return;
+    const int c = (int)(i % (MLP_S / 8));
+    const size_t rest = i / (MLP_S / 8), r = rest % (size_t)K, u = rest / (size_t)K;
+    *(uint4 *)(dst + (u * K + r) * MLP_S + c * 8) = *(const uint4 *)(src + r * F + u * MLP_S + c * 8);
+}
+
+int orthros_gemv_mlp_tile_down(void *dst, const void *src, int K, int F, cudaStream_t stream)
+{
+    if (!dst || !src || K < 1 || F < MLP_S || F % MLP_S || ((uintptr_t)dst | (uintptr_t)src) % 16)
+        return orthros_error(ORTHROS_EINVAL, "gemv mlp_tile_down: K %d, F %d (F a multiple of %d, 16-byte aligned)", K,
+                             F, MLP_S);
+    const size_t pieces = (size_t)K * F / 8;
+    mlp_tile_kernel<<<(unsigned)((pieces + 255) / 256), 256, 0, stream>>>((bf16 *)dst, (const bf16 *)src, K, F);
+    ORTHROS_CUDA_LAUNCH_CHECK("gemv mlp_tile_down");
+    return 0;
 }
 
 /* The version in use: 0 (unset) is the default, 3; v2 and v3 take the calls their plan takes, v1 the rest. */
