@@ -134,6 +134,30 @@ static __device__ __forceinline__ uint4 lds_input(const void *p, bool pred)
     return v;
 }
 
+/* ld_weights and lds_input for a chunk known to be in range: no predicate, no zero fill. */
+static __device__ __forceinline__ uint4 ld_weights_in(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+static __device__ __forceinline__ uint4 lds_input_in(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(smem_addr(p)));
+    return v;
+}
+
+/* Four floats from shared memory, kept where they are written (asm volatile: not hoisted out of a loop). */
+static __device__ __forceinline__ float4 lds_f4(const float *p)
+{
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(smem_addr(p)));
+    return v;
+}
+
 /* Word i (0-7) of the 16 bf16 a lane holds for one row of a k-block: lo then hi (i is a constant after unrolling). */
 static __device__ __forceinline__ uint32_t word(const uint4 &lo, const uint4 &hi, int i)
 {
@@ -1013,7 +1037,7 @@ static int launch_v4(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
  * the down sums, and v3's K split of gate/up where it splits). */
 #define MLP_S 32                 /* intermediate columns a unit */
 #define MLP_U 4                  /* gate/up chunks a lane in flight a row */
-#define MLP_UD 8                 /* down rows a lane in flight */
+#define MLP_RD 2                 /* down rows a lane in flight (four 16-byte loads each) */
 #define MLP_MAX_N 4
 #define MLP_MAX_K 16384
 #define MLP_FIX_SHIFT 28         /* the accumulator's fixed point */
@@ -1043,19 +1067,67 @@ static int make_mlp_plan(const orthros_gemv_params *p, mlp_plan *pl)
     return 0;
 }
 
+/* One round of a unit's gate/up group: MLP_U chunks of each of the two rows from chunk c0 on (a lane's, 32 apart),
+ * every load issued before the first use. FULL: every chunk within the row (the loads unpredicated). */
+template <int N, bool FULL>
+static __device__ __forceinline__ void mlp_gate_up_round(const bf16 *w0, const bf16 *w1, const unsigned char *smem_x,
+                                                         int K, int nch, int c0, float (&acc)[2][N])
+{
+    uint4 wv[MLP_U][2], xv[MLP_U][N];
+#pragma unroll
+    for (int t = 0; t < MLP_U; t++) {
+        const int c = c0 + t * 32;
+        const bool in = FULL || c < nch;
+        wv[t][0] = FULL ? ld_weights_in(w0 + (size_t)c * 8) : ld_weights(w0 + (size_t)c * 8, in);
+        wv[t][1] = FULL ? ld_weights_in(w1 + (size_t)c * 8) : ld_weights(w1 + (size_t)c * 8, in);
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const unsigned char *xp = smem_x + ((size_t)j * K + (size_t)c * 8) * 2;
+            xv[t][j] = FULL ? lds_input_in(xp) : lds_input(xp, in);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < MLP_U; t++) {
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const float xf[8] = {bf16x2_lo(xv[t][j].x), bf16x2_hi(xv[t][j].x), bf16x2_lo(xv[t][j].y),
+                                 bf16x2_hi(xv[t][j].y), bf16x2_lo(xv[t][j].z), bf16x2_hi(xv[t][j].z),
+                                 bf16x2_lo(xv[t][j].w), bf16x2_hi(xv[t][j].w)};
+            acc[0][j] = dot8(wv[t][0], xf, acc[0][j]);
+            acc[1][j] = dot8(wv[t][1], xf, acc[1][j]);
+        }
+    }
+}
+
+/* MLP_RD rows of the down product for a lane: row r0 + q GEMV_THREADS (q < MLP_RD), the unit's 32 columns. FULL: every
+ * row within K. */
+template <bool FULL, bool TILED>
+static __device__ __forceinline__ void mlp_down_loads(const bf16 *Wd, int K, int F, int u, int f0, int r0,
+                                                      uint4 (&wv)[MLP_RD][4])
+{
+#pragma unroll
+    for (int q = 0; q < MLP_RD; q++) {
+        const int r = r0 + q * GEMV_THREADS;
+        const bool ok = FULL || r < K;
+        const size_t rr = ok ? r : 0;
+        const bf16 *row = TILED ? Wd + ((size_t)u * K + rr) * MLP_S : Wd + rr * F + f0;
+#pragma unroll
+        for (int c = 0; c < 4; c++) wv[q][c] = FULL ? ld_weights_in(row + c * 8) : ld_weights(row + c * 8, ok);
+    }
+}
+
 /* TILED: W_down laid out as [F / MLP_S][K][MLP_S] (orthros_gemv_mlp_tile_down), a unit's columns one contiguous
  * block; else [K][F], a unit's columns 64-byte pieces of rows 2F bytes apart. */
 template <int N, bool TILED>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthros_gemv_params p, const mlp_plan pl)
 {
     extern __shared__ __align__(16) unsigned char smem_x[]; /* [N][K] bf16 the normed input, then [N][K] fp32 sums */
-    __shared__ float hs[N][MLP_S];
+    __shared__ __align__(16) float hs[N][MLP_S];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, K = p.K, F = p.M / 2, nch = K / 8;
     const bf16 *Wg = (const bf16 *)p.W, *Wd = (const bf16 *)p.W_down;
     float *sums = (float *)(smem_x + (size_t)N * K * 2);
-    const int g4 = lane / 4, c4 = lane % 4; /* the down phase: row g4 of the warp's eight, columns 8 c4 .. 8 c4 + 7 */
 
     pdl_trigger();
     /* the first unit's gate and up rows, a round of each of the warp's groups, asked into L2 while the input is
@@ -1080,9 +1152,9 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
             const int f = f0 + i;
             if (i + GEMV_WARPS >= MLP_S) /* the warp's last group: its first down rows into L2 */
 #pragma unroll
-                for (int q = 0; q < MLP_UD; q++) {
-                    const int r = q * 64 + warp * 8 + g4;
-                    if (r < K && c4 == 0)
+                for (int q = 0; q < MLP_RD; q++) {
+                    const int r = q * GEMV_THREADS + warp * 32 + lane;
+                    if (r < K)
                         asm volatile("prefetch.global.L2 [%0];\n" ::"l"(TILED ? Wd + ((size_t)u * K + r) * MLP_S
                                                                              : Wd + (size_t)r * F + f0));
                 }
@@ -1091,27 +1163,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
 #pragma unroll
             for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
             for (int t0 = 0; t0 * 32 < nch; t0 += MLP_U) {
-                uint4 wv[MLP_U][2], xv[MLP_U][N];
-#pragma unroll
-                for (int t = 0; t < MLP_U; t++) {
-                    const int c = (t0 + t) * 32 + lane;
-                    const bool in = c < nch;
-                    wv[t][0] = ld_weights(w0 + (size_t)c * 8, in);
-                    wv[t][1] = ld_weights(w1 + (size_t)c * 8, in);
-#pragma unroll
-                    for (int j = 0; j < N; j++) xv[t][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
-                }
-#pragma unroll
-                for (int t = 0; t < MLP_U; t++) {
-#pragma unroll
-                    for (int j = 0; j < N; j++) {
-                        const float xf[8] = {bf16x2_lo(xv[t][j].x), bf16x2_hi(xv[t][j].x), bf16x2_lo(xv[t][j].y),
-                                             bf16x2_hi(xv[t][j].y), bf16x2_lo(xv[t][j].z), bf16x2_hi(xv[t][j].z),
-                                             bf16x2_lo(xv[t][j].w), bf16x2_hi(xv[t][j].w)};
-                        acc[0][j] = dot8(wv[t][0], xf, acc[0][j]);
-                        acc[1][j] = dot8(wv[t][1], xf, acc[1][j]);
-                    }
-                }
+                if ((t0 + MLP_U) * 32 <= nch) mlp_gate_up_round<N, true>(w0, w1, smem_x, K, nch, t0 * 32 + lane, acc);
+                else mlp_gate_up_round<N, false>(w0, w1, smem_x, K, nch, t0 * 32 + lane, acc);
             }
 #pragma unroll
             for (int j = 0; j < N; j++)
@@ -1127,29 +1180,32 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
                 }
         }
         __syncthreads();
-        /* down: output rows r = 64 t + 8 warp + g4 over the unit's columns, MLP_UD rows a lane in flight */
-        float hv[N][8];
+        /* down: a lane a row, r = 256 t + 32 warp + lane, over the unit's 32 columns (four 16-byte loads), MLP_RD rows
+         * a lane in flight; h from shared memory (every lane the same address: a broadcast). The first GPU run had
+         * four lanes a row, their sums met through two shuffles every 16 bytes: the kernel issue-bound. */
+        for (int t0 = 0; t0 * GEMV_THREADS < K; t0 += MLP_RD) {
+            uint4 wv[MLP_RD][4];
+            const int r0 = t0 * GEMV_THREADS + warp * 32 + lane;
+            if ((t0 + MLP_RD) * GEMV_THREADS <= K) mlp_down_loads<true, TILED>(Wd, K, F, u, f0, r0, wv);
+            else mlp_down_loads<false, TILED>(Wd, K, F, u, f0, r0, wv);
 #pragma unroll
-        for (int j = 0; j < N; j++)
-#pragma unroll
-            for (int e = 0; e < 8; e++) hv[j][e] = hs[j][c4 * 8 + e];
-        for (int t0 = 0; t0 * 64 < K; t0 += MLP_UD) {
-            uint4 wv[MLP_UD];
-#pragma unroll
-            for (int q = 0; q < MLP_UD; q++) {
-                const int r = (t0 + q) * 64 + warp * 8 + g4;
-                const size_t rr = r < K ? r : 0;
-                wv[q] = ld_weights(TILED ? Wd + ((size_t)u * K + rr) * MLP_S + c4 * 8 : Wd + rr * F + f0 + c4 * 8, r < K);
-            }
-#pragma unroll
-            for (int q = 0; q < MLP_UD; q++) {
-                const int r = (t0 + q) * 64 + warp * 8 + g4;
+            for (int q = 0; q < MLP_RD; q++) {
+                const int r = (t0 + q) * GEMV_THREADS + warp * 32 + lane;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
-                    float s = dot8(wv[q], hv[j], 0.0f);
-                    s += __shfl_xor_sync(0xffffffffu, s, 1);
-                    s += __shfl_xor_sync(0xffffffffu, s, 2);
-                    if (c4 == 0 && r < K) sums[(size_t)j * K + r] += s;
+                    float sacc = 0.0f;
+#pragma unroll
+                    for (int c = 0; c < 4; c++) {
+                        float4 ha, hb;
+                        if constexpr (N <= 2) { /* h held in registers across the rows (32 N of them) */
+                            ha = *(const float4 *)&hs[j][c * 8], hb = *(const float4 *)&hs[j][c * 8 + 4];
+                        } else { /* read again a row: 32 N registers would spill */
+                            ha = lds_f4(&hs[j][c * 8]), hb = lds_f4(&hs[j][c * 8 + 4]);
+                        }
+                        const float hv[8] = {ha.x, ha.y, ha.z, ha.w, hb.x, hb.y, hb.z, hb.w};
+                        sacc = dot8(wv[q][c], hv, sacc);
+                    }
+                    if (r < K) sums[(size_t)j * K + r] += sacc;
                 }
             }
         }
@@ -1164,7 +1220,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
     for (int e = tid; e < N * K; e += GEMV_THREADS) {
         const float v = sums[e];
         if (fabsf(v) < MLP_FIX_MAX) {
-            atomicAdd(accum + e, (unsigned long long)__float2ll_rn(ldexpf(v, MLP_FIX_SHIFT)));
+            atomicAdd(accum + e, (unsigned long long)__float2ll_rn(v * (float)(1u << MLP_FIX_SHIFT)));
         } else {
             atomicOr(flags + e, isnan(v) ? 1u : v > 0.0f ? 2u : 4u);
             atomicOr(any, 1u);
