@@ -42,13 +42,6 @@ typedef struct {
     cudaEvent_t done;   /* the last copy out of `host` has finished */
 } stage_slot;
 
-/* A copy of a W_down [K][F] laid out by the MLP kernel's units (ORTHROS_DECODE_MLP=2). */
-typedef struct {
-    const void *src;
-    void *dst;
-    int K, F;
-} down_tile;
-
 typedef struct {
     cudaStream_t stream;
     cublasHandle_t cublas;
@@ -76,12 +69,7 @@ typedef struct {
     int chain_n;                   /* products recorded, not yet launched */
     orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
-    int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
-                                    * the same reading a copy of W_down laid out by units (an experiment: the copies,
-                                    * made at a weight's first call outside a capture, keyed by its address, cost its
-                                    * bytes again and assume the weights never change) */
-    down_tile *tiles;              /* ORTHROS_DECODE_MLP=2's copies */
-    int n_tiles;
+    int mlp;                       /* ORTHROS_DECODE_MLP=1 (unset 0; 0 with the chain): norm_mlp_add in one launch */
     int o_pdl;                     /* ORTHROS_DECODE_O_PDL (unset: 1 on sm_90, else 0): 1 the product after a decode
                                     * attention a programmatic dependent of it, its blocks asking their weights into L2
                                     * on the SMs the attention leaves idle; 2 the same, and the attention asks the
@@ -184,8 +172,6 @@ static void cuda_destroy(orthros_backend *be)
         if (c->read_sink) cudaFree(c->read_sink);
         if (c->gemv_scratch) cudaFree(c->gemv_scratch);
         if (c->ao_scratch) cudaFree(c->ao_scratch);
-        for (int i = 0; i < c->n_tiles; i++) cudaFree(c->tiles[i].dst);
-        free(c->tiles);
         for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++)
             if (c->marks[i]) cudaEventDestroy(c->marks[i]);
         if (c->cublas) cublasDestroy(c->cublas);
@@ -787,31 +773,7 @@ static int cuda_norm_mlp_add(orthros_backend *be, void *resid, void *xn, void *g
     orthros_gemv_params p;
     gemv_params(&p, resid, ORTHROS_GEMV_MLP, resid, norm_w, W_gu, n, 2 * F, D, eps);
     p.W_down = W_down;
-    if (orthros_gemv_supported(&p)) {
-        if (c->mlp == 2) {
-            int i = 0;
-            while (i < c->n_tiles && !(c->tiles[i].src == W_down && c->tiles[i].K == D && c->tiles[i].F == F)) i++;
-            if (i == c->n_tiles) {
-                if (c->capturing)
-                    return orthros_error(ORTHROS_EUNSUPPORTED, "cuda: a W_down copy would be made inside a capture");
-                down_tile *grown = (down_tile *)realloc(c->tiles, (size_t)(c->n_tiles + 1) * sizeof *c->tiles);
-                if (!grown) return orthros_error(ORTHROS_ENOMEM, "cuda: the W_down copies' table");
-                c->tiles = grown;
-                void *dst = NULL;
-                if (cudaMalloc(&dst, (size_t)D * F * 2) != cudaSuccess)
-                    return orthros_error(ORTHROS_ENOMEM, "cuda: a W_down copy of %zu bytes", (size_t)D * F * 2);
-                int rc = orthros_gemv_mlp_tile_down(dst, W_down, D, F, c->stream);
-                if (rc) {
-                    cudaFree(dst);
-                    return rc;
-                }
-                c->tiles[i].src = W_down, c->tiles[i].dst = dst, c->tiles[i].K = D, c->tiles[i].F = F;
-                c->n_tiles++;
-            }
-            p.W_down = c->tiles[i].dst, p.down_tiled = 1;
-        }
-        return run_gemv_chained(c, &p, 0);
-    }
+    if (orthros_gemv_supported(&p)) return run_gemv_chained(c, &p, 0);
     int rc = cuda_norm_gemm_swiglu(be, act, xn, gu, resid, norm_w, W_gu, n, F, D, eps);
     return rc ? rc : cuda_gemm_add(be, resid, tmp, act, W_down, n, D, F);
 }
@@ -1069,7 +1031,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0, c->mlp = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
-        (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)))
+        (rc = env_digit("ORTHROS_DECODE_MLP", 1, &c->mlp)))
         return rc;
     c->attn_pdl = c->attn_pdl && orthros_cuda_sm90_available();
     if (c->chain) c->attn_o = 0, c->mlp = 0; /* the chain records O and the MLP's products with the products after them */
@@ -1088,7 +1050,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " tiled" : "");
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp");
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->o_pdl != 1)

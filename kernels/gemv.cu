@@ -134,30 +134,6 @@ static __device__ __forceinline__ uint4 lds_input(const void *p, bool pred)
     return v;
 }
 
-/* ld_weights and lds_input for a chunk known to be in range: no predicate, no zero fill. */
-static __device__ __forceinline__ uint4 ld_weights_in(const void *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-static __device__ __forceinline__ uint4 lds_input_in(const void *p)
-{
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(smem_addr(p)));
-    return v;
-}
-
-/* Four floats from shared memory, kept where they are written (asm volatile: not hoisted out of a loop). */
-static __device__ __forceinline__ float4 lds_f4(const float *p)
-{
-    float4 v;
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(smem_addr(p)));
-    return v;
-}
-
 /* Word i (0-7) of the 16 bf16 a lane holds for one row of a k-block: lo then hi (i is a constant after unrolling). */
 static __device__ __forceinline__ uint32_t word(const uint4 &lo, const uint4 &hi, int i)
 {
@@ -1037,7 +1013,7 @@ static int launch_v4(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
  * the down sums, and v3's K split of gate/up where it splits). */
 #define MLP_S 32                 /* intermediate columns a unit */
 #define MLP_U 4                  /* gate/up chunks a lane in flight a row */
-#define MLP_RD 2                 /* down rows a lane in flight (four 16-byte loads each) */
+#define MLP_UD 8                 /* down rows a lane in flight */
 #define MLP_MAX_N 4
 #define MLP_MAX_K 16384
 #define MLP_FIX_SHIFT 28         /* the accumulator's fixed point */
@@ -1067,67 +1043,17 @@ static int make_mlp_plan(const orthros_gemv_params *p, mlp_plan *pl)
     return 0;
 }
 
-/* One round of a unit's gate/up group: MLP_U chunks of each of the two rows from chunk c0 on (a lane's, 32 apart),
- * every load issued before the first use. FULL: every chunk within the row (the loads unpredicated). */
-template <int N, bool FULL>
-static __device__ __forceinline__ void mlp_gate_up_round(const bf16 *w0, const bf16 *w1, const unsigned char *smem_x,
-                                                         int K, int nch, int c0, float (&acc)[2][N])
-{
-    uint4 wv[MLP_U][2], xv[MLP_U][N];
-#pragma unroll
-    for (int t = 0; t < MLP_U; t++) {
-        const int c = c0 + t * 32;
-        const bool in = FULL || c < nch;
-        wv[t][0] = FULL ? ld_weights_in(w0 + (size_t)c * 8) : ld_weights(w0 + (size_t)c * 8, in);
-        wv[t][1] = FULL ? ld_weights_in(w1 + (size_t)c * 8) : ld_weights(w1 + (size_t)c * 8, in);
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            const unsigned char *xp = smem_x + ((size_t)j * K + (size_t)c * 8) * 2;
-            xv[t][j] = FULL ? lds_input_in(xp) : lds_input(xp, in);
-        }
-    }
-#pragma unroll
-    for (int t = 0; t < MLP_U; t++) {
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            const float xf[8] = {bf16x2_lo(xv[t][j].x), bf16x2_hi(xv[t][j].x), bf16x2_lo(xv[t][j].y),
-                                 bf16x2_hi(xv[t][j].y), bf16x2_lo(xv[t][j].z), bf16x2_hi(xv[t][j].z),
-                                 bf16x2_lo(xv[t][j].w), bf16x2_hi(xv[t][j].w)};
-            acc[0][j] = dot8(wv[t][0], xf, acc[0][j]);
-            acc[1][j] = dot8(wv[t][1], xf, acc[1][j]);
-        }
-    }
-}
-
-/* MLP_RD rows of the down product for a lane: row r0 + q GEMV_THREADS (q < MLP_RD), the unit's 32 columns. FULL: every
- * row within K. */
-template <bool FULL, bool TILED>
-static __device__ __forceinline__ void mlp_down_loads(const bf16 *Wd, int K, int F, int u, int f0, int r0,
-                                                      uint4 (&wv)[MLP_RD][4])
-{
-#pragma unroll
-    for (int q = 0; q < MLP_RD; q++) {
-        const int r = r0 + q * GEMV_THREADS;
-        const bool ok = FULL || r < K;
-        const size_t rr = ok ? r : 0;
-        const bf16 *row = TILED ? Wd + ((size_t)u * K + rr) * MLP_S : Wd + rr * F + f0;
-#pragma unroll
-        for (int c = 0; c < 4; c++) wv[q][c] = FULL ? ld_weights_in(row + c * 8) : ld_weights(row + c * 8, ok);
-    }
-}
-
-/* TILED: W_down laid out as [F / MLP_S][K][MLP_S] (orthros_gemv_mlp_tile_down), a unit's columns one contiguous
- * block; else [K][F], a unit's columns 64-byte pieces of rows 2F bytes apart. */
-template <int N, bool TILED>
+template <int N>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthros_gemv_params p, const mlp_plan pl)
 {
     extern __shared__ __align__(16) unsigned char smem_x[]; /* [N][K] bf16 the normed input, then [N][K] fp32 sums */
-    __shared__ __align__(16) float hs[N][MLP_S];
+    __shared__ float hs[N][MLP_S];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, K = p.K, F = p.M / 2, nch = K / 8;
     const bf16 *Wg = (const bf16 *)p.W, *Wd = (const bf16 *)p.W_down;
     float *sums = (float *)(smem_x + (size_t)N * K * 2);
+    const int g4 = lane / 4, c4 = lane % 4; /* the down phase: row g4 of the warp's eight, columns 8 c4 .. 8 c4 + 7 */
 
     pdl_trigger();
     /* the first unit's gate and up rows, a round of each of the warp's groups, asked into L2 while the input is
@@ -1152,19 +1078,37 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
             const int f = f0 + i;
             if (i + GEMV_WARPS >= MLP_S) /* the warp's last group: its first down rows into L2 */
 #pragma unroll
-                for (int q = 0; q < MLP_RD; q++) {
-                    const int r = q * GEMV_THREADS + warp * 32 + lane;
-                    if (r < K)
-                        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(TILED ? Wd + ((size_t)u * K + r) * MLP_S
-                                                                             : Wd + (size_t)r * F + f0));
+                for (int q = 0; q < MLP_UD; q++) {
+                    const int r = q * 64 + warp * 8 + g4;
+                    if (r < K && c4 == 0)
+                        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(Wd + (size_t)r * F + f0));
                 }
             const bf16 *w0 = Wg + (size_t)f * K, *w1 = Wg + (size_t)(F + f) * K;
             float acc[2][N];
 #pragma unroll
             for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
             for (int t0 = 0; t0 * 32 < nch; t0 += MLP_U) {
-                if ((t0 + MLP_U) * 32 <= nch) mlp_gate_up_round<N, true>(w0, w1, smem_x, K, nch, t0 * 32 + lane, acc);
-                else mlp_gate_up_round<N, false>(w0, w1, smem_x, K, nch, t0 * 32 + lane, acc);
+                uint4 wv[MLP_U][2], xv[MLP_U][N];
+#pragma unroll
+                for (int t = 0; t < MLP_U; t++) {
+                    const int c = (t0 + t) * 32 + lane;
+                    const bool in = c < nch;
+                    wv[t][0] = ld_weights(w0 + (size_t)c * 8, in);
+                    wv[t][1] = ld_weights(w1 + (size_t)c * 8, in);
+#pragma unroll
+                    for (int j = 0; j < N; j++) xv[t][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
+                }
+#pragma unroll
+                for (int t = 0; t < MLP_U; t++) {
+#pragma unroll
+                    for (int j = 0; j < N; j++) {
+                        const float xf[8] = {bf16x2_lo(xv[t][j].x), bf16x2_hi(xv[t][j].x), bf16x2_lo(xv[t][j].y),
+                                             bf16x2_hi(xv[t][j].y), bf16x2_lo(xv[t][j].z), bf16x2_hi(xv[t][j].z),
+                                             bf16x2_lo(xv[t][j].w), bf16x2_hi(xv[t][j].w)};
+                        acc[0][j] = dot8(wv[t][0], xf, acc[0][j]);
+                        acc[1][j] = dot8(wv[t][1], xf, acc[1][j]);
+                    }
+                }
             }
 #pragma unroll
             for (int j = 0; j < N; j++)
@@ -1180,32 +1124,29 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
                 }
         }
         __syncthreads();
-        /* down: a lane a row, r = 256 t + 32 warp + lane, over the unit's 32 columns (four 16-byte loads), MLP_RD rows
-         * a lane in flight; h from shared memory (every lane the same address: a broadcast). The first GPU run had
-         * four lanes a row, their sums met through two shuffles every 16 bytes: the kernel issue-bound. */
-        for (int t0 = 0; t0 * GEMV_THREADS < K; t0 += MLP_RD) {
-            uint4 wv[MLP_RD][4];
-            const int r0 = t0 * GEMV_THREADS + warp * 32 + lane;
-            if ((t0 + MLP_RD) * GEMV_THREADS <= K) mlp_down_loads<true, TILED>(Wd, K, F, u, f0, r0, wv);
-            else mlp_down_loads<false, TILED>(Wd, K, F, u, f0, r0, wv);
+        /* down: output rows r = 64 t + 8 warp + g4 over the unit's columns, MLP_UD rows a lane in flight */
+        float hv[N][8];
 #pragma unroll
-            for (int q = 0; q < MLP_RD; q++) {
-                const int r = (t0 + q) * GEMV_THREADS + warp * 32 + lane;
+        for (int j = 0; j < N; j++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) hv[j][e] = hs[j][c4 * 8 + e];
+        for (int t0 = 0; t0 * 64 < K; t0 += MLP_UD) {
+            uint4 wv[MLP_UD];
+#pragma unroll
+            for (int q = 0; q < MLP_UD; q++) {
+                const int r = (t0 + q) * 64 + warp * 8 + g4;
+                const size_t rr = r < K ? r : 0;
+                wv[q] = ld_weights(Wd + rr * F + f0 + c4 * 8, r < K);
+            }
+#pragma unroll
+            for (int q = 0; q < MLP_UD; q++) {
+                const int r = (t0 + q) * 64 + warp * 8 + g4;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
-                    float sacc = 0.0f;
-#pragma unroll
-                    for (int c = 0; c < 4; c++) {
-                        float4 ha, hb;
-                        if constexpr (N <= 2) { /* h held in registers across the rows (32 N of them) */
-                            ha = *(const float4 *)&hs[j][c * 8], hb = *(const float4 *)&hs[j][c * 8 + 4];
-                        } else { /* read again a row: 32 N registers would spill */
-                            ha = lds_f4(&hs[j][c * 8]), hb = lds_f4(&hs[j][c * 8 + 4]);
-                        }
-                        const float hv[8] = {ha.x, ha.y, ha.z, ha.w, hb.x, hb.y, hb.z, hb.w};
-                        sacc = dot8(wv[q][c], hv, sacc);
-                    }
-                    if (r < K) sums[(size_t)j * K + r] += sacc;
+                    float s = dot8(wv[q], hv[j], 0.0f);
+                    s += __shfl_xor_sync(0xffffffffu, s, 1);
+                    s += __shfl_xor_sync(0xffffffffu, s, 2);
+                    if (c4 == 0 && r < K) sums[(size_t)j * K + r] += s;
                 }
             }
         }
@@ -1220,7 +1161,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
     for (int e = tid; e < N * K; e += GEMV_THREADS) {
         const float v = sums[e];
         if (fabsf(v) < MLP_FIX_MAX) {
-            atomicAdd(accum + e, (unsigned long long)__float2ll_rn(v * (float)(1u << MLP_FIX_SHIFT)));
+            atomicAdd(accum + e, (unsigned long long)__float2ll_rn(ldexpf(v, MLP_FIX_SHIFT)));
         } else {
             atomicOr(flags + e, isnan(v) ? 1u : v > 0.0f ? 2u : 4u);
             atomicOr(any, 1u);
@@ -1267,47 +1208,20 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
     if (tid == 0) *done = 0u, *any = 0u;
 }
 
-template <int N, bool TILED>
-static int launch_mlp_n(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
+template <int N> static int launch_mlp_n(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    return launch_gemv(mlp_kernel<N, TILED>, &attr, MLP_SMEM_MAX, dim3((unsigned)pl->blocks), p, pl, pl->smem, stream);
-}
-
-template <bool TILED> static int launch_mlp_t(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
-{
-    switch (p->n) {
-    case 1: return launch_mlp_n<1, TILED>(p, pl, stream);
-    case 2: return launch_mlp_n<2, TILED>(p, pl, stream);
-    case 3: return launch_mlp_n<3, TILED>(p, pl, stream);
-    default: return launch_mlp_n<4, TILED>(p, pl, stream);
-    }
+    return launch_gemv(mlp_kernel<N>, &attr, MLP_SMEM_MAX, dim3((unsigned)pl->blocks), p, pl, pl->smem, stream);
 }
 
 static int launch_mlp(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
 {
-    return p->down_tiled ? launch_mlp_t<true>(p, pl, stream) : launch_mlp_t<false>(p, pl, stream);
-}
-
-/* dst [F / MLP_S][K][MLP_S] = src [K][F] by units of columns: a thread a 16-byte piece. */
-static __global__ void mlp_tile_kernel(bf16 *dst, const bf16 *src, int K, int F)
-{
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, pieces = (size_t)K * F / 8;
-    if (i >= pieces) return;
-    const int c = (int)(i % (MLP_S / 8));
-    const size_t rest = i / (MLP_S / 8), r = rest % (size_t)K, u = rest / (size_t)K;
-    *(uint4 *)(dst + (u * K + r) * MLP_S + c * 8) = *(const uint4 *)(src + r * F + u * MLP_S + c * 8);
-}
-
-int orthros_gemv_mlp_tile_down(void *dst, const void *src, int K, int F, cudaStream_t stream)
-{
-    if (!dst || !src || K < 1 || F < MLP_S || F % MLP_S || ((uintptr_t)dst | (uintptr_t)src) % 16)
-        return orthros_error(ORTHROS_EINVAL, "gemv mlp_tile_down: K %d, F %d (F a multiple of %d, 16-byte aligned)", K,
-                             F, MLP_S);
-    const size_t pieces = (size_t)K * F / 8;
-    mlp_tile_kernel<<<(unsigned)((pieces + 255) / 256), 256, 0, stream>>>((bf16 *)dst, (const bf16 *)src, K, F);
-    ORTHROS_CUDA_LAUNCH_CHECK("gemv mlp_tile_down");
-    return 0;
+    switch (p->n) {
+    case 1: return launch_mlp_n<1>(p, pl, stream);
+    case 2: return launch_mlp_n<2>(p, pl, stream);
+    case 3: return launch_mlp_n<3>(p, pl, stream);
+    default: return launch_mlp_n<4>(p, pl, stream);
+    }
 }
 
 /* The version in use: 0 (unset) is the default, 3; v2 and v3 take the calls their plan takes, v1 the rest. */

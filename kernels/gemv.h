@@ -47,8 +47,7 @@ typedef struct {
                            * values rmsnorm's out would hold (statistics in fp32) */
     float eps;
     const void *W;        /* [M][K] bf16 */
-    const void *W_down;   /* MLP: [K][M / 2] bf16, or with down_tiled as orthros_gemv_mlp_tile_down lays it out */
-    int down_tiled;
+    const void *W_down;   /* MLP: [K][M / 2] bf16 */
     int n, M, K;          /* n 1 .. 16, K a multiple of 8, x and W 16-byte aligned */
     int epilogue;         /* orthros_gemv_epilogue */
     /* ROPE: */
@@ -72,9 +71,6 @@ typedef struct {
 } orthros_gemv_params;
 
 size_t orthros_gemv_scratch_bytes(void);
-/* W_down [K][F] laid out for the MLP epilogue's down_tiled: dst [F / 32][K][32], each 32 columns of F (a unit of the
- * MLP kernel) one contiguous block. Queued on stream; dst holds K F bf16. */
-int orthros_gemv_mlp_tile_down(void *dst, const void *src, int K, int F, cudaStream_t stream);
 /* 1 when the kernel takes this call (shape, alignment, epilogue arguments; the scratch is not looked at), else 0. */
 int orthros_gemv_supported(const orthros_gemv_params *p);
 int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream);

@@ -44,14 +44,21 @@ r = row(out, "1B B16 32K")
 check(r[4:7] == ["4.916", "5.056", "88%"] and r[-1] == "4.75", "1B batch 16 32K with its prediction")
 
 # every committed run of the modes since, its summary reproduced: modes that no longer exist (norm1, norm3, noattno,
-# opdl: listed in decode_summary.MODES) keep their columns, in the order they were printed
+# opdl, mlp2: listed in decode_summary.MODES) keep their columns, in the order they were printed
 for folder, columns in (("h200-2026-12-02-decode-norm/first-fc6c377", ["default", "fused-graphs-norm1"]),
                         ("h200-2026-12-02-decode-norm/forms-f3f82b2",
                          ["default", "fused-graphs-norm1", "fused-graphs-norm3"]),
                         ("h200-2026-12-02-decode-attno/first-d4033e6", ["default", "fused-graphs-noattno"]),
                         ("h200-2026-12-02-decode-attno/opdl-5ea6b5f",
                          ["default", "fused-graphs-opdl", "fused-graphs-opdl2"]),
-                        ("h200-2026-12-02-decode-attno/default-1a79e46", ["default", "fused-graphs-opdl0"])):
+                        ("h200-2026-12-02-decode-attno/default-1a79e46", ["default", "fused-graphs-opdl0"]),
+                        ("h200-2026-12-02-decode-mlp/first-77b368e", ["default", "fused-graphs-mlp"]),
+                        ("h200-2026-12-02-decode-mlp/mlp2-d079d63",
+                         ["default", "fused-graphs-mlp", "fused-graphs-mlp2"]),
+                        ("h200-2026-12-02-decode-mlp/finalize-eeab839",
+                         ["default", "fused-graphs-mlp", "fused-graphs-mlp2"]),
+                        ("h200-2026-12-02-decode-mlp/lanerow-7b5ce86",
+                         ["default", "fused-graphs-mlp", "fused-graphs-mlp2"])):
     path = os.path.join(ROOT, "data", "results", folder)
     rc, out, err = run(os.path.join(path, "decode"), *ANCHORS)
     with open(os.path.join(path, "decode_summary.txt")) as f:
