@@ -37,6 +37,9 @@
  *   v4 (ORTHROS_GEMV_VERSION=4: batch 1-4, v3 above): gemv4_kernel below, v3's groups and plan with a round always in
  *       flight a warp. H200 (8d369b3, data/results/h200-2026-12-02-decode-profile): slower, 1.073 / 2.024 / 4.612 ms
  *       against v3's 1.006 / 1.980 / 4.445 in the same run; opt-in.
+ *   The MLP epilogue (ORTHROS_GEMV_MLP; the cuda backend's norm_mlp_add with ORTHROS_DECODE_MLP=1): gate/up and down
+ *       in one launch, mlp_kernel below. H200 (eeab839 / 6d36f36, data/results/h200-2026-12-02-decode-mlp): slower,
+ *       1.058 / 2.105 / 4.959 ms against the two products' 0.986 / 2.035 / 4.470 in the same run; opt-in.
  */
 #include "gemv.h"
 
@@ -1175,7 +1178,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
     __threadfence();
     const unsigned flagged = __ldcg(any);
     /* 8 consecutive outputs a thread (K is a multiple of 8), every load of them issued before the first use: one
-     * trip to L2, where an element at a time made one a step (the first GPU run: ~10 us of the 1B MLP's 37) */
+     * trip to L2, where an element at a time made one a step (2-3 us of the 1B kernel on the H200) */
     bf16 *R = (bf16 *)p.out;
     for (int e0 = tid * 8; e0 < N * K; e0 += GEMV_THREADS * 8) {
         ulonglong2 a[4];

@@ -34,7 +34,8 @@ typedef enum {
                                  * The down product's sums are split over slices of F, each block's added in 64-bit
                                  * fixed point (2^-28; the same bits whichever block adds first); a slice's sum past
                                  * 2^25 in magnitude, or NaN, makes that output NaN or +-inf. Batch 1-4, F a multiple
-                                 * of 32 (orthros_gemv_supported) */
+                                 * of 32 (orthros_gemv_supported). Slower than SWIGLU then ADD on the H200 (3-11% of
+                                 * the step: docs/kernels.md, "The MLP in one launch") */
 } orthros_gemv_epilogue;
 
 #define ORTHROS_GEMV_MAX_ROWS 16
