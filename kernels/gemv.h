@@ -32,7 +32,7 @@ typedef enum {
                                  * W_down [K][F]; out [n][K] bf16 (the residual, also x) += down(swiglu(...)), the down
                                  * product rounded to bf16 first: SWIGLU into [n][F], then ADD of it through W_down.
                                  * The down product's sums are split over slices of F, each block's added in 64-bit
-                                 * fixed point (2^-28; the same bits whichever block adds first); a slice's sum past
+                                 * fixed point (2^-28; the same bits whichever block adds first); a block's sum past
                                  * 2^25 in magnitude, or NaN, makes that output NaN or +-inf. Batch 1-4, F a multiple
                                  * of 32 (orthros_gemv_supported). Slower than SWIGLU then ADD on the H200 (3-11% of
                                  * the step: docs/kernels.md, "The MLP in one launch") */

@@ -489,9 +489,9 @@ static void attn_o_suite(void)
 }
 
 /* The decode step's MLP in one launch (backend.h norm_mlp_add; cuda: gemv.cu's ORTHROS_GEMV_MLP): the gpu's op against
- * the cpu's norm_gemm_swiglu then gemm_add, three calls, each from the residual the gpu's last call left (the
- * accumulator and the ticket must be back at 0), the second and third from the same residual (the same bits: the
- * fixed-point sums do not depend on which block adds first). must_fuse: the call must take the one-launch path
+ * the cpu's norm_gemm_swiglu then gemm_add, three calls (the accumulator and the ticket must be back at 0 after each):
+ * the second from the residual the first left, the third from that same residual again (the same bits as the second:
+ * the fixed-point sums do not depend on which block adds first). must_fuse: the call must take the one-launch path
  * (orthros_gemv_supported); else it is printed. */
 static void test_mlp(int n, int F, int D, int must_fuse)
 {
@@ -522,7 +522,7 @@ static void test_mlp(int n, int F, int D, int must_fuse)
     } else {
         float *start = NULL, *second = NULL;
         for (int call = 0; call < 3; call++) {
-            if (call == 2) pair_set(&x, start); /* the third from the second's residual */
+            if (call == 2) pair_set(&x, start); /* the third from the second's input */
             op_rc(cpu->norm_gemm_swiglu(cpu, act.c, xn.c, gu.c, x.c, w.c, Wgu.c, n, F, D, eps), "norm_mlp_add cpu swiglu");
             op_rc(cpu->gemm_add(cpu, x.c, tmp.c, act.c, Wd.c, n, D, F), "norm_mlp_add cpu gemm_add");
             op_rc(gpu->norm_mlp_add(gpu, x.g, xn.g, gu.g, act.g, tmp.g, w.g, Wgu.g, Wd.g, n, F, D, eps), "norm_mlp_add gpu");
@@ -537,7 +537,10 @@ static void test_mlp(int n, int F, int D, int must_fuse)
                 float a = 0.0f, b = (float)(x.n - same);
                 report(name, &a, &b, 1, 0);
             }
-            if (call == 0) start = malloc(x.n * sizeof(float)), memcpy(start, h, x.n * sizeof(float));
+            if (call == 0) {
+                if (!(start = malloc(x.n * sizeof(float)))) die("norm_mlp_add alloc");
+                memcpy(start, h, x.n * sizeof(float));
+            }
             /* the next call continues from the gpu's residual */
             pair_set(&x, call == 0 ? start : h);
             if (call != 1) free(h);
