@@ -69,7 +69,9 @@ typedef struct {
     int chain_n;                   /* products recorded, not yet launched */
     orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
-    int mlp;                       /* ORTHROS_DECODE_MLP=1 (unset 0; 0 with the chain): norm_mlp_add in one launch */
+    int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
+                                    * the same, at batch 1 with K 2048 or 4096 the kernel streaming its weights through
+                                    * a shared-memory ring (sm_90) */
     int o_pdl;                     /* ORTHROS_DECODE_O_PDL (unset: 1 on sm_90, else 0): 1 the product after a decode
                                     * attention a programmatic dependent of it, its blocks asking their weights into L2
                                     * on the SMs the attention leaves idle; 2 the same, and the attention asks the
@@ -772,7 +774,7 @@ static int cuda_norm_mlp_add(orthros_backend *be, void *resid, void *xn, void *g
     cuda_impl *c = impl_of(be);
     orthros_gemv_params p;
     gemv_params(&p, resid, ORTHROS_GEMV_MLP, resid, norm_w, W_gu, n, 2 * F, D, eps);
-    p.W_down = W_down;
+    p.W_down = W_down, p.mlp_ring = c->mlp == 2;
     if (orthros_gemv_supported(&p)) return run_gemv_chained(c, &p, 0);
     int rc = cuda_norm_gemm_swiglu(be, act, xn, gu, resid, norm_w, W_gu, n, F, D, eps);
     return rc ? rc : cuda_gemm_add(be, resid, tmp, act, W_down, n, D, F);
@@ -1031,8 +1033,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0, c->mlp = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
-        (rc = env_digit("ORTHROS_DECODE_MLP", 1, &c->mlp)))
+        (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)))
         return rc;
+    if (c->mlp == 2 && !orthros_cuda_sm90_available()) c->mlp = 1; /* the ring kernel is sm_90's */
     c->attn_pdl = c->attn_pdl && orthros_cuda_sm90_available();
     if (c->chain) c->attn_o = 0, c->mlp = 0; /* the chain records O and the MLP's products with the products after them */
     size_t used = strlen(info->kernels);
@@ -1050,7 +1053,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp");
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->o_pdl != 1)

@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "cuda_common.cuh"
+#include "tma.cuh"
 
 #define GEMV_WARPS 8
 #define GEMV_THREADS (GEMV_WARPS * 32)
@@ -240,10 +241,17 @@ static __device__ __forceinline__ void argmax_finish(const orthros_gemv_params &
  * earlier op of the same launch, on other SMs (the read-only path may hold stale lines); there the loads of a pass
  * are also issued SB at a time before any is used (the chain stages rows of up to 16K, 2 to 7 chunks a thread, which
  * one at a time would be as many trips to L2 in a row). The values are the same either way. */
-template <bool CHAIN = false>
+template <bool CHAIN = false, int BAR = 0>
 static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
                                                    float *rs, int k_base, int chunks)
 {
+    /* BAR: 0 the block barrier; else named barrier BAR over the first GEMV_THREADS threads (a block with warps of other
+     * work: the MLP ring kernel's producer) */
+#define STAGE_SYNC()                                                                                                  \
+    do {                                                                                                               \
+        if constexpr (BAR != 0) asm volatile("bar.sync %0, %1;\n" ::"n"(BAR), "n"(GEMV_THREADS) : "memory");          \
+        else __syncthreads();                                                                                          \
+    } while (0)
     constexpr int SB = CHAIN ? 4 : 1;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n, K = p.K;
     const bf16 *X = (const bf16 *)p.x;
@@ -269,7 +277,7 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
             for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
             if (lane == 0) rs[j] = rsqrtf(ss / (float)K + p.eps);
         }
-        __syncthreads();
+        STAGE_SYNC();
     }
     for (int e0 = tid; e0 < n * chunks; e0 += SB * GEMV_THREADS) {
         uint4 vs[SB], gs[SB];
@@ -297,7 +305,8 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
             *(uint4 *)(smem_x + (size_t)j * stride + (size_t)q * 16) = v;
         }
     }
-    __syncthreads();
+    STAGE_SYNC();
+#undef STAGE_SYNC
 }
 
 /* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. */
@@ -831,7 +840,8 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
  * kernel (kept as such by graph capture). */
 template <class Plan>
 static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, int xs_max, dim3 grid,
-                       const orthros_gemv_params *p, const Plan *pl, size_t smem, cudaStream_t stream)
+                       const orthros_gemv_params *p, const Plan *pl, size_t smem, cudaStream_t stream,
+                       int threads = GEMV_THREADS)
 {
     if (attr && !*attr) {
         ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, xs_max));
@@ -842,11 +852,11 @@ static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, in
         cudaLaunchAttribute at[1];
         at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.gridDim = grid, cfg.blockDim = dim3(GEMV_THREADS), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+        cfg.gridDim = grid, cfg.blockDim = dim3(threads), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
         cfg.attrs = at, cfg.numAttrs = 1;
         ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, *p, *pl));
     } else {
-        kernel<<<grid, GEMV_THREADS, smem, stream>>>(*p, *pl);
+        kernel<<<grid, threads, smem, stream>>>(*p, *pl);
     }
     ORTHROS_CUDA_LAUNCH_CHECK("gemv");
     return 0;
@@ -1046,6 +1056,70 @@ static int make_mlp_plan(const orthros_gemv_params *p, mlp_plan *pl)
     return 0;
 }
 
+/* The end of an MLP launch (every thread of the block calls it): the block's sums [N][K] (shared memory) into the
+ * accumulator, and in the last block to finish the accumulator rounded and added into the residual, the accumulator,
+ * flags and ticket zeroed. The first GEMV_THREADS threads do the work (a block may have more: the ring kernel's
+ * producer warp). */
+template <int N>
+static __device__ __forceinline__ void mlp_finish(const orthros_gemv_params &p, const float *sums, int *last_flag)
+{
+    const int tid = threadIdx.x, K = p.K;
+    int &last = *last_flag;
+    /* the block's sums into the accumulator */
+    char *sb = (char *)p.scratch;
+    unsigned long long *accum = (unsigned long long *)(sb + GEMV_MLP_ACC_OFFSET);
+    unsigned *flags = (unsigned *)(sb + GEMV_MLP_FLAGS_OFFSET), *done = (unsigned *)(sb + GEMV_MLP_SYNC_OFFSET),
+             *any = done + 1;
+    for (int e = tid; tid < GEMV_THREADS && e < N * K; e += GEMV_THREADS) {
+        const float v = sums[e];
+        if (fabsf(v) < MLP_FIX_MAX) {
+            atomicAdd(accum + e, (unsigned long long)__float2ll_rn(ldexpf(v, MLP_FIX_SHIFT)));
+        } else {
+            atomicOr(flags + e, isnan(v) ? 1u : v > 0.0f ? 2u : 4u);
+            atomicOr(any, 1u);
+        }
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const unsigned flagged = __ldcg(any);
+    /* 8 consecutive outputs a thread (K is a multiple of 8), every load of them issued before the first use: one
+     * trip to L2, where an element at a time made one a step (2-3 us of the 1B kernel on the H200) */
+    bf16 *R = (bf16 *)p.out;
+    for (int e0 = tid * 8; tid < GEMV_THREADS && e0 < N * K; e0 += GEMV_THREADS * 8) {
+        ulonglong2 a[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++) a[q] = __ldcg((const ulonglong2 *)(accum + e0) + q);
+        const uint4 rv = *(const uint4 *)(R + e0);
+        uint4 fl = zero4(), fh = zero4();
+        if (flagged) fl = __ldcg((const uint4 *)(flags + e0)), fh = __ldcg((const uint4 *)(flags + e0) + 1);
+        const unsigned long long av[8] = {a[0].x, a[0].y, a[1].x, a[1].y, a[2].x, a[2].y, a[3].x, a[3].y};
+        const unsigned fv[8] = {fl.x, fl.y, fl.z, fl.w, fh.x, fh.y, fh.z, fh.w};
+        const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
+        uint32_t ow[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            float o[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int i = 2 * q + h;
+                float v = __ll2float_rn((long long)av[i]) * (1.0f / (float)(1u << MLP_FIX_SHIFT));
+                if (fv[i]) v = (fv[i] & 1u) || fv[i] == 6u ? NAN : fv[i] == 2u ? INFINITY : -INFINITY;
+                o[h] = bf2f(f2bf((h ? bf16x2_hi(rw[q]) : bf16x2_lo(rw[q])) + bf2f(f2bf(v))));
+            }
+            ow[q] = pack_bf16x2(o[0], o[1]);
+        }
+        *(uint4 *)(R + e0) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
+#pragma unroll
+        for (int q = 0; q < 4; q++) ((ulonglong2 *)(accum + e0))[q] = make_ulonglong2(0ull, 0ull);
+        if (flagged) ((uint4 *)(flags + e0))[0] = zero4(), ((uint4 *)(flags + e0))[1] = zero4();
+    }
+    if (tid == 0) *done = 0u, *any = 0u;
+}
+
 template <int N>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthros_gemv_params p, const mlp_plan pl)
 {
@@ -1156,60 +1230,161 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
         __syncthreads(); /* hs is written again by the next unit */
     }
 
-    /* the block's sums into the accumulator */
-    char *sb = (char *)p.scratch;
-    unsigned long long *accum = (unsigned long long *)(sb + GEMV_MLP_ACC_OFFSET);
-    unsigned *flags = (unsigned *)(sb + GEMV_MLP_FLAGS_OFFSET), *done = (unsigned *)(sb + GEMV_MLP_SYNC_OFFSET),
-             *any = done + 1;
-    for (int e = tid; e < N * K; e += GEMV_THREADS) {
-        const float v = sums[e];
-        if (fabsf(v) < MLP_FIX_MAX) {
-            atomicAdd(accum + e, (unsigned long long)__float2ll_rn(ldexpf(v, MLP_FIX_SHIFT)));
-        } else {
-            atomicOr(flags + e, isnan(v) ? 1u : v > 0.0f ? 2u : 4u);
-            atomicOr(any, 1u);
-        }
-    }
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    const unsigned flagged = __ldcg(any);
-    /* 8 consecutive outputs a thread (K is a multiple of 8), every load of them issued before the first use: one
-     * trip to L2, where an element at a time made one a step (2-3 us of the 1B kernel on the H200) */
-    bf16 *R = (bf16 *)p.out;
-    for (int e0 = tid * 8; e0 < N * K; e0 += GEMV_THREADS * 8) {
-        ulonglong2 a[4];
-#pragma unroll
-        for (int q = 0; q < 4; q++) a[q] = __ldcg((const ulonglong2 *)(accum + e0) + q);
-        const uint4 rv = *(const uint4 *)(R + e0);
-        uint4 fl = zero4(), fh = zero4();
-        if (flagged) fl = __ldcg((const uint4 *)(flags + e0)), fh = __ldcg((const uint4 *)(flags + e0) + 1);
-        const unsigned long long av[8] = {a[0].x, a[0].y, a[1].x, a[1].y, a[2].x, a[2].y, a[3].x, a[3].y};
-        const unsigned fv[8] = {fl.x, fl.y, fl.z, fl.w, fh.x, fh.y, fh.z, fh.w};
-        const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
-        uint32_t ow[4];
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            float o[2];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int i = 2 * q + h;
-                float v = __ll2float_rn((long long)av[i]) * (1.0f / (float)(1u << MLP_FIX_SHIFT));
-                if (fv[i]) v = (fv[i] & 1u) || fv[i] == 6u ? NAN : fv[i] == 2u ? INFINITY : -INFINITY;
-                o[h] = bf2f(f2bf((h ? bf16x2_hi(rw[q]) : bf16x2_lo(rw[q])) + bf2f(f2bf(v))));
-            }
-            ow[q] = pack_bf16x2(o[0], o[1]);
-        }
-        *(uint4 *)(R + e0) = make_uint4(ow[0], ow[1], ow[2], ow[3]);
-#pragma unroll
-        for (int q = 0; q < 4; q++) ((ulonglong2 *)(accum + e0))[q] = make_ulonglong2(0ull, 0ull);
-        if (flagged) ((uint4 *)(flags + e0))[0] = zero4(), ((uint4 *)(flags + e0))[1] = zero4();
-    }
-    if (tid == 0) *done = 0u, *any = 0u;
+    mlp_finish<N>(p, sums, &last);
 }
+
+/* ---- the MLP with its weights streamed through a shared-memory ring (ORTHROS_DECODE_MLP=2; batch 1, sm_90) ----
+ * mlp_kernel's phases each end in a trip with nothing in flight behind it (docs/kernels.md, "The MLP in one launch").
+ * Here a ninth warp of the block only streams: for each unit of the block, its gate and up rows (MLP_RING_GPS groups
+ * a stage, each row one 1-d bulk copy) and then W_down's 32 columns (256 rows a stage, a 64-byte bulk copy a row) into
+ * MLP_RING_NS stages of MLP_RING_SB bytes, each stage's bytes completing on its full mbarrier; the eight other warps
+ * take the stages in order and free them on the empty mbarrier. The producer never waits for h: the down stages are
+ * in flight while the consumers finish the gate/up sums. Gate/up: a lane one 16-byte chunk of K a row, its sums kept
+ * a group at a time across the unit (K = 2048: 256 lanes x 8; K 4096: two chunks a lane), met over the lanes and then
+ * the warps once a unit. Down: as mlp_kernel, four lanes a row. The sums' end is mlp_finish's. Batch 1, K 2048 or
+ * 4096 (the 1B and 8B widths: a stage holds two groups or one). */
+#define MLP_RING_SB (16 * 1024)
+#define MLP_RING_NS 4
+#define MLP_RING_THREADS (GEMV_THREADS + 32)
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+static __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+#endif
+
+template <int KK> /* K: 2048 or 4096 */
+static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(const orthros_gemv_params p,
+                                                                               const mlp_plan pl)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char smem_r[]; /* ring [NS][SB] | x [K] bf16 | sums [K] fp32 */
+    __shared__ __align__(8) unsigned long long bars[2 * MLP_RING_NS]; /* full, then empty */
+    __shared__ float part[GEMV_WARPS][2 * MLP_S];
+    __shared__ float hs[MLP_S];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ int last;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, F = p.M / 2;
+    constexpr int K = KK, nch = K / 8;
+    constexpr int GPS = MLP_RING_SB / (4 * K); /* groups a gate/up stage */
+    constexpr int CPL = nch / GEMV_THREADS;     /* chunks a lane a row */
+    unsigned char *ring = smem_r, *xs = smem_r + MLP_RING_NS * MLP_RING_SB;
+    float *sums = (float *)(xs + (size_t)K * 2);
+    const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[MLP_RING_NS]);
+    if (tid == 0) {
+        for (int i = 0; i < MLP_RING_NS; i++) mbar_init(full0 + 8 * i, 1), mbar_init(empty0 + 8 * i, GEMV_WARPS);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    pdl_trigger();
+    pdl_wait();
+
+    if (warp == GEMV_WARPS) { /* the producer */
+        const bf16 *Wg = (const bf16 *)p.W, *Wd = (const bf16 *)p.W_down;
+        uint32_t idx = 0;
+        for (int u = blockIdx.x; u < pl.units; u += gridDim.x) {
+            const int f0 = u * MLP_S;
+            for (int st = 0; st < MLP_S / GPS + K / 256; st++, idx++) {
+                const int slot = idx % MLP_RING_NS;
+                const uint32_t full = full0 + 8 * slot, dst = smem_addr(ring + (size_t)slot * MLP_RING_SB);
+                mbar_wait(empty0 + 8 * slot, ((idx / MLP_RING_NS) & 1) ^ 1);
+                if (st < MLP_S / GPS) { /* gate/up: groups f0 + st GPS .. ; row 2 g gate, 2 g + 1 up */
+                    if (lane == 0) mbar_expect_tx(full, (uint32_t)(GPS * 4 * K));
+                    __syncwarp();
+                    if (lane < 2 * GPS) {
+                        const int f = f0 + st * GPS + lane / 2;
+                        bulk_copy(dst + (uint32_t)(lane * 2 * K), Wg + (size_t)(lane % 2 ? F + f : f) * K, (uint32_t)(2 * K),
+                                  full);
+                    }
+                } else { /* down: rows r0 .. r0 + 255, the unit's 32 columns */
+                    const int r0 = (st - MLP_S / GPS) * 256;
+                    if (lane == 0) mbar_expect_tx(full, 256u * 64u);
+                    __syncwarp();
+                    for (int q = lane; q < 256; q += 32)
+                        bulk_copy(dst + (uint32_t)(q * 64), Wd + (size_t)(r0 + q) * F + f0, 64u, full);
+                }
+            }
+        }
+    } else { /* the consumers */
+        for (int e = tid; e < K; e += GEMV_THREADS) sums[e] = 0.0f;
+        stage_input<false, 1>(p, xs, K * 2, rs, 0, nch);
+        const int g4 = lane / 4, c4 = lane % 4;
+        uint32_t idx = 0;
+        for (int u = blockIdx.x; u < pl.units; u += gridDim.x) {
+#pragma unroll
+            for (int st = 0; st < MLP_S / GPS; st++, idx++) {
+                const int slot = idx % MLP_RING_NS;
+                mbar_wait(full0 + 8 * slot, (idx / MLP_RING_NS) & 1);
+                const unsigned char *stage = ring + (size_t)slot * MLP_RING_SB;
+                float acc[GPS][2]; /* this lane's sums of the stage's gate and up rows */
+#pragma unroll
+                for (int gi = 0; gi < GPS; gi++) acc[gi][0] = acc[gi][1] = 0.0f;
+#pragma unroll
+                for (int c = 0; c < CPL; c++) {
+                    const int ch = c * GEMV_THREADS + tid;
+                    const uint4 xv = lds_input(xs + (size_t)ch * 16, true);
+                    const float xf[8] = {bf16x2_lo(xv.x), bf16x2_hi(xv.x), bf16x2_lo(xv.y), bf16x2_hi(xv.y),
+                                         bf16x2_lo(xv.z), bf16x2_hi(xv.z), bf16x2_lo(xv.w), bf16x2_hi(xv.w)};
+#pragma unroll
+                    for (int gi = 0; gi < GPS; gi++) {
+                        const uint4 wg = lds_input(stage + (size_t)(2 * gi) * 2 * K + (size_t)ch * 16, true);
+                        const uint4 wu = lds_input(stage + (size_t)(2 * gi + 1) * 2 * K + (size_t)ch * 16, true);
+                        acc[gi][0] = dot8(wg, xf, acc[gi][0]);
+                        acc[gi][1] = dot8(wu, xf, acc[gi][1]);
+                    }
+                }
+                __syncwarp();
+                if (lane == 0) mbar_arrive(empty0 + 8 * slot); /* the stage is read: free it before the sums meet */
+                /* the sums over the lanes; the warps' meet once the unit's gate/up stages are done */
+#pragma unroll
+                for (int gi = 0; gi < GPS; gi++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        float v = acc[gi][h];
+                        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                        if (lane == 0) part[warp][2 * (st * GPS + gi) + h] = v;
+                    }
+            }
+            bar_sync(1, GEMV_THREADS);
+            if (tid < MLP_S) {
+                float g = 0.0f, v = 0.0f;
+                for (int w = 0; w < GEMV_WARPS; w++) g += part[w][2 * tid], v += part[w][2 * tid + 1];
+                const float gt = bf2f(f2bf(g)), up = bf2f(f2bf(v));
+                hs[tid] = bf2f(f2bf(gt / (1.0f + expf(-gt)) * up)); /* epi_swiglu's value */
+            }
+            bar_sync(1, GEMV_THREADS);
+            float hv[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) hv[e] = hs[c4 * 8 + e];
+            for (int st = 0; st < K / 256; st++, idx++) {
+                const int slot = idx % MLP_RING_NS;
+                mbar_wait(full0 + 8 * slot, (idx / MLP_RING_NS) & 1);
+                const unsigned char *stage = ring + (size_t)slot * MLP_RING_SB;
+#pragma unroll
+                for (int q = 0; q < 4; q++) { /* rows 64 q + 8 warp + g4 of the stage's 256 */
+                    const int rl = q * 64 + warp * 8 + g4;
+                    const uint4 w = lds_input(stage + (size_t)rl * 64 + c4 * 16, true);
+                    float sdot = dot8(w, hv, 0.0f);
+                    sdot += __shfl_xor_sync(0xffffffffu, sdot, 1);
+                    sdot += __shfl_xor_sync(0xffffffffu, sdot, 2);
+                    if (c4 == 0) sums[st * 256 + rl] += sdot;
+                }
+                __syncwarp();
+                if (lane == 0) mbar_arrive(empty0 + 8 * slot);
+            }
+        }
+        bar_sync(1, GEMV_THREADS); /* every consumer's sums written */
+    }
+    mlp_finish<1>(p, sums, &last);
+#endif
+}
+
+/* The ring kernel's shared memory, and whether it takes the call (host). */
+static size_t mlp_ring_smem(int K) { return (size_t)MLP_RING_NS * MLP_RING_SB + (size_t)K * 6; }
+static int mlp_ring_takes(const orthros_gemv_params *p) { return p->n == 1 && (p->K == 2048 || p->K == 4096); }
 
 template <int N> static int launch_mlp_n(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
 {
@@ -1217,8 +1392,17 @@ template <int N> static int launch_mlp_n(const orthros_gemv_params *p, const mlp
     return launch_gemv(mlp_kernel<N>, &attr, MLP_SMEM_MAX, dim3((unsigned)pl->blocks), p, pl, pl->smem, stream);
 }
 
+template <int KK> static int launch_mlp_ring(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
+{
+    static bool attr = false; /* the shared-memory limit, raised once per instantiation */
+    return launch_gemv(mlp_ring_kernel<KK>, &attr, (int)mlp_ring_smem(KK), dim3((unsigned)pl->blocks), p, pl,
+                       mlp_ring_smem(KK), stream, MLP_RING_THREADS);
+}
+
 static int launch_mlp(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
 {
+    if (p->mlp_ring && mlp_ring_takes(p))
+        return p->K == 2048 ? launch_mlp_ring<2048>(p, pl, stream) : launch_mlp_ring<4096>(p, pl, stream);
     switch (p->n) {
     case 1: return launch_mlp_n<1>(p, pl, stream);
     case 2: return launch_mlp_n<2>(p, pl, stream);

@@ -633,7 +633,7 @@ static int cuda_models(int nspec, char **specs)
         return 77;
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
-                   *attn_pdl = NULL, *mlp = NULL;
+                   *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -646,7 +646,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
-                                  {"ORTHROS_DECODE_MLP", "2"}};
+                                  {"ORTHROS_DECODE_MLP", "3"}};
     for (size_t i = 0; !rc && i < sizeof bad / sizeof *bad; i++) {
         orthros_backend *be = NULL;
         int r = cuda_with(bad[i][0], bad[i][1], &be);
@@ -661,6 +661,7 @@ static int cuda_models(int nspec, char **specs)
     if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_PDL", "1", &attn_pdl);
     /* the MLP in one launch */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "1", &mlp);
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "2", &mlp_ring);
     /* the hints as evict_last, 64 MiB each: more than the step's products between two of them */
     setenv("ORTHROS_DECODE_L2PF_MB", "64", 1);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_L2PF", "2", &l2pf);
@@ -711,7 +712,8 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED, attn_pdl, "fused + attn_pdl"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, attn_pdl, "fused + graphs + attn_pdl"},
                             {ORTHROS_DECODE_FUSED, mlp, "fused + mlp"},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, mlp, "fused + graphs + mlp"}};
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, mlp, "fused + graphs + mlp"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, mlp_ring, "fused + graphs + mlp ring"}};
                 for (size_t w = 0; w < sizeof ways / sizeof *ways; w++) {
                     char label[200];
                     snprintf(label, sizeof label, "%s %s B %d %s", spec, ac->label, B, ways[w].tag);
@@ -731,6 +733,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(o_pdl);
     orthros_backend_free(attn_pdl);
     orthros_backend_free(mlp);
+    orthros_backend_free(mlp_ring);
     orthros_backend_free(l2pf);
     orthros_backend_free(pdl);
     orthros_backend_free(gemv);

@@ -1826,16 +1826,18 @@ int main(void)
         ao->destroy(ao);
     }
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
-    if (section("mlp")) {
-        orthros_backend *plain_gpu = gpu, *ml = NULL;
-        setenv("ORTHROS_DECODE_MLP", "1", 1);
-        if (orthros_backend_cuda_create(&ml)) die("cuda backend with ORTHROS_DECODE_MLP=1");
-        unsetenv("ORTHROS_DECODE_MLP");
-        gpu = ml;
-        mlp_suite();
-        gpu = plain_gpu;
-        ml->destroy(ml);
-    }
+    if (section("mlp"))
+        for (int mode = 1; mode <= 2; mode++) { /* 2: the ring kernel at batch 1, K 2048 and 4096 (not yet run on a GPU) */
+            orthros_backend *plain_gpu = gpu, *ml = NULL;
+            setenv("ORTHROS_DECODE_MLP", mode == 1 ? "1" : "2", 1);
+            if (orthros_backend_cuda_create(&ml)) die("cuda backend with ORTHROS_DECODE_MLP");
+            unsetenv("ORTHROS_DECODE_MLP");
+            printf("-- the MLP in one launch, ORTHROS_DECODE_MLP=%d\n", mode);
+            gpu = ml;
+            mlp_suite();
+            gpu = plain_gpu;
+            ml->destroy(ml);
+        }
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
     gpu->destroy(gpu);
