@@ -39,7 +39,9 @@
  *       against v3's 1.006 / 1.980 / 4.445 in the same run; opt-in.
  *   The MLP epilogue (ORTHROS_GEMV_MLP; the cuda backend's norm_mlp_add with ORTHROS_DECODE_MLP=1): gate/up and down
  *       in one launch, mlp_kernel below. H200 (eeab839 / 6d36f36, data/results/h200-2026-12-02-decode-mlp): slower,
- *       1.058 / 2.105 / 4.959 ms against the two products' 0.986 / 2.035 / 4.470 in the same run; opt-in.
+ *       1.058 / 2.105 / 4.959 ms against the two products' 0.986 / 2.035 / 4.470 in the same run; opt-in. Its ring
+ *       form (ORTHROS_DECODE_MLP=2, mlp_ring_kernel; 37edfb3) far slower: 1.788 / 2.871 / 10.919 ms (0.996 / 2.052 /
+ *       4.463), its 64-byte bulk copies of W_down's rows the likely cost.
  */
 #include "gemv.h"
 
@@ -1242,7 +1244,9 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
  * in flight while the consumers finish the gate/up sums. Gate/up: a lane one 16-byte chunk of K a row, its sums kept
  * a group at a time across the unit (K = 2048: 256 lanes x 8; K 4096: two chunks a lane), met over the lanes and then
  * the warps once a unit. Down: as mlp_kernel, four lanes a row. The sums' end is mlp_finish's. Batch 1, K 2048 or
- * 4096 (the 1B and 8B widths: a stage holds two groups or one). */
+ * 4096 (the 1B and 8B widths: a stage holds two groups or one). H200 (37edfb3): 81 us a layer at 1B, against 35.6 for
+ * mlp_kernel and 32.2 for the two products: one bulk copy a 64-byte row of W_down is likely what it waits on (a 2-d
+ * tensor map, one copy a stage, is the form to try; docs/kernels.md, "The MLP in one launch"). */
 #define MLP_RING_SB (16 * 1024)
 #define MLP_RING_NS 4
 #define MLP_RING_THREADS (GEMV_THREADS + 32)

@@ -50,7 +50,8 @@ typedef struct {
     const void *W;        /* [M][K] bf16 */
     const void *W_down;   /* MLP: [K][M / 2] bf16 */
     int mlp_ring;         /* MLP: 1 the kernel that streams the weights through a shared-memory ring where it takes the
-                           * call (batch 1, K 2048 or 4096; sm_90 builds only: the caller checks the device) */
+                           * call (batch 1, K 2048 or 4096; sm_90 builds only: the caller checks the device; far
+                           * slower on the H200) */
     int n, M, K;          /* n 1 .. 16, K a multiple of 8, x and W 16-byte aligned */
     int epilogue;         /* orthros_gemv_epilogue */
     /* ROPE: */
