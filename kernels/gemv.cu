@@ -41,7 +41,7 @@
  *       in one launch, mlp_kernel below. H200 (eeab839 / 6d36f36, data/results/h200-2026-12-02-decode-mlp): slower,
  *       1.058 / 2.105 / 4.959 ms against the two products' 0.986 / 2.035 / 4.470 in the same run; opt-in. Its ring
  *       form (ORTHROS_DECODE_MLP=2, mlp_ring_kernel; 37edfb3) far slower: 1.788 / 2.871 / 10.919 ms (0.996 / 2.052 /
- *       4.463), its 64-byte bulk copies of W_down's rows the likely cost.
+ *       4.463), its 64-byte bulk copies of W_down's rows the likely cost; a 2-d TMA box for them since, not yet run.
  */
 #include "gemv.h"
 
@@ -1237,16 +1237,17 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
 
 /* ---- the MLP with its weights streamed through a shared-memory ring (ORTHROS_DECODE_MLP=2; batch 1, sm_90) ----
  * mlp_kernel's phases each end in a trip with nothing in flight behind it (docs/kernels.md, "The MLP in one launch").
- * Here a ninth warp of the block only streams: for each unit of the block, its gate and up rows (MLP_RING_GPS groups
- * a stage, each row one 1-d bulk copy) and then W_down's 32 columns (256 rows a stage, a 64-byte bulk copy a row) into
- * MLP_RING_NS stages of MLP_RING_SB bytes, each stage's bytes completing on its full mbarrier; the eight other warps
+ * Here a ninth warp of the block only streams: for each unit of the block, its gate and up rows (GPS groups a stage,
+ * each row one 1-d bulk copy) and then W_down's 32 columns (256 rows a stage: one 2-d TMA box of 32 columns x 256
+ * rows; 37edfb3 copied them a 64-byte row at a time and ran at 4.7 GB/s a block) into MLP_RING_NS stages of
+ * MLP_RING_SB bytes, each stage's bytes completing on its full mbarrier; the eight other warps
  * take the stages in order and free them on the empty mbarrier. The producer never waits for h: the down stages are
  * in flight while the consumers finish the gate/up sums. Gate/up: a lane one 16-byte chunk of K a row, its sums kept
  * a group at a time across the unit (K = 2048: 256 lanes x 8; K 4096: two chunks a lane), met over the lanes and then
  * the warps once a unit. Down: as mlp_kernel, four lanes a row. The sums' end is mlp_finish's. Batch 1, K 2048 or
- * 4096 (the 1B and 8B widths: a stage holds two groups or one). H200 (37edfb3): 81 us a layer at 1B, against 35.6 for
- * mlp_kernel and 32.2 for the two products: one bulk copy a 64-byte row of W_down is likely what it waits on (a 2-d
- * tensor map, one copy a stage, is the form to try; docs/kernels.md, "The MLP in one launch"). */
+ * 4096 (the 1B and 8B widths: a stage holds two groups or one). H200 (37edfb3, W_down a 64-byte bulk copy a row): 81
+ * us a layer at 1B, against 35.6 for mlp_kernel and 32.2 for the two products. The 2-d box for W_down was written
+ * after that run and has not run on a GPU (docs/kernels.md, "The MLP in one launch"). */
 #define MLP_RING_SB (16 * 1024)
 #define MLP_RING_NS 4
 #define MLP_RING_THREADS (GEMV_THREADS + 32)
@@ -1260,10 +1261,17 @@ static __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, 
 }
 #endif
 
+/* The ring kernel's plan: mlp_kernel's, and W_down [K][F] as a 2-d tensor map of 32 x 256 boxes. */
+struct mlp_ring_plan {
+    CUtensorMap down;
+    mlp_plan pl;
+};
+
 template <int KK> /* K: 2048 or 4096 */
 static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(const orthros_gemv_params p,
-                                                                               const mlp_plan pl)
+                                                                               const __grid_constant__ mlp_ring_plan rp)
 {
+    const mlp_plan &pl = rp.pl;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) unsigned char smem_r[]; /* ring [NS][SB] | x [K] bf16 | sums [K] fp32 */
     __shared__ __align__(8) unsigned long long bars[2 * MLP_RING_NS]; /* full, then empty */
@@ -1287,7 +1295,7 @@ static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(co
     pdl_wait();
 
     if (warp == GEMV_WARPS) { /* the producer */
-        const bf16 *Wg = (const bf16 *)p.W, *Wd = (const bf16 *)p.W_down;
+        const bf16 *Wg = (const bf16 *)p.W;
         uint32_t idx = 0;
         for (int u = blockIdx.x; u < pl.units; u += gridDim.x) {
             const int f0 = u * MLP_S;
@@ -1303,12 +1311,9 @@ static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(co
                         bulk_copy(dst + (uint32_t)(lane * 2 * K), Wg + (size_t)(lane % 2 ? F + f : f) * K, (uint32_t)(2 * K),
                                   full);
                     }
-                } else { /* down: rows r0 .. r0 + 255, the unit's 32 columns */
-                    const int r0 = (st - MLP_S / GPS) * 256;
-                    if (lane == 0) mbar_expect_tx(full, 256u * 64u);
-                    __syncwarp();
-                    for (int q = lane; q < 256; q += 32)
-                        bulk_copy(dst + (uint32_t)(q * 64), Wd + (size_t)(r0 + q) * F + f0, 64u, full);
+                } else if (lane == 0) { /* down: rows r0 .. r0 + 255, the unit's 32 columns, one box */
+                    mbar_expect_tx(full, 256u * 64u);
+                    tma_load_2d(dst, &rp.down, full, f0, (st - MLP_S / GPS) * 256);
                 }
             }
         }
@@ -1399,7 +1404,12 @@ template <int N> static int launch_mlp_n(const orthros_gemv_params *p, const mlp
 template <int KK> static int launch_mlp_ring(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    return launch_gemv(mlp_ring_kernel<KK>, &attr, (int)mlp_ring_smem(KK), dim3((unsigned)pl->blocks), p, pl,
+    mlp_ring_plan rp;
+    memset(&rp, 0, sizeof rp);
+    rp.pl = *pl;
+    const int rc = tma_matrix_map(&rp.down, p->W_down, KK, p->M / 2, MLP_S, 256, "gemv mlp ring");
+    if (rc) return rc;
+    return launch_gemv(mlp_ring_kernel<KK>, &attr, (int)mlp_ring_smem(KK), dim3((unsigned)pl->blocks), p, &rp,
                        mlp_ring_smem(KK), stream, MLP_RING_THREADS);
 }
 

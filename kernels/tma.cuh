@@ -62,6 +62,14 @@ static __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorM
                  "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
                  : "memory");
 }
+/* TMA: the box at (c0 innermost, c1) of a 2-d tensor map into shared memory at dst, completing on the mbarrier. */
+static __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];\n" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
 static __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 static __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 
@@ -82,6 +90,24 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 tma_encoder(void)
         cudaGetLastError();
     }
     return fn;
+}
+
+/* A matrix [rows][cols] bf16 (cols innermost, row stride cols) as a 2-d tensor read in boxes of box_cols x box_rows,
+ * unswizzled (a box lands row after row), zeros outside. `who` names the kernel in errors. */
+static inline int tma_matrix_map(CUtensorMap *m, const void *W, int rows, int cols, int box_cols, int box_rows,
+                                 const char *who)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
+    if (!enc) return orthros_error(ORTHROS_EDEVICE, "%s: no cuTensorMapEncodeTiled in the driver", who);
+    cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+    cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
+    cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
+    cuuint32_t estr[2] = {1, 1};
+    CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)W, dims, strides, box, estr,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return orthros_error(ORTHROS_EDEVICE, "%s: cuTensorMapEncodeTiled failed (%d)", who, (int)r);
+    return 0;
 }
 
 /* A KV cache [B][cap][Hkv][D] bf16 as a 4-d tensor (D innermost), read in boxes of 64 columns x 1 head x

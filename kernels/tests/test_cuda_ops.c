@@ -1827,7 +1827,9 @@ int main(void)
     }
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
     if (section("mlp"))
-        for (int mode = 1; mode <= 2; mode++) { /* 2: the ring kernel at batch 1, K 2048 and 4096 (passing at 37edfb3) */
+        for (int mode = 1; mode <= 2; mode++) { /* 2: the ring kernel at batch 1, K 2048 and 4096 (passing at 37edfb3
+                                                  * with its W_down rows copied one by one; its 2-d box since: not yet
+                                                  * run on a GPU) */
             orthros_backend *plain_gpu = gpu, *ml = NULL;
             setenv("ORTHROS_DECODE_MLP", mode == 1 ? "1" : "2", 1);
             if (orthros_backend_cuda_create(&ml)) die("cuda backend with ORTHROS_DECODE_MLP");
