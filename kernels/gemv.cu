@@ -1242,9 +1242,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
  * rows; 37edfb3 copied them a 64-byte row at a time and ran at 4.7 GB/s a block) into MLP_RING_NS stages of
  * MLP_RING_SB bytes, each stage's bytes completing on its full mbarrier; the eight other warps
  * take the stages in order and free them on the empty mbarrier. The producer never waits for h: the down stages are
- * in flight while the consumers finish the gate/up sums. Gate/up: a lane one 16-byte chunk of K a row, its sums kept
- * a group at a time across the unit (K = 2048: 256 lanes x 8; K 4096: two chunks a lane), met over the lanes and then
- * the warps once a unit. Down: as mlp_kernel, four lanes a row. The sums' end is mlp_finish's. Batch 1, K 2048 or
+ * in flight while the consumers finish the gate/up sums. Gate/up: a lane one 16-byte chunk of K a row (K = 2048: 256
+ * lanes x 8; K 4096: two chunks a lane), the sums met over the lanes at each stage and over the warps once a unit. Down: as mlp_kernel, four lanes a row. The sums' end is mlp_finish's. Batch 1, K 2048 or
  * 4096 (the 1B and 8B widths: a stage holds two groups or one). H200 (37edfb3, W_down a 64-byte bulk copy a row): 81
  * us a layer at 1B, against 35.6 for mlp_kernel and 32.2 for the two products. The 2-d box for W_down was written
  * after that run and has not run on a GPU (docs/kernels.md, "The MLP in one launch"). */
@@ -1271,8 +1270,8 @@ template <int KK> /* K: 2048 or 4096 */
 static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(const orthros_gemv_params p,
                                                                                const __grid_constant__ mlp_ring_plan rp)
 {
-    const mlp_plan &pl = rp.pl;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const mlp_plan &pl = rp.pl;
     extern __shared__ __align__(128) unsigned char smem_r[]; /* ring [NS][SB] | x [K] bf16 | sums [K] fp32 */
     __shared__ __align__(8) unsigned long long bars[2 * MLP_RING_NS]; /* full, then empty */
     __shared__ float part[GEMV_WARPS][2 * MLP_S];
@@ -1393,7 +1392,10 @@ static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(co
 
 /* The ring kernel's shared memory, and whether it takes the call (host). */
 static size_t mlp_ring_smem(int K) { return (size_t)MLP_RING_NS * MLP_RING_SB + (size_t)K * 6; }
-static int mlp_ring_takes(const orthros_gemv_params *p) { return p->n == 1 && (p->K == 2048 || p->K == 4096); }
+static int mlp_ring_takes(const orthros_gemv_params *p)
+{
+    return p->n == 1 && (p->K == 2048 || p->K == 4096) && orthros_cuda_sm90_available();
+}
 
 template <int N> static int launch_mlp_n(const orthros_gemv_params *p, const mlp_plan *pl, cudaStream_t stream)
 {
