@@ -1023,7 +1023,8 @@ static int select_kernels(orthros_device_info *info)
  * result files of the modes differ and --resume refuses to mix them: ", gemv v3" (", gemv v3+pdl") when gemv.cu runs
  * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
- * decode_chain's open and close as one launch). ORTHROS_GEMV_VERSION (1 to 4; unset: 3) chooses gemv.cu's version,
+ * decode_chain's open and close as one launch), ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with
+ * ORTHROS_DECODE_MLP=1 (2) in the fused mode. ORTHROS_GEMV_VERSION (1 to 4; unset: 3) chooses gemv.cu's version,
  * process-wide, as the attention kernels' variables do (set_version_from_env). */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
