@@ -180,11 +180,18 @@ static __device__ __forceinline__ void epi_store(const orthros_gemv_params &p, i
     }
 }
 
+/* silu(g) u of a gate and an up product, each rounded to bf16 first (expf: swiglu.cu's scalar kernel's form), before
+ * the caller's rounding. */
+static __device__ __forceinline__ float swiglu_of(float g, float u)
+{
+    const float gt = bf2f(f2bf(g)), up = bf2f(f2bf(u));
+    return gt / (1.0f + expf(-gt)) * up;
+}
+
 /* SWIGLU: output f (of F = M / 2) of input row j from its gate and up products. */
 static __device__ __forceinline__ void epi_swiglu(const orthros_gemv_params &p, int j, int f, float g, float u)
 {
-    const float gt = bf2f(f2bf(g)), up = bf2f(f2bf(u));
-    ((bf16 *)p.out)[(size_t)j * (p.M / 2) + f] = f2bf(gt / (1.0f + expf(-gt)) * up);
+    ((bf16 *)p.out)[(size_t)j * (p.M / 2) + f] = f2bf(swiglu_of(g, u));
 }
 
 /* ROPE: the pair (i, i + d / 2) of head h (of [q: Hq | k: Hkv | v: Hkv]) of input row j. */
@@ -539,6 +546,47 @@ static __device__ __forceinline__ float dot8(const uint4 &w, const float (&x)[8]
     return acc;
 }
 
+/* The 8 bf16 of a 16-byte chunk as fp32, in k order. */
+static __device__ __forceinline__ void unpack8(const uint4 &v, float (&f)[8])
+{
+    f[0] = bf16x2_lo(v.x), f[1] = bf16x2_hi(v.x), f[2] = bf16x2_lo(v.y), f[3] = bf16x2_hi(v.y);
+    f[4] = bf16x2_lo(v.z), f[5] = bf16x2_hi(v.z), f[6] = bf16x2_lo(v.w), f[7] = bf16x2_hi(v.w);
+}
+
+/* One round of a group's two rows (v2, v3, the chain and the MLP kernel): lane's chunks c = ((t0 + u) KW + sl) 32 +
+ * lane, u < U, of rows w0 and w1 (ok0, ok1: the row exists) and of the N input rows (from shared memory with XS, else X through
+ * L1), every load issued before the first use, then their dot products added into acc in k order. */
+template <int N, int U, bool XS>
+static __device__ __forceinline__ void group_round(const bf16 *w0, const bf16 *w1, bool ok0, bool ok1, const bf16 *X,
+                                                   const unsigned char *smem_x, int K, int t0, int KW, int sl,
+                                                   int lane, float (&acc)[2][N])
+{
+    const int nch = K / 8;
+    uint4 wv[U][2], xv[U][N];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int c = ((t0 + u) * KW + sl) * 32 + lane;
+        const bool in = c < nch;
+        wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok0 && in);
+        wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok1 && in);
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            if constexpr (XS) xv[u][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
+            else xv[u][j] = ld_input(X + (size_t)j * K + (size_t)c * 8, in);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            float xf[8];
+            unpack8(xv[u][j], xf);
+            acc[0][j] = dot8(wv[u][0], xf, acc[0][j]);
+            acc[1][j] = dot8(wv[u][1], xf, acc[1][j]);
+        }
+    }
+}
+
 /* The end of a group (v2, v3, v4): every lane's sums of the two rows over its chunks meet in a butterfly (every lane
  * gets the same bits), the KW slices are added in slice order through shared memory (part; two block barriers:
  * every warp of the block calls this for its group, block-uniformly), then slice 0 writes the group's outputs:
@@ -640,32 +688,8 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
         float acc[2][N];
 #pragma unroll
         for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
-        for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U) {
-            uint4 wv[U][2], xv[U][N];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int c = ((t0 + u) * KW + sl) * 32 + lane;
-                const bool in = c < nch;
-                wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok[0] && in);
-                wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok[1] && in);
-#pragma unroll
-                for (int j = 0; j < N; j++) {
-                    if constexpr (XS) xv[u][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
-                    else xv[u][j] = ld_input(X + (size_t)j * K + (size_t)c * 8, in);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-#pragma unroll
-                for (int j = 0; j < N; j++) {
-                    const float xf[8] = {bf16x2_lo(xv[u][j].x), bf16x2_hi(xv[u][j].x), bf16x2_lo(xv[u][j].y),
-                                         bf16x2_hi(xv[u][j].y), bf16x2_lo(xv[u][j].z), bf16x2_hi(xv[u][j].z),
-                                         bf16x2_lo(xv[u][j].w), bf16x2_hi(xv[u][j].w)};
-                    acc[0][j] = dot8(wv[u][0], xf, acc[0][j]);
-                    acc[1][j] = dot8(wv[u][1], xf, acc[1][j]);
-                }
-            }
-        }
+        for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U)
+            group_round<N, U, XS>(w0, w1, ok[0], ok[1], X, smem_x, K, t0, KW, sl, lane, acc);
         group_finish<N>(p, pl, g, r, ok, acc, part, best);
     }
     if (p.epilogue == ORTHROS_GEMV_ARGMAX) block_argmax<N>(p, pl, best, last);
@@ -784,9 +808,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv4_kernel(const ort
                 const bool in = c < nch;
 #pragma unroll
                 for (int j = 0; j < N; j++) {
-                    const uint4 xv = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
-                    const float xf[8] = {bf16x2_lo(xv.x), bf16x2_hi(xv.x), bf16x2_lo(xv.y), bf16x2_hi(xv.y),
-                                         bf16x2_lo(xv.z), bf16x2_hi(xv.z), bf16x2_lo(xv.w), bf16x2_hi(xv.w)};
+                    float xf[8];
+                    unpack8(lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in), xf);
                     acc[0][j] = dot8(cur[u][0], xf, acc[0][j]);
                     acc[1][j] = dot8(cur[u][1], xf, acc[1][j]);
                 }
@@ -1166,29 +1189,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
             float acc[2][N];
 #pragma unroll
             for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
-            for (int t0 = 0; t0 * 32 < nch; t0 += MLP_U) {
-                uint4 wv[MLP_U][2], xv[MLP_U][N];
-#pragma unroll
-                for (int t = 0; t < MLP_U; t++) {
-                    const int c = (t0 + t) * 32 + lane;
-                    const bool in = c < nch;
-                    wv[t][0] = ld_weights(w0 + (size_t)c * 8, in);
-                    wv[t][1] = ld_weights(w1 + (size_t)c * 8, in);
-#pragma unroll
-                    for (int j = 0; j < N; j++) xv[t][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
-                }
-#pragma unroll
-                for (int t = 0; t < MLP_U; t++) {
-#pragma unroll
-                    for (int j = 0; j < N; j++) {
-                        const float xf[8] = {bf16x2_lo(xv[t][j].x), bf16x2_hi(xv[t][j].x), bf16x2_lo(xv[t][j].y),
-                                             bf16x2_hi(xv[t][j].y), bf16x2_lo(xv[t][j].z), bf16x2_hi(xv[t][j].z),
-                                             bf16x2_lo(xv[t][j].w), bf16x2_hi(xv[t][j].w)};
-                        acc[0][j] = dot8(wv[t][0], xf, acc[0][j]);
-                        acc[1][j] = dot8(wv[t][1], xf, acc[1][j]);
-                    }
-                }
-            }
+            for (int t0 = 0; t0 * 32 < nch; t0 += MLP_U)
+                group_round<N, MLP_U, true>(w0, w1, true, true, NULL, smem_x, K, t0, 1, 0, lane, acc);
 #pragma unroll
             for (int j = 0; j < N; j++)
                 for (int o = 16; o > 0; o >>= 1) {
@@ -1197,10 +1199,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
                 }
             if (lane == 0)
 #pragma unroll
-                for (int j = 0; j < N; j++) {
-                    const float gt = bf2f(f2bf(acc[0][j])), up = bf2f(f2bf(acc[1][j]));
-                    hs[j][i] = bf2f(f2bf(gt / (1.0f + expf(-gt)) * up)); /* epi_swiglu's value */
-                }
+                for (int j = 0; j < N; j++) hs[j][i] = bf2f(f2bf(swiglu_of(acc[0][j], acc[1][j]))); /* epi_swiglu's */
         }
         __syncthreads();
         /* down: output rows r = 64 t + 8 warp + g4 over the unit's columns, MLP_UD rows a lane in flight */
@@ -1333,9 +1332,8 @@ static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(co
 #pragma unroll
                 for (int c = 0; c < CPL; c++) {
                     const int ch = c * GEMV_THREADS + tid;
-                    const uint4 xv = lds_input(xs + (size_t)ch * 16, true);
-                    const float xf[8] = {bf16x2_lo(xv.x), bf16x2_hi(xv.x), bf16x2_lo(xv.y), bf16x2_hi(xv.y),
-                                         bf16x2_lo(xv.z), bf16x2_hi(xv.z), bf16x2_lo(xv.w), bf16x2_hi(xv.w)};
+                    float xf[8];
+                    unpack8(lds_input(xs + (size_t)ch * 16, true), xf);
 #pragma unroll
                     for (int gi = 0; gi < GPS; gi++) {
                         const uint4 wg = lds_input(stage + (size_t)(2 * gi) * 2 * K + (size_t)ch * 16, true);
@@ -1360,8 +1358,7 @@ static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(co
             if (tid < MLP_S) {
                 float g = 0.0f, v = 0.0f;
                 for (int w = 0; w < GEMV_WARPS; w++) g += part[w][2 * tid], v += part[w][2 * tid + 1];
-                const float gt = bf2f(f2bf(g)), up = bf2f(f2bf(v));
-                hs[tid] = bf2f(f2bf(gt / (1.0f + expf(-gt)) * up)); /* epi_swiglu's value */
+                hs[tid] = bf2f(f2bf(swiglu_of(g, v))); /* epi_swiglu's value */
             }
             bar_sync(1, GEMV_THREADS);
             float hv[8];

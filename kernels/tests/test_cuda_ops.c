@@ -415,6 +415,24 @@ static void test_full(geom g, int B, int n, int cap, int window, const int *pos0
     pair_free(&out);
 }
 
+/* The checks before a fused op's calls: with must_take, that the call takes the one-launch path (`taken`; else it is
+ * only printed in the case's tag), and that the backend has the op at all (a FAIL naming it where it has none). Returns
+ * whether the op can be called. */
+static int fused_op_ready(const char *op, const char *path, const char *tag, int must_take, int taken, int has_op)
+{
+    if (must_take) {
+        char name[260];
+        snprintf(name, sizeof name, "%s takes the %s path %s", op, path, tag);
+        float z = 0.0f, w = taken ? 0.0f : 1.0f;
+        report(name, &z, &w, 1, 0);
+    }
+    if (!has_op) {
+        printf("FAIL %s: the cuda backend has none (ORTHROS_DECODE_CHAIN=1 in the environment?)\n", op);
+        n_fail++;
+    }
+    return has_op;
+}
+
 /* The decode step's attention with O (backend.h attn_decode_o; cuda: decode v8 with the O product in its clusters):
  * the gpu's op against the cpu's attn_full_decode then gemm_add, the attention's output and the residual, twice from
  * the residual the first call left (the counters must be back at 0). must_fuse: the call must take v8's fused path
@@ -444,15 +462,7 @@ static void test_attn_o(geom g, int B, int cap, const int *pos0, int M, int must
     char tag[160], name[220];
     snprintf(tag, sizeof tag, "B=%d Hq=%d Hkv=%d d=%d pos0[0]=%d M=%d (%s)", B, g.Hq, g.Hkv, g.d, pos0[0], M,
              fused ? "fused" : "apart");
-    if (must_fuse) {
-        snprintf(name, sizeof name, "attn_decode_o takes the fused path %s", tag);
-        float z = 0.0f, w = fused ? 0.0f : 1.0f;
-        report(name, &z, &w, 1, 0);
-    }
-    if (!gpu->attn_decode_o) {
-        printf("FAIL attn_decode_o: the cuda backend has none (ORTHROS_DECODE_CHAIN=1 in the environment?)\n");
-        n_fail++;
-    } else {
+    if (fused_op_ready("attn_decode_o", "fused", tag, must_fuse, fused, gpu->attn_decode_o != NULL)) {
         for (int call = 0; call < 2; call++) {
             pair_poison(&out);
             op_rc(cpu->attn_full_decode(cpu, out.c, qkv.c, &Lc, pos0, B, 1), "attn_decode_o cpu attention");
@@ -511,15 +521,7 @@ static void test_mlp(int n, int F, int D, int must_fuse)
     char tag[160], name[220], plan[160] = "";
     orthros_gemv_describe(&p, plan, sizeof plan);
     snprintf(tag, sizeof tag, "n=%d F=%d D=%d (%s)", n, F, D, fused ? plan : "apart");
-    if (must_fuse) {
-        snprintf(name, sizeof name, "norm_mlp_add takes the one-launch path %s", tag);
-        float z = 0.0f, one = fused ? 0.0f : 1.0f;
-        report(name, &z, &one, 1, 0);
-    }
-    if (!gpu->norm_mlp_add) {
-        printf("FAIL norm_mlp_add: the cuda backend has none (ORTHROS_DECODE_CHAIN=1 in the environment?)\n");
-        n_fail++;
-    } else {
+    if (fused_op_ready("norm_mlp_add", "one-launch", tag, must_fuse, fused, gpu->norm_mlp_add != NULL)) {
         float *start = NULL, *second = NULL;
         for (int call = 0; call < 3; call++) {
             if (call == 2) pair_set(&x, start); /* the third from the second's input */
