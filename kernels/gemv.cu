@@ -1250,15 +1250,6 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
 #define MLP_RING_NS 4
 #define MLP_RING_THREADS (GEMV_THREADS + 32)
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-static __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
-#endif
-
 /* The ring kernel's plan: mlp_kernel's, and W_down [K][F] as a 2-d tensor map of 32 x 256 boxes. */
 struct mlp_ring_plan {
     CUtensorMap down;

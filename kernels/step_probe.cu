@@ -7,6 +7,7 @@
 #include "step_probe.h"
 
 #include "cuda_common.cuh"
+#include "tma.cuh"
 
 #define PROBE_THREADS 256
 
@@ -86,5 +87,151 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
     void *args[] = {&words, &sync, &errors, &rounds};
     ORTHROS_CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)kernel, dim3((unsigned)blocks),
                                                    dim3(PROBE_THREADS), args, 0, stream));
+    return 0;
+}
+
+/* ---- the stream probe (step_probe.h) ---- */
+#define SP_SB (16 * 1024)
+#define SP_WARPS 8
+#define SP_THREADS (SP_WARPS * 32 + 32)
+
+static __device__ __host__ __forceinline__ int sp_row0(int M, int b, int G) { return (int)((long long)M * b / G); }
+
+template <int NS>
+static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orthros_stream_product *list, int n,
+                                                                       const bf16 *x0, unsigned *sync,
+                                                                       unsigned long long *stamps)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char sp_smem[]; /* ring [NS][SB] | x [K] bf16 */
+    __shared__ __align__(8) unsigned long long bars[2 * NS];  /* full, then empty */
+    __shared__ float rowsum[ORTHROS_STREAM_PROBE_MAX_ROWS];
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, G = gridDim.x, b = blockIdx.x;
+    unsigned char *xs = sp_smem + (size_t)NS * SP_SB;
+    const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[NS]);
+    if (tid == 0) {
+        for (int i = 0; i < NS; i++) mbar_init(full0 + 8 * i, 1), mbar_init(empty0 + 8 * i, SP_WARPS);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    for (int i = tid; i < ORTHROS_STREAM_PROBE_MAX_ROWS; i += SP_THREADS) rowsum[i] = 0.0f;
+    __syncthreads();
+
+    if (warp == SP_WARPS) { /* the producer: every product's range, stage by stage, waiting only for free stages */
+        uint32_t idx = 0;
+        for (int p = 0; p < n; p++) {
+            const int M = list[p].M, K = list[p].K, r0 = sp_row0(M, b, G), r1 = sp_row0(M, b + 1, G);
+            const unsigned char *src = (const unsigned char *)list[p].W + (size_t)r0 * K * 2;
+            for (size_t left = (size_t)(r1 - r0) * K * 2; left > 0; idx++) {
+                const uint32_t cnt = left < SP_SB ? (uint32_t)left : SP_SB;
+                const int slot = idx % NS;
+                mbar_wait(empty0 + 8 * slot, ((idx / NS) & 1) ^ 1);
+                if (lane == 0) {
+                    mbar_expect_tx(full0 + 8 * slot, cnt);
+                    bulk_copy(smem_addr(sp_smem + (size_t)slot * SP_SB), src, cnt, full0 + 8 * slot);
+                }
+                __syncwarp();
+                src += cnt, left -= cnt;
+            }
+        }
+        return;
+    }
+    /* the consumers */
+    uint32_t idx = 0;
+    unsigned passed = 0;
+    for (int p = 0; p < n; p++) {
+        const int M = list[p].M, K = list[p].K, r0 = sp_row0(M, b, G), r1 = sp_row0(M, b + 1, G);
+        /* the input: the previous product's y where it waited, else x0 */
+        const bool dep = p > 0 && list[p - 1].wait;
+        const float *yp = dep ? list[p - 1].y : NULL;
+        const int Mp = dep ? list[p - 1].M : 0, K0 = list[0].K;
+        for (int k = tid; k < K; k += SP_WARPS * 32)
+            ((bf16 *)xs)[k] = dep ? f2bf(__ldcg(yp + k % Mp)) : x0[k % K0];
+        bar_sync(1, SP_WARPS * 32);
+        const size_t rb = (size_t)K * 2;
+        size_t off = 0;
+        for (size_t left = (size_t)(r1 - r0) * rb; left > 0; idx++) {
+            const uint32_t cnt = left < SP_SB ? (uint32_t)left : SP_SB;
+            const int slot = idx % NS;
+            mbar_wait(full0 + 8 * slot, (idx / NS) & 1);
+            const unsigned char *stage = sp_smem + (size_t)slot * SP_SB;
+            for (uint32_t s = warp; s < cnt / 512; s += SP_WARPS) {
+                const size_t o = off + (size_t)s * 512 + lane * 16;
+                const uint4 w = *(const uint4 *)(stage + (size_t)s * 512 + lane * 16);
+                const uint4 x = *(const uint4 *)(xs + o % rb);
+                float v = bf16x2_lo(w.x) * bf16x2_lo(x.x) + bf16x2_hi(w.x) * bf16x2_hi(x.x);
+                v += bf16x2_lo(w.y) * bf16x2_lo(x.y) + bf16x2_hi(w.y) * bf16x2_hi(x.y);
+                v += bf16x2_lo(w.z) * bf16x2_lo(x.z) + bf16x2_hi(w.z) * bf16x2_hi(x.z);
+                v += bf16x2_lo(w.w) * bf16x2_lo(x.w) + bf16x2_hi(w.w) * bf16x2_hi(x.w);
+                for (int q = 16; q > 0; q >>= 1) v += __shfl_xor_sync(0xffffffffu, v, q);
+                if (lane == 0) atomicAdd(&rowsum[(int)(o / rb)], v);
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty0 + 8 * slot);
+            off += cnt, left -= cnt;
+        }
+        bar_sync(1, SP_WARPS * 32);
+        for (int r = tid; r < r1 - r0; r += SP_WARPS * 32) {
+            list[p].y[r0 + r] = rowsum[r];
+            rowsum[r] = 0.0f;
+        }
+        bar_sync(1, SP_WARPS * 32);
+        if (tid == 0) {
+            if (stamps) {
+                unsigned long long t;
+                asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+                stamps[(size_t)p * G + b] = t;
+            }
+            if (list[p].wait) { /* the flat barrier among the consumers: every block's y written before any reads */
+                __threadfence();
+                asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
+                const unsigned target = ++passed * (unsigned)G;
+                while (ld_acquire_gpu(sync) < target) {
+                }
+            }
+        }
+        bar_sync(1, SP_WARPS * 32);
+    }
+#endif
+}
+
+static size_t sp_smem_bytes(int stages, int maxk) { return (size_t)stages * SP_SB + (size_t)maxk * 2; }
+
+extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_stream_product *list_dev, int n,
+                                    const void *x0, unsigned *sync, unsigned long long *stamps, int blocks, int stages,
+                                    cudaStream_t stream)
+{
+    if (!list || !list_dev || n < 1 || !x0 || !sync || blocks < 1)
+        return orthros_error(ORTHROS_EINVAL, "probe stream: %d products, %d blocks", n, blocks);
+    int maxk = 0;
+    for (int p = 0; p < n; p++) {
+        const orthros_stream_product *q = &list[p];
+        const int most = q->M > 0 ? sp_row0(q->M, 1, blocks) + 1 : 0;
+        if (!q->W || !q->y || q->M < 1 || q->K < 256 || q->K % 256 || q->K > ORTHROS_STREAM_PROBE_MAX_K ||
+            (uintptr_t)q->W % 16 || most > ORTHROS_STREAM_PROBE_MAX_ROWS)
+            return orthros_error(ORTHROS_EINVAL, "probe stream: product %d (%d x %d) not taken (K a multiple of 256 up "
+                                 "to %d, at most %d rows a block)", p, q->M, q->K, ORTHROS_STREAM_PROBE_MAX_K,
+                                 ORTHROS_STREAM_PROBE_MAX_ROWS);
+        if (q->K > maxk) maxk = q->K;
+    }
+    void (*kernel)(const orthros_stream_product *, int, const bf16 *, unsigned *, unsigned long long *) =
+        stages == 4 ? stream_kernel<4> : stages == 8 ? stream_kernel<8> : stages == 12 ? stream_kernel<12> : NULL;
+    if (!kernel) return orthros_error(ORTHROS_EINVAL, "probe stream: %d stages (4, 8 or 12)", stages);
+    if (!orthros_cuda_sm90_available()) return orthros_error(ORTHROS_EUNSUPPORTED, "probe stream: needs sm_90");
+    const size_t smem = sp_smem_bytes(stages, maxk);
+    int dev = 0, coop = 0, sms = 0, per_sm = 0;
+    ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, SP_THREADS, smem));
+    if (!coop || blocks > sms * per_sm)
+        return orthros_error(ORTHROS_EUNSUPPORTED, "probe stream: %d blocks do not fit at once (%d SMs x %d, cooperative %d)",
+                             blocks, sms, per_sm, coop);
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(list_dev, list, (size_t)n * sizeof *list, cudaMemcpyHostToDevice, stream));
+    const bf16 *x = (const bf16 *)x0;
+    const orthros_stream_product *ld = list_dev;
+    void *args[] = {(void *)&ld, &n, &x, &sync, &stamps};
+    ORTHROS_CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)kernel, dim3((unsigned)blocks), dim3(SP_THREADS), args,
+                                                   smem, stream));
     return 0;
 }

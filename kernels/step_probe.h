@@ -5,7 +5,10 @@
  *   round r sees every block's word at r), checked on the host.
  *   Test: kernels/tests/test_cuda_ops.c, section stepprobe (awkward kernel, block and round counts).
  *   Bench: bench/kernels/bench_kernels.c op "step_probe" (the 1B step's 98 kernels of 264 blocks under a CUDA
- *   graph, and 97 barriers of one block an SM: microseconds each). */
+ *   graph, and 97 barriers of one block an SM: microseconds each).
+ * And a probe of a third: whether products streamed through one shared-memory ring keep the memory busy across the
+ * grid's steps (orthros_probe_stream; CPU reference: each y_p from the W_p and the x_p the rule gives, computed on the
+ * host from the probe's own y_{p-1}; test section streamprobe; bench op stream_probe). */
 #ifndef ORTHROS_KERNEL_STEP_PROBE_H
 #define ORTHROS_KERNEL_STEP_PROBE_H
 
@@ -28,6 +31,32 @@ int orthros_probe_chain(unsigned *words, int blocks, int n, cudaStream_t stream)
  * at once. */
 int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *errors, int blocks, int rounds, int flat,
                           cudaStream_t stream);
+
+/* The stream probe (docs/kernels.md, "A step through one ring"): can one resident kernel keep the memory streaming
+ * across the grid-wide steps between a step's products? One block an SM at most (a cooperative launch), running
+ * the products of list in order, y_p = W_p x_p; block b owns the rows [b M / G, (b + 1) M / G) of each product (G =
+ * blocks), one contiguous range of bytes. A producer warp streams the block's ranges of every product, one after
+ * another, through `stages` shared-memory stages of 16 KB (1-d bulk copies on mbarriers): it waits for nothing but a
+ * free stage, so it runs ahead across the grid's steps as far as the ring holds. Eight consumer warps stage each
+ * product's input x_p in shared memory as bf16, take the stages (a warp's 512 bytes lie in one row, since K is a
+ * multiple of 256), add each row's sum in shared memory and write y_p (fp32). Where a product waits, the consumers of
+ * every block meet at a grid barrier (the flat one, sync[0]: zeroed by the caller before each launch) after writing
+ * y_p, and the next product's input is x_{p+1}[k] = bf16(y_p[k % M_p]), read through L2: the step's data dependency.
+ * Otherwise x_{p+1}[k] = x0[k % K_0] and nothing is waited for (the ring's own streaming rate). stamps, when not
+ * NULL, gets [n][blocks] the global timer (ns) at which each block's consumers had written each product. */
+typedef struct {
+    const void *W; /* bf16 [M][K] row-major, 16-byte aligned */
+    float *y;      /* [M] */
+    int M, K;      /* K: a multiple of 256, at most ORTHROS_STREAM_PROBE_MAX_K */
+    int wait;      /* nonzero: the grid meets after this product and the next reads its y */
+} orthros_stream_product;
+#define ORTHROS_STREAM_PROBE_MAX_K 16384
+#define ORTHROS_STREAM_PROBE_MAX_ROWS 1024 /* rows of a product a block */
+/* list: n products on the host; list_dev: room for n on the device (the call copies list there, in stream order);
+ * x0: bf16 [list[0].K]; stages 4, 8 or 12. ORTHROS_EINVAL for a list the probe does not take (K, rows a block),
+ * ORTHROS_EUNSUPPORTED without sm_90 or where `blocks` do not fit at once. */
+int orthros_probe_stream(const orthros_stream_product *list, orthros_stream_product *list_dev, int n, const void *x0,
+                         unsigned *sync, unsigned long long *stamps, int blocks, int stages, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,14 @@ static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
                      : "memory");
     } while (!done);
 }
+/* A 1-d bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory to shared memory at
+ * dst, completing its bytes on the mbarrier. */
+static __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
 /* TMA: the box at coordinates (c0 innermost .. c3) of the tensor map into shared memory at dst, completing
  * its bytes on the mbarrier. Box elements outside the tensor (negative coordinates too) are written as zeros and
  * still count towards the transaction bytes. */

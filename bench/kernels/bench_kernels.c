@@ -839,6 +839,106 @@ static void cuda_must(cudaError_t e, const char *what)
     if (e != cudaSuccess) must(orthros_error(ORTHROS_EDEVICE, "%s: %s", what, cudaGetErrorString(e)), what);
 }
 
+/* The stream probe (kernels/step_probe.h): the products of a whole decode step's layers (the Llama-3.2-1B and
+ * Llama-3.1-8B shapes at batch 1: q/k/v, O, gate/up, down, distinct weights a layer; no attention, norms or head)
+ * streamed through one shared-memory ring a block in one resident kernel, with a grid barrier and the data dependency
+ * after every product ("dep") or with neither ("stream": the ring's own rate). bytes: the weights; the floor is
+ * theirs at the read ceiling. From the stamps of one more launch: each kind of product's mean span (the last block's
+ * stamp after it against the last block's stamp before it), us. */
+static void bench_stream_probe(int sms)
+{
+    if (!want("stream_probe")) return;
+    static const struct {
+        const char *name;
+        int layers, m[4], k[4];
+    } models[] = {{"1B", 16, {3072, 2048, 16384, 2048}, {2048, 2048, 2048, 8192}},
+                  {"8B", 32, {6144, 4096, 28672, 4096}, {4096, 4096, 4096, 14336}}};
+    static const char *kinds[4] = {"qkv", "o", "gateup", "down"};
+    static const int ways[][3] = {{1, 4, 1}, {2, 4, 1}, {1, 8, 1}, {1, 12, 1}, {1, 8, 0}}; /* blocks an SM, stages, dep */
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        const int L = models[mi].layers, n = 4 * L;
+        size_t wbytes = 0, ybytes = 0;
+        for (int j = 0; j < 4; j++) {
+            wbytes += (size_t)L * models[mi].m[j] * models[mi].k[j] * 2;
+            ybytes += (size_t)L * models[mi].m[j] * 4;
+        }
+        unsigned char *W = NULL;
+        float *Y = NULL;
+        void *x0 = NULL;
+        unsigned *sync = NULL;
+        unsigned long long *stamps = NULL;
+        orthros_stream_product *list = malloc((size_t)n * sizeof *list), *list_dev = NULL;
+        unsigned long long *hs = malloc((size_t)n * 2 * sms * sizeof *hs);
+        cuda_must(cudaMalloc((void **)&W, wbytes), "alloc");
+        cuda_must(cudaMalloc((void **)&Y, ybytes), "alloc");
+        cuda_must(cudaMalloc(&x0, 2 * 4096), "alloc");
+        cuda_must(cudaMalloc((void **)&sync, 4), "alloc");
+        cuda_must(cudaMalloc((void **)&stamps, (size_t)n * 2 * sms * 8), "alloc");
+        cuda_must(cudaMalloc((void **)&list_dev, (size_t)n * sizeof *list_dev), "alloc");
+        cuda_must(cudaMemset(W, 0x3c, wbytes), "memset"); /* bf16 0x3c3c: 0.0115, no zero pages */
+        cuda_must(cudaMemset(x0, 0x3c, 2 * 4096), "memset");
+        size_t wo = 0, yo = 0;
+        for (int l = 0; l < L; l++)
+            for (int j = 0; j < 4; j++) {
+                const int M = models[mi].m[j], K = models[mi].k[j];
+                list[4 * l + j] = (orthros_stream_product){W + wo, Y + yo, M, K, 1};
+                wo += (size_t)M * K * 2, yo += (size_t)M;
+            }
+        cudaEvent_t e0, e1;
+        cuda_must(cudaEventCreate(&e0), "event");
+        cuda_must(cudaEventCreate(&e1), "event");
+        for (size_t wi = 0; wi < sizeof ways / sizeof *ways; wi++) {
+            const int blocks = ways[wi][0] * sms, stages = ways[wi][1];
+            for (int p = 0; p < n; p++) list[p].wait = ways[wi][2];
+            double samples[SAMPLES], sorted[SAMPLES];
+            int rc = 0;
+            for (int s = 0; s < WARMUP + SAMPLES && !rc; s++) {
+                cuda_must(cudaMemsetAsync(sync, 0, 4, 0), "memset");
+                cuda_must(cudaEventRecord(e0, 0), "event");
+                rc = orthros_probe_stream(list, list_dev, n, x0, sync, NULL, blocks, stages, 0);
+                cuda_must(cudaEventRecord(e1, 0), "event");
+                cuda_must(cudaEventSynchronize(e1), "sync");
+                float ms = 0.0f;
+                cuda_must(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+                if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3;
+            }
+            char shape[160];
+            snprintf(shape, sizeof shape, "%s x%d layers, %d blocks, %d stages, %s", models[mi].name, L, blocks, stages,
+                     ways[wi][2] ? "dep" : "stream");
+            if (rc) {
+                printf("stream_probe %s: %s\n", shape, orthros_last_error());
+                continue;
+            }
+            memcpy(sorted, samples, sizeof sorted);
+            const double med = orthros_median_sorting(sorted, SAMPLES);
+            record_case("stream_probe", shape, NULL, 1, 0.0, (double)wbytes, med, samples);
+            printf("stream_probe %s: %.2f us a layer\n", shape, med * 1e6 / L);
+            /* the spans, from one more launch with stamps */
+            cuda_must(cudaMemsetAsync(sync, 0, 4, 0), "memset");
+            must(orthros_probe_stream(list, list_dev, n, x0, sync, stamps, blocks, stages, 0), "probe stream");
+            cuda_must(cudaMemcpy(hs, stamps, (size_t)n * blocks * 8, cudaMemcpyDeviceToHost), "download");
+            double span[4] = {0, 0, 0, 0};
+            unsigned long long prev = 0;
+            for (int p = 0; p < n; p++) {
+                unsigned long long last = 0;
+                for (int b = 0; b < blocks; b++)
+                    if (hs[(size_t)p * blocks + b] > last) last = hs[(size_t)p * blocks + b];
+                if (p > 0) span[p % 4] += (double)(last - prev) * 1e-3 / (p % 4 ? L : L - 1);
+                prev = last;
+            }
+            printf("stream_probe %s: spans, us (bytes' floor at the read ceiling):", shape);
+            for (int j = 0; j < 4; j++)
+                printf(" %s %.2f (%.2f)", kinds[j], span[j],
+                       (double)models[mi].m[j] * models[mi].k[j] * 2 / (ceil_read_tbps * 1e12) * 1e6);
+            printf("\n");
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        cudaFree(W), cudaFree(Y), cudaFree(x0), cudaFree(sync), cudaFree(stamps), cudaFree(list_dev);
+        free(list), free(hs);
+    }
+}
+
 /* The two fixed costs a persistent decode step trades (kernels/step_probe.h): the time a kernel boundary costs in a
  * captured chain of kernels as small as a kernel can be (98 of 2 blocks an SM: the 1B step's kernel count and the
  * products' grid), and the time one grid-wide barrier costs inside a resident kernel of one block an SM (1000
@@ -1063,6 +1163,7 @@ int main(int argc, char **argv)
     }
 
     bench_step_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
+    bench_stream_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
     /* The decode step's matrix-vector products (gemv.cu), last. */
     if (want("gemv")) {
         orthros_backend *gemv_be = NULL, *pdl_be = NULL;

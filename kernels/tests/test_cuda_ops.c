@@ -1704,9 +1704,108 @@ static void test_step_probe(void)
     free(h);
 }
 
+/* The stream probe (step_probe.h) against the host: each product's y from its W and the input the probe's rule gives,
+ * built from the probe's own y of the product before (bf16-rounded as the kernel rounds it), so every product is
+ * checked on its own; the barrier's count left at (products that wait) x blocks; each block's stamps in order. Awkward
+ * row counts (fewer rows than blocks, ranges that end mid-stage), K from 256 to 2304, every ring depth. */
+static void test_stream_probe(void)
+{
+    enum { NP = 6 };
+    const int shape[NP][3] = {{37, 256, 1}, {300, 512, 0}, {3, 768, 1}, {1000, 1024, 1}, {64, 2304, 0}, {129, 256, 1}};
+    const int sms = gpu->info.sm_count > 0 ? gpu->info.sm_count : 1;
+    const int grids[] = {5, sms};
+    orthros_stream_product list[NP], *list_dev = NULL;
+    uint16_t *w[NP];
+    size_t ymax = 0;
+    unsigned *sync = NULL;
+    unsigned long long *stamps = NULL;
+    void *x0 = NULL;
+    if (cudaMalloc((void **)&list_dev, sizeof list) != cudaSuccess || cudaMalloc((void **)&sync, 4) != cudaSuccess ||
+        cudaMalloc((void **)&stamps, (size_t)NP * sms * 8) != cudaSuccess || cudaMalloc(&x0, 2 * 256) != cudaSuccess)
+        die("probe alloc");
+    uint16_t hx0[256];
+    for (int k = 0; k < 256; k++) hx0[k] = orthros_f32_to_bf16(2.0f * orthros_uniform(seed_base ^ 0x5eedull, (uint64_t)k) - 1.0f);
+    if (cudaMemcpy(x0, hx0, sizeof hx0, cudaMemcpyHostToDevice) != cudaSuccess) die("probe upload");
+    for (int p = 0; p < NP; p++) {
+        const int M = shape[p][0], K = shape[p][1];
+        const size_t e = (size_t)M * K;
+        w[p] = malloc(e * 2);
+        const float scale = 1.7f / sqrtf((float)K); /* keeps |y| near |x| along the chain */
+        for (size_t i = 0; i < e; i++)
+            w[p][i] = orthros_f32_to_bf16(scale * (2.0f * orthros_uniform(seed_base ^ (0x77ull + (uint64_t)p), i) - 1.0f));
+        void *dw = NULL;
+        float *dy = NULL;
+        if (cudaMalloc(&dw, e * 2) != cudaSuccess || cudaMalloc((void **)&dy, (size_t)M * 4) != cudaSuccess ||
+            cudaMemcpy(dw, w[p], e * 2, cudaMemcpyHostToDevice) != cudaSuccess)
+            die("probe upload");
+        list[p] = (orthros_stream_product){dw, dy, M, K, shape[p][2]};
+        if ((size_t)M > ymax) ymax = (size_t)M;
+    }
+    float *y = malloc((size_t)NP * ymax * sizeof *y), *ref = malloc(ymax * sizeof *ref), *x = malloc(2304 * sizeof *x);
+    unsigned long long *hs = malloc((size_t)NP * sms * sizeof *hs);
+    for (size_t g = 0; g < sizeof grids / sizeof *grids; g++)
+        for (int stages = 4; stages <= 12; stages += 4) {
+            const int blocks = grids[g];
+            char name[160];
+            snprintf(name, sizeof name, "probe stream, %d blocks, %d stages", blocks, stages);
+            for (int p = 0; p < NP; p++)
+                if (cudaMemset(list[p].y, 0xff, (size_t)list[p].M * 4) != cudaSuccess) die("probe memset");
+            if (cudaMemset(sync, 0, 4) != cudaSuccess) die("probe memset");
+            int rc = orthros_probe_stream(list, list_dev, NP, x0, sync, stamps, blocks, stages, 0);
+            if (rc == ORTHROS_EUNSUPPORTED) {
+                printf("SKIP %s: %s\n", name, orthros_last_error());
+                continue;
+            }
+            unsigned count = 0;
+            if (rc || cudaDeviceSynchronize() != cudaSuccess || cudaMemcpy(&count, sync, 4, cudaMemcpyDeviceToHost) ||
+                cudaMemcpy(hs, stamps, (size_t)NP * blocks * 8, cudaMemcpyDeviceToHost) != cudaSuccess) {
+                op_rc(rc ? rc : ORTHROS_EDEVICE, name);
+                continue;
+            }
+            for (int p = 0; p < NP; p++)
+                if (cudaMemcpy(y + (size_t)p * ymax, list[p].y, (size_t)list[p].M * 4, cudaMemcpyDeviceToHost) != cudaSuccess)
+                    die("probe download");
+            for (int p = 0; p < NP; p++) {
+                const int M = list[p].M, K = list[p].K, dep = p > 0 && list[p - 1].wait;
+                for (int k = 0; k < K; k++)
+                    x[k] = dep ? bf16_round(y[(size_t)(p - 1) * ymax + (size_t)(k % list[p - 1].M)])
+                               : orthros_bf16_to_f32(hx0[k % list[0].K]);
+                for (int r = 0; r < M; r++) {
+                    double s = 0.0;
+                    for (int k = 0; k < K; k++) s += (double)orthros_bf16_to_f32(w[p][(size_t)r * K + k]) * x[k];
+                    ref[r] = (float)s;
+                }
+                char pn[200];
+                snprintf(pn, sizeof pn, "%s: product %d (%d x %d)", name, p, M, K);
+                report(pn, ref, y + (size_t)p * ymax, (size_t)M, 1e-10);
+            }
+            int waits = 0, wrong = 0;
+            for (int p = 0; p < NP; p++) waits += list[p].wait != 0;
+            wrong += count != (unsigned)(waits * blocks);
+            for (int b = 0; b < blocks; b++)
+                for (int p = 1; p < NP; p++) wrong += hs[(size_t)p * blocks + b] < hs[(size_t)(p - 1) * blocks + b];
+            snprintf(name + strlen(name), sizeof name - strlen(name), ": barrier count and stamps (exact)");
+            float z = 0.0f, wf = (float)wrong;
+            report(name, &z, &wf, 1, 0);
+        }
+    /* lists the probe refuses */
+    orthros_stream_product bad = list[0];
+    bad.K = 300;
+    const int rc = orthros_probe_stream(&bad, list_dev, 1, x0, sync, NULL, 5, 4, 0);
+    float z = 0.0f, wf = (float)(rc != ORTHROS_EINVAL) + (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 6, 0) != ORTHROS_EINVAL);
+    report("probe stream refuses K 300 and 6 stages (exact)", &z, &wf, 1, 0);
+    for (int p = 0; p < NP; p++) {
+        cudaFree((void *)list[p].W);
+        cudaFree(list[p].y);
+        free(w[p]);
+    }
+    cudaFree(list_dev), cudaFree(sync), cudaFree(stamps), cudaFree(x0);
+    free(y), free(ref), free(x), free(hs);
+}
+
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
  * decode7, prefill7, readprobe, linear7, window, stepprobe, gemv, decodebound, gemvnorm, gemvchain, decode8, attno,
- * mlp (to rerun the last ones alone when an earlier one hangs). */
+ * mlp, streamprobe (to rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -1775,6 +1874,7 @@ int main(void)
         window_pass_suite();
     if (section("window")) window_suite(3, ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
     if (section("stepprobe")) test_step_probe();
+    if (section("streamprobe")) test_stream_probe();
     /* The whole-model decode work (docs/kernels.md, "Whole-model decode"; passing on the H200 at 3ba2852): the
      * GEMV kernel through ORTHROS_GEMV and the fused decode ops, then the decode kernels planned for a bound. */
     if (section("gemv")) {
