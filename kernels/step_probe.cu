@@ -94,6 +94,7 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
 #define SP_SB (16 * 1024)
 #define SP_WARPS 8
 #define SP_THREADS (SP_WARPS * 32 + 32)
+#define SP_SEGS (SP_SB / 512 / SP_WARPS) /* 512-byte segments a consumer warp a stage */
 
 static __device__ __host__ __forceinline__ int sp_row0(int M, int b, int G) { return (int)((long long)M * b / G); }
 
@@ -147,23 +148,40 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
         for (int k = tid; k < K; k += SP_WARPS * 32)
             ((bf16 *)xs)[k] = dep ? f2bf(__ldcg(yp + k % Mp)) : x0[k % K0];
         bar_sync(1, SP_WARPS * 32);
-        const size_t rb = (size_t)K * 2;
-        size_t off = 0;
-        for (size_t left = (size_t)(r1 - r0) * rb; left > 0; idx++) {
+        const uint32_t rb = (uint32_t)K * 2; /* a block's range: at most 1024 rows of 32 KB, so 32-bit offsets */
+        uint32_t off = 0;
+        for (uint32_t left = (uint32_t)(r1 - r0) * rb; left > 0; idx++) {
             const uint32_t cnt = left < SP_SB ? (uint32_t)left : SP_SB;
             const int slot = idx % NS;
             mbar_wait(full0 + 8 * slot, (idx / NS) & 1);
             const unsigned char *stage = sp_smem + (size_t)slot * SP_SB;
-            for (uint32_t s = warp; s < cnt / 512; s += SP_WARPS) {
-                const size_t o = off + (size_t)s * 512 + lane * 16;
-                const uint4 w = *(const uint4 *)(stage + (size_t)s * 512 + lane * 16);
-                const uint4 x = *(const uint4 *)(xs + o % rb);
-                float v = bf16x2_lo(w.x) * bf16x2_lo(x.x) + bf16x2_hi(w.x) * bf16x2_hi(x.x);
-                v += bf16x2_lo(w.y) * bf16x2_lo(x.y) + bf16x2_hi(w.y) * bf16x2_hi(x.y);
-                v += bf16x2_lo(w.z) * bf16x2_lo(x.z) + bf16x2_hi(w.z) * bf16x2_hi(x.z);
-                v += bf16x2_lo(w.w) * bf16x2_lo(x.w) + bf16x2_hi(w.w) * bf16x2_hi(x.w);
-                for (int q = 16; q > 0; q >>= 1) v += __shfl_xor_sync(0xffffffffu, v, q);
-                if (lane == 0) atomicAdd(&rowsum[(int)(o / rb)], v);
+            /* a warp's SP_SEGS consecutive 512-byte segments of the stage: every load issued first, the lane's sums
+             * kept while the row stays the same, one warp reduction a row (a run of reductions a segment made the
+             * consumers the bound: 1 TB/s in 48afef2) */
+            uint4 w[SP_SEGS], x[SP_SEGS];
+            int row[SP_SEGS];
+#pragma unroll
+            for (int i = 0; i < SP_SEGS; i++) {
+                const uint32_t s = (uint32_t)(warp * SP_SEGS + i), o = off + s * 512 + lane * 16;
+                const bool in = s < cnt / 512;
+                row[i] = in ? (int)(o / rb) : -1;
+                w[i] = in ? *(const uint4 *)(stage + (size_t)s * 512 + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
+                x[i] = in ? *(const uint4 *)(xs + o % rb) : make_uint4(0u, 0u, 0u, 0u);
+            }
+            float acc = 0.0f;
+#pragma unroll
+            for (int i = 0; i < SP_SEGS; i++) {
+                if (row[i] < 0) break;
+                float v = bf16x2_lo(w[i].x) * bf16x2_lo(x[i].x) + bf16x2_hi(w[i].x) * bf16x2_hi(x[i].x);
+                v += bf16x2_lo(w[i].y) * bf16x2_lo(x[i].y) + bf16x2_hi(w[i].y) * bf16x2_hi(x[i].y);
+                v += bf16x2_lo(w[i].z) * bf16x2_lo(x[i].z) + bf16x2_hi(w[i].z) * bf16x2_hi(x[i].z);
+                v += bf16x2_lo(w[i].w) * bf16x2_lo(x[i].w) + bf16x2_hi(w[i].w) * bf16x2_hi(x[i].w);
+                acc += v;
+                if (i + 1 == SP_SEGS || row[i + 1] != row[i]) { /* the row ends in this warp's part: its sum out */
+                    for (int q = 16; q > 0; q >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, q);
+                    if (lane == 0) atomicAdd(&rowsum[row[i]], acc);
+                    acc = 0.0f;
+                }
             }
             __syncwarp();
             if (lane == 0) mbar_arrive(empty0 + 8 * slot);
