@@ -91,8 +91,8 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
 }
 
 /* ---- the stream probe (step_probe.h) ---- */
-#define SP_SB (16 * 1024)
-#define SP_WARPS 8
+#define SP_SB (32 * 1024)
+#define SP_WARPS 16
 #define SP_THREADS (SP_WARPS * 32 + 32)
 #define SP_SEGS (SP_SB / 512 / SP_WARPS) /* 512-byte segments a consumer warp a stage */
 
@@ -155,31 +155,34 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
             const int slot = idx % NS;
             mbar_wait(full0 + 8 * slot, (idx / NS) & 1);
             const unsigned char *stage = sp_smem + (size_t)slot * SP_SB;
-            /* a warp's SP_SEGS consecutive 512-byte segments of the stage: every load issued first, the lane's sums
-             * kept while the row stays the same, one warp reduction a row (a run of reductions a segment made the
-             * consumers the bound: 1 TB/s in 48afef2) */
+            /* a warp's SP_SEGS consecutive 512-byte segments of the stage: their rows and columns found from one
+             * division a stage, every load issued first, the lane's sums kept while the row stays the same, one warp
+             * reduction a row (48afef2 made a reduction a segment and two 64-bit divisions: 1 TB/s, the consumers'
+             * instructions the bound) */
+            const uint32_t s0 = (uint32_t)warp * SP_SEGS, base = off + s0 * 512;
+            uint32_t col = base % rb;
+            int row = (int)(base / rb), rr[SP_SEGS];
             uint4 w[SP_SEGS], x[SP_SEGS];
-            int row[SP_SEGS];
 #pragma unroll
             for (int i = 0; i < SP_SEGS; i++) {
-                const uint32_t s = (uint32_t)(warp * SP_SEGS + i), o = off + s * 512 + lane * 16;
-                const bool in = s < cnt / 512;
-                row[i] = in ? (int)(o / rb) : -1;
-                w[i] = in ? *(const uint4 *)(stage + (size_t)s * 512 + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
-                x[i] = in ? *(const uint4 *)(xs + o % rb) : make_uint4(0u, 0u, 0u, 0u);
+                const bool in = s0 + i < cnt / 512;
+                rr[i] = in ? row : -1;
+                w[i] = in ? *(const uint4 *)(stage + (s0 + i) * 512 + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
+                x[i] = in ? *(const uint4 *)(xs + col + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
+                col += 512;
+                if (col == rb) col = 0, row++;
             }
             float acc = 0.0f;
 #pragma unroll
             for (int i = 0; i < SP_SEGS; i++) {
-                if (row[i] < 0) break;
-                float v = bf16x2_lo(w[i].x) * bf16x2_lo(x[i].x) + bf16x2_hi(w[i].x) * bf16x2_hi(x[i].x);
-                v += bf16x2_lo(w[i].y) * bf16x2_lo(x[i].y) + bf16x2_hi(w[i].y) * bf16x2_hi(x[i].y);
-                v += bf16x2_lo(w[i].z) * bf16x2_lo(x[i].z) + bf16x2_hi(w[i].z) * bf16x2_hi(x[i].z);
-                v += bf16x2_lo(w[i].w) * bf16x2_lo(x[i].w) + bf16x2_hi(w[i].w) * bf16x2_hi(x[i].w);
-                acc += v;
-                if (i + 1 == SP_SEGS || row[i + 1] != row[i]) { /* the row ends in this warp's part: its sum out */
+                if (rr[i] < 0) break;
+                acc += bf16x2_lo(w[i].x) * bf16x2_lo(x[i].x) + bf16x2_hi(w[i].x) * bf16x2_hi(x[i].x);
+                acc += bf16x2_lo(w[i].y) * bf16x2_lo(x[i].y) + bf16x2_hi(w[i].y) * bf16x2_hi(x[i].y);
+                acc += bf16x2_lo(w[i].z) * bf16x2_lo(x[i].z) + bf16x2_hi(w[i].z) * bf16x2_hi(x[i].z);
+                acc += bf16x2_lo(w[i].w) * bf16x2_lo(x[i].w) + bf16x2_hi(w[i].w) * bf16x2_hi(x[i].w);
+                if (i + 1 == SP_SEGS || rr[i + 1] != rr[i]) { /* the row ends in this warp's part: its sum out */
                     for (int q = 16; q > 0; q >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, q);
-                    if (lane == 0) atomicAdd(&rowsum[row[i]], acc);
+                    if (lane == 0) atomicAdd(&rowsum[rr[i]], acc);
                     acc = 0.0f;
                 }
             }
@@ -232,8 +235,8 @@ extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_
         if (q->K > maxk) maxk = q->K;
     }
     void (*kernel)(const orthros_stream_product *, int, const bf16 *, unsigned *, unsigned long long *) =
-        stages == 4 ? stream_kernel<4> : stages == 8 ? stream_kernel<8> : stages == 12 ? stream_kernel<12> : NULL;
-    if (!kernel) return orthros_error(ORTHROS_EINVAL, "probe stream: %d stages (4, 8 or 12)", stages);
+        stages == 2 ? stream_kernel<2> : stages == 4 ? stream_kernel<4> : stages == 6 ? stream_kernel<6> : NULL;
+    if (!kernel) return orthros_error(ORTHROS_EINVAL, "probe stream: %d stages (2, 4 or 6)", stages);
     if (!orthros_cuda_sm90_available()) return orthros_error(ORTHROS_EUNSUPPORTED, "probe stream: needs sm_90");
     const size_t smem = sp_smem_bytes(stages, maxk);
     int dev = 0, coop = 0, sms = 0, per_sm = 0;

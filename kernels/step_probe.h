@@ -36,8 +36,8 @@ int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *errors, int
  * across the grid-wide steps between a step's products? One block an SM at most (a cooperative launch), running
  * the products of list in order, y_p = W_p x_p; block b owns the rows [b M / G, (b + 1) M / G) of each product (G =
  * blocks), one contiguous range of bytes. A producer warp streams the block's ranges of every product, one after
- * another, through `stages` shared-memory stages of 16 KB (1-d bulk copies on mbarriers): it waits for nothing but a
- * free stage, so it runs ahead across the grid's steps as far as the ring holds. Eight consumer warps stage each
+ * another, through `stages` shared-memory stages of 32 KB (1-d bulk copies on mbarriers): it waits for nothing but a
+ * free stage, so it runs ahead across the grid's steps as far as the ring holds. 16 consumer warps stage each
  * product's input x_p in shared memory as bf16, take the stages (a warp's 512 bytes lie in one row, since K is a
  * multiple of 256), add each row's sum in shared memory and write y_p (fp32). Where a product waits, the consumers of
  * every block meet at a grid barrier (the flat one, sync[0]: zeroed by the caller before each launch) after writing
@@ -53,7 +53,7 @@ typedef struct {
 #define ORTHROS_STREAM_PROBE_MAX_K 16384
 #define ORTHROS_STREAM_PROBE_MAX_ROWS 1024 /* rows of a product a block */
 /* list: n products on the host; list_dev: room for n on the device (the call copies list there, in stream order);
- * x0: bf16 [list[0].K]; stages 4, 8 or 12. ORTHROS_EINVAL for a list the probe does not take (K, rows a block),
+ * x0: bf16 [list[0].K]; stages 2, 4 or 6 (6 with K up to 14336). ORTHROS_EINVAL for a list the probe does not take (K, rows a block),
  * ORTHROS_EUNSUPPORTED without sm_90 or where `blocks` do not fit at once. */
 int orthros_probe_stream(const orthros_stream_product *list, orthros_stream_product *list_dev, int n, const void *x0,
                          unsigned *sync, unsigned long long *stamps, int blocks, int stages, cudaStream_t stream);

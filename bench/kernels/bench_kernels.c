@@ -854,7 +854,7 @@ static void bench_stream_probe(int sms)
     } models[] = {{"1B", 16, {3072, 2048, 16384, 2048}, {2048, 2048, 2048, 8192}},
                   {"8B", 32, {6144, 4096, 28672, 4096}, {4096, 4096, 4096, 14336}}};
     static const char *kinds[4] = {"qkv", "o", "gateup", "down"};
-    static const int ways[][3] = {{1, 4, 1}, {2, 4, 1}, {1, 8, 1}, {1, 12, 1}, {1, 8, 0}}; /* blocks an SM, stages, dep */
+    static const int ways[][3] = {{1, 2, 1}, {1, 4, 1}, {1, 6, 1}, {1, 6, 0}}; /* blocks an SM, stages, dep */
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
         const int L = models[mi].layers, n = 4 * L;
         size_t wbytes = 0, ybytes = 0;
