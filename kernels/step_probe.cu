@@ -94,7 +94,7 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
 #define SP_SB (32 * 1024)
 #define SP_WARPS 16
 #define SP_THREADS (SP_WARPS * 32 + 32)
-#define SP_SEGS (SP_SB / 512 / SP_WARPS) /* 512-byte segments a consumer warp a stage */
+#define SP_KB (SP_SB / 256 / SP_WARPS) /* 256-byte k-blocks a consumer warp a stage */
 
 static __device__ __host__ __forceinline__ int sp_row0(int M, int b, int G) { return (int)((long long)M * b / G); }
 
@@ -145,8 +145,25 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
         const bool dep = p > 0 && list[p - 1].wait;
         const float *yp = dep ? list[p - 1].y : NULL;
         const int Mp = dep ? list[p - 1].M : 0, K0 = list[0].K;
-        for (int k = tid; k < K; k += SP_WARPS * 32)
-            ((bf16 *)xs)[k] = dep ? f2bf(__ldcg(yp + k % Mp)) : x0[k % K0];
+        if (dep && Mp >= K && (uintptr_t)yp % 16 == 0) { /* y's first K, four a thread at a time, rounds of 4 loads issued before their use */
+            for (int k0 = 0; k0 < K; k0 += 4 * 4 * SP_WARPS * 32) {
+                float4 v[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int k = k0 + 4 * (i * SP_WARPS * 32 + tid);
+                    if (k < K) v[i] = __ldcg((const float4 *)(yp + k));
+                }
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int k = k0 + 4 * (i * SP_WARPS * 32 + tid);
+                    if (k < K)
+                        *(uint2 *)((bf16 *)xs + k) = make_uint2(pack_bf16x2(v[i].x, v[i].y), pack_bf16x2(v[i].z, v[i].w));
+                }
+            }
+        } else {
+            for (int k = tid; k < K; k += SP_WARPS * 32)
+                ((bf16 *)xs)[k] = dep ? f2bf(__ldcg(yp + k % Mp)) : x0[k % K0];
+        }
         bar_sync(1, SP_WARPS * 32);
         const uint32_t rb = (uint32_t)K * 2; /* a block's range: at most 1024 rows of 32 KB, so 32-bit offsets */
         uint32_t off = 0;
@@ -155,35 +172,47 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
             const int slot = idx % NS;
             mbar_wait(full0 + 8 * slot, (idx / NS) & 1);
             const unsigned char *stage = sp_smem + (size_t)slot * SP_SB;
-            /* a warp's SP_SEGS consecutive 512-byte segments of the stage: their rows and columns found from one
-             * division a stage, every load issued first, the lane's sums kept while the row stays the same, one warp
-             * reduction a row (48afef2 made a reduction a segment and two 64-bit divisions: 1 TB/s, the consumers'
-             * instructions the bound) */
-            const uint32_t s0 = (uint32_t)warp * SP_SEGS, base = off + s0 * 512;
+            /* a warp's SP_KB consecutive k-blocks (256 bytes: 128 elements of one row) of the stage on the tensor
+             * cores: a k-block's sixteen 16-byte units u as A's rows 0-7 (units u and 8 + u side by side, rows 8-15
+             * zero), x's matching units as B's columns, so D[i][i] is the unit pair's dot product; the diagonal summed
+             * once a row. Rows and columns from one division a stage, every load issued first, two accumulators in
+             * turn. (48afef2 and 3e459d5 did it on the FMA units, 26-32 instructions a lane a 512 bytes: the
+             * consumers' issue rate was the bound.) */
+            const uint32_t kb0 = (uint32_t)warp * SP_KB, base = off + kb0 * 256;
             uint32_t col = base % rb;
-            int row = (int)(base / rb), rr[SP_SEGS];
-            uint4 w[SP_SEGS], x[SP_SEGS];
+            int row = (int)(base / rb), rr[SP_KB];
+            uint32_t a[SP_KB / 2][4], bx[SP_KB][2];
 #pragma unroll
-            for (int i = 0; i < SP_SEGS; i++) {
-                const bool in = s0 + i < cnt / 512;
+            for (int i = 0; i < SP_KB; i++) {
+                const bool in = kb0 + i < cnt / 256;
                 rr[i] = in ? row : -1;
-                w[i] = in ? *(const uint4 *)(stage + (s0 + i) * 512 + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
-                x[i] = in ? *(const uint4 *)(xs + col + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
-                col += 512;
+                if (i % 2 == 0) { /* k-blocks i and i + 1: matrices 0-1 the first's units, 2-3 the next's (past the
+                                   * stage's end: stale bytes of the buffer, not used) */
+                    if (in)
+                        ldmatrix_x4(a[i / 2][0], a[i / 2][1], a[i / 2][2], a[i / 2][3],
+                                    stage + (size_t)(kb0 + i) * 256 + lane * 16);
+                    else
+                        a[i / 2][0] = a[i / 2][1] = a[i / 2][2] = a[i / 2][3] = 0u;
+                }
+                const unsigned char *xb = xs + col + (lane / 4) * 16 + (lane % 4) * 4;
+                bx[i][0] = in ? *(const uint32_t *)xb : 0u;
+                bx[i][1] = in ? *(const uint32_t *)(xb + 128) : 0u;
+                col += 256;
                 if (col == rb) col = 0, row++;
             }
-            float acc = 0.0f;
+            float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
-            for (int i = 0; i < SP_SEGS; i++) {
+            for (int i = 0; i < SP_KB; i++) {
                 if (rr[i] < 0) break;
-                acc += bf16x2_lo(w[i].x) * bf16x2_lo(x[i].x) + bf16x2_hi(w[i].x) * bf16x2_hi(x[i].x);
-                acc += bf16x2_lo(w[i].y) * bf16x2_lo(x[i].y) + bf16x2_hi(w[i].y) * bf16x2_hi(x[i].y);
-                acc += bf16x2_lo(w[i].z) * bf16x2_lo(x[i].z) + bf16x2_hi(w[i].z) * bf16x2_hi(x[i].z);
-                acc += bf16x2_lo(w[i].w) * bf16x2_lo(x[i].w) + bf16x2_hi(w[i].w) * bf16x2_hi(x[i].w);
-                if (i + 1 == SP_SEGS || rr[i + 1] != rr[i]) { /* the row ends in this warp's part: its sum out */
-                    for (int q = 16; q > 0; q >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, q);
-                    if (lane == 0) atomicAdd(&rowsum[rr[i]], acc);
-                    acc = 0.0f;
+                const uint32_t af[4] = {i % 2 ? a[i / 2][2] : a[i / 2][0], 0u, i % 2 ? a[i / 2][3] : a[i / 2][1], 0u};
+                mma_bf16_16816(acc[i % 2], af, bx[i]);
+                if (i + 1 == SP_KB || rr[i + 1] != rr[i]) { /* the row ends in this warp's part: its diagonal out */
+                    const int g = lane / 4;
+                    float v = lane % 4 == g / 2 ? (g % 2 ? acc[0][1] + acc[1][1] : acc[0][0] + acc[1][0]) : 0.0f;
+                    for (int q = 16; q > 0; q >>= 1) v += __shfl_xor_sync(0xffffffffu, v, q);
+                    if (lane == 0) atomicAdd(&rowsum[rr[i]], v);
+#pragma unroll
+                    for (int h = 0; h < 2; h++) acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.0f;
                 }
             }
             __syncwarp();
