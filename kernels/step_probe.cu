@@ -94,11 +94,99 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
 #define SP_SB (32 * 1024)
 #define SP_WARPS 16
 #define SP_THREADS (SP_WARPS * 32 + 32)
-#define SP_KB (SP_SB / 256 / SP_WARPS) /* 256-byte k-blocks a consumer warp a stage */
+#define SP_KB (SP_SB / 256 / SP_WARPS) /* 256-byte k-blocks a consumer warp a stage (tensor cores) */
+#define SP_SEGS (SP_SB / 512 / SP_WARPS) /* 512-byte segments a consumer warp a stage (FMA) */
 
 static __device__ __host__ __forceinline__ int sp_row0(int M, int b, int G) { return (int)((long long)M * b / G); }
 
-template <int NS>
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* A consumer warp's share of a stage (cnt bytes, at byte off of the block's range of rows of rb bytes) on the FMA
+ * units: x staged as bf16 at xs, each row's sum added into rowsum. */
+static __device__ __forceinline__ void sp_consume_fma(const unsigned char *stage, const unsigned char *xs, uint32_t off,
+                                                      uint32_t cnt, uint32_t rb, int warp, int lane, float *rowsum)
+{
+    /* a warp's SP_SEGS consecutive 512-byte segments of the stage: their rows and columns found from one division a
+     * stage, every load issued first, the lane's sums kept while the row stays the same, one warp reduction a row
+     * (48afef2 made a reduction a segment and two 64-bit divisions: 1 TB/s, the consumers' instructions the bound) */
+    const uint32_t s0 = (uint32_t)warp * SP_SEGS, base = off + s0 * 512;
+    uint32_t col = base % rb;
+    int row = (int)(base / rb), rr[SP_SEGS];
+    uint4 w[SP_SEGS], x[SP_SEGS];
+#pragma unroll
+    for (int i = 0; i < SP_SEGS; i++) {
+        const bool in = s0 + i < cnt / 512;
+        rr[i] = in ? row : -1;
+        w[i] = in ? *(const uint4 *)(stage + (s0 + i) * 512 + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
+        x[i] = in ? *(const uint4 *)(xs + col + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
+        col += 512;
+        if (col == rb) col = 0, row++;
+    }
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < SP_SEGS; i++) {
+        if (rr[i] < 0) break;
+        acc += bf16x2_lo(w[i].x) * bf16x2_lo(x[i].x) + bf16x2_hi(w[i].x) * bf16x2_hi(x[i].x);
+        acc += bf16x2_lo(w[i].y) * bf16x2_lo(x[i].y) + bf16x2_hi(w[i].y) * bf16x2_hi(x[i].y);
+        acc += bf16x2_lo(w[i].z) * bf16x2_lo(x[i].z) + bf16x2_hi(w[i].z) * bf16x2_hi(x[i].z);
+        acc += bf16x2_lo(w[i].w) * bf16x2_lo(x[i].w) + bf16x2_hi(w[i].w) * bf16x2_hi(x[i].w);
+        if (i + 1 == SP_SEGS || rr[i + 1] != rr[i]) { /* the row ends in this warp's part: its sum out */
+            for (int q = 16; q > 0; q >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, q);
+            if (lane == 0) atomicAdd(&rowsum[rr[i]], acc);
+            acc = 0.0f;
+        }
+    }
+}
+
+/* The same on the tensor cores. */
+static __device__ __forceinline__ void sp_consume_tc(const unsigned char *stage, const unsigned char *xs, uint32_t off,
+                                                     uint32_t cnt, uint32_t rb, int warp, int lane, float *rowsum)
+{
+    /* a warp's SP_KB consecutive k-blocks (256 bytes: 128 elements of one row) of the stage on the tensor
+     * cores: a k-block's sixteen 16-byte units u as A's rows 0-7 (units u and 8 + u side by side, rows 8-15
+     * zero), x's matching units as B's columns, so D[i][i] is the unit pair's dot product; the diagonal summed
+     * once a row. Rows and columns from one division a stage, every load issued first, two accumulators in
+     * turn.  */
+    const uint32_t kb0 = (uint32_t)warp * SP_KB, base = off + kb0 * 256;
+    uint32_t col = base % rb;
+    int row = (int)(base / rb), rr[SP_KB];
+    uint32_t a[SP_KB / 2][4], bx[SP_KB][2];
+#pragma unroll
+    for (int i = 0; i < SP_KB; i++) {
+        const bool in = kb0 + i < cnt / 256;
+        rr[i] = in ? row : -1;
+        if (i % 2 == 0) { /* k-blocks i and i + 1: matrices 0-1 the first's units, 2-3 the next's (past the
+                           * stage's end: stale bytes of the buffer, not used) */
+            if (in)
+                ldmatrix_x4(a[i / 2][0], a[i / 2][1], a[i / 2][2], a[i / 2][3],
+                            stage + (size_t)(kb0 + i) * 256 + lane * 16);
+            else
+                a[i / 2][0] = a[i / 2][1] = a[i / 2][2] = a[i / 2][3] = 0u;
+        }
+        const unsigned char *xb = xs + col + (lane / 4) * 16 + (lane % 4) * 4;
+        bx[i][0] = in ? *(const uint32_t *)xb : 0u;
+        bx[i][1] = in ? *(const uint32_t *)(xb + 128) : 0u;
+        col += 256;
+        if (col == rb) col = 0, row++;
+    }
+    float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+    for (int i = 0; i < SP_KB; i++) {
+        if (rr[i] < 0) break;
+        const uint32_t af[4] = {i % 2 ? a[i / 2][2] : a[i / 2][0], 0u, i % 2 ? a[i / 2][3] : a[i / 2][1], 0u};
+        mma_bf16_16816(acc[i % 2], af, bx[i]);
+        if (i + 1 == SP_KB || rr[i + 1] != rr[i]) { /* the row ends in this warp's part: its diagonal out */
+            const int g = lane / 4;
+            float v = lane % 4 == g / 2 ? (g % 2 ? acc[0][1] + acc[1][1] : acc[0][0] + acc[1][0]) : 0.0f;
+            for (int q = 16; q > 0; q >>= 1) v += __shfl_xor_sync(0xffffffffu, v, q);
+            if (lane == 0) atomicAdd(&rowsum[rr[i]], v);
+#pragma unroll
+            for (int h = 0; h < 2; h++) acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.0f;
+        }
+    }
+}
+#endif
+
+template <int NS, int MODE>
 static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orthros_stream_product *list, int n,
                                                                        const bf16 *x0, unsigned *sync,
                                                                        unsigned long long *stamps)
@@ -172,49 +260,8 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
             const int slot = idx % NS;
             mbar_wait(full0 + 8 * slot, (idx / NS) & 1);
             const unsigned char *stage = sp_smem + (size_t)slot * SP_SB;
-            /* a warp's SP_KB consecutive k-blocks (256 bytes: 128 elements of one row) of the stage on the tensor
-             * cores: a k-block's sixteen 16-byte units u as A's rows 0-7 (units u and 8 + u side by side, rows 8-15
-             * zero), x's matching units as B's columns, so D[i][i] is the unit pair's dot product; the diagonal summed
-             * once a row. Rows and columns from one division a stage, every load issued first, two accumulators in
-             * turn. (48afef2 and 3e459d5 did it on the FMA units, 26-32 instructions a lane a 512 bytes: the
-             * consumers' issue rate was the bound.) */
-            const uint32_t kb0 = (uint32_t)warp * SP_KB, base = off + kb0 * 256;
-            uint32_t col = base % rb;
-            int row = (int)(base / rb), rr[SP_KB];
-            uint32_t a[SP_KB / 2][4], bx[SP_KB][2];
-#pragma unroll
-            for (int i = 0; i < SP_KB; i++) {
-                const bool in = kb0 + i < cnt / 256;
-                rr[i] = in ? row : -1;
-                if (i % 2 == 0) { /* k-blocks i and i + 1: matrices 0-1 the first's units, 2-3 the next's (past the
-                                   * stage's end: stale bytes of the buffer, not used) */
-                    if (in)
-                        ldmatrix_x4(a[i / 2][0], a[i / 2][1], a[i / 2][2], a[i / 2][3],
-                                    stage + (size_t)(kb0 + i) * 256 + lane * 16);
-                    else
-                        a[i / 2][0] = a[i / 2][1] = a[i / 2][2] = a[i / 2][3] = 0u;
-                }
-                const unsigned char *xb = xs + col + (lane / 4) * 16 + (lane % 4) * 4;
-                bx[i][0] = in ? *(const uint32_t *)xb : 0u;
-                bx[i][1] = in ? *(const uint32_t *)(xb + 128) : 0u;
-                col += 256;
-                if (col == rb) col = 0, row++;
-            }
-            float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-#pragma unroll
-            for (int i = 0; i < SP_KB; i++) {
-                if (rr[i] < 0) break;
-                const uint32_t af[4] = {i % 2 ? a[i / 2][2] : a[i / 2][0], 0u, i % 2 ? a[i / 2][3] : a[i / 2][1], 0u};
-                mma_bf16_16816(acc[i % 2], af, bx[i]);
-                if (i + 1 == SP_KB || rr[i + 1] != rr[i]) { /* the row ends in this warp's part: its diagonal out */
-                    const int g = lane / 4;
-                    float v = lane % 4 == g / 2 ? (g % 2 ? acc[0][1] + acc[1][1] : acc[0][0] + acc[1][0]) : 0.0f;
-                    for (int q = 16; q > 0; q >>= 1) v += __shfl_xor_sync(0xffffffffu, v, q);
-                    if (lane == 0) atomicAdd(&rowsum[rr[i]], v);
-#pragma unroll
-                    for (int h = 0; h < 2; h++) acc[h][0] = acc[h][1] = acc[h][2] = acc[h][3] = 0.0f;
-                }
-            }
+            if (MODE == 0) sp_consume_fma(stage, xs, off, cnt, rb, warp, lane, rowsum);
+            else if (MODE == 1) sp_consume_tc(stage, xs, off, cnt, rb, warp, lane, rowsum);
             __syncwarp();
             if (lane == 0) mbar_arrive(empty0 + 8 * slot);
             off += cnt, left -= cnt;
@@ -248,7 +295,7 @@ static size_t sp_smem_bytes(int stages, int maxk) { return (size_t)stages * SP_S
 
 extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_stream_product *list_dev, int n,
                                     const void *x0, unsigned *sync, unsigned long long *stamps, int blocks, int stages,
-                                    cudaStream_t stream)
+                                    int mode, cudaStream_t stream)
 {
     if (!list || !list_dev || n < 1 || !x0 || !sync || blocks < 1)
         return orthros_error(ORTHROS_EINVAL, "probe stream: %d products, %d blocks", n, blocks);
@@ -263,9 +310,13 @@ extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_
                                  ORTHROS_STREAM_PROBE_MAX_ROWS);
         if (q->K > maxk) maxk = q->K;
     }
-    void (*kernel)(const orthros_stream_product *, int, const bf16 *, unsigned *, unsigned long long *) =
-        stages == 2 ? stream_kernel<2> : stages == 4 ? stream_kernel<4> : stages == 6 ? stream_kernel<6> : NULL;
-    if (!kernel) return orthros_error(ORTHROS_EINVAL, "probe stream: %d stages (2, 4 or 6)", stages);
+    typedef void (*sp_kernel)(const orthros_stream_product *, int, const bf16 *, unsigned *, unsigned long long *);
+    static const sp_kernel kernels[3][3] = {{stream_kernel<2, 0>, stream_kernel<4, 0>, stream_kernel<6, 0>},
+                                            {stream_kernel<2, 1>, stream_kernel<4, 1>, stream_kernel<6, 1>},
+                                            {stream_kernel<2, 2>, stream_kernel<4, 2>, stream_kernel<6, 2>}};
+    if ((stages != 2 && stages != 4 && stages != 6) || mode < 0 || mode > 2)
+        return orthros_error(ORTHROS_EINVAL, "probe stream: %d stages (2, 4 or 6), consumers %d (0-2)", stages, mode);
+    const sp_kernel kernel = kernels[mode][stages / 2 - 1];
     if (!orthros_cuda_sm90_available()) return orthros_error(ORTHROS_EUNSUPPORTED, "probe stream: needs sm_90");
     const size_t smem = sp_smem_bytes(stages, maxk);
     int dev = 0, coop = 0, sms = 0, per_sm = 0;

@@ -53,10 +53,14 @@ typedef struct {
 #define ORTHROS_STREAM_PROBE_MAX_K 16384
 #define ORTHROS_STREAM_PROBE_MAX_ROWS 1024 /* rows of a product a block */
 /* list: n products on the host; list_dev: room for n on the device (the call copies list there, in stream order);
- * x0: bf16 [list[0].K]; stages 2, 4 or 6 (6 with K up to 14336). ORTHROS_EINVAL for a list the probe does not take (K, rows a block),
+ * x0: bf16 [list[0].K]; stages 2, 4 or 6 (6 with K up to 14336); mode, the consumers: 0 on the FMA units (a lane's
+ * 16 bytes of a row times x's, one warp reduction a row), 1 on the tensor cores (mma.sync, a k-block's 16-byte units
+ * as A's rows and x's as B's columns, the diagonal summed), 2 none (the stages freed unread: the producer's own rate;
+ * y is then 0). ORTHROS_EINVAL for a list the probe does not take (K, rows a block),
  * ORTHROS_EUNSUPPORTED without sm_90 or where `blocks` do not fit at once. */
 int orthros_probe_stream(const orthros_stream_product *list, orthros_stream_product *list_dev, int n, const void *x0,
-                         unsigned *sync, unsigned long long *stamps, int blocks, int stages, cudaStream_t stream);
+                         unsigned *sync, unsigned long long *stamps, int blocks, int stages, int mode,
+                         cudaStream_t stream);
 
 #ifdef __cplusplus
 }

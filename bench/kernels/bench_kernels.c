@@ -854,7 +854,9 @@ static void bench_stream_probe(int sms)
     } models[] = {{"1B", 16, {3072, 2048, 16384, 2048}, {2048, 2048, 2048, 8192}},
                   {"8B", 32, {6144, 4096, 28672, 4096}, {4096, 4096, 4096, 14336}}};
     static const char *kinds[4] = {"qkv", "o", "gateup", "down"};
-    static const int ways[][3] = {{1, 2, 1}, {1, 4, 1}, {1, 6, 1}, {1, 6, 0}}; /* blocks an SM, stages, dep */
+    static const int ways[][3] = {{0, 4, 1}, {0, 6, 1}, {0, 6, 0}, {1, 6, 1}, {1, 6, 0}, {2, 6, 1}, {2, 6, 0},
+                                  {2, 2, 0}}; /* consumers (fma, tensor cores, none), stages, dep */
+    static const char *modes[3] = {"fma", "tc", "none"};
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
         const int L = models[mi].layers, n = 4 * L;
         size_t wbytes = 0, ybytes = 0;
@@ -888,14 +890,14 @@ static void bench_stream_probe(int sms)
         cuda_must(cudaEventCreate(&e0), "event");
         cuda_must(cudaEventCreate(&e1), "event");
         for (size_t wi = 0; wi < sizeof ways / sizeof *ways; wi++) {
-            const int blocks = ways[wi][0] * sms, stages = ways[wi][1];
+            const int blocks = sms, stages = ways[wi][1], mode = ways[wi][0];
             for (int p = 0; p < n; p++) list[p].wait = ways[wi][2];
             double samples[SAMPLES], sorted[SAMPLES];
             int rc = 0;
             for (int s = 0; s < WARMUP + SAMPLES && !rc; s++) {
                 cuda_must(cudaMemsetAsync(sync, 0, 4, 0), "memset");
                 cuda_must(cudaEventRecord(e0, 0), "event");
-                rc = orthros_probe_stream(list, list_dev, n, x0, sync, NULL, blocks, stages, 0);
+                rc = orthros_probe_stream(list, list_dev, n, x0, sync, NULL, blocks, stages, mode, 0);
                 cuda_must(cudaEventRecord(e1, 0), "event");
                 cuda_must(cudaEventSynchronize(e1), "sync");
                 float ms = 0.0f;
@@ -903,7 +905,7 @@ static void bench_stream_probe(int sms)
                 if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3;
             }
             char shape[160];
-            snprintf(shape, sizeof shape, "%s x%d layers, %d blocks, %d stages, %s", models[mi].name, L, blocks, stages,
+            snprintf(shape, sizeof shape, "%s x%d, %d stages, %s, %s", models[mi].name, L, stages, modes[mode],
                      ways[wi][2] ? "dep" : "stream");
             if (rc) {
                 printf("stream_probe %s: %s\n", shape, orthros_last_error());
@@ -915,7 +917,7 @@ static void bench_stream_probe(int sms)
             printf("stream_probe %s: %.2f us a layer\n", shape, med * 1e6 / L);
             /* the spans, from one more launch with stamps */
             cuda_must(cudaMemsetAsync(sync, 0, 4, 0), "memset");
-            must(orthros_probe_stream(list, list_dev, n, x0, sync, stamps, blocks, stages, 0), "probe stream");
+            must(orthros_probe_stream(list, list_dev, n, x0, sync, stamps, blocks, stages, mode, 0), "probe stream");
             cuda_must(cudaMemcpy(hs, stamps, (size_t)n * blocks * 8, cudaMemcpyDeviceToHost), "download");
             double span[4] = {0, 0, 0, 0};
             unsigned long long prev = 0;

@@ -1744,14 +1744,15 @@ static void test_stream_probe(void)
     float *y = malloc((size_t)NP * ymax * sizeof *y), *ref = malloc(ymax * sizeof *ref), *x = malloc(2304 * sizeof *x);
     unsigned long long *hs = malloc((size_t)NP * sms * sizeof *hs);
     for (size_t g = 0; g < sizeof grids / sizeof *grids; g++)
-        for (int stages = 2; stages <= 6; stages += 2) {
-            const int blocks = grids[g];
+        for (int way = 0; way < 9; way++) {
+            const int blocks = grids[g], stages = 2 + 2 * (way % 3), mode = way / 3;
             char name[160];
-            snprintf(name, sizeof name, "probe stream, %d blocks, %d stages", blocks, stages);
+            snprintf(name, sizeof name, "probe stream, %d blocks, %d stages, %s", blocks, stages,
+                     mode == 0 ? "fma" : mode == 1 ? "tensor cores" : "no consumers");
             for (int p = 0; p < NP; p++)
                 if (cudaMemset(list[p].y, 0xff, (size_t)list[p].M * 4) != cudaSuccess) die("probe memset");
             if (cudaMemset(sync, 0, 4) != cudaSuccess) die("probe memset");
-            int rc = orthros_probe_stream(list, list_dev, NP, x0, sync, stamps, blocks, stages, 0);
+            int rc = orthros_probe_stream(list, list_dev, NP, x0, sync, stamps, blocks, stages, mode, 0);
             if (rc == ORTHROS_EUNSUPPORTED) {
                 printf("SKIP %s: %s\n", name, orthros_last_error());
                 continue;
@@ -1770,14 +1771,14 @@ static void test_stream_probe(void)
                 for (int k = 0; k < K; k++)
                     x[k] = dep ? bf16_round(y[(size_t)(p - 1) * ymax + (size_t)(k % list[p - 1].M)])
                                : orthros_bf16_to_f32(hx0[k % list[0].K]);
-                for (int r = 0; r < M; r++) {
+                for (int r = 0; r < M; r++) { /* without consumers y is written as 0 */
                     double s = 0.0;
-                    for (int k = 0; k < K; k++) s += (double)orthros_bf16_to_f32(w[p][(size_t)r * K + k]) * x[k];
+                    for (int k = 0; k < K && mode < 2; k++) s += (double)orthros_bf16_to_f32(w[p][(size_t)r * K + k]) * x[k];
                     ref[r] = (float)s;
                 }
                 char pn[200];
                 snprintf(pn, sizeof pn, "%s: product %d (%d x %d)", name, p, M, K);
-                report(pn, ref, y + (size_t)p * ymax, (size_t)M, 1e-10);
+                report(pn, ref, y + (size_t)p * ymax, (size_t)M, mode < 2 ? 1e-10 : 0);
             }
             int waits = 0, wrong = 0;
             for (int p = 0; p < NP; p++) waits += list[p].wait != 0;
@@ -1791,9 +1792,11 @@ static void test_stream_probe(void)
     /* lists the probe refuses */
     orthros_stream_product bad = list[0];
     bad.K = 300;
-    const int rc = orthros_probe_stream(&bad, list_dev, 1, x0, sync, NULL, 5, 4, 0);
-    float z = 0.0f, wf = (float)(rc != ORTHROS_EINVAL) + (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 3, 0) != ORTHROS_EINVAL);
-    report("probe stream refuses K 300 and 3 stages (exact)", &z, &wf, 1, 0);
+    const int rc = orthros_probe_stream(&bad, list_dev, 1, x0, sync, NULL, 5, 4, 0, 0);
+    float z = 0.0f, wf = (float)(rc != ORTHROS_EINVAL) +
+                         (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 3, 0, 0) != ORTHROS_EINVAL) +
+                         (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 4, 3, 0) != ORTHROS_EINVAL);
+    report("probe stream refuses K 300, 3 stages and consumers 3 (exact)", &z, &wf, 1, 0);
     for (int p = 0; p < NP; p++) {
         cudaFree((void *)list[p].W);
         cudaFree(list[p].y);
