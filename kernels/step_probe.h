@@ -43,7 +43,8 @@ int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *errors, int
  * every block meet at a grid barrier (the flat one, sync[0]: zeroed by the caller before each launch) after writing
  * y_p, and the next product's input is x_{p+1}[k] = bf16(y_p[k % M_p]), read through L2: the step's data dependency.
  * Otherwise x_{p+1}[k] = x0[k % K_0] and nothing is waited for (the ring's own streaming rate). stamps, when not
- * NULL, gets [n][blocks] the global timer (ns) at which each block's consumers had written each product. */
+ * NULL, gets [2][n][blocks] the global timer (ns) at which each block's consumers had written each product's y, then
+ * at which they had staged its input (past the barrier before it). */
 typedef struct {
     const void *W; /* bf16 [M][K] row-major, 16-byte aligned */
     float *y;      /* [M] */

@@ -854,8 +854,8 @@ static void bench_stream_probe(int sms)
     } models[] = {{"1B", 16, {3072, 2048, 16384, 2048}, {2048, 2048, 2048, 8192}},
                   {"8B", 32, {6144, 4096, 28672, 4096}, {4096, 4096, 4096, 14336}}};
     static const char *kinds[4] = {"qkv", "o", "gateup", "down"};
-    static const int ways[][3] = {{0, 4, 1}, {0, 6, 1}, {0, 6, 0}, {1, 6, 1}, {1, 6, 0}, {2, 6, 1}, {2, 6, 0},
-                                  {2, 2, 0}}; /* consumers (fma, tensor cores, none), stages, dep */
+    static const int ways[][3] = {{0, 6, 1}, {0, 6, 0}, {1, 6, 1}, {2, 6, 1}, {2, 2, 1}, {2, 6, 0}}; /* consumers
+                                  (fma, tensor cores, none), stages, dep */
     static const char *modes[3] = {"fma", "tc", "none"};
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
         const int L = models[mi].layers, n = 4 * L;
@@ -918,19 +918,24 @@ static void bench_stream_probe(int sms)
             /* the spans, from one more launch with stamps */
             cuda_must(cudaMemsetAsync(sync, 0, 4, 0), "memset");
             must(orthros_probe_stream(list, list_dev, n, x0, sync, stamps, blocks, stages, mode, 0), "probe stream");
-            cuda_must(cudaMemcpy(hs, stamps, (size_t)n * blocks * 8, cudaMemcpyDeviceToHost), "download");
-            double span[4] = {0, 0, 0, 0};
+            cuda_must(cudaMemcpy(hs, stamps, (size_t)2 * n * blocks * 8, cudaMemcpyDeviceToHost), "download");
+            /* per kind: the step into the product (the last block's y of the one before to the last block past the
+             * barrier with its input staged) and the product itself (from there to the last block's y) */
+            double into[4] = {0, 0, 0, 0}, body[4] = {0, 0, 0, 0};
             unsigned long long prev = 0;
             for (int p = 0; p < n; p++) {
-                unsigned long long last = 0;
-                for (int b = 0; b < blocks; b++)
-                    if (hs[(size_t)p * blocks + b] > last) last = hs[(size_t)p * blocks + b];
-                if (p > 0) span[p % 4] += (double)(last - prev) * 1e-3 / (p % 4 ? L : L - 1);
-                prev = last;
+                unsigned long long go = 0, end = 0;
+                for (int bl = 0; bl < blocks; bl++) {
+                    const unsigned long long g = hs[(size_t)(n + p) * blocks + bl], e = hs[(size_t)p * blocks + bl];
+                    go = g > go ? g : go, end = e > end ? e : end;
+                }
+                if (p > 0) into[p % 4] += (double)(go - prev) * 1e-3 / (p % 4 ? L : L - 1);
+                body[p % 4] += (double)(end - go) * 1e-3 / L;
+                prev = end;
             }
-            printf("stream_probe %s: spans, us (bytes' floor at the read ceiling):", shape);
+            printf("stream_probe %s: us a product, into it + itself (bytes' floor at the read ceiling):", shape);
             for (int j = 0; j < 4; j++)
-                printf(" %s %.2f (%.2f)", kinds[j], span[j],
+                printf(" %s %.2f + %.2f (%.2f)", kinds[j], into[j], body[j],
                        (double)models[mi].m[j] * models[mi].k[j] * 2 / (ceil_read_tbps * 1e12) * 1e6);
             printf("\n");
         }
