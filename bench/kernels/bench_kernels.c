@@ -842,7 +842,7 @@ static void cuda_must(cudaError_t e, const char *what)
 /* The stream probe (kernels/step_probe.h): the products of a whole decode step's layers (the Llama-3.2-1B and
  * Llama-3.1-8B shapes at batch 1: q/k/v, O, gate/up, down, distinct weights a layer; no attention, norms or head)
  * streamed through one shared-memory ring a block in one resident kernel, with a grid barrier and the data dependency
- * after every product ("dep") or with neither ("stream": the ring's own rate). bytes: the weights; the floor is
+ * after every product ("dep"), after O and down only ("dep2"), or with neither ("stream": the ring's own rate). bytes: the weights; the floor is
  * theirs at the read ceiling. From the stamps of one more launch: each kind of product's mean span (the last block's
  * stamp after it against the last block's stamp before it), us. */
 static void bench_stream_probe(int sms)
@@ -854,8 +854,10 @@ static void bench_stream_probe(int sms)
     } models[] = {{"1B", 16, {3072, 2048, 16384, 2048}, {2048, 2048, 2048, 8192}},
                   {"8B", 32, {6144, 4096, 28672, 4096}, {4096, 4096, 4096, 14336}}};
     static const char *kinds[4] = {"qkv", "o", "gateup", "down"};
-    static const int ways[][3] = {{0, 6, 1}, {0, 6, 0}, {1, 6, 1}, {2, 6, 1}, {2, 2, 1}, {2, 6, 0}}; /* consumers
-                                  (fma, tensor cores, none), stages, dep */
+    /* consumers (fma, tensor cores, none), stages, steps: 1 after every product, 2 after O and down only (two grid
+     * steps a layer, as a step whose gate/up-down and attention-O seams need none would have), 0 none */
+    static const int ways[][3] = {{0, 6, 1}, {0, 2, 1}, {0, 6, 2}, {0, 2, 2}, {0, 6, 0}, {1, 6, 1}, {2, 6, 1}, {2, 2, 1},
+                                  {2, 6, 0}};
     static const char *modes[3] = {"fma", "tc", "none"};
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
         const int L = models[mi].layers, n = 4 * L;
@@ -891,7 +893,7 @@ static void bench_stream_probe(int sms)
         cuda_must(cudaEventCreate(&e1), "event");
         for (size_t wi = 0; wi < sizeof ways / sizeof *ways; wi++) {
             const int blocks = sms, stages = ways[wi][1], mode = ways[wi][0];
-            for (int p = 0; p < n; p++) list[p].wait = ways[wi][2];
+            for (int p = 0; p < n; p++) list[p].wait = ways[wi][2] == 1 || (ways[wi][2] == 2 && p % 2 == 1);
             double samples[SAMPLES], sorted[SAMPLES];
             int rc = 0;
             for (int s = 0; s < WARMUP + SAMPLES && !rc; s++) {
@@ -906,7 +908,7 @@ static void bench_stream_probe(int sms)
             }
             char shape[160];
             snprintf(shape, sizeof shape, "%s x%d, %d stages, %s, %s", models[mi].name, L, stages, modes[mode],
-                     ways[wi][2] ? "dep" : "stream");
+                     ways[wi][2] == 1 ? "dep" : ways[wi][2] == 2 ? "dep2" : "stream");
             if (rc) {
                 printf("stream_probe %s: %s\n", shape, orthros_last_error());
                 continue;
