@@ -196,14 +196,16 @@ static __device__ __forceinline__ unsigned long long sp_now()
 template <int NS, int MODE>
 static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orthros_stream_product *list, int n,
                                                                        const bf16 *x0, unsigned *sync,
-                                                                       unsigned long long *stamps)
+                                                                       unsigned long long *stamps, int ahead)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) unsigned char sp_smem[]; /* ring [NS][SB] | x [K] bf16 */
     __shared__ __align__(8) unsigned long long bars[2 * NS];  /* full, then empty */
     __shared__ float rowsum[ORTHROS_STREAM_PROBE_MAX_ROWS];
+    __shared__ volatile int staged; /* the last product whose input the consumers have staged */
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, G = gridDim.x, b = blockIdx.x;
     unsigned char *xs = sp_smem + (size_t)NS * SP_SB;
+    if (tid == 0) staged = -1;
     const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[NS]);
     if (tid == 0) {
         for (int i = 0; i < NS; i++) mbar_init(full0 + 8 * i, 1), mbar_init(empty0 + 8 * i, SP_WARPS);
@@ -217,9 +219,13 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
         for (int p = 0; p < n; p++) {
             const int M = list[p].M, K = list[p].K, r0 = sp_row0(M, b, G), r1 = sp_row0(M, b + 1, G);
             const unsigned char *src = (const unsigned char *)list[p].W + (size_t)r0 * K * 2;
-            for (size_t left = (size_t)(r1 - r0) * K * 2; left > 0; idx++) {
+            int issued = 0;
+            for (size_t left = (size_t)(r1 - r0) * K * 2; left > 0; idx++, issued++) {
                 const uint32_t cnt = left < SP_SB ? (uint32_t)left : SP_SB;
                 const int slot = idx % NS;
+                if (ahead >= 0 && issued >= ahead) /* no further into p before its input is staged */
+                    while (staged < p) {
+                    }
                 mbar_wait(empty0 + 8 * slot, ((idx / NS) & 1) ^ 1);
                 if (lane == 0) {
                     mbar_expect_tx(full0 + 8 * slot, cnt);
@@ -260,7 +266,10 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
                 ((bf16 *)xs)[k] = dep ? f2bf(__ldcg(yp + k % Mp)) : x0[k % K0];
         }
         bar_sync(1, SP_WARPS * 32);
-        if (stamps && tid == 0) stamps[(size_t)n * G + (size_t)p * G + b] = sp_now(); /* the input staged */
+        if (tid == 0) {
+            staged = p;
+            if (stamps) stamps[(size_t)n * G + (size_t)p * G + b] = sp_now(); /* the input staged */
+        }
         const uint32_t rb = (uint32_t)K * 2; /* a block's range: at most 1024 rows of 32 KB, so 32-bit offsets */
         uint32_t off = 0;
         for (uint32_t left = (uint32_t)(r1 - r0) * rb; left > 0; idx++) {
@@ -299,7 +308,7 @@ static size_t sp_smem_bytes(int stages, int maxk) { return (size_t)stages * SP_S
 
 extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_stream_product *list_dev, int n,
                                     const void *x0, unsigned *sync, unsigned long long *stamps, int blocks, int stages,
-                                    int mode, cudaStream_t stream)
+                                    int mode, int ahead, cudaStream_t stream)
 {
     if (!list || !list_dev || n < 1 || !x0 || !sync || blocks < 1)
         return orthros_error(ORTHROS_EINVAL, "probe stream: %d products, %d blocks", n, blocks);
@@ -314,7 +323,7 @@ extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_
                                  ORTHROS_STREAM_PROBE_MAX_ROWS);
         if (q->K > maxk) maxk = q->K;
     }
-    typedef void (*sp_kernel)(const orthros_stream_product *, int, const bf16 *, unsigned *, unsigned long long *);
+    typedef void (*sp_kernel)(const orthros_stream_product *, int, const bf16 *, unsigned *, unsigned long long *, int);
     static const sp_kernel kernels[3][3] = {{stream_kernel<2, 0>, stream_kernel<4, 0>, stream_kernel<6, 0>},
                                             {stream_kernel<2, 1>, stream_kernel<4, 1>, stream_kernel<6, 1>},
                                             {stream_kernel<2, 2>, stream_kernel<4, 2>, stream_kernel<6, 2>}};
@@ -335,7 +344,7 @@ extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_
     ORTHROS_CUDA_CHECK(cudaMemcpyAsync(list_dev, list, (size_t)n * sizeof *list, cudaMemcpyHostToDevice, stream));
     const bf16 *x = (const bf16 *)x0;
     const orthros_stream_product *ld = list_dev;
-    void *args[] = {(void *)&ld, &n, &x, &sync, &stamps};
+    void *args[] = {(void *)&ld, &n, &x, &sync, &stamps, &ahead};
     ORTHROS_CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)kernel, dim3((unsigned)blocks), dim3(SP_THREADS), args,
                                                    smem, stream));
     return 0;

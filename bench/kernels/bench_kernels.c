@@ -856,8 +856,9 @@ static void bench_stream_probe(int sms)
     static const char *kinds[4] = {"qkv", "o", "gateup", "down"};
     /* consumers (fma, tensor cores, none), stages, steps: 1 after every product, 2 after O and down only (two grid
      * steps a layer, as a step whose gate/up-down and attention-O seams need none would have), 0 none */
-    static const int ways[][3] = {{0, 6, 1}, {0, 2, 1}, {0, 6, 2}, {0, 2, 2}, {0, 6, 0}, {1, 6, 1}, {2, 6, 1}, {2, 2, 1},
-                                  {2, 6, 0}};
+    static const int ways[][4] = {{0, 6, 1, -1}, {0, 6, 1, 0}, {0, 6, 1, 1}, {0, 6, 1, 2}, {0, 6, 2, -1}, {0, 6, 0, -1},
+                                  {1, 6, 1, -1}, {2, 6, 1, -1}, {2, 6, 1, 1}, {2, 6, 0, -1}}; /* and the producer's
+                                  stages ahead of a product's staged input (-1: no limit) */
     static const char *modes[3] = {"fma", "tc", "none"};
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
         const int L = models[mi].layers, n = 4 * L;
@@ -892,14 +893,14 @@ static void bench_stream_probe(int sms)
         cuda_must(cudaEventCreate(&e0), "event");
         cuda_must(cudaEventCreate(&e1), "event");
         for (size_t wi = 0; wi < sizeof ways / sizeof *ways; wi++) {
-            const int blocks = sms, stages = ways[wi][1], mode = ways[wi][0];
+            const int blocks = sms, stages = ways[wi][1], mode = ways[wi][0], ahead = ways[wi][3];
             for (int p = 0; p < n; p++) list[p].wait = ways[wi][2] == 1 || (ways[wi][2] == 2 && p % 2 == 1);
             double samples[SAMPLES], sorted[SAMPLES];
             int rc = 0;
             for (int s = 0; s < WARMUP + SAMPLES && !rc; s++) {
                 cuda_must(cudaMemsetAsync(sync, 0, 4, 0), "memset");
                 cuda_must(cudaEventRecord(e0, 0), "event");
-                rc = orthros_probe_stream(list, list_dev, n, x0, sync, NULL, blocks, stages, mode, 0);
+                rc = orthros_probe_stream(list, list_dev, n, x0, sync, NULL, blocks, stages, mode, ahead, 0);
                 cuda_must(cudaEventRecord(e1, 0), "event");
                 cuda_must(cudaEventSynchronize(e1), "sync");
                 float ms = 0.0f;
@@ -907,8 +908,8 @@ static void bench_stream_probe(int sms)
                 if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3;
             }
             char shape[160];
-            snprintf(shape, sizeof shape, "%s x%d, %d stages, %s, %s", models[mi].name, L, stages, modes[mode],
-                     ways[wi][2] == 1 ? "dep" : ways[wi][2] == 2 ? "dep2" : "stream");
+            snprintf(shape, sizeof shape, "%s x%d, %d stages, %s, %s, ahead %d", models[mi].name, L, stages, modes[mode],
+                     ways[wi][2] == 1 ? "dep" : ways[wi][2] == 2 ? "dep2" : "stream", ahead);
             if (rc) {
                 printf("stream_probe %s: %s\n", shape, orthros_last_error());
                 continue;
@@ -919,7 +920,7 @@ static void bench_stream_probe(int sms)
             printf("stream_probe %s: %.2f us a layer\n", shape, med * 1e6 / L);
             /* the spans, from one more launch with stamps */
             cuda_must(cudaMemsetAsync(sync, 0, 4, 0), "memset");
-            must(orthros_probe_stream(list, list_dev, n, x0, sync, stamps, blocks, stages, mode, 0), "probe stream");
+            must(orthros_probe_stream(list, list_dev, n, x0, sync, stamps, blocks, stages, mode, ahead, 0), "probe stream");
             cuda_must(cudaMemcpy(hs, stamps, (size_t)2 * n * blocks * 8, cudaMemcpyDeviceToHost), "download");
             /* per kind: the step into the product (the last block's y of the one before to the last block past the
              * barrier with its input staged) and the product itself (from there to the last block's y) */

@@ -1752,7 +1752,7 @@ static void test_stream_probe(void)
             for (int p = 0; p < NP; p++)
                 if (cudaMemset(list[p].y, 0xff, (size_t)list[p].M * 4) != cudaSuccess) die("probe memset");
             if (cudaMemset(sync, 0, 4) != cudaSuccess) die("probe memset");
-            int rc = orthros_probe_stream(list, list_dev, NP, x0, sync, stamps, blocks, stages, mode, 0);
+            int rc = orthros_probe_stream(list, list_dev, NP, x0, sync, stamps, blocks, stages, mode, way % 2 ? 1 : -1, 0);
             if (rc == ORTHROS_EUNSUPPORTED) {
                 printf("SKIP %s: %s\n", name, orthros_last_error());
                 continue;
@@ -1795,10 +1795,10 @@ static void test_stream_probe(void)
     /* lists the probe refuses */
     orthros_stream_product bad = list[0];
     bad.K = 300;
-    const int rc = orthros_probe_stream(&bad, list_dev, 1, x0, sync, NULL, 5, 4, 0, 0);
+    const int rc = orthros_probe_stream(&bad, list_dev, 1, x0, sync, NULL, 5, 4, 0, -1, 0);
     float z = 0.0f, wf = (float)(rc != ORTHROS_EINVAL) +
-                         (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 3, 0, 0) != ORTHROS_EINVAL) +
-                         (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 4, 3, 0) != ORTHROS_EINVAL);
+                         (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 3, 0, -1, 0) != ORTHROS_EINVAL) +
+                         (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 4, 3, -1, 0) != ORTHROS_EINVAL);
     report("probe stream refuses K 300, 3 stages and consumers 3 (exact)", &z, &wf, 1, 0);
     for (int p = 0; p < NP; p++) {
         cudaFree((void *)list[p].W);
