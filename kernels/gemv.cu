@@ -40,8 +40,9 @@
  *   The MLP epilogue (ORTHROS_GEMV_MLP; the cuda backend's norm_mlp_add with ORTHROS_DECODE_MLP=1): gate/up and down
  *       in one launch, mlp_kernel below. H200 (eeab839 / 6d36f36, data/results/h200-2026-12-02-decode-mlp): slower,
  *       1.058 / 2.105 / 4.959 ms against the two products' 0.986 / 2.035 / 4.470 in the same run; opt-in. Its ring
- *       form (ORTHROS_DECODE_MLP=2, mlp_ring_kernel; 37edfb3) far slower: 1.788 / 2.871 / 10.919 ms (0.996 / 2.052 /
- *       4.463), its 64-byte bulk copies of W_down's rows the likely cost; a 2-d TMA box for them since, not yet run.
+ *       form (ORTHROS_DECODE_MLP=2, mlp_ring_kernel): with 64-byte bulk copies of W_down's rows (37edfb3) far slower,
+ *       1.788 / 2.871 / 10.919 ms (0.996 / 2.052 / 4.463); with a 2-d TMA box a stage (874c65f) 1.032 / 2.024 / 4.819
+ *       (0.990 / 1.966 / 4.455), the kernel 34.1 us a layer at 1B against 32.2 for the two products; opt-in.
  */
 #include "gemv.h"
 
@@ -1244,8 +1245,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
  * in flight while the consumers finish the gate/up sums. Gate/up: a lane one 16-byte chunk of K a row (K = 2048: 256
  * lanes x 8; K 4096: two chunks a lane), the sums met over the lanes at each stage and over the warps once a unit. Down: as mlp_kernel, four lanes a row. The sums' end is mlp_finish's. Batch 1, K 2048 or
  * 4096 (the 1B and 8B widths: a stage holds two groups or one). H200 (37edfb3, W_down a 64-byte bulk copy a row): 81
- * us a layer at 1B, against 35.6 for mlp_kernel and 32.2 for the two products. The 2-d box for W_down was written
- * after that run and has not run on a GPU (docs/kernels.md, "The MLP in one launch"). */
+ * us a layer at 1B, against 35.6 for mlp_kernel and 32.2 for the two products; with the 2-d box (874c65f) 34.1 us
+ * (docs/kernels.md, "The MLP in one launch"). */
 #define MLP_RING_SB (16 * 1024)
 #define MLP_RING_NS 4
 #define MLP_RING_THREADS (GEMV_THREADS + 32)
