@@ -148,7 +148,7 @@ static __device__ __forceinline__ void sp_consume_tc(const unsigned char *stage,
      * cores: a k-block's sixteen 16-byte units u as A's rows 0-7 (units u and 8 + u side by side, rows 8-15
      * zero), x's matching units as B's columns, so D[i][i] is the unit pair's dot product; the diagonal summed
      * once a row. Rows and columns from one division a stage, every load issued first, two accumulators in
-     * turn.  */
+     * turn. */
     const uint32_t kb0 = (uint32_t)warp * SP_KB, base = off + kb0 * 256;
     uint32_t col = base % rb;
     int row = (int)(base / rb), rr[SP_KB];
@@ -249,7 +249,8 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
         const bool dep = p > 0 && list[p - 1].wait;
         const float *yp = dep ? list[p - 1].y : NULL;
         const int Mp = dep ? list[p - 1].M : 0, K0 = list[0].K;
-        if (dep && Mp >= K && (uintptr_t)yp % 16 == 0) { /* y's first K, four a thread at a time, rounds of 4 loads issued before their use */
+        if (dep && Mp >= K && (uintptr_t)yp % 16 == 0) {
+            /* y's first K, four floats a thread at a time, rounds of 4 loads issued before their use */
             for (int k0 = 0; k0 < K; k0 += 4 * 4 * SP_WARPS * 32) {
                 float4 v[4];
 #pragma unroll
@@ -261,7 +262,8 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
                 for (int i = 0; i < 4; i++) {
                     const int k = k0 + 4 * (i * SP_WARPS * 32 + tid);
                     if (k < K)
-                        *(uint2 *)((bf16 *)xs + k) = make_uint2(pack_bf16x2(v[i].x, v[i].y), pack_bf16x2(v[i].z, v[i].w));
+                        *(uint2 *)((bf16 *)xs + k) =
+                            make_uint2(pack_bf16x2(v[i].x, v[i].y), pack_bf16x2(v[i].z, v[i].w));
                 }
             }
         } else {
@@ -335,15 +337,21 @@ extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_
     const sp_kernel kernel = kernels[mode][stages / 2 - 1];
     if (!orthros_cuda_sm90_available()) return orthros_error(ORTHROS_EUNSUPPORTED, "probe stream: needs sm_90");
     const size_t smem = sp_smem_bytes(stages, maxk);
-    int dev = 0, coop = 0, sms = 0, per_sm = 0;
+    int dev = 0, coop = 0, sms = 0, per_sm = 0, optin = 0;
     ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (smem + 8 * 1024 > (size_t)optin) /* the static shared memory (row sums, mbarriers) beside it */
+        return orthros_error(ORTHROS_EINVAL, "probe stream: %d stages and K %d take %zu bytes of shared memory (%d)",
+                             stages, maxk, smem, optin);
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    ORTHROS_CUDA_CHECK(
+        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, SP_THREADS, smem));
     if (!coop || blocks > sms * per_sm)
-        return orthros_error(ORTHROS_EUNSUPPORTED, "probe stream: %d blocks do not fit at once (%d SMs x %d, cooperative %d)",
-                             blocks, sms, per_sm, coop);
+        return orthros_error(ORTHROS_EUNSUPPORTED,
+                             "probe stream: %d blocks do not fit at once (%d SMs x %d, cooperative %d)", blocks, sms,
+                             per_sm, coop);
     ORTHROS_CUDA_CHECK(cudaMemcpyAsync(list_dev, list, (size_t)n * sizeof *list, cudaMemcpyHostToDevice, stream));
     const bf16 *x = (const bf16 *)x0;
     const orthros_stream_product *ld = list_dev;

@@ -58,8 +58,9 @@ typedef struct {
  * 16 bytes of a row times x's, one warp reduction a row), 1 on the tensor cores (mma.sync, a k-block's 16-byte units
  * as A's rows and x's as B's columns, the diagonal summed), 2 none (the stages freed unread: the producer's own rate;
  * y is then 0); ahead: the stages of a product the producer may issue before the consumers have staged its input (the
- * dependent loads of a grid step wait behind every copy in flight; -1: no limit). ORTHROS_EINVAL for a list the probe does not take (K, rows a block),
- * ORTHROS_EUNSUPPORTED without sm_90 or where `blocks` do not fit at once. */
+ * dependent loads of a grid step wait behind every copy in flight; -1: no limit). ORTHROS_EINVAL for a list the probe
+ * does not take (K, rows a block, the shared memory of the stages and K), ORTHROS_EUNSUPPORTED without sm_90 or where
+ * `blocks` do not fit at once. */
 int orthros_probe_stream(const orthros_stream_product *list, orthros_stream_product *list_dev, int n, const void *x0,
                          unsigned *sync, unsigned long long *stamps, int blocks, int stages, int mode, int ahead,
                          cudaStream_t stream);

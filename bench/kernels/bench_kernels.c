@@ -842,9 +842,11 @@ static void cuda_must(cudaError_t e, const char *what)
 /* The stream probe (kernels/step_probe.h): the products of a whole decode step's layers (the Llama-3.2-1B and
  * Llama-3.1-8B shapes at batch 1: q/k/v, O, gate/up, down, distinct weights a layer; no attention, norms or head)
  * streamed through one shared-memory ring a block in one resident kernel, with a grid barrier and the data dependency
- * after every product ("dep"), after O and down only ("dep2"), or with neither ("stream": the ring's own rate). bytes: the weights; the floor is
- * theirs at the read ceiling. From the stamps of one more launch: each kind of product's mean span (the last block's
- * stamp after it against the last block's stamp before it), us. */
+ * after every product ("dep"), after O and down only ("dep2"), or with neither ("stream": the ring's own rate); the
+ * consumers on the FMA units, the tensor cores or none; the producer's lead into a product before its input is staged
+ * limited or not ("ahead"). bytes: the weights; the floor is theirs at the read ceiling. From the stamps of one more
+ * launch, per kind of product: the step into it (the last block's y of the product before to the last block past the
+ * barrier with the input staged) and the product itself (from there to the last block's y), us. */
 static void bench_stream_probe(int sms)
 {
     if (!want("stream_probe")) return;
@@ -908,8 +910,8 @@ static void bench_stream_probe(int sms)
                 if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3;
             }
             char shape[160];
-            snprintf(shape, sizeof shape, "%s x%d, %d stages, %s, %s, ahead %d", models[mi].name, L, stages, modes[mode],
-                     ways[wi][2] == 1 ? "dep" : ways[wi][2] == 2 ? "dep2" : "stream", ahead);
+            snprintf(shape, sizeof shape, "%s x%d, %d stages, %s, %s, ahead %d", models[mi].name, L, stages,
+                     modes[mode], ways[wi][2] == 1 ? "dep" : ways[wi][2] == 2 ? "dep2" : "stream", ahead);
             if (rc) {
                 printf("stream_probe %s: %s\n", shape, orthros_last_error());
                 continue;
@@ -920,7 +922,8 @@ static void bench_stream_probe(int sms)
             printf("stream_probe %s: %.2f us a layer\n", shape, med * 1e6 / L);
             /* the spans, from one more launch with stamps */
             cuda_must(cudaMemsetAsync(sync, 0, 4, 0), "memset");
-            must(orthros_probe_stream(list, list_dev, n, x0, sync, stamps, blocks, stages, mode, ahead, 0), "probe stream");
+            must(orthros_probe_stream(list, list_dev, n, x0, sync, stamps, blocks, stages, mode, ahead, 0),
+                 "probe stream");
             cuda_must(cudaMemcpy(hs, stamps, (size_t)2 * n * blocks * 8, cudaMemcpyDeviceToHost), "download");
             /* per kind: the step into the product (the last block's y of the one before to the last block past the
              * barrier with its input staged) and the product itself (from there to the last block's y) */

@@ -1721,10 +1721,12 @@ static void test_stream_probe(void)
     unsigned long long *stamps = NULL;
     void *x0 = NULL;
     if (cudaMalloc((void **)&list_dev, sizeof list) != cudaSuccess || cudaMalloc((void **)&sync, 4) != cudaSuccess ||
-        cudaMalloc((void **)&stamps, (size_t)2 * NP * sms * 8) != cudaSuccess || cudaMalloc(&x0, 2 * 256) != cudaSuccess)
+        cudaMalloc((void **)&stamps, (size_t)2 * NP * sms * 8) != cudaSuccess ||
+        cudaMalloc(&x0, 2 * 256) != cudaSuccess)
         die("probe alloc");
     uint16_t hx0[256];
-    for (int k = 0; k < 256; k++) hx0[k] = orthros_f32_to_bf16(2.0f * orthros_uniform(seed_base ^ 0x5eedull, (uint64_t)k) - 1.0f);
+    for (int k = 0; k < 256; k++)
+        hx0[k] = orthros_f32_to_bf16(2.0f * orthros_uniform(seed_base ^ 0x5eedull, (uint64_t)k) - 1.0f);
     if (cudaMemcpy(x0, hx0, sizeof hx0, cudaMemcpyHostToDevice) != cudaSuccess) die("probe upload");
     for (int p = 0; p < NP; p++) {
         const int M = shape[p][0], K = shape[p][1];
@@ -1732,7 +1734,8 @@ static void test_stream_probe(void)
         w[p] = malloc(e * 2);
         const float scale = 1.7f / sqrtf((float)K); /* keeps |y| near |x| along the chain */
         for (size_t i = 0; i < e; i++)
-            w[p][i] = orthros_f32_to_bf16(scale * (2.0f * orthros_uniform(seed_base ^ (0x77ull + (uint64_t)p), i) - 1.0f));
+            w[p][i] =
+                orthros_f32_to_bf16(scale * (2.0f * orthros_uniform(seed_base ^ (0x77ull + (uint64_t)p), i) - 1.0f));
         void *dw = NULL;
         float *dy = NULL;
         if (cudaMalloc(&dw, e * 2) != cudaSuccess || cudaMalloc((void **)&dy, (size_t)M * 4) != cudaSuccess ||
@@ -1752,7 +1755,8 @@ static void test_stream_probe(void)
             for (int p = 0; p < NP; p++)
                 if (cudaMemset(list[p].y, 0xff, (size_t)list[p].M * 4) != cudaSuccess) die("probe memset");
             if (cudaMemset(sync, 0, 4) != cudaSuccess) die("probe memset");
-            int rc = orthros_probe_stream(list, list_dev, NP, x0, sync, stamps, blocks, stages, mode, way % 2 ? 1 : -1, 0);
+            int rc =
+                orthros_probe_stream(list, list_dev, NP, x0, sync, stamps, blocks, stages, mode, way % 2 ? 1 : -1, 0);
             if (rc == ORTHROS_EUNSUPPORTED) {
                 printf("SKIP %s: %s\n", name, orthros_last_error());
                 continue;
@@ -1764,7 +1768,8 @@ static void test_stream_probe(void)
                 continue;
             }
             for (int p = 0; p < NP; p++)
-                if (cudaMemcpy(y + (size_t)p * ymax, list[p].y, (size_t)list[p].M * 4, cudaMemcpyDeviceToHost) != cudaSuccess)
+                if (cudaMemcpy(y + (size_t)p * ymax, list[p].y, (size_t)list[p].M * 4, cudaMemcpyDeviceToHost) !=
+                    cudaSuccess)
                     die("probe download");
             for (int p = 0; p < NP; p++) {
                 const int M = list[p].M, K = list[p].K, dep = p > 0 && list[p - 1].wait;
@@ -1773,7 +1778,8 @@ static void test_stream_probe(void)
                                : orthros_bf16_to_f32(hx0[k % list[0].K]);
                 for (int r = 0; r < M; r++) { /* without consumers y is written as 0 */
                     double s = 0.0;
-                    for (int k = 0; k < K && mode < 2; k++) s += (double)orthros_bf16_to_f32(w[p][(size_t)r * K + k]) * x[k];
+                    for (int k = 0; k < K && mode < 2; k++)
+                        s += (double)orthros_bf16_to_f32(w[p][(size_t)r * K + k]) * x[k];
                     ref[r] = (float)s;
                 }
                 char pn[200];
@@ -1796,9 +1802,10 @@ static void test_stream_probe(void)
     orthros_stream_product bad = list[0];
     bad.K = 300;
     const int rc = orthros_probe_stream(&bad, list_dev, 1, x0, sync, NULL, 5, 4, 0, -1, 0);
-    float z = 0.0f, wf = (float)(rc != ORTHROS_EINVAL) +
-                         (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 3, 0, -1, 0) != ORTHROS_EINVAL) +
-                         (float)(orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 4, 3, -1, 0) != ORTHROS_EINVAL);
+    const int rc3 = orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 3, 0, -1, 0);
+    const int rc4 = orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 4, 3, -1, 0);
+    float z = 0.0f;
+    float wf = (float)(rc != ORTHROS_EINVAL) + (float)(rc3 != ORTHROS_EINVAL) + (float)(rc4 != ORTHROS_EINVAL);
     report("probe stream refuses K 300, 3 stages and consumers 3 (exact)", &z, &wf, 1, 0);
     for (int p = 0; p < NP; p++) {
         cudaFree((void *)list[p].W);
