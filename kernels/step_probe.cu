@@ -340,9 +340,11 @@ extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_
     int dev = 0, coop = 0, sms = 0, per_sm = 0, optin = 0;
     ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    if (smem + 8 * 1024 > (size_t)optin) /* the static shared memory (row sums, mbarriers) beside it */
+    cudaFuncAttributes fa;
+    ORTHROS_CUDA_CHECK(cudaFuncGetAttributes(&fa, (const void *)kernel));
+    if (smem + fa.sharedSizeBytes > (size_t)optin) /* the static shared memory (row sums, mbarriers) beside it */
         return orthros_error(ORTHROS_EINVAL, "probe stream: %d stages and K %d take %zu bytes of shared memory (%d)",
-                             stages, maxk, smem, optin);
+                             stages, maxk, smem + fa.sharedSizeBytes, optin);
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     ORTHROS_CUDA_CHECK(
