@@ -29,7 +29,8 @@
 #                into L2 by the attention; unset: 1, a dependent launch); fused-graphs-apdl: with
 #                ORTHROS_DECODE_ATTN_PDL=1 (the attention a dependent launch of q/k/v); fused-graphs-mlp: with
 #                ORTHROS_DECODE_MLP=1 (gate/up and down in one launch); fused-graphs-mlpring: with
-#                ORTHROS_DECODE_MLP=2 (the same, its weights streamed through a ring); fused-graphs-l2pf, -l2pf-last,
+#                ORTHROS_DECODE_MLP=2 (the same, its weights streamed through a ring); fused-graphs-chainring: with
+#                ORTHROS_DECODE_CHAIN_RING=1 (the chain's products streamed through a ring); fused-graphs-l2pf, -l2pf-last,
 #                -l2pf32: with ORTHROS_DECODE_L2PF=1, =2 and =1 with ORTHROS_DECODE_L2PF_MB=32) orthros decode of the 1B shape at
 #                batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
@@ -55,9 +56,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32" >&2; exit 2; }
-            DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
-            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32" >&2; exit 2 ;; esac
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32" >&2; exit 2; }
+            DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
+            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -177,6 +178,7 @@ if [ -n "$DECODE" ]; then
             fused-graphs-apdl) envs=("${fused[@]}" ORTHROS_DECODE_ATTN_PDL=1) ;;
             fused-graphs-mlp) envs=("${fused[@]}" ORTHROS_DECODE_MLP=1) ;;
             fused-graphs-mlpring) envs=("${fused[@]}" ORTHROS_DECODE_MLP=2) ;;
+            fused-graphs-chainring) envs=("${fused[@]}" ORTHROS_DECODE_CHAIN_RING=1) ;;
             fused-graphs-l2pf) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=1) ;;
             fused-graphs-l2pf-last) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=2) ;;
             fused-graphs-l2pf32) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=1
@@ -221,7 +223,7 @@ echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
     decode_default decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
-    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-l2pf \
+    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_anchor \
     decode_anchor_compiled; do
     case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac

@@ -66,6 +66,8 @@ typedef struct {
     size_t l2_next_bytes;
     int chain;                     /* ORTHROS_DECODE_CHAIN=1: decode_chain records the fused products into one launch */
     int chain_open;                /* between decode_chain(1) and decode_chain(0) */
+    int chain_ring;                /* ORTHROS_DECODE_CHAIN_RING=1: the chain's products streamed through a ring (implies
+                                    * the chain) */
     int chain_n;                   /* products recorded, not yet launched */
     orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
@@ -669,13 +671,18 @@ static void gemv_params(orthros_gemv_params *p, void *out, int epilogue, const v
     p->epilogue = epilogue;
 }
 
-/* The products the chain recorded, launched: one alone as gemv.cu's own launch, more as the chain kernel. */
+/* The products the chain recorded, launched: one alone as gemv.cu's own launch, more as the chain kernel (the ring
+ * chain with ORTHROS_DECODE_CHAIN_RING=1 where it takes every one of them). */
 static int chain_flush(cuda_impl *c)
 {
     const int n = c->chain_n;
     c->chain_n = 0;
     if (n == 0) return 0;
-    return n == 1 ? orthros_gemv_bf16(&c->chain_ops[0], c->stream) : orthros_gemv_chain_bf16(c->chain_ops, n, c->stream);
+    if (n == 1) return orthros_gemv_bf16(&c->chain_ops[0], c->stream);
+    int ring = c->chain_ring;
+    for (int i = 0; ring && i < n; i++) ring = orthros_gemv_ring_chain_supported(&c->chain_ops[i]);
+    return ring ? orthros_gemv_ring_chain_bf16(c->chain_ops, n, c->stream)
+                : orthros_gemv_chain_bf16(c->chain_ops, n, c->stream);
 }
 
 /* A fused op's product: recorded while a chain is open and the chain takes it (`chainable`: its inputs stay valid
@@ -1023,7 +1030,8 @@ static int select_kernels(orthros_device_info *info)
  * result files of the modes differ and --resume refuses to mix them: ", gemv v3" (", gemv v3+pdl") when gemv.cu runs
  * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
- * decode_chain's open and close as one launch), ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with
+ * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch with
+ * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with
  * ORTHROS_DECODE_MLP=1 (2) in the fused mode. ORTHROS_GEMV_VERSION (1 to 4; unset: 3) chooses gemv.cu's version,
  * process-wide, as the attention kernels' variables do (set_version_from_env). */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
@@ -1031,11 +1039,14 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
-    c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0, c->mlp = 0;
+    c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0, c->mlp = 0, c->chain_ring = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
-        (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)))
+        (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
+        (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)))
         return rc;
+    c->chain_ring = c->chain_ring && orthros_cuda_sm90_available(); /* the ring chain is sm_90's */
+    if (c->chain_ring) c->chain = 1;
     if (c->mlp == 2 && !orthros_cuda_sm90_available()) c->mlp = 1; /* the ring kernel is sm_90's */
     c->attn_pdl = c->attn_pdl && orthros_cuda_sm90_available();
     if (c->chain) c->attn_o = 0, c->mlp = 0; /* the chain records O and the MLP's products with the products after them */
@@ -1050,7 +1061,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);
     if (used < sizeof info->kernels && c->chain)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", chain");
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", chain%s",
+                                 c->chain_ring ? " ring" : "");
     if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))

@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "cuda_common.cuh"
+#include "ring.cuh"
 #include "tma.cuh"
 
 #define GEMV_WARPS 8
@@ -1016,6 +1017,200 @@ int orthros_gemv_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t 
     cfg.stream = stream, cfg.attrs = at, cfg.numAttrs = 1;
     ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_chain_kernel, a));
     ORTHROS_CUDA_LAUNCH_CHECK("gemv chain");
+    return 0;
+}
+
+/* ---- the ring chain: the chain's products streamed through a shared-memory ring (ORTHROS_DECODE_CHAIN_RING) ----
+ * The stream probe (step_probe.h; docs/kernels.md, "A step through one ring") ran a step's products in one resident
+ * kernel with a producer warp a block streaming every product's rows through a ring of 32 KB stages: the products'
+ * bodies at their bytes' floor, each grid step between them 2.5-5 us. This is the chain above in that form: one
+ * cooperative launch of one block an SM; a product's groups (v3's pairs of rows: gate and up row f, a RoPE pair, two
+ * rows) split into a contiguous range a block; the producer warp streams the block's groups' rows, row A then row B,
+ * product after product, through RC_NS stages (1-d bulk copies of the rows' pieces on mbarriers), waiting for nothing
+ * but free stages; 16 consumer warps stage each product's input (normed, through L2, as the chain does), sum each row
+ * (ring.cuh), run the group's epilogue (v3's functions: the same outputs up to the order of the sums), and meet the
+ * grid (the flat barrier, among the consumers) before the next product. Batch 1, M even (M a multiple of d for RoPE),
+ * K a multiple of 256 up to 14336, sm_90. Not yet run on a GPU (written after the probe). */
+#define RC_SB (32 * 1024)
+#define RC_NS 6
+#define RC_WARPS 16
+#define RC_CONSUMERS (RC_WARPS * 32)
+#define RC_THREADS (RC_CONSUMERS + 32)
+#define RC_MAX_ROWS 1024 /* rows of a product a block: 2 a group */
+#define RC_MAX_K 14336
+
+struct gemv_ring_chain_args {
+    orthros_gemv_params p[ORTHROS_GEMV_CHAIN_MAX];
+    int n;
+};
+
+/* A product's groups (gemv2_rows): SWIGLU and ROPE pair rows M / 2 apart or d / 2 apart, the others two in a row. */
+static __device__ __host__ __forceinline__ int rc_groups(const orthros_gemv_params &p) { return p.M / 2; }
+static __device__ __host__ __forceinline__ int rc_split(int n, int b, int G) { return (int)((long long)n * b / G); }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* The consumers' grid barrier (the flat one of grid_barrier_flat, over named barrier 2 of the consumers: the
+ * producer warp takes no part). */
+static __device__ __forceinline__ void rc_barrier(unsigned *sync, unsigned target)
+{
+    bar_sync(2, RC_CONSUMERS);
+    if (threadIdx.x == 0) {
+        __threadfence();
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
+        while (ld_acquire_gpu(sync) < target) {
+        }
+    }
+    bar_sync(2, RC_CONSUMERS);
+}
+
+/* The group's epilogue for one input row: v3's (group_finish) with the two rows' sums a and b. */
+static __device__ __forceinline__ void rc_epilogue(const orthros_gemv_params &p, int g, float a, float b)
+{
+    int r[2];
+    bool ok[2];
+    gemv2_rows(p, g, r, ok);
+    if (p.epilogue == ORTHROS_GEMV_SWIGLU) epi_swiglu(p, 0, g, a, b);
+    else if (p.epilogue == ORTHROS_GEMV_ROPE) epi_rope(p, 0, g / (p.d / 2), g % (p.d / 2), a, b);
+    else {
+        if (ok[0]) epi_store(p, 0, r[0], a);
+        if (ok[1]) epi_store(p, 0, r[1], b);
+    }
+}
+#endif
+
+static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(const gemv_ring_chain_args a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char rc_smem[]; /* ring [NS][SB] | x [K] bf16 */
+    __shared__ __align__(8) unsigned long long bars[2 * RC_NS]; /* full, then empty */
+    __shared__ float rowsum[RC_MAX_ROWS];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, G = gridDim.x, b = blockIdx.x;
+    unsigned char *xs = rc_smem + (size_t)RC_NS * RC_SB;
+    unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
+    const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[RC_NS]);
+    if (tid == 0) {
+        for (int i = 0; i < RC_NS; i++) mbar_init(full0 + 8 * i, 1), mbar_init(empty0 + 8 * i, RC_WARPS);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    for (int i = tid; i < RC_MAX_ROWS; i += RC_THREADS) rowsum[i] = 0.0f;
+    __syncthreads();
+
+    if (warp == RC_WARPS) { /* the producer: the block's groups' rows of every product, row A then row B */
+        if (lane != 0) return;
+        uint32_t idx = 0;
+        for (int i = 0; i < a.n; i++) {
+            const orthros_gemv_params &p = a.p[i];
+            const int groups = rc_groups(p), g0 = rc_split(groups, b, G), g1 = rc_split(groups, b + 1, G);
+            const uint32_t rb = (uint32_t)p.K * 2;
+            const unsigned char *W = (const unsigned char *)p.W;
+            uint32_t voff = 0; /* in the run of the block's rows */
+            for (uint32_t left = 2u * (uint32_t)(g1 - g0) * rb; left > 0; idx++) {
+                const uint32_t cnt = left < RC_SB ? left : RC_SB;
+                const int slot = idx % RC_NS;
+                const uint32_t full = full0 + 8 * slot, dst = smem_addr(rc_smem + (size_t)slot * RC_SB);
+                mbar_wait(empty0 + 8 * slot, ((idx / RC_NS) & 1) ^ 1);
+                mbar_expect_tx(full, cnt);
+                for (uint32_t done = 0; done < cnt;) { /* the stage's pieces of rows */
+                    const uint32_t v = (voff + done) / rb, col = (voff + done) % rb;
+                    const uint32_t piece = rb - col < cnt - done ? rb - col : cnt - done;
+                    int r[2];
+                    bool ok[2];
+                    gemv2_rows(p, g0 + (int)(v / 2), r, ok);
+                    bulk_copy(dst + done, W + (size_t)r[v % 2] * rb + col, piece, full);
+                    done += piece;
+                }
+                voff += cnt, left -= cnt;
+            }
+        }
+        return;
+    }
+    /* the consumers */
+    uint32_t idx = 0;
+    for (int i = 0; i < a.n; i++) {
+        const orthros_gemv_params &p = a.p[i];
+        const int groups = rc_groups(p), g0 = rc_split(groups, b, G), g1 = rc_split(groups, b + 1, G);
+        const uint32_t rb = (uint32_t)p.K * 2;
+        /* the input, normed where the product has a norm, through L2 (an earlier product wrote it on other SMs) by
+         * the first GEMV_THREADS consumers */
+        if (tid < GEMV_THREADS) stage_input<true, 1>(p, xs, p.K * 2, rs, 0, p.K / 8);
+        bar_sync(2, RC_CONSUMERS);
+        uint32_t off = 0;
+        for (uint32_t left = 2u * (uint32_t)(g1 - g0) * rb; left > 0; idx++) {
+            const uint32_t cnt = left < RC_SB ? left : RC_SB;
+            const int slot = idx % RC_NS;
+            mbar_wait(full0 + 8 * slot, (idx / RC_NS) & 1);
+            ring_consume_fma<RC_SB / 512 / RC_WARPS>(rc_smem + (size_t)slot * RC_SB, xs, off, cnt, rb, warp, lane,
+                                                     rowsum);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty0 + 8 * slot);
+            off += cnt, left -= cnt;
+        }
+        bar_sync(2, RC_CONSUMERS);
+        for (int gi = tid; gi < g1 - g0; gi += RC_CONSUMERS) {
+            rc_epilogue(p, g0 + gi, rowsum[2 * gi], rowsum[2 * gi + 1]);
+            rowsum[2 * gi] = rowsum[2 * gi + 1] = 0.0f;
+        }
+        if (i + 1 < a.n) rc_barrier(sync, (unsigned)(i + 1) * (unsigned)G);
+    }
+    if (a.n > 1) chain_depart(sync);
+#endif
+}
+
+/* Whether the ring chain takes a product (host): batch 1, an epilogue of the chain's but SWIGLU's or ROPE's pairing
+ * whole (M even; RoPE's M a multiple of d), K a multiple of 256 up to RC_MAX_K, 16-byte aligned weights, sm_90. */
+int orthros_gemv_ring_chain_supported(const orthros_gemv_params *p)
+{
+    if (!orthros_gemv_chain_supported(p) || !orthros_cuda_sm90_available()) return 0;
+    if (p->M < 2 || p->M % 2 || p->K % 256 || p->K > RC_MAX_K || (uintptr_t)p->W % 16) return 0;
+    if (p->epilogue == ORTHROS_GEMV_ROPE && (p->d < 2 || p->M % p->d)) return 0;
+    return 1;
+}
+
+int orthros_gemv_ring_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t stream)
+{
+    if (!ops || n < 1 || n > ORTHROS_GEMV_CHAIN_MAX)
+        return orthros_error(ORTHROS_EINVAL, "gemv ring chain: %d products (1 to %d)", n, ORTHROS_GEMV_CHAIN_MAX);
+    int dev = 0, sms = 0, coop = 0, per_sm = 0, optin = 0, maxk = 0;
+    ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    gemv_ring_chain_args a;
+    memset(&a, 0, sizeof a);
+    a.n = n;
+    for (int i = 0; i < n; i++) {
+        if (!orthros_gemv_ring_chain_supported(&ops[i]) || 2 * (rc_split(ops[i].M / 2, 1, sms) + 1) > RC_MAX_ROWS)
+            return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: product %d (n %d, M %d, K %d, epilogue %d) is "
+                                 "not one the ring chain takes (batch 1, M even, K a multiple of 256 up to %d, sm_90)",
+                                 i, ops[i].n, ops[i].M, ops[i].K, ops[i].epilogue, RC_MAX_K);
+        if (!ops[i].scratch || ops[i].scratch != ops[0].scratch)
+            return orthros_error(ORTHROS_EINVAL, "gemv ring chain: product %d without the scratch of product 0", i);
+        a.p[i] = ops[i];
+        maxk = ops[i].K > maxk ? ops[i].K : maxk;
+    }
+    const size_t smem = (size_t)RC_NS * RC_SB + (size_t)maxk * 2;
+    cudaFuncAttributes fa;
+    ORTHROS_CUDA_CHECK(cudaFuncGetAttributes(&fa, gemv_ring_chain_kernel));
+    if (!coop || smem + fa.sharedSizeBytes > (size_t)optin)
+        return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: %zu bytes of shared memory (%d), cooperative %d",
+                             smem + fa.sharedSizeBytes, optin, coop);
+    static bool attr = false;
+    if (!attr) {
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(gemv_ring_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                optin - (int)fa.sharedSizeBytes));
+        attr = true;
+    }
+    ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_ring_chain_kernel, RC_THREADS, smem));
+    if (per_sm < 1) return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: no block fits on an SM");
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeCooperative;
+    at[0].val.cooperative = 1;
+    cfg.gridDim = dim3((unsigned)sms), cfg.blockDim = dim3(RC_THREADS), cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream, cfg.attrs = at, cfg.numAttrs = 1;
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_ring_chain_kernel, a));
+    ORTHROS_CUDA_LAUNCH_CHECK("gemv ring chain");
     return 0;
 }
 

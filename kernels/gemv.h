@@ -96,6 +96,13 @@ int orthros_gemv_version(void);
 #define ORTHROS_GEMV_CHAIN_MAX 4
 int orthros_gemv_chain_supported(const orthros_gemv_params *p);
 int orthros_gemv_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t stream);
+/* The ring chain (docs/kernels.md, "The ring chain"; ORTHROS_DECODE_CHAIN_RING): the chain's products in one
+ * cooperative launch of one block an SM, each block's rows of every product streamed through a shared-memory ring by
+ * a producer warp, a grid barrier between products among the consumers. The chain's outputs up to the order of the
+ * sums (not its bits). Batch 1, M even (RoPE: a multiple of d), K a multiple of 256 up to 14336, sm_90; every product
+ * with the same scratch. */
+int orthros_gemv_ring_chain_supported(const orthros_gemv_params *p);
+int orthros_gemv_ring_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include "step_probe.h"
 
 #include "cuda_common.cuh"
+#include "ring.cuh"
 #include "tma.cuh"
 
 #define PROBE_THREADS 256
@@ -103,43 +104,6 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
 static __device__ __host__ __forceinline__ int sp_row0(int M, int b, int G) { return (int)((long long)M * b / G); }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-/* A consumer warp's share of a stage (cnt bytes, at byte off of the block's range of rows of rb bytes) on the FMA
- * units: x staged as bf16 at xs, each row's sum added into rowsum. */
-static __device__ __forceinline__ void sp_consume_fma(const unsigned char *stage, const unsigned char *xs, uint32_t off,
-                                                      uint32_t cnt, uint32_t rb, int warp, int lane, float *rowsum)
-{
-    /* a warp's SP_SEGS consecutive 512-byte segments of the stage: their rows and columns found from one division a
-     * stage, every load issued first, the lane's sums kept while the row stays the same, one warp reduction a row
-     * (48afef2 made a reduction a segment and two 64-bit divisions: 1 TB/s, the consumers' instructions the bound) */
-    const uint32_t s0 = (uint32_t)warp * SP_SEGS, base = off + s0 * 512;
-    uint32_t col = base % rb;
-    int row = (int)(base / rb), rr[SP_SEGS];
-    uint4 w[SP_SEGS], x[SP_SEGS];
-#pragma unroll
-    for (int i = 0; i < SP_SEGS; i++) {
-        const bool in = s0 + i < cnt / 512;
-        rr[i] = in ? row : -1;
-        w[i] = in ? *(const uint4 *)(stage + (s0 + i) * 512 + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
-        x[i] = in ? *(const uint4 *)(xs + col + lane * 16) : make_uint4(0u, 0u, 0u, 0u);
-        col += 512;
-        if (col == rb) col = 0, row++;
-    }
-    float acc = 0.0f;
-#pragma unroll
-    for (int i = 0; i < SP_SEGS; i++) {
-        if (rr[i] < 0) break;
-        acc += bf16x2_lo(w[i].x) * bf16x2_lo(x[i].x) + bf16x2_hi(w[i].x) * bf16x2_hi(x[i].x);
-        acc += bf16x2_lo(w[i].y) * bf16x2_lo(x[i].y) + bf16x2_hi(w[i].y) * bf16x2_hi(x[i].y);
-        acc += bf16x2_lo(w[i].z) * bf16x2_lo(x[i].z) + bf16x2_hi(w[i].z) * bf16x2_hi(x[i].z);
-        acc += bf16x2_lo(w[i].w) * bf16x2_lo(x[i].w) + bf16x2_hi(w[i].w) * bf16x2_hi(x[i].w);
-        if (i + 1 == SP_SEGS || rr[i + 1] != rr[i]) { /* the row ends in this warp's part: its sum out */
-            for (int q = 16; q > 0; q >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, q);
-            if (lane == 0) atomicAdd(&rowsum[rr[i]], acc);
-            acc = 0.0f;
-        }
-    }
-}
-
 /* The same on the tensor cores. */
 static __device__ __forceinline__ void sp_consume_tc(const unsigned char *stage, const unsigned char *xs, uint32_t off,
                                                      uint32_t cnt, uint32_t rb, int warp, int lane, float *rowsum)
@@ -282,7 +246,7 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
             const int slot = idx % NS;
             mbar_wait(full0 + 8 * slot, (idx / NS) & 1);
             const unsigned char *stage = sp_smem + (size_t)slot * SP_SB;
-            if (MODE == 0) sp_consume_fma(stage, xs, off, cnt, rb, warp, lane, rowsum);
+            if (MODE == 0) ring_consume_fma<SP_SEGS>(stage, xs, off, cnt, rb, warp, lane, rowsum);
             else if (MODE == 1) sp_consume_tc(stage, xs, off, cnt, rb, warp, lane, rowsum);
             __syncwarp();
             if (lane == 0) mbar_arrive(empty0 + 8 * slot);

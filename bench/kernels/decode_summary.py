@@ -6,7 +6,8 @@ fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent 
 the fused step with gemv.cu's version 1, 2, 3 or 4, ORTHROS_GEMV_VERSION; fused-graphs-chain: with
 ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8; fused-graphs-attno: with
 ORTHROS_DECODE_ATTN_O=1; fused-graphs-opdl0, -opdl2: with ORTHROS_DECODE_O_PDL=0 or 2; fused-graphs-apdl: with
-ORTHROS_DECODE_ATTN_PDL=1; fused-graphs-mlp, -mlpring: with ORTHROS_DECODE_MLP=1 or 2; default: no switch set, the
+ORTHROS_DECODE_ATTN_PDL=1; fused-graphs-mlp, -mlpring: with ORTHROS_DECODE_MLP=1 or 2; fused-graphs-chainring: with
+ORTHROS_DECODE_CHAIN_RING=1; default: no switch set, the
 backend's own choice), against
 the floor (the bytes a step reads over the run's read ceiling, floor_s in each cell), the issue's targets, the
 predictions written before the run, and the PyTorch anchor of bench/kernels/decode_anchor.py as a ratio (PyTorch time /
@@ -30,8 +31,8 @@ import sys
 MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-graphs-pdl", "fused-graphs-v1",
          "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-v4", "fused-graphs-chain", "fused-graphs-attn7",
          "fused-graphs-attn8", "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl2",
-         "fused-graphs-apdl", "fused-graphs-mlp", "fused-graphs-mlpring", "fused-graphs-mlp2", "fused-graphs-l2pf",
-         "fused-graphs-l2pf-last", "fused-graphs-l2pf32", "fused-graphs-norm1", "fused-graphs-norm3",
+         "fused-graphs-apdl", "fused-graphs-mlp", "fused-graphs-mlpring", "fused-graphs-chainring", "fused-graphs-mlp2",
+         "fused-graphs-l2pf", "fused-graphs-l2pf-last", "fused-graphs-l2pf32", "fused-graphs-norm1", "fused-graphs-norm3",
          "fused-graphs-noattno"]
 NAME = re.compile(r"^(.+)-b([0-9]+)-([a-z0-9][a-z0-9-]*)$")  # <model>-b<batch>-<mode>
 # The targets: an upper bound in ms per step, or a lower bound on the fraction of the floor.

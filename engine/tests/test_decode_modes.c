@@ -633,7 +633,7 @@ static int cuda_models(int nspec, char **specs)
         return 77;
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
-                   *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL;
+                   *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -646,7 +646,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
-                                  {"ORTHROS_DECODE_MLP", "3"}};
+                                  {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"}};
     for (size_t i = 0; !rc && i < sizeof bad / sizeof *bad; i++) {
         orthros_backend *be = NULL;
         int r = cuda_with(bad[i][0], bad[i][1], &be);
@@ -668,6 +668,8 @@ static int cuda_models(int nspec, char **specs)
     unsetenv("ORTHROS_DECODE_L2PF_MB");
     /* the chain: a layer's products from O to the next layer's q/k/v as one launch */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_CHAIN", "1", &chain);
+    /* the same with the products streamed through a shared-memory ring (sm_90; elsewhere no chain) */
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_CHAIN_RING", "1", &chain_ring);
     if (rc) {
         fprintf(stderr, "cuda backend: %s\n", orthros_last_error());
         return 1;
@@ -706,6 +708,8 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, l2pf, "fused + graphs + l2pf"},
                             {ORTHROS_DECODE_FUSED, chain, "fused + chain"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, chain, "fused + graphs + chain"},
+                            {ORTHROS_DECODE_FUSED, chain_ring, "fused + chain ring"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, chain_ring, "fused + graphs + chain ring"},
                             {ORTHROS_DECODE_FUSED, attn_o, "fused + attn_o"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, attn_o, "fused + graphs + attn_o"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, o_pdl, "fused + graphs + o_pdl 2"},
@@ -729,6 +733,7 @@ static int cuda_models(int nspec, char **specs)
         }
     }
     orthros_backend_free(chain);
+    orthros_backend_free(chain_ring);
     orthros_backend_free(attn_o);
     orthros_backend_free(o_pdl);
     orthros_backend_free(attn_pdl);

@@ -1389,12 +1389,13 @@ static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int p
                             (size_t)D * F, (size_t)D, (size_t)Wd * D, (size_t)Wd, nkv, nkv};
     enum { X, ATTN, WO, N1, WGU, ACT, WD, N2, WQKV, QKV, KC, VC, NB };
     void *dv[NB];
-    uint16_t *init[NB], *got[2][NB];
+    uint16_t *init[NB], *got[3][NB];
     for (int b = 0; b < NB; b++) {
         init[b] = malloc(sizes[b] * 2);
         got[0][b] = malloc(sizes[b] * 2);
         got[1][b] = malloc(sizes[b] * 2);
-        if (!init[b] || !got[0][b] || !got[1][b] || cudaMalloc(&dv[b], sizes[b] * 2) != cudaSuccess)
+        got[2][b] = malloc(sizes[b] * 2);
+        if (!init[b] || !got[0][b] || !got[1][b] || !got[2][b] || cudaMalloc(&dv[b], sizes[b] * 2) != cudaSuccess)
             die("chain alloc");
         const float scale = b == WO ? 1.0f / sqrtf((float)Hd) : b == WGU || b == WQKV ? 1.0f / sqrtf((float)D)
                             : b == WD ? 1.0f / sqrtf((float)F) : 1.0f;
@@ -1435,16 +1436,20 @@ static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int p
             n_fail++;
             goto out;
         }
+    int ring = 1; /* the ring chain (sm_90, K a multiple of 256): against one by one within bf16's rounding */
+    for (int i = 0; i < nops; i++) ring = ring && orthros_gemv_ring_chain_supported(&ops[i]);
     if (orthros_gemv_set_version(3)) die("gemv version");
     for (int call = 0; call < 2; call++)
-        for (int way = 0; way < 2; way++) {
+        for (int way = 0; way < 2 + ring; way++) {
             for (int b = 0; b < NB; b++)
                 if (cudaMemcpy(dv[b], init[b], sizes[b] * 2, cudaMemcpyHostToDevice) != cudaSuccess) die("chain upload");
             int rc = 0;
             if (way == 0)
                 for (int i = 0; i < nops && !rc; i++) rc = orthros_gemv_bf16(&ops[i], 0);
-            else
+            else if (way == 1)
                 rc = orthros_gemv_chain_bf16(ops, nops, 0);
+            else
+                rc = orthros_gemv_ring_chain_bf16(ops, nops, 0);
             if (rc || cudaDeviceSynchronize() != cudaSuccess) {
                 op_rc(rc ? rc : ORTHROS_EDEVICE, name);
                 goto out;
@@ -1465,11 +1470,36 @@ static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int p
         snprintf(full, sizeof full, "%s (exact against one by one)", name);
         report(full, &z, &w, 1, 0);
     }
+    if (!ring) {
+        printf("SKIP %s: the ring chain does not take it (sm_90, K a multiple of 256)\n", name);
+    } else {
+        /* the ring chain's outputs, buffer by buffer, against one by one: other sums' order, so within bf16's rounding
+         * carried through the chain; its barrier's words back at 0 */
+        static const char *const bn[NB] = {"x", "attn", "wo", "n1", "wgu", "act", "wd", "n2", "wqkv", "qkv", "k cache",
+                                           "v cache"};
+        for (int b = 0; b < NB; b++) {
+            float *r = malloc(sizes[b] * sizeof *r), *q = malloc(sizes[b] * sizeof *q);
+            if (!r || !q) die("chain alloc");
+            for (size_t i = 0; i < sizes[b]; i++)
+                r[i] = orthros_bf16_to_f32(got[0][b][i]), q[i] = orthros_bf16_to_f32(got[2][b][i]);
+            char full[300];
+            snprintf(full, sizeof full, "%s: ring chain, %s", name, bn[b]);
+            report(full, r, q, sizes[b], 1e-4);
+            free(r), free(q);
+        }
+        unsigned count[2] = {1u, 1u};
+        if (cudaMemcpy(count, (char *)scratch + (24 << 10), sizeof count, cudaMemcpyDeviceToHost) != cudaSuccess)
+            die("chain sync");
+        float z = 0.0f, w = (float)((count[0] != 0u) + (count[1] != 0u));
+        char full[300];
+        snprintf(full, sizeof full, "%s: ring chain, barrier words back at 0 (exact)", name);
+        report(full, &z, &w, 1, 0);
+    }
 out:
     if (orthros_gemv_set_version(0)) die("gemv version");
     for (int b = 0; b < NB; b++) {
         cudaFree(dv[b]);
-        free(init[b]), free(got[0][b]), free(got[1][b]);
+        free(init[b]), free(got[0][b]), free(got[1][b]), free(got[2][b]);
     }
     cudaFree(pos_d);
     cudaFree(scratch);
@@ -1546,6 +1576,7 @@ static void gemv_chain_suite(void)
     test_gemv_chain(2048, 8192, 32, 8, 64, 4096, 4095, 4);
     test_gemv_chain(520, 1000, 6, 2, 64, 300, 17, 4);
     test_gemv_chain(520, 1000, 6, 2, 64, 300, 299, 3);
+    test_gemv_chain(512, 768, 4, 2, 64, 300, 123, 4); /* the ring chain's widths, a group or two a block */
     if (!quick) test_gemv_chain(4096, 14336, 32, 8, 128, 64, 5, 2); /* the 8B O and gate/up: 440 MB of buffers */
 }
 
