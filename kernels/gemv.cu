@@ -1089,10 +1089,7 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
     unsigned char *xs = rc_smem + (size_t)RC_NS * RC_SB;
     unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
     const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[RC_NS]);
-    if (tid == 0) {
-        for (int i = 0; i < RC_NS; i++) mbar_init(full0 + 8 * i, 1), mbar_init(empty0 + 8 * i, RC_WARPS);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    ring_init(full0, empty0, RC_NS, RC_WARPS);
     for (int i = tid; i < RC_MAX_ROWS; i += RC_THREADS) rowsum[i] = 0.0f;
     __syncthreads();
 
@@ -1471,10 +1468,7 @@ static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(co
     unsigned char *ring = smem_r, *xs = smem_r + MLP_RING_NS * MLP_RING_SB;
     float *sums = (float *)(xs + (size_t)K * 2);
     const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[MLP_RING_NS]);
-    if (tid == 0) {
-        for (int i = 0; i < MLP_RING_NS; i++) mbar_init(full0 + 8 * i, 1), mbar_init(empty0 + 8 * i, GEMV_WARPS);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    ring_init(full0, empty0, MLP_RING_NS, GEMV_WARPS);
     __syncthreads();
     pdl_trigger();
     pdl_wait();

@@ -5,8 +5,20 @@
 #define ORTHROS_RING_CUH
 
 #include "cuda_common.cuh"
+#include "tma.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* A ring's ns pairs of mbarriers at full0 and empty0 (8 bytes apart): each full one completes on the producer's one
+ * arrival and its copies' bytes, each empty one on `consumers` warps' arrivals. Thread 0 initializes them; the caller
+ * meets the block at a barrier before any use. */
+static __device__ __forceinline__ void ring_init(uint32_t full0, uint32_t empty0, int ns, int consumers)
+{
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < ns; i++) mbar_init(full0 + 8 * i, 1), mbar_init(empty0 + 8 * i, consumers);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+}
+
 /* A consumer warp's share of a ring stage on the FMA units: the stage holds cnt bytes (a multiple of 512) from byte
  * off of a run of rows of rb bytes each (rb a multiple of 512, off + cnt at most 2^32), consumer warp `warp` takes
  * the SEGS 512-byte segments from SEGS x warp, x (bf16, a row's length) is staged at xs, and each row's dot product

@@ -174,10 +174,7 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
     unsigned char *xs = sp_smem + (size_t)NS * SP_SB;
     if (tid == 0) staged = -1;
     const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[NS]);
-    if (tid == 0) {
-        for (int i = 0; i < NS; i++) mbar_init(full0 + 8 * i, 1), mbar_init(empty0 + 8 * i, SP_WARPS);
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
+    ring_init(full0, empty0, NS, SP_WARPS);
     for (int i = tid; i < ORTHROS_STREAM_PROBE_MAX_ROWS; i += SP_THREADS) rowsum[i] = 0.0f;
     __syncthreads();
 
