@@ -166,6 +166,9 @@ static __device__ __forceinline__ unsigned long long argmax_key(float v, int idx
 
 /* The epilogues of one output element, shared by both kernels. */
 
+/* ADD's value: the residual's old value plus the product rounded to bf16, rounded again. */
+static __device__ __forceinline__ bf16 add_resid(float old, float v) { return f2bf(old + bf2f(f2bf(v))); }
+
 /* STORE, STORE_F32, ADD: output m of input row j. */
 static __device__ __forceinline__ void epi_store(const orthros_gemv_params &p, int j, int m, float v)
 {
@@ -176,7 +179,7 @@ static __device__ __forceinline__ void epi_store(const orthros_gemv_params &p, i
         /* the residual through L2 alone (__ldcg): in the chain kernel an earlier op of the launch wrote it on other
          * SMs */
         bf16 *r = (bf16 *)p.out + o;
-        *r = f2bf(bf2f(__ldcg(r)) + bf2f(f2bf(v)));
+        *r = add_resid(bf2f(__ldcg(r)), v);
     } else {
         ((bf16 *)p.out)[o] = f2bf(v);
     }
@@ -196,12 +199,23 @@ static __device__ __forceinline__ void epi_swiglu(const orthros_gemv_params &p, 
     ((bf16 *)p.out)[(size_t)j * (p.M / 2) + f] = f2bf(swiglu_of(g, u));
 }
 
-/* ROPE: the pair (i, i + d / 2) of head h (of [q: Hq | k: Hkv | v: Hkv]) of input row j. */
-static __device__ __forceinline__ void epi_rope(const orthros_gemv_params &p, int j, int h, int i, float x1, float x2)
+/* RoPE's cosine and sine of pair i at position pos: the angle in fp32, its cosine and sine in double, as
+ * rope_cache.cu and the cpu reference. */
+static __device__ __forceinline__ void rope_cs(const orthros_gemv_params &p, int pos, int i, float &cs, float &sn)
+{
+    const float ang = (float)pos * p.inv_freq[i];
+    double sd, cd;
+    sincos((double)ang, &sd, &cd);
+    cs = (float)cd, sn = (float)sd;
+}
+
+/* ROPE with the position and, for q and k heads, the pair's cosine and sine given (rope_cs): the pair (i, i + d / 2)
+ * of head h (of [q: Hq | k: Hkv | v: Hkv]) of input row j. */
+static __device__ __forceinline__ void epi_rope_cs(const orthros_gemv_params &p, int j, int h, int i, float x1,
+                                                   float x2, int pos, float cs, float sn)
 {
     const int d = p.d, half = d / 2;
     bf16 *row = (bf16 *)p.out + (size_t)j * p.M + (size_t)h * d;
-    const int pos = p.pos[j];
     const size_t slot = ((size_t)j * p.cap + (size_t)(pos % p.cap)) * p.Hkv;
     if (h >= p.Hq + p.Hkv) {
         const bf16 v1 = f2bf(x1), v2 = f2bf(x2);
@@ -210,11 +224,6 @@ static __device__ __forceinline__ void epi_rope(const orthros_gemv_params &p, in
         vc[i] = v1, vc[i + half] = v2;
         return;
     }
-    /* The angle in fp32, its cosine and sine in double, as rope_cache.cu and the cpu reference. */
-    const float ang = (float)pos * p.inv_freq[i];
-    double sd, cd;
-    sincos((double)ang, &sd, &cd);
-    const float cs = (float)cd, sn = (float)sd;
     const float a = bf2f(f2bf(x1)), b = bf2f(f2bf(x2));
     const bf16 r1 = f2bf(a * cs - b * sn), r2 = f2bf(b * cs + a * sn);
     if (h < p.Hq) {
@@ -224,6 +233,15 @@ static __device__ __forceinline__ void epi_rope(const orthros_gemv_params &p, in
         row[i] = f2bf(a), row[i + half] = f2bf(b);
         kc[i] = r1, kc[i + half] = r2;
     }
+}
+
+/* ROPE: the pair (i, i + d / 2) of head h of input row j, its position read from p.pos. */
+static __device__ __forceinline__ void epi_rope(const orthros_gemv_params &p, int j, int h, int i, float x1, float x2)
+{
+    const int pos = p.pos[j];
+    float cs = 1.0f, sn = 0.0f;
+    if (h < p.Hq + p.Hkv) rope_cs(p, pos, i, cs, sn);
+    epi_rope_cs(p, j, h, i, x1, x2, pos, cs, sn);
 }
 
 /* ARGMAX, once per block after its keys are in: the last block to finish turns the keys into ids and zeroes them
@@ -1030,21 +1048,24 @@ int orthros_gemv_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t 
  * but free stages; 16 consumer warps stage each product's input (normed, through L2, as the chain does), sum each row
  * (ring.cuh), run the group's epilogue (v3's functions: the same outputs up to the order of the sums), and meet the
  * grid (the flat barrier, among the consumers) before the next product. Batch 1, M even (M a multiple of d for RoPE),
- * K a multiple of 256 up to 14336, sm_90. Not yet run on a GPU (written after the probe). */
+ * K a multiple of 256 up to 14336, sm_90. H200 (data/results/h200-2026-12-03-ring-chain): correct, and slower than
+ * the products one by one in the step (its first form, 58.6 us a layer alone at 1B 4K against their 49.3); its form 1
+ * takes the input in one trip to L2 and loads the epilogue's operands while the input stages (rc_stage, rc_preload). */
 #define RC_SB (32 * 1024)
 #define RC_NS 6
 #define RC_WARPS 16
 #define RC_CONSUMERS (RC_WARPS * 32)
 #define RC_THREADS (RC_CONSUMERS + 32)
-#define RC_MAX_ROWS 1024 /* rows of a product a block: 2 a group */
+#define RC_MAX_ROWS 512 /* rows of a product a block: 2 a group */
 #define RC_MAX_K 14336
 
 struct gemv_ring_chain_args {
     orthros_gemv_params p[ORTHROS_GEMV_CHAIN_MAX];
+    unsigned long long *stamps; /* NULL, or [n][4][G] + [G]: a product's input staged, its rows summed, its epilogue
+                                 * done, the barrier after it passed, a block each; then each block's start */
     int n;
 };
 
-/* A product's groups (gemv2_rows): SWIGLU and ROPE pair rows M / 2 apart or d / 2 apart, the others two in a row. */
 static __device__ __host__ __forceinline__ int rc_groups(const orthros_gemv_params &p) { return p.M / 2; }
 static __device__ __host__ __forceinline__ int rc_split(int n, int b, int G) { return (int)((long long)n * b / G); }
 
@@ -1063,7 +1084,8 @@ static __device__ __forceinline__ void rc_barrier(unsigned *sync, unsigned targe
     bar_sync(2, RC_CONSUMERS);
 }
 
-/* The group's epilogue for one input row: v3's (group_finish) with the two rows' sums a and b. */
+/* Form 0's epilogue of a group: v3's (group_finish) with the two rows' sums a and b, its operands (the residual, the
+ * position) loaded here. */
 static __device__ __forceinline__ void rc_epilogue(const orthros_gemv_params &p, int g, float a, float b)
 {
     int r[2];
@@ -1076,23 +1098,142 @@ static __device__ __forceinline__ void rc_epilogue(const orthros_gemv_params &p,
         if (ok[1]) epi_store(p, 0, r[1], b);
     }
 }
+
+/* Form 1's input in shared memory, by the first GEMV_THREADS threads (named barrier 1 among them): x through L2 (an
+ * earlier product of the launch wrote it on other SMs), the loads of a pass issued before any is used; with a norm
+ * (K at most 4 x 8 x GEMV_THREADS, so one pass) x and norm_w stay in registers while the block's sum of squares forms,
+ * one trip to L2 where stage_input makes two (the squares, then the values). The same rounding as stage_input's. */
+static __device__ __forceinline__ void rc_stage(const orthros_gemv_params &p, unsigned char *xs, float *red)
+{
+    const int tid = threadIdx.x, C = p.K / 8;
+    const uint4 *X = (const uint4 *)p.x;
+    if (!p.norm_w) {
+        for (int e0 = tid; e0 < C; e0 += 4 * GEMV_THREADS) {
+            uint4 v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) v[u] = e0 + u * GEMV_THREADS < C ? __ldcg(X + e0 + u * GEMV_THREADS) : zero4();
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (e0 + u * GEMV_THREADS < C) ((uint4 *)xs)[e0 + u * GEMV_THREADS] = v[u];
+        }
+        bar_sync(1, GEMV_THREADS);
+        return;
+    }
+    uint4 v[4], g[4];
+    float ss = 0.0f;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const int e = tid + u * GEMV_THREADS;
+        v[u] = e < C ? __ldcg(X + e) : zero4();
+        g[u] = e < C ? __ldg((const uint4 *)p.norm_w + e) : zero4();
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const uint32_t w4[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+        for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+    }
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (tid % 32 == 0) red[tid / 32] = ss;
+    bar_sync(1, GEMV_THREADS);
+    float tot = 0.0f;
+#pragma unroll
+    for (int w = 0; w < GEMV_WARPS; w++) tot += red[w];
+    const float r = rsqrtf(tot / (float)p.K + p.eps);
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const int e = tid + u * GEMV_THREADS;
+        if (e >= C) break;
+        const uint4 x = v[u], gw = g[u];
+        uint4 o;
+        o.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(x.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(x.x) * r));
+        o.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(x.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(x.y) * r));
+        o.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(x.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(x.z) * r));
+        o.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(x.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(x.w) * r));
+        ((uint4 *)xs)[e] = o;
+    }
+    bar_sync(1, GEMV_THREADS);
+}
+
+/* Form 1's epilogue operands of the block's groups [g0, g1), into pre[2 a group] by the consumer threads from t (of
+ * nt): ADD's residual values (read before the product writes them), ROPE's cosine and sine (the position, read once,
+ * into *pos). Run while the first GEMV_THREADS stage the input, so that their loads and RoPE's double-precision
+ * sincos wait behind the staging's trip to L2 rather than after the rows' sums. */
+static __device__ __forceinline__ void rc_preload(const orthros_gemv_params &p, int g0, int g1, float *pre, int *pos,
+                                                  int t, int nt)
+{
+    if (p.epilogue == ORTHROS_GEMV_ADD) {
+        for (int gi = t; gi < g1 - g0; gi += nt) {
+            int r[2];
+            bool ok[2];
+            gemv2_rows(p, g0 + gi, r, ok);
+            pre[2 * gi] = ok[0] ? bf2f(__ldcg((const bf16 *)p.out + r[0])) : 0.0f;
+            pre[2 * gi + 1] = ok[1] ? bf2f(__ldcg((const bf16 *)p.out + r[1])) : 0.0f;
+        }
+    } else if (p.epilogue == ORTHROS_GEMV_ROPE) {
+        const int ps = p.pos[0], half = p.d / 2;
+        if (t == 0) *pos = ps;
+        for (int gi = t; gi < g1 - g0; gi += nt) {
+            const int g = g0 + gi;
+            if (g / half < p.Hq + p.Hkv) rope_cs(p, ps, g % half, pre[2 * gi], pre[2 * gi + 1]);
+        }
+    }
+}
+
+/* Form 1's epilogue of a group from its operands in pre (rc_preload); epi_store, epi_swiglu and epi_rope_cs write. */
+static __device__ __forceinline__ void rc_epilogue_pre(const orthros_gemv_params &p, int g, int gi, float a, float b,
+                                                       const float *pre, int pos)
+{
+    int r[2];
+    bool ok[2];
+    gemv2_rows(p, g, r, ok);
+    if (p.epilogue == ORTHROS_GEMV_SWIGLU) {
+        epi_swiglu(p, 0, g, a, b);
+    } else if (p.epilogue == ORTHROS_GEMV_ROPE) {
+        epi_rope_cs(p, 0, g / (p.d / 2), g % (p.d / 2), a, b, pos, pre[2 * gi], pre[2 * gi + 1]);
+    } else if (p.epilogue == ORTHROS_GEMV_ADD) {
+        if (ok[0]) ((bf16 *)p.out)[r[0]] = add_resid(pre[2 * gi], a);
+        if (ok[1]) ((bf16 *)p.out)[r[1]] = add_resid(pre[2 * gi + 1], b);
+    } else {
+        if (ok[0]) epi_store(p, 0, r[0], a);
+        if (ok[1]) epi_store(p, 0, r[1], b);
+    }
+}
+
+static __device__ __forceinline__ void rc_stamp(const gemv_ring_chain_args &a, int i, int s)
+{
+    if (a.stamps && threadIdx.x == 0) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+        a.stamps[((size_t)i * 4 + s) * gridDim.x + blockIdx.x] = t;
+    }
+}
 #endif
 
+/* FORM 0: the input staged by stage_input (two trips to L2 where there is a norm) and the epilogue's operands loaded
+ * after the rows' sums; FORM 1: rc_stage (one trip) while the other consumers preload the operands (rc_preload). */
+template <int FORM>
 static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(const gemv_ring_chain_args a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) unsigned char rc_smem[]; /* ring [NS][SB] | x [K] bf16 */
     __shared__ __align__(8) unsigned long long bars[2 * RC_NS]; /* full, then empty */
     __shared__ float rowsum[RC_MAX_ROWS];
-    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ float pre[FORM ? RC_MAX_ROWS : 1];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS > GEMV_WARPS ? ORTHROS_GEMV_MAX_ROWS : GEMV_WARPS];
+    __shared__ int pos;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, G = gridDim.x, b = blockIdx.x;
     unsigned char *xs = rc_smem + (size_t)RC_NS * RC_SB;
     unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
     const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[RC_NS]);
+    if (a.stamps && tid == 0) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+        a.stamps[(size_t)a.n * 4 * G + b] = t;
+    }
     ring_init(full0, empty0, RC_NS, RC_WARPS);
     for (int i = tid; i < RC_MAX_ROWS; i += RC_THREADS) rowsum[i] = 0.0f;
     __syncthreads();
-
     if (warp == RC_WARPS) { /* the producer: the block's groups' rows of every product, row A then row B */
         if (lane != 0) return;
         uint32_t idx = 0;
@@ -1128,10 +1269,15 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
         const orthros_gemv_params &p = a.p[i];
         const int groups = rc_groups(p), g0 = rc_split(groups, b, G), g1 = rc_split(groups, b + 1, G);
         const uint32_t rb = (uint32_t)p.K * 2;
-        /* the input, normed where the product has a norm, through L2 (an earlier product wrote it on other SMs) by
-         * the first GEMV_THREADS consumers */
-        if (tid < GEMV_THREADS) stage_input<true, 1>(p, xs, p.K * 2, rs, 0, p.K / 8);
+        /* the input, normed where the product has a norm, by the first GEMV_THREADS consumers */
+        if (FORM == 0) {
+            if (tid < GEMV_THREADS) stage_input<true, 1>(p, xs, p.K * 2, rs, 0, p.K / 8);
+        } else {
+            if (tid < GEMV_THREADS) rc_stage(p, xs, rs);
+            else rc_preload(p, g0, g1, pre, &pos, tid - GEMV_THREADS, RC_CONSUMERS - GEMV_THREADS);
+        }
         bar_sync(2, RC_CONSUMERS);
+        rc_stamp(a, i, 0);
         uint32_t off = 0;
         for (uint32_t left = 2u * (uint32_t)(g1 - g0) * rb; left > 0; idx++) {
             const uint32_t cnt = left < RC_SB ? left : RC_SB;
@@ -1144,61 +1290,63 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
             off += cnt, left -= cnt;
         }
         bar_sync(2, RC_CONSUMERS);
+        rc_stamp(a, i, 1);
         for (int gi = tid; gi < g1 - g0; gi += RC_CONSUMERS) {
-            rc_epilogue(p, g0 + gi, rowsum[2 * gi], rowsum[2 * gi + 1]);
+            if (FORM == 0) rc_epilogue(p, g0 + gi, rowsum[2 * gi], rowsum[2 * gi + 1]);
+            else rc_epilogue_pre(p, g0 + gi, gi, rowsum[2 * gi], rowsum[2 * gi + 1], pre, pos);
             rowsum[2 * gi] = rowsum[2 * gi + 1] = 0.0f;
         }
+        if (a.stamps) {
+            bar_sync(2, RC_CONSUMERS);
+            rc_stamp(a, i, 2);
+        }
         if (i + 1 < a.n) rc_barrier(sync, (unsigned)(i + 1) * (unsigned)G);
+        rc_stamp(a, i, 3);
     }
     if (a.n > 1) chain_depart(sync);
 #endif
 }
 
 /* Whether the ring chain takes a product (host): batch 1, an epilogue of the chain's but SWIGLU's or ROPE's pairing
- * whole (M even; RoPE's M a multiple of d), K a multiple of 256 up to RC_MAX_K, 16-byte aligned weights, sm_90. */
+ * whole (M even; RoPE's M a multiple of d), K a multiple of 256 up to RC_MAX_K (with a norm up to 8 x 4 x
+ * GEMV_THREADS, rc_stage's one pass), 16-byte aligned weights, sm_90. */
 int orthros_gemv_ring_chain_supported(const orthros_gemv_params *p)
 {
     if (!orthros_gemv_chain_supported(p) || !orthros_cuda_sm90_available()) return 0;
     if (p->M < 2 || p->M % 2 || p->K % 256 || p->K > RC_MAX_K || (uintptr_t)p->W % 16) return 0;
+    if (p->norm_w && p->K > 32 * GEMV_THREADS) return 0;
     if (p->epilogue == ORTHROS_GEMV_ROPE && (p->d < 2 || p->M % p->d)) return 0;
     return 1;
 }
 
-int orthros_gemv_ring_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t stream)
+static int rc_form = 1;
+
+int orthros_gemv_ring_chain_set_form(int form)
 {
-    if (!ops || n < 1 || n > ORTHROS_GEMV_CHAIN_MAX)
-        return orthros_error(ORTHROS_EINVAL, "gemv ring chain: %d products (1 to %d)", n, ORTHROS_GEMV_CHAIN_MAX);
-    int dev = 0, sms = 0, coop = 0, per_sm = 0, optin = 0, maxk = 0;
-    ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
-    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
-    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    gemv_ring_chain_args a;
-    memset(&a, 0, sizeof a);
-    a.n = n;
-    for (int i = 0; i < n; i++) {
-        if (!orthros_gemv_ring_chain_supported(&ops[i]) || 2 * (rc_split(ops[i].M / 2, 1, sms) + 1) > RC_MAX_ROWS)
-            return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: product %d (n %d, M %d, K %d, epilogue %d) is "
-                                 "not one the ring chain takes (batch 1, M even, K a multiple of 256 up to %d, sm_90)",
-                                 i, ops[i].n, ops[i].M, ops[i].K, ops[i].epilogue, RC_MAX_K);
-        if (!ops[i].scratch || ops[i].scratch != ops[0].scratch)
-            return orthros_error(ORTHROS_EINVAL, "gemv ring chain: product %d without the scratch of product 0", i);
-        a.p[i] = ops[i];
-        maxk = ops[i].K > maxk ? ops[i].K : maxk;
-    }
+    if (form < 0 || form > 1) return orthros_error(ORTHROS_EINVAL, "gemv ring chain: form %d (0 or 1)", form);
+    rc_form = form;
+    return 0;
+}
+
+template <int FORM>
+static int rc_launch(const gemv_ring_chain_args &a, int sms, int optin, int maxk, cudaStream_t stream)
+{
     const size_t smem = (size_t)RC_NS * RC_SB + (size_t)maxk * 2;
     cudaFuncAttributes fa;
-    ORTHROS_CUDA_CHECK(cudaFuncGetAttributes(&fa, gemv_ring_chain_kernel));
-    if (!coop || smem + fa.sharedSizeBytes > (size_t)optin)
-        return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: %zu bytes of shared memory (%d), cooperative %d",
-                             smem + fa.sharedSizeBytes, optin, coop);
+    ORTHROS_CUDA_CHECK(cudaFuncGetAttributes(&fa, gemv_ring_chain_kernel<FORM>));
+    if (smem + fa.sharedSizeBytes > (size_t)optin)
+        return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: %zu bytes of shared memory (%d)",
+                             smem + fa.sharedSizeBytes, optin);
     static bool attr = false;
     if (!attr) {
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(gemv_ring_chain_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(gemv_ring_chain_kernel<FORM>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                 optin - (int)fa.sharedSizeBytes));
         attr = true;
     }
-    ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_ring_chain_kernel, RC_THREADS, smem));
+    int per_sm = 0;
+    ORTHROS_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_ring_chain_kernel<FORM>, RC_THREADS, smem));
     if (per_sm < 1) return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: no block fits on an SM");
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
@@ -1206,9 +1354,42 @@ int orthros_gemv_ring_chain_bf16(const orthros_gemv_params *ops, int n, cudaStre
     at[0].val.cooperative = 1;
     cfg.gridDim = dim3((unsigned)sms), cfg.blockDim = dim3(RC_THREADS), cfg.dynamicSmemBytes = smem;
     cfg.stream = stream, cfg.attrs = at, cfg.numAttrs = 1;
-    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_ring_chain_kernel, a));
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_ring_chain_kernel<FORM>, a));
     ORTHROS_CUDA_LAUNCH_CHECK("gemv ring chain");
     return 0;
+}
+
+int orthros_gemv_ring_chain_stamped(const orthros_gemv_params *ops, int n, unsigned long long *stamps,
+                                    cudaStream_t stream)
+{
+    if (!ops || n < 1 || n > ORTHROS_GEMV_CHAIN_MAX)
+        return orthros_error(ORTHROS_EINVAL, "gemv ring chain: %d products (1 to %d)", n, ORTHROS_GEMV_CHAIN_MAX);
+    int dev = 0, sms = 0, coop = 0, optin = 0, maxk = 0;
+    ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (!coop) return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: no cooperative launch on this device");
+    gemv_ring_chain_args a;
+    memset(&a, 0, sizeof a);
+    a.n = n, a.stamps = stamps;
+    for (int i = 0; i < n; i++) {
+        if (!orthros_gemv_ring_chain_supported(&ops[i]) || 2 * (rc_split(ops[i].M / 2, 1, sms) + 1) > RC_MAX_ROWS)
+            return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: product %d (n %d, M %d, K %d, epilogue %d) is "
+                                 "not one the ring chain takes (batch 1, M even, K a multiple of 256 up to %d, with "
+                                 "a norm up to %d, sm_90)", i, ops[i].n, ops[i].M, ops[i].K, ops[i].epilogue, RC_MAX_K,
+                                 32 * GEMV_THREADS);
+        if (!ops[i].scratch || ops[i].scratch != ops[0].scratch)
+            return orthros_error(ORTHROS_EINVAL, "gemv ring chain: product %d without the scratch of product 0", i);
+        a.p[i] = ops[i];
+        maxk = ops[i].K > maxk ? ops[i].K : maxk;
+    }
+    return rc_form ? rc_launch<1>(a, sms, optin, maxk, stream) : rc_launch<0>(a, sms, optin, maxk, stream);
+}
+
+int orthros_gemv_ring_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t stream)
+{
+    return orthros_gemv_ring_chain_stamped(ops, n, NULL, stream);
 }
 
 template <int N, int U> static int launch4(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)

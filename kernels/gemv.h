@@ -103,6 +103,15 @@ int orthros_gemv_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t 
  * with the same scratch. */
 int orthros_gemv_ring_chain_supported(const orthros_gemv_params *p);
 int orthros_gemv_ring_chain_bf16(const orthros_gemv_params *ops, int n, cudaStream_t stream);
+/* The same with each block's clock (%globaltimer, ns) written to stamps (device memory, NULL for none; bench_kernels'
+ * ring_chain op): [n][4][blocks] (a product's input staged, its rows summed, its epilogue done, the barrier after it
+ * passed) then [blocks] (the block's start); blocks is the SM count. */
+int orthros_gemv_ring_chain_stamped(const orthros_gemv_params *ops, int n, unsigned long long *stamps,
+                                    cudaStream_t stream);
+/* The ring chain's form (process-wide): 1 the default (the input staged in one trip to L2 while the other consumers
+ * load the epilogue's operands), 0 the first (stage_input's two trips with a norm, the operands loaded in the
+ * epilogue). */
+int orthros_gemv_ring_chain_set_form(int form);
 
 #ifdef __cplusplus
 }

@@ -952,6 +952,164 @@ static void bench_stream_probe(int sms)
     }
 }
 
+/* The ring chain (gemv.cu; the decode step's ORTHROS_DECODE_CHAIN_RING) against the products it replaces: a layer's
+ * O (adding into the residual), gate/up (normed, SwiGLU), down (adding) and the next layer's q/k/v (normed, RoPE, the
+ * cache write at position 4000 of 4096) at batch 1, the Llama-3.2-1B and 3.1-8B shapes, four ways: one by one (gemv v3,
+ * four launches), the chain (v3, one launch), the ring chain's form 0 and form 1. Each way runs C layers' copies of
+ * the weights (512 MB or more, so that L2 holds none) as C chains captured in one graph, timed per layer; bytes: the
+ * weights. Then one launch of each ring-chain form with stamps: per product, the step into it (from the last block
+ * past the barrier before it, or the first block's start, to the last block with its input staged), its rows' sums
+ * (to the last block done with them), its epilogue (to the last block done with it) and its barrier, us. */
+static void bench_ring_chain(int sms)
+{
+    if (!want("ring_chain")) return;
+    static const struct {
+        const char *name;
+        int D, F, Hq, Hkv, d;
+    } models[] = {{"1B", 2048, 8192, 32, 8, 64}, {"8B", 4096, 14336, 32, 8, 128}};
+    static const char *prod[4] = {"o", "gate/up", "down", "qkv"};
+    static const char *wayname[4] = {"one by one (v3)", "chain (v3)", "ring chain form 0", "ring chain form 1"};
+    cudaStream_t st;
+    cuda_must(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    cudaEvent_t e0, e1;
+    cuda_must(cudaEventCreate(&e0), "event");
+    cuda_must(cudaEventCreate(&e1), "event");
+    unsigned long long *stamps = NULL, *hs = malloc((size_t)17 * sms * sizeof *hs);
+    cuda_must(cudaMalloc((void **)&stamps, (size_t)17 * sms * sizeof *stamps), "alloc");
+    if (!hs) must(ORTHROS_ENOMEM, "out of memory");
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        const int D = models[mi].D, F = models[mi].F, Hq = models[mi].Hq, Hkv = models[mi].Hkv, d = models[mi].d;
+        const int Hd = Hq * d, Wd = (Hq + 2 * Hkv) * d, cap = 4096, pos = 4000;
+        const size_t nw[4] = {(size_t)D * Hd, (size_t)2 * F * D, (size_t)D * F, (size_t)Wd * D};
+        const size_t wl = 2 * (nw[0] + nw[1] + nw[2] + nw[3]);
+        int C = (int)((GEMV_COPY_BYTES + wl - 1) / wl);
+        C = C < 2 ? 2 : C > 8 ? 8 : C;
+        void *W[8][4], *X = dalloc(2 * (size_t)D), *attn = dalloc(2 * (size_t)Hd), *n1 = dalloc(2 * (size_t)D);
+        void *act = dalloc(2 * (size_t)F), *n2 = dalloc(2 * (size_t)D), *qkv = dalloc(2 * (size_t)Wd);
+        void *kc = dalloc(2 * (size_t)cap * Hkv * d), *vc = dalloc(2 * (size_t)cap * Hkv * d);
+        void *scratch = dalloc(orthros_gemv_scratch_bytes());
+        int32_t *pos_d = dalloc(sizeof(int32_t));
+        for (int c = 0; c < C; c++)
+            for (int j = 0; j < 4; j++) {
+                W[c][j] = dalloc(2 * nw[j]);
+                const int K = j == 0 ? Hd : j == 2 ? F : D;
+                must(be->fill_random(be, W[c][j], nw[j], 40 + 4 * (uint64_t)c + j, 1.0f / sqrtf((float)K)), "fill");
+            }
+        must(be->fill_random(be, X, D, 50, 1.0f), "fill");
+        must(be->fill_random(be, attn, Hd, 51, 1.0f), "fill");
+        must(be->fill(be, n1, D, 1.0f), "fill");
+        must(be->fill(be, n2, D, 1.0f), "fill");
+        must(be->zero(be, scratch, orthros_gemv_scratch_bytes()), "zero");
+        must(be->upload_ints(be, pos_d, &pos, 1), "position");
+        must(be->sync(be), "sync");
+        orthros_gemv_params ops[8][4];
+        memset(ops, 0, sizeof ops);
+        float inv[ORTHROS_MAX_HEAD_DIM / 2];
+        orthros_model_config cfg = {.head_dim = d, .rope_theta = 500000.0};
+        orthros_rope_inv_freq(inv, &cfg);
+        for (int c = 0; c < C; c++) {
+            const struct {
+                void *out, *x, *norm;
+                int M, K, epi;
+            } sp[4] = {{X, attn, NULL, D, Hd, ORTHROS_GEMV_ADD},
+                       {act, X, n1, 2 * F, D, ORTHROS_GEMV_SWIGLU},
+                       {X, act, NULL, D, F, ORTHROS_GEMV_ADD},
+                       {qkv, X, n2, Wd, D, ORTHROS_GEMV_ROPE}};
+            for (int j = 0; j < 4; j++) {
+                orthros_gemv_params *p = &ops[c][j];
+                p->out = sp[j].out, p->x = sp[j].x, p->norm_w = sp[j].norm, p->eps = 1e-5f, p->W = W[c][j];
+                p->n = 1, p->M = sp[j].M, p->K = sp[j].K, p->epilogue = sp[j].epi, p->scratch = scratch;
+                p->num_sms = sms;
+                if (sp[j].epi == ORTHROS_GEMV_ROPE) {
+                    p->k_cache = kc, p->v_cache = vc, p->pos = pos_d, p->Hq = Hq, p->Hkv = Hkv, p->d = d, p->cap = cap;
+                    memcpy(p->inv_freq, inv, sizeof inv[0] * (size_t)(d / 2));
+                }
+            }
+        }
+        for (int way = 0; way < 4; way++) {
+            must(orthros_gemv_set_version(way < 2 ? 3 : 0), "gemv version");
+            if (way >= 2) must(orthros_gemv_ring_chain_set_form(way - 2), "ring chain form");
+            int rc = 0;
+            /* one round uncaptured (attributes, plans), then C chains captured */
+            for (int pass = 0; pass < 2 && !rc; pass++) {
+                if (pass == 1) cuda_must(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "capture");
+                for (int c = 0; c < C && !rc; c++) {
+                    if (way == 0)
+                        for (int j = 0; j < 4 && !rc; j++) rc = orthros_gemv_bf16(&ops[c][j], st);
+                    else if (way == 1)
+                        rc = orthros_gemv_chain_bf16(ops[c], 4, st);
+                    else
+                        rc = orthros_gemv_ring_chain_bf16(ops[c], 4, st);
+                }
+                if (pass == 0) cuda_must(cudaStreamSynchronize(st), "sync");
+            }
+            cudaGraph_t graph = NULL;
+            enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+            cuda_must(cudaStreamIsCapturing(st, &cs), "capture");
+            if (cs != cudaStreamCaptureStatusNone) cuda_must(cudaStreamEndCapture(st, &graph), "capture");
+            char shape[160];
+            snprintf(shape, sizeof shape, "%s layer (o, gate/up, down, qkv) batch 1, %s", models[mi].name,
+                     wayname[way]);
+            if (rc) {
+                printf("ring_chain %s: %s\n", shape, orthros_last_error());
+                if (graph) cudaGraphDestroy(graph);
+                continue;
+            }
+            cudaGraphExec_t exec;
+            cuda_must(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+            double samples[SAMPLES], sorted[SAMPLES];
+            for (int s = 0; s < WARMUP + SAMPLES; s++) {
+                cuda_must(cudaEventRecord(e0, st), "event");
+                cuda_must(cudaGraphLaunch(exec, st), "replay");
+                cuda_must(cudaEventRecord(e1, st), "event");
+                cuda_must(cudaEventSynchronize(e1), "sync");
+                float ms = 0.0f;
+                cuda_must(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+                if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3 / C;
+            }
+            memcpy(sorted, samples, sizeof sorted);
+            const double med = orthros_median_sorting(sorted, SAMPLES);
+            record_case("ring_chain", shape, NULL, 1, 0.0, (double)wl, med, samples);
+            printf("ring_chain %s: %.2f us a layer (the weights' floor %.2f us)\n", shape, med * 1e6,
+                   (double)wl / (ceil_read_tbps * 1e12) * 1e6);
+            cudaGraphExecDestroy(exec);
+            cudaGraphDestroy(graph);
+            if (way < 2) continue;
+            /* the spans, from one more launch with stamps */
+            must(orthros_gemv_ring_chain_stamped(ops[0], 4, stamps, st), "ring chain stamped");
+            cuda_must(cudaStreamSynchronize(st), "sync");
+            cuda_must(cudaMemcpy(hs, stamps, (size_t)17 * sms * sizeof *hs, cudaMemcpyDeviceToHost), "download");
+            unsigned long long prev = ~0ull;
+            for (int b = 0; b < sms; b++) prev = hs[(size_t)16 * sms + b] < prev ? hs[(size_t)16 * sms + b] : prev;
+            printf("ring_chain %s: us a product, into it (staged) + rows + epilogue + barrier:", shape);
+            for (int j = 0; j < 4; j++) {
+                unsigned long long last[4] = {0, 0, 0, 0};
+                for (int k = 0; k < 4; k++)
+                    for (int b = 0; b < sms; b++) {
+                        const unsigned long long t = hs[((size_t)j * 4 + k) * sms + b];
+                        last[k] = t > last[k] ? t : last[k];
+                    }
+                printf(" %s %.2f + %.2f + %.2f + %.2f", prod[j], (double)(last[0] - prev) * 1e-3,
+                       (double)(last[1] - last[0]) * 1e-3, (double)(last[2] - last[1]) * 1e-3,
+                       (double)(last[3] - last[2]) * 1e-3);
+                prev = last[3];
+            }
+            printf("\n");
+        }
+        must(orthros_gemv_set_version(0), "gemv version");
+        must(orthros_gemv_ring_chain_set_form(1), "ring chain form");
+        for (int c = 0; c < C; c++)
+            for (int j = 0; j < 4; j++) be->free(be, W[c][j]);
+        void *bufs[] = {X, attn, n1, act, n2, qkv, kc, vc, scratch, pos_d};
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
+    }
+    cudaFree(stamps);
+    free(hs);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(st);
+}
+
 /* The two fixed costs a persistent decode step trades (kernels/step_probe.h): the time a kernel boundary costs in a
  * captured chain of kernels as small as a kernel can be (98 of 2 blocks an SM: the 1B step's kernel count and the
  * products' grid), and the time one grid-wide barrier costs inside a resident kernel of one block an SM (1000
@@ -1177,6 +1335,7 @@ int main(int argc, char **argv)
 
     bench_step_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
     bench_stream_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
+    bench_ring_chain(be->info.sm_count > 0 ? be->info.sm_count : 132);
     /* The decode step's matrix-vector products (gemv.cu), last. */
     if (want("gemv")) {
         orthros_backend *gemv_be = NULL, *pdl_be = NULL;
