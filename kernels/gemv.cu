@@ -1084,6 +1084,25 @@ static __device__ __forceinline__ void rc_barrier(unsigned *sync, unsigned targe
     bar_sync(2, RC_CONSUMERS);
 }
 
+/* The block's row v (of 2 ng, for its ng groups from g0) of a product in the order the ring carries them: a paired
+ * product's (SWIGLU, ROPE) rows A of its groups, then their rows B (each a run of consecutive rows, broken only at a
+ * RoPE head's end), so that the producer copies runs of rows rather than a row at a time (ab8c7ac copied a row at a
+ * time, row A then row B: gate/up's rows at 58% of the read ceiling, down's longer rows at 100%); another product's
+ * rows in their own order, from 2 g0. */
+static __device__ __forceinline__ bool rc_paired(const orthros_gemv_params &p)
+{
+    return p.epilogue == ORTHROS_GEMV_SWIGLU || p.epilogue == ORTHROS_GEMV_ROPE;
+}
+
+static __device__ __forceinline__ int rc_vrow(const orthros_gemv_params &p, int g0, int ng, int v)
+{
+    if (!rc_paired(p)) return 2 * g0 + v;
+    int r[2];
+    bool ok[2];
+    gemv2_rows(p, g0 + (v < ng ? v : v - ng), r, ok);
+    return r[v < ng ? 0 : 1];
+}
+
 /* Form 0's epilogue of a group: v3's (group_finish) with the two rows' sums a and b, its operands (the residual, the
  * position) loaded here. */
 static __device__ __forceinline__ void rc_epilogue(const orthros_gemv_params &p, int g, float a, float b)
@@ -1234,7 +1253,7 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
     ring_init(full0, empty0, RC_NS, RC_WARPS);
     for (int i = tid; i < RC_MAX_ROWS; i += RC_THREADS) rowsum[i] = 0.0f;
     __syncthreads();
-    if (warp == RC_WARPS) { /* the producer: the block's groups' rows of every product, row A then row B */
+    if (warp == RC_WARPS) { /* the producer: the block's rows of every product, in rc_vrow's order */
         if (lane != 0) return;
         uint32_t idx = 0;
         for (int i = 0; i < a.n; i++) {
@@ -1249,13 +1268,14 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
                 const uint32_t full = full0 + 8 * slot, dst = smem_addr(rc_smem + (size_t)slot * RC_SB);
                 mbar_wait(empty0 + 8 * slot, ((idx / RC_NS) & 1) ^ 1);
                 mbar_expect_tx(full, cnt);
-                for (uint32_t done = 0; done < cnt;) { /* the stage's pieces of rows */
+                for (uint32_t done = 0; done < cnt;) { /* the stage's runs of consecutive rows, a copy each */
                     const uint32_t v = (voff + done) / rb, col = (voff + done) % rb;
-                    const uint32_t piece = rb - col < cnt - done ? rb - col : cnt - done;
-                    int r[2];
-                    bool ok[2];
-                    gemv2_rows(p, g0 + (int)(v / 2), r, ok);
-                    bulk_copy(dst + done, W + (size_t)r[v % 2] * rb + col, piece, full);
+                    const int r0 = rc_vrow(p, g0, g1 - g0, (int)v);
+                    uint32_t piece = rb - col, nv = v + 1;
+                    while (piece < cnt - done && rc_vrow(p, g0, g1 - g0, (int)nv) == r0 + (int)(nv - v))
+                        piece += rb, nv++;
+                    piece = piece < cnt - done ? piece : cnt - done;
+                    bulk_copy(dst + done, W + (size_t)r0 * rb + col, piece, full);
                     done += piece;
                 }
                 voff += cnt, left -= cnt;
@@ -1270,7 +1290,7 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
         const int groups = rc_groups(p), g0 = rc_split(groups, b, G), g1 = rc_split(groups, b + 1, G);
         const uint32_t rb = (uint32_t)p.K * 2;
         /* the input, normed where the product has a norm, by the first GEMV_THREADS consumers */
-        if (FORM == 0) {
+        if constexpr (FORM == 0) {
             if (tid < GEMV_THREADS) stage_input<true, 1>(p, xs, p.K * 2, rs, 0, p.K / 8);
         } else {
             if (tid < GEMV_THREADS) rc_stage(p, xs, rs);
@@ -1292,9 +1312,10 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
         bar_sync(2, RC_CONSUMERS);
         rc_stamp(a, i, 1);
         for (int gi = tid; gi < g1 - g0; gi += RC_CONSUMERS) {
-            if (FORM == 0) rc_epilogue(p, g0 + gi, rowsum[2 * gi], rowsum[2 * gi + 1]);
-            else rc_epilogue_pre(p, g0 + gi, gi, rowsum[2 * gi], rowsum[2 * gi + 1], pre, pos);
-            rowsum[2 * gi] = rowsum[2 * gi + 1] = 0.0f;
+            const int ia = rc_paired(p) ? gi : 2 * gi, ib = rc_paired(p) ? g1 - g0 + gi : 2 * gi + 1; /* rc_vrow */
+            if constexpr (FORM == 0) rc_epilogue(p, g0 + gi, rowsum[ia], rowsum[ib]);
+            else rc_epilogue_pre(p, g0 + gi, gi, rowsum[ia], rowsum[ib], pre, pos);
+            rowsum[ia] = rowsum[ib] = 0.0f;
         }
         if (a.stamps) {
             bar_sync(2, RC_CONSUMERS);
