@@ -1064,6 +1064,7 @@ struct gemv_ring_chain_args {
     unsigned long long *stamps; /* NULL, or [n][4][G] + [G]: a product's input staged, its rows summed, its epilogue
                                  * done, the barrier after it passed, a block each; then each block's start */
     int n;
+    int ahead; /* the stages of a product (after the first) the producer copies before its input is staged; -1 all */
 };
 
 static __device__ __host__ __forceinline__ int rc_groups(const orthros_gemv_params &p) { return p.M / 2; }
@@ -1241,6 +1242,7 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
     __shared__ float pre[FORM ? RC_MAX_ROWS : 1];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS > GEMV_WARPS ? ORTHROS_GEMV_MAX_ROWS : GEMV_WARPS];
     __shared__ int pos;
+    __shared__ volatile int staged; /* the last product whose input the consumers have staged */
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, G = gridDim.x, b = blockIdx.x;
     unsigned char *xs = rc_smem + (size_t)RC_NS * RC_SB;
     unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
@@ -1252,7 +1254,9 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
     }
     ring_init(full0, empty0, RC_NS, RC_WARPS);
     for (int i = tid; i < RC_MAX_ROWS; i += RC_THREADS) rowsum[i] = 0.0f;
+    if (tid == 0) staged = -1;
     __syncthreads();
+
     if (warp == RC_WARPS) { /* the producer: the block's rows of every product, in rc_vrow's order */
         if (lane != 0) return;
         uint32_t idx = 0;
@@ -1262,9 +1266,12 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
             const uint32_t rb = (uint32_t)p.K * 2;
             const unsigned char *W = (const unsigned char *)p.W;
             uint32_t voff = 0; /* in the run of the block's rows */
-            for (uint32_t left = 2u * (uint32_t)(g1 - g0) * rb; left > 0; idx++) {
+            for (uint32_t left = 2u * (uint32_t)(g1 - g0) * rb, issued = 0; left > 0; idx++, issued++) {
                 const uint32_t cnt = left < RC_SB ? left : RC_SB;
                 const int slot = idx % RC_NS;
+                if (i > 0 && a.ahead >= 0 && issued >= (uint32_t)a.ahead) /* the lead into product i bounded */
+                    while (staged < i) {
+                    }
                 const uint32_t full = full0 + 8 * slot, dst = smem_addr(rc_smem + (size_t)slot * RC_SB);
                 mbar_wait(empty0 + 8 * slot, ((idx / RC_NS) & 1) ^ 1);
                 mbar_expect_tx(full, cnt);
@@ -1297,6 +1304,7 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
             else rc_preload(p, g0, g1, pre, &pos, tid - GEMV_THREADS, RC_CONSUMERS - GEMV_THREADS);
         }
         bar_sync(2, RC_CONSUMERS);
+        if (tid == 0) staged = i;
         rc_stamp(a, i, 0);
         uint32_t off = 0;
         for (uint32_t left = 2u * (uint32_t)(g1 - g0) * rb; left > 0; idx++) {
@@ -1340,7 +1348,16 @@ int orthros_gemv_ring_chain_supported(const orthros_gemv_params *p)
     return 1;
 }
 
-static int rc_form = 1;
+static int rc_form = 1, rc_ahead = -1;
+
+int orthros_gemv_ring_chain_set_ahead(int stages)
+{
+    if (stages < -1 || stages > RC_NS)
+        return orthros_error(ORTHROS_EINVAL, "gemv ring chain: %d stages ahead (-1 for no bound, or 0 to %d)", stages,
+                             RC_NS);
+    rc_ahead = stages;
+    return 0;
+}
 
 int orthros_gemv_ring_chain_set_form(int form)
 {
@@ -1393,7 +1410,7 @@ int orthros_gemv_ring_chain_stamped(const orthros_gemv_params *ops, int n, unsig
     if (!coop) return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: no cooperative launch on this device");
     gemv_ring_chain_args a;
     memset(&a, 0, sizeof a);
-    a.n = n, a.stamps = stamps;
+    a.n = n, a.stamps = stamps, a.ahead = rc_ahead;
     for (int i = 0; i < n; i++) {
         if (!orthros_gemv_ring_chain_supported(&ops[i]) || 2 * (rc_split(ops[i].M / 2, 1, sms) + 1) > RC_MAX_ROWS)
             return orthros_error(ORTHROS_EUNSUPPORTED, "gemv ring chain: product %d (n %d, M %d, K %d, epilogue %d) is "

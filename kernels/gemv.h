@@ -112,6 +112,10 @@ int orthros_gemv_ring_chain_stamped(const orthros_gemv_params *ops, int n, unsig
  * load the epilogue's operands), 0 the first (stage_input's two trips with a norm, the operands loaded in the
  * epilogue). */
 int orthros_gemv_ring_chain_set_form(int form);
+/* The ring chain's producer lead (process-wide): into every product after the first, at most `stages` stages copied
+ * before the consumers have staged its input (0 to 6), or -1 (the default) no bound: the copies in flight across a
+ * grid step keep the memory busy but delay the step's own loads behind them. */
+int orthros_gemv_ring_chain_set_ahead(int stages);
 
 #ifdef __cplusplus
 }

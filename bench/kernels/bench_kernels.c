@@ -955,7 +955,8 @@ static void bench_stream_probe(int sms)
 /* The ring chain (gemv.cu; the decode step's ORTHROS_DECODE_CHAIN_RING) against the products it replaces: a layer's
  * O (adding into the residual), gate/up (normed, SwiGLU), down (adding) and the next layer's q/k/v (normed, RoPE, the
  * cache write at position 4000 of 4096) at batch 1, the Llama-3.2-1B and 3.1-8B shapes, four ways: one by one (gemv v3,
- * four launches), the chain (v3, one launch), the ring chain's form 0 and form 1. Each way runs C layers' copies of
+ * four launches), the chain (v3, one launch), the ring chain's form 0 and form 1 (with the producer's lead into a
+ * product bounded to 3, 2, 1 or 0 stages before its input is staged, and not). Each way runs C layers' copies of
  * the weights (512 MB or more, so that L2 holds none) as C chains captured in one graph, timed per layer; bytes: the
  * weights. Then one launch of each ring-chain form with stamps: per product, the step into it (from the last block
  * past the barrier before it, or the first block's start, to the last block with its input staged), its rows' sums
@@ -968,7 +969,18 @@ static void bench_ring_chain(int sms)
         int D, F, Hq, Hkv, d;
     } models[] = {{"1B", 2048, 8192, 32, 8, 64}, {"8B", 4096, 14336, 32, 8, 128}};
     static const char *prod[4] = {"o", "gate/up", "down", "qkv"};
-    static const char *wayname[4] = {"one by one (v3)", "chain (v3)", "ring chain form 0", "ring chain form 1"};
+    /* the ways: 0 one by one, 1 the chain, 2 the ring chain with the form and the producer's lead given */
+    static const struct {
+        int kind, form, ahead;
+        const char *name;
+    } ways[] = {{0, 0, -1, "one by one (v3)"},
+                {1, 0, -1, "chain (v3)"},
+                {2, 0, -1, "ring chain form 0"},
+                {2, 1, -1, "ring chain form 1"},
+                {2, 1, 3, "ring chain form 1, ahead 3"},
+                {2, 1, 2, "ring chain form 1, ahead 2"},
+                {2, 1, 1, "ring chain form 1, ahead 1"},
+                {2, 1, 0, "ring chain form 1, ahead 0"}};
     cudaStream_t st;
     cuda_must(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
     cudaEvent_t e0, e1;
@@ -1026,9 +1038,11 @@ static void bench_ring_chain(int sms)
                 }
             }
         }
-        for (int way = 0; way < 4; way++) {
+        for (size_t wi = 0; wi < sizeof ways / sizeof *ways; wi++) {
+            const int way = ways[wi].kind;
             must(orthros_gemv_set_version(way < 2 ? 3 : 0), "gemv version");
-            if (way >= 2) must(orthros_gemv_ring_chain_set_form(way - 2), "ring chain form");
+            must(orthros_gemv_ring_chain_set_form(ways[wi].form), "ring chain form");
+            must(orthros_gemv_ring_chain_set_ahead(ways[wi].ahead), "ring chain lead");
             int rc = 0;
             /* one round uncaptured (attributes, plans), then C chains captured */
             for (int pass = 0; pass < 2 && !rc; pass++) {
@@ -1049,7 +1063,7 @@ static void bench_ring_chain(int sms)
             if (cs != cudaStreamCaptureStatusNone) cuda_must(cudaStreamEndCapture(st, &graph), "capture");
             char shape[160];
             snprintf(shape, sizeof shape, "%s layer (o, gate/up, down, qkv) batch 1, %s", models[mi].name,
-                     wayname[way]);
+                     ways[wi].name);
             if (rc) {
                 printf("ring_chain %s: %s\n", shape, orthros_last_error());
                 if (graph) cudaGraphDestroy(graph);
@@ -1098,6 +1112,7 @@ static void bench_ring_chain(int sms)
         }
         must(orthros_gemv_set_version(0), "gemv version");
         must(orthros_gemv_ring_chain_set_form(1), "ring chain form");
+        must(orthros_gemv_ring_chain_set_ahead(-1), "ring chain lead");
         for (int c = 0; c < C; c++)
             for (int j = 0; j < 4; j++) be->free(be, W[c][j]);
         void *bufs[] = {X, attn, n1, act, n2, qkv, kc, vc, scratch, pos_d};

@@ -1389,14 +1389,15 @@ static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int p
                             (size_t)D * F, (size_t)D, (size_t)Wd * D, (size_t)Wd, nkv, nkv};
     enum { X, ATTN, WO, N1, WGU, ACT, WD, N2, WQKV, QKV, KC, VC, NB };
     void *dv[NB];
-    uint16_t *init[NB], *got[4][NB];
+    uint16_t *init[NB], *got[5][NB];
     for (int b = 0; b < NB; b++) {
         init[b] = malloc(sizes[b] * 2);
         got[0][b] = malloc(sizes[b] * 2);
         got[1][b] = malloc(sizes[b] * 2);
         got[2][b] = malloc(sizes[b] * 2);
         got[3][b] = malloc(sizes[b] * 2);
-        if (!init[b] || !got[0][b] || !got[1][b] || !got[2][b] || !got[3][b] || cudaMalloc(&dv[b], sizes[b] * 2) != cudaSuccess)
+        got[4][b] = malloc(sizes[b] * 2);
+        if (!init[b] || !got[0][b] || !got[1][b] || !got[2][b] || !got[3][b] || !got[4][b] || cudaMalloc(&dv[b], sizes[b] * 2) != cudaSuccess)
             die("chain alloc");
         const float scale = b == WO ? 1.0f / sqrtf((float)Hd) : b == WGU || b == WQKV ? 1.0f / sqrtf((float)D)
                             : b == WD ? 1.0f / sqrtf((float)F) : 1.0f;
@@ -1441,7 +1442,7 @@ static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int p
     for (int i = 0; i < nops; i++) ring = ring && orthros_gemv_ring_chain_supported(&ops[i]);
     if (orthros_gemv_set_version(3)) die("gemv version");
     for (int call = 0; call < 2; call++)
-        for (int way = 0; way < 2 + 2 * ring; way++) {
+        for (int way = 0; way < 2 + 3 * ring; way++) { /* ring: form 0, form 1, form 1 with no lead */
             for (int b = 0; b < NB; b++)
                 if (cudaMemcpy(dv[b], init[b], sizes[b] * 2, cudaMemcpyHostToDevice) != cudaSuccess) die("chain upload");
             int rc = 0;
@@ -1449,9 +1450,10 @@ static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int p
                 for (int i = 0; i < nops && !rc; i++) rc = orthros_gemv_bf16(&ops[i], 0);
             else if (way == 1)
                 rc = orthros_gemv_chain_bf16(ops, nops, 0);
-            else if (!(rc = orthros_gemv_ring_chain_set_form(way - 2)))
+            else if (!(rc = orthros_gemv_ring_chain_set_form(way == 2 ? 0 : 1)) &&
+                     !(rc = orthros_gemv_ring_chain_set_ahead(way == 4 ? 0 : -1)))
                 rc = orthros_gemv_ring_chain_bf16(ops, nops, 0);
-            if (orthros_gemv_ring_chain_set_form(1)) die("ring chain form");
+            if (orthros_gemv_ring_chain_set_form(1) || orthros_gemv_ring_chain_set_ahead(-1)) die("ring chain form");
             if (rc || cudaDeviceSynchronize() != cudaSuccess) {
                 op_rc(rc ? rc : ORTHROS_EDEVICE, name);
                 goto out;
@@ -1479,14 +1481,15 @@ static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int p
          * carried through the chain; its barrier's words back at 0 */
         static const char *const bn[NB] = {"x", "attn", "wo", "n1", "wgu", "act", "wd", "n2", "wqkv", "qkv", "k cache",
                                            "v cache"};
-        for (int form = 0; form < 2; form++)
+        static const char *const forms[3] = {"form 0", "form 1", "form 1 ahead 0"};
+        for (int form = 0; form < 3; form++)
             for (int b = 0; b < NB; b++) {
                 float *r = malloc(sizes[b] * sizeof *r), *q = malloc(sizes[b] * sizeof *q);
                 if (!r || !q) die("chain alloc");
                 for (size_t i = 0; i < sizes[b]; i++)
                     r[i] = orthros_bf16_to_f32(got[0][b][i]), q[i] = orthros_bf16_to_f32(got[2 + form][b][i]);
                 char full[300];
-                snprintf(full, sizeof full, "%s: ring chain form %d, %s", name, form, bn[b]);
+                snprintf(full, sizeof full, "%s: ring chain %s, %s", name, forms[form], bn[b]);
                 report(full, r, q, sizes[b], 1e-4);
                 free(r), free(q);
             }
@@ -1502,7 +1505,7 @@ out:
     if (orthros_gemv_set_version(0)) die("gemv version");
     for (int b = 0; b < NB; b++) {
         cudaFree(dv[b]);
-        free(init[b]), free(got[0][b]), free(got[1][b]), free(got[2][b]), free(got[3][b]);
+        free(init[b]), free(got[0][b]), free(got[1][b]), free(got[2][b]), free(got[3][b]), free(got[4][b]);
     }
     cudaFree(pos_d);
     cudaFree(scratch);
