@@ -61,7 +61,10 @@ for folder, columns in (("h200-2026-12-02-decode-norm/first-fc6c377", ["default"
                          ["default", "fused-graphs-mlp", "fused-graphs-mlp2"]),
                         ("h200-2026-12-02-decode-mlp/final-6d36f36", ["default", "fused-graphs-mlp"]),
                         ("h200-2026-12-02-decode-mlp/ring-37edfb3", ["default", "fused-graphs-mlpring"]),
-                        ("h200-2026-12-02-decode-mlp/ring2d-874c65f", ["default", "fused-graphs-mlpring"])):
+                        ("h200-2026-12-02-decode-mlp/ring2d-874c65f", ["default", "fused-graphs-mlpring"]),
+                        ("h200-2026-12-03-ring-chain/first-08f95d8", ["default", "fused-graphs-chainring"]),
+                        ("h200-2026-12-03-ring-chain/form1-ab8c7ac", ["default", "fused-graphs-chainring"]),
+                        ("h200-2026-12-03-ring-chain/runs-a9e7b65", ["default", "fused-graphs-chainring"])):
     path = os.path.join(ROOT, "data", "results", folder)
     rc, out, err = run(os.path.join(path, "decode"), *ANCHORS)
     with open(os.path.join(path, "decode_summary.txt")) as f:
