@@ -1648,8 +1648,9 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) mlp_kernel(const orthr
 
 /* ---- the MLP with its weights streamed through a shared-memory ring (ORTHROS_DECODE_MLP=2; batch 1, sm_90) ----
  * mlp_kernel's phases each end in a trip with nothing in flight behind it (docs/kernels.md, "The MLP in one launch").
- * Here a ninth warp of the block only streams: for each unit of the block, its gate and up rows (GPS groups a stage,
- * each row one 1-d bulk copy) and then W_down's 32 columns (256 rows a stage: one 2-d TMA box of 32 columns x 256
+ * Here a ninth warp of the block only streams: for each unit of the block, its gate and up rows (GPS groups a stage:
+ * their gate rows in one 1-d bulk copy, their up rows in another; a row a copy until a9e7b65's ring chain showed
+ * that copies of one 4 KB row run below the ceiling) and then W_down's 32 columns (256 rows a stage: one 2-d TMA box of 32 columns x 256
  * rows; 37edfb3 copied them a 64-byte row at a time and ran at 4.7 GB/s a block) into MLP_RING_NS stages of
  * MLP_RING_SB bytes, each stage's bytes completing on its full mbarrier; the eight other warps
  * take the stages in order and free them on the empty mbarrier. The producer never waits for h: the down stages are
@@ -1701,13 +1702,13 @@ static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(co
                 const int slot = idx % MLP_RING_NS;
                 const uint32_t full = full0 + 8 * slot, dst = smem_addr(ring + (size_t)slot * MLP_RING_SB);
                 mbar_wait(empty0 + 8 * slot, ((idx / MLP_RING_NS) & 1) ^ 1);
-                if (st < MLP_S / GPS) { /* gate/up: groups f0 + st GPS .. ; row 2 g gate, 2 g + 1 up */
-                    if (lane == 0) mbar_expect_tx(full, (uint32_t)(GPS * 4 * K));
-                    __syncwarp();
-                    if (lane < 2 * GPS) {
-                        const int f = f0 + st * GPS + lane / 2;
-                        bulk_copy(dst + (uint32_t)(lane * 2 * K), Wg + (size_t)(lane % 2 ? F + f : f) * K, (uint32_t)(2 * K),
-                                  full);
+                if (st < MLP_S / GPS) { /* gate/up: groups f0 + st GPS .. : their GPS gate rows, then their up
+                                         * rows, each run one copy (a row a copy ran slower: the ring chain's stamps) */
+                    if (lane == 0) {
+                        const int f = f0 + st * GPS;
+                        mbar_expect_tx(full, (uint32_t)(GPS * 4 * K));
+                        bulk_copy(dst, Wg + (size_t)f * K, (uint32_t)(GPS * 2 * K), full);
+                        bulk_copy(dst + (uint32_t)(GPS * 2 * K), Wg + (size_t)(F + f) * K, (uint32_t)(GPS * 2 * K), full);
                     }
                 } else if (lane == 0) { /* down: rows r0 .. r0 + 255, the unit's 32 columns, one box */
                     mbar_expect_tx(full, 256u * 64u);
@@ -1736,8 +1737,8 @@ static __global__ void __launch_bounds__(MLP_RING_THREADS, 2) mlp_ring_kernel(co
                     unpack8(lds_input(xs + (size_t)ch * 16, true), xf);
 #pragma unroll
                     for (int gi = 0; gi < GPS; gi++) {
-                        const uint4 wg = lds_input(stage + (size_t)(2 * gi) * 2 * K + (size_t)ch * 16, true);
-                        const uint4 wu = lds_input(stage + (size_t)(2 * gi + 1) * 2 * K + (size_t)ch * 16, true);
+                        const uint4 wg = lds_input(stage + (size_t)gi * 2 * K + (size_t)ch * 16, true);
+                        const uint4 wu = lds_input(stage + (size_t)(GPS + gi) * 2 * K + (size_t)ch * 16, true);
                         acc[gi][0] = dot8(wg, xf, acc[gi][0]);
                         acc[gi][1] = dot8(wu, xf, acc[gi][1]);
                     }
