@@ -64,7 +64,8 @@ for folder, columns in (("h200-2026-12-02-decode-norm/first-fc6c377", ["default"
                         ("h200-2026-12-02-decode-mlp/ring2d-874c65f", ["default", "fused-graphs-mlpring"]),
                         ("h200-2026-12-03-ring-chain/first-08f95d8", ["default", "fused-graphs-chainring"]),
                         ("h200-2026-12-03-ring-chain/form1-ab8c7ac", ["default", "fused-graphs-chainring"]),
-                        ("h200-2026-12-03-ring-chain/runs-a9e7b65", ["default", "fused-graphs-chainring"])):
+                        ("h200-2026-12-03-ring-chain/runs-a9e7b65", ["default", "fused-graphs-chainring"]),
+                        ("h200-2026-12-03-ring-chain/mlpring-152cfef", ["default", "fused-graphs-mlpring"])):
     path = os.path.join(ROOT, "data", "results", folder)
     rc, out, err = run(os.path.join(path, "decode"), *ANCHORS)
     with open(os.path.join(path, "decode_summary.txt")) as f:
