@@ -1337,8 +1337,9 @@ int main(int argc, char **argv)
     bench_linear(128, 1, quick ? 16384 : 131072, ORTHROS_FMAP_ELU1, 0, 7);
     if (!quick) bench_linear(128, 1, 16384, ORTHROS_FMAP_ELU1, 0, 7);
 
-    /* A converted model's local window, last (the window pass's v2 written without a GPU, not yet run): W 0 and 64 at
-     * 128K, the default linear version, both head dims. */
+    /* A converted model's local window, last (where the window pass's v2, written without a GPU, first ran; measured
+     * since: data/results/h200-2026-12-02-window-lag): W 0 and 64 at 128K, the default linear version, both head
+     * dims. */
     for (int di = 0; di < 2; di++)
         for (int w = 0; w <= 64; w += 64) bench_linear_window(di ? 128 : 64, quick ? 16384 : 131072, w);
     /* The window pass alone at 128K: each version at W 64, and v2 at W 16 (2 key groups a warp where W 64 takes 5). */
