@@ -1351,7 +1351,8 @@ int main(int argc, char **argv)
 
     bench_step_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
     bench_stream_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
-    bench_ring_chain(be->info.sm_count > 0 ? be->info.sm_count : 132);
+    /* the ring chain's diagnosis: not with --quick (the perf gate's rounds) unless asked for by name */
+    if (!quick || only) bench_ring_chain(be->info.sm_count > 0 ? be->info.sm_count : 132);
     /* The decode step's matrix-vector products (gemv.cu), last. */
     if (want("gemv")) {
         orthros_backend *gemv_be = NULL, *pdl_be = NULL;
