@@ -1397,7 +1397,8 @@ static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int p
         got[2][b] = malloc(sizes[b] * 2);
         got[3][b] = malloc(sizes[b] * 2);
         got[4][b] = malloc(sizes[b] * 2);
-        if (!init[b] || !got[0][b] || !got[1][b] || !got[2][b] || !got[3][b] || !got[4][b] || cudaMalloc(&dv[b], sizes[b] * 2) != cudaSuccess)
+        if (!init[b] || !got[0][b] || !got[1][b] || !got[2][b] || !got[3][b] || !got[4][b] ||
+            cudaMalloc(&dv[b], sizes[b] * 2) != cudaSuccess)
             die("chain alloc");
         const float scale = b == WO ? 1.0f / sqrtf((float)Hd) : b == WGU || b == WQKV ? 1.0f / sqrtf((float)D)
                             : b == WD ? 1.0f / sqrtf((float)F) : 1.0f;
