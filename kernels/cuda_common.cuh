@@ -56,6 +56,14 @@ static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
 static __device__ __forceinline__ float bf16x2_lo(uint32_t w) { return __uint_as_float(w << 16); }
 static __device__ __forceinline__ float bf16x2_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
+/* The GPU's global clock, ns (%globaltimer): the probes' and the ring chain's stamps. */
+static __device__ __forceinline__ unsigned long long globaltimer_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    return t;
+}
+
 /* A load with acquire semantics at GPU scope (past L1): what a grid barrier's waiters poll. */
 static __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *p)
 {

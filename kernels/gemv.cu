@@ -1127,16 +1127,8 @@ static __device__ __forceinline__ void rc_stage(const orthros_gemv_params &p, un
 {
     const int tid = threadIdx.x, C = p.K / 8;
     const uint4 *X = (const uint4 *)p.x;
-    if (!p.norm_w) {
-        for (int e0 = tid; e0 < C; e0 += 4 * GEMV_THREADS) {
-            uint4 v[4];
-#pragma unroll
-            for (int u = 0; u < 4; u++) v[u] = e0 + u * GEMV_THREADS < C ? __ldcg(X + e0 + u * GEMV_THREADS) : zero4();
-#pragma unroll
-            for (int u = 0; u < 4; u++)
-                if (e0 + u * GEMV_THREADS < C) ((uint4 *)xs)[e0 + u * GEMV_THREADS] = v[u];
-        }
-        bar_sync(1, GEMV_THREADS);
+    if (!p.norm_w) { /* no norm: stage_input's own pass (loads issued four at a time, one trip for K up to 8192) */
+        stage_input<true, 1>(p, xs, p.K * 2, red, 0, C);
         return;
     }
     uint4 v[4], g[4];
@@ -1222,11 +1214,7 @@ static __device__ __forceinline__ void rc_epilogue_pre(const orthros_gemv_params
 
 static __device__ __forceinline__ void rc_stamp(const gemv_ring_chain_args &a, int i, int s)
 {
-    if (a.stamps && threadIdx.x == 0) {
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-        a.stamps[((size_t)i * 4 + s) * gridDim.x + blockIdx.x] = t;
-    }
+    if (a.stamps && threadIdx.x == 0) a.stamps[((size_t)i * 4 + s) * gridDim.x + blockIdx.x] = globaltimer_ns();
 }
 #endif
 
@@ -1247,11 +1235,7 @@ static __global__ void __launch_bounds__(RC_THREADS, 1) gemv_ring_chain_kernel(c
     unsigned char *xs = rc_smem + (size_t)RC_NS * RC_SB;
     unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
     const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[RC_NS]);
-    if (a.stamps && tid == 0) {
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-        a.stamps[(size_t)a.n * 4 * G + b] = t;
-    }
+    if (a.stamps && tid == 0) a.stamps[(size_t)a.n * 4 * G + b] = globaltimer_ns(); /* the block's start */
     ring_init(full0, empty0, RC_NS, RC_WARPS);
     for (int i = tid; i < RC_MAX_ROWS; i += RC_THREADS) rowsum[i] = 0.0f;
     if (tid == 0) staged = -1;

@@ -153,13 +153,6 @@ static __device__ __forceinline__ void sp_consume_tc(const unsigned char *stage,
 }
 #endif
 
-static __device__ __forceinline__ unsigned long long sp_now()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-    return t;
-}
-
 template <int NS, int MODE>
 static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orthros_stream_product *list, int n,
                                                                        const bf16 *x0, unsigned *sync,
@@ -234,7 +227,7 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
         bar_sync(1, SP_WARPS * 32);
         if (tid == 0) {
             staged = p;
-            if (stamps) stamps[(size_t)n * G + (size_t)p * G + b] = sp_now(); /* the input staged */
+            if (stamps) stamps[(size_t)n * G + (size_t)p * G + b] = globaltimer_ns(); /* the input staged */
         }
         const uint32_t rb = (uint32_t)K * 2; /* a block's range: at most 1024 rows of 32 KB, so 32-bit offsets */
         uint32_t off = 0;
@@ -256,7 +249,7 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
         }
         bar_sync(1, SP_WARPS * 32);
         if (tid == 0) {
-            if (stamps) stamps[(size_t)p * G + b] = sp_now(); /* y written */
+            if (stamps) stamps[(size_t)p * G + b] = globaltimer_ns(); /* y written */
             if (list[p].wait) { /* the flat barrier among the consumers: every block's y written before any reads */
                 __threadfence();
                 asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(sync) : "memory");
