@@ -1127,8 +1127,16 @@ static __device__ __forceinline__ void rc_stage(const orthros_gemv_params &p, un
 {
     const int tid = threadIdx.x, C = p.K / 8;
     const uint4 *X = (const uint4 *)p.x;
-    if (!p.norm_w) { /* no norm: stage_input's own pass (loads issued four at a time, one trip for K up to 8192) */
-        stage_input<true, 1>(p, xs, p.K * 2, red, 0, C);
+    if (!p.norm_w) {
+        for (int e0 = tid; e0 < C; e0 += 4 * GEMV_THREADS) {
+            uint4 v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) v[u] = e0 + u * GEMV_THREADS < C ? __ldcg(X + e0 + u * GEMV_THREADS) : zero4();
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (e0 + u * GEMV_THREADS < C) ((uint4 *)xs)[e0 + u * GEMV_THREADS] = v[u];
+        }
+        bar_sync(1, GEMV_THREADS);
         return;
     }
     uint4 v[4], g[4];
