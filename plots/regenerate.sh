@@ -23,6 +23,8 @@ fig $R/tp-h200x2-2026-12-01/figures-1b $R/tp-h200x2-2026-12-01/bench-llama3.2-1b
 fig $R/tp-h200x2-2026-12-01/figures-8b $R/tp-h200x2-2026-12-01/bench-llama3.1-8b-{tp1,tp2,1m-tp2}.json
 fig $R/smollm2-h200-2026-12-01/figures $R/smollm2-h200-2026-12-01/{ppl,recall,ruler-niah-single,ruler-niah-multikey,ruler-niah-multivalue,ruler-niah-multiquery,ruler-vt,ruler-cwe}.json
 fig $R/h200-2026-12-02-decode-v3/e2e/figs $R/h200-2026-12-02-decode-v3/e2e/llama3.2-1b-{n128,n1024}.json
+F=$R/h200-2026-12-03-final/figures-41712a6/e2e
+fig $F/figs $F/llama3.2-1b-{n128,n1024}.json
 G=$R/smollm2-converted-h200-2026-12-01/grid
 fig $R/smollm2-converted-h200-2026-12-01/figures $G/{base,control,conv,conv-tail16,conv-tail64,conv-hybrid}-ppl-kjv.json \
     $G/{base,control,conv,conv-hybrid}-recall.json $G/*-niah-*.json $G/*-vt.json $G/*-cwe.json

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """decode_summary.py on a run it summarised on the H200 (data/results/h200-2026-12-02-decode-cluster/default-d76ecee:
 the step with decode attention v8, the default, against v7, four shapes; the PyTorch anchors of
-h200-2026-12-02-decode-profile/decode-8d369b3), on the runs committed since (modes of earlier trees among them), and
-on files made here: the committed summaries reproduced, a target met, a mode it does not know shown by name, and files
-that are not results refused with the reason and nothing else printed. Standard library only."""
+h200-2026-12-02-decode-profile/decode-8d369b3), on the runs committed since (modes of earlier trees among them; the
+final figures with their own anchors), and on files made here: the committed summaries reproduced, a target met, a
+mode it does not know shown by name, and files that are not results refused with the reason and nothing else printed.
+Standard library only."""
 import json
 import os
 import shutil
@@ -65,13 +66,26 @@ for folder, columns in (("h200-2026-12-02-decode-norm/first-fc6c377", ["default"
                         ("h200-2026-12-03-ring-chain/first-08f95d8", ["default", "fused-graphs-chainring"]),
                         ("h200-2026-12-03-ring-chain/form1-ab8c7ac", ["default", "fused-graphs-chainring"]),
                         ("h200-2026-12-03-ring-chain/runs-a9e7b65", ["default", "fused-graphs-chainring"]),
-                        ("h200-2026-12-03-ring-chain/mlpring-152cfef", ["default", "fused-graphs-mlpring"])):
+                        ("h200-2026-12-03-ring-chain/mlpring-152cfef", ["default", "fused-graphs-mlpring"]),
+                        ("h200-2026-12-03-final/check-41712a6", ["default"])):
     path = os.path.join(ROOT, "data", "results", folder)
     rc, out, err = run(os.path.join(path, "decode"), *ANCHORS)
     with open(os.path.join(path, "decode_summary.txt")) as f:
         check(rc == 0 and out == f.read(), "%s: the committed summary reproduced" % folder)
     head = next((line.split() for line in out.splitlines() if line.startswith("shape ")), [])
     check(head[2:2 + len(columns)] == columns, "%s: the columns %s (%s)" % (folder, columns, head[2:2 + len(columns)]))
+
+# the final figures: the default step and both PyTorch anchors of one run (the issue's "in one GPU run")
+FINAL = os.path.join(ROOT, "data", "results", "h200-2026-12-03-final", "figures-41712a6")
+rc, out, err = run(os.path.join(FINAL, "decode"), os.path.join(FINAL, "decode_anchor.json"),
+                   os.path.join(FINAL, "decode_anchor_compiled.json"))
+with open(os.path.join(FINAL, "decode_summary.txt")) as f:
+    check(rc == 0 and out == f.read(), "the final figures: the committed summary reproduced")
+r = row(out, "1B B1 4K")
+check(r[3:8] == ["0.582", "0.992", "59%", "1.241", "1.241"] and r[-2] == "MISSED",
+      "the final figures, 1B batch 1 4K: floor, ours, %% of the floor, both anchors, missed (%s)" % " ".join(r))
+r = row(out, "8B B16 32K")
+check(r[3:6] == ["18.708", "20.055", "93%"], "the final figures, 8B batch 16 32K (%s)" % " ".join(r))
 
 with tempfile.TemporaryDirectory() as tmp:
     # a mode decode_summary has never heard of: shown by name, after the others
