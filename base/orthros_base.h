@@ -42,6 +42,13 @@ const char *orthros_last_error(void);
 /* Prepends "prefix: " to the recorded message (for adding the file name) and returns code. */
 int orthros_error_prefix(int code, const char *prefix);
 
+/* Opens a regular file read-only (a folder, a FIFO or a device is refused with a message naming it; a FIFO never
+ * blocks the open) and returns its descriptor, its size in *size, or a negative code with the message. With exists
+ * not NULL, a missing file sets *exists = 0 and returns ORTHROS_EIO with no message (base/file.c). */
+int orthros_open_regular(const char *path, size_t *size, int *exists);
+/* The same file mapped read-only and private in *map when its size is min_map or more and not 0 (else *map = NULL,
+ * for the caller to refuse with its own reason); the size in *size; the caller unmaps it. */
+int orthros_map_file(void **map, size_t *size, const char *path, size_t min_map);
 /* Reads a whole regular file (a folder, a FIFO or a device is refused with a message naming it) into *out,
  * NUL-terminated, *len (when not NULL) its length; the caller frees it. Fails with ORTHROS_EIO naming the file when
  * it cannot be read and ORTHROS_EFORMAT when it is larger than max_bytes. With exists not NULL, a missing file sets

@@ -6,15 +6,11 @@
 #define _GNU_SOURCE
 #include "gguf.h"
 
-#include <errno.h>
 #include <float.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define MAX_KEY_LEN 65535u
 #define MAX_NAME_LEN 64u
@@ -430,39 +426,18 @@ fail:
 
 int orthros_gguf_open(orthros_gguf **out, const char *path)
 {
-    int rc = 0, fd = -1;
-    void *map = MAP_FAILED;
+    void *map = NULL;
     size_t size = 0;
     *out = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return orthros_error(ORTHROS_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        rc = orthros_error(ORTHROS_EIO, "cannot stat: %s", strerror(errno));
-        goto fail;
+    int rc = orthros_map_file(&map, &size, path, 1);
+    if (rc) return rc;
+    if (!map) return orthros_error(ORTHROS_EFORMAT, "%s: file is empty", path);
+    if ((rc = orthros_gguf_parse_buffer(out, map, size, path))) {
+        munmap(map, size);
+        return orthros_error_prefix(rc, path);
     }
-    if (!S_ISREG(sb.st_mode)) {
-        rc = orthros_error(ORTHROS_EIO, "not a regular file");
-        goto fail;
-    }
-    size = (size_t)sb.st_size;
-    if (size == 0) {
-        rc = orthros_error(ORTHROS_EFORMAT, "file is empty");
-        goto fail;
-    }
-    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-        rc = orthros_error(ORTHROS_EIO, "cannot map: %s", strerror(errno));
-        goto fail;
-    }
-    if ((rc = orthros_gguf_parse_buffer(out, map, size, path))) goto fail;
     (*out)->map = map;
-    close(fd);
     return 0;
-fail:
-    if (map != MAP_FAILED) munmap(map, size);
-    close(fd);
-    return orthros_error_prefix(rc, path);
 }
 
 const orthros_gguf_kv *orthros_gguf_find(const orthros_gguf *g, const char *key)

@@ -6,15 +6,12 @@
 #include "json.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <limits.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static int dtype_parse(const char *s, orthros_dtype *t)
@@ -220,42 +217,14 @@ int orthros_st_open_memory(orthros_st *st, const char *label, const void *data, 
 
 int orthros_st_open_file(orthros_st *st, const char *path)
 {
-    int rc = 0, fd = -1;
-    void *map = MAP_FAILED;
+    void *map = NULL;
     size_t size = 0;
-
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        rc = orthros_error(ORTHROS_EIO, "cannot open: %s", strerror(errno));
-        goto fail;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        rc = orthros_error(ORTHROS_EIO, "cannot stat: %s", strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        rc = orthros_error(ORTHROS_EIO, "not a regular file");
-        goto fail;
-    }
-    size = (size_t)sb.st_size;
-    if (size >= 8) {
-        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            rc = orthros_error(ORTHROS_EIO, "cannot map: %s", strerror(errno));
-            goto fail;
-        }
-    }
-    close(fd);
-    fd = -1;
+    int rc = orthros_map_file(&map, &size, path, 8);
+    if (rc) return rc;
     /* st_add checks the size first, so a file too short to map is refused there with the reason. */
-    rc = st_add(st, path, map == MAP_FAILED ? NULL : map, size, 1);
-    if (rc && map != MAP_FAILED) munmap(map, size);
+    rc = st_add(st, path, map, size, 1);
+    if (rc && map) munmap(map, size);
     return rc;
-fail:
-    if (map != MAP_FAILED) munmap(map, size);
-    if (fd >= 0) close(fd);
-    return orthros_error_prefix(rc, path);
 }
 
 int orthros_st_open_dir(orthros_st *st, const char *dir)

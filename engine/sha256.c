@@ -3,10 +3,8 @@
 #include "adapter.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -93,13 +91,9 @@ void orthros_sha256(const void *data, size_t n, uint8_t digest[32])
 
 int orthros_sha256_file(const char *path, char hex[65])
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return orthros_error(ORTHROS_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return orthros_error(ORTHROS_EIO, "%s: not a regular file", path);
-    }
+    size_t size = 0;
+    int fd = orthros_open_regular(path, &size, NULL);
+    if (fd < 0) return fd;
     size_t cap = 1 << 20;
     uint8_t *buf = malloc(cap);
     if (!buf) {

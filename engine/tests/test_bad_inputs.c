@@ -425,6 +425,23 @@ int main(int argc, char **argv)
     tu_write_text(path, "");
     expect_model_error("empty safetensors", d, "file is empty", "model.safetensors");
     free(d);
+    /* A FIFO in place of a weight file: refused as not a regular file, never a blocked open (a .gguf one hung the
+     * loader before it opened with O_NONBLOCK). The child and this process are bounded so that a hang fails. */
+    tu_child_alarm = 60;
+    alarm(120);
+    d = raw_case("fifost", "", 0, 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", d);
+    CHECK(unlink(path) == 0 && mkfifo(path, 0644) == 0, "make %s a FIFO", path);
+    expect_model_error("safetensors a FIFO", d, "model.safetensors: not a regular file", NULL);
+    free(d);
+    snprintf(path, sizeof path, "%s/fifo.gguf", root);
+    CHECK(mkfifo(path, 0644) == 0, "make %s a FIFO", path);
+    expect_model_error("gguf a FIFO", path, "fifo.gguf: not a regular file", NULL);
+    snprintf(path, sizeof path, "%s/empty.gguf", root);
+    tu_write_text(path, "");
+    expect_model_error("gguf empty", path, "empty.gguf: file is empty", NULL);
+    alarm(0);
+    tu_child_alarm = 0;
     d = raw_case("short", "", 0, 0);
     snprintf(path, sizeof path, "%s/model.safetensors", d);
     tu_write_text(path, "abc");

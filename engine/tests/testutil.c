@@ -295,6 +295,8 @@ int tu_run(char *const *argv, const char *log)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+unsigned tu_child_alarm;
+
 int tu_run_capture(char *const *argv, const char *env, const char *out_path, const char *err_path)
 {
     fflush(NULL);
@@ -304,6 +306,7 @@ int tu_run_capture(char *const *argv, const char *env, const char *out_path, con
         int err = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
         if (env) putenv((char *)env);
+        if (tu_child_alarm) alarm(tu_child_alarm); /* kept across execv */
         execv(argv[0], argv);
         _exit(127);
     }

@@ -77,6 +77,9 @@ int tu_log_has(const char *log, const char *needle);
 /* Runs argv with stdout into out_path and stderr into err_path (either NULL: /dev/null) and, if env is not NULL, one
  * more "NAME=VALUE" in its environment; returns its exit status (128 + the signal when killed). */
 int tu_run_capture(char *const *argv, const char *env, const char *out_path, const char *err_path);
+/* Seconds after which a child of tu_run_capture is killed by SIGALRM (its status then 128 + 14), so that a command
+ * that hangs fails the test instead of holding it; 0 (the default): no bound. */
+extern unsigned tu_child_alarm;
 /* The first line of a file that starts with `prefix` (malloc'd, without its newline), or NULL. */
 char *tu_line_starting(const char *path, const char *prefix);
 
