@@ -48,6 +48,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_common.cuh"
@@ -63,6 +64,8 @@
 #define GEMV_MAX_TILE_ROWS 128
 #define GEMV_PDL_PREFETCH 32                   /* k-blocks a warp asks into L2 before a dependent launch waits */
 #define GEMV_CHAIN_SYNC_OFFSET ((size_t)24 << 10) /* the chain kernel's barrier: arrivals, departures */
+#define GEMV5_SLOT_BYTES 2048                  /* v5: one k-block of a warp's 16 rows */
+#define GEMV5_SMEM_MAX (200 * 1024)            /* v5: the staged input and the rings of one block */
 
 /* The scratch: tickets [GEMV_TICKETS] at 0, argmax keys [16] at 16 KB, the argmax block counter after them, the
  * chain kernel's barrier (two words) at 24 KB, the MLP kernel's ticket and flag word at 24 KB + 64, the partials from
@@ -338,12 +341,34 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
 #undef STAGE_SYNC
 }
 
-/* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. */
-template <int NT, bool XS>
+/* v5's stream: the lane's own 16-byte pieces of k-block kb (rows A and B, chunks 2c and 2c + 1: exactly what the
+ * lane feeds its mma) copied into slot `slot` of the warp's ring, one cp.async group a k-block (an empty group past the
+ * warp's last), zeros where a row or k is out of range. A lane reads back only what it copied, so the ring needs no
+ * barrier: cp.async.wait_group alone orders it. Slot layout: [4 pieces][32 lanes] x 16 bytes (conflict-free reads). */
+static __device__ __forceinline__ void ring_issue(unsigned char *wring, int slot, bool live, const bf16 *wA,
+                                                  const bf16 *wB, bool okA, bool okB, int k0, int K, int lane)
+{
+    if (live) {
+        const bool lo = k0 < K, hi = k0 + 8 < K;
+        unsigned char *d = wring + (size_t)slot * GEMV5_SLOT_BYTES + (size_t)lane * 16;
+        cp_async16(d, okA && lo ? (const void *)(wA + k0) : (const void *)wA, okA && lo ? 16 : 0);
+        cp_async16(d + 512, okA && hi ? (const void *)(wA + k0 + 8) : (const void *)wA, okA && hi ? 16 : 0);
+        cp_async16(d + 1024, okB && lo ? (const void *)(wB + k0) : (const void *)wB, okB && lo ? 16 : 0);
+        cp_async16(d + 1536, okB && hi ? (const void *)(wB + k0 + 8) : (const void *)wB, okB && hi ? 16 : 0);
+    }
+    cp_async_commit();
+}
+
+/* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. RS: 0 for v1
+ * (the weights loaded into registers, U k-blocks a warp in flight), else v5 (XS always): each warp streams its
+ * k-blocks through a ring of RS slots in shared memory (ring_issue), RS - 1 k-blocks in flight a warp from before the
+ * input is staged to the warp's last k-block, so that a round trip to memory never waits on the mma or the input. */
+template <int NT, bool XS, int RS = 0>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orthros_gemv_params p, const gemv_plan pl)
 {
+    static_assert(RS == 0 || XS, "v5 stages its input");
     constexpr int U = NT == 1 ? 4 : 2, COLS = NT * 8;
-    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [n][pl.xs bytes] */
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [n][pl.xs bytes]; S: then the rings */
     __shared__ float red[GEMV_WARPS][16][17];
     __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];         /* [MT][17]: the block's sums, column j = input row j */
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
@@ -369,7 +394,13 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
     /* Weights never depend on an earlier kernel: a dependent launch (p.pdl) asks the warp's whole share of them into
      * L2 (up to GEMV_PDL_PREFETCH k-blocks) before it waits for the kernel before it; without one, the first U
      * k-blocks are asked while the input is normed and staged (XS). */
-    const int pf = p.pdl ? GEMV_PDL_PREFETCH : XS ? U : 0;
+    const int pf = RS ? 0 : p.pdl ? GEMV_PDL_PREFETCH : XS ? U : 0;
+    /* v5: the warp's first RS - 1 k-blocks copied into its ring before anything else (weights only) */
+    unsigned char *wring = smem_x + (size_t)n * pl.xs + (size_t)warp * RS * GEMV5_SLOT_BYTES;
+    const int nk = active && kb_lo + sl < kb_hi ? (kb_hi - kb_lo - sl + pl.WS - 1) / pl.WS : 0;
+    if constexpr (RS > 0)
+        for (int i = 0; i < RS - 1; i++)
+            ring_issue(wring, i, i < nk, wA, wB, okA, okB, (kb_lo + sl + i * pl.WS) * 64 + c * 16, K, lane);
     if (active)
         for (int u = 0; u < pf && kb_lo + sl + u * pl.WS < kb_hi; u++) {
             const int k0 = (kb_lo + sl + u * pl.WS) * 64 + c * 16;
@@ -388,7 +419,39 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
     float acc[NT][4];
 #pragma unroll
     for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-    if (active) {
+    if constexpr (RS > 0) {
+        for (int i = 0; i < nk; i++) {
+            cp_async_wait<RS - 2>(); /* k-block i's group is in */
+            const unsigned char *src = wring + (size_t)(i % RS) * GEMV5_SLOT_BYTES + (size_t)lane * 16;
+            uint4 wv[4];
+#pragma unroll
+            for (int q = 0; q < 4; q++) wv[q] = *(const uint4 *)(src + q * 512);
+            /* the slot read at i - 1 (this lane's loads of it are done: their values are in wv of that round) */
+            const int nx = i + RS - 1;
+            ring_issue(wring, nx % RS, nx < nk, wA, wB, okA, okB, (kb_lo + sl + nx * pl.WS) * 64 + c * 16, K, lane);
+            const int kb = kb_lo + sl + i * pl.WS;
+            uint4 xv[NT][2];
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const int j = g + nt * 8;
+                const unsigned char *xs = smem_x + (size_t)j * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 16) * 2;
+                xv[nt][0] = lds_input(xs, j < n);
+                xv[nt][1] = lds_input(xs + 16, j < n);
+            }
+#pragma unroll
+            for (int s4 = 0; s4 < 4; s4++) {
+                const uint32_t a[4] = {word(wv[0], wv[1], 2 * s4), word(wv[2], wv[3], 2 * s4),
+                                       word(wv[0], wv[1], 2 * s4 + 1), word(wv[2], wv[3], 2 * s4 + 1)};
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const uint32_t b[2] = {word(xv[nt][0], xv[nt][1], 2 * s4), word(xv[nt][0], xv[nt][1], 2 * s4 + 1)};
+                    mma_bf16_16816(acc[nt], a, b);
+                }
+            }
+        }
+        cp_async_wait<0>();
+    }
+    if (RS == 0 && active) {
         const int WS = pl.WS;
         for (int kb0 = kb_lo + sl; kb0 < kb_hi; kb0 += WS * U) {
             uint4 wv[U][4], xv[U][NT][2];
@@ -429,6 +492,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
                 }
             }
         }
+    }
+    if (active) {
         /* C fragment: rows g and g + 8 of the tile, input rows nt * 8 + 2c and + 1. */
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) {
@@ -1817,9 +1882,10 @@ static int launch_mlp(const orthros_gemv_params *p, const mlp_plan *pl, cudaStre
     }
 }
 
-/* The version in use: 0 (unset) is the default, 3; v2 and v3 take the calls their plan takes, v1 the rest. */
+/* The version in use: 0 (unset) is the default, 3; v2 and v3 take the calls their plan takes, v1 the rest (v5: v3's
+ * calls, then its ring kernel, then v1). */
 #define GEMV_LATEST 3
-#define GEMV_MAX_VERSION 4
+#define GEMV_MAX_VERSION 5
 static int gemv_version_set = 0;
 
 int orthros_gemv_set_version(int v)
@@ -1878,6 +1944,57 @@ static int make_plan(const orthros_gemv_params *p, gemv_plan *pl)
     return ORTHROS_EUNSUPPORTED;
 }
 
+/* v5's ring slots a warp: orthros_gemv_set_ring_slots's, else ORTHROS_GEMV5_STAGES (4, 6 or 8; anything else 6). */
+static int gemv5_slots_set = 0;
+
+int orthros_gemv_set_ring_slots(int s)
+{
+    if (s != 0 && s != 4 && s != 6 && s != 8)
+        return orthros_error(ORTHROS_EINVAL, "gemv: %d ring slots (4, 6 or 8; 0 the default)", s);
+    gemv5_slots_set = s;
+    return 0;
+}
+
+static int gemv5_stages(void)
+{
+    if (gemv5_slots_set) return gemv5_slots_set;
+    const char *e = getenv("ORTHROS_GEMV5_STAGES");
+    return e && (!strcmp(e, "4") || !strcmp(e, "8")) ? atoi(e) : 6;
+}
+
+/* v5's plan (host): v1's row tiles (make_plan's TM), the input always staged, one block an SM (the rings and the
+ * staged input fill its shared memory), and the K split that minimises the block waves times a block's time (its
+ * rows' bytes and a fixed cost), among those whose staged k-range fits beside the rings and whose partials fit the
+ * scratch (the fewest splits on a tie). */
+static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
+{
+    const int NT = p->n <= 8 ? 1 : 2, cols = NT * 8, S = gemv5_stages();
+    if (make_plan(p, pl)) return ORTHROS_EUNSUPPORTED; /* the row tiles, and v1 as the fallback */
+    const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132;
+    const size_t rings = (size_t)GEMV_WARPS * S * GEMV5_SLOT_BYTES;
+    long best_cost = -1;
+    int best = 0;
+    for (int KS = 1; KS <= 32 && KS <= nkb; KS++) {
+        const int kbs = ceil_div(nkb, KS), ks = ceil_div(nkb, kbs);
+        if (ks != KS) continue; /* the same split as a smaller KS */
+        const size_t xs = (size_t)kbs * 128 + 16, smem = (size_t)p->n * xs + rings;
+        if (smem > GEMV5_SMEM_MAX) continue;
+        if (KS > 1 && (pl->nblk > GEMV_TICKETS ||
+                       (size_t)pl->nblk * KS * pl->MT * cols * sizeof(float) > GEMV_PARTIAL_BYTES))
+            continue;
+        /* a block's time: its weight rows (MT rows x kbs k-blocks) plus about 2 us of fixed cost (the ring's first
+         * trip, the staging, the epilogue, a split's partials), ~512 row k-blocks at an SM's share of the bandwidth */
+        const long cost = (long)ceil_div(pl->nblk * KS, sms) * ((long)kbs * pl->MT + 512);
+        if (best_cost < 0 || cost < best_cost) best_cost = cost, best = KS;
+    }
+    if (!best) return ORTHROS_EUNSUPPORTED;
+    pl->kbs = ceil_div(nkb, best);
+    pl->KS = best;
+    pl->xs = pl->kbs * 128 + 16;
+    pl->smem = (size_t)p->n * pl->xs + rings;
+    return 0;
+}
+
 int orthros_gemv_supported(const orthros_gemv_params *p)
 {
     if (p->n < 1 || p->n > ORTHROS_GEMV_MAX_ROWS || p->M < 1 || p->K < 8 || p->K % 8 || !p->W || !p->x) return 0;
@@ -1909,10 +2026,11 @@ int orthros_gemv_supported(const orthros_gemv_params *p)
     return make_plan(p, &pl) == 0;
 }
 
-template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
+template <int NT, bool XS, int S = 0>
+static int launch(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    return launch_gemv(gemv_kernel<NT, XS>, XS ? &attr : NULL, GEMV_XS_MAX_BYTES,
+    return launch_gemv(gemv_kernel<NT, XS, S>, XS ? &attr : NULL, S ? GEMV5_SMEM_MAX : GEMV_XS_MAX_BYTES,
                        dim3((unsigned)pl->nblk, (unsigned)pl->KS), p, pl, pl->smem, stream);
 }
 
@@ -1923,8 +2041,9 @@ template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const
 static int choose_plan(const orthros_gemv_params *p, gemv2_plan *pl2, gemv_plan *pl)
 {
     const int version = orthros_gemv_version();
-    if (version >= 4 && make_plan2(p, pl2, 4) == 0) return 4;
+    if (version == 4 && make_plan2(p, pl2, 4) == 0) return 4;
     if (version >= 2 && make_plan2(p, pl2, version < 4 ? version : 3) == 0) return 2;
+    if (version == 5 && make_plan5(p, pl) == 0) return 5;
     const int rc = make_plan(p, pl);
     return rc ? rc : 1;
 }
@@ -1951,6 +2070,14 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
                  pl2.smem);
         return 0;
     }
+    if (kind == 5) {
+        const int blocks = pl.nblk * pl.KS, sms = p->num_sms > 0 ? p->num_sms : 132;
+        snprintf(buf, cap,
+                 "v5: %d rows a block, %d blocks x %d K splits of %d k-blocks (%.2f waves of one block an SM), "
+                 "%d ring slots a warp, %zu B shared",
+                 pl.MT, pl.nblk, pl.KS, pl.kbs, (double)blocks / sms, gemv5_stages(), pl.smem);
+        return 0;
+    }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;
     snprintf(buf, cap, "v1: %d rows a block, %d blocks x %d K splits of %d k-blocks, %zu B staged", pl.MT, pl.nblk,
              pl.KS, pl.kbs, pl.smem);
@@ -1974,6 +2101,13 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
     const int kind = choose_plan(p, &pl2, &pl);
     if (kind == 4) return launch_v4(p, &pl2, stream);
     if (kind == 2) return launch_v2(p, &pl2, stream);
+    if (kind == 5) {
+        const int S = gemv5_stages();
+        if (p->n <= 8) return S == 4 ? launch<1, true, 4>(p, &pl, stream) : S == 8 ? launch<1, true, 8>(p, &pl, stream)
+                                                                               : launch<1, true, 6>(p, &pl, stream);
+        return S == 4 ? launch<2, true, 4>(p, &pl, stream) : S == 8 ? launch<2, true, 8>(p, &pl, stream)
+                                                                   : launch<2, true, 6>(p, &pl, stream);
+    }
     if (kind != 1) return orthros_error(kind, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
     const bool xs = p->norm_w != NULL;
     if (p->n <= 8) return xs ? launch<1, true>(p, &pl, stream) : launch<1, false>(p, &pl, stream);

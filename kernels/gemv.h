@@ -85,9 +85,13 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
  * tensor-core kernel at every batch), 2 v2 at batch 1-4 (CUDA cores, two rows a warp over all of K) and v1 above,
  * 3 v2's kernel at batch 1-8 with smaller rounds and a wave-balanced K split, v1 above (gemv.cu; on the H200 the
  * decode step 3-5% faster than with 2: data/results/h200-2026-12-02-decode-v3), 4 v3's groups with a round always
- * in flight at batch 1-4, v3 above (slower on the H200: data/results/h200-2026-12-02-decode-profile). */
+ * in flight at batch 1-4, v3 above (slower on the H200: data/results/h200-2026-12-02-decode-profile), 5 v3 at
+ * batch 1-8 and above it v1's tensor-core tiles fed through a ring of cp.async slots a warp in shared memory (the
+ * input always staged, one block an SM), v1 where that plan does not fit. */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
+/* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES, else 6); process-wide. ORTHROS_EINVAL otherwise. */
+int orthros_gemv_set_ring_slots(int s);
 
 /* The chain (docs/kernels.md, "Where the step goes"; the decode step's ORTHROS_DECODE_CHAIN): n products, each as
  * orthros_gemv_bf16 with version 3 would compute it (the same bits), in one cooperative launch, a grid barrier

@@ -210,7 +210,8 @@ static void test_fused_ops(orthros_backend *be)
 
 /* ---- whole decodes in each mode ---- */
 
-enum { STEPS = 10, MAX_B = 3 };
+/* V5_B: the batch of the cuda test of gemv.cu's version 5, whose ring kernel takes batch 9-16 */
+enum { STEPS = 10, MAX_B = 3, V5_B = 16 };
 
 typedef struct {
     float *logits;    /* [STEPS + 1][B][V]: the decode steps, then one more after a rewind */
@@ -235,8 +236,9 @@ static int run_decode(decode_run *r, orthros_backend *be, const char *spec, cons
 {
     orthros_model *m = NULL;
     orthros_session *s = NULL;
-    int32_t *prompt = NULL, cur[MAX_B], nx[MAX_B];
+    int32_t *prompt = NULL, cur[V5_B], nx[V5_B];
     memset(r, 0, sizeof *r);
+    if (B < 1 || B > V5_B) return orthros_error(ORTHROS_EINVAL, "run_decode: batch %d (1 to %d)", B, V5_B);
     int rc = orthros_model_load(&m, be, spec, ao, 3);
     if (rc) return rc;
     r->V = orthros_model_get_config(m)->vocab;
@@ -732,6 +734,39 @@ static int cuda_models(int nspec, char **specs)
             }
         }
     }
+    /* gemv.cu's version 5 (ORTHROS_GEMV_VERSION=5): the fused step up to batch 16, its ring kernel at 9-16, against
+     * the plain step at batch 16 on the real shapes' first layers. The version is process-wide: the backend made
+     * with it sets it last (the plain step, the reference, runs no gemv.cu kernel). */
+    orthros_backend *v5 = NULL;
+    if (cuda_with("ORTHROS_GEMV_VERSION", "5", &v5) || v5->fused_max_rows < V5_B) {
+        CHECK(0, "cuda backend with ORTHROS_GEMV_VERSION=5: %s", v5 ? "fused step below batch 16" : orthros_last_error());
+    } else {
+        for (int f = 1; f <= 2; f++)
+            for (size_t a = 0; a < tu_n_arch_cases; a++) {
+                const tu_arch_case *ac = &tu_arch_cases[a];
+                if (strcmp(ac->label, "transformer") && strcmp(ac->label, "orthros tail 1")) continue;
+                orthros_arch_opts ao = tu_arch_case_opts(ac);
+                decode_run ref, got;
+                if (run_decode(&ref, plain, presets[f], &ao, 0, V5_B, 250, NULL)) {
+                    CHECK(0, "%s %s B %d plain: %s", presets[f], ac->label, V5_B, orthros_last_error());
+                    continue;
+                }
+                const unsigned modes[] = {ORTHROS_DECODE_FUSED, ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS};
+                for (int w = 0; w < 2; w++) {
+                    char label[200];
+                    snprintf(label, sizeof label, "%s %s B %d %s gemv v5", presets[f], ac->label, V5_B,
+                             w ? "fused + graphs" : "fused");
+                    if (run_decode(&got, v5, presets[f], &ao, modes[w], V5_B, 250, &ref)) {
+                        CHECK(0, "%s: %s", label, orthros_last_error());
+                        continue;
+                    }
+                    compare_cuda(label, &ref, &got, V5_B, modes[w]);
+                    run_free(&got);
+                }
+                run_free(&ref);
+            }
+    }
+    orthros_backend_free(v5);
     orthros_backend_free(chain);
     orthros_backend_free(chain_ring);
     orthros_backend_free(attn_o);

@@ -1604,7 +1604,8 @@ static void gemv_suite(void)
     /* the fused ops: the staged input split over blocks (n 16, K 4104), the composition path (n 17), split K at one
      * n-tile for every epilogue (n 5, M 40, K 4104: gemm_add's residual add after split K) */
     const int fs[][3] = {{1, 37, 72}, {3, 1003, 200}, {8, 64, 2048}, {9, 2048, 2048}, {16, 1000, 4104}, {16, 8, 8},
-                         {17, 100, 64}, {1, 8192, 2048}, {5, 40, 4104}, {2, 2048, 8192}, {4, 6000, 4096}, {1, 3, 4104}};
+                         {17, 100, 64}, {1, 8192, 2048}, {5, 40, 4104}, {2, 2048, 8192}, {4, 6000, 4096}, {1, 3, 4104},
+                         {11, 129, 8200}, {15, 777, 3000}, {12, 2048, 2056}, {16, 2048, 8192}};
     for (size_t i = 0; i < sizeof fs / sizeof *fs; i++) {
         if (quick && fs[i][1] * fs[i][2] > 4000000) continue;
         test_fused_products(fs[i][0], fs[i][1], fs[i][2]);
@@ -1935,13 +1936,19 @@ int main(void)
         gemv_suite();
         /* again with gemv.cu's version 1 alone, with version 2 (batch 1-4; the default, version 3, takes the same
          * kernel at batch 1-8 with another plan: U 4 at batch 1, a K split for the fullest waves) and with version 4
-         * (v3's groups pipelined, batch 1-4; v3 above) */
+         * (v3's groups pipelined, batch 1-4; v3 above), and with version 5 (the ring kernel at batch 9-16, v3 below)
+         * at each of its ring depths */
         for (int v = 1; v <= 4; v += v == 2 ? 2 : 1) {
             printf("-- the gemv section again with gemv.cu's version %d\n", v);
             if (orthros_gemv_set_version(v)) die("gemv version");
             gemv_suite();
         }
-        if (orthros_gemv_set_version(0)) die("gemv version");
+        for (int slots = 4; slots <= 8; slots += 2) {
+            printf("-- the gemv section again with gemv.cu's version 5, %d ring slots a warp\n", slots);
+            if (orthros_gemv_set_version(5) || orthros_gemv_set_ring_slots(slots)) die("gemv version 5");
+            gemv_suite();
+        }
+        if (orthros_gemv_set_version(0) || orthros_gemv_set_ring_slots(0)) die("gemv version");
         gpu_gemv->destroy(gpu_gemv);
         /* again with every GEMV launch a programmatic dependent one (ORTHROS_DECODE_PDL=1): the fused ops through a
          * backend made with it, the plain products through one made with both switches */

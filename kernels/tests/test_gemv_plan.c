@@ -42,7 +42,8 @@ int main(void)
     const char *s;
     /* the default is version 3 */
     CHECK(orthros_gemv_version() == 3, "default version %d", orthros_gemv_version());
-    /* which version takes which batch: v2 1-4, v3 1-8 (the default), v1 the rest (and everything at version 1) */
+    /* which version takes which batch: v2 1-4, v3 1-8 (the default), v5 9-16 at version 5, v1 the rest (and
+     * everything at version 1) */
     for (int n = 1; n <= 16; n++) {
         s = plan(0, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
         CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v1:"), "default, n %d: rc %d \"%s\"", n, rc, s);
@@ -54,7 +55,26 @@ int main(void)
         CHECK(rc == 0 && starts(s, "v1:"), "version 1, n %d: rc %d \"%s\"", n, rc, s);
         s = plan(4, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
         CHECK(rc == 0 && starts(s, n <= 4 ? "v4:" : n <= 8 ? "v3:" : "v1:"), "version 4, n %d: rc %d \"%s\"", n, rc, s);
+        s = plan(5, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
+        CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v5:"), "version 5, n %d: rc %d \"%s\"", n, rc, s);
     }
+    /* v5 (batch 9-16): v1's row tiles, the K split with the fewest block waves times a block's time (its rows'
+     * bytes and a fixed cost; one block an SM), the staged input and the rings within 200 KB */
+    CHECK(orthros_gemv_set_ring_slots(6) == 0, "6 ring slots refused");
+    s = plan(5, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc); /* 1B O: 64 row blocks, two splits fill one wave */
+    CHECK(rc == 0 && strstr(s, "64 blocks x 2 K splits of 16 k-blocks") && strstr(s, "6 ring slots") &&
+              strstr(s, "131328 B shared"),
+          "v5 1B o \"%s\"", s);
+    s = plan(5, ORTHROS_GEMV_ADD, 16, 2048, 8192, 0, 0, &rc); /* 1B down: the staged input fits from 3 splits */
+    CHECK(rc == 0 && strstr(s, "64 blocks x 4 K splits of 32 k-blocks"), "v5 1B down \"%s\"", s);
+    s = plan(5, ORTHROS_GEMV_SWIGLU, 16, 16384, 2048, 0, 1, &rc); /* 1B gate/up: two waves either way, no split */
+    CHECK(rc == 0 && strstr(s, "256 blocks x 1 K splits of 32 k-blocks"), "v5 1B gate_up \"%s\"", s);
+    s = plan(5, ORTHROS_GEMV_ROPE, 12, 3072, 2048, 64, 1, &rc); /* 1B q/k/v: a head a block */
+    CHECK(rc == 0 && strstr(s, "64 rows a block, 48 blocks x 2 K splits"), "v5 1B qkv \"%s\"", s);
+    CHECK(orthros_gemv_set_ring_slots(8) == 0, "8 ring slots refused");
+    s = plan(5, ORTHROS_GEMV_ADD, 16, 4096, 14336, 0, 0, &rc); /* 8B down: 128 KB of rings leave 72 KB staged */
+    CHECK(rc == 0 && strstr(s, "x 7 K splits of 32 k-blocks") && strstr(s, "8 ring slots"), "v5 8B down \"%s\"", s);
+    CHECK(orthros_gemv_set_ring_slots(5) == ORTHROS_EINVAL && orthros_gemv_set_ring_slots(0) == 0, "ring slots 5");
     /* v4: v3's plan, U 4 at batch 1 and 2 above, the input always staged (raw without a norm); over 64 KB staged it
      * leaves the call to v3 */
     s = plan(4, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc);
@@ -103,7 +123,7 @@ int main(void)
     s = plan(0, ORTHROS_GEMV_MLP, 1, 128, 64, 0, 1, &rc); /* F 64: two units, two blocks */
     CHECK(rc == 0 && strstr(s, "2 units") && strstr(s, "2 blocks"), "mlp F 64 \"%s\"", s);
     /* refusals: versions out of range, a K that is not a multiple of 8 (nothing written) */
-    CHECK(orthros_gemv_set_version(5) == ORTHROS_EINVAL, "version 5 taken");
+    CHECK(orthros_gemv_set_version(6) == ORTHROS_EINVAL, "version 6 taken");
     CHECK(orthros_gemv_set_version(-1) == ORTHROS_EINVAL, "version -1 taken");
     CHECK(orthros_gemv_version() == 3, "a refused version changed it: %d", orthros_gemv_version());
     s = plan(2, ORTHROS_GEMV_STORE, 1, 64, 12, 0, 0, &rc);
