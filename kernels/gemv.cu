@@ -43,6 +43,9 @@
  *       form (ORTHROS_DECODE_MLP=2, mlp_ring_kernel): with 64-byte bulk copies of W_down's rows (37edfb3) far slower,
  *       1.788 / 2.871 / 10.919 ms (0.996 / 2.052 / 4.463); with a 2-d TMA box a stage (874c65f) 1.032 / 2.024 / 4.819
  *       (0.990 / 1.966 / 4.455), the kernel 34.1 us a layer at 1B against 32.2 for the two products; opt-in.
+ *   v5 (ORTHROS_GEMV_VERSION=5: batch 9-16, v3 below; opt-in): gemv5_kernel below, v1's tiles fed through a ring of
+ *       cp.async slots a warp, persistent blocks of one an SM (docs/kernels.md, "Version 5 of the GEMV"); with it the
+ *       cuda backend runs the fused step up to batch 16.
  */
 #include "gemv.h"
 
@@ -64,7 +67,6 @@
 #define GEMV_MAX_TILE_ROWS 128
 #define GEMV_PDL_PREFETCH 32                   /* k-blocks a warp asks into L2 before a dependent launch waits */
 #define GEMV_CHAIN_SYNC_OFFSET ((size_t)24 << 10) /* the chain kernel's barrier: arrivals, departures */
-#define GEMV5_SLOT_BYTES 2048                  /* v5: one k-block of a warp's 16 rows */
 #define GEMV5_SMEM_MAX (200 * 1024)            /* v5: the staged input and the rings of one block */
 
 /* The scratch: tickets [GEMV_TICKETS] at 0, argmax keys [16] at 16 KB, the argmax block counter after them, the
@@ -93,6 +95,7 @@ static __device__ __forceinline__ gemv_scratch scratch_of(void *base)
 struct gemv_plan {
     int TM, WS, MT, nblk, KS, kbs, xs;
     size_t smem;
+    int bps; /* v5: blocks a split */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -272,8 +275,9 @@ static __device__ __forceinline__ void argmax_finish(const orthros_gemv_params &
  * read-only path (__ldg), or with CHAIN through L2 alone (__ldcg): in the chain kernel, where x was written by an
  * earlier op of the same launch, on other SMs (the read-only path may hold stale lines); there the loads of a pass
  * are also issued SB at a time before any is used (the chain stages rows of up to 16K, 2 to 7 chunks a thread, which
- * one at a time would be as many trips to L2 in a row). The values are the same either way. */
-template <bool CHAIN = false, int BAR = 0>
+ * one at a time would be as many trips to L2 in a row); SBT > 0 sets that count (v5: 8, its 16 rows of up to 8 KB
+ * staged once a block). The values are the same either way. */
+template <bool CHAIN = false, int BAR = 0, int SBT = 0>
 static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
                                                    float *rs, int k_base, int chunks)
 {
@@ -284,7 +288,7 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
         if constexpr (BAR != 0) asm volatile("bar.sync %0, %1;\n" ::"n"(BAR), "n"(GEMV_THREADS) : "memory");          \
         else __syncthreads();                                                                                          \
     } while (0)
-    constexpr int SB = CHAIN ? 4 : 1;
+    constexpr int SB = SBT ? SBT : CHAIN ? 4 : 1;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n, K = p.K;
     const bf16 *X = (const bf16 *)p.x;
     if (p.norm_w) {
@@ -341,168 +345,16 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
 #undef STAGE_SYNC
 }
 
-/* v5's stream: the lane's own 16-byte pieces of k-block kb (rows A and B, chunks 2c and 2c + 1: exactly what the
- * lane feeds its mma) copied into slot `slot` of the warp's ring, one cp.async group a k-block (an empty group past the
- * warp's last), zeros where a row or k is out of range. A lane reads back only what it copied, so the ring needs no
- * barrier: cp.async.wait_group alone orders it. Slot layout: [4 pieces][32 lanes] x 16 bytes (conflict-free reads). */
-static __device__ __forceinline__ void ring_issue(unsigned char *wring, int slot, bool live, const bf16 *wA,
-                                                  const bf16 *wB, bool okA, bool okB, int k0, int K, int lane)
+/* The end of a row tile (v1 and v5): the warps' sums in red (warp w's fragment rows, written before the call) added
+ * over the k-slices in order into tile, split K's partial and ticket (false: another split of the tile is still to
+ * come, nothing written), then the epilogue of the tile's rows. ARGMAX: the tile's best keys; argmax_finish once the
+ * block has no more tiles (finish_argmax). Every thread of the block calls it; it starts with a block barrier. */
+template <int NT>
+static __device__ bool tile_finish(const orthros_gemv_params &p, const gemv_plan &pl, const gemv_rows &R, int bx,
+                                   int ks, float (*red)[16][17], float *tile, int &last, bool finish_argmax)
 {
-    if (live) {
-        const bool lo = k0 < K, hi = k0 + 8 < K;
-        unsigned char *d = wring + (size_t)slot * GEMV5_SLOT_BYTES + (size_t)lane * 16;
-        cp_async16(d, okA && lo ? (const void *)(wA + k0) : (const void *)wA, okA && lo ? 16 : 0);
-        cp_async16(d + 512, okA && hi ? (const void *)(wA + k0 + 8) : (const void *)wA, okA && hi ? 16 : 0);
-        cp_async16(d + 1024, okB && lo ? (const void *)(wB + k0) : (const void *)wB, okB && lo ? 16 : 0);
-        cp_async16(d + 1536, okB && hi ? (const void *)(wB + k0 + 8) : (const void *)wB, okB && hi ? 16 : 0);
-    }
-    cp_async_commit();
-}
-
-/* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. RS: 0 for v1
- * (the weights loaded into registers, U k-blocks a warp in flight), else v5 (XS always): each warp streams its
- * k-blocks through a ring of RS slots in shared memory (ring_issue), RS - 1 k-blocks in flight a warp from before the
- * input is staged to the warp's last k-block, so that a round trip to memory never waits on the mma or the input. */
-template <int NT, bool XS, int RS = 0>
-static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orthros_gemv_params p, const gemv_plan pl)
-{
-    static_assert(RS == 0 || XS, "v5 stages its input");
-    constexpr int U = NT == 1 ? 4 : 2, COLS = NT * 8;
-    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [n][pl.xs bytes]; S: then the rings */
-    __shared__ float red[GEMV_WARPS][16][17];
-    __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];         /* [MT][17]: the block's sums, column j = input row j */
-    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
-    __shared__ int last;
-
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
-    const int bx = blockIdx.x, ks = blockIdx.y, n = p.n, K = p.K;
-    const int nkb = (K + 63) / 64, kb_lo = ks * pl.kbs, kb_hi = min(nkb, kb_lo + pl.kbs);
-    const bool swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU;
-    gemv_rows R;
-    R.swiglu = swiglu, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
-    R.m0 = swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
-    const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
-    const int t = warp % pl.TM, sl = warp / pl.TM, active = warp < pl.TM * pl.WS;
-    bool okA = false, okB = false;
-    const int rA = R.row(t * 16 + g, okA), rB = R.row(t * 16 + g + 8, okB);
-    const bf16 *wA = Wt + (size_t)(okA ? rA : 0) * K, *wB = Wt + (size_t)(okB ? rB : 0) * K;
-
-    /* The next kernel of the stream may launch once every block of this one is resident (a no-op unless it was
-     * launched as a programmatic dependent). */
-    pdl_trigger();
-    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, bx + gridDim.x * ks, gridDim.x * gridDim.y);
-    /* Weights never depend on an earlier kernel: a dependent launch (p.pdl) asks the warp's whole share of them into
-     * L2 (up to GEMV_PDL_PREFETCH k-blocks) before it waits for the kernel before it; without one, the first U
-     * k-blocks are asked while the input is normed and staged (XS). */
-    const int pf = RS ? 0 : p.pdl ? GEMV_PDL_PREFETCH : XS ? U : 0;
-    /* v5: the warp's first RS - 1 k-blocks copied into its ring before anything else (weights only) */
-    unsigned char *wring = smem_x + (size_t)n * pl.xs + (size_t)warp * RS * GEMV5_SLOT_BYTES;
-    const int nk = active && kb_lo + sl < kb_hi ? (kb_hi - kb_lo - sl + pl.WS - 1) / pl.WS : 0;
-    if constexpr (RS > 0)
-        for (int i = 0; i < RS - 1; i++)
-            ring_issue(wring, i, i < nk, wA, wB, okA, okB, (kb_lo + sl + i * pl.WS) * 64 + c * 16, K, lane);
-    if (active)
-        for (int u = 0; u < pf && kb_lo + sl + u * pl.WS < kb_hi; u++) {
-            const int k0 = (kb_lo + sl + u * pl.WS) * 64 + c * 16;
-            if (k0 < K) {
-                if (okA) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wA + k0));
-                if (okB) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wB + k0));
-            }
-        }
-    /* Nothing an earlier kernel writes (the input, the positions, the caches, the scratch, the output) is read or
-     * written above this line. */
-    pdl_wait();
-
-    if constexpr (XS) stage_input(p, smem_x, pl.xs, rs, kb_lo * 64, pl.kbs * 8);
-
-    /* ---- the stream: warp (t, sl) takes k-blocks kb_lo + sl, + WS, ... of tile t's 16 rows ---- */
-    float acc[NT][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-    if constexpr (RS > 0) {
-        for (int i = 0; i < nk; i++) {
-            cp_async_wait<RS - 2>(); /* k-block i's group is in */
-            const unsigned char *src = wring + (size_t)(i % RS) * GEMV5_SLOT_BYTES + (size_t)lane * 16;
-            uint4 wv[4];
-#pragma unroll
-            for (int q = 0; q < 4; q++) wv[q] = *(const uint4 *)(src + q * 512);
-            /* the slot read at i - 1 (this lane's loads of it are done: their values are in wv of that round) */
-            const int nx = i + RS - 1;
-            ring_issue(wring, nx % RS, nx < nk, wA, wB, okA, okB, (kb_lo + sl + nx * pl.WS) * 64 + c * 16, K, lane);
-            const int kb = kb_lo + sl + i * pl.WS;
-            uint4 xv[NT][2];
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++) {
-                const int j = g + nt * 8;
-                const unsigned char *xs = smem_x + (size_t)j * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 16) * 2;
-                xv[nt][0] = lds_input(xs, j < n);
-                xv[nt][1] = lds_input(xs + 16, j < n);
-            }
-#pragma unroll
-            for (int s4 = 0; s4 < 4; s4++) {
-                const uint32_t a[4] = {word(wv[0], wv[1], 2 * s4), word(wv[2], wv[3], 2 * s4),
-                                       word(wv[0], wv[1], 2 * s4 + 1), word(wv[2], wv[3], 2 * s4 + 1)};
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    const uint32_t b[2] = {word(xv[nt][0], xv[nt][1], 2 * s4), word(xv[nt][0], xv[nt][1], 2 * s4 + 1)};
-                    mma_bf16_16816(acc[nt], a, b);
-                }
-            }
-        }
-        cp_async_wait<0>();
-    }
-    if (RS == 0 && active) {
-        const int WS = pl.WS;
-        for (int kb0 = kb_lo + sl; kb0 < kb_hi; kb0 += WS * U) {
-            uint4 wv[U][4], xv[U][NT][2];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int kb = kb0 + u * WS, k0 = kb * 64 + c * 16;
-                const bool in = kb < kb_hi, lo = in && k0 < K, hi = in && k0 + 8 < K;
-                wv[u][0] = ld_weights(wA + k0, okA && lo);
-                wv[u][1] = ld_weights(wA + k0 + 8, okA && hi);
-                wv[u][2] = ld_weights(wB + k0, okB && lo);
-                wv[u][3] = ld_weights(wB + k0 + 8, okB && hi);
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    const int j = g + nt * 8;
-                    if constexpr (XS) {
-                        const unsigned char *xs = smem_x + (size_t)j * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 16) * 2;
-                        xv[u][nt][0] = lds_input(xs, j < n && in);
-                        xv[u][nt][1] = lds_input(xs + 16, j < n && in);
-                    } else {
-                        const bf16 *xr = X + (size_t)(j < n ? j : 0) * K + k0;
-                        xv[u][nt][0] = ld_input(xr, j < n && lo);
-                        xv[u][nt][1] = ld_input(xr + 8, j < n && hi);
-                    }
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-#pragma unroll
-                for (int s = 0; s < 4; s++) {
-                    const uint32_t a[4] = {word(wv[u][0], wv[u][1], 2 * s), word(wv[u][2], wv[u][3], 2 * s),
-                                           word(wv[u][0], wv[u][1], 2 * s + 1), word(wv[u][2], wv[u][3], 2 * s + 1)};
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++) {
-                        const uint32_t b[2] = {word(xv[u][nt][0], xv[u][nt][1], 2 * s),
-                                               word(xv[u][nt][0], xv[u][nt][1], 2 * s + 1)};
-                        mma_bf16_16816(acc[nt], a, b);
-                    }
-                }
-            }
-        }
-    }
-    if (active) {
-        /* C fragment: rows g and g + 8 of the tile, input rows nt * 8 + 2c and + 1. */
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            red[warp][g][nt * 8 + 2 * c] = acc[nt][0];
-            red[warp][g][nt * 8 + 2 * c + 1] = acc[nt][1];
-            red[warp][g + 8][nt * 8 + 2 * c] = acc[nt][2];
-            red[warp][g + 8][nt * 8 + 2 * c + 1] = acc[nt][3];
-        }
-    }
+    constexpr int COLS = NT * 8;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n;
     __syncthreads();
     /* The block's sums: tile row i, input row j, over the k-slices in order. */
     for (int e = tid; e < pl.MT * COLS; e += GEMV_THREADS) {
@@ -521,7 +373,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
         __syncthreads();
         if (tid == 0) last = atomicAdd(S.tickets + bx, 1u) == (unsigned)(pl.KS - 1);
         __syncthreads();
-        if (!last) return;
+        if (!last) return false;
         __threadfence();
         for (int e = tid; e < pl.MT * COLS; e += GEMV_THREADS) {
             float v = 0.0f;
@@ -571,7 +423,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
             }
             if (lane == 0 && best) atomicMax(S.keys + j, best);
         }
-        argmax_finish(p, S, &last);
+        if (finish_argmax) argmax_finish(p, S, &last);
         break;
     }
     default: {
@@ -584,6 +436,231 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
         break;
     }
     }
+    return true;
+}
+
+/* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. */
+template <int NT, bool XS>
+static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orthros_gemv_params p, const gemv_plan pl)
+{
+    constexpr int U = NT == 1 ? 4 : 2;
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [n][pl.xs bytes] */
+    __shared__ float red[GEMV_WARPS][16][17];
+    __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];         /* [MT][17]: the block's sums, column j = input row j */
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ int last;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
+    const int bx = blockIdx.x, ks = blockIdx.y, n = p.n, K = p.K;
+    const int nkb = (K + 63) / 64, kb_lo = ks * pl.kbs, kb_hi = min(nkb, kb_lo + pl.kbs);
+    const bool swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU;
+    gemv_rows R;
+    R.swiglu = swiglu, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
+    R.m0 = swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
+    const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
+    const int t = warp % pl.TM, sl = warp / pl.TM, active = warp < pl.TM * pl.WS;
+    bool okA = false, okB = false;
+    const int rA = R.row(t * 16 + g, okA), rB = R.row(t * 16 + g + 8, okB);
+    const bf16 *wA = Wt + (size_t)(okA ? rA : 0) * K, *wB = Wt + (size_t)(okB ? rB : 0) * K;
+
+    /* The next kernel of the stream may launch once every block of this one is resident (a no-op unless it was
+     * launched as a programmatic dependent). */
+    pdl_trigger();
+    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, bx + gridDim.x * ks, gridDim.x * gridDim.y);
+    /* Weights never depend on an earlier kernel: a dependent launch (p.pdl) asks the warp's whole share of them into
+     * L2 (up to GEMV_PDL_PREFETCH k-blocks) before it waits for the kernel before it; without one, the first U
+     * k-blocks are asked while the input is normed and staged (XS). */
+    const int pf = p.pdl ? GEMV_PDL_PREFETCH : XS ? U : 0;
+    if (active)
+        for (int u = 0; u < pf && kb_lo + sl + u * pl.WS < kb_hi; u++) {
+            const int k0 = (kb_lo + sl + u * pl.WS) * 64 + c * 16;
+            if (k0 < K) {
+                if (okA) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wA + k0));
+                if (okB) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(wB + k0));
+            }
+        }
+    /* Nothing an earlier kernel writes (the input, the positions, the caches, the scratch, the output) is read or
+     * written above this line. */
+    pdl_wait();
+
+    if constexpr (XS) stage_input(p, smem_x, pl.xs, rs, kb_lo * 64, pl.kbs * 8);
+
+    /* ---- the stream: warp (t, sl) takes k-blocks kb_lo + sl, + WS, ... of tile t's 16 rows ---- */
+    float acc[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+    if (active) {
+        const int WS = pl.WS;
+        for (int kb0 = kb_lo + sl; kb0 < kb_hi; kb0 += WS * U) {
+            uint4 wv[U][4], xv[U][NT][2];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int kb = kb0 + u * WS, k0 = kb * 64 + c * 16;
+                const bool in = kb < kb_hi, lo = in && k0 < K, hi = in && k0 + 8 < K;
+                wv[u][0] = ld_weights(wA + k0, okA && lo);
+                wv[u][1] = ld_weights(wA + k0 + 8, okA && hi);
+                wv[u][2] = ld_weights(wB + k0, okB && lo);
+                wv[u][3] = ld_weights(wB + k0 + 8, okB && hi);
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const int j = g + nt * 8;
+                    if constexpr (XS) {
+                        const unsigned char *xs = smem_x + (size_t)j * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 16) * 2;
+                        xv[u][nt][0] = lds_input(xs, j < n && in);
+                        xv[u][nt][1] = lds_input(xs + 16, j < n && in);
+                    } else {
+                        const bf16 *xr = X + (size_t)(j < n ? j : 0) * K + k0;
+                        xv[u][nt][0] = ld_input(xr, j < n && lo);
+                        xv[u][nt][1] = ld_input(xr + 8, j < n && hi);
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+#pragma unroll
+                for (int s = 0; s < 4; s++) {
+                    const uint32_t a[4] = {word(wv[u][0], wv[u][1], 2 * s), word(wv[u][2], wv[u][3], 2 * s),
+                                           word(wv[u][0], wv[u][1], 2 * s + 1), word(wv[u][2], wv[u][3], 2 * s + 1)};
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++) {
+                        const uint32_t b[2] = {word(xv[u][nt][0], xv[u][nt][1], 2 * s),
+                                               word(xv[u][nt][0], xv[u][nt][1], 2 * s + 1)};
+                        mma_bf16_16816(acc[nt], a, b);
+                    }
+                }
+            }
+        }
+        /* C fragment: rows g and g + 8 of the tile, input rows nt * 8 + 2c and + 1. */
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            red[warp][g][nt * 8 + 2 * c] = acc[nt][0];
+            red[warp][g][nt * 8 + 2 * c + 1] = acc[nt][1];
+            red[warp][g + 8][nt * 8 + 2 * c] = acc[nt][2];
+            red[warp][g + 8][nt * 8 + 2 * c + 1] = acc[nt][3];
+        }
+    }
+    tile_finish<NT>(p, pl, R, bx, ks, red, tile, last, true);
+}
+
+/* ---- v5: v1's tiles at batch 9-16 through a ring of cp.async slots a warp, persistent ----
+ * The grid is KS x bps blocks, one an SM: block b takes split ks = b % KS (k-blocks [kb_lo, kb_hi)) and row tiles
+ * b / KS, + bps, ..., staging its k-range of the input (normed with norm_w) once. Warp (t, sl) streams, tile after
+ * tile, k-blocks kb_lo + sl, + WS, ... of tile row block t's 16 rows: each lane copies its own four 16-byte pieces of a
+ * k-block (rows A and B, k0 and k0 + 8: what the lane feeds its mma, v1's layout) into a slot of the warp's ring with
+ * cp.async, RS - 1 items ahead, across the tiles' seams; a lane reads back only what it copied, so cp.async.wait_group
+ * alone orders the ring (no barrier). The first RS - 1 items are asked before the input is staged. Each tile ends in
+ * tile_finish (the same sums, partials, tickets and epilogues as v1). */
+#define GEMV5_SLOT_BYTES 2048 /* one k-block of a warp's 16 rows */
+
+/* The rows A and B of lane (g) of warp-tile t in row tile bx. */
+static __device__ __forceinline__ void v5_rows(const orthros_gemv_params &p, const gemv_plan &pl, int bx, int t, int g,
+                                               gemv_rows &R, const bf16 *&wA, const bf16 *&wB, bool &okA, bool &okB)
+{
+    R.swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
+    R.m0 = R.swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
+    const int rA = R.row(t * 16 + g, okA), rB = R.row(t * 16 + g + 8, okB);
+    const bf16 *Wt = (const bf16 *)p.W;
+    wA = Wt + (size_t)(okA ? rA : 0) * p.K, wB = Wt + (size_t)(okB ? rB : 0) * p.K;
+}
+
+/* Item m of the warp's stream (tile m / nk of the block, its k-block m % nk) copied into slot m % RS; past the last
+ * item an empty group, so that every call commits one. */
+template <int RS>
+static __device__ __forceinline__ void v5_issue(const orthros_gemv_params &p, const gemv_plan &pl, unsigned char *wring,
+                                                int m, int items, int nk, int b0, int bps, int t, int sl, int kb_lo)
+{
+    if (m < items) {
+        const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+        gemv_rows R;
+        const bf16 *wA, *wB;
+        bool okA, okB;
+        v5_rows(p, pl, b0 + (m / nk) * bps, t, g, R, wA, wB, okA, okB);
+        const int k0 = (kb_lo + sl + (m % nk) * pl.WS) * 64 + c * 16, K = p.K;
+        const bool lo = k0 < K, hi = k0 + 8 < K;
+        unsigned char *d = wring + (size_t)(m % RS) * GEMV5_SLOT_BYTES + (size_t)lane * 16;
+        cp_async16(d, okA && lo ? (const void *)(wA + k0) : (const void *)wA, okA && lo ? 16 : 0);
+        cp_async16(d + 512, okA && hi ? (const void *)(wA + k0 + 8) : (const void *)wA, okA && hi ? 16 : 0);
+        cp_async16(d + 1024, okB && lo ? (const void *)(wB + k0) : (const void *)wB, okB && lo ? 16 : 0);
+        cp_async16(d + 1536, okB && hi ? (const void *)(wB + k0 + 8) : (const void *)wB, okB && hi ? 16 : 0);
+    }
+    cp_async_commit();
+}
+
+template <int NT, int RS>
+static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const orthros_gemv_params p, const gemv_plan pl)
+{
+    extern __shared__ __align__(16) unsigned char smem_x[]; /* [n][pl.xs bytes], then the warps' rings */
+    __shared__ float red[GEMV_WARPS][16][17];
+    __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ int last;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4, n = p.n;
+    const int KS = pl.KS, ks = blockIdx.x % KS, bps = gridDim.x / KS, b0 = blockIdx.x / KS;
+    const int nkb = (p.K + 63) / 64, kb_lo = ks * pl.kbs, kb_hi = min(nkb, kb_lo + pl.kbs);
+    const int t = warp % pl.TM, sl = warp / pl.TM, active = warp < pl.TM * pl.WS;
+    const int ntiles = b0 < pl.nblk ? (pl.nblk - b0 + bps - 1) / bps : 0;
+    const int nk = active && kb_lo + sl < kb_hi ? (kb_hi - kb_lo - sl + pl.WS - 1) / pl.WS : 0, items = ntiles * nk;
+    unsigned char *wring = smem_x + (size_t)n * pl.xs + (size_t)warp * RS * GEMV5_SLOT_BYTES;
+
+    pdl_trigger();
+    for (int m = 0; m < RS - 1; m++) v5_issue<RS>(p, pl, wring, m, items, nk, b0, bps, t, sl, kb_lo);
+    /* Nothing an earlier kernel writes is read or written above this line. */
+    pdl_wait();
+    stage_input<false, 0, 8>(p, smem_x, pl.xs, rs, kb_lo * 64, pl.kbs * 8);
+
+    int m = 0;
+    for (int j = 0; j < ntiles; j++) {
+        const int bx = b0 + j * bps;
+        float acc[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+        for (int i = 0; i < nk; i++, m++) {
+            cp_async_wait<RS - 2>(); /* item m's group is in */
+            const unsigned char *src = wring + (size_t)(m % RS) * GEMV5_SLOT_BYTES + (size_t)lane * 16;
+            uint4 wv[4];
+#pragma unroll
+            for (int q = 0; q < 4; q++) wv[q] = *(const uint4 *)(src + q * 512);
+            /* into the slot read at m - 1 (this lane's reads of it are done: their values were used) */
+            v5_issue<RS>(p, pl, wring, m + RS - 1, items, nk, b0, bps, t, sl, kb_lo);
+            const int kb = kb_lo + sl + i * pl.WS;
+            uint4 xv[NT][2];
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const int r = g + nt * 8;
+                const unsigned char *xs = smem_x + (size_t)r * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 16) * 2;
+                xv[nt][0] = lds_input(xs, r < n);
+                xv[nt][1] = lds_input(xs + 16, r < n);
+            }
+#pragma unroll
+            for (int s4 = 0; s4 < 4; s4++) {
+                const uint32_t a[4] = {word(wv[0], wv[1], 2 * s4), word(wv[2], wv[3], 2 * s4),
+                                       word(wv[0], wv[1], 2 * s4 + 1), word(wv[2], wv[3], 2 * s4 + 1)};
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    const uint32_t bb[2] = {word(xv[nt][0], xv[nt][1], 2 * s4), word(xv[nt][0], xv[nt][1], 2 * s4 + 1)};
+                    mma_bf16_16816(acc[nt], a, bb);
+                }
+            }
+        }
+        if (active) {
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                red[warp][g][nt * 8 + 2 * c] = acc[nt][0];
+                red[warp][g][nt * 8 + 2 * c + 1] = acc[nt][1];
+                red[warp][g + 8][nt * 8 + 2 * c] = acc[nt][2];
+                red[warp][g + 8][nt * 8 + 2 * c + 1] = acc[nt][3];
+            }
+        }
+        gemv_rows R;
+        const bf16 *wA, *wB;
+        bool okA, okB;
+        v5_rows(p, pl, bx, t, g, R, wA, wB, okA, okB);
+        tile_finish<NT>(p, pl, R, bx, ks, red, tile, last, false);
+        __syncthreads(); /* red and tile are written again by the next tile */
+    }
+    cp_async_wait<0>();
+    if (p.epilogue == ORTHROS_GEMV_ARGMAX) argmax_finish(p, scratch_of(p.scratch), &last);
 }
 
 /* ---- v2: batch 1-4 on CUDA cores, two weight rows a warp over all of K (or a slice of it) ----
@@ -1962,14 +2039,20 @@ static int gemv5_stages(void)
     return e && (!strcmp(e, "4") || !strcmp(e, "8")) ? atoi(e) : 6;
 }
 
-/* v5's plan (host): v1's row tiles (make_plan's TM), the input always staged, one block an SM (the rings and the
- * staged input fill its shared memory), and the K split that minimises the block waves times a block's time (its
- * rows' bytes and a fixed cost), among those whose staged k-range fits beside the rings and whose partials fit the
- * scratch (the fewest splits on a tie). */
+/* v5's plan (host): v1's row tiles (make_plan's TM; 32 rows for SWIGLU, so that the tiles spread evenly over the
+ * blocks), the input always staged, one block an SM (the rings and the staged input fill its shared memory): KS
+ * splits of K times bps blocks a split, each block walking its split's row tiles bps apart. The K split is the one
+ * with the least time for the busiest block (its tiles times their rows' bytes and a fixed cost a tile, ~128 row
+ * k-blocks), among those whose staged k-range fits beside the rings and whose partials fit the scratch (the fewest
+ * splits on a tie). */
 static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
 {
     const int NT = p->n <= 8 ? 1 : 2, cols = NT * 8, S = gemv5_stages();
     if (make_plan(p, pl)) return ORTHROS_EUNSUPPORTED; /* the row tiles, and v1 as the fallback */
+    if (p->epilogue == ORTHROS_GEMV_SWIGLU) {
+        pl->TM = 2, pl->WS = GEMV_WARPS / 2, pl->MT = 32;
+        pl->nblk = ceil_div(p->M / 2, pl->MT / 2);
+    }
     const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132;
     const size_t rings = (size_t)GEMV_WARPS * S * GEMV5_SLOT_BYTES;
     long best_cost = -1;
@@ -1982,9 +2065,8 @@ static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
         if (KS > 1 && (pl->nblk > GEMV_TICKETS ||
                        (size_t)pl->nblk * KS * pl->MT * cols * sizeof(float) > GEMV_PARTIAL_BYTES))
             continue;
-        /* a block's time: its weight rows (MT rows x kbs k-blocks) plus about 2 us of fixed cost (the ring's first
-         * trip, the staging, the epilogue, a split's partials), ~512 row k-blocks at an SM's share of the bandwidth */
-        const long cost = (long)ceil_div(pl->nblk * KS, sms) * ((long)kbs * pl->MT + 512);
+        const int bps = pl->nblk < sms / KS ? pl->nblk : sms / KS > 1 ? sms / KS : 1;
+        const long cost = (long)ceil_div(pl->nblk, bps) * ((long)kbs * pl->MT + 128);
         if (best_cost < 0 || cost < best_cost) best_cost = cost, best = KS;
     }
     if (!best) return ORTHROS_EUNSUPPORTED;
@@ -1992,6 +2074,7 @@ static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
     pl->KS = best;
     pl->xs = pl->kbs * 128 + 16;
     pl->smem = (size_t)p->n * pl->xs + rings;
+    pl->bps = pl->nblk < sms / best ? pl->nblk : sms / best > 1 ? sms / best : 1;
     return 0;
 }
 
@@ -2026,12 +2109,18 @@ int orthros_gemv_supported(const orthros_gemv_params *p)
     return make_plan(p, &pl) == 0;
 }
 
-template <int NT, bool XS, int S = 0>
-static int launch(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
+template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    return launch_gemv(gemv_kernel<NT, XS, S>, XS ? &attr : NULL, S ? GEMV5_SMEM_MAX : GEMV_XS_MAX_BYTES,
+    return launch_gemv(gemv_kernel<NT, XS>, XS ? &attr : NULL, GEMV_XS_MAX_BYTES,
                        dim3((unsigned)pl->nblk, (unsigned)pl->KS), p, pl, pl->smem, stream);
+}
+
+template <int NT, int RS> static int launch5(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
+{
+    static bool attr = false;
+    return launch_gemv(gemv5_kernel<NT, RS>, &attr, GEMV5_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, pl,
+                       pl->smem, stream);
 }
 
 /* The plan a call gets with the version in use, for the launch and its description alike: 4 (pl2: the v4 kernel, batch
@@ -2071,11 +2160,10 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
         return 0;
     }
     if (kind == 5) {
-        const int blocks = pl.nblk * pl.KS, sms = p->num_sms > 0 ? p->num_sms : 132;
         snprintf(buf, cap,
-                 "v5: %d rows a block, %d blocks x %d K splits of %d k-blocks (%.2f waves of one block an SM), "
+                 "v5: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks (%d tiles a block at most), "
                  "%d ring slots a warp, %zu B shared",
-                 pl.MT, pl.nblk, pl.KS, pl.kbs, (double)blocks / sms, gemv5_stages(), pl.smem);
+                 pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), gemv5_stages(), pl.smem);
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;
@@ -2103,10 +2191,10 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
     if (kind == 2) return launch_v2(p, &pl2, stream);
     if (kind == 5) {
         const int S = gemv5_stages();
-        if (p->n <= 8) return S == 4 ? launch<1, true, 4>(p, &pl, stream) : S == 8 ? launch<1, true, 8>(p, &pl, stream)
-                                                                               : launch<1, true, 6>(p, &pl, stream);
-        return S == 4 ? launch<2, true, 4>(p, &pl, stream) : S == 8 ? launch<2, true, 8>(p, &pl, stream)
-                                                                   : launch<2, true, 6>(p, &pl, stream);
+        if (p->n <= 8) return S == 4 ? launch5<1, 4>(p, &pl, stream) : S == 8 ? launch5<1, 8>(p, &pl, stream)
+                                                                         : launch5<1, 6>(p, &pl, stream);
+        return S == 4 ? launch5<2, 4>(p, &pl, stream) : S == 8 ? launch5<2, 8>(p, &pl, stream)
+                                                             : launch5<2, 6>(p, &pl, stream);
     }
     if (kind != 1) return orthros_error(kind, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
     const bool xs = p->norm_w != NULL;

@@ -58,22 +58,25 @@ int main(void)
         s = plan(5, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
         CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v5:"), "version 5, n %d: rc %d \"%s\"", n, rc, s);
     }
-    /* v5 (batch 9-16): v1's row tiles, the K split with the fewest block waves times a block's time (its rows'
-     * bytes and a fixed cost; one block an SM), the staged input and the rings within 200 KB */
+    /* v5 (batch 9-16): v1's row tiles (32 rows for SWIGLU), KS splits of K times as many blocks a split as fill one
+     * block an SM, the split with the least time for the busiest block (its tiles' bytes and a fixed cost a tile), the
+     * staged input and the rings within 200 KB */
     CHECK(orthros_gemv_set_ring_slots(6) == 0, "6 ring slots refused");
-    s = plan(5, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc); /* 1B O: 64 row blocks, two splits fill one wave */
-    CHECK(rc == 0 && strstr(s, "64 blocks x 2 K splits of 16 k-blocks") && strstr(s, "6 ring slots") &&
-              strstr(s, "131328 B shared"),
+    s = plan(5, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc); /* 1B O: 64 row tiles, two splits, a tile a block */
+    CHECK(rc == 0 && strstr(s, "64 row tiles x 2 K splits of 16 k-blocks, 128 blocks (1 tiles") &&
+              strstr(s, "6 ring slots") && strstr(s, "131328 B shared"),
           "v5 1B o \"%s\"", s);
     s = plan(5, ORTHROS_GEMV_ADD, 16, 2048, 8192, 0, 0, &rc); /* 1B down: the staged input fits from 3 splits */
-    CHECK(rc == 0 && strstr(s, "64 blocks x 4 K splits of 32 k-blocks"), "v5 1B down \"%s\"", s);
-    s = plan(5, ORTHROS_GEMV_SWIGLU, 16, 16384, 2048, 0, 1, &rc); /* 1B gate/up: two waves either way, no split */
-    CHECK(rc == 0 && strstr(s, "256 blocks x 1 K splits of 32 k-blocks"), "v5 1B gate_up \"%s\"", s);
-    s = plan(5, ORTHROS_GEMV_ROPE, 12, 3072, 2048, 64, 1, &rc); /* 1B q/k/v: a head a block */
-    CHECK(rc == 0 && strstr(s, "64 rows a block, 48 blocks x 2 K splits"), "v5 1B qkv \"%s\"", s);
+    CHECK(rc == 0 && strstr(s, "x 4 K splits of 32 k-blocks, 132 blocks (2 tiles"), "v5 1B down \"%s\"", s);
+    s = plan(5, ORTHROS_GEMV_SWIGLU, 16, 16384, 2048, 0, 1, &rc); /* 1B gate/up: 512 tiles of 32 rows on 132 blocks */
+    CHECK(rc == 0 && strstr(s, "32 rows a block, 512 row tiles x 1 K splits") && strstr(s, "(4 tiles"),
+          "v5 1B gate_up \"%s\"", s);
+    s = plan(5, ORTHROS_GEMV_ROPE, 12, 3072, 2048, 64, 1, &rc); /* 1B q/k/v: a head a tile */
+    CHECK(rc == 0 && strstr(s, "64 rows a block, 48 row tiles x 2 K splits"), "v5 1B qkv \"%s\"", s);
     CHECK(orthros_gemv_set_ring_slots(8) == 0, "8 ring slots refused");
     s = plan(5, ORTHROS_GEMV_ADD, 16, 4096, 14336, 0, 0, &rc); /* 8B down: 128 KB of rings leave 72 KB staged */
-    CHECK(rc == 0 && strstr(s, "x 7 K splits of 32 k-blocks") && strstr(s, "8 ring slots"), "v5 8B down \"%s\"", s);
+    CHECK(rc == 0 && strstr(s, "x 8 K splits of 28 k-blocks, 128 blocks") && strstr(s, "8 ring slots"),
+          "v5 8B down \"%s\"", s);
     CHECK(orthros_gemv_set_ring_slots(5) == ORTHROS_EINVAL && orthros_gemv_set_ring_slots(0) == 0, "ring slots 5");
     /* v4: v3's plan, U 4 at batch 1 and 2 above, the input always staged (raw without a norm); over 64 KB staged it
      * leaves the call to v3 */
