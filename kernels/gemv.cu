@@ -546,10 +546,14 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
  * The grid is KS x bps blocks, one an SM: block b takes split ks = b % KS (k-blocks [kb_lo, kb_hi)) and row tiles
  * b / KS, + bps, ..., staging its k-range of the input (normed with norm_w) once. Warp (t, sl) streams, tile after
  * tile, k-blocks kb_lo + sl, + WS, ... of tile row block t's 16 rows: each lane copies its own four 16-byte pieces of a
- * k-block (rows A and B, k0 and k0 + 8: what the lane feeds its mma, v1's layout) into a slot of the warp's ring with
+ * k-block (rows A and B at k 8c and 32 + 8c: what the lane feeds its mma) into a slot of the warp's ring with
  * cp.async, RS - 1 items ahead, across the tiles' seams; a lane reads back only what it copied, so cp.async.wait_group
- * alone orders the ring (no barrier). The first RS - 1 items are asked before the input is staged. Each tile ends in
- * tile_finish (the same sums, partials, tickets and epilogues as v1). */
+ * alone orders the ring (no barrier). Unlike v1's pieces (k 16c and 16c + 8: half of each 32-byte sector a request),
+ * a copy instruction's four lanes of a row ask 64 contiguous bytes, whole sectors; any split of the k-block's 64 k
+ * over the 4 lanes serves the mma, as long as the input's pieces are the same (v1's layout note, top of the file).
+ * The staged input's rows are 64 bytes past a multiple of 128 apart, so that those reads meet no bank twice. The
+ * first RS - 1 items are asked before the input is staged. Each tile ends in tile_finish (the same sums, partials,
+ * tickets and epilogues as v1). */
 #define GEMV5_SLOT_BYTES 2048 /* one k-block of a warp's 16 rows */
 
 /* The rows A and B of lane (g) of warp-tile t in row tile bx. */
@@ -575,13 +579,13 @@ static __device__ __forceinline__ void v5_issue(const orthros_gemv_params &p, co
         const bf16 *wA, *wB;
         bool okA, okB;
         v5_rows(p, pl, b0 + (m / nk) * bps, t, g, R, wA, wB, okA, okB);
-        const int k0 = (kb_lo + sl + (m % nk) * pl.WS) * 64 + c * 16, K = p.K;
-        const bool lo = k0 < K, hi = k0 + 8 < K;
+        const int k0 = (kb_lo + sl + (m % nk) * pl.WS) * 64 + c * 8, K = p.K;
+        const bool lo = k0 < K, hi = k0 + 32 < K;
         unsigned char *d = wring + (size_t)(m % RS) * GEMV5_SLOT_BYTES + (size_t)lane * 16;
         cp_async16(d, okA && lo ? (const void *)(wA + k0) : (const void *)wA, okA && lo ? 16 : 0);
-        cp_async16(d + 512, okA && hi ? (const void *)(wA + k0 + 8) : (const void *)wA, okA && hi ? 16 : 0);
+        cp_async16(d + 512, okA && hi ? (const void *)(wA + k0 + 32) : (const void *)wA, okA && hi ? 16 : 0);
         cp_async16(d + 1024, okB && lo ? (const void *)(wB + k0) : (const void *)wB, okB && lo ? 16 : 0);
-        cp_async16(d + 1536, okB && hi ? (const void *)(wB + k0 + 8) : (const void *)wB, okB && hi ? 16 : 0);
+        cp_async16(d + 1536, okB && hi ? (const void *)(wB + k0 + 32) : (const void *)wB, okB && hi ? 16 : 0);
     }
     cp_async_commit();
 }
@@ -628,9 +632,9 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 const int r = g + nt * 8;
-                const unsigned char *xs = smem_x + (size_t)r * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 16) * 2;
+                const unsigned char *xs = smem_x + (size_t)r * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 8) * 2;
                 xv[nt][0] = lds_input(xs, r < n);
-                xv[nt][1] = lds_input(xs + 16, r < n);
+                xv[nt][1] = lds_input(xs + 64, r < n);
             }
 #pragma unroll
             for (int s4 = 0; s4 < 4; s4++) {
@@ -2060,7 +2064,7 @@ static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
     for (int KS = 1; KS <= 32 && KS <= nkb; KS++) {
         const int kbs = ceil_div(nkb, KS), ks = ceil_div(nkb, kbs);
         if (ks != KS) continue; /* the same split as a smaller KS */
-        const size_t xs = (size_t)kbs * 128 + 16, smem = (size_t)p->n * xs + rings;
+        const size_t xs = (size_t)kbs * 128 + 64, smem = (size_t)p->n * xs + rings;
         if (smem > GEMV5_SMEM_MAX) continue;
         if (KS > 1 && (pl->nblk > GEMV_TICKETS ||
                        (size_t)pl->nblk * KS * pl->MT * cols * sizeof(float) > GEMV_PARTIAL_BYTES))
@@ -2072,7 +2076,7 @@ static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
     if (!best) return ORTHROS_EUNSUPPORTED;
     pl->kbs = ceil_div(nkb, best);
     pl->KS = best;
-    pl->xs = pl->kbs * 128 + 16;
+    pl->xs = pl->kbs * 128 + 64; /* +64: the rows' pieces of a quarter warp in distinct banks */
     pl->smem = (size_t)p->n * pl->xs + rings;
     pl->bps = pl->nblk < sms / best ? pl->nblk : sms / best > 1 ? sms / best : 1;
     return 0;
