@@ -95,7 +95,7 @@ static __device__ __forceinline__ gemv_scratch scratch_of(void *base)
 struct gemv_plan {
     int TM, WS, MT, nblk, KS, kbs, xs;
     size_t smem;
-    int bps; /* v5: blocks a split */
+    int bps, rs; /* v5: blocks a split, ring slots a warp */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -2025,7 +2025,7 @@ static int make_plan(const orthros_gemv_params *p, gemv_plan *pl)
     return ORTHROS_EUNSUPPORTED;
 }
 
-/* v5's ring slots a warp: orthros_gemv_set_ring_slots's, else ORTHROS_GEMV5_STAGES (4, 6 or 8; anything else 6). */
+/* v5's ring slots a warp: orthros_gemv_set_ring_slots's, else ORTHROS_GEMV5_STAGES (4, 6 or 8), else the plan's. */
 static int gemv5_slots_set = 0;
 
 int orthros_gemv_set_ring_slots(int s)
@@ -2036,48 +2036,53 @@ int orthros_gemv_set_ring_slots(int s)
     return 0;
 }
 
+/* 0: the plan's choice (the most that fit beside the staged input) */
 static int gemv5_stages(void)
 {
     if (gemv5_slots_set) return gemv5_slots_set;
     const char *e = getenv("ORTHROS_GEMV5_STAGES");
-    return e && (!strcmp(e, "4") || !strcmp(e, "8")) ? atoi(e) : 6;
+    return e && (!strcmp(e, "4") || !strcmp(e, "6") || !strcmp(e, "8")) ? atoi(e) : 0;
 }
 
 /* v5's plan (host): v1's row tiles (make_plan's TM; 32 rows for SWIGLU, so that the tiles spread evenly over the
  * blocks), the input always staged, one block an SM (the rings and the staged input fill its shared memory): KS
  * splits of K times bps blocks a split, each block walking its split's row tiles bps apart. The K split is the one
  * with the least time for the busiest block (its tiles times their rows' bytes and a fixed cost a tile, ~128 row
- * k-blocks), among those whose staged k-range fits beside the rings and whose partials fit the scratch (the fewest
- * splits on a tie). */
+ * k-blocks, twice that with a split's partials and ticket), among those whose staged k-range fits beside the rings
+ * (4 slots a warp, or the slots asked for) and whose partials fit the scratch (the fewest splits on a tie); then the
+ * most ring slots that fit (8, 6, 4), unless asked for. */
 static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
 {
-    const int NT = p->n <= 8 ? 1 : 2, cols = NT * 8, S = gemv5_stages();
+    const int NT = p->n <= 8 ? 1 : 2, cols = NT * 8, asked = gemv5_stages();
     if (make_plan(p, pl)) return ORTHROS_EUNSUPPORTED; /* the row tiles, and v1 as the fallback */
     if (p->epilogue == ORTHROS_GEMV_SWIGLU) {
         pl->TM = 2, pl->WS = GEMV_WARPS / 2, pl->MT = 32;
         pl->nblk = ceil_div(p->M / 2, pl->MT / 2);
     }
     const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132;
-    const size_t rings = (size_t)GEMV_WARPS * S * GEMV5_SLOT_BYTES;
+    const size_t slot_bytes = (size_t)GEMV_WARPS * GEMV5_SLOT_BYTES; /* one slot a warp, all warps */
     long best_cost = -1;
     int best = 0;
     for (int KS = 1; KS <= 32 && KS <= nkb; KS++) {
         const int kbs = ceil_div(nkb, KS), ks = ceil_div(nkb, kbs);
         if (ks != KS) continue; /* the same split as a smaller KS */
-        const size_t xs = (size_t)kbs * 128 + 64, smem = (size_t)p->n * xs + rings;
-        if (smem > GEMV5_SMEM_MAX) continue;
+        const size_t xs = (size_t)kbs * 128 + 64;
+        if ((size_t)p->n * xs + (asked ? asked : 4) * slot_bytes > GEMV5_SMEM_MAX) continue;
         if (KS > 1 && (pl->nblk > GEMV_TICKETS ||
                        (size_t)pl->nblk * KS * pl->MT * cols * sizeof(float) > GEMV_PARTIAL_BYTES))
             continue;
         const int bps = pl->nblk < sms / KS ? pl->nblk : sms / KS > 1 ? sms / KS : 1;
-        const long cost = (long)ceil_div(pl->nblk, bps) * ((long)kbs * pl->MT + 128);
+        const long cost = (long)ceil_div(pl->nblk, bps) * ((long)kbs * pl->MT + (KS > 1 ? 256 : 128));
         if (best_cost < 0 || cost < best_cost) best_cost = cost, best = KS;
     }
     if (!best) return ORTHROS_EUNSUPPORTED;
     pl->kbs = ceil_div(nkb, best);
     pl->KS = best;
     pl->xs = pl->kbs * 128 + 64; /* +64: the rows' pieces of a quarter warp in distinct banks */
-    pl->smem = (size_t)p->n * pl->xs + rings;
+    pl->rs = asked;
+    for (int r = 8; !pl->rs; r -= 2)
+        if (r == 4 || (size_t)p->n * pl->xs + r * slot_bytes <= GEMV5_SMEM_MAX) pl->rs = r;
+    pl->smem = (size_t)p->n * pl->xs + pl->rs * slot_bytes;
     pl->bps = pl->nblk < sms / best ? pl->nblk : sms / best > 1 ? sms / best : 1;
     return 0;
 }
@@ -2167,7 +2172,7 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
         snprintf(buf, cap,
                  "v5: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks (%d tiles a block at most), "
                  "%d ring slots a warp, %zu B shared",
-                 pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), gemv5_stages(), pl.smem);
+                 pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.smem);
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;
@@ -2194,7 +2199,7 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
     if (kind == 4) return launch_v4(p, &pl2, stream);
     if (kind == 2) return launch_v2(p, &pl2, stream);
     if (kind == 5) {
-        const int S = gemv5_stages();
+        const int S = pl.rs;
         if (p->n <= 8) return S == 4 ? launch5<1, 4>(p, &pl, stream) : S == 8 ? launch5<1, 8>(p, &pl, stream)
                                                                          : launch5<1, 6>(p, &pl, stream);
         return S == 4 ? launch5<2, 4>(p, &pl, stream) : S == 8 ? launch5<2, 8>(p, &pl, stream)

@@ -90,7 +90,8 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
  * input always staged, one block an SM), v1 where that plan does not fit. */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
-/* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES, else 6); process-wide. ORTHROS_EINVAL otherwise. */
+/* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,
+ * chosen per call); process-wide. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_ring_slots(int s);
 
 /* The chain (docs/kernels.md, "Where the step goes"; the decode step's ORTHROS_DECODE_CHAIN): n products, each as

@@ -2,6 +2,7 @@
  * which version takes which batch, the K split each version picks for the decode shapes (docs/kernels.md, "The GEMV
  * kernel, version 2" and "Version 3"), and the refusals (a version out of range, a shape the kernel does not take). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,6 +78,15 @@ int main(void)
     s = plan(5, ORTHROS_GEMV_ADD, 16, 4096, 14336, 0, 0, &rc); /* 8B down: 128 KB of rings leave 72 KB staged */
     CHECK(rc == 0 && strstr(s, "x 8 K splits of 28 k-blocks, 128 blocks") && strstr(s, "8 ring slots"),
           "v5 8B down \"%s\"", s);
+    /* unasked, the plan takes the most slots that fit beside its staged input */
+    CHECK(orthros_gemv_set_ring_slots(0) == 0, "ring slots 0 refused");
+    if (!getenv("ORTHROS_GEMV5_STAGES")) {
+        s = plan(5, ORTHROS_GEMV_ARGMAX, 16, 128256, 2048, 0, 1, &rc); /* the head: 65 KB staged, 128 KB of rings */
+        CHECK(rc == 0 && strstr(s, "1002 row tiles x 1 K splits") && strstr(s, "8 ring slots"), "v5 1B head \"%s\"", s);
+        s = plan(5, ORTHROS_GEMV_SWIGLU, 16, 28672, 4096, 0, 1, &rc); /* 8B gate/up: all of K staged, 4 slots */
+        CHECK(rc == 0 && strstr(s, "896 row tiles x 1 K splits") && strstr(s, "(7 tiles") && strstr(s, "4 ring slots"),
+              "v5 8B gate_up \"%s\"", s);
+    }
     CHECK(orthros_gemv_set_ring_slots(5) == ORTHROS_EINVAL && orthros_gemv_set_ring_slots(0) == 0, "ring slots 5");
     /* v4: v3's plan, U 4 at batch 1 and 2 above, the input always staged (raw without a norm); over 64 KB staged it
      * leaves the call to v3 */
