@@ -377,7 +377,8 @@ static __device__ bool tile_finish(const orthros_gemv_params &p, const gemv_plan
         __threadfence();
         for (int e = tid; e < pl.MT * COLS; e += GEMV_THREADS) {
             float v = 0.0f;
-            for (int q = 0; q < pl.KS; q++) v += __ldcg(S.partials + ((size_t)bx * pl.KS + q) * (size_t)(pl.MT * COLS) + e);
+            for (int q = 0; q < pl.KS; q++)
+                v += __ldcg(S.partials + ((size_t)bx * pl.KS + q) * (size_t)(pl.MT * COLS) + e);
             tile[(e / COLS) * 17 + e % COLS] = v;
         }
         if (tid == 0) S.tickets[bx] = 0u; /* the next call starts after this one ends (stream order) */
@@ -2170,8 +2171,8 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
     }
     if (kind == 5) {
         snprintf(buf, cap,
-                 "v5: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks (%d tiles a block at most), "
-                 "%d ring slots a warp, %zu B shared",
+                 "v5: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks "
+                 "(%d tiles a block at most), %d ring slots a warp, %zu B shared",
                  pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.smem);
         return 0;
     }

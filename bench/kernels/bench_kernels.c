@@ -825,10 +825,11 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
             sum[k] += times * c->stats.median;
             if (k == 0) floor_s += times * c->floor_s;
         }
-    printf("%-22s %s n=%d, the step's products (%d layers and the head), ms and %% of the floor (%.3f ms):", "gemv step",
-           model, n, L, floor_s * 1e3);
+    printf("%-22s %s n=%d, the step's products (%d layers and the head), ms and %% of the floor (%.3f ms):",
+           "gemv step", model, n, L, floor_s * 1e3);
     for (int k = 0; k < NK; k++)
-        if (sum[k] > 0) printf(" %s %.3f (%.0f%%)%s", ks[k].kind, sum[k] * 1e3, 100 * floor_s / sum[k], k < NK - 1 ? "," : "");
+        if (sum[k] > 0)
+            printf(" %s %.3f (%.0f%%)%s", ks[k].kind, sum[k] * 1e3, 100 * floor_s / sum[k], k < NK - 1 ? "," : "");
     printf("\n");
 }
 

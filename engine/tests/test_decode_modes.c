@@ -739,7 +739,8 @@ static int cuda_models(int nspec, char **specs)
      * with it sets it last (the plain step, the reference, runs no gemv.cu kernel). */
     orthros_backend *v5 = NULL;
     if (cuda_with("ORTHROS_GEMV_VERSION", "5", &v5) || v5->fused_max_rows < V5_B) {
-        CHECK(0, "cuda backend with ORTHROS_GEMV_VERSION=5: %s", v5 ? "fused step below batch 16" : orthros_last_error());
+        CHECK(0, "cuda backend with ORTHROS_GEMV_VERSION=5: %s",
+              v5 ? "fused step below batch 16" : orthros_last_error());
     } else {
         for (int f = 1; f <= 2; f++)
             for (size_t a = 0; a < tu_n_arch_cases; a++) {
