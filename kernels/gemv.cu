@@ -568,25 +568,40 @@ static __device__ __forceinline__ void v5_rows(const orthros_gemv_params &p, con
     wA = Wt + (size_t)(okA ? rA : 0) * p.K, wB = Wt + (size_t)(okB ? rB : 0) * p.K;
 }
 
-/* Item m of the warp's stream (tile m / nk of the block, its k-block m % nk) copied into slot m % RS; past the last
- * item an empty group, so that every call commits one. */
+/* A warp's copy side: the next item to ask (tile j of the block, its k-block i, ring slot slot) and that tile's rows,
+ * advanced by increments (the tile's rows once a tile; no division an item). */
+struct v5_stream {
+    int j, i, slot;
+    const bf16 *wA, *wB;
+    bool okA, okB;
+};
+
+/* The next item copied into its slot, then the stream advanced; past the warp's last item an empty group, so that
+ * every call commits one. */
 template <int RS>
 static __device__ __forceinline__ void v5_issue(const orthros_gemv_params &p, const gemv_plan &pl, unsigned char *wring,
-                                                int m, int items, int nk, int b0, int bps, int t, int sl, int kb_lo)
+                                                v5_stream &st, int ntiles, int nk, int b0, int bps, int t, int sl,
+                                                int kb_lo)
 {
-    if (m < items) {
-        const int lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-        gemv_rows R;
-        const bf16 *wA, *wB;
-        bool okA, okB;
-        v5_rows(p, pl, b0 + (m / nk) * bps, t, g, R, wA, wB, okA, okB);
-        const int k0 = (kb_lo + sl + (m % nk) * pl.WS) * 64 + c * 8, K = p.K;
+    if (st.j < ntiles && nk > 0) {
+        const int lane = threadIdx.x % 32, c = lane % 4;
+        const int k0 = (kb_lo + sl + st.i * pl.WS) * 64 + c * 8, K = p.K;
         const bool lo = k0 < K, hi = k0 + 32 < K;
-        unsigned char *d = wring + (size_t)(m % RS) * GEMV5_SLOT_BYTES + (size_t)lane * 16;
+        const bf16 *wA = st.wA, *wB = st.wB;
+        const bool okA = st.okA, okB = st.okB;
+        unsigned char *d = wring + (size_t)st.slot * GEMV5_SLOT_BYTES + (size_t)lane * 16;
         cp_async16(d, okA && lo ? (const void *)(wA + k0) : (const void *)wA, okA && lo ? 16 : 0);
         cp_async16(d + 512, okA && hi ? (const void *)(wA + k0 + 32) : (const void *)wA, okA && hi ? 16 : 0);
         cp_async16(d + 1024, okB && lo ? (const void *)(wB + k0) : (const void *)wB, okB && lo ? 16 : 0);
         cp_async16(d + 1536, okB && hi ? (const void *)(wB + k0 + 32) : (const void *)wB, okB && hi ? 16 : 0);
+        st.slot = st.slot + 1 == RS ? 0 : st.slot + 1;
+        if (++st.i == nk) {
+            st.i = 0;
+            if (++st.j < ntiles) {
+                gemv_rows R;
+                v5_rows(p, pl, b0 + st.j * bps, t, lane / 4, R, st.wA, st.wB, st.okA, st.okB);
+            }
+        }
     }
     cp_async_commit();
 }
@@ -605,29 +620,37 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
     const int nkb = (p.K + 63) / 64, kb_lo = ks * pl.kbs, kb_hi = min(nkb, kb_lo + pl.kbs);
     const int t = warp % pl.TM, sl = warp / pl.TM, active = warp < pl.TM * pl.WS;
     const int ntiles = b0 < pl.nblk ? (pl.nblk - b0 + bps - 1) / bps : 0;
-    const int nk = active && kb_lo + sl < kb_hi ? (kb_hi - kb_lo - sl + pl.WS - 1) / pl.WS : 0, items = ntiles * nk;
+    const int nk = active && kb_lo + sl < kb_hi ? (kb_hi - kb_lo - sl + pl.WS - 1) / pl.WS : 0;
     unsigned char *wring = smem_x + (size_t)n * pl.xs + (size_t)warp * RS * GEMV5_SLOT_BYTES;
 
+    v5_stream st;
+    st.j = 0, st.i = 0, st.slot = 0;
+    {
+        gemv_rows R0;
+        v5_rows(p, pl, b0, t, g, R0, st.wA, st.wB, st.okA, st.okB);
+    }
     pdl_trigger();
-    for (int m = 0; m < RS - 1; m++) v5_issue<RS>(p, pl, wring, m, items, nk, b0, bps, t, sl, kb_lo);
+    for (int q = 0; q < RS - 1; q++) v5_issue<RS>(p, pl, wring, st, ntiles, nk, b0, bps, t, sl, kb_lo);
     /* Nothing an earlier kernel writes is read or written above this line. */
     pdl_wait();
     stage_input<false, 0, 8>(p, smem_x, pl.xs, rs, kb_lo * 64, pl.kbs * 8);
 
-    int m = 0;
+    int rslot = 0; /* the slot of the next item to read */
     for (int j = 0; j < ntiles; j++) {
         const int bx = b0 + j * bps;
         float acc[NT][4];
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-        for (int i = 0; i < nk; i++, m++) {
-            cp_async_wait<RS - 2>(); /* item m's group is in */
-            const unsigned char *src = wring + (size_t)(m % RS) * GEMV5_SLOT_BYTES + (size_t)lane * 16;
+        for (int i = 0; i < nk; i++) {
+            cp_async_wait<RS - 2>(); /* this item's group is in */
+            const unsigned char *src = wring + (size_t)rslot * GEMV5_SLOT_BYTES + (size_t)lane * 16;
+            rslot = rslot + 1 == RS ? 0 : rslot + 1;
             uint4 wv[4];
 #pragma unroll
             for (int q = 0; q < 4; q++) wv[q] = *(const uint4 *)(src + q * 512);
-            /* into the slot read at m - 1 (this lane's reads of it are done: their values were used) */
-            v5_issue<RS>(p, pl, wring, m + RS - 1, items, nk, b0, bps, t, sl, kb_lo);
+            /* RS - 1 items on, into the slot read one item before (this lane's reads of it are done: their values
+             * were used) */
+            v5_issue<RS>(p, pl, wring, st, ntiles, nk, b0, bps, t, sl, kb_lo);
             const int kb = kb_lo + sl + i * pl.WS;
             uint4 xv[NT][2];
 #pragma unroll
