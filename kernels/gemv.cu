@@ -345,6 +345,37 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
 #undef STAGE_SYNC
 }
 
+/* One k-block of a warp's 16 rows (v1 and v5): the 4 mma k-steps of the lane's weight pieces w (rows A and B, lo and
+ * hi: v1's layout note, top of the file) against its input pieces x of each n-tile. */
+template <int NT>
+static __device__ __forceinline__ void kblock_mma(float (&acc)[NT][4], const uint4 (&w)[4], const uint4 (&x)[NT][2])
+{
+#pragma unroll
+    for (int s = 0; s < 4; s++) {
+        const uint32_t a[4] = {word(w[0], w[1], 2 * s), word(w[2], w[3], 2 * s), word(w[0], w[1], 2 * s + 1),
+                               word(w[2], w[3], 2 * s + 1)};
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const uint32_t b[2] = {word(x[nt][0], x[nt][1], 2 * s), word(x[nt][0], x[nt][1], 2 * s + 1)};
+            mma_bf16_16816(acc[nt], a, b);
+        }
+    }
+}
+
+/* A warp's C fragment into red[warp] (v1 and v5): rows g and g + 8 of the tile, input rows nt * 8 + 2c and + 1. */
+template <int NT>
+static __device__ __forceinline__ void store_fragment(float (*red)[16][17], const float (&acc)[NT][4])
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) {
+        red[warp][g][nt * 8 + 2 * c] = acc[nt][0];
+        red[warp][g][nt * 8 + 2 * c + 1] = acc[nt][1];
+        red[warp][g + 8][nt * 8 + 2 * c] = acc[nt][2];
+        red[warp][g + 8][nt * 8 + 2 * c + 1] = acc[nt][3];
+    }
+}
+
 /* The end of a row tile (v1 and v5): the warps' sums in red (warp w's fragment rows, written before the call) added
  * over the k-slices in order into tile, split K's partial and ticket (false: another split of the tile is still to
  * come, nothing written), then the epilogue of the tile's rows. ARGMAX: the tile's best keys; argmax_finish once the
@@ -517,28 +548,9 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
                 }
             }
 #pragma unroll
-            for (int u = 0; u < U; u++) {
-#pragma unroll
-                for (int s = 0; s < 4; s++) {
-                    const uint32_t a[4] = {word(wv[u][0], wv[u][1], 2 * s), word(wv[u][2], wv[u][3], 2 * s),
-                                           word(wv[u][0], wv[u][1], 2 * s + 1), word(wv[u][2], wv[u][3], 2 * s + 1)};
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++) {
-                        const uint32_t b[2] = {word(xv[u][nt][0], xv[u][nt][1], 2 * s),
-                                               word(xv[u][nt][0], xv[u][nt][1], 2 * s + 1)};
-                        mma_bf16_16816(acc[nt], a, b);
-                    }
-                }
-            }
+            for (int u = 0; u < U; u++) kblock_mma<NT>(acc, wv[u], xv[u]);
         }
-        /* C fragment: rows g and g + 8 of the tile, input rows nt * 8 + 2c and + 1. */
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            red[warp][g][nt * 8 + 2 * c] = acc[nt][0];
-            red[warp][g][nt * 8 + 2 * c + 1] = acc[nt][1];
-            red[warp][g + 8][nt * 8 + 2 * c] = acc[nt][2];
-            red[warp][g + 8][nt * 8 + 2 * c + 1] = acc[nt][3];
-        }
+        store_fragment<NT>(red, acc);
     }
     tile_finish<NT>(p, pl, R, bx, ks, red, tile, last, true);
 }
@@ -660,26 +672,9 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
                 xv[nt][0] = lds_input(xs, r < n);
                 xv[nt][1] = lds_input(xs + 64, r < n);
             }
-#pragma unroll
-            for (int s4 = 0; s4 < 4; s4++) {
-                const uint32_t a[4] = {word(wv[0], wv[1], 2 * s4), word(wv[2], wv[3], 2 * s4),
-                                       word(wv[0], wv[1], 2 * s4 + 1), word(wv[2], wv[3], 2 * s4 + 1)};
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) {
-                    const uint32_t bb[2] = {word(xv[nt][0], xv[nt][1], 2 * s4), word(xv[nt][0], xv[nt][1], 2 * s4 + 1)};
-                    mma_bf16_16816(acc[nt], a, bb);
-                }
-            }
+            kblock_mma<NT>(acc, wv, xv);
         }
-        if (active) {
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++) {
-                red[warp][g][nt * 8 + 2 * c] = acc[nt][0];
-                red[warp][g][nt * 8 + 2 * c + 1] = acc[nt][1];
-                red[warp][g + 8][nt * 8 + 2 * c] = acc[nt][2];
-                red[warp][g + 8][nt * 8 + 2 * c + 1] = acc[nt][3];
-            }
-        }
+        if (active) store_fragment<NT>(red, acc);
         gemv_rows R;
         const bf16 *wA, *wB;
         bool okA, okB;
