@@ -23,6 +23,7 @@
 #                fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4,
 #                fused-graphs-v5: the fused step with gemv.cu's version 1, 2, 3, 4 or 5 (v5: the fused step up to batch
 #                16, its ring kernel at 9-16; fused-graphs-v5s4, -v5s8: 4 or 8 ring slots a warp, not in "all");
+#                fused-graphs-v6: with version 6 (v5's tiles from TMA stages, batch 9-16, sm_90);
 #                fused-graphs takes the default, 3; fused-graphs-chain:
 #                with ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8
 #                (the decode attention's combine kernel, or its clusters); fused-graphs-attno: with
@@ -58,9 +59,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32" >&2; exit 2; }
-            DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
-            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-v5, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32" >&2; exit 2 ;; esac
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32" >&2; exit 2; }
+            DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
+            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-v5, fused-graphs-v6, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -174,6 +175,7 @@ if [ -n "$DECODE" ]; then
             fused-graphs-v5) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=5) ;;
             fused-graphs-v5s4) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=5 ORTHROS_GEMV5_STAGES=4) ;;
             fused-graphs-v5s8) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=5 ORTHROS_GEMV5_STAGES=8) ;;
+            fused-graphs-v6) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6) ;;
             fused-graphs-chain) envs=("${fused[@]}" ORTHROS_DECODE_CHAIN=1) ;;
             fused-graphs-attn7) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=7) ;;
             fused-graphs-attn8) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=8) ;;
@@ -228,7 +230,7 @@ echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
     decode_default decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
-    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
+    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_anchor \
     decode_anchor_compiled; do
     case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac

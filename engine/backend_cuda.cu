@@ -1034,7 +1034,7 @@ static int select_kernels(orthros_device_info *info)
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch with
  * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with
- * ORTHROS_DECODE_MLP=1 (2) in the fused mode. ORTHROS_GEMV_VERSION (1 to 5; unset: 3) chooses gemv.cu's version,
+ * ORTHROS_DECODE_MLP=1 (2) in the fused mode. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
  * process-wide, as the attention kernels' variables do (set_version_from_env). */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
@@ -1206,7 +1206,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->download_ints = cuda_download_ints;
     be->embed_dev = cuda_embed_dev;
     be->argmax_dev = cuda_argmax_dev;
-    be->fused_max_rows = orthros_gemv_version() == 5 ? CUDA_FUSED_MAX_ROWS_V5 : CUDA_FUSED_MAX_ROWS;
+    be->fused_max_rows = orthros_gemv_version() >= 5 ? CUDA_FUSED_MAX_ROWS_V5 : CUDA_FUSED_MAX_ROWS;
     be->norm_gemm = cuda_norm_gemm;
     be->gemm_add = cuda_gemm_add;
     be->norm_gemm_swiglu = cuda_norm_gemm_swiglu;

@@ -53,3 +53,10 @@ int orthros_cuda_sm90a_available(void)
     int major, minor;
     return (probe(&major, &minor) & PROBE_SM90A) && major == 9 && minor == 0;
 }
+
+int orthros_cuda_device_present(void)
+{
+    int major, minor;
+    probe(&major, &minor);
+    return major > 0;
+}

@@ -34,6 +34,8 @@
  * 1 when this binary has code of compute capability 9.0 or later for the current device and it runs it (TMA,
  * mbarriers: decode v6 / v7), else 0. */
 extern "C" int orthros_cuda_sm90_available(void);
+/* 1 when there is a current device at all (whatever its compute capability), else 0; from the same probe. */
+extern "C" int orthros_cuda_device_present(void);
 /* 1 when this binary carries sm_90a code (wgmma: prefill v5-v7, linear prefill v7) and the current device runs it
  * (compute capability 9.0), else 0. */
 extern "C" int orthros_cuda_sm90a_available(void);

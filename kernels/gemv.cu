@@ -45,7 +45,11 @@
  *       (0.990 / 1.966 / 4.455), the kernel 34.1 us a layer at 1B against 32.2 for the two products; opt-in.
  *   v5 (ORTHROS_GEMV_VERSION=5: batch 9-16, v3 below; opt-in): gemv5_kernel below, v1's tiles fed through a ring of
  *       cp.async slots a warp, persistent blocks of one an SM (docs/kernels.md, "Version 5 of the GEMV"); with it the
- *       cuda backend runs the fused step up to batch 16.
+ *       cuda backend runs the fused step up to batch 16. H200 (c5743d6, data/results/h200-2026-12-03-gemv-v5): the
+ *       batch-16 step's products 1.486 / 7.311 ms at 1B / 8B against cuBLAS's 0.841 / 4.034; bound by its
+ *       instructions.
+ *   v6 (ORTHROS_GEMV_VERSION=6: batch 9-16, v3 below; sm_90; opt-in): gemv6_kernel below, v5's grid and tiles with
+ *       the weights asked by the TMA, a box of a row tile's k-block a stage, and read with ldmatrix.
  */
 #include "gemv.h"
 
@@ -684,6 +688,125 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
     }
     cp_async_wait<0>();
     if (p.epilogue == ORTHROS_GEMV_ARGMAX) argmax_finish(p, scratch_of(p.scratch), &last);
+}
+
+/* ---- v6: v1's tiles at batch 9-16, the weights by TMA into a ring of the block's stages, persistent ----
+ * v5 was bound by its instructions (about 187 a warp's 2 KB k-block: each lane's copies, their addresses, the waits;
+ * docs/kernels.md, "Version 5 of the GEMV"). Here no lane copies a weight byte: thread 0 asks each stage, one k-block
+ * (64 k) of a row tile's MT rows, as a 2-d TMA box of 64 k x MT rows (SWIGLU: a box of the gate rows and one of the
+ * up rows) into a ring of pl.rs stages, 128-byte swizzled, each completing on its full mbarrier. Warp (t, sl) of the
+ * TM x WS warps takes the stages whose k-block is sl mod WS and from each its 16 rows: four ldmatrix.x4 (A
+ * fragments, conflict-free under the swizzle), four of the staged input (B fragments of both n-tiles), eight mma; then
+ * frees the stage on its empty mbarrier (TM warps a stage). The grid, the staged input and the tile ends are v5's:
+ * block b takes split b % KS and row tiles b / KS, + bps, ...; the ring streams across the tiles' seams, so a tile's
+ * end (tile_finish: the same sums, partials, tickets and epilogues as v1) runs under the next tile's copies.
+ * Thread 0 refills a stage's slot once its consumers have freed it, after its own warp's stage q only the slots of
+ * stages up to q (those are freed before any block barrier, so its wait cannot hold the block), and at each tile's
+ * start the slots of the tiles before. Input rows past n read row n - 1 (their columns are never written). */
+#define GEMV6_SMEM_MAX (200 * 1024) /* the ring, its 1024-byte alignment and the staged input of one block */
+#define GEMV6_STAGES_MAX 16
+
+struct gemv6_plan {
+    CUtensorMap w; /* W [M][K], boxes of 64 k x (MT or, for SWIGLU, MT / 2) rows, 128-byte swizzled */
+    gemv_plan pl;  /* pl.rs: the ring's stages */
+};
+
+static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const orthros_gemv_params p,
+                                                                       const __grid_constant__ gemv6_plan gp)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const gemv_plan &pl = gp.pl;
+    extern __shared__ __align__(16) unsigned char smem6[]; /* ring [rs][SB] from a 1024-aligned byte | x [n][pl.xs] */
+    __shared__ float red[GEMV_WARPS][16][17];
+    __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];
+    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
+    __shared__ __align__(8) unsigned long long bars[2 * GEMV6_STAGES_MAX]; /* full [S], then empty [S] */
+    __shared__ int last;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n;
+    const int KS = pl.KS, ks = blockIdx.x % KS, bps = gridDim.x / KS, b0 = blockIdx.x / KS;
+    const int nkb = (p.K + 63) / 64, kb_lo = ks * pl.kbs, nk = min(nkb, kb_lo + pl.kbs) - kb_lo;
+    const int ntiles = b0 < pl.nblk ? (pl.nblk - b0 + bps - 1) / bps : 0, total = ntiles * nk;
+    const int S = pl.rs, TM = pl.TM, WS = pl.WS, t = warp % TM, sl = warp / TM, active = warp < TM * WS;
+    const bool swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU;
+    const uint32_t SB = (uint32_t)pl.MT * 128u, base = smem_addr(smem6), ring = (base + 1023u) & ~1023u;
+    unsigned char *xs = smem6 + (ring - base) + (size_t)S * SB;
+    const uint32_t full0 = smem_addr(bars), empty0 = full0 + 8u * GEMV6_STAGES_MAX;
+
+    /* stage q of the block's stream: tile q / nk, its k-block q % nk, slot q % S (thread 0 alone) */
+    int next = 0;
+    auto refill = [&](int upto) { /* every stage whose slot's previous stage is at most upto */
+        for (; next < total && next - S <= upto; next++) {
+            const int j = next / nk, i = next - j * nk, s = next % S, bx = b0 + j * bps, k0 = (kb_lo + i) * 64;
+            if (next >= S) mbar_wait(empty0 + 8u * s, (uint32_t)((next / S - 1) & 1));
+            const uint32_t dst = ring + (uint32_t)s * SB, fb = full0 + 8u * s;
+            mbar_expect_tx(fb, SB);
+            if (swiglu) {
+                const int m0 = bx * (pl.MT / 2);
+                tma_load_2d(dst, &gp.w, fb, k0, m0);
+                tma_load_2d(dst + SB / 2, &gp.w, fb, k0, p.M / 2 + m0);
+            } else {
+                tma_load_2d(dst, &gp.w, fb, k0, bx * pl.MT);
+            }
+        }
+    };
+    pdl_trigger();
+    ring_init(full0, empty0, S, TM);
+    if (tid == 0) refill(-1); /* the first S stages, while the input is staged */
+    /* Nothing an earlier kernel writes is read or written above this line. */
+    pdl_wait();
+    stage_input<false, 0, 8>(p, xs, pl.xs, rs, kb_lo * 64, pl.kbs * 8); /* ends in a block barrier */
+
+    /* the lane's ldmatrix rows: A row t 16 + (lane % 8) + 8 ((lane / 8) % 2), 16-byte chunk 2 s + lane / 16; B (the
+     * input) row (lane % 8) + 8 (lane / 16), chunk 2 s + (lane / 8) % 2 */
+    uint32_t aoff[4];
+    {
+        const int ar = t * 16 + (lane % 8) + 8 * ((lane / 8) % 2);
+#pragma unroll
+        for (int s = 0; s < 4; s++) aoff[s] = swz128(ar, 2 * s + lane / 16);
+    }
+    const int xr = min((lane % 8) + 8 * (lane / 16), n - 1);
+    const uint32_t xb = smem_addr(xs) + (uint32_t)(xr * pl.xs) + (uint32_t)(((lane / 8) % 2) * 16);
+
+    for (int j = 0; j < ntiles; j++) {
+        const int bx = b0 + j * bps;
+        if (tid == 0) refill(j * nk - 1); /* the tiles before are all consumed (the block barrier of their ends) */
+        float acc[2][4];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+        if (active) {
+            int q = j * nk + sl, slot = q % S, phase = (q / S) & 1;
+            for (int i = sl; i < nk; i += WS, q += WS) {
+                mbar_wait(full0 + 8u * slot, (uint32_t)phase);
+                const uint32_t st = ring + (uint32_t)slot * SB, xk = xb + (uint32_t)(i * 128);
+#pragma unroll
+                for (int s = 0; s < 4; s++) {
+                    uint32_t a[4], b[4];
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                                 : "r"(st + aoff[s]));
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                                 : "r"(xk + (uint32_t)(s * 32)));
+                    mma_bf16_16816(acc[0], a, b);
+                    mma_bf16_16816(acc[1], a, b + 2);
+                }
+                __syncwarp();
+                if (lane == 0) mbar_arrive(empty0 + 8u * slot);
+                if (tid == 0) refill(q);
+                __syncwarp(); /* ldmatrix is .aligned: warp 0 reconverged after its lane 0's waits */
+                for (slot += WS; slot >= S; slot -= S) phase ^= 1;
+            }
+            store_fragment<2>(red, acc);
+        }
+        gemv_rows R;
+        R.swiglu = swiglu, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
+        R.m0 = swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
+        tile_finish<2>(p, pl, R, bx, ks, red, tile, last, false);
+        __syncthreads(); /* red and tile are written again by the next tile */
+    }
+    if (p.epilogue == ORTHROS_GEMV_ARGMAX) argmax_finish(p, scratch_of(p.scratch), &last);
+#endif
 }
 
 /* ---- v2: batch 1-4 on CUDA cores, two weight rows a warp over all of K (or a slice of it) ----
@@ -1964,7 +2087,7 @@ template <int KK> static int launch_mlp_ring(const orthros_gemv_params *p, const
     mlp_ring_plan rp;
     memset(&rp, 0, sizeof rp);
     rp.pl = *pl;
-    const int rc = tma_matrix_map(&rp.down, p->W_down, KK, p->M / 2, MLP_S, 256, "gemv mlp ring");
+    const int rc = tma_matrix_map(&rp.down, p->W_down, KK, p->M / 2, MLP_S, 256, 0, "gemv mlp ring");
     if (rc) return rc;
     return launch_gemv(mlp_ring_kernel<KK>, &attr, (int)mlp_ring_smem(KK), dim3((unsigned)pl->blocks), p, &rp,
                        mlp_ring_smem(KK), stream, MLP_RING_THREADS);
@@ -1982,10 +2105,10 @@ static int launch_mlp(const orthros_gemv_params *p, const mlp_plan *pl, cudaStre
     }
 }
 
-/* The version in use: 0 (unset) is the default, 3; v2 and v3 take the calls their plan takes, v1 the rest (v5: v3's
- * calls, then its ring kernel, then v1). */
+/* The version in use: 0 (unset) is the default, 3; v2 and v3 take the calls their plan takes, v1 the rest (v5, v6:
+ * v3's calls, then the version's ring kernel, then v1). */
 #define GEMV_LATEST 3
-#define GEMV_MAX_VERSION 5
+#define GEMV_MAX_VERSION 6
 static int gemv_version_set = 0;
 
 int orthros_gemv_set_version(int v)
@@ -2106,6 +2229,66 @@ static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
     return 0;
 }
 
+/* v6's rows a tile where the epilogue leaves the choice: ORTHROS_GEMV6_ROWS (32, 64 or 128), else 0, the plan's. */
+static int gemv6_rows(void)
+{
+    const char *e = getenv("ORTHROS_GEMV6_ROWS");
+    return e && (!strcmp(e, "32") || !strcmp(e, "64") || !strcmp(e, "128")) ? atoi(e) : 0;
+}
+
+/* v6's plan (host): v5's grid (KS splits times bps blocks a split, one block an SM, the input always staged) with row
+ * tiles of MT = 16 TM rows, TM 2, 4 or 8 (a head for ROPE, 8 for ARGMAX, gemv6_rows's if set), TM and the split chosen by
+ * v5's cost (the busiest block's tiles times their rows' k-blocks plus a fixed cost a tile; on a tie the most
+ * blocks); then the most stages of MT x 128 bytes (up to 16) that fit beside the staged input, at least two. The TMA
+ * needs sm_90: where a device is present and is not, v6 does not take the call (without a device the plan is the one
+ * an sm_90 device gets). */
+static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
+{
+    if (orthros_cuda_device_present() && !orthros_cuda_sm90_available()) return ORTHROS_EUNSUPPORTED;
+    const bool fixed = p->epilogue == ORTHROS_GEMV_ROPE || p->epilogue == ORTHROS_GEMV_ARGMAX;
+    const int rows = gemv6_rows();
+    int tms[3] = {2, 4, 8}, ntm = 3;
+    if (fixed) tms[0] = p->epilogue == ORTHROS_GEMV_ROPE ? p->d / 16 : 8, ntm = 1;
+    else if (rows) tms[0] = rows / 16, ntm = 1;
+    if (tms[0] < 1 || tms[0] > 8) return ORTHROS_EUNSUPPORTED;
+    const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132;
+    long best_cost = -1;
+    int bTM = 0, bKS = 0, bblocks = 0;
+    for (int a = 0; a < ntm; a++) {
+        const int TM = tms[a], MT = 16 * TM;
+        const int nblk = p->epilogue == ORTHROS_GEMV_ROPE     ? p->M / p->d
+                         : p->epilogue == ORTHROS_GEMV_SWIGLU ? ceil_div(p->M / 2, MT / 2)
+                                                              : ceil_div(p->M, MT);
+        for (int KS = 1; KS <= 32 && KS <= nkb; KS++) {
+            const int kbs = ceil_div(nkb, KS);
+            if (ceil_div(nkb, kbs) != KS) continue; /* the same split as a smaller KS */
+            const size_t xs = (size_t)kbs * 128 + 16;
+            if (1024 + 2 * (size_t)MT * 128 + (size_t)p->n * xs > GEMV6_SMEM_MAX) continue;
+            if (KS > 1 && (nblk > GEMV_TICKETS || (size_t)nblk * KS * MT * 16 * sizeof(float) > GEMV_PARTIAL_BYTES))
+                continue;
+            const int bps = nblk < sms / KS ? nblk : sms / KS > 1 ? sms / KS : 1;
+            const long cost = (long)ceil_div(nblk, bps) * ((long)kbs * MT + (KS > 1 ? 256 : 128));
+            if (best_cost < 0 || cost < best_cost || (cost == best_cost && bps * KS > bblocks))
+                best_cost = cost, bTM = TM, bKS = KS, bblocks = bps * KS;
+        }
+    }
+    if (!bTM) return ORTHROS_EUNSUPPORTED;
+    pl->TM = bTM, pl->WS = GEMV_WARPS / bTM, pl->MT = 16 * bTM;
+    pl->nblk = p->epilogue == ORTHROS_GEMV_ROPE     ? p->M / p->d
+               : p->epilogue == ORTHROS_GEMV_SWIGLU ? ceil_div(p->M / 2, pl->MT / 2)
+                                                    : ceil_div(p->M, pl->MT);
+    pl->kbs = ceil_div(nkb, bKS);
+    pl->KS = bKS;
+    pl->xs = pl->kbs * 128 + 16; /* +16: the 8 rows one ldmatrix reads start in distinct bank groups */
+    pl->bps = bblocks / bKS;
+    const size_t sb = (size_t)pl->MT * 128, room = GEMV6_SMEM_MAX - 1024 - (size_t)p->n * pl->xs;
+    pl->rs = room / sb < GEMV6_STAGES_MAX ? (int)(room / sb) : GEMV6_STAGES_MAX;
+    pl->smem = 1024 + (size_t)pl->rs * sb + (size_t)p->n * pl->xs;
+    return 0;
+}
+
+static int choose_plan(const orthros_gemv_params *p, gemv2_plan *pl2, gemv_plan *pl);
+
 int orthros_gemv_supported(const orthros_gemv_params *p)
 {
     if (p->n < 1 || p->n > ORTHROS_GEMV_MAX_ROWS || p->M < 1 || p->K < 8 || p->K % 8 || !p->W || !p->x) return 0;
@@ -2134,7 +2317,8 @@ int orthros_gemv_supported(const orthros_gemv_params *p)
     default: return 0;
     }
     gemv_plan pl;
-    return make_plan(p, &pl) == 0;
+    gemv2_plan pl2;
+    return make_plan(p, &pl) == 0 || choose_plan(p, &pl2, &pl) == 6; /* v6 also takes calls v1 cannot */
 }
 
 template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
@@ -2151,16 +2335,30 @@ template <int NT, int RS> static int launch5(const orthros_gemv_params *p, const
                        pl->smem, stream);
 }
 
+static int launch6(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
+{
+    static bool attr = false;
+    gemv6_plan gp;
+    memset(&gp, 0, sizeof gp);
+    gp.pl = *pl;
+    const int rows = p->epilogue == ORTHROS_GEMV_SWIGLU ? pl->MT / 2 : pl->MT;
+    const int rc = tma_matrix_map(&gp.w, p->W, p->M, p->K, 64, rows, 1, "gemv v6");
+    if (rc) return rc;
+    return launch_gemv(gemv6_kernel, &attr, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp, pl->smem,
+                       stream);
+}
+
 /* The plan a call gets with the version in use, for the launch and its description alike: 4 (pl2: the v4 kernel, batch
- * 1-4 with the input staged within 64 KB, version 4), 2 (pl2: the v2 kernel, versions 2 and 3, and 4 where v4 does
- * not take the call: v3's plan) or 1 (pl: v1's, made only where neither takes the call), else make_plan's error code
- * (negative). */
+ * 1-4 with the input staged within 64 KB, version 4), 2 (pl2: the v2 kernel, versions 2 and 3, and 4-6 where v4 does
+ * not take the call: v3's plan), 5 or 6 (pl: the v5 or v6 kernel at its version) or 1 (pl: v1's, made only where
+ * none of those takes the call), else make_plan's error code (negative). */
 static int choose_plan(const orthros_gemv_params *p, gemv2_plan *pl2, gemv_plan *pl)
 {
     const int version = orthros_gemv_version();
     if (version == 4 && make_plan2(p, pl2, 4) == 0) return 4;
     if (version >= 2 && make_plan2(p, pl2, version < 4 ? version : 3) == 0) return 2;
     if (version == 5 && make_plan5(p, pl) == 0) return 5;
+    if (version == 6 && make_plan6(p, pl) == 0) return 6;
     const int rc = make_plan(p, pl);
     return rc ? rc : 1;
 }
@@ -2194,6 +2392,13 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
                  pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.smem);
         return 0;
     }
+    if (kind == 6) {
+        snprintf(buf, cap,
+                 "v6: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks "
+                 "(%d tiles a block at most), %d stages of %d B, %zu B shared",
+                 pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.MT * 128, pl.smem);
+        return 0;
+    }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;
     snprintf(buf, cap, "v1: %d rows a block, %d blocks x %d K splits of %d k-blocks, %zu B staged", pl.MT, pl.nblk,
              pl.KS, pl.kbs, pl.smem);
@@ -2224,6 +2429,7 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
         return S == 4 ? launch5<2, 4>(p, &pl, stream) : S == 8 ? launch5<2, 8>(p, &pl, stream)
                                                              : launch5<2, 6>(p, &pl, stream);
     }
+    if (kind == 6) return launch6(p, &pl, stream);
     if (kind != 1) return orthros_error(kind, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
     const bool xs = p->norm_w != NULL;
     if (p->n <= 8) return xs ? launch<1, true>(p, &pl, stream) : launch<1, false>(p, &pl, stream);

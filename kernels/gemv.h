@@ -87,7 +87,8 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
  * decode step 3-5% faster than with 2: data/results/h200-2026-12-02-decode-v3), 4 v3's groups with a round always
  * in flight at batch 1-4, v3 above (slower on the H200: data/results/h200-2026-12-02-decode-profile), 5 v3 at
  * batch 1-8 and above it v1's tensor-core tiles fed through a ring of cp.async slots a warp in shared memory (the
- * input always staged, one block an SM), v1 where that plan does not fit. */
+ * input always staged, one block an SM), v1 where that plan does not fit, 6 as 5 with the weights asked by the TMA
+ * into a ring of the block's stages and read with ldmatrix (sm_90; v1 where there is a device and it is not). */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,

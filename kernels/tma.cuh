@@ -101,9 +101,10 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 tma_encoder(void)
 }
 
 /* A matrix [rows][cols] bf16 (cols innermost, row stride cols) as a 2-d tensor read in boxes of box_cols x box_rows,
- * unswizzled (a box lands row after row), zeros outside. `who` names the kernel in errors. */
+ * unswizzled (a box lands row after row) or with swz128 the 128-byte swizzle (box_cols 64: swz128's layout above, the
+ * box's destination 1024-aligned), zeros outside. `who` names the kernel in errors. */
 static inline int tma_matrix_map(CUtensorMap *m, const void *W, int rows, int cols, int box_cols, int box_rows,
-                                 const char *who)
+                                 int swz128, const char *who)
 {
     PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
     if (!enc) return orthros_error(ORTHROS_EDEVICE, "%s: no cuTensorMapEncodeTiled in the driver", who);
@@ -112,7 +113,8 @@ static inline int tma_matrix_map(CUtensorMap *m, const void *W, int rows, int co
     cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
     cuuint32_t estr[2] = {1, 1};
     CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)W, dims, strides, box, estr,
-                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, swz128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return orthros_error(ORTHROS_EDEVICE, "%s: cuTensorMapEncodeTiled failed (%d)", who, (int)r);
     return 0;

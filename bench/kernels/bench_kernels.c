@@ -802,19 +802,21 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
     } ps[] = {{"qkv", (Hq + 2 * Hkv) * d, D}, {"o", D, Hq * d}, {"gate_up", 2 * F, D}, {"down", D, F}, {"head", V, D}};
     /* fused-v1, fused-v2, fused-v4, fused-v5: the fused op with gemv.cu's version 1 alone (the tensor-core kernel),
      * with version 2 (v3's kernel at batch 1-4, another plan), with version 4 (v3's groups pipelined, batch 1-4) and
-     * with version 5 (v1's tiles through a ring of cp.async slots, batch 9-16: not timed below 9, where it is v3),
-     * beside the default (version 3, gemv_version 0) */
+     * with version 5 (v1's tiles through a ring of cp.async slots, batch 9-16: not timed below 9, where it is v3)
+     * and with version 6 (v5's tiles from TMA stages, batch 9-16 likewise), beside the default (version 3,
+     * gemv_version 0) */
     const struct {
         const char *kind;
         orthros_backend *b;
         int gemv_version;
     } ks[] = {{"cublas", be, 0},    {"gemv", gemv_be, 0}, {"fused", be, 0},   {"fused-pdl", pdl_be, 0},
-              {"fused-v1", be, 1}, {"fused-v2", be, 2},  {"fused-v4", be, 4}, {"fused-v5", be, 5}};
+              {"fused-v1", be, 1}, {"fused-v2", be, 2},  {"fused-v4", be, 4}, {"fused-v5", be, 5},
+              {"fused-v6", be, 6}};
     enum { NK = sizeof ks / sizeof *ks };
     double sum[NK] = {0}, floor_s = 0;
     for (int k = 0; k < NK; k++)
         for (int i = 0; i < 5; i++) {
-            if (ks[k].gemv_version == 5 && n <= 8) continue;
+            if (ks[k].gemv_version >= 5 && n <= 8) continue;
             size_t before = out_file.n_cells;
             must(orthros_gemv_set_version(ks[k].gemv_version), "gemv version");
             bench_gemv_case(ks[k].b, model, ps[i].proj, ks[k].kind, n, ps[i].M, ps[i].K, Hq, Hkv, d);

@@ -3,8 +3,8 @@
 batch, cache depth) the time of one decode step of the batch in each mode (plain: the eager step; graphs:
 ORTHROS_DECODE_GRAPHS=1; graphs+gemv: with ORTHROS_GEMV=1; fused+graphs: ORTHROS_DECODE_FUSED=1 and graphs;
 fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent launch; fused-graphs-v1, -v2, -v3, -v4,
--v5: the fused step with gemv.cu's version 1, 2, 3, 4 or 5, ORTHROS_GEMV_VERSION (-v5s4, -v5s8: v5 with 4 or 8 ring
-slots a warp, ORTHROS_GEMV5_STAGES); fused-graphs-chain: with
+-v5, -v6: the fused step with gemv.cu's version 1, 2, 3, 4, 5 or 6, ORTHROS_GEMV_VERSION (-v5s4, -v5s8: v5 with 4 or
+8 ring slots a warp, ORTHROS_GEMV5_STAGES); fused-graphs-chain: with
 ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8; fused-graphs-attno: with
 ORTHROS_DECODE_ATTN_O=1; fused-graphs-opdl0, -opdl2: with ORTHROS_DECODE_O_PDL=0 or 2; fused-graphs-apdl: with
 ORTHROS_DECODE_ATTN_PDL=1; fused-graphs-mlp, -mlpring: with ORTHROS_DECODE_MLP=1 or 2; fused-graphs-chainring: with
@@ -31,7 +31,7 @@ import sys
 # another thing now; each file's kernels line says what ran). A mode not listed is shown after these, by name.
 MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-graphs-pdl", "fused-graphs-v1",
          "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-v4", "fused-graphs-v5", "fused-graphs-v5s4",
-         "fused-graphs-v5s8", "fused-graphs-chain", "fused-graphs-attn7",
+         "fused-graphs-v5s8", "fused-graphs-v6", "fused-graphs-chain", "fused-graphs-attn7",
          "fused-graphs-attn8", "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl2",
          "fused-graphs-apdl", "fused-graphs-mlp", "fused-graphs-mlpring", "fused-graphs-chainring", "fused-graphs-mlp2",
          "fused-graphs-l2pf", "fused-graphs-l2pf-last", "fused-graphs-l2pf32", "fused-graphs-norm1", "fused-graphs-norm3",

@@ -210,7 +210,7 @@ static void test_fused_ops(orthros_backend *be)
 
 /* ---- whole decodes in each mode ---- */
 
-/* V5_B: the batch of the cuda test of gemv.cu's version 5, whose ring kernel takes batch 9-16 */
+/* V5_B: the batch of the cuda test of gemv.cu's versions 5 and 6, whose ring kernels take batch 9-16 */
 enum { STEPS = 10, MAX_B = 3, V5_B = 16 };
 
 typedef struct {
@@ -734,14 +734,18 @@ static int cuda_models(int nspec, char **specs)
             }
         }
     }
-    /* gemv.cu's version 5 (ORTHROS_GEMV_VERSION=5): the fused step up to batch 16, its ring kernel at 9-16, against
-     * the plain step at batch 16 on the real shapes' first layers. The version is process-wide: the backend made
-     * with it sets it last (the plain step, the reference, runs no gemv.cu kernel). */
-    orthros_backend *v5 = NULL;
-    if (cuda_with("ORTHROS_GEMV_VERSION", "5", &v5) || v5->fused_max_rows < V5_B) {
-        CHECK(0, "cuda backend with ORTHROS_GEMV_VERSION=5: %s",
-              v5 ? "fused step below batch 16" : orthros_last_error());
-    } else {
+    /* gemv.cu's versions 5 and 6 (ORTHROS_GEMV_VERSION=5, 6): the fused step up to batch 16, the version's ring
+     * kernel at 9-16, against the plain step at batch 16 on the real shapes' first layers. The version is
+     * process-wide: the backend made with it sets it last (the plain step, the reference, runs no gemv.cu kernel). */
+    for (int v = 5; v <= 6; v++) {
+        orthros_backend *vb = NULL;
+        const char *vs = v == 5 ? "5" : "6";
+        if (cuda_with("ORTHROS_GEMV_VERSION", vs, &vb) || vb->fused_max_rows < V5_B) {
+            CHECK(0, "cuda backend with ORTHROS_GEMV_VERSION=%s: %s", vs,
+                  vb ? "fused step below batch 16" : orthros_last_error());
+            orthros_backend_free(vb);
+            continue;
+        }
         for (int f = 1; f <= 2; f++)
             for (size_t a = 0; a < tu_n_arch_cases; a++) {
                 const tu_arch_case *ac = &tu_arch_cases[a];
@@ -755,9 +759,9 @@ static int cuda_models(int nspec, char **specs)
                 const unsigned modes[] = {ORTHROS_DECODE_FUSED, ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS};
                 for (int w = 0; w < 2; w++) {
                     char label[200];
-                    snprintf(label, sizeof label, "%s %s B %d %s gemv v5", presets[f], ac->label, V5_B,
-                             w ? "fused + graphs" : "fused");
-                    if (run_decode(&got, v5, presets[f], &ao, modes[w], V5_B, 250, &ref)) {
+                    snprintf(label, sizeof label, "%s %s B %d %s gemv v%d", presets[f], ac->label, V5_B,
+                             w ? "fused + graphs" : "fused", v);
+                    if (run_decode(&got, vb, presets[f], &ao, modes[w], V5_B, 250, &ref)) {
                         CHECK(0, "%s: %s", label, orthros_last_error());
                         continue;
                     }
@@ -766,8 +770,8 @@ static int cuda_models(int nspec, char **specs)
                 }
                 run_free(&ref);
             }
+        orthros_backend_free(vb);
     }
-    orthros_backend_free(v5);
     orthros_backend_free(chain);
     orthros_backend_free(chain_ring);
     orthros_backend_free(attn_o);

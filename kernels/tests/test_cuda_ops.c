@@ -1631,6 +1631,8 @@ static void gemv_suite(void)
     test_fused_head(3, 300, 4104, -1);
     test_fused_head(12, 200, 2048, 4);
     test_fused_head(8, 1003, 2048, 2);
+    /* batch 16 with a long K staged whole (v6: 133 KB of input beside four TMA stages; v1 splits K) */
+    test_fused_head(16, 3000, 4104, 3);
     if (!quick) test_fused_head(2, 128256, 2048, -1);
 }
 
@@ -1936,8 +1938,8 @@ int main(void)
         gemv_suite();
         /* again with gemv.cu's version 1 alone, with version 2 (batch 1-4; the default, version 3, takes the same
          * kernel at batch 1-8 with another plan: U 4 at batch 1, a K split for the fullest waves) and with version 4
-         * (v3's groups pipelined, batch 1-4; v3 above), and with version 5 (the ring kernel at batch 9-16, v3 below)
-         * at each of its ring depths */
+         * (v3's groups pipelined, batch 1-4; v3 above), with version 5 (the ring kernel at batch 9-16, v3 below)
+         * at each of its ring depths, and with version 6 below */
         for (int v = 1; v <= 4; v += v == 2 ? 2 : 1) {
             printf("-- the gemv section again with gemv.cu's version %d\n", v);
             if (orthros_gemv_set_version(v)) die("gemv version");
@@ -1947,6 +1949,16 @@ int main(void)
             printf("-- the gemv section again with gemv.cu's version 5, %d ring slots a warp\n", slots);
             if (orthros_gemv_set_version(5) || orthros_gemv_set_ring_slots(slots)) die("gemv version 5");
             gemv_suite();
+        }
+        /* version 6 (the TMA ring at batch 9-16, sm_90; v1 elsewhere): the plan's rows a tile, then each forced */
+        const char *rows6[] = {NULL, "32", "64", "128"};
+        for (int r = 0; r < 4; r++) {
+            printf("-- the gemv section again with gemv.cu's version 6, %s rows a tile\n",
+                   rows6[r] ? rows6[r] : "the plan's");
+            if (rows6[r]) setenv("ORTHROS_GEMV6_ROWS", rows6[r], 1);
+            if (orthros_gemv_set_version(6)) die("gemv version 6");
+            gemv_suite();
+            unsetenv("ORTHROS_GEMV6_ROWS");
         }
         if (orthros_gemv_set_version(0) || orthros_gemv_set_ring_slots(0)) die("gemv version");
         gpu_gemv->destroy(gpu_gemv);

@@ -43,8 +43,8 @@ int main(void)
     const char *s;
     /* the default is version 3 */
     CHECK(orthros_gemv_version() == 3, "default version %d", orthros_gemv_version());
-    /* which version takes which batch: v2 1-4, v3 1-8 (the default), v5 9-16 at version 5, v1 the rest (and
-     * everything at version 1) */
+    /* which version takes which batch: v2 1-4, v3 1-8 (the default), v5 9-16 at version 5, v6 at 6, v1 the rest
+     * (and everything at version 1) */
     for (int n = 1; n <= 16; n++) {
         s = plan(0, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
         CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v1:"), "default, n %d: rc %d \"%s\"", n, rc, s);
@@ -58,6 +58,30 @@ int main(void)
         CHECK(rc == 0 && starts(s, n <= 4 ? "v4:" : n <= 8 ? "v3:" : "v1:"), "version 4, n %d: rc %d \"%s\"", n, rc, s);
         s = plan(5, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
         CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v5:"), "version 5, n %d: rc %d \"%s\"", n, rc, s);
+        s = plan(6, ORTHROS_GEMV_STORE, n, 2048, 2048, 0, 0, &rc);
+        CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v6:"), "version 6, n %d: rc %d \"%s\"", n, rc, s);
+    }
+    /* v6 (batch 9-16, TMA stages of a row tile's k-block): v5's grid; rows a tile 32, 64 or 128 by v5's cost (a head
+     * for ROPE, 128 for ARGMAX), the most stages up to 16 that fit beside the staged input, all within 200 KB. Not
+     * from make_plan: the 8B head at batch 16, whose staged input v1 cannot hold, is v6's. */
+    if (!getenv("ORTHROS_GEMV6_ROWS")) {
+        s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc); /* 1B O */
+        CHECK(rc == 0 && strstr(s, "v6: 32 rows a block, 64 row tiles x 2 K splits of 16 k-blocks, 128 blocks") &&
+                  strstr(s, "16 stages of 4096 B, 99584 B shared"),
+              "v6 1B o \"%s\"", s);
+        s = plan(6, ORTHROS_GEMV_SWIGLU, 16, 16384, 2048, 0, 1, &rc); /* 1B gate/up: 8 stages of 16 KB */
+        CHECK(rc == 0 && strstr(s, "128 rows a block, 128 row tiles x 1 K splits") &&
+                  strstr(s, "8 stages of 16384 B, 197888 B shared"),
+              "v6 1B gate_up \"%s\"", s);
+        s = plan(6, ORTHROS_GEMV_ROPE, 16, 6144, 4096, 128, 1, &rc); /* 8B q/k/v: a head a tile, 5 splits */
+        CHECK(rc == 0 && strstr(s, "128 rows a block, 48 row tiles x 5 K splits of 13 k-blocks, 130 blocks"),
+              "v6 8B qkv \"%s\"", s);
+        s = plan(6, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* 8B head: 131 KB staged, 4 stages */
+        CHECK(rc == 0 && strstr(s, "1002 row tiles x 1 K splits of 64 k-blocks, 132 blocks (8 tiles") &&
+                  strstr(s, "4 stages of 16384 B"),
+              "v6 8B head \"%s\"", s);
+        s = plan(5, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* v1's plan refuses it, and so v5 */
+        CHECK(rc == ORTHROS_EUNSUPPORTED, "v5 8B head: rc %d \"%s\"", rc, s);
     }
     /* v5 (batch 9-16): v1's row tiles (32 rows for SWIGLU), KS splits of K times as many blocks a split as fill one
      * block an SM, the split with the least time for the busiest block (its tiles' bytes and a fixed cost a tile), the
@@ -136,7 +160,7 @@ int main(void)
     s = plan(0, ORTHROS_GEMV_MLP, 1, 128, 64, 0, 1, &rc); /* F 64: two units, two blocks */
     CHECK(rc == 0 && strstr(s, "2 units") && strstr(s, "2 blocks"), "mlp F 64 \"%s\"", s);
     /* refusals: versions out of range, a K that is not a multiple of 8 (nothing written) */
-    CHECK(orthros_gemv_set_version(6) == ORTHROS_EINVAL, "version 6 taken");
+    CHECK(orthros_gemv_set_version(7) == ORTHROS_EINVAL, "version 7 taken");
     CHECK(orthros_gemv_set_version(-1) == ORTHROS_EINVAL, "version -1 taken");
     CHECK(orthros_gemv_version() == 3, "a refused version changed it: %d", orthros_gemv_version());
     s = plan(2, ORTHROS_GEMV_STORE, 1, 64, 12, 0, 0, &rc);
