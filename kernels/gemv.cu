@@ -99,7 +99,8 @@ static __device__ __forceinline__ gemv_scratch scratch_of(void *base)
 struct gemv_plan {
     int TM, WS, MT, nblk, KS, kbs, xs;
     size_t smem;
-    int bps, rs; /* v5: blocks a split, ring slots a warp */
+    int bps, rs; /* v5: blocks a split, ring slots a warp (v6: the ring's stages) */
+    int kst;     /* v6: k-blocks a stage */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -725,28 +726,31 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n;
     const int KS = pl.KS, ks = blockIdx.x % KS, bps = gridDim.x / KS, b0 = blockIdx.x / KS;
-    const int nkb = (p.K + 63) / 64, kb_lo = ks * pl.kbs, nk = min(nkb, kb_lo + pl.kbs) - kb_lo;
+    const int nkb = (p.K + 63) / 64, kb_lo = ks * pl.kbs, KB = pl.kst;
+    const int nk = (min(nkb, kb_lo + pl.kbs) - kb_lo + KB - 1) / KB; /* stages a tile */
     const int ntiles = b0 < pl.nblk ? (pl.nblk - b0 + bps - 1) / bps : 0, total = ntiles * nk;
     const int S = pl.rs, TM = pl.TM, WS = pl.WS, t = warp % TM, sl = warp / TM, active = warp < TM * WS;
     const bool swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU;
-    const uint32_t SB = (uint32_t)pl.MT * 128u, base = smem_addr(smem6), ring = (base + 1023u) & ~1023u;
+    const int BR = swiglu ? pl.MT / 2 : pl.MT; /* a box's rows */
+    const uint32_t SB = (uint32_t)(pl.MT * 128 * KB), base = smem_addr(smem6), ring = (base + 1023u) & ~1023u;
     unsigned char *xs = smem6 + (ring - base) + (size_t)S * SB;
     const uint32_t full0 = smem_addr(bars), empty0 = full0 + 8u * GEMV6_STAGES_MAX;
 
-    /* stage q of the block's stream: tile q / nk, its k-block q % nk, slot q % S (thread 0 alone) */
+    /* stage q of the block's stream: tile q / nk, its k-blocks from KB (q % nk), slot q % S (thread 0 alone); a
+     * stage is a box [KB][BR rows][64 k] (KB > 1: the 3-d map, K a multiple of 64), two for SWIGLU (gate, up) */
     int next = 0;
     auto refill = [&](int upto) { /* every stage whose slot's previous stage is at most upto */
         for (; next < total && next - S <= upto; next++) {
-            const int j = next / nk, i = next - j * nk, s = next % S, bx = b0 + j * bps, k0 = (kb_lo + i) * 64;
+            const int j = next / nk, i = next - j * nk, s = next % S, bx = b0 + j * bps, kb = kb_lo + i * KB;
             if (next >= S) mbar_wait(empty0 + 8u * s, (uint32_t)((next / S - 1) & 1));
             const uint32_t dst = ring + (uint32_t)s * SB, fb = full0 + 8u * s;
+            const int m0 = swiglu ? bx * BR : bx * pl.MT;
             mbar_expect_tx(fb, SB);
+            if (KB > 1) tma_load_3d(dst, &gp.w, fb, 0, m0, kb);
+            else tma_load_2d(dst, &gp.w, fb, kb * 64, m0);
             if (swiglu) {
-                const int m0 = bx * (pl.MT / 2);
-                tma_load_2d(dst, &gp.w, fb, k0, m0);
-                tma_load_2d(dst + SB / 2, &gp.w, fb, k0, p.M / 2 + m0);
-            } else {
-                tma_load_2d(dst, &gp.w, fb, k0, bx * pl.MT);
+                if (KB > 1) tma_load_3d(dst + SB / 2, &gp.w, fb, 0, p.M / 2 + m0, kb);
+                else tma_load_2d(dst + SB / 2, &gp.w, fb, kb * 64, p.M / 2 + m0);
             }
         }
     };
@@ -761,10 +765,13 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
      * input) row (lane % 8) + 8 (lane / 16), chunk 2 s + (lane / 8) % 2 */
     uint32_t aoff[4];
     {
-        const int ar = t * 16 + (lane % 8) + 8 * ((lane / 8) % 2);
+        /* the warp's rows in box t 16 / BR (SWIGLU: gate or up), k-block 0 of the stage */
+        const int ar = (t * 16) % BR + (lane % 8) + 8 * ((lane / 8) % 2);
+        const uint32_t box = (uint32_t)((t * 16) / BR) * (SB / (swiglu ? 2u : 1u));
 #pragma unroll
-        for (int s = 0; s < 4; s++) aoff[s] = swz128(ar, 2 * s + lane / 16);
+        for (int s = 0; s < 4; s++) aoff[s] = box + swz128(ar, 2 * s + lane / 16);
     }
+    const uint32_t kstride = (uint32_t)BR * 128u; /* the next k-block of a box */
     const int xr = min((lane % 8) + 8 * (lane / 16), n - 1);
     const uint32_t xb = smem_addr(xs) + (uint32_t)(xr * pl.xs) + (uint32_t)(((lane / 8) % 2) * 16);
 
@@ -778,18 +785,21 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
             int q = j * nk + sl, slot = q % S, phase = (q / S) & 1;
             for (int i = sl; i < nk; i += WS, q += WS) {
                 mbar_wait(full0 + 8u * slot, (uint32_t)phase);
-                const uint32_t st = ring + (uint32_t)slot * SB, xk = xb + (uint32_t)(i * 128);
+                for (int kk = 0; kk < KB; kk++) { /* past K (the last split's last stage): zeros in both */
+                    const uint32_t st = ring + (uint32_t)slot * SB + (uint32_t)kk * kstride;
+                    const uint32_t xk = xb + (uint32_t)((i * KB + kk) * 128);
 #pragma unroll
-                for (int s = 0; s < 4; s++) {
-                    uint32_t a[4], b[4];
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                                 : "r"(st + aoff[s]));
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-                                 : "r"(xk + (uint32_t)(s * 32)));
-                    mma_bf16_16816(acc[0], a, b);
-                    mma_bf16_16816(acc[1], a, b + 2);
+                    for (int s = 0; s < 4; s++) {
+                        uint32_t a[4], b[4];
+                        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                     : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                                     : "r"(st + aoff[s]));
+                        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                                     : "r"(xk + (uint32_t)(s * 32)));
+                        mma_bf16_16816(acc[0], a, b);
+                        mma_bf16_16816(acc[1], a, b + 2);
+                    }
                 }
                 __syncwarp();
                 if (lane == 0) mbar_arrive(empty0 + 8u * slot);
@@ -2236,10 +2246,29 @@ static int gemv6_rows(void)
     return e && (!strcmp(e, "32") || !strcmp(e, "64") || !strcmp(e, "128")) ? atoi(e) : 0;
 }
 
+/* v6's bytes a stage: ORTHROS_GEMV6_STAGE_KB (4, 8, 16, 32 or 64) KB, else 16 KB. */
+static int gemv6_stage_bytes(void)
+{
+    const char *e = getenv("ORTHROS_GEMV6_STAGE_KB");
+    const int kb = e ? atoi(e) : 0;
+    return (kb == 4 || kb == 8 || kb == 16 || kb == 32 || kb == 64) && e[strspn(e, "0123456789")] == '\0' ? kb << 10
+                                                                                                   : 16 << 10;
+}
+
+/* v6's k-blocks a stage at MT rows a tile: as many as make up the target bytes (1 to 8), where K is a multiple of 64
+ * (the 3-d map of k-blocks); else 1. */
+static int gemv6_kst(int K, int MT, int target)
+{
+    if (K % 64) return 1;
+    const int k = target / (MT * 128);
+    return k < 1 ? 1 : k > 8 ? 8 : k;
+}
+
 /* v6's plan (host): v5's grid (KS splits times bps blocks a split, one block an SM, the input always staged) with row
  * tiles of MT = 16 TM rows, TM 2, 4 or 8 (a head for ROPE, 8 for ARGMAX, gemv6_rows's if set), TM and the split chosen by
  * v5's cost (the busiest block's tiles times their rows' k-blocks plus a fixed cost a tile; on a tie the most
- * blocks); then the most stages of MT x 128 bytes (up to 16) that fit beside the staged input, at least two. The TMA
+ * blocks); a stage kst k-blocks of the tile (gemv6_kst), each split's k-blocks a multiple of kst; then the most
+ * stages of kst x MT x 128 bytes (up to 16) that fit beside the staged input, at least two. The TMA
  * needs sm_90: where a device is present and is not, v6 does not take the call (without a device the plan is the one
  * an sm_90 device gets). */
 static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
@@ -2251,19 +2280,19 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     if (fixed) tms[0] = p->epilogue == ORTHROS_GEMV_ROPE ? p->d / 16 : 8, ntm = 1;
     else if (rows) tms[0] = rows / 16, ntm = 1;
     if (tms[0] < 1 || tms[0] > 8) return ORTHROS_EUNSUPPORTED;
-    const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132;
+    const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132, target = gemv6_stage_bytes();
     long best_cost = -1;
     int bTM = 0, bKS = 0, bblocks = 0;
     for (int a = 0; a < ntm; a++) {
-        const int TM = tms[a], MT = 16 * TM;
+        const int TM = tms[a], MT = 16 * TM, kst = gemv6_kst(p->K, MT, target);
         const int nblk = p->epilogue == ORTHROS_GEMV_ROPE     ? p->M / p->d
                          : p->epilogue == ORTHROS_GEMV_SWIGLU ? ceil_div(p->M / 2, MT / 2)
                                                               : ceil_div(p->M, MT);
         for (int KS = 1; KS <= 32 && KS <= nkb; KS++) {
-            const int kbs = ceil_div(nkb, KS);
+            const int kbs = ceil_div(ceil_div(nkb, KS), kst) * kst;
             if (ceil_div(nkb, kbs) != KS) continue; /* the same split as a smaller KS */
             const size_t xs = (size_t)kbs * 128 + 16;
-            if (1024 + 2 * (size_t)MT * 128 + (size_t)p->n * xs > GEMV6_SMEM_MAX) continue;
+            if (1024 + 2 * (size_t)MT * 128 * kst + (size_t)p->n * xs > GEMV6_SMEM_MAX) continue;
             if (KS > 1 && (nblk > GEMV_TICKETS || (size_t)nblk * KS * MT * 16 * sizeof(float) > GEMV_PARTIAL_BYTES))
                 continue;
             const int bps = nblk < sms / KS ? nblk : sms / KS > 1 ? sms / KS : 1;
@@ -2277,11 +2306,13 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     pl->nblk = p->epilogue == ORTHROS_GEMV_ROPE     ? p->M / p->d
                : p->epilogue == ORTHROS_GEMV_SWIGLU ? ceil_div(p->M / 2, pl->MT / 2)
                                                     : ceil_div(p->M, pl->MT);
-    pl->kbs = ceil_div(nkb, bKS);
+    const int kst = gemv6_kst(p->K, pl->MT, target);
+    pl->kst = kst;
+    pl->kbs = ceil_div(ceil_div(nkb, bKS), kst) * kst;
     pl->KS = bKS;
     pl->xs = pl->kbs * 128 + 16; /* +16: the 8 rows one ldmatrix reads start in distinct bank groups */
     pl->bps = bblocks / bKS;
-    const size_t sb = (size_t)pl->MT * 128, room = GEMV6_SMEM_MAX - 1024 - (size_t)p->n * pl->xs;
+    const size_t sb = (size_t)pl->MT * 128 * kst, room = GEMV6_SMEM_MAX - 1024 - (size_t)p->n * pl->xs;
     pl->rs = room / sb < GEMV6_STAGES_MAX ? (int)(room / sb) : GEMV6_STAGES_MAX;
     pl->smem = 1024 + (size_t)pl->rs * sb + (size_t)p->n * pl->xs;
     return 0;
@@ -2342,7 +2373,8 @@ static int launch6(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream
     memset(&gp, 0, sizeof gp);
     gp.pl = *pl;
     const int rows = p->epilogue == ORTHROS_GEMV_SWIGLU ? pl->MT / 2 : pl->MT;
-    const int rc = tma_matrix_map(&gp.w, p->W, p->M, p->K, 64, rows, 1, "gemv v6");
+    const int rc = pl->kst > 1 ? tma_kblock_map(&gp.w, p->W, p->M, p->K, rows, pl->kst, "gemv v6")
+                               : tma_matrix_map(&gp.w, p->W, p->M, p->K, 64, rows, 1, "gemv v6");
     if (rc) return rc;
     return launch_gemv(gemv6_kernel, &attr, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp, pl->smem,
                        stream);
@@ -2395,8 +2427,9 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
     if (kind == 6) {
         snprintf(buf, cap,
                  "v6: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks "
-                 "(%d tiles a block at most), %d stages of %d B, %zu B shared",
-                 pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.MT * 128, pl.smem);
+                 "(%d tiles a block at most), %d stages of %d k-blocks (%d B), %zu B shared",
+                 pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.kst,
+                 pl.MT * 128 * pl.kst, pl.smem);
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;

@@ -1602,10 +1602,11 @@ static void gemv_suite(void)
     test_gemv_plain(5, 2048, 8192, 0);
     test_gemv_plain(1, 50000, 2048, 1);
     /* the fused ops: the staged input split over blocks (n 16, K 4104), the composition path (n 17), split K at one
-     * n-tile for every epilogue (n 5, M 40, K 4104: gemm_add's residual add after split K) */
+     * n-tile for every epilogue (n 5, M 40, K 4104: gemm_add's residual add after split K); K 3008 (47 k-blocks:
+     * v6's stages of several k-blocks, the last split's last stage past K) */
     const int fs[][3] = {{1, 37, 72}, {3, 1003, 200}, {8, 64, 2048}, {9, 2048, 2048}, {16, 1000, 4104}, {16, 8, 8},
                          {17, 100, 64}, {1, 8192, 2048}, {5, 40, 4104}, {2, 2048, 8192}, {4, 6000, 4096}, {1, 3, 4104},
-                         {11, 129, 8200}, {15, 777, 3000}, {12, 2048, 2056}, {16, 2048, 8192}};
+                         {11, 129, 8200}, {15, 777, 3000}, {12, 2048, 2056}, {16, 2048, 8192}, {13, 777, 3008}};
     for (size_t i = 0; i < sizeof fs / sizeof *fs; i++) {
         if (quick && fs[i][1] * fs[i][2] > 4000000) continue;
         test_fused_products(fs[i][0], fs[i][1], fs[i][2]);
