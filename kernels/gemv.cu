@@ -2264,13 +2264,23 @@ static int gemv6_kst(int K, int MT, int target)
     return k < 1 ? 1 : k > 8 ? 8 : k;
 }
 
+/* The fewest stages v6's ring may have with TM row tiles (WS = 8 / TM k-slices): WS, and at least 2. Stage q is
+ * slice q mod WS's; with a multiple of WS stages every slot is always the same slice's, so that a consumer waits on
+ * a slot only after its previous use there (the mbarrier's parity tells one phase from the next, not from the one
+ * after), and thread 0, which refills up to S stages past its own, always reaches its slice's next stage. */
+static int gemv6_min_stages(int TM)
+{
+    const int WS = GEMV_WARPS / TM;
+    return WS > 2 ? WS : 2;
+}
+
 /* v6's plan (host): v5's grid (KS splits times bps blocks a split, one block an SM, the input always staged) with row
  * tiles of MT = 16 TM rows, TM 2, 4 or 8 (a head for ROPE, 8 for ARGMAX, gemv6_rows's if set), TM and the split chosen by
  * v5's cost (the busiest block's tiles times their rows' k-blocks plus a fixed cost a tile; on a tie the most
  * blocks); a stage kst k-blocks of the tile (gemv6_kst), each split's k-blocks a multiple of kst; then the most
- * stages of kst x MT x 128 bytes (up to 16) that fit beside the staged input, at least two. The TMA
- * needs sm_90: where a device is present and is not, v6 does not take the call (without a device the plan is the one
- * an sm_90 device gets). */
+ * stages of kst x MT x 128 bytes (up to 16, a multiple of WS, at least gemv6_min_stages) that fit beside the
+ * staged input. The TMA needs sm_90: where a device is present and is not, v6 does not take the call (without a
+ * device the plan is the one an sm_90 device gets). */
 static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
 {
     if (orthros_cuda_device_present() && !orthros_cuda_sm90_available()) return ORTHROS_EUNSUPPORTED;
@@ -2292,7 +2302,7 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
             const int kbs = ceil_div(ceil_div(nkb, KS), kst) * kst;
             if (ceil_div(nkb, kbs) != KS) continue; /* the same split as a smaller KS */
             const size_t xs = (size_t)kbs * 128 + 16;
-            if (1024 + 2 * (size_t)MT * 128 * kst + (size_t)p->n * xs > GEMV6_SMEM_MAX) continue;
+            if (1024 + gemv6_min_stages(TM) * (size_t)MT * 128 * kst + (size_t)p->n * xs > GEMV6_SMEM_MAX) continue;
             if (KS > 1 && (nblk > GEMV_TICKETS || (size_t)nblk * KS * MT * 16 * sizeof(float) > GEMV_PARTIAL_BYTES))
                 continue;
             const int bps = nblk < sms / KS ? nblk : sms / KS > 1 ? sms / KS : 1;
@@ -2314,6 +2324,7 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     pl->bps = bblocks / bKS;
     const size_t sb = (size_t)pl->MT * 128 * kst, room = GEMV6_SMEM_MAX - 1024 - (size_t)p->n * pl->xs;
     pl->rs = room / sb < GEMV6_STAGES_MAX ? (int)(room / sb) : GEMV6_STAGES_MAX;
+    pl->rs -= pl->rs % pl->WS; /* a multiple of WS: each slot always the same slice's (gemv6_min_stages) */
     pl->smem = 1024 + (size_t)pl->rs * sb + (size_t)p->n * pl->xs;
     return 0;
 }

@@ -11,7 +11,8 @@
  * by K (K is chosen so that a sample lasts a few ms, which drowns the sync); 3 warm-up samples, then 7
  * timed ones; the median is reported and every sample kept in the JSON. The step probes (op step_probe: a kernel
  * boundary, a grid barrier) are timed on CUDA events of their own stream instead, 20 launches a sample.
- * Usage: bench_kernels [out.json] [--quick] [--only OP]  (--only: just the ops whose name contains OP) */
+ * Usage: bench_kernels [out.json] [--quick] [--only OP] [--gemv-kind KIND]  (--only: just the ops whose name contains
+ * OP; --gemv-kind: of the gemv cells' kinds just cuBLAS, the reference, and KIND, e.g. fused-v6) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -89,6 +90,9 @@ static double time_op(run_fn fn, void *ctx, double *samples)
     memcpy(sorted, samples, sizeof sorted);
     return orthros_median_sorting(sorted, SAMPLES);
 }
+
+/* --gemv-kind KIND: the gemv cells of cuBLAS and KIND alone (NULL: every kind) */
+static const char *gemv_kind = NULL;
 
 /* --only OP: run only the benchmarks of ops whose name contains OP (for a profiler run of one kernel). The
  * ceilings always run: every figure is reported against them. */
@@ -814,9 +818,13 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
               {"fused-v6", be, 6}};
     enum { NK = sizeof ks / sizeof *ks };
     double sum[NK] = {0}, floor_s = 0;
+    int known = !gemv_kind;
+    for (int k = 0; k < NK; k++) known |= gemv_kind && !strcmp(gemv_kind, ks[k].kind);
+    if (!known) must(orthros_error(ORTHROS_EINVAL, "--gemv-kind %s: no such kind", gemv_kind), "gemv kind");
     for (int k = 0; k < NK; k++)
         for (int i = 0; i < 5; i++) {
             if (ks[k].gemv_version >= 5 && n <= 8) continue;
+            if (k > 0 && gemv_kind && strcmp(gemv_kind, ks[k].kind)) continue;
             size_t before = out_file.n_cells;
             must(orthros_gemv_set_version(ks[k].gemv_version), "gemv version");
             bench_gemv_case(ks[k].b, model, ps[i].proj, ks[k].kind, n, ps[i].M, ps[i].K, Hq, Hkv, d);
@@ -1202,8 +1210,10 @@ int main(int argc, char **argv)
             quick = 1;
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             only = argv[++i];
+        } else if (!strcmp(argv[i], "--gemv-kind") && i + 1 < argc) {
+            gemv_kind = argv[++i];
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: bench_kernels [OUT.json] [--quick] [--only OP]\n");
+            fprintf(stderr, "usage: bench_kernels [OUT.json] [--quick] [--only OP] [--gemv-kind KIND]\n");
             return 2;
         } else {
             json_path = argv[i];
