@@ -62,24 +62,24 @@ int main(void)
         CHECK(rc == 0 && starts(s, n <= 8 ? "v3:" : "v6:"), "version 6, n %d: rc %d \"%s\"", n, rc, s);
     }
     /* v6 (batch 9-16, TMA stages of a row tile's k-blocks): v5's grid; rows a tile 32, 64 or 128 by v5's cost (a head
-     * for ROPE, 128 for ARGMAX), 16 KB a stage, the most stages up to 16 that fit beside the staged input, all within
+     * for ROPE, 128 for ARGMAX), 32 KB a stage, the most stages up to 16 that fit beside the staged input, all within
      * 200 KB. Not
      * from make_plan: the 8B head at batch 16, whose staged input v1 cannot hold, is v6's. */
     if (!getenv("ORTHROS_GEMV6_ROWS")) {
-        s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc); /* 1B O: 32-row tiles, 4 k-blocks a stage */
+        s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc); /* 1B O: 32-row tiles, 8 k-blocks a stage */
         CHECK(rc == 0 && strstr(s, "v6: 32 rows a block, 64 row tiles x 2 K splits of 16 k-blocks, 128 blocks") &&
-                  strstr(s, "8 stages of 4 k-blocks (16384 B), 165120 B shared"),
+                  strstr(s, "4 stages of 8 k-blocks (32768 B), 165120 B shared"),
               "v6 1B o \"%s\"", s);
-        s = plan(6, ORTHROS_GEMV_SWIGLU, 16, 16384, 2048, 0, 1, &rc); /* 1B gate/up: 8 stages of 16 KB */
+        s = plan(6, ORTHROS_GEMV_SWIGLU, 16, 16384, 2048, 0, 1, &rc); /* 1B gate/up: 4 stages of 32 KB */
         CHECK(rc == 0 && strstr(s, "128 rows a block, 128 row tiles x 1 K splits") &&
-                  strstr(s, "8 stages of 1 k-blocks (16384 B), 197888 B shared"),
+                  strstr(s, "4 stages of 2 k-blocks (32768 B), 197888 B shared"),
               "v6 1B gate_up \"%s\"", s);
-        s = plan(6, ORTHROS_GEMV_ROPE, 16, 6144, 4096, 128, 1, &rc); /* 8B q/k/v: a head a tile, 5 splits */
-        CHECK(rc == 0 && strstr(s, "128 rows a block, 48 row tiles x 5 K splits of 13 k-blocks, 130 blocks"),
+        s = plan(6, ORTHROS_GEMV_ROPE, 16, 6144, 4096, 128, 1, &rc); /* 8B q/k/v: a head a tile, 8 splits */
+        CHECK(rc == 0 && strstr(s, "128 rows a block, 48 row tiles x 8 K splits of 8 k-blocks, 128 blocks"),
               "v6 8B qkv \"%s\"", s);
-        s = plan(6, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* 8B head: 131 KB staged, 4 stages */
+        s = plan(6, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* 8B head: 131 KB staged, 2 stages */
         CHECK(rc == 0 && strstr(s, "1002 row tiles x 1 K splits of 64 k-blocks, 132 blocks (8 tiles") &&
-                  strstr(s, "4 stages of 1 k-blocks (16384 B)"),
+                  strstr(s, "2 stages of 2 k-blocks (32768 B)"),
               "v6 8B head \"%s\"", s);
         s = plan(5, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* v1's plan refuses it, and so v5 */
         CHECK(rc == ORTHROS_EUNSUPPORTED, "v5 8B head: rc %d \"%s\"", rc, s);
