@@ -11,8 +11,10 @@
  * by K (K is chosen so that a sample lasts a few ms, which drowns the sync); 3 warm-up samples, then 7
  * timed ones; the median is reported and every sample kept in the JSON. The step probes (op step_probe: a kernel
  * boundary, a grid barrier) are timed on CUDA events of their own stream instead, 20 launches a sample.
- * Usage: bench_kernels [out.json] [--quick] [--only OP] [--gemv-kind KIND]  (--only: just the ops whose name contains
- * OP; --gemv-kind: of the gemv cells' kinds just cuBLAS, the reference, and KIND, e.g. fused-v6) */
+ * Usage: bench_kernels [out.json] [--quick] [--only OP] [--gemv-kind KIND] [--gemv-proj PROJ]  (--only: just the ops
+ * whose name contains OP; --gemv-kind: of the gemv cells' kinds just cuBLAS, the reference, and KIND, e.g. fused-v6;
+ * --gemv-proj: of the projections just PROJ, qkv, o, gate_up, down or head: with both, a profiler's first launches of
+ * a kernel are that cell's) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -91,8 +93,8 @@ static double time_op(run_fn fn, void *ctx, double *samples)
     return orthros_median_sorting(sorted, SAMPLES);
 }
 
-/* --gemv-kind KIND: the gemv cells of cuBLAS and KIND alone (NULL: every kind) */
-static const char *gemv_kind = NULL;
+/* --gemv-kind KIND, --gemv-proj PROJ: the gemv cells of cuBLAS and KIND alone, of PROJ alone (NULL: every one) */
+static const char *gemv_kind = NULL, *gemv_proj = NULL;
 
 /* --only OP: run only the benchmarks of ops whose name contains OP (for a profiler run of one kernel). The
  * ceilings always run: every figure is reported against them. */
@@ -818,13 +820,16 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
               {"fused-v6", be, 6}};
     enum { NK = sizeof ks / sizeof *ks };
     double sum[NK] = {0}, floor_s = 0;
-    int known = !gemv_kind;
+    int known = !gemv_kind, known_proj = !gemv_proj;
     for (int k = 0; k < NK; k++) known |= gemv_kind && !strcmp(gemv_kind, ks[k].kind);
+    for (int i = 0; i < 5; i++) known_proj |= gemv_proj && !strcmp(gemv_proj, ps[i].proj);
     if (!known) must(orthros_error(ORTHROS_EINVAL, "--gemv-kind %s: no such kind", gemv_kind), "gemv kind");
+    if (!known_proj) must(orthros_error(ORTHROS_EINVAL, "--gemv-proj %s: no such projection", gemv_proj), "gemv proj");
     for (int k = 0; k < NK; k++)
         for (int i = 0; i < 5; i++) {
             if (ks[k].gemv_version >= 5 && n <= 8) continue;
             if (k > 0 && gemv_kind && strcmp(gemv_kind, ks[k].kind)) continue;
+            if (gemv_proj && strcmp(gemv_proj, ps[i].proj)) continue;
             size_t before = out_file.n_cells;
             must(orthros_gemv_set_version(ks[k].gemv_version), "gemv version");
             bench_gemv_case(ks[k].b, model, ps[i].proj, ks[k].kind, n, ps[i].M, ps[i].K, Hq, Hkv, d);
@@ -1212,8 +1217,11 @@ int main(int argc, char **argv)
             only = argv[++i];
         } else if (!strcmp(argv[i], "--gemv-kind") && i + 1 < argc) {
             gemv_kind = argv[++i];
+        } else if (!strcmp(argv[i], "--gemv-proj") && i + 1 < argc) {
+            gemv_proj = argv[++i];
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: bench_kernels [OUT.json] [--quick] [--only OP] [--gemv-kind KIND]\n");
+            fprintf(stderr,
+                    "usage: bench_kernels [OUT.json] [--quick] [--only OP] [--gemv-kind KIND] [--gemv-proj PROJ]\n");
             return 2;
         } else {
             json_path = argv[i];
