@@ -1024,7 +1024,7 @@ static int select_kernels(orthros_device_info *info)
 
 /* The fused step up to batch 8: at 16 the plain ops were faster (H200, 8B shape, 4K cache: 7.68 ms a step against
  * 9.28 fused; data/results/h200-2026-12-01-decode-modes), the GEMV at two n-tiles being the reason. With gemv.cu's
- * version 5 (its ring kernel at batch 9-16) the fused step runs up to batch 16. */
+ * version 5 or 6 (their ring kernels at batch 9-16) the fused step runs up to batch 16. */
 #define CUDA_FUSED_MAX_ROWS 8
 #define CUDA_FUSED_MAX_ROWS_V5 16
 
