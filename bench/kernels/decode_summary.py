@@ -178,9 +178,8 @@ def main():
     print("(best: the fastest mode; PyTorch: the faster of the anchors given, compiled: the torch.compile one alone; "
           "PT/best: PyTorch time / ours, above 1.00x ours is faster; predicted: the fused+graphs "
           "ms per step written in docs/kernels.md before the run; the fused modes take the fused step at batch 1-8 "
-          "only, the cuda backend's fused_max_rows (1-16 with gemv v5 or v6: fused-graphs-v5, -v6): at batch 16 they "
-          "run the plain ops under graphs, except in runs made before that limit, such as "
-          "data/results/h200-2026-12-01-decode-modes)")
+          "only, the cuda backend's fused_max_rows: at batch 16 they run the plain ops under graphs, except in runs made "
+          "before that limit, such as data/results/h200-2026-12-01-decode-modes)")
     return 0
 
 
