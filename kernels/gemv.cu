@@ -46,10 +46,12 @@
  *   v5 (ORTHROS_GEMV_VERSION=5: batch 9-16, v3 below; opt-in): gemv5_kernel below, v1's tiles fed through a ring of
  *       cp.async slots a warp, persistent blocks of one an SM (docs/kernels.md, "Version 5 of the GEMV"); with it the
  *       cuda backend runs the fused step up to batch 16. H200 (c5743d6, data/results/h200-2026-12-03-gemv-v5): the
- *       batch-16 step's products 1.486 / 7.311 ms at 1B / 8B against cuBLAS's 0.841 / 4.034; bound by its
- *       instructions.
+ *       batch-16 step's products 1.486 / 7.311 ms at 1B / 8B against cuBLAS's 0.841 / 4.034; without the per-item
+ *       address arithmetic (v5_stream, 2334b6d) 1.474 / 7.231.
  *   v6 (ORTHROS_GEMV_VERSION=6: batch 9-16, v3 below; sm_90; opt-in): gemv6_kernel below, v5's grid and tiles with
- *       the weights asked by the TMA, a box of a row tile's k-block a stage, and read with ldmatrix.
+ *       the weights asked by the TMA, 32 KB of a row tile's k-blocks a stage, and read with ldmatrix. H200 (02b418e,
+ *       data/results/h200-2026-12-03-gemv-v6): the products 1.279 / 7.162 ms (cuBLAS 0.822 / 4.044), the fused
+ *       step at batch 16 1.902 / 9.221 ms at 1B / 8B 4K against the default's 1.731 / 6.907.
  */
 #include "gemv.h"
 
@@ -692,13 +694,14 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
 }
 
 /* ---- v6: v1's tiles at batch 9-16, the weights by TMA into a ring of the block's stages, persistent ----
- * v5 was bound by its instructions (about 187 a warp's 2 KB k-block: each lane's copies, their addresses, the waits;
- * docs/kernels.md, "Version 5 of the GEMV"). Here no lane copies a weight byte: thread 0 asks each stage, one k-block
- * (64 k) of a row tile's MT rows, as a 2-d TMA box of 64 k x MT rows (SWIGLU: a box of the gate rows and one of the
- * up rows) into a ring of pl.rs stages, 128-byte swizzled, each completing on its full mbarrier. Warp (t, sl) of the
- * TM x WS warps takes the stages whose k-block is sl mod WS and from each its 16 rows: four ldmatrix.x4 (A
- * fragments, conflict-free under the swizzle), four of the staged input (B fragments of both n-tiles), eight mma; then
- * frees the stage on its empty mbarrier (TM warps a stage). The grid, the staged input and the tile ends are v5's:
+ * v5's warps spend ~187 instructions a 2 KB k-block, most of them on their own copies (docs/kernels.md, "Version 5
+ * of the GEMV"). Here no lane copies a weight byte: thread 0 asks each stage, kst k-blocks (64 k each) of a row
+ * tile's MT rows, as one TMA box [kst][MT rows][64 k] (a 3-d map where K is a multiple of 64, else a 2-d box of one
+ * k-block; SWIGLU: a box of the gate rows and one of the up rows) into a ring of pl.rs stages, 128-byte swizzled,
+ * each completing on its full mbarrier. Warp (t, sl) of the TM x WS warps takes the stages whose index in the tile is
+ * sl mod WS and from each k-block its 16 rows: four ldmatrix.x4 (A fragments, conflict-free under the swizzle), four
+ * of the staged input (B fragments of both n-tiles), eight mma; then frees the stage on its empty mbarrier (TM warps
+ * a stage; the stages a multiple of WS, gemv6_min_stages). The grid, the staged input and the tile ends are v5's:
  * block b takes split b % KS and row tiles b / KS, + bps, ...; the ring streams across the tiles' seams, so a tile's
  * end (tile_finish: the same sums, partials, tickets and epilogues as v1) runs under the next tile's copies.
  * Thread 0 refills a stage's slot once its consumers have freed it, after its own warp's stage q only the slots of
@@ -2276,9 +2279,9 @@ static int gemv6_min_stages(int TM)
 }
 
 /* v6's plan (host): v5's grid (KS splits times bps blocks a split, one block an SM, the input always staged) with row
- * tiles of MT = 16 TM rows, TM 2, 4 or 8 (a head for ROPE, 8 for ARGMAX, gemv6_rows's if set), TM and the split chosen by
- * v5's cost (the busiest block's tiles times their rows' k-blocks plus a fixed cost a tile; on a tie the most
- * blocks); a stage kst k-blocks of the tile (gemv6_kst), each split's k-blocks a multiple of kst; then the most
+ * tiles of MT = 16 TM rows, TM 2, 4 or 8 (a head for ROPE, 8 for ARGMAX, gemv6_rows's if set), TM and the split
+ * chosen by v5's cost (the busiest block's tiles times their rows' k-blocks plus a fixed cost a tile; on a tie the
+ * most blocks); a stage kst k-blocks of the tile (gemv6_kst), each split's k-blocks a multiple of kst; then the most
  * stages of kst x MT x 128 bytes (up to 16, a multiple of WS, at least gemv6_min_stages) that fit beside the
  * staged input. The TMA needs sm_90: where a device is present and is not, v6 does not take the call (without a
  * device the plan is the one an sm_90 device gets). */
