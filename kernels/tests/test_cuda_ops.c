@@ -1951,7 +1951,8 @@ int main(void)
             if (orthros_gemv_set_version(5) || orthros_gemv_set_ring_slots(slots)) die("gemv version 5");
             gemv_suite();
         }
-        /* version 6 (the TMA ring at batch 9-16 on sm_90, v3 below; v1 without sm_90): the plan's rows, then each forced */
+        /* version 6 (the TMA ring at batch 9-16 on sm_90, v3 below; v1 without sm_90): the plan's rows a tile, then
+         * each forced */
         const char *rows6[] = {NULL, "32", "64", "128"};
         for (int r = 0; r < 4; r++) {
             printf("-- the gemv section again with gemv.cu's version 6, %s rows a tile\n",
