@@ -103,6 +103,7 @@ struct gemv_plan {
     size_t smem;
     int bps, rs; /* v5: blocks a split, ring slots a warp (v6: the ring's stages) */
     int kst;     /* v6: k-blocks a stage */
+    int bulk;    /* v6: 1, a stage as a 1-d bulk copy a row (ORTHROS_GEMV6_BULK); 0, as a TMA box */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -715,6 +716,11 @@ struct gemv6_plan {
     gemv_plan pl;  /* pl.rs: the ring's stages */
 };
 
+/* BULK (ORTHROS_GEMV6_BULK=1; K a multiple of 64): a stage is the tile's rows' kst k-blocks as one 1-d bulk copy a
+ * row (kst x 128 contiguous bytes, as the stream probe's copies that read at the ceiling), issued by the lanes of warp
+ * 0 a row each, landing at a row stride of kst x 128 + 16 bytes (no swizzle: the 8 rows one ldmatrix reads then start
+ * in distinct bank groups); rows past M are not asked (their stale rows' sums are never written). Else TMA boxes. */
+template <bool BULK>
 static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const orthros_gemv_params p,
                                                                        const __grid_constant__ gemv6_plan gp)
 {
@@ -735,31 +741,61 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
     const int S = pl.rs, TM = pl.TM, WS = pl.WS, t = warp % TM, sl = warp / TM, active = warp < TM * WS;
     const bool swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU;
     const int BR = swiglu ? pl.MT / 2 : pl.MT; /* a box's rows */
-    const uint32_t SB = (uint32_t)(pl.MT * 128 * KB), base = smem_addr(smem6), ring = (base + 1023u) & ~1023u;
+    const uint32_t RB = (uint32_t)(KB * 128 + 16); /* BULK: a row's bytes in a stage, with its skew */
+    const uint32_t SB = BULK ? (uint32_t)pl.MT * RB : (uint32_t)(pl.MT * 128 * KB);
+    const uint32_t base = smem_addr(smem6), ring = (base + 1023u) & ~1023u;
     unsigned char *xs = smem6 + (ring - base) + (size_t)S * SB;
     const uint32_t full0 = smem_addr(bars), empty0 = full0 + 8u * GEMV6_STAGES_MAX;
 
-    /* stage q of the block's stream: tile q / nk, its k-blocks from KB (q % nk), slot q % S (thread 0 alone); a
-     * stage is a box [KB][BR rows][64 k] (KB > 1: the 3-d map, K a multiple of 64), two for SWIGLU (gate, up) */
+    /* stage q of the block's stream: tile q / nk, its k-blocks from KB (q % nk), slot q % S; a stage is a box [KB][BR
+     * rows][64 k] (KB > 1: the 3-d map, K a multiple of 64), two for SWIGLU (gate, up), asked by thread 0 alone, or
+     * (BULK) a bulk copy a row of the tile, asked by the lanes of warp 0 (every lane calls refill then) */
     int next = 0;
     auto refill = [&](int upto) { /* every stage whose slot's previous stage is at most upto */
         for (; next < total && next - S <= upto; next++) {
             const int j = next / nk, i = next - j * nk, s = next % S, bx = b0 + j * bps, kb = kb_lo + i * KB;
             if (next >= S) mbar_wait(empty0 + 8u * s, (uint32_t)((next / S - 1) & 1));
             const uint32_t dst = ring + (uint32_t)s * SB, fb = full0 + 8u * s;
-            const int m0 = swiglu ? bx * BR : bx * pl.MT;
-            mbar_expect_tx(fb, SB);
-            if (KB > 1) tma_load_3d(dst, &gp.w, fb, 0, m0, kb);
-            else tma_load_2d(dst, &gp.w, fb, kb * 64, m0);
-            if (swiglu) {
-                if (KB > 1) tma_load_3d(dst + SB / 2, &gp.w, fb, 0, p.M / 2 + m0, kb);
-                else tma_load_2d(dst + SB / 2, &gp.w, fb, kb * 64, p.M / 2 + m0);
+            if constexpr (BULK) {
+                gemv_rows R;
+                R.swiglu = swiglu, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
+                R.m0 = swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
+                /* a copy for every row of W the tile names (tile row r is weight row R.row(r); the last tile's rows
+                 * past M are not asked), the stage's bytes the copies' */
+                int cnt = 0;
+                for (int r = lane; r < pl.MT; r += 32) {
+                    bool ok;
+                    cnt += R.row(r, ok) < p.M;
+                }
+                cnt = __reduce_add_sync(0xffffffffu, cnt);
+                if (lane == 0) mbar_expect_tx(fb, (uint32_t)cnt * (uint32_t)(KB * 128));
+                __syncwarp();
+                const bf16 *Wt = (const bf16 *)p.W;
+                for (int r = lane; r < pl.MT; r += 32) {
+                    bool ok;
+                    const int m = R.row(r, ok);
+                    if (m < p.M)
+                        bulk_copy(dst + (uint32_t)r * RB, Wt + (size_t)m * p.K + (size_t)kb * 64, (uint32_t)(KB * 128),
+                                  fb);
+                }
+            } else {
+                const int m0 = swiglu ? bx * BR : bx * pl.MT;
+                mbar_expect_tx(fb, SB);
+                if (KB > 1) tma_load_3d(dst, &gp.w, fb, 0, m0, kb);
+                else tma_load_2d(dst, &gp.w, fb, kb * 64, m0);
+                if (swiglu) {
+                    if (KB > 1) tma_load_3d(dst + SB / 2, &gp.w, fb, 0, p.M / 2 + m0, kb);
+                    else tma_load_2d(dst + SB / 2, &gp.w, fb, kb * 64, p.M / 2 + m0);
+                }
             }
         }
     };
+    /* the threads that ask stages: thread 0, or warp 0 (BULK) */
+    const bool producer = BULK ? warp == 0 : tid == 0;
     pdl_trigger();
     ring_init(full0, empty0, S, TM);
-    if (tid == 0) refill(-1); /* the first S stages, while the input is staged */
+    if constexpr (BULK) __syncthreads(); /* warp 0's other lanes use the barriers thread 0 initialized */
+    if (producer) refill(-1); /* the first S stages, while the input is staged */
     /* Nothing an earlier kernel writes is read or written above this line. */
     pdl_wait();
     stage_input<false, 0, 8>(p, xs, pl.xs, rs, kb_lo * 64, pl.kbs * 8); /* ends in a block barrier */
@@ -767,20 +803,25 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
     /* the lane's ldmatrix rows: A row t 16 + (lane % 8) + 8 ((lane / 8) % 2), 16-byte chunk 2 s + lane / 16; B (the
      * input) row (lane % 8) + 8 (lane / 16), chunk 2 s + (lane / 8) % 2 */
     uint32_t aoff[4];
-    {
+    if constexpr (BULK) {
+        /* row t 16 + (lane % 8) + 8 ((lane / 8) % 2) of the stage, RB bytes a row */
+        const uint32_t ar = (uint32_t)(t * 16 + (lane % 8) + 8 * ((lane / 8) % 2));
+#pragma unroll
+        for (int s = 0; s < 4; s++) aoff[s] = ar * RB + (uint32_t)((2 * s + lane / 16) * 16);
+    } else {
         /* the warp's rows in box t 16 / BR (SWIGLU: gate or up), k-block 0 of the stage */
         const int ar = (t * 16) % BR + (lane % 8) + 8 * ((lane / 8) % 2);
         const uint32_t box = (uint32_t)((t * 16) / BR) * (SB / (swiglu ? 2u : 1u));
 #pragma unroll
         for (int s = 0; s < 4; s++) aoff[s] = box + swz128(ar, 2 * s + lane / 16);
     }
-    const uint32_t kstride = (uint32_t)BR * 128u; /* the next k-block of a box */
+    const uint32_t kstride = BULK ? 128u : (uint32_t)BR * 128u; /* the next k-block of the stage */
     const int xr = min((lane % 8) + 8 * (lane / 16), n - 1);
     const uint32_t xb = smem_addr(xs) + (uint32_t)(xr * pl.xs) + (uint32_t)(((lane / 8) % 2) * 16);
 
     for (int j = 0; j < ntiles; j++) {
         const int bx = b0 + j * bps;
-        if (tid == 0) refill(j * nk - 1); /* the tiles before are all consumed (the block barrier of their ends) */
+        if (producer) refill(j * nk - 1); /* the tiles before are all consumed (the block barrier of their ends) */
         float acc[2][4];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
@@ -806,7 +847,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
                 }
                 __syncwarp();
                 if (lane == 0) mbar_arrive(empty0 + 8u * slot);
-                if (tid == 0) refill(q);
+                if (producer) refill(q);
                 __syncwarp(); /* ldmatrix is .aligned: warp 0 reconverged after its lane 0's waits */
                 for (slot += WS; slot >= S; slot -= S) phase ^= 1;
             }
@@ -2259,6 +2300,13 @@ static int gemv6_stage_bytes(void)
                                                                                                    : 32 << 10;
 }
 
+/* v6's stages as bulk copies a row: ORTHROS_GEMV6_BULK=1 (where K is a multiple of 64), else TMA boxes. */
+static int gemv6_bulk(void)
+{
+    const char *e = getenv("ORTHROS_GEMV6_BULK");
+    return e && !strcmp(e, "1");
+}
+
 /* v6's k-blocks a stage at MT rows a tile: as many as make up the target bytes (1 to 8), where K is a multiple of 64
  * (the 3-d map of k-blocks); else 1. */
 static int gemv6_kst(int K, int MT, int target)
@@ -2282,8 +2330,8 @@ static int gemv6_min_stages(int TM)
  * tiles of MT = 16 TM rows, TM 2, 4 or 8 (a head for ROPE, 8 for ARGMAX, gemv6_rows's if set), TM and the split
  * chosen by v5's cost (the busiest block's tiles times their rows' k-blocks plus a fixed cost a tile; on a tie the
  * most blocks); a stage kst k-blocks of the tile (gemv6_kst), each split's k-blocks a multiple of kst; then the most
- * stages of kst x MT x 128 bytes (up to 16, a multiple of WS, at least gemv6_min_stages) that fit beside the
- * staged input. The TMA needs sm_90: where a device is present and is not, v6 does not take the call (without a
+ * stages of kst x MT x 128 bytes (bulk: a 16-byte skew a row more; up to 16, a multiple of WS, at least
+ * gemv6_min_stages) that fit beside the staged input. The TMA needs sm_90: where a device is present and is not, v6 does not take the call (without a
  * device the plan is the one an sm_90 device gets). */
 static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
 {
@@ -2295,6 +2343,7 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     else if (rows) tms[0] = rows / 16, ntm = 1;
     if (tms[0] < 1 || tms[0] > 8) return ORTHROS_EUNSUPPORTED;
     const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132, target = gemv6_stage_bytes();
+    const bool bulk = gemv6_bulk() && p->K % 64 == 0;
     long best_cost = -1;
     int bTM = 0, bKS = 0, bblocks = 0;
     for (int a = 0; a < ntm; a++) {
@@ -2306,7 +2355,8 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
             const int kbs = ceil_div(ceil_div(nkb, KS), kst) * kst;
             if (ceil_div(nkb, kbs) != KS) continue; /* the same split as a smaller KS */
             const size_t xs = (size_t)kbs * 128 + 16;
-            if (1024 + gemv6_min_stages(TM) * (size_t)MT * 128 * kst + (size_t)p->n * xs > GEMV6_SMEM_MAX) continue;
+            const size_t rowb = 128 * (size_t)kst + (bulk ? 16 : 0); /* a stage's bytes a row (+16: bulk's skew) */
+            if (1024 + gemv6_min_stages(TM) * (size_t)MT * rowb + (size_t)p->n * xs > GEMV6_SMEM_MAX) continue;
             if (KS > 1 && (nblk > GEMV_TICKETS || (size_t)nblk * KS * MT * 16 * sizeof(float) > GEMV_PARTIAL_BYTES))
                 continue;
             const int bps = nblk < sms / KS ? nblk : sms / KS > 1 ? sms / KS : 1;
@@ -2322,11 +2372,13 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
                                                     : ceil_div(p->M, pl->MT);
     const int kst = gemv6_kst(p->K, pl->MT, target);
     pl->kst = kst;
+    pl->bulk = bulk;
     pl->kbs = ceil_div(ceil_div(nkb, bKS), kst) * kst;
     pl->KS = bKS;
     pl->xs = pl->kbs * 128 + 16; /* +16: the 8 rows one ldmatrix reads start in distinct bank groups */
     pl->bps = bblocks / bKS;
-    const size_t sb = (size_t)pl->MT * 128 * kst, room = GEMV6_SMEM_MAX - 1024 - (size_t)p->n * pl->xs;
+    const size_t sb = (size_t)pl->MT * (128 * kst + (pl->bulk ? 16 : 0));
+    const size_t room = GEMV6_SMEM_MAX - 1024 - (size_t)p->n * pl->xs;
     pl->rs = room / sb < GEMV6_STAGES_MAX ? (int)(room / sb) : GEMV6_STAGES_MAX;
     pl->rs -= pl->rs % pl->WS; /* a multiple of WS: each slot always the same slice's (gemv6_min_stages) */
     pl->smem = 1024 + (size_t)pl->rs * sb + (size_t)p->n * pl->xs;
@@ -2387,12 +2439,17 @@ static int launch6(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream
     gemv6_plan gp;
     memset(&gp, 0, sizeof gp);
     gp.pl = *pl;
+    if (pl->bulk) {
+        static bool attr_bulk = false;
+        return launch_gemv(gemv6_kernel<true>, &attr_bulk, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp,
+                           pl->smem, stream);
+    }
     const int rows = p->epilogue == ORTHROS_GEMV_SWIGLU ? pl->MT / 2 : pl->MT;
     const int rc = pl->kst > 1 ? tma_kblock_map(&gp.w, p->W, p->M, p->K, rows, pl->kst, "gemv v6")
                                : tma_matrix_map(&gp.w, p->W, p->M, p->K, 64, rows, 1, "gemv v6");
     if (rc) return rc;
-    return launch_gemv(gemv6_kernel, &attr, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp, pl->smem,
-                       stream);
+    return launch_gemv(gemv6_kernel<false>, &attr, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp,
+                       pl->smem, stream);
 }
 
 /* The plan a call gets with the version in use, for the launch and its description alike: 4 (pl2: the v4 kernel, batch
@@ -2442,9 +2499,9 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
     if (kind == 6) {
         snprintf(buf, cap,
                  "v6: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks "
-                 "(%d tiles a block at most), %d stages of %d k-blocks (%d B), %zu B shared",
+                 "(%d tiles a block at most), %d stages of %d k-blocks (%d B)%s, %zu B shared",
                  pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.kst,
-                 pl.MT * 128 * pl.kst, pl.smem);
+                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : "", pl.smem);
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;

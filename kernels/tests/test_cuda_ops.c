@@ -1962,6 +1962,17 @@ int main(void)
             gemv_suite();
             unsetenv("ORTHROS_GEMV6_ROWS");
         }
+        /* and its stages as bulk copies a row (ORTHROS_GEMV6_BULK=1: K a multiple of 64; TMA boxes else), with the
+         * plan's rows and with 32 (SWIGLU's last tile past M: rows not asked) */
+        for (int r = 0; r < 2; r++) {
+            printf("-- the gemv section again with gemv.cu's version 6, bulk copies, %s rows a tile\n",
+                   r ? "32" : "the plan's");
+            setenv("ORTHROS_GEMV6_BULK", "1", 1);
+            if (r) setenv("ORTHROS_GEMV6_ROWS", "32", 1);
+            gemv_suite();
+            unsetenv("ORTHROS_GEMV6_ROWS");
+            unsetenv("ORTHROS_GEMV6_BULK");
+        }
         if (orthros_gemv_set_version(0) || orthros_gemv_set_ring_slots(0)) die("gemv version");
         gpu_gemv->destroy(gpu_gemv);
         /* again with every GEMV launch a programmatic dependent one (ORTHROS_DECODE_PDL=1): the fused ops through a

@@ -81,6 +81,16 @@ int main(void)
         CHECK(rc == 0 && strstr(s, "1002 row tiles x 1 K splits of 64 k-blocks, 132 blocks (8 tiles") &&
                   strstr(s, "2 stages of 2 k-blocks (32768 B)"),
               "v6 8B head \"%s\"", s);
+        if (!getenv("ORTHROS_GEMV6_BULK")) {
+            /* bulk copies a row: the same tiles, a 16-byte skew a row; not where K is not a multiple of 64 */
+            setenv("ORTHROS_GEMV6_BULK", "1", 1);
+            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
+            CHECK(rc == 0 && strstr(s, "4 stages of 8 k-blocks (32768 B) by bulk copies a row, 167168 B shared"),
+                  "v6 bulk 1B o \"%s\"", s);
+            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2056, 0, 0, &rc);
+            CHECK(rc == 0 && starts(s, "v6:") && !strstr(s, "bulk"), "v6 bulk, K 2056 \"%s\"", s);
+            unsetenv("ORTHROS_GEMV6_BULK");
+        }
         s = plan(5, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* v1's plan refuses it, and so v5 */
         CHECK(rc == ORTHROS_EUNSUPPORTED, "v5 8B head: rc %d \"%s\"", rc, s);
     }
