@@ -735,8 +735,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n;
     const int KS = pl.KS, ks = blockIdx.x % KS, bps = gridDim.x / KS, b0 = blockIdx.x / KS;
-    const int nkb = (p.K + 63) / 64, kb_lo = ks * pl.kbs, KB = pl.kst;
-    const int nk = (min(nkb, kb_lo + pl.kbs) - kb_lo + KB - 1) / KB; /* stages a tile */
+    const int nkb = (p.K + 63) / 64, kb_lo = ks * pl.kbs, KB = pl.kst, kb_hi = min(nkb, kb_lo + pl.kbs);
+    const int nk = (kb_hi - kb_lo + KB - 1) / KB; /* stages a tile; the last split's last one may end past K */
     const int ntiles = b0 < pl.nblk ? (pl.nblk - b0 + bps - 1) / bps : 0, total = ntiles * nk;
     const int S = pl.rs, TM = pl.TM, WS = pl.WS, t = warp % TM, sl = warp / TM, active = warp < TM * WS;
     const bool swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU;
@@ -768,15 +768,15 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
                     cnt += R.row(r, ok) < p.M;
                 }
                 cnt = __reduce_add_sync(0xffffffffu, cnt);
-                if (lane == 0) mbar_expect_tx(fb, (uint32_t)cnt * (uint32_t)(KB * 128));
+                /* the stage's k-blocks within K: a copy never reads past its row (the last row is the end of W) */
+                const uint32_t bytes = (uint32_t)(min(KB, kb_hi - kb) * 128);
+                if (lane == 0) mbar_expect_tx(fb, (uint32_t)cnt * bytes);
                 __syncwarp();
                 const bf16 *Wt = (const bf16 *)p.W;
                 for (int r = lane; r < pl.MT; r += 32) {
                     bool ok;
                     const int m = R.row(r, ok);
-                    if (m < p.M)
-                        bulk_copy(dst + (uint32_t)r * RB, Wt + (size_t)m * p.K + (size_t)kb * 64, (uint32_t)(KB * 128),
-                                  fb);
+                    if (m < p.M) bulk_copy(dst + (uint32_t)r * RB, Wt + (size_t)m * p.K + (size_t)kb * 64, bytes, fb);
                 }
             } else {
                 const int m0 = swiglu ? bx * BR : bx * pl.MT;
@@ -829,7 +829,10 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
             int q = j * nk + sl, slot = q % S, phase = (q / S) & 1;
             for (int i = sl; i < nk; i += WS, q += WS) {
                 mbar_wait(full0 + 8u * slot, (uint32_t)phase);
-                for (int kk = 0; kk < KB; kk++) { /* past K (the last split's last stage): zeros in both */
+                /* the stage's k-blocks within K (past it the last split's last stage holds zeros by TMA, nothing by
+                 * BULK: skipped) */
+                const int kv = min(KB, kb_hi - (kb_lo + i * KB));
+                for (int kk = 0; kk < kv; kk++) {
                     const uint32_t st = ring + (uint32_t)slot * SB + (uint32_t)kk * kstride;
                     const uint32_t xk = xb + (uint32_t)((i * KB + kk) * 128);
 #pragma unroll
