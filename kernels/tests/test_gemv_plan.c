@@ -1,6 +1,7 @@
 /* gemv.cu's launch plans, host only (no GPU is touched, so it runs on every machine that builds the CUDA code):
  * which version takes which batch, the K split each version picks for the decode shapes (docs/kernels.md, "The GEMV
  * kernel, version 2" and "Version 3"), and the refusals (a version out of range, a shape the kernel does not take). */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
