@@ -38,6 +38,68 @@ static const char *plan(int version, int epilogue, int n, int M, int K, int d, i
 
 static int starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
+/* v6's plans over shapes, epilogues and settings (the stage bytes, the rows a tile, bulk copies) hold what the kernel
+ * needs: the stages a multiple of the k-slices and at least two and as many as the slices (the mbarriers' parity
+ * wait and thread 0's refill; a plan of 2 stages for 4 slices hung on the H200), each split's k-blocks whole stages,
+ * the splits covering K with none empty, the row tiles covering M, at most 16 stages, within 200 KB. Returns the
+ * plans checked. */
+static int v6_plan_properties(void)
+{
+    const int ns[] = {9, 13, 16}, Ms[] = {8, 40, 777, 2048, 6144, 28672, 128256};
+    const int Ks[] = {64, 1000, 2048, 3008, 4104, 8192, 14336, 16384};
+    const int eps[] = {ORTHROS_GEMV_STORE, ORTHROS_GEMV_ADD, ORTHROS_GEMV_SWIGLU, ORTHROS_GEMV_ARGMAX,
+                       ORTHROS_GEMV_ROPE};
+    const char *kbs[] = {NULL, "4", "16", "64"}, *rows[] = {NULL, "32", "128"}, *bulks[] = {NULL, "1"};
+    int checked = 0;
+    for (size_t a = 0; a < sizeof kbs / sizeof *kbs; a++)
+        for (size_t b = 0; b < sizeof rows / sizeof *rows; b++)
+            for (size_t c = 0; c < sizeof bulks / sizeof *bulks; c++) {
+                if (kbs[a]) setenv("ORTHROS_GEMV6_STAGE_KB", kbs[a], 1);
+                if (rows[b]) setenv("ORTHROS_GEMV6_ROWS", rows[b], 1);
+                if (bulks[c]) setenv("ORTHROS_GEMV6_BULK", bulks[c], 1);
+                for (size_t e = 0; e < sizeof eps / sizeof *eps; e++)
+                    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+                        for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
+                            for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++) {
+                                const int ep = eps[e], n = ns[i], M = Ms[m], K = Ks[k], d = M % 128 == 0 ? 128 : 64;
+                                if (ep == ORTHROS_GEMV_ROPE && (M % d || M / d <= 16)) continue; /* Hq = M / d - 16 */
+                                int rc;
+                                const char *s = plan(6, ep, n, M, K, d, ep != ORTHROS_GEMV_ADD, &rc);
+                                if (rc || !starts(s, "v6:")) continue; /* v1 takes it (a refusal is checked above) */
+                                int MT, nblk, KS, kbsz, blocks, most, S, kst, sb;
+                                size_t smem;
+                                const char *sh = strstr(s, " B shared");
+                                const int got = sscanf(s,
+                                                       "v6: %d rows a block, %d row tiles x %d K splits of %d "
+                                                       "k-blocks, %d blocks (%d tiles a block at most), %d stages of "
+                                                       "%d k-blocks (%d B)",
+                                                       &MT, &nblk, &KS, &kbsz, &blocks, &most, &S, &kst, &sb);
+                                while (sh && sh > s && sh[-1] != ' ') sh--;
+                                CHECK(got == 9 && sh && sscanf(sh, "%zu", &smem) == 1, "v6 plan unparsed: \"%s\"", s);
+                                if (got != 9 || !sh) continue;
+                                const int TM = MT / 16, WS = 8 / TM, nkb = (K + 63) / 64;
+                                const int rows_needed = ep == ORTHROS_GEMV_SWIGLU ? M / 2 : M;
+                                const int tile_rows = ep == ORTHROS_GEMV_SWIGLU ? MT / 2 : MT;
+                                CHECK(MT % 16 == 0 && TM >= 1 && TM <= 8 && S % WS == 0 && S >= WS && S >= 2 &&
+                                          S <= 16,
+                                      "v6 stages against slices: n %d M %d K %d ep %d: \"%s\"", n, M, K, ep, s);
+                                CHECK(kbsz % kst == 0 && (long)KS * kbsz >= nkb && (long)(KS - 1) * kbsz < nkb &&
+                                          (kst == 1 || K % 64 == 0),
+                                      "v6 K split: n %d M %d K %d ep %d: \"%s\"", n, M, K, ep, s);
+                                CHECK((long)nblk * tile_rows >= rows_needed && blocks % KS == 0 &&
+                                          (long)most * (blocks / KS) >= nblk && smem <= 200 * 1024 &&
+                                          smem >= (size_t)S * (size_t)sb,
+                                      "v6 tiles, blocks, shared memory: n %d M %d K %d ep %d: \"%s\"", n, M, K, ep,
+                                      s);
+                                checked++;
+                            }
+                unsetenv("ORTHROS_GEMV6_STAGE_KB");
+                unsetenv("ORTHROS_GEMV6_ROWS");
+                unsetenv("ORTHROS_GEMV6_BULK");
+            }
+    return checked;
+}
+
 int main(void)
 {
     int rc;
@@ -172,6 +234,8 @@ int main(void)
     s = plan(0, ORTHROS_GEMV_MLP, 1, 128, 64, 0, 1, &rc); /* F 64: two units, two blocks */
     CHECK(rc == 0 && strstr(s, "2 units") && strstr(s, "2 blocks"), "mlp F 64 \"%s\"", s);
     /* refusals: versions out of range, a K that is not a multiple of 8 (nothing written) */
+    const int checked6 = v6_plan_properties();
+    CHECK(checked6 > 1000, "v6 plans checked: %d", checked6);
     CHECK(orthros_gemv_set_version(7) == ORTHROS_EINVAL, "version 7 taken");
     CHECK(orthros_gemv_set_version(-1) == ORTHROS_EINVAL, "version -1 taken");
     CHECK(orthros_gemv_version() == 3, "a refused version changed it: %d", orthros_gemv_version());
