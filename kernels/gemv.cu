@@ -122,6 +122,15 @@ struct gemv_rows {
     }
 };
 
+/* The rows of row tile bx of a call planned with pl (v1, v5, v6). */
+static __device__ __forceinline__ gemv_rows tile_rows(const orthros_gemv_params &p, const gemv_plan &pl, int bx)
+{
+    gemv_rows R;
+    R.swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
+    R.m0 = R.swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
+    return R;
+}
+
 static __device__ __forceinline__ uint4 zero4() { return make_uint4(0u, 0u, 0u, 0u); }
 
 /* 16-byte loads, zero where pred is false. asm volatile keeps them in program order with the mma (also asm
@@ -493,10 +502,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, c = lane % 4;
     const int bx = blockIdx.x, ks = blockIdx.y, n = p.n, K = p.K;
     const int nkb = (K + 63) / 64, kb_lo = ks * pl.kbs, kb_hi = min(nkb, kb_lo + pl.kbs);
-    const bool swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU;
-    gemv_rows R;
-    R.swiglu = swiglu, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
-    R.m0 = swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
+    const gemv_rows R = tile_rows(p, pl, bx);
     const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
     const int t = warp % pl.TM, sl = warp / pl.TM, active = warp < pl.TM * pl.WS;
     bool okA = false, okB = false;
@@ -579,10 +585,9 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
 
 /* The rows A and B of lane (g) of warp-tile t in row tile bx. */
 static __device__ __forceinline__ void v5_rows(const orthros_gemv_params &p, const gemv_plan &pl, int bx, int t, int g,
-                                               gemv_rows &R, const bf16 *&wA, const bf16 *&wB, bool &okA, bool &okB)
+                                               const bf16 *&wA, const bf16 *&wB, bool &okA, bool &okB)
 {
-    R.swiglu = p.epilogue == ORTHROS_GEMV_SWIGLU, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
-    R.m0 = R.swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
+    const gemv_rows R = tile_rows(p, pl, bx);
     const int rA = R.row(t * 16 + g, okA), rB = R.row(t * 16 + g + 8, okB);
     const bf16 *Wt = (const bf16 *)p.W;
     wA = Wt + (size_t)(okA ? rA : 0) * p.K, wB = Wt + (size_t)(okB ? rB : 0) * p.K;
@@ -617,10 +622,7 @@ static __device__ __forceinline__ void v5_issue(const orthros_gemv_params &p, co
         st.slot = st.slot + 1 == RS ? 0 : st.slot + 1;
         if (++st.i == nk) {
             st.i = 0;
-            if (++st.j < ntiles) {
-                gemv_rows R;
-                v5_rows(p, pl, b0 + st.j * bps, t, lane / 4, R, st.wA, st.wB, st.okA, st.okB);
-            }
+            if (++st.j < ntiles) v5_rows(p, pl, b0 + st.j * bps, t, lane / 4, st.wA, st.wB, st.okA, st.okB);
         }
     }
     cp_async_commit();
@@ -645,10 +647,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
 
     v5_stream st;
     st.j = 0, st.i = 0, st.slot = 0;
-    {
-        gemv_rows R0;
-        v5_rows(p, pl, b0, t, g, R0, st.wA, st.wB, st.okA, st.okB);
-    }
+    v5_rows(p, pl, b0, t, g, st.wA, st.wB, st.okA, st.okB);
     pdl_trigger();
     for (int q = 0; q < RS - 1; q++) v5_issue<RS>(p, pl, wring, st, ntiles, nk, b0, bps, t, sl, kb_lo);
     /* Nothing an earlier kernel writes is read or written above this line. */
@@ -683,11 +682,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
             kblock_mma<NT>(acc, wv, xv);
         }
         if (active) store_fragment<NT>(red, acc);
-        gemv_rows R;
-        const bf16 *wA, *wB;
-        bool okA, okB;
-        v5_rows(p, pl, bx, t, g, R, wA, wB, okA, okB);
-        tile_finish<NT>(p, pl, R, bx, ks, red, tile, last, false);
+        tile_finish<NT>(p, pl, tile_rows(p, pl, bx), bx, ks, red, tile, last, false);
         __syncthreads(); /* red and tile are written again by the next tile */
     }
     cp_async_wait<0>();
@@ -757,9 +752,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
             if (next >= S) mbar_wait(empty0 + 8u * s, (uint32_t)((next / S - 1) & 1));
             const uint32_t dst = ring + (uint32_t)s * SB, fb = full0 + 8u * s;
             if constexpr (BULK) {
-                gemv_rows R;
-                R.swiglu = swiglu, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
-                R.m0 = swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
+                const gemv_rows R = tile_rows(p, pl, bx);
                 /* a copy for every row of W the tile names (tile row r is weight row R.row(r); the last tile's rows
                  * past M are not asked), the stage's bytes the copies' */
                 int cnt = 0;
@@ -856,10 +849,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
             }
             store_fragment<2>(red, acc);
         }
-        gemv_rows R;
-        R.swiglu = swiglu, R.M = p.M, R.F = p.M / 2, R.half = pl.MT / 2;
-        R.m0 = swiglu ? bx * (pl.MT / 2) : bx * pl.MT;
-        tile_finish<2>(p, pl, R, bx, ks, red, tile, last, false);
+        tile_finish<2>(p, pl, tile_rows(p, pl, bx), bx, ks, red, tile, last, false);
         __syncthreads(); /* red and tile are written again by the next tile */
     }
     if (p.epilogue == ORTHROS_GEMV_ARGMAX) argmax_finish(p, scratch_of(p.scratch), &last);
@@ -2180,6 +2170,15 @@ int orthros_gemv_version(void) { return gemv_version_set ? gemv_version_set : GE
 
 size_t orthros_gemv_scratch_bytes(void) { return GEMV_MLP_END; }
 
+/* The row tiles of MT rows a call has (host): a head each for ROPE (MT = d), MT / 2 gate rows with their up rows for
+ * SWIGLU, MT rows else (v1, v5, v6). */
+static int row_tiles(const orthros_gemv_params *p, int MT)
+{
+    if (p->epilogue == ORTHROS_GEMV_ROPE) return p->M / p->d;
+    if (p->epilogue == ORTHROS_GEMV_SWIGLU) return ceil_div(p->M / 2, MT / 2);
+    return ceil_div(p->M, MT);
+}
+
 /* The plan of a call (host): rows per block by epilogue (a whole head for ROPE, gate and up halves for SWIGLU, 128
  * rows for ARGMAX so that few blocks take the atomics), K split while the row blocks are fewer than two per SM and
  * each warp keeps U k-blocks, and (with norm_w) further until the staged input fits. */
@@ -2195,9 +2194,7 @@ static int make_plan(const orthros_gemv_params *p, gemv_plan *pl)
     }
     if (TM < 1 || TM > 8) return ORTHROS_EUNSUPPORTED;
     pl->TM = TM, pl->WS = GEMV_WARPS / TM, pl->MT = 16 * TM;
-    if (p->epilogue == ORTHROS_GEMV_ROPE) pl->nblk = p->M / p->d;
-    else if (p->epilogue == ORTHROS_GEMV_SWIGLU) pl->nblk = ceil_div(p->M / 2, pl->MT / 2);
-    else pl->nblk = ceil_div(p->M, pl->MT);
+    pl->nblk = row_tiles(p, pl->MT);
     const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132;
     int KS = 1;
     if (pl->nblk < 2 * sms && pl->nblk <= GEMV_TICKETS) {
@@ -2256,7 +2253,7 @@ static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
     if (make_plan(p, pl)) return ORTHROS_EUNSUPPORTED; /* the row tiles, and v1 as the fallback */
     if (p->epilogue == ORTHROS_GEMV_SWIGLU) {
         pl->TM = 2, pl->WS = GEMV_WARPS / 2, pl->MT = 32;
-        pl->nblk = ceil_div(p->M / 2, pl->MT / 2);
+        pl->nblk = row_tiles(p, pl->MT);
     }
     const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132;
     const size_t slot_bytes = (size_t)GEMV_WARPS * GEMV5_SLOT_BYTES; /* one slot a warp, all warps */
@@ -2351,9 +2348,7 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     int bTM = 0, bKS = 0, bblocks = 0;
     for (int a = 0; a < ntm; a++) {
         const int TM = tms[a], MT = 16 * TM, kst = gemv6_kst(p->K, MT, target);
-        const int nblk = p->epilogue == ORTHROS_GEMV_ROPE     ? p->M / p->d
-                         : p->epilogue == ORTHROS_GEMV_SWIGLU ? ceil_div(p->M / 2, MT / 2)
-                                                              : ceil_div(p->M, MT);
+        const int nblk = row_tiles(p, MT);
         for (int KS = 1; KS <= 32 && KS <= nkb; KS++) {
             const int kbs = ceil_div(ceil_div(nkb, KS), kst) * kst;
             if (ceil_div(nkb, kbs) != KS) continue; /* the same split as a smaller KS */
@@ -2370,9 +2365,7 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     }
     if (!bTM) return ORTHROS_EUNSUPPORTED;
     pl->TM = bTM, pl->WS = GEMV_WARPS / bTM, pl->MT = 16 * bTM;
-    pl->nblk = p->epilogue == ORTHROS_GEMV_ROPE     ? p->M / p->d
-               : p->epilogue == ORTHROS_GEMV_SWIGLU ? ceil_div(p->M / 2, pl->MT / 2)
-                                                    : ceil_div(p->M, pl->MT);
+    pl->nblk = row_tiles(p, pl->MT);
     const int kst = gemv6_kst(p->K, pl->MT, target);
     pl->kst = kst;
     pl->bulk = bulk;

@@ -109,24 +109,32 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 tma_encoder(void)
     return fn;
 }
 
+/* A bf16 tensor of `rank` dimensions (dims innermost first, strides in bytes of dims 1..rank-1) as a tensor map read in
+ * boxes of `box`, the given swizzle, 256-byte L2 promotion, zeros outside: the encoding every map below shares. */
+static inline int tma_encode(CUtensorMap *m, cuuint32_t rank, const void *base, const cuuint64_t *dims,
+                             const cuuint64_t *strides, const cuuint32_t *box, CUtensorMapSwizzle swizzle,
+                             const char *who)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
+    if (!enc) return orthros_error(ORTHROS_EDEVICE, "%s: no cuTensorMapEncodeTiled in the driver", who);
+    const cuuint32_t estr[5] = {1, 1, 1, 1, 1};
+    CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, (void *)base, dims, strides, box, estr,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return orthros_error(ORTHROS_EDEVICE, "%s: cuTensorMapEncodeTiled failed (%d)", who, (int)r);
+    return 0;
+}
+
 /* A matrix [rows][cols] bf16 (cols innermost, row stride cols) as a 2-d tensor read in boxes of box_cols x box_rows,
  * unswizzled (a box lands row after row) or with swz128 the 128-byte swizzle (box_cols 64: swz128's layout above, the
  * box's destination 1024-aligned), zeros outside. `who` names the kernel in errors. */
 static inline int tma_matrix_map(CUtensorMap *m, const void *W, int rows, int cols, int box_cols, int box_rows,
                                  int swz128, const char *who)
 {
-    PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
-    if (!enc) return orthros_error(ORTHROS_EDEVICE, "%s: no cuTensorMapEncodeTiled in the driver", who);
-    cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-    cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
-    cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
-    cuuint32_t estr[2] = {1, 1};
-    CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)W, dims, strides, box, estr,
-                     CU_TENSOR_MAP_INTERLEAVE_NONE, swz128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return orthros_error(ORTHROS_EDEVICE, "%s: cuTensorMapEncodeTiled failed (%d)", who, (int)r);
-    return 0;
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)cols * 2};
+    const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
+    return tma_encode(m, 2, W, dims, strides, box, swz128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                      who);
 }
 
 /* A matrix [rows][K] bf16 (K a multiple of 64) as a 3-d tensor of 64-wide k-blocks: [K / 64][rows][64] (the k-block
@@ -134,17 +142,9 @@ static inline int tma_matrix_map(CUtensorMap *m, const void *W, int rows, int co
  * as kst of tma_matrix_map's swizzled 64 x box_rows boxes one after another. Zeros outside. */
 static inline int tma_kblock_map(CUtensorMap *m, const void *W, int rows, int K, int box_rows, int kst, const char *who)
 {
-    PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
-    if (!enc) return orthros_error(ORTHROS_EDEVICE, "%s: no cuTensorMapEncodeTiled in the driver", who);
-    cuuint64_t dims[3] = {64, (cuuint64_t)rows, (cuuint64_t)(K / 64)};
-    cuuint64_t strides[2] = {(cuuint64_t)K * 2, 128};
-    cuuint32_t box[3] = {64, (cuuint32_t)box_rows, (cuuint32_t)kst};
-    cuuint32_t estr[3] = {1, 1, 1};
-    CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)W, dims, strides, box, estr,
-                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return orthros_error(ORTHROS_EDEVICE, "%s: cuTensorMapEncodeTiled failed (%d)", who, (int)r);
-    return 0;
+    const cuuint64_t dims[3] = {64, (cuuint64_t)rows, (cuuint64_t)(K / 64)}, strides[2] = {(cuuint64_t)K * 2, 128};
+    const cuuint32_t box[3] = {64, (cuuint32_t)box_rows, (cuuint32_t)kst};
+    return tma_encode(m, 3, W, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, who);
 }
 
 /* A KV cache [B][cap][Hkv][D] bf16 as a 4-d tensor (D innermost), read in boxes of 64 columns x 1 head x
@@ -152,17 +152,10 @@ static inline int tma_kblock_map(CUtensorMap *m, const void *W, int rows, int K,
 static inline int tma_kv_cache_map(CUtensorMap *m, const void *cache, int B, int cap, int Hkv, int D, int box_rows,
                                    const char *who)
 {
-    PFN_cuTensorMapEncodeTiled_v12000 enc = tma_encoder();
-    if (!enc) return orthros_error(ORTHROS_EDEVICE, "%s: no cuTensorMapEncodeTiled in the driver", who);
-    cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)Hkv, (cuuint64_t)cap, (cuuint64_t)B};
-    cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)Hkv * D * 2, (cuuint64_t)cap * Hkv * D * 2};
-    cuuint32_t box[4] = {64, 1, (cuuint32_t)box_rows, 1};
-    cuuint32_t estr[4] = {1, 1, 1, 1};
-    CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, (void *)cache, dims, strides, box, estr,
-                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return orthros_error(ORTHROS_EDEVICE, "%s: cuTensorMapEncodeTiled failed (%d)", who, (int)r);
-    return 0;
+    const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)Hkv, (cuuint64_t)cap, (cuuint64_t)B};
+    const cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)Hkv * D * 2, (cuuint64_t)cap * Hkv * D * 2};
+    const cuuint32_t box[4] = {64, 1, (cuuint32_t)box_rows, 1};
+    return tma_encode(m, 4, cache, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, who);
 }
 
 #endif
