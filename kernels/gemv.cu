@@ -104,6 +104,7 @@ struct gemv_plan {
     int bps, rs; /* v5: blocks a split, ring slots a warp (v6: the ring's stages) */
     int kst;     /* v6: k-blocks a stage */
     int bulk;    /* v6: 1, a stage as a 1-d bulk copy a row (ORTHROS_GEMV6_BULK); 0, as a TMA box */
+    int refill;  /* v6: 1, a slot refilled by its stage's last consumer (ORTHROS_GEMV6_REFILL); 0, by thread 0 */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -702,7 +703,9 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
  * end (tile_finish: the same sums, partials, tickets and epilogues as v1) runs under the next tile's copies.
  * Thread 0 refills a stage's slot once its consumers have freed it, after its own warp's stage q only the slots of
  * stages up to q (those are freed before any block barrier, so its wait cannot hold the block), and at each tile's
- * start the slots of the tiles before. Input rows past n read row n - 1 (their columns are never written). */
+ * start the slots of the tiles before. With ORTHROS_GEMV6_REFILL=1 no thread waits to refill: the last of a stage's
+ * consumers (a count a slot in shared memory) asks the slot's next stage as it frees it. Input rows past n read row
+ * n - 1 (their columns are never written). */
 #define GEMV6_SMEM_MAX (200 * 1024) /* the ring, its 1024-byte alignment and the staged input of one block */
 #define GEMV6_STAGES_MAX 16
 
@@ -726,6 +729,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
     __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ __align__(8) unsigned long long bars[2 * GEMV6_STAGES_MAX]; /* full [S], then empty [S] */
+    __shared__ int freed[GEMV6_STAGES_MAX]; /* refill 1: the consumers' arrivals a slot, from the start */
     __shared__ int last;
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n;
@@ -743,50 +747,56 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
     const uint32_t full0 = smem_addr(bars), empty0 = full0 + 8u * GEMV6_STAGES_MAX;
 
     /* stage q of the block's stream: tile q / nk, its k-blocks from KB (q % nk), slot q % S; a stage is a box [KB][BR
-     * rows][64 k] (KB > 1: the 3-d map, K a multiple of 64), two for SWIGLU (gate, up), asked by thread 0 alone, or
-     * (BULK) a bulk copy a row of the tile, asked by the lanes of warp 0 (every lane calls refill then) */
-    int next = 0;
-    auto refill = [&](int upto) { /* every stage whose slot's previous stage is at most upto */
-        for (; next < total && next - S <= upto; next++) {
-            const int j = next / nk, i = next - j * nk, s = next % S, bx = b0 + j * bps, kb = kb_lo + i * KB;
-            if (next >= S) mbar_wait(empty0 + 8u * s, (uint32_t)((next / S - 1) & 1));
-            const uint32_t dst = ring + (uint32_t)s * SB, fb = full0 + 8u * s;
-            if constexpr (BULK) {
-                const gemv_rows R = tile_rows(p, pl, bx);
-                /* a copy for every row of W the tile names (tile row r is weight row R.row(r); the last tile's rows
-                 * past M are not asked), the stage's bytes the copies' */
-                int cnt = 0;
-                for (int r = lane; r < pl.MT; r += 32) {
-                    bool ok;
-                    cnt += R.row(r, ok) < p.M;
-                }
-                cnt = __reduce_add_sync(0xffffffffu, cnt);
-                /* the stage's k-blocks within K: a copy never reads past its row (the last row is the end of W) */
-                const uint32_t bytes = (uint32_t)(min(KB, kb_hi - kb) * 128);
-                if (lane == 0) mbar_expect_tx(fb, (uint32_t)cnt * bytes);
-                __syncwarp();
-                const bf16 *Wt = (const bf16 *)p.W;
-                for (int r = lane; r < pl.MT; r += 32) {
-                    bool ok;
-                    const int m = R.row(r, ok);
-                    if (m < p.M) bulk_copy(dst + (uint32_t)r * RB, Wt + (size_t)m * p.K + (size_t)kb * 64, bytes, fb);
-                }
-            } else {
-                const int m0 = swiglu ? bx * BR : bx * pl.MT;
-                mbar_expect_tx(fb, SB);
-                if (KB > 1) tma_load_3d(dst, &gp.w, fb, 0, m0, kb);
-                else tma_load_2d(dst, &gp.w, fb, kb * 64, m0);
-                if (swiglu) {
-                    if (KB > 1) tma_load_3d(dst + SB / 2, &gp.w, fb, 0, p.M / 2 + m0, kb);
-                    else tma_load_2d(dst + SB / 2, &gp.w, fb, kb * 64, p.M / 2 + m0);
-                }
+     * rows][64 k] (KB > 1: the 3-d map, K a multiple of 64), two for SWIGLU (gate, up), asked by one thread, or
+     * (BULK) a bulk copy a row of the tile, asked by the lanes of one warp (every lane calls ask then) */
+    auto ask = [&](int q) {
+        const int j = q / nk, i = q - j * nk, s = q % S, bx = b0 + j * bps, kb = kb_lo + i * KB;
+        const uint32_t dst = ring + (uint32_t)s * SB, fb = full0 + 8u * s;
+        if constexpr (BULK) {
+            const gemv_rows R = tile_rows(p, pl, bx);
+            /* a copy for every row of W the tile names (tile row r is weight row R.row(r); the last tile's rows past
+             * M are not asked), the stage's bytes the copies' */
+            int cnt = 0;
+            for (int r = lane; r < pl.MT; r += 32) {
+                bool ok;
+                cnt += R.row(r, ok) < p.M;
             }
+            cnt = __reduce_add_sync(0xffffffffu, cnt);
+            /* the stage's k-blocks within K: a copy never reads past its row (the last row is the end of W) */
+            const uint32_t bytes = (uint32_t)(min(KB, kb_hi - kb) * 128);
+            if (lane == 0) mbar_expect_tx(fb, (uint32_t)cnt * bytes);
+            __syncwarp();
+            const bf16 *Wt = (const bf16 *)p.W;
+            for (int r = lane; r < pl.MT; r += 32) {
+                bool ok;
+                const int m = R.row(r, ok);
+                if (m < p.M) bulk_copy(dst + (uint32_t)r * RB, Wt + (size_t)m * p.K + (size_t)kb * 64, bytes, fb);
+            }
+        } else {
+            const int m0 = swiglu ? bx * BR : bx * pl.MT;
+            mbar_expect_tx(fb, SB);
+            if (KB > 1) tma_load_3d(dst, &gp.w, fb, 0, m0, kb);
+            else tma_load_2d(dst, &gp.w, fb, kb * 64, m0);
+            if (swiglu) {
+                if (KB > 1) tma_load_3d(dst + SB / 2, &gp.w, fb, 0, p.M / 2 + m0, kb);
+                else tma_load_2d(dst + SB / 2, &gp.w, fb, kb * 64, p.M / 2 + m0);
+            }
+        }
+    };
+    /* refill 0: thread 0 (warp 0 for BULK) asks every stage whose slot's previous stage is at most upto, once that
+     * one's consumers have freed it */
+    int next = 0;
+    auto refill = [&](int upto) {
+        for (; next < total && next - S <= upto; next++) {
+            if (next >= S) mbar_wait(empty0 + 8u * (next % S), (uint32_t)((next / S - 1) & 1));
+            ask(next);
         }
     };
     /* the threads that ask stages: thread 0, or warp 0 (BULK) */
     const bool producer = BULK ? warp == 0 : tid == 0;
     pdl_trigger();
     ring_init(full0, empty0, S, TM);
+    if (tid < GEMV6_STAGES_MAX) freed[tid] = 0; /* read after stage_input's block barrier */
     if constexpr (BULK) __syncthreads(); /* warp 0's other lanes use the barriers thread 0 initialized */
     if (producer) refill(-1); /* the first S stages, while the input is staged */
     /* Nothing an earlier kernel writes is read or written above this line. */
@@ -814,7 +824,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
 
     for (int j = 0; j < ntiles; j++) {
         const int bx = b0 + j * bps;
-        if (producer) refill(j * nk - 1); /* the tiles before are all consumed (the block barrier of their ends) */
+        /* the tiles before are all consumed (the block barrier of their ends) */
+        if (producer && !pl.refill) refill(j * nk - 1);
         float acc[2][4];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
@@ -842,8 +853,20 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
                     }
                 }
                 __syncwarp();
-                if (lane == 0) mbar_arrive(empty0 + 8u * slot);
-                if (producer) refill(q);
+                if (pl.refill) {
+                    /* refill 1: the last of the stage's TM consumers asks the slot's next stage, q + S, at once (the
+                     * slot's arrivals counted from the start: its use q / S is done at (q / S + 1) TM) */
+                    int lastc = 0;
+                    if (lane == 0) {
+                        __threadfence_block(); /* this warp's reads of the slot before its arrival */
+                        lastc = atomicAdd(&freed[slot], 1) == (q / S + 1) * TM - 1;
+                        if (lastc) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                    }
+                    if (__shfl_sync(0xffffffffu, lastc, 0) && q + S < total && (BULK || lane == 0)) ask(q + S);
+                } else {
+                    if (lane == 0) mbar_arrive(empty0 + 8u * slot);
+                    if (producer) refill(q);
+                }
                 __syncwarp(); /* ldmatrix is .aligned: warp 0 reconverged after its lane 0's waits */
                 for (slot += WS; slot >= S; slot -= S) phase ^= 1;
             }
@@ -2307,6 +2330,14 @@ static int gemv6_bulk(void)
     return e && !strcmp(e, "1");
 }
 
+/* Who refills v6's ring: ORTHROS_GEMV6_REFILL=1, the last warp to free a slot asks its next stage at once; else 0,
+ * thread 0 (warp 0 for bulk) between its own warp's stages, once the slot's consumers have freed it. */
+static int gemv6_refill(void)
+{
+    const char *e = getenv("ORTHROS_GEMV6_REFILL");
+    return e && !strcmp(e, "1");
+}
+
 /* v6's k-blocks a stage at MT rows a tile: as many as make up the target bytes (1 to 8), where K is a multiple of 64
  * (the 3-d map of k-blocks); else 1. */
 static int gemv6_kst(int K, int MT, int target)
@@ -2369,6 +2400,7 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     const int kst = gemv6_kst(p->K, pl->MT, target);
     pl->kst = kst;
     pl->bulk = bulk;
+    pl->refill = gemv6_refill();
     pl->kbs = ceil_div(ceil_div(nkb, bKS), kst) * kst;
     pl->KS = bKS;
     pl->xs = pl->kbs * 128 + 16; /* +16: the 8 rows one ldmatrix reads start in distinct bank groups */
@@ -2495,9 +2527,10 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
     if (kind == 6) {
         snprintf(buf, cap,
                  "v6: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks "
-                 "(%d tiles a block at most), %d stages of %d k-blocks (%d B)%s, %zu B shared",
+                 "(%d tiles a block at most), %d stages of %d k-blocks (%d B)%s%s, %zu B shared",
                  pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.kst,
-                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : "", pl.smem);
+                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : "",
+                 pl.refill ? " refilled by the last consumer" : "", pl.smem);
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;
