@@ -105,6 +105,7 @@ struct gemv_plan {
     int kst;     /* v6: k-blocks a stage */
     int bulk;    /* v6: 1, a stage as a 1-d bulk copy a row (ORTHROS_GEMV6_BULK); 0, as a TMA box */
     int refill;  /* v6: 1, a slot refilled by its stage's last consumer (ORTHROS_GEMV6_REFILL); 0, by thread 0 */
+    int rowrun;  /* v6: 1, a stage's box [rows][kst][64 k], a row's kst k-blocks in one run (ORTHROS_GEMV6_ROWRUN) */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -775,11 +776,13 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
         } else {
             const int m0 = swiglu ? bx * BR : bx * pl.MT;
             mbar_expect_tx(fb, SB);
-            if (KB > 1) tma_load_3d(dst, &gp.w, fb, 0, m0, kb);
+            const bool rr = pl.rowrun; /* the row-run map's dims: 64 k, k-blocks, rows */
+            if (KB > 1) tma_load_3d(dst, &gp.w, fb, 0, rr ? kb : m0, rr ? m0 : kb);
             else tma_load_2d(dst, &gp.w, fb, kb * 64, m0);
             if (swiglu) {
-                if (KB > 1) tma_load_3d(dst + SB / 2, &gp.w, fb, 0, p.M / 2 + m0, kb);
-                else tma_load_2d(dst + SB / 2, &gp.w, fb, kb * 64, p.M / 2 + m0);
+                const int mu = p.M / 2 + m0;
+                if (KB > 1) tma_load_3d(dst + SB / 2, &gp.w, fb, 0, rr ? kb : mu, rr ? mu : kb);
+                else tma_load_2d(dst + SB / 2, &gp.w, fb, kb * 64, mu);
             }
         }
     };
@@ -806,17 +809,18 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
     /* the lane's ldmatrix rows: A row t 16 + (lane % 8) + 8 ((lane / 8) % 2), 16-byte chunk 2 s + lane / 16; B (the
      * input) row (lane % 8) + 8 (lane / 16), chunk 2 s + (lane / 8) % 2 */
     uint32_t aoff[4];
+    /* the warp's rows in box t 16 / BR (SWIGLU: gate or up), for the TMA forms */
+    const int ar6 = (t * 16) % BR + (lane % 8) + 8 * ((lane / 8) % 2);
+    const uint32_t box6 = (uint32_t)((t * 16) / BR) * (SB / (swiglu ? 2u : 1u));
     if constexpr (BULK) {
         /* row t 16 + (lane % 8) + 8 ((lane / 8) % 2) of the stage, RB bytes a row */
         const uint32_t ar = (uint32_t)(t * 16 + (lane % 8) + 8 * ((lane / 8) % 2));
 #pragma unroll
         for (int s = 0; s < 4; s++) aoff[s] = ar * RB + (uint32_t)((2 * s + lane / 16) * 16);
     } else {
-        /* the warp's rows in box t 16 / BR (SWIGLU: gate or up), k-block 0 of the stage */
-        const int ar = (t * 16) % BR + (lane % 8) + 8 * ((lane / 8) % 2);
-        const uint32_t box = (uint32_t)((t * 16) / BR) * (SB / (swiglu ? 2u : 1u));
+        /* k-block 0 of the stage ([kb][rows][64]; the row-run form's addresses are formed a k-block below) */
 #pragma unroll
-        for (int s = 0; s < 4; s++) aoff[s] = box + swz128(ar, 2 * s + lane / 16);
+        for (int s = 0; s < 4; s++) aoff[s] = box6 + swz128(ar6, 2 * s + lane / 16);
     }
     const uint32_t kstride = BULK ? 128u : (uint32_t)BR * 128u; /* the next k-block of the stage */
     const int xr = min((lane % 8) + 8 * (lane / 16), n - 1);
@@ -839,12 +843,18 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
                 for (int kk = 0; kk < kv; kk++) {
                     const uint32_t st = ring + (uint32_t)slot * SB + (uint32_t)kk * kstride;
                     const uint32_t xk = xb + (uint32_t)((i * KB + kk) * 128);
+                    /* row run: the box [BR][KB][64], 128-byte swizzled by its 128-byte rows (ar6 KB + kk) */
+                    const uint32_t rb6 = (uint32_t)(ar6 * KB + kk);
+                    const uint32_t rbase = ring + (uint32_t)slot * SB + box6 + rb6 * 128u;
 #pragma unroll
                     for (int s = 0; s < 4; s++) {
                         uint32_t a[4], b[4];
+                        const uint32_t aa = !BULK && pl.rowrun
+                                                ? rbase + ((((uint32_t)(2 * s + lane / 16)) ^ (rb6 & 7u)) << 4)
+                                                : st + aoff[s];
                         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                                      : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                                     : "r"(st + aoff[s]));
+                                     : "r"(aa));
                         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                                      : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
                                      : "r"(xk + (uint32_t)(s * 32)));
@@ -2338,6 +2348,14 @@ static int gemv6_refill(void)
     return e && !strcmp(e, "1");
 }
 
+/* v6's stage as a box of rows of kst k-blocks each, [rows][kst][64 k] (ORTHROS_GEMV6_ROWRUN=1: a row's kst x 128
+ * bytes asked as one run), else [kst][rows][64 k] (a k-block of every row, then the next). */
+static int gemv6_rowrun(void)
+{
+    const char *e = getenv("ORTHROS_GEMV6_ROWRUN");
+    return e && !strcmp(e, "1");
+}
+
 /* v6's k-blocks a stage at MT rows a tile: as many as make up the target bytes (1 to 8), where K is a multiple of 64
  * (the 3-d map of k-blocks); else 1. */
 static int gemv6_kst(int K, int MT, int target)
@@ -2401,6 +2419,7 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     pl->kst = kst;
     pl->bulk = bulk;
     pl->refill = gemv6_refill();
+    pl->rowrun = !bulk && kst > 1 && gemv6_rowrun();
     pl->kbs = ceil_div(ceil_div(nkb, bKS), kst) * kst;
     pl->KS = bKS;
     pl->xs = pl->kbs * 128 + 16; /* +16: the 8 rows one ldmatrix reads start in distinct bank groups */
@@ -2473,7 +2492,7 @@ static int launch6(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream
                            pl->smem, stream);
     }
     const int rows = p->epilogue == ORTHROS_GEMV_SWIGLU ? pl->MT / 2 : pl->MT;
-    const int rc = pl->kst > 1 ? tma_kblock_map(&gp.w, p->W, p->M, p->K, rows, pl->kst, "gemv v6")
+    const int rc = pl->kst > 1 ? tma_kblock_map(&gp.w, p->W, p->M, p->K, rows, pl->kst, pl->rowrun, "gemv v6")
                                : tma_matrix_map(&gp.w, p->W, p->M, p->K, 64, rows, 1, "gemv v6");
     if (rc) return rc;
     return launch_gemv(gemv6_kernel<false>, &attr, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp,
@@ -2527,9 +2546,9 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
     if (kind == 6) {
         snprintf(buf, cap,
                  "v6: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks "
-                 "(%d tiles a block at most), %d stages of %d k-blocks (%d B)%s%s, %zu B shared",
+                 "(%d tiles a block at most), %d stages of %d k-blocks (%d B)%s%s%s, %zu B shared",
                  pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.kst,
-                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : "",
+                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : "", pl.rowrun ? " in row runs" : "",
                  pl.refill ? " refilled by the last consumer" : "", pl.smem);
         return 0;
     }
