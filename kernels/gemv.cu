@@ -104,8 +104,6 @@ struct gemv_plan {
     int bps, rs; /* v5: blocks a split, ring slots a warp (v6: the ring's stages) */
     int kst;     /* v6: k-blocks a stage */
     int bulk;    /* v6: 1, a stage as a 1-d bulk copy a row (ORTHROS_GEMV6_BULK); 0, as a TMA box */
-    int refill;  /* v6: 1, a slot refilled by its stage's last consumer (ORTHROS_GEMV6_REFILL); 0, by thread 0 */
-    int rowrun;  /* v6: 1, a stage's box [rows][kst][64 k], a row's kst k-blocks in one run (ORTHROS_GEMV6_ROWRUN) */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -704,9 +702,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
  * end (tile_finish: the same sums, partials, tickets and epilogues as v1) runs under the next tile's copies.
  * Thread 0 refills a stage's slot once its consumers have freed it, after its own warp's stage q only the slots of
  * stages up to q (those are freed before any block barrier, so its wait cannot hold the block), and at each tile's
- * start the slots of the tiles before. With ORTHROS_GEMV6_REFILL=1 no thread waits to refill: the last of a stage's
- * consumers (a count a slot in shared memory) asks the slot's next stage as it frees it. Input rows past n read row
- * n - 1 (their columns are never written). */
+ * start the slots of the tiles before. Input rows past n read row n - 1 (their columns are never written). */
 #define GEMV6_SMEM_MAX (200 * 1024) /* the ring, its 1024-byte alignment and the staged input of one block */
 #define GEMV6_STAGES_MAX 16
 
@@ -730,7 +726,6 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
     __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ __align__(8) unsigned long long bars[2 * GEMV6_STAGES_MAX]; /* full [S], then empty [S] */
-    __shared__ int freed[GEMV6_STAGES_MAX]; /* refill 1: the consumers' arrivals a slot, from the start */
     __shared__ int last;
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n;
@@ -748,58 +743,50 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
     const uint32_t full0 = smem_addr(bars), empty0 = full0 + 8u * GEMV6_STAGES_MAX;
 
     /* stage q of the block's stream: tile q / nk, its k-blocks from KB (q % nk), slot q % S; a stage is a box [KB][BR
-     * rows][64 k] (KB > 1: the 3-d map, K a multiple of 64), two for SWIGLU (gate, up), asked by one thread, or
-     * (BULK) a bulk copy a row of the tile, asked by the lanes of one warp (every lane calls ask then) */
-    auto ask = [&](int q) {
-        const int j = q / nk, i = q - j * nk, s = q % S, bx = b0 + j * bps, kb = kb_lo + i * KB;
-        const uint32_t dst = ring + (uint32_t)s * SB, fb = full0 + 8u * s;
-        if constexpr (BULK) {
-            const gemv_rows R = tile_rows(p, pl, bx);
-            /* a copy for every row of W the tile names (tile row r is weight row R.row(r); the last tile's rows past
-             * M are not asked), the stage's bytes the copies' */
-            int cnt = 0;
-            for (int r = lane; r < pl.MT; r += 32) {
-                bool ok;
-                cnt += R.row(r, ok) < p.M;
-            }
-            cnt = __reduce_add_sync(0xffffffffu, cnt);
-            /* the stage's k-blocks within K: a copy never reads past its row (the last row is the end of W) */
-            const uint32_t bytes = (uint32_t)(min(KB, kb_hi - kb) * 128);
-            if (lane == 0) mbar_expect_tx(fb, (uint32_t)cnt * bytes);
-            __syncwarp();
-            const bf16 *Wt = (const bf16 *)p.W;
-            for (int r = lane; r < pl.MT; r += 32) {
-                bool ok;
-                const int m = R.row(r, ok);
-                if (m < p.M) bulk_copy(dst + (uint32_t)r * RB, Wt + (size_t)m * p.K + (size_t)kb * 64, bytes, fb);
-            }
-        } else {
-            const int m0 = swiglu ? bx * BR : bx * pl.MT;
-            mbar_expect_tx(fb, SB);
-            const bool rr = pl.rowrun; /* the row-run map's dims: 64 k, k-blocks, rows */
-            if (KB > 1) tma_load_3d(dst, &gp.w, fb, 0, rr ? kb : m0, rr ? m0 : kb);
-            else tma_load_2d(dst, &gp.w, fb, kb * 64, m0);
-            if (swiglu) {
-                const int mu = p.M / 2 + m0;
-                if (KB > 1) tma_load_3d(dst + SB / 2, &gp.w, fb, 0, rr ? kb : mu, rr ? mu : kb);
-                else tma_load_2d(dst + SB / 2, &gp.w, fb, kb * 64, mu);
-            }
-        }
-    };
-    /* refill 0: thread 0 (warp 0 for BULK) asks every stage whose slot's previous stage is at most upto, once that
-     * one's consumers have freed it */
+     * rows][64 k] (KB > 1: the 3-d map, K a multiple of 64), two for SWIGLU (gate, up), asked by thread 0 alone, or
+     * (BULK) a bulk copy a row of the tile, asked by the lanes of warp 0 (every lane calls refill then) */
     int next = 0;
-    auto refill = [&](int upto) {
+    auto refill = [&](int upto) { /* every stage whose slot's previous stage is at most upto */
         for (; next < total && next - S <= upto; next++) {
-            if (next >= S) mbar_wait(empty0 + 8u * (next % S), (uint32_t)((next / S - 1) & 1));
-            ask(next);
+            const int j = next / nk, i = next - j * nk, s = next % S, bx = b0 + j * bps, kb = kb_lo + i * KB;
+            if (next >= S) mbar_wait(empty0 + 8u * s, (uint32_t)((next / S - 1) & 1));
+            const uint32_t dst = ring + (uint32_t)s * SB, fb = full0 + 8u * s;
+            if constexpr (BULK) {
+                const gemv_rows R = tile_rows(p, pl, bx);
+                /* a copy for every row of W the tile names (tile row r is weight row R.row(r); the last tile's rows
+                 * past M are not asked), the stage's bytes the copies' */
+                int cnt = 0;
+                for (int r = lane; r < pl.MT; r += 32) {
+                    bool ok;
+                    cnt += R.row(r, ok) < p.M;
+                }
+                cnt = __reduce_add_sync(0xffffffffu, cnt);
+                /* the stage's k-blocks within K: a copy never reads past its row (the last row is the end of W) */
+                const uint32_t bytes = (uint32_t)(min(KB, kb_hi - kb) * 128);
+                if (lane == 0) mbar_expect_tx(fb, (uint32_t)cnt * bytes);
+                __syncwarp();
+                const bf16 *Wt = (const bf16 *)p.W;
+                for (int r = lane; r < pl.MT; r += 32) {
+                    bool ok;
+                    const int m = R.row(r, ok);
+                    if (m < p.M) bulk_copy(dst + (uint32_t)r * RB, Wt + (size_t)m * p.K + (size_t)kb * 64, bytes, fb);
+                }
+            } else {
+                const int m0 = swiglu ? bx * BR : bx * pl.MT;
+                mbar_expect_tx(fb, SB);
+                if (KB > 1) tma_load_3d(dst, &gp.w, fb, 0, m0, kb);
+                else tma_load_2d(dst, &gp.w, fb, kb * 64, m0);
+                if (swiglu) {
+                    if (KB > 1) tma_load_3d(dst + SB / 2, &gp.w, fb, 0, p.M / 2 + m0, kb);
+                    else tma_load_2d(dst + SB / 2, &gp.w, fb, kb * 64, p.M / 2 + m0);
+                }
+            }
         }
     };
     /* the threads that ask stages: thread 0, or warp 0 (BULK) */
     const bool producer = BULK ? warp == 0 : tid == 0;
     pdl_trigger();
     ring_init(full0, empty0, S, TM);
-    if (tid < GEMV6_STAGES_MAX) freed[tid] = 0; /* read after stage_input's block barrier */
     if constexpr (BULK) __syncthreads(); /* warp 0's other lanes use the barriers thread 0 initialized */
     if (producer) refill(-1); /* the first S stages, while the input is staged */
     /* Nothing an earlier kernel writes is read or written above this line. */
@@ -809,18 +796,17 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
     /* the lane's ldmatrix rows: A row t 16 + (lane % 8) + 8 ((lane / 8) % 2), 16-byte chunk 2 s + lane / 16; B (the
      * input) row (lane % 8) + 8 (lane / 16), chunk 2 s + (lane / 8) % 2 */
     uint32_t aoff[4];
-    /* the warp's rows in box t 16 / BR (SWIGLU: gate or up), for the TMA forms */
-    const int ar6 = (t * 16) % BR + (lane % 8) + 8 * ((lane / 8) % 2);
-    const uint32_t box6 = (uint32_t)((t * 16) / BR) * (SB / (swiglu ? 2u : 1u));
     if constexpr (BULK) {
         /* row t 16 + (lane % 8) + 8 ((lane / 8) % 2) of the stage, RB bytes a row */
         const uint32_t ar = (uint32_t)(t * 16 + (lane % 8) + 8 * ((lane / 8) % 2));
 #pragma unroll
         for (int s = 0; s < 4; s++) aoff[s] = ar * RB + (uint32_t)((2 * s + lane / 16) * 16);
     } else {
-        /* k-block 0 of the stage ([kb][rows][64]; the row-run form's addresses are formed a k-block below) */
+        /* the warp's rows in box t 16 / BR (SWIGLU: gate or up), k-block 0 of the stage */
+        const int ar = (t * 16) % BR + (lane % 8) + 8 * ((lane / 8) % 2);
+        const uint32_t box = (uint32_t)((t * 16) / BR) * (SB / (swiglu ? 2u : 1u));
 #pragma unroll
-        for (int s = 0; s < 4; s++) aoff[s] = box6 + swz128(ar6, 2 * s + lane / 16);
+        for (int s = 0; s < 4; s++) aoff[s] = box + swz128(ar, 2 * s + lane / 16);
     }
     const uint32_t kstride = BULK ? 128u : (uint32_t)BR * 128u; /* the next k-block of the stage */
     const int xr = min((lane % 8) + 8 * (lane / 16), n - 1);
@@ -828,8 +814,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
 
     for (int j = 0; j < ntiles; j++) {
         const int bx = b0 + j * bps;
-        /* the tiles before are all consumed (the block barrier of their ends) */
-        if (producer && !pl.refill) refill(j * nk - 1);
+        if (producer) refill(j * nk - 1); /* the tiles before are all consumed (the block barrier of their ends) */
         float acc[2][4];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
@@ -843,18 +828,12 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
                 for (int kk = 0; kk < kv; kk++) {
                     const uint32_t st = ring + (uint32_t)slot * SB + (uint32_t)kk * kstride;
                     const uint32_t xk = xb + (uint32_t)((i * KB + kk) * 128);
-                    /* row run: the box [BR][KB][64], 128-byte swizzled by its 128-byte rows (ar6 KB + kk) */
-                    const uint32_t rb6 = (uint32_t)(ar6 * KB + kk);
-                    const uint32_t rbase = ring + (uint32_t)slot * SB + box6 + rb6 * 128u;
 #pragma unroll
                     for (int s = 0; s < 4; s++) {
                         uint32_t a[4], b[4];
-                        const uint32_t aa = !BULK && pl.rowrun
-                                                ? rbase + ((((uint32_t)(2 * s + lane / 16)) ^ (rb6 & 7u)) << 4)
-                                                : st + aoff[s];
                         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                                      : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                                     : "r"(aa));
+                                     : "r"(st + aoff[s]));
                         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                                      : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
                                      : "r"(xk + (uint32_t)(s * 32)));
@@ -863,20 +842,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
                     }
                 }
                 __syncwarp();
-                if (pl.refill) {
-                    /* refill 1: the last of the stage's TM consumers asks the slot's next stage, q + S, at once (the
-                     * slot's arrivals counted from the start: its use q / S is done at (q / S + 1) TM) */
-                    int lastc = 0;
-                    if (lane == 0) {
-                        __threadfence_block(); /* this warp's reads of the slot before its arrival */
-                        lastc = atomicAdd(&freed[slot], 1) == (q / S + 1) * TM - 1;
-                        if (lastc) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                    }
-                    if (__shfl_sync(0xffffffffu, lastc, 0) && q + S < total && (BULK || lane == 0)) ask(q + S);
-                } else {
-                    if (lane == 0) mbar_arrive(empty0 + 8u * slot);
-                    if (producer) refill(q);
-                }
+                if (lane == 0) mbar_arrive(empty0 + 8u * slot);
+                if (producer) refill(q);
                 __syncwarp(); /* ldmatrix is .aligned: warp 0 reconverged after its lane 0's waits */
                 for (slot += WS; slot >= S; slot -= S) phase ^= 1;
             }
@@ -2340,22 +2307,6 @@ static int gemv6_bulk(void)
     return e && !strcmp(e, "1");
 }
 
-/* Who refills v6's ring: ORTHROS_GEMV6_REFILL=1, the last warp to free a slot asks its next stage at once; else 0,
- * thread 0 (warp 0 for bulk) between its own warp's stages, once the slot's consumers have freed it. */
-static int gemv6_refill(void)
-{
-    const char *e = getenv("ORTHROS_GEMV6_REFILL");
-    return e && !strcmp(e, "1");
-}
-
-/* v6's stage as a box of rows of kst k-blocks each, [rows][kst][64 k] (ORTHROS_GEMV6_ROWRUN=1: a row's kst x 128
- * bytes asked as one run), else [kst][rows][64 k] (a k-block of every row, then the next). */
-static int gemv6_rowrun(void)
-{
-    const char *e = getenv("ORTHROS_GEMV6_ROWRUN");
-    return e && !strcmp(e, "1");
-}
-
 /* v6's k-blocks a stage at MT rows a tile: as many as make up the target bytes (1 to 8), where K is a multiple of 64
  * (the 3-d map of k-blocks); else 1. */
 static int gemv6_kst(int K, int MT, int target)
@@ -2418,8 +2369,6 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     const int kst = gemv6_kst(p->K, pl->MT, target);
     pl->kst = kst;
     pl->bulk = bulk;
-    pl->refill = gemv6_refill();
-    pl->rowrun = !bulk && kst > 1 && gemv6_rowrun();
     pl->kbs = ceil_div(ceil_div(nkb, bKS), kst) * kst;
     pl->KS = bKS;
     pl->xs = pl->kbs * 128 + 16; /* +16: the 8 rows one ldmatrix reads start in distinct bank groups */
@@ -2492,7 +2441,7 @@ static int launch6(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream
                            pl->smem, stream);
     }
     const int rows = p->epilogue == ORTHROS_GEMV_SWIGLU ? pl->MT / 2 : pl->MT;
-    const int rc = pl->kst > 1 ? tma_kblock_map(&gp.w, p->W, p->M, p->K, rows, pl->kst, pl->rowrun, "gemv v6")
+    const int rc = pl->kst > 1 ? tma_kblock_map(&gp.w, p->W, p->M, p->K, rows, pl->kst, "gemv v6")
                                : tma_matrix_map(&gp.w, p->W, p->M, p->K, 64, rows, 1, "gemv v6");
     if (rc) return rc;
     return launch_gemv(gemv6_kernel<false>, &attr, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp,
@@ -2546,10 +2495,9 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
     if (kind == 6) {
         snprintf(buf, cap,
                  "v6: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks "
-                 "(%d tiles a block at most), %d stages of %d k-blocks (%d B)%s%s%s, %zu B shared",
+                 "(%d tiles a block at most), %d stages of %d k-blocks (%d B)%s, %zu B shared",
                  pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.kst,
-                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : "", pl.rowrun ? " in row runs" : "",
-                 pl.refill ? " refilled by the last consumer" : "", pl.smem);
+                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : "", pl.smem);
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;

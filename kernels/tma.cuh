@@ -139,17 +139,11 @@ static inline int tma_matrix_map(CUtensorMap *m, const void *W, int rows, int co
 
 /* A matrix [rows][K] bf16 (K a multiple of 64) as a 3-d tensor of 64-wide k-blocks: [K / 64][rows][64] (the k-block
  * outermost, its stride 128 bytes), read in boxes of kst k-blocks x box_rows rows x 64, 128-byte swizzled: a box lands
- * as kst of tma_matrix_map's swizzled 64 x box_rows boxes one after another. With row_runs the dims are [rows][K /
- * 64][64] instead (coordinates 0, k-block, row), a box of box_rows x kst x 64 read a row's kst k-blocks at a time and
- * landing as box_rows x kst 128-byte rows, swizzled by that row index. Zeros outside. */
-static inline int tma_kblock_map(CUtensorMap *m, const void *W, int rows, int K, int box_rows, int kst, int row_runs,
-                                 const char *who)
+ * as kst of tma_matrix_map's swizzled 64 x box_rows boxes one after another. Zeros outside. */
+static inline int tma_kblock_map(CUtensorMap *m, const void *W, int rows, int K, int box_rows, int kst, const char *who)
 {
-    const cuuint64_t kb = (cuuint64_t)(K / 64), r = (cuuint64_t)rows, rs = (cuuint64_t)K * 2;
-    const cuuint64_t dims[3] = {64, row_runs ? kb : r, row_runs ? r : kb};
-    const cuuint64_t strides[2] = {row_runs ? 128 : rs, row_runs ? rs : 128};
-    const cuuint32_t box[3] = {64, row_runs ? (cuuint32_t)kst : (cuuint32_t)box_rows,
-                               row_runs ? (cuuint32_t)box_rows : (cuuint32_t)kst};
+    const cuuint64_t dims[3] = {64, (cuuint64_t)rows, (cuuint64_t)(K / 64)}, strides[2] = {(cuuint64_t)K * 2, 128};
+    const cuuint32_t box[3] = {64, (cuuint32_t)box_rows, (cuuint32_t)kst};
     return tma_encode(m, 3, W, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, who);
 }
 

@@ -154,31 +154,6 @@ int main(void)
             CHECK(rc == 0 && starts(s, "v6:") && !strstr(s, "bulk"), "v6 bulk, K 2056 \"%s\"", s);
             unsetenv("ORTHROS_GEMV6_BULK");
         }
-        if (!getenv("ORTHROS_GEMV6_REFILL")) {
-            /* each slot refilled by its stage's last consumer: the same plan, named so; only "1" takes it */
-            setenv("ORTHROS_GEMV6_REFILL", "1", 1);
-            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
-            CHECK(rc == 0 && strstr(s, "4 stages of 8 k-blocks (32768 B) refilled by the last consumer, 165120 B"),
-                  "v6 refill 1B o \"%s\"", s);
-            setenv("ORTHROS_GEMV6_REFILL", "yes", 1);
-            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
-            CHECK(rc == 0 && !strstr(s, "refilled"), "v6 refill=yes \"%s\"", s);
-            unsetenv("ORTHROS_GEMV6_REFILL");
-        }
-        if (!getenv("ORTHROS_GEMV6_ROWRUN")) {
-            /* boxes in row runs: the same plan where a stage has more than one k-block; not with bulk copies */
-            setenv("ORTHROS_GEMV6_ROWRUN", "1", 1);
-            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
-            CHECK(rc == 0 && strstr(s, "4 stages of 8 k-blocks (32768 B) in row runs, 165120 B"),
-                  "v6 rowrun 1B o \"%s\"", s);
-            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2056, 0, 0, &rc); /* K not a multiple of 64: a k-block a stage */
-            CHECK(rc == 0 && !strstr(s, "row runs"), "v6 rowrun, K 2056 \"%s\"", s);
-            setenv("ORTHROS_GEMV6_BULK", "1", 1);
-            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
-            CHECK(rc == 0 && strstr(s, "bulk") && !strstr(s, "row runs"), "v6 rowrun with bulk \"%s\"", s);
-            unsetenv("ORTHROS_GEMV6_BULK");
-            unsetenv("ORTHROS_GEMV6_ROWRUN");
-        }
         s = plan(5, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* v1's plan refuses it, and so v5 */
         CHECK(rc == ORTHROS_EUNSUPPORTED, "v5 8B head: rc %d \"%s\"", rc, s);
     }
