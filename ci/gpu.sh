@@ -24,7 +24,7 @@
 #                fused-graphs-v5: the fused step with gemv.cu's version 1, 2, 3, 4 or 5 (v5: the fused step up to batch
 #                16, its ring kernel at 9-16; fused-graphs-v5s4, -v5s8: 4 or 8 ring slots a warp, not in "all");
 #                fused-graphs-v6: with version 6 (v5's tiles from TMA stages, batch 9-16, sm_90; fused-graphs-v6bulk:
-#                its stages as bulk copies a row; -v6cpa: filled by every thread's cp.async; neither in "all");
+#                its stages as bulk copies a row, not in "all");
 #                fused-graphs takes the default, 3; fused-graphs-chain:
 #                with ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8
 #                (the decode attention's combine kernel, or its clusters); fused-graphs-attno: with
@@ -178,7 +178,6 @@ if [ -n "$DECODE" ]; then
             fused-graphs-v5s8) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=5 ORTHROS_GEMV5_STAGES=8) ;;
             fused-graphs-v6) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6) ;;
             fused-graphs-v6bulk) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6 ORTHROS_GEMV6_BULK=1) ;;
-            fused-graphs-v6cpa) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6 ORTHROS_GEMV6_CPA=1) ;;
             fused-graphs-chain) envs=("${fused[@]}" ORTHROS_DECODE_CHAIN=1) ;;
             fused-graphs-attn7) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=7) ;;
             fused-graphs-attn8) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=8) ;;
@@ -233,7 +232,7 @@ echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
     decode_default decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
-    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6cpa decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
+    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_anchor \
     decode_anchor_compiled; do
     case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac

@@ -104,7 +104,6 @@ struct gemv_plan {
     int bps, rs; /* v5: blocks a split, ring slots a warp (v6: the ring's stages) */
     int kst;     /* v6: k-blocks a stage */
     int bulk;    /* v6: 1, a stage as a 1-d bulk copy a row (ORTHROS_GEMV6_BULK); 0, as a TMA box */
-    int cpa;     /* v6: 1, the stages filled by every thread's cp.async (ORTHROS_GEMV6_CPA; gemv6c_kernel) */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -712,26 +711,6 @@ struct gemv6_plan {
     gemv_plan pl;  /* pl.rs: the ring's stages */
 };
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-/* A warp's 16 rows of one staged k-block (64 k) against both n-tiles of the staged input: four ldmatrix.x4 of the
- * weights (the lane's row and chunk offsets aoff from the k-block's start st), four of the input from xk, eight mma. */
-static __device__ __forceinline__ void v6_kblock(float (&acc)[2][4], uint32_t st, const uint32_t (&aoff)[4], uint32_t xk)
-{
-#pragma unroll
-    for (int s = 0; s < 4; s++) {
-        uint32_t a[4], b[4];
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                     : "r"(st + aoff[s]));
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-                     : "r"(xk + (uint32_t)(s * 32)));
-        mma_bf16_16816(acc[0], a, b);
-        mma_bf16_16816(acc[1], a, b + 2);
-    }
-}
-#endif
-
 /* BULK (ORTHROS_GEMV6_BULK=1; K a multiple of 64): a stage is the tile's rows' kst k-blocks as one 1-d bulk copy a
  * row (kst x 128 contiguous bytes, as the stream probe's copies that read at the ceiling), issued by the lanes of warp
  * 0 a row each, landing at a row stride of kst x 128 + 16 bytes (no swizzle: the 8 rows one ldmatrix reads then start
@@ -846,9 +825,22 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
                 /* the stage's k-blocks within K (past it the last split's last stage holds zeros by TMA, nothing by
                  * BULK: skipped) */
                 const int kv = min(KB, kb_hi - (kb_lo + i * KB));
-                for (int kk = 0; kk < kv; kk++)
-                    v6_kblock(acc, ring + (uint32_t)slot * SB + (uint32_t)kk * kstride, aoff,
-                              xb + (uint32_t)((i * KB + kk) * 128));
+                for (int kk = 0; kk < kv; kk++) {
+                    const uint32_t st = ring + (uint32_t)slot * SB + (uint32_t)kk * kstride;
+                    const uint32_t xk = xb + (uint32_t)((i * KB + kk) * 128);
+#pragma unroll
+                    for (int s = 0; s < 4; s++) {
+                        uint32_t a[4], b[4];
+                        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                     : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                                     : "r"(st + aoff[s]));
+                        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                                     : "r"(xk + (uint32_t)(s * 32)));
+                        mma_bf16_16816(acc[0], a, b);
+                        mma_bf16_16816(acc[1], a, b + 2);
+                    }
+                }
                 __syncwarp();
                 if (lane == 0) mbar_arrive(empty0 + 8u * slot);
                 if (producer) refill(q);
@@ -860,107 +852,6 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
         tile_finish<2>(p, pl, tile_rows(p, pl, bx), bx, ks, red, tile, last, false);
         __syncthreads(); /* red and tile are written again by the next tile */
     }
-    if (p.epilogue == ORTHROS_GEMV_ARGMAX) argmax_finish(p, scratch_of(p.scratch), &last);
-#endif
-}
-
-/* cp.async.wait_group with a count known at run time (at most 7 pending: more waits for more). */
-static __device__ __forceinline__ void cp_async_wait_upto(int n)
-{
-    switch (n < 0 ? 0 : n) {
-    case 0: cp_async_wait<0>(); break;
-    case 1: cp_async_wait<1>(); break;
-    case 2: cp_async_wait<2>(); break;
-    case 3: cp_async_wait<3>(); break;
-    case 4: cp_async_wait<4>(); break;
-    case 5: cp_async_wait<5>(); break;
-    case 6: cp_async_wait<6>(); break;
-    default: cp_async_wait<7>(); break;
-    }
-}
-
-/* v6's CPA form (ORTHROS_GEMV6_CPA=1): v6's plan, stages [kst][MT rows][64 k] and swizzle, but every thread fills the
- * ring with 16-byte cp.async (as the decode attention's v7 fills its: no producer, no mbarrier, no tensor map), S - 1
- * stages ahead, one block barrier a stage, and every warp takes every stage: warp (t, sl) its 16 rows of the stage's
- * k-blocks sl, sl + WS, ... Thread i copies chunk i % 8 of tile rows i / 8 + 32 v of each of a stage's k-blocks
- * (rows past M and chunks past K as zeros; k-blocks past the split's end not at all). The tile ends are v5's. */
-static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6c_kernel(const orthros_gemv_params p, const gemv_plan pl)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    extern __shared__ __align__(16) unsigned char smem6[]; /* ring [rs][SB] from a 1024-aligned byte | x [n][pl.xs] */
-    __shared__ float red[GEMV_WARPS][16][17];
-    __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];
-    __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
-    __shared__ int last;
-
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, n = p.n;
-    const int KS = pl.KS, ks = blockIdx.x % KS, bps = gridDim.x / KS, b0 = blockIdx.x / KS;
-    const int nkb = (p.K + 63) / 64, kb_lo = ks * pl.kbs, KB = pl.kst, kb_hi = min(nkb, kb_lo + pl.kbs);
-    const int nk = (kb_hi - kb_lo + KB - 1) / KB; /* stages a tile */
-    const int ntiles = b0 < pl.nblk ? (pl.nblk - b0 + bps - 1) / bps : 0, total = ntiles * nk;
-    const int S = pl.rs, TM = pl.TM, WS = pl.WS, t = warp % TM, sl = warp / TM, active = warp < TM * WS;
-    const uint32_t KSTR = (uint32_t)pl.MT * 128u, SB = KSTR * (uint32_t)KB;
-    const uint32_t base = smem_addr(smem6), ring = (base + 1023u) & ~1023u;
-    unsigned char *ringp = smem6 + (ring - base), *xs = ringp + (size_t)S * SB;
-
-    const int c = tid % 8, RV = pl.MT / 32;
-    auto issue = [&](int q) { /* stage q into slot q % S, one commit group (empty past the last stage) */
-        if (q < total) {
-            const int j = q / nk, i = q - j * nk, kb0 = kb_lo + i * KB, kv = min(KB, kb_hi - kb0);
-            const gemv_rows R = tile_rows(p, pl, b0 + j * bps);
-            unsigned char *st = ringp + (size_t)(q % S) * SB;
-            for (int v = 0; v < RV; v++) {
-                const int r = tid / 8 + 32 * v;
-                bool ok;
-                const int m = R.row(r, ok);
-                const bf16 *src = (const bf16 *)p.W + (size_t)(ok ? m : 0) * p.K + c * 8;
-                for (int kk = 0; kk < kv; kk++) {
-                    const int k = (kb0 + kk) * 64 + c * 8;
-                    const bool in = ok && k < p.K;
-                    cp_async16(st + kk * KSTR + swz128(r, c), in ? (const void *)(src + (size_t)(kb0 + kk) * 64)
-                                                                 : (const void *)p.W,
-                               in ? 16 : 0);
-                }
-            }
-        }
-        cp_async_commit();
-    };
-    pdl_trigger();
-    for (int q = 0; q < S - 1; q++) issue(q); /* the first S - 1 stages, while the input is staged */
-    /* Nothing an earlier kernel writes is read or written above this line. */
-    pdl_wait();
-    stage_input<false, 0, 8>(p, xs, pl.xs, rs, kb_lo * 64, pl.kbs * 8);
-
-    /* the lane's ldmatrix rows as v6's: A tile row t 16 + (lane % 8) + 8 ((lane / 8) % 2), chunk 2 s + lane / 16 */
-    uint32_t aoff[4];
-    const int ar = t * 16 + (lane % 8) + 8 * ((lane / 8) % 2);
-#pragma unroll
-    for (int s = 0; s < 4; s++) aoff[s] = swz128(ar, 2 * s + lane / 16);
-    const int xr = min((lane % 8) + 8 * (lane / 16), n - 1);
-    const uint32_t xb = smem_addr(xs) + (uint32_t)(xr * pl.xs) + (uint32_t)(((lane / 8) % 2) * 16);
-
-    int q = 0;
-    for (int j = 0; j < ntiles; j++) {
-        const int bx = b0 + j * bps;
-        float acc[2][4];
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-        for (int i = 0; i < nk; i++, q++) {
-            cp_async_wait_upto(S - 2);
-            __syncthreads(); /* stage q is in for every thread; every warp is done with stage q - 1 */
-            issue(q + S - 1); /* into stage q - 1's slot */
-            if (active) {
-                const int kv = min(KB, kb_hi - (kb_lo + i * KB));
-                const uint32_t st = ring + (uint32_t)(q % S) * SB;
-                for (int kk = sl; kk < kv; kk += WS)
-                    v6_kblock(acc, st + (uint32_t)kk * KSTR, aoff, xb + (uint32_t)((i * KB + kk) * 128));
-            }
-        }
-        if (active) store_fragment<2>(red, acc);
-        tile_finish<2>(p, pl, tile_rows(p, pl, bx), bx, ks, red, tile, last, false);
-        __syncthreads(); /* red and tile are written again by the next tile */
-    }
-    cp_async_wait<0>();
     if (p.epilogue == ORTHROS_GEMV_ARGMAX) argmax_finish(p, scratch_of(p.scratch), &last);
 #endif
 }
@@ -2416,14 +2307,6 @@ static int gemv6_bulk(void)
     return e && !strcmp(e, "1");
 }
 
-/* v6's stages filled by every thread's 16-byte cp.async, a block barrier a stage: ORTHROS_GEMV6_CPA=1 (before
- * ORTHROS_GEMV6_BULK), else by the TMA (or bulk copies). */
-static int gemv6_cpa(void)
-{
-    const char *e = getenv("ORTHROS_GEMV6_CPA");
-    return e && !strcmp(e, "1");
-}
-
 /* v6's k-blocks a stage at MT rows a tile: as many as make up the target bytes (1 to 8), where K is a multiple of 64
  * (the 3-d map of k-blocks); else 1. */
 static int gemv6_kst(int K, int MT, int target)
@@ -2460,7 +2343,7 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     else if (rows) tms[0] = rows / 16, ntm = 1;
     if (tms[0] < 1 || tms[0] > 8) return ORTHROS_EUNSUPPORTED;
     const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132, target = gemv6_stage_bytes();
-    const bool cpa = gemv6_cpa(), bulk = !cpa && gemv6_bulk() && p->K % 64 == 0;
+    const bool bulk = gemv6_bulk() && p->K % 64 == 0;
     long best_cost = -1;
     int bTM = 0, bKS = 0, bblocks = 0;
     for (int a = 0; a < ntm; a++) {
@@ -2486,7 +2369,6 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     const int kst = gemv6_kst(p->K, pl->MT, target);
     pl->kst = kst;
     pl->bulk = bulk;
-    pl->cpa = cpa;
     pl->kbs = ceil_div(ceil_div(nkb, bKS), kst) * kst;
     pl->KS = bKS;
     pl->xs = pl->kbs * 128 + 16; /* +16: the 8 rows one ldmatrix reads start in distinct bank groups */
@@ -2553,11 +2435,6 @@ static int launch6(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream
     gemv6_plan gp;
     memset(&gp, 0, sizeof gp);
     gp.pl = *pl;
-    if (pl->cpa) {
-        static bool attr_cpa = false;
-        return launch_gemv(gemv6c_kernel, &attr_cpa, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, pl,
-                           pl->smem, stream);
-    }
     if (pl->bulk) {
         static bool attr_bulk = false;
         return launch_gemv(gemv6_kernel<true>, &attr_bulk, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp,
@@ -2620,7 +2497,7 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
                  "v6: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks "
                  "(%d tiles a block at most), %d stages of %d k-blocks (%d B)%s, %zu B shared",
                  pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.kst,
-                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : pl.cpa ? " by cp.async" : "", pl.smem);
+                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : "", pl.smem);
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;

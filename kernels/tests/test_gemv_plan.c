@@ -154,21 +154,6 @@ int main(void)
             CHECK(rc == 0 && starts(s, "v6:") && !strstr(s, "bulk"), "v6 bulk, K 2056 \"%s\"", s);
             unsetenv("ORTHROS_GEMV6_BULK");
         }
-        if (!getenv("ORTHROS_GEMV6_CPA")) {
-            /* stages filled by cp.async: the same plan, named so, and before bulk copies; only "1" takes it */
-            setenv("ORTHROS_GEMV6_CPA", "1", 1);
-            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
-            CHECK(rc == 0 && strstr(s, "4 stages of 8 k-blocks (32768 B) by cp.async, 165120 B shared"),
-                  "v6 cpa 1B o \"%s\"", s);
-            setenv("ORTHROS_GEMV6_BULK", "1", 1);
-            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
-            CHECK(rc == 0 && strstr(s, "by cp.async") && !strstr(s, "bulk"), "v6 cpa and bulk \"%s\"", s);
-            unsetenv("ORTHROS_GEMV6_BULK");
-            setenv("ORTHROS_GEMV6_CPA", "yes", 1);
-            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
-            CHECK(rc == 0 && !strstr(s, "cp.async"), "v6 cpa=yes \"%s\"", s);
-            unsetenv("ORTHROS_GEMV6_CPA");
-        }
         s = plan(5, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* v1's plan refuses it, and so v5 */
         CHECK(rc == ORTHROS_EUNSUPPORTED, "v5 8B head: rc %d \"%s\"", rc, s);
     }
