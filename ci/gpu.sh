@@ -19,7 +19,9 @@
 #                already there (a run of the same commit: bench refuses cells of other code); copy OUTDIR/recipe
 #                into data/results to keep it
 #   --decode M   the decode modes side by side (docs/kernels.md, "Whole-model decode"): for each mode of M (all, or
-#                a comma-separated list of default (no switch set: the backend's default), plain, graphs, graphs-gemv,
+#                a comma-separated list of default (no switch set: the backend's default), default-lt (the default
+#                with ORTHROS_GEMM_LT=1: cuBLAS's products of 1-16 rows through cuBLASLt, tuned), plain, graphs,
+#                graphs-gemv,
 #                fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4,
 #                fused-graphs-v5: the fused step with gemv.cu's version 1, 2, 3, 4 or 5 (v5: the fused step up to batch
 #                16, its ring kernel at 9-16; fused-graphs-v5s4, -v5s8: 4 or 8 ring slots a warp, not in "all");
@@ -163,7 +165,9 @@ if [ -n "$DECODE" ]; then
             # every switch unset, whatever the caller's environment holds
             default) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV -u ORTHROS_DECODE_PDL
                            -u ORTHROS_GEMV_VERSION -u ORTHROS_GEMV5_STAGES -u ORTHROS_DECODE_L2PF -u ORTHROS_DECODE_L2PF_MB
-                           -u ORTHROS_DECODE_ATTN_O -u ORTHROS_DECODE_O_PDL -u ORTHROS_DECODE_ATTN_PDL) ;;
+                           -u ORTHROS_DECODE_ATTN_O -u ORTHROS_DECODE_O_PDL -u ORTHROS_DECODE_ATTN_PDL -u ORTHROS_GEMM_LT) ;;
+            # the default with cuBLAS's products of 1-16 rows through cuBLASLt, tuned per shape (batch 9-16's step)
+            default-lt) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV ORTHROS_GEMM_LT=1) ;;
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
             graphs) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
             graphs-gemv) envs=(ORTHROS_DECODE_GRAPHS=1 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=1) ;;
@@ -231,7 +235,7 @@ echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
-    decode_default decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
+    decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
     decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_anchor \
     decode_anchor_compiled; do

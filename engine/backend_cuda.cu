@@ -22,6 +22,7 @@
 #include "convert.h"
 #include "cuda_common.cuh"
 #include "embed.h"
+#include "gemm_lt.h"
 #include "gemv.h"
 #include "mem_read.h"
 #include "rmsnorm.h"
@@ -58,6 +59,8 @@ typedef struct {
     cudaEvent_t marks[ORTHROS_TIMER_SLOTS]; /* timer_mark / timer_seconds */
     /* The whole-model decode work (docs/kernels.md, "Whole-model decode"): */
     int gemv;                      /* ORTHROS_GEMV=1: gemm and logits of 1-16 rows through gemv.cu */
+    int gemm_lt;                   /* ORTHROS_GEMM_LT=1: cuBLAS's products of 1-16 rows through cuBLASLt, tuned */
+    orthros_gemm_lt *lt;           /* its context (gemm_lt.h), with gemm_lt */
     int pdl;                       /* ORTHROS_DECODE_PDL=1: every gemv.cu launch a programmatic dependent one */
     void *gemv_scratch;            /* orthros_gemv_scratch_bytes(), zeroed once; allocated at the first GEMV */
     int l2pf;                      /* ORTHROS_DECODE_L2PF: 0 off, 1 the l2_next hints asked into L2, 2 as evict_last */
@@ -178,6 +181,7 @@ static void cuda_destroy(orthros_backend *be)
         if (c->ao_scratch) cudaFree(c->ao_scratch);
         for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++)
             if (c->marks[i]) cudaEventDestroy(c->marks[i]);
+        orthros_gemm_lt_destroy(c->lt);
         if (c->cublas) cublasDestroy(c->cublas);
         if (c->cublas_ws) cudaFree(c->cublas_ws);
         if (c->stream) cudaStreamDestroy(c->stream);
@@ -314,6 +318,8 @@ static int cuda_add_rmsnorm(orthros_backend *be, void *out, void *resid, const v
 static int gemm_rowmajor(cuda_impl *c, void *out, cudaDataType otype, const void *x, const void *W, int n, int M, int K)
 {
     if (n <= 0 || M <= 0) return 0;
+    if (c->lt && n <= ORTHROS_GEMV_MAX_ROWS)
+        return orthros_gemm_lt_bf16(c->lt, out, otype == CUDA_R_32F, x, W, n, M, K, c->capturing, c->stream);
     const float one = 1.0f, zero = 0.0f;
     CUBLAS_CHECK(cublasGemmEx(c->cublas, CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &one, W, CUDA_R_16BF, K, x, CUDA_R_16BF, K,
                               &zero, out, otype, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -1045,7 +1051,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
-        (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)))
+        (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
+        (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
     c->chain_ring = c->chain_ring && orthros_cuda_sm90_available(); /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
@@ -1071,6 +1078,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
+    if (used < sizeof info->kernels && c->gemm_lt)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemm lt");
     if (used < sizeof info->kernels && c->o_pdl != 1)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", o pdl%d", c->o_pdl);
     if (used < sizeof info->kernels && *modes)
@@ -1098,6 +1107,7 @@ static int create_impl(cuda_impl *c, orthros_device_info *info, unsigned *modes)
                                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     ORTHROS_CUDA_CHECK(cudaMalloc(&c->cublas_ws, CUBLAS_WS_BYTES));
     CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, CUBLAS_WS_BYTES));
+    if (c->gemm_lt && (rc = orthros_gemm_lt_create(&c->lt, c->cublas_ws, CUBLAS_WS_BYTES))) return rc;
     for (int i = 0; i < STAGE_SLOTS; i++) {
         stage_slot *s = &c->slots[i];
         ORTHROS_CUDA_CHECK(cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));

@@ -644,8 +644,9 @@ static void bench_window_pass(int d, int n, int W, int version)
 }
 
 /* ---- matrix-vector products of the decode step (gemv.cu) beside cuBLAS ----
- * Each projection of a layer of the Llama-3.2-1B and 3.1-8B shapes, and the LM head, at batch 1, 4, 8 and 16, three
- * ways: cuBLAS (the default backend's gemm / logits), the GEMV kernel (a backend made with ORTHROS_GEMV=1) and the
+ * Each projection of a layer of the Llama-3.2-1B and 3.1-8B shapes, and the LM head, at batch 1, 4, 8 and 16, these
+ * ways: cuBLAS (the default backend's gemm / logits), cuBLASLt with the algorithm tuned for the shape (a backend made
+ * with ORTHROS_GEMM_LT=1, gemm_lt.h), the GEMV kernel (a backend made with ORTHROS_GEMV=1) and the
  * fused op that the FUSED decode mode runs in its place (GEMV kernels with the RMSNorm, the residual add, SwiGLU,
  * RoPE and the cache write, or the argmax in them), and that op again through a backend made with
  * ORTHROS_DECODE_PDL=1 (each call a programmatic dependent launch of the one before it: its weights stream into L2
@@ -657,9 +658,9 @@ static void bench_window_pass(int d, int n, int W, int version)
 
 typedef struct {
     orthros_backend *b;
-    const char *kind; /* cublas, gemv, fused, fused-pdl (the fused op, every GEMV a programmatic dependent launch),
-                       * fused-v1, fused-v2, fused-v4 (the fused op through gemv.cu's version 1, 2 or 4; fused is the
-                       * default, 3) */
+    const char *kind; /* cublas, cublaslt, gemv, fused, fused-pdl (the fused op, every GEMV a programmatic dependent
+                       * launch), fused-v1, fused-v2, fused-v4 (the fused op through gemv.cu's version 1, 2 or 4; fused
+                       * is the default, 3) */
     const char *proj; /* qkv, o, gate_up, down, head */
     int n, M, K, copies;
     void **W;
@@ -699,7 +700,7 @@ static int run_gemv_graph(void *ctx)
  * plan's default, the H200's 132). */
 static void print_gemv_plan(const char *kind, const char *proj, int n, int M, int K, int Hq, int Hkv, int d)
 {
-    if (!strcmp(kind, "cublas")) return;
+    if (!strncmp(kind, "cublas", 6)) return;
     void *fake = (void *)(uintptr_t)256;
     orthros_gemv_params p;
     memset(&p, 0, sizeof p);
@@ -783,7 +784,8 @@ static void bench_gemv_case(orthros_backend *b, const char *model, const char *p
     if (!strcmp(proj, "o") || !strcmp(proj, "down")) bytes += fused ? 2.0 * n * M : 0; /* the residual read */
     char shape[128];
     snprintf(shape, sizeof shape, "%s %s n=%d M=%d K=%d %s", model, proj, n, M, K, kind);
-    const char *kn = !strcmp(kind, "cublas") ? "gemv_cublas" : !strcmp(kind, "gemv") ? "gemv"
+    const char *kn = !strcmp(kind, "cublas") ? "gemv_cublas" : !strcmp(kind, "cublaslt") ? "gemv_cublaslt"
+                     : !strcmp(kind, "gemv") ? "gemv"
                      : !strcmp(kind, "fused-pdl") ? "gemv_fused_pdl" : "gemv_fused";
     bench_case bc = {kn, d, K, n, M, 0, !strcmp(kind, "cublas") ? 0 : orthros_gemv_version(), strcmp(kind, "cublas") == 0};
     record_case("gemv", shape, &bc, 1, 2.0 * n * (double)M * K, bytes, t, samples);
@@ -798,8 +800,8 @@ static void bench_gemv_case(orthros_backend *b, const char *model, const char *p
 
 /* Every projection of one model shape at batch n, each way, and the step's products summed (L layers and the head)
  * against their floor. */
-static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, const char *model, int D, int Hq, int Hkv,
-                             int d, int F, int V, int L, int n)
+static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, orthros_backend *lt_be, const char *model,
+                             int D, int Hq, int Hkv, int d, int F, int V, int L, int n)
 {
     if (!want("gemv")) return;
     const struct {
@@ -815,9 +817,9 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
         const char *kind;
         orthros_backend *b;
         int gemv_version;
-    } ks[] = {{"cublas", be, 0},    {"gemv", gemv_be, 0}, {"fused", be, 0},   {"fused-pdl", pdl_be, 0},
-              {"fused-v1", be, 1}, {"fused-v2", be, 2},  {"fused-v4", be, 4}, {"fused-v5", be, 5},
-              {"fused-v6", be, 6}};
+    } ks[] = {{"cublas", be, 0},    {"cublaslt", lt_be, 0}, {"gemv", gemv_be, 0}, {"fused", be, 0},
+              {"fused-pdl", pdl_be, 0}, {"fused-v1", be, 1},     {"fused-v2", be, 2},  {"fused-v4", be, 4},
+              {"fused-v5", be, 5},      {"fused-v6", be, 6}};
     enum { NK = sizeof ks / sizeof *ks };
     double sum[NK] = {0}, floor_s = 0;
     int known = !gemv_kind, known_proj = !gemv_proj;
@@ -1374,19 +1376,23 @@ int main(int argc, char **argv)
     if (!quick || only) bench_ring_chain(be->info.sm_count > 0 ? be->info.sm_count : 132);
     /* The decode step's matrix-vector products (gemv.cu), last. */
     if (want("gemv")) {
-        orthros_backend *gemv_be = NULL, *pdl_be = NULL;
+        orthros_backend *gemv_be = NULL, *pdl_be = NULL, *lt_be = NULL;
         setenv("ORTHROS_GEMV", "1", 1);
         must(orthros_backend_cuda_create(&gemv_be), "cuda backend with ORTHROS_GEMV=1");
         unsetenv("ORTHROS_GEMV");
         setenv("ORTHROS_DECODE_PDL", "1", 1);
         must(orthros_backend_cuda_create(&pdl_be), "cuda backend with ORTHROS_DECODE_PDL=1");
         unsetenv("ORTHROS_DECODE_PDL");
+        setenv("ORTHROS_GEMM_LT", "1", 1);
+        must(orthros_backend_cuda_create(&lt_be), "cuda backend with ORTHROS_GEMM_LT=1");
+        unsetenv("ORTHROS_GEMM_LT");
         const int gb[] = {1, 4, 8, 16};
         for (int i = 0; i < 4; i++) {
             if (quick && (gb[i] == 4 || gb[i] == 8)) continue;
-            bench_gemv_model(gemv_be, pdl_be, "1B", 2048, 32, 8, 64, 8192, 128256, 16, gb[i]);
-            bench_gemv_model(gemv_be, pdl_be, "8B", 4096, 32, 8, 128, 14336, 128256, 32, gb[i]);
+            bench_gemv_model(gemv_be, pdl_be, lt_be, "1B", 2048, 32, 8, 64, 8192, 128256, 16, gb[i]);
+            bench_gemv_model(gemv_be, pdl_be, lt_be, "8B", 4096, 32, 8, 128, 14336, 128256, 32, gb[i]);
         }
+        lt_be->destroy(lt_be);
         pdl_be->destroy(pdl_be);
         gemv_be->destroy(gemv_be);
     }

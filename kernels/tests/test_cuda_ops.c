@@ -287,6 +287,50 @@ static void test_gemm(int n, int M, int K, int logits)
     pair_free(&out);
 }
 
+/* gemm and logits through a backend made with ORTHROS_GEMM_LT=1 (gemm_lt.h: cuBLASLt, an algorithm tuned per shape on
+ * its first call) against the cpu: batch 1-16 (the tuned path) at awkward shapes, batch 37 (cublasGemmEx still), and
+ * a shape met first inside a stream capture (the heuristic's first algorithm, no tuning), replayed. */
+static void gemm_lt_suite(void)
+{
+    orthros_backend *plain = gpu, *lt = NULL;
+    setenv("ORTHROS_GEMM_LT", "1", 1);
+    if (orthros_backend_cuda_create(&lt)) die("cuda backend with ORTHROS_GEMM_LT=1");
+    unsetenv("ORTHROS_GEMM_LT");
+    gpu = lt;
+    test_gemm(1, 96, 64, 0);
+    test_gemm(1, 2048, 2048, 0);
+    test_gemm(3, 1000, 200, 0);
+    test_gemm(16, 3072, 2048, 0);
+    test_gemm(16, 2048, 8192, 0);
+    test_gemm(9, 1003, 2056, 0);
+    test_gemm(37, 1000, 200, 0);
+    test_gemm(1, 1003, 256, 1);
+    test_gemm(16, 50000, 512, 1);
+    test_gemm(1, 96, 64, 0); /* the tuned shape again */
+    {
+        const int n = 5, M = 777, K = 320;
+        pair x = pair_new((size_t)n * K, 0), W = pair_new((size_t)M * K, 0), out = pair_new((size_t)n * M, 0);
+        pair_random(&x, 8, 1.0f, 0.0f);
+        pair_random(&W, 9, 1.0f / sqrtf((float)K), 0.0f);
+        pair_poison(&out);
+        op_rc(cpu->gemm(cpu, out.c, x.c, W.c, n, M, K), "gemm cpu");
+        void *graph = NULL;
+        op_rc(gpu->graph_begin(gpu), "graph begin");
+        int rc = gpu->gemm(gpu, out.g, x.g, W.g, n, M, K);
+        int erc = gpu->graph_end(gpu, &graph);
+        op_rc(rc ? rc : erc, "gemm lt inside a capture");
+        op_rc(gpu->graph_launch(gpu, graph), "graph launch");
+        op_rc(gpu->sync(gpu), "sync");
+        check("gemm lt n=5 M=777 K=320, first met inside a capture", &out, TOL_BF16);
+        gpu->graph_free(gpu, graph);
+        pair_free(&x);
+        pair_free(&W);
+        pair_free(&out);
+    }
+    gpu = plain;
+    lt->destroy(lt);
+}
+
 static void test_swiglu(int n, int F)
 {
     pair gu = pair_new((size_t)n * 2 * F, 0), out = pair_new((size_t)n * F, 0);
@@ -1906,6 +1950,7 @@ int main(void)
         test_argmax(3, 50000);
         test_argmax(1, 7);
     }
+    if (section("gemmlt")) gemm_lt_suite();
     if (section("full")) full_suite();
     if (section("linear")) linear_suite(3, 4);
     /* The wgmma versions (sm_90a builds): v5, run on the H200 and the default there, then the versions not yet
