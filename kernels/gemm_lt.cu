@@ -10,7 +10,7 @@
 #define LT_MAX_SHAPES 64
 #define LT_MAX_ALGOS 16
 #define LT_FLUSH_BYTES ((size_t)128 << 20) /* more than the H200's L2 (60 MB): every timed run reads W from DRAM */
-#define LT_RUNS 3
+#define LT_RUNS 5
 
 #define LT_CHECK(call)                                                                                             \
     do {                                                                                                           \
@@ -137,10 +137,13 @@ static int tune(orthros_gemm_lt *lt, lt_shape *s, const cublasLtMatmulHeuristicR
         cudaGetLastError();
         rc = orthros_error(ORTHROS_EDEVICE, "gemm lt: the tuning's flush buffer or events");
     }
+    const float one = 1.0f, zero = 0.0f;
     for (int i = 0; i < found && !rc; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
         float total = 0.0f;
-        int ok = 1;
+        /* one run untimed: a kernel's first launch loads its module (CUDA's lazy loading, ~1 ms) */
+        int ok = cublasLtMatmul(lt->h, s->op, &one, W, s->a, x, s->b, &zero, out, s->c, out, s->c, &res[i].algo, lt->ws,
+                                lt->ws_bytes, stream) == CUBLAS_STATUS_SUCCESS;
         for (int r = 0; r < LT_RUNS && ok && !rc; r++) {
             float ms = 0.0f;
             if (cudaMemsetAsync(flush, r & 1, LT_FLUSH_BYTES, stream) != cudaSuccess ||
@@ -148,7 +151,6 @@ static int tune(orthros_gemm_lt *lt, lt_shape *s, const cublasLtMatmulHeuristicR
                 rc = orthros_error(ORTHROS_EDEVICE, "gemm lt: the tuning's flush");
                 break;
             }
-            const float one = 1.0f, zero = 0.0f;
             ok = cublasLtMatmul(lt->h, s->op, &one, W, s->a, x, s->b, &zero, out, s->c, out, s->c, &res[i].algo,
                                 lt->ws, lt->ws_bytes, stream) == CUBLAS_STATUS_SUCCESS;
             if (cudaEventRecord(ev[1], stream) != cudaSuccess || cudaEventSynchronize(ev[1]) != cudaSuccess ||
