@@ -76,7 +76,8 @@ static int shape_init(lt_shape *s, int n, int M, int K, int out_f32)
     LT_CHECK(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     LT_CHECK(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, (int64_t)K));
     LT_CHECK(cublasLtMatrixLayoutCreate(&s->b, CUDA_R_16BF, (uint64_t)K, (uint64_t)n, (int64_t)K));
-    LT_CHECK(cublasLtMatrixLayoutCreate(&s->c, out_f32 ? CUDA_R_32F : CUDA_R_16BF, (uint64_t)M, (uint64_t)n, (int64_t)M));
+    const cudaDataType ot = out_f32 ? CUDA_R_32F : CUDA_R_16BF;
+    LT_CHECK(cublasLtMatrixLayoutCreate(&s->c, ot, (uint64_t)M, (uint64_t)n, (int64_t)M));
     return 0;
 }
 
@@ -96,7 +97,8 @@ static int heuristics(orthros_gemm_lt *lt, const lt_shape *s, cublasLtMatmulHeur
     LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = lt->ws_bytes;
     const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasStatus_t st =
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
                                                   sizeof schemes);
@@ -132,10 +134,16 @@ static int tune(orthros_gemm_lt *lt, lt_shape *s, const cublasLtMatmulHeuristicR
     cudaEvent_t ev[2] = {NULL, NULL};
     float best = -1.0f, first = -1.0f;
     int best_i = 0, rc = 0, tried = 0;
-    if (cudaMalloc(&flush, LT_FLUSH_BYTES) != cudaSuccess || cudaEventCreate(&ev[0]) != cudaSuccess ||
-        cudaEventCreate(&ev[1]) != cudaSuccess) {
+    if (cudaMalloc(&flush, LT_FLUSH_BYTES) != cudaSuccess) {
+        /* no room for the flush (a model filling the device): the heuristic's first, untuned, and said so */
         cudaGetLastError();
-        rc = orthros_error(ORTHROS_EDEVICE, "gemm lt: the tuning's flush buffer or events");
+        fprintf(stderr, "orthros: gemm lt: n %d M %d K %d: no %zu MB for the tuning's flush; the heuristic's first "
+                        "algorithm, untuned\n", s->n, s->M, s->K, LT_FLUSH_BYTES >> 20);
+        return 0;
+    }
+    if (cudaEventCreate(&ev[0]) != cudaSuccess || cudaEventCreate(&ev[1]) != cudaSuccess) {
+        cudaGetLastError();
+        rc = orthros_error(ORTHROS_EDEVICE, "gemm lt: the tuning's events");
     }
     const float one = 1.0f, zero = 0.0f;
     for (int i = 0; i < found && !rc; i++) {
@@ -171,8 +179,9 @@ static int tune(orthros_gemm_lt *lt, lt_shape *s, const cublasLtMatmulHeuristicR
     s->algo = res[best_i].algo;
     char name[96];
     algo_name(&s->algo, name, sizeof name);
-    fprintf(stderr, "gemm lt: n %d M %d K %d %s: heuristic #%d of %d tried (%s), %.1f us (the first: %.1f us)\n", s->n,
-            s->M, s->K, s->out_f32 ? "f32" : "bf16", best_i, tried, name, best * 1e3, first * 1e3);
+    fprintf(stderr,
+            "orthros: gemm lt: n %d M %d K %d %s: heuristic #%d of %d tried (%s), %.1f us (the first: %.1f us)\n",
+            s->n, s->M, s->K, s->out_f32 ? "f32" : "bf16", best_i, tried, name, best * 1e3, first * 1e3);
     return 0;
 }
 

@@ -25,8 +25,8 @@ void orthros_gemm_lt_destroy(orthros_gemm_lt *lt);
 /* One product on `stream`. A shape (n, M, K, out type) met for the first time outside a stream capture is tuned:
  * every algorithm cuBLASLt's heuristic offers (up to 16) is timed on this call's operands, L2 flushed before each
  * run, and the fastest is kept for the shape (a line on stderr names it); met first inside a capture (capturing 1),
- * the heuristic's first is used and kept. The tuning synchronizes the stream and allocates a flush buffer for its
- * duration. */
+ * the heuristic's first is used and kept. The tuning synchronizes the stream and allocates a 128 MB flush buffer for
+ * its duration (where it cannot, the heuristic's first is kept, untuned, and a line says so). */
 int orthros_gemm_lt_bf16(orthros_gemm_lt *lt, void *out, int out_f32, const void *x, const void *W, int n, int M,
                          int K, int capturing, cudaStream_t stream);
 
