@@ -787,7 +787,8 @@ static void bench_gemv_case(orthros_backend *b, const char *model, const char *p
     const char *kn = !strcmp(kind, "cublas") ? "gemv_cublas" : !strcmp(kind, "cublaslt") ? "gemv_cublaslt"
                      : !strcmp(kind, "gemv") ? "gemv"
                      : !strcmp(kind, "fused-pdl") ? "gemv_fused_pdl" : "gemv_fused";
-    bench_case bc = {kn, d, K, n, M, 0, !strcmp(kind, "cublas") ? 0 : orthros_gemv_version(), strcmp(kind, "cublas") == 0};
+    bench_case bc = {kn, d, K, n, M, 0, !strncmp(kind, "cublas", 6) ? 0 : orthros_gemv_version(),
+                     strcmp(kind, "cublas") == 0};
     record_case("gemv", shape, &bc, 1, 2.0 * n * (double)M * K, bytes, t, samples);
     print_gemv_plan(kind, proj, n, M, K, Hq, Hkv, d);
     b->graph_free(b, g.graph);
