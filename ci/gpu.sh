@@ -21,8 +21,7 @@
 #   --decode M   the decode modes side by side (docs/kernels.md, "Whole-model decode"): for each mode of M (all, or
 #                a comma-separated list of default (no switch set: the backend's default), default-lt (the default
 #                with ORTHROS_GEMM_LT=1: cuBLAS's products of 1-16 rows through cuBLASLt, tuned; not in "all"),
-#                plain, graphs,
-#                graphs-gemv,
+#                plain, graphs, graphs-gemv,
 #                fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4,
 #                fused-graphs-v5: the fused step with gemv.cu's version 1, 2, 3, 4 or 5 (v5: the fused step up to batch
 #                16, its ring kernel at 9-16; fused-graphs-v5s4, -v5s8: 4 or 8 ring slots a warp, not in "all");
