@@ -4,7 +4,13 @@
 # root (ROOT), sets BUILD (ORTHROS_GPU_BUILD, default build-gpu) and ARCHS (ORTHROS_CUDA_ARCHS, default 90a), puts
 # cJSON from .deps on the library path when present, and defines `step`, which runs one step with its output
 # teed to a log in $OUT and its result kept in the `status` array.
-mkdir -p "$OUT" || { echo "cannot create $OUT" >&2; exit 1; }
+# The first argument is the output folder: one that starts with "-" is an option given first (--help among them).
+case "$OUT" in
+    -*) echo "$(basename "$0"): the first argument is OUTDIR, the output folder, not an option ($OUT); the usage is in" \
+            "the comment at the top of $0" >&2
+        exit 2 ;;
+esac
+mkdir -p -- "$OUT" || { echo "cannot create $OUT" >&2; exit 1; }
 OUT=$(cd "$OUT" && pwd)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1

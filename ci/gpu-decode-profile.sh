@@ -15,7 +15,8 @@ BUILD=${BUILD:-build-gpu}
 [ $# -gt 0 ] || set -- llama3.2-1b:1:4k llama3.2-1b:1:128k llama3.1-8b:1:4k
 command -v ncu >/dev/null || { echo "ci/gpu-decode-profile.sh: no ncu on this machine" >&2; exit 1; }
 [ -x "$BUILD/orthros" ] || { echo "ci/gpu-decode-profile.sh: no $BUILD/orthros (build first)" >&2; exit 1; }
-mkdir -p "$OUT"
+case "$OUT" in -*) echo "ci/gpu-decode-profile.sh: the first argument is OUTDIR, not an option ($OUT)" >&2; exit 2 ;; esac
+mkdir -p -- "$OUT"
 rc=0
 for spec in "$@"; do
     case "$spec" in *[!a-z0-9.:-]*|*:*:*:*) echo "not model:batch:ctx: $spec" >&2; rc=1; continue ;; esac
