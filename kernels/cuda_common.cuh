@@ -19,7 +19,7 @@
                                  __FILE__, __LINE__);                                                         \
     } while (0)
 
-/* The same for cuBLAS calls (in files that include cublas_v2.h). */
+/* The same for cuBLAS and cuBLASLt calls (in files that include cublas_v2.h or cublasLt.h). */
 #define CUBLAS_CHECK(call)                                                                                    \
     do {                                                                                                      \
         cublasStatus_t st_ = (call);                                                                          \

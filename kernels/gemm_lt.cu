@@ -12,14 +12,6 @@
 #define LT_FLUSH_BYTES ((size_t)128 << 20) /* more than the H200's L2 (60 MB): every timed run reads W from DRAM */
 #define LT_RUNS 5
 
-#define LT_CHECK(call)                                                                                             \
-    do {                                                                                                           \
-        cublasStatus_t st_ = (call);                                                                               \
-        if (st_ != CUBLAS_STATUS_SUCCESS)                                                                          \
-            return orthros_error(ORTHROS_EDEVICE, "%s failed: %s (%s:%d)", #call, cublasGetStatusString(st_),      \
-                                 __FILE__, __LINE__);                                                              \
-    } while (0)
-
 typedef struct {
     int n, M, K, out_f32;
     cublasLtMatmulDesc_t op;
@@ -71,30 +63,30 @@ static int shape_init(lt_shape *s, int n, int M, int K, int out_f32)
 {
     s->n = n, s->M = M, s->K = K, s->out_f32 = out_f32;
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    LT_CHECK(cublasLtMatmulDescCreate(&s->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT_CHECK(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, (int64_t)K));
-    LT_CHECK(cublasLtMatrixLayoutCreate(&s->b, CUDA_R_16BF, (uint64_t)K, (uint64_t)n, (int64_t)K));
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&s->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(s->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s->a, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, (int64_t)K));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s->b, CUDA_R_16BF, (uint64_t)K, (uint64_t)n, (int64_t)K));
     const cudaDataType ot = out_f32 ? CUDA_R_32F : CUDA_R_16BF;
-    LT_CHECK(cublasLtMatrixLayoutCreate(&s->c, ot, (uint64_t)M, (uint64_t)n, (int64_t)M));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s->c, ot, (uint64_t)M, (uint64_t)n, (int64_t)M));
     return 0;
 }
 
-static int run(orthros_gemm_lt *lt, const lt_shape *s, const cublasLtMatmulAlgo_t *algo, void *out, const void *x,
-               const void *W, cudaStream_t stream)
+/* One product of the shape with the given algorithm, on `stream`. */
+static cublasStatus_t matmul(orthros_gemm_lt *lt, const lt_shape *s, const cublasLtMatmulAlgo_t *algo, void *out,
+                             const void *x, const void *W, cudaStream_t stream)
 {
     const float one = 1.0f, zero = 0.0f;
-    LT_CHECK(cublasLtMatmul(lt->h, s->op, &one, W, s->a, x, s->b, &zero, out, s->c, out, s->c, algo, lt->ws,
-                            lt->ws_bytes, stream));
-    return 0;
+    return cublasLtMatmul(lt->h, s->op, &one, W, s->a, x, s->b, &zero, out, s->c, out, s->c, algo, lt->ws,
+                          lt->ws_bytes, stream);
 }
 
 /* The heuristic's algorithms for the shape (fp32 split-K reductions only, within the workspace). */
 static int heuristics(orthros_gemm_lt *lt, const lt_shape *s, cublasLtMatmulHeuristicResult_t *res, int *found)
 {
     cublasLtMatmulPreference_t pref;
-    LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t ws = lt->ws_bytes;
     const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     cublasStatus_t st =
@@ -145,13 +137,11 @@ static int tune(orthros_gemm_lt *lt, lt_shape *s, const cublasLtMatmulHeuristicR
         cudaGetLastError();
         rc = orthros_error(ORTHROS_EDEVICE, "gemm lt: the tuning's events");
     }
-    const float one = 1.0f, zero = 0.0f;
     for (int i = 0; i < found && !rc; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
         float total = 0.0f;
         /* one run untimed: a kernel's first launch loads its module (CUDA's lazy loading, ~1 ms) */
-        int ok = cublasLtMatmul(lt->h, s->op, &one, W, s->a, x, s->b, &zero, out, s->c, out, s->c, &res[i].algo, lt->ws,
-                                lt->ws_bytes, stream) == CUBLAS_STATUS_SUCCESS;
+        int ok = matmul(lt, s, &res[i].algo, out, x, W, stream) == CUBLAS_STATUS_SUCCESS;
         for (int r = 0; r < LT_RUNS && ok && !rc; r++) {
             float ms = 0.0f;
             if (cudaMemsetAsync(flush, r & 1, LT_FLUSH_BYTES, stream) != cudaSuccess ||
@@ -159,8 +149,7 @@ static int tune(orthros_gemm_lt *lt, lt_shape *s, const cublasLtMatmulHeuristicR
                 rc = orthros_error(ORTHROS_EDEVICE, "gemm lt: the tuning's flush");
                 break;
             }
-            ok = cublasLtMatmul(lt->h, s->op, &one, W, s->a, x, s->b, &zero, out, s->c, out, s->c, &res[i].algo,
-                                lt->ws, lt->ws_bytes, stream) == CUBLAS_STATUS_SUCCESS;
+            ok = matmul(lt, s, &res[i].algo, out, x, W, stream) == CUBLAS_STATUS_SUCCESS;
             if (cudaEventRecord(ev[1], stream) != cudaSuccess || cudaEventSynchronize(ev[1]) != cudaSuccess ||
                 cudaEventElapsedTime(&ms, ev[0], ev[1]) != cudaSuccess)
                 rc = orthros_error(ORTHROS_EDEVICE, "gemm lt: the tuning's timing");
@@ -214,5 +203,6 @@ extern "C" int orthros_gemm_lt_bf16(orthros_gemm_lt *lt, void *out, int out_f32,
         s = &lt->shapes[lt->n_shapes++];
         *s = fresh;
     }
-    return run(lt, s, &s->algo, out, x, W, stream);
+    CUBLAS_CHECK(matmul(lt, s, &s->algo, out, x, W, stream));
+    return 0;
 }
