@@ -848,7 +848,7 @@ static int env_digit(const char *name, int max, int *out)
     const char *v = getenv(name);
     if (!v || !*v) return 0;
     if (strlen(v) != 1 || v[0] < '0' || v[0] > '0' + max)
-        return orthros_error(ORTHROS_EINVAL, "%s=%.40s: %s", name, v, max == 1 ? "0 or 1" : "0, 1 or 2");
+        return orthros_error(ORTHROS_EINVAL, "%s=%.40s: a digit from 0 to %d", name, v, max);
     *out = v[0] - '0';
     return 0;
 }
@@ -1041,7 +1041,8 @@ static int select_kernels(orthros_device_info *info)
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch with
  * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with
  * ORTHROS_DECODE_MLP=1 (2) in the fused mode. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
- * process-wide, as the attention kernels' variables do (set_version_from_env). */
+ * process-wide, as the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (a digit 0-7; unset:
+ * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1054,6 +1055,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
+    int early = ORTHROS_GEMV_EARLY_DEFAULT;
+    if ((rc = env_digit("ORTHROS_GEMV_EARLY", 7, &early)) || (rc = orthros_gemv_set_early(early))) return rc;
     c->chain_ring = c->chain_ring && orthros_cuda_sm90_available(); /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
     if (c->mlp == 2 && !orthros_cuda_sm90_available()) c->mlp = 1; /* the ring kernel is sm_90's */
@@ -1066,6 +1069,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
                                  orthros_gemv_version(), c->pdl ? "+pdl" : "");
     else if (c->pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl");
+    if (used < sizeof info->kernels && runs && early != ORTHROS_GEMV_EARLY_DEFAULT)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv early %d", early);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

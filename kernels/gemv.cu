@@ -874,6 +874,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
 struct gemv2_plan {
     int groups, KW, GPB, blocks, U;
     size_t smem;
+    int early; /* v3's orthros_gemv_set_early mask (0 for v2 and v4) */
 };
 
 static __device__ __forceinline__ void gemv2_rows(const orthros_gemv_params &p, int g, int r[2], bool ok[2])
@@ -910,26 +911,43 @@ static __device__ __forceinline__ void unpack8(const uint4 &v, float (&f)[8])
 
 /* One round of a group's two rows (v2, v3, the chain and the MLP kernel): lane's chunks c = ((t0 + u) KW + sl) 32 +
  * lane, u < U, of rows w0 and w1 (ok0, ok1: the row exists) and of the N input rows (from shared memory with XS, else X through
- * L1), every load issued before the first use, then their dot products added into acc in k order. */
-template <int N, int U, bool XS>
-static __device__ __forceinline__ void group_round(const bf16 *w0, const bf16 *w1, bool ok0, bool ok1, const bf16 *X,
-                                                   const unsigned char *smem_x, int K, int t0, int KW, int sl,
-                                                   int lane, float (&acc)[2][N])
+ * L1), every load issued before the first use, then their dot products added into acc in k order. In three pieces
+ * (the weights' loads, the input's, the sums) so that v3 can put the weights' first loads before the input is staged
+ * and an epilogue's operands between the loads and the sums (orthros_gemv_set_early). */
+template <int U>
+static __device__ __forceinline__ void round_weights(const bf16 *w0, const bf16 *w1, bool ok0, bool ok1, int K, int t0,
+                                                     int KW, int sl, int lane, uint4 (&wv)[U][2])
 {
     const int nch = K / 8;
-    uint4 wv[U][2], xv[U][N];
 #pragma unroll
     for (int u = 0; u < U; u++) {
         const int c = ((t0 + u) * KW + sl) * 32 + lane;
         const bool in = c < nch;
         wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok0 && in);
         wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok1 && in);
+    }
+}
+
+template <int N, int U, bool XS>
+static __device__ __forceinline__ void round_input(const bf16 *X, const unsigned char *smem_x, int K, int t0, int KW,
+                                                   int sl, int lane, uint4 (&xv)[U][N])
+{
+    const int nch = K / 8;
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int c = ((t0 + u) * KW + sl) * 32 + lane;
+        const bool in = c < nch;
 #pragma unroll
         for (int j = 0; j < N; j++) {
             if constexpr (XS) xv[u][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
             else xv[u][j] = ld_input(X + (size_t)j * K + (size_t)c * 8, in);
         }
     }
+}
+
+template <int N, int U>
+static __device__ __forceinline__ void round_sums(const uint4 (&wv)[U][2], const uint4 (&xv)[U][N], float (&acc)[2][N])
+{
 #pragma unroll
     for (int u = 0; u < U; u++) {
 #pragma unroll
@@ -942,15 +960,36 @@ static __device__ __forceinline__ void group_round(const bf16 *w0, const bf16 *w
     }
 }
 
+template <int N, int U, bool XS>
+static __device__ __forceinline__ void group_round(const bf16 *w0, const bf16 *w1, bool ok0, bool ok1, const bf16 *X,
+                                                   const unsigned char *smem_x, int K, int t0, int KW, int sl,
+                                                   int lane, float (&acc)[2][N])
+{
+    uint4 wv[U][2], xv[U][N];
+    round_weights<U>(w0, w1, ok0, ok1, K, t0, KW, sl, lane, wv);
+    round_input<N, U, XS>(X, smem_x, K, t0, KW, sl, lane, xv);
+    round_sums<N, U>(wv, xv, acc);
+}
+
 /* The end of a group (v2, v3, v4): every lane's sums of the two rows over its chunks meet in a butterfly (every lane
  * gets the same bits), the KW slices are added in slice order through shared memory (part; two block barriers:
  * every warp of the block calls this for its group, block-uniformly), then slice 0 writes the group's outputs:
  * lane i N + j output (row i, input row j), through the same epilogue functions as v1; ARGMAX keeps the lane's best
  * key of each input row in best. */
+/* The epilogue's operands a lane loaded before the group's sums (v3 with orthros_gemv_set_early's 1 and 2): ADD, lane
+ * i N + j: the residual's old value of output (row i, input row j); ROPE, lane j: the pair's cosine and sine at input
+ * row j's position pos. `have` when they are loaded. */
+struct group_pre {
+    bool have;
+    float a, b;
+    int pos;
+};
+
 template <int N>
 static __device__ __forceinline__ void group_finish(const orthros_gemv_params &p, const gemv2_plan &pl, int g,
                                                     const int r[2], const bool ok[2], float (&acc)[2][N],
-                                                    float (*part)[2][N], unsigned long long (&best)[N])
+                                                    float (*part)[2][N], unsigned long long (&best)[N],
+                                                    const group_pre &pre = group_pre{false, 0.0f, 0.0f, 0})
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, KW = pl.KW, sl = warp % KW;
 #pragma unroll
@@ -980,7 +1019,12 @@ static __device__ __forceinline__ void group_finish(const orthros_gemv_params &p
             if (lane == j) epi_swiglu(p, j, g, acc[0][j], acc[1][j]);
             break;
         case ORTHROS_GEMV_ROPE:
-            if (lane == j) epi_rope(p, j, g / (p.d / 2), g % (p.d / 2), acc[0][j], acc[1][j]);
+            if (lane == j) {
+                if (pre.have)
+                    epi_rope_cs(p, j, g / (p.d / 2), g % (p.d / 2), acc[0][j], acc[1][j], pre.pos, pre.a, pre.b);
+                else
+                    epi_rope(p, j, g / (p.d / 2), g % (p.d / 2), acc[0][j], acc[1][j]);
+            }
             break;
         case ORTHROS_GEMV_ARGMAX:
 #pragma unroll
@@ -993,8 +1037,13 @@ static __device__ __forceinline__ void group_finish(const orthros_gemv_params &p
             break;
         default:
 #pragma unroll
-            for (int i = 0; i < 2; i++)
-                if (ok[i] && lane == i * N + j) epi_store(p, j, r[i], acc[i][j]);
+            for (int i = 0; i < 2; i++) {
+                if (!ok[i] || lane != i * N + j) continue;
+                if (pre.have && p.epilogue == ORTHROS_GEMV_ADD)
+                    ((bf16 *)p.out)[(size_t)j * p.M + r[i]] = add_resid(pre.a, acc[i][j]);
+                else
+                    epi_store(p, j, r[i], acc[i][j]);
+            }
             break;
         }
     }
@@ -1026,26 +1075,51 @@ static __device__ __forceinline__ void block_argmax(const orthros_gemv_params &p
  * before its first use, the input from shared memory (XS) or through L1. Every thread of the block calls it. */
 template <int N, int U, bool XS>
 static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p, const gemv2_plan &pl,
-                                                    const unsigned char *smem_x, float (*part)[2][N], int *last)
+                                                    const unsigned char *smem_x, float (*part)[2][N], int *last,
+                                                    const uint4 (*first)[U][2] = nullptr)
 {
+    constexpr bool EARLY = N == 1 && U == 4;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int K = p.K, nch = K / 8, KW = pl.KW, sl = warp % KW, gw = warp / KW;
     const bf16 *X = (const bf16 *)p.x, *Wt = (const bf16 *)p.W;
     unsigned long long best[N];
 #pragma unroll
     for (int j = 0; j < N; j++) best[j] = 0ull;
+    /* orthros_gemv_set_early (batch 1 alone: at 2-8 the registers it holds make the kernels spill): 1, ADD's
+     * residual loaded as the group starts; 2, ROPE's position read once and the
+     * pair's cosine and sine formed while the group's first round is in flight; both used in group_finish */
+    const bool e_add = EARLY && (pl.early & 1) && p.epilogue == ORTHROS_GEMV_ADD;
+    const bool e_rope = EARLY && (pl.early & 2) && p.epilogue == ORTHROS_GEMV_ROPE;
+    group_pre pre{e_add || e_rope, 0.0f, 0.0f, 0};
+    if (e_rope && lane < N) pre.pos = p.pos[lane];
     for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x) {
         const int g = gb * pl.GPB + gw;
         int r[2] = {0, 0};
         bool ok[2] = {false, false};
         if (g < pl.groups) gemv2_rows(p, g, r, ok);
         const bf16 *w0 = Wt + (size_t)(ok[0] ? r[0] : 0) * K, *w1 = Wt + (size_t)(ok[1] ? r[1] : 0) * K;
+        if (e_add && sl == 0 && lane < 2 * N && ok[lane / N])
+            pre.a = bf2f(__ldcg((const bf16 *)p.out + (size_t)(lane % N) * p.M + r[lane / N]));
         float acc[2][N];
 #pragma unroll
         for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
-        for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U)
-            group_round<N, U, XS>(w0, w1, ok[0], ok[1], X, smem_x, K, t0, KW, sl, lane, acc);
-        group_finish<N>(p, pl, g, r, ok, acc, part, best);
+        for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U) {
+            uint4 wv[U][2], xv[U][N];
+            if (EARLY && first && t0 == 0 && gb == (int)blockIdx.x) {
+#pragma unroll
+                for (int u = 0; u < U; u++) wv[u][0] = (*first)[u][0], wv[u][1] = (*first)[u][1];
+            } else {
+                round_weights<U>(w0, w1, ok[0], ok[1], K, t0, KW, sl, lane, wv);
+            }
+            round_input<N, U, XS>(X, smem_x, K, t0, KW, sl, lane, xv);
+            if (e_rope && t0 == 0 && sl == 0 && lane < N && g < pl.groups) {
+                const int half = p.d / 2;
+                pre.a = 1.0f, pre.b = 0.0f;
+                if (g / half < p.Hq + p.Hkv) rope_cs(p, pre.pos, g % half, pre.a, pre.b);
+            }
+            round_sums<N, U>(wv, xv, acc);
+        }
+        group_finish<N>(p, pl, g, r, ok, acc, part, best, pre);
     }
     if (p.epilogue == ORTHROS_GEMV_ARGMAX) block_argmax<N>(p, pl, best, last);
 }
@@ -1084,15 +1158,29 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
      * input is staged (and, with p.pdl, while the kernel before this one ends). Copying it into shared memory instead
      * (cp.async, 64 KB a block) was measured slower at cf5b787 (docs/kernels.md, "The chain"). With p.pdl 2 (the
      * product after the decode attention, which leaves SMs idle: ORTHROS_DECODE_O_PDL) every group of the block. */
-    if (p.pdl == 2) /* every group of the block, whole (its rounds: ceil(nch / (32 KW))) */
+    /* orthros_gemv_set_early's 4 (with XS, not a dependent launch): the warp's first round of weights loaded into
+     * registers before the input is staged, rather than asked into L2 */
+    const bool first = N == 1 && U == 4 && XS && (pl.early & 4) && !p.pdl;
+    uint4 wv0[U][2];
+    if (first) {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, sl = warp % pl.KW;
+        const int g = blockIdx.x * pl.GPB + warp / pl.KW;
+        int r[2] = {0, 0};
+        bool ok[2] = {false, false};
+        if (g < pl.groups) gemv2_rows(p, g, r, ok);
+        const bf16 *Wt = (const bf16 *)p.W;
+        round_weights<U>(Wt + (size_t)(ok[0] ? r[0] : 0) * p.K, Wt + (size_t)(ok[1] ? r[1] : 0) * p.K, ok[0], ok[1],
+                         p.K, 0, pl.KW, sl, lane, wv0);
+    } else if (p.pdl == 2) { /* every group of the block, whole (its rounds: ceil(nch / (32 KW))) */
         for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x)
             prefetch_group(p, pl, gb, (p.K / 8 + 32 * pl.KW - 1) / (32 * pl.KW));
-    else
+    } else {
         prefetch_group(p, pl, blockIdx.x, p.pdl ? 4 * U : U);
+    }
     pdl_wait();
     if constexpr (XS) stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
 
-    gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last);
+    gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last, first ? &wv0 : nullptr);
 }
 
 /* ---- v4: v3's groups as one pipeline a warp (batch 1-4) ----
@@ -1188,6 +1276,17 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv4_kernel(const ort
  *   - KW chosen so that the block rounds fill the machine's block slots best. The 8B q/k/v's 3072 groups are 1.45
  *     waves of 264 blocks x 8 warps at KW 1 (73% of the slots) and 2.9 at KW 2 (97%); the 1B q/k/v's 1536 groups
  *     fill 73% at KW 1 and 2, 97% at 4. */
+static int gemv_early = ORTHROS_GEMV_EARLY_DEFAULT; /* orthros_gemv_set_early */
+
+int orthros_gemv_set_early(int mask)
+{
+    if (mask < 0 || mask > 7) return orthros_error(ORTHROS_EINVAL, "gemv: early mask %d (0 to 7)", mask);
+    gemv_early = mask;
+    return 0;
+}
+
+int orthros_gemv_early(void) { return gemv_early; }
+
 static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
 {
     if (p->n > (version == 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
@@ -1209,6 +1308,7 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
         while (KW < GEMV2_MAX_KW && (long)pl->groups * KW * 4 < (long)slots * 3 && 2 * KW * 32 <= nch) KW *= 2;
     }
     pl->KW = KW, pl->GPB = GEMV_WARPS / KW;
+    pl->early = version == 3 && p->n == 1 ? gemv_early : 0; /* batch 1 alone (gemv2_groups) */
     pl->U = version >= 4 ? (p->n == 1 ? 4 : 2) : p->n > 4 ? 2 : version >= 3 || p->n > 1 ? 4 : 8;
     const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;

@@ -91,6 +91,13 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
  * into a ring of the block's stages and read with ldmatrix (sm_90; v1 where there is a device and it is not). */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
+/* v3's epilogue operands and first weights loaded early (process-wide; the same bits either way), a mask: 1 ADD's
+ * residual read as each group starts, 2 ROPE's position read once and each pair's cosine and sine formed while the
+ * group's first round is in flight (not after its sums), 4 with a norm the first round's weights loaded into
+ * registers before the input is staged (not asked into L2). 0 to 7, else ORTHROS_EINVAL. */
+#define ORTHROS_GEMV_EARLY_DEFAULT 0
+int orthros_gemv_set_early(int mask);
+int orthros_gemv_early(void);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,
  * chosen per call); process-wide. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_ring_slots(int s);

@@ -980,6 +980,7 @@ static void bench_stream_probe(int sms)
  * (to the last block done with them), its epilogue (to the last block done with it) and its barrier, us. */
 static void bench_ring_chain(int sms)
 {
+    const int early0 = orthros_gemv_early();
     if (!want("ring_chain")) return;
     static const struct {
         const char *name;
@@ -988,16 +989,17 @@ static void bench_ring_chain(int sms)
     static const char *prod[4] = {"o", "gate/up", "down", "qkv"};
     /* the ways: 0 one by one, 1 the chain, 2 the ring chain with the form and the producer's lead given */
     static const struct {
-        int kind, form, ahead;
+        int kind, form, ahead, early;
         const char *name;
-    } ways[] = {{0, 0, -1, "one by one (v3)"},
-                {1, 0, -1, "chain (v3)"},
-                {2, 0, -1, "ring chain form 0"},
-                {2, 1, -1, "ring chain form 1"},
-                {2, 1, 3, "ring chain form 1, ahead 3"},
-                {2, 1, 2, "ring chain form 1, ahead 2"},
-                {2, 1, 1, "ring chain form 1, ahead 1"},
-                {2, 1, 0, "ring chain form 1, ahead 0"}};
+    } ways[] = {{0, 0, -1, 0, "one by one (v3), early 0"},
+                {0, 0, -1, 7, "one by one (v3), early 7"},
+                {1, 0, -1, -1, "chain (v3)"},
+                {2, 0, -1, -1, "ring chain form 0"},
+                {2, 1, -1, -1, "ring chain form 1"},
+                {2, 1, 3, -1, "ring chain form 1, ahead 3"},
+                {2, 1, 2, -1, "ring chain form 1, ahead 2"},
+                {2, 1, 1, -1, "ring chain form 1, ahead 1"},
+                {2, 1, 0, -1, "ring chain form 1, ahead 0"}};
     cudaStream_t st;
     cuda_must(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
     cudaEvent_t e0, e1;
@@ -1060,6 +1062,7 @@ static void bench_ring_chain(int sms)
             must(orthros_gemv_set_version(way < 2 ? 3 : 0), "gemv version");
             must(orthros_gemv_ring_chain_set_form(ways[wi].form), "ring chain form");
             must(orthros_gemv_ring_chain_set_ahead(ways[wi].ahead), "ring chain lead");
+            must(orthros_gemv_set_early(ways[wi].early >= 0 ? ways[wi].early : early0), "gemv early");
             int rc = 0;
             /* one round uncaptured (attributes, plans), then C chains captured */
             for (int pass = 0; pass < 2 && !rc; pass++) {
@@ -1128,6 +1131,7 @@ static void bench_ring_chain(int sms)
             printf("\n");
         }
         must(orthros_gemv_set_version(0), "gemv version");
+        must(orthros_gemv_set_early(early0), "gemv early");
         must(orthros_gemv_ring_chain_set_form(1), "ring chain form");
         must(orthros_gemv_ring_chain_set_ahead(-1), "ring chain lead");
         for (int c = 0; c < C; c++)
@@ -1137,6 +1141,128 @@ static void bench_ring_chain(int sms)
     }
     cudaFree(stamps);
     free(hs);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(st);
+}
+
+/* The pieces of the step's fused products at batch 1 (gemv.cu v3; op fused_parts): each decode projection of the 1B
+ * and 8B shapes as a plain product (STORE, STORE_F32 for the head), with the norm alone (the normed ones), and fused as
+ * the step runs it (the norm and the epilogue: RoPE with the cache write, SwiGLU, the residual add, the argmax), each
+ * with orthros_gemv_set_early 0 and 7. C copies of the weights in one captured graph, as the gemv op's cells; us a
+ * call. What the norm and each epilogue add to a product, and what loading their operands early takes off. */
+static void bench_fused_parts(int sms)
+{
+    if (!want("fused_parts")) return;
+    static const struct {
+        const char *name;
+        int D, F, Hq, Hkv, d, V;
+    } models[] = {{"1B", 2048, 8192, 32, 8, 64, 128256}, {"8B", 4096, 14336, 32, 8, 128, 128256}};
+    cudaStream_t st;
+    cuda_must(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    cudaEvent_t e0, e1;
+    cuda_must(cudaEventCreate(&e0), "event");
+    cuda_must(cudaEventCreate(&e1), "event");
+    const int early0 = orthros_gemv_early();
+    must(orthros_gemv_set_version(3), "gemv version");
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        const int D = models[mi].D, F = models[mi].F, Hq = models[mi].Hq, Hkv = models[mi].Hkv, d = models[mi].d;
+        const int cap = 4096, pos = 4000;
+        const struct {
+            const char *proj;
+            int M, K, epi, norm;
+        } ps[] = {{"qkv", (Hq + 2 * Hkv) * d, D, ORTHROS_GEMV_ROPE, 1},
+                  {"o", D, Hq * d, ORTHROS_GEMV_ADD, 0},
+                  {"gate_up", 2 * F, D, ORTHROS_GEMV_SWIGLU, 1},
+                  {"down", D, F, ORTHROS_GEMV_ADD, 0},
+                  {"head", models[mi].V, D, ORTHROS_GEMV_ARGMAX, 1}};
+        float inv[ORTHROS_MAX_HEAD_DIM / 2];
+        orthros_model_config cfg = {.head_dim = d, .rope_theta = 500000.0};
+        orthros_rope_inv_freq(inv, &cfg);
+        void *x = dalloc(2 * (size_t)F), *norm_w = dalloc(2 * (size_t)F), *out = dalloc(4 * (size_t)models[mi].V);
+        void *kc = dalloc(2 * (size_t)cap * Hkv * d), *vc = dalloc(2 * (size_t)cap * Hkv * d);
+        void *scratch = dalloc(orthros_gemv_scratch_bytes());
+        int32_t *pos_d = dalloc(sizeof(int32_t)), *ids = dalloc(16 * sizeof(int32_t));
+        must(be->fill_random(be, x, (size_t)F, 60, 1.0f), "fill");
+        must(be->fill(be, norm_w, (size_t)F, 1.0f), "fill");
+        must(be->fill_random(be, out, 2 * (size_t)models[mi].V, 61, 1.0f), "fill");
+        must(be->zero(be, scratch, orthros_gemv_scratch_bytes()), "zero");
+        must(be->upload_ints(be, pos_d, &pos, 1), "position");
+        for (size_t pi = 0; pi < sizeof ps / sizeof *ps; pi++) {
+            const int M = ps[pi].M, K = ps[pi].K, head = ps[pi].epi == ORTHROS_GEMV_ARGMAX;
+            const size_t wbytes = (size_t)M * K * 2;
+            int C = (int)((GEMV_COPY_BYTES + wbytes - 1) / wbytes);
+            C = C > 64 ? 64 : C;
+            void *W[64];
+            for (int c = 0; c < C; c++) {
+                W[c] = dalloc(wbytes);
+                must(be->fill_random(be, W[c], (size_t)M * K, 70 + (uint64_t)c, 1.0f / sqrtf((float)K)), "fill");
+            }
+            must(be->sync(be), "sync");
+            /* the ways: plain, plain with the norm (normed products), fused; each with early 0 and 7 */
+            static const char *way_name[3] = {"plain", "+norm", "fused"};
+            double us[3][2] = {{0}};
+            for (int w = 0; w < 3; w++) {
+                if (w == 1 && !ps[pi].norm) continue;
+                for (int ei = 0; ei < 2; ei++) {
+                    must(orthros_gemv_set_early(ei ? 7 : 0), "gemv early");
+                    orthros_gemv_params p;
+                    memset(&p, 0, sizeof p);
+                    p.out = out, p.x = x, p.norm_w = w >= 1 && ps[pi].norm ? norm_w : NULL, p.eps = 1e-5f;
+                    p.n = 1, p.M = M, p.K = K, p.scratch = scratch, p.num_sms = sms;
+                    p.epilogue = w < 2 ? (head ? ORTHROS_GEMV_STORE_F32 : ORTHROS_GEMV_STORE) : ps[pi].epi;
+                    if (p.epilogue == ORTHROS_GEMV_ROPE) {
+                        p.k_cache = kc, p.v_cache = vc, p.pos = pos_d, p.Hq = Hq, p.Hkv = Hkv, p.d = d, p.cap = cap;
+                        memcpy(p.inv_freq, inv, sizeof inv[0] * (size_t)(d / 2));
+                    }
+                    if (p.epilogue == ORTHROS_GEMV_ARGMAX) p.ids = ids;
+                    int rc = 0;
+                    /* one round uncaptured (attributes, plans), then the C copies captured */
+                    for (int pass = 0; pass < 2 && !rc; pass++) {
+                        if (pass == 1) cuda_must(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "capture");
+                        for (int c = 0; c < C && !rc; c++) {
+                            p.W = W[c];
+                            rc = orthros_gemv_bf16(&p, st);
+                        }
+                        if (pass == 0) cuda_must(cudaStreamSynchronize(st), "sync");
+                    }
+                    cudaGraph_t graph = NULL;
+                    cuda_must(cudaStreamEndCapture(st, &graph), "capture");
+                    must(rc, "fused_parts");
+                    cudaGraphExec_t exec;
+                    cuda_must(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+                    double samples[SAMPLES], sorted[SAMPLES];
+                    for (int s = 0; s < WARMUP + SAMPLES; s++) {
+                        cuda_must(cudaEventRecord(e0, st), "event");
+                        cuda_must(cudaGraphLaunch(exec, st), "replay");
+                        cuda_must(cudaEventRecord(e1, st), "event");
+                        cuda_must(cudaEventSynchronize(e1), "sync");
+                        float ms = 0.0f;
+                        cuda_must(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+                        if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3 / C;
+                    }
+                    memcpy(sorted, samples, sizeof sorted);
+                    const double med = orthros_median_sorting(sorted, SAMPLES);
+                    us[w][ei] = med * 1e6;
+                    char shape[160];
+                    snprintf(shape, sizeof shape, "%s %s n=1 M=%d K=%d %s, early %d", models[mi].name, ps[pi].proj, M,
+                             K, way_name[w], ei ? 7 : 0);
+                    record_case("fused_parts", shape, NULL, 1, 2.0 * M * K, (double)wbytes, med, samples);
+                    cudaGraphExecDestroy(exec);
+                    cudaGraphDestroy(graph);
+                }
+            }
+            printf("fused_parts %s %s (floor %.2f us), us a call, early 0 / 7: plain %.2f / %.2f", models[mi].name,
+                   ps[pi].proj, (double)wbytes / (ceil_read_tbps * 1e12) * 1e6, us[0][0], us[0][1]);
+            if (ps[pi].norm) printf(", +norm %.2f / %.2f", us[1][0], us[1][1]);
+            printf(", fused %.2f / %.2f\n", us[2][0], us[2][1]);
+            for (int c = 0; c < C; c++) be->free(be, W[c]);
+        }
+        void *bufs[] = {x, norm_w, out, kc, vc, scratch, pos_d, ids};
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) be->free(be, bufs[i]);
+    }
+    must(orthros_gemv_set_early(early0), "gemv early");
+    must(orthros_gemv_set_version(0), "gemv version");
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     cudaStreamDestroy(st);
@@ -1375,6 +1501,7 @@ int main(int argc, char **argv)
     bench_stream_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
     /* the ring chain's diagnosis: not with --quick (the perf gate's rounds) unless asked for by name */
     if (!quick || only) bench_ring_chain(be->info.sm_count > 0 ? be->info.sm_count : 132);
+    if (!quick || only) bench_fused_parts(be->info.sm_count > 0 ? be->info.sm_count : 132);
     /* The decode step's matrix-vector products (gemv.cu), last. */
     if (want("gemv")) {
         orthros_backend *gemv_be = NULL, *pdl_be = NULL, *lt_be = NULL;

@@ -12,7 +12,7 @@
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
  * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window, gemv, decodebound,
- * gemvnorm, gemvchain, decode8, attno, mlp;
+ * gemvnorm, gemvearly, gemvchain, decode8, attno, mlp;
  * windowpass: the window pass alone, also part of window). Kernel versions not yet run on a GPU when written come
  * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -1621,6 +1621,110 @@ static void gemv_norm_suite(void)
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) test_gemv_norm(shapes[i][0], shapes[i][1], shapes[i][2]);
 }
 
+/* v3's early loads (orthros_gemv_set_early: the residual and RoPE's operands loaded before the sums, the first round
+ * of weights before a norm's staging) against the same call without them, bit for bit: the output, the caches (ROPE)
+ * and the id (ARGMAX) of batch 1, each epilogue with and without a norm where it takes one. */
+static void test_gemv_early(int epi, int norm, int M, int K, geom g, int cap, int pos)
+{
+    const int f32 = epi == ORTHROS_GEMV_STORE_F32 || epi == ORTHROS_GEMV_ARGMAX;
+    const size_t ncache = epi == ORTHROS_GEMV_ROPE ? (size_t)cap * g.Hkv * g.d : 1;
+    const size_t nout = epi == ORTHROS_GEMV_SWIGLU ? (size_t)M / 2 : (size_t)M;
+    const size_t sizes[] = {(size_t)K * 2, (size_t)K * 2, (size_t)M * K * 2, nout * (f32 ? 4 : 2), ncache * 2,
+                            ncache * 2};
+    enum { X, NW, W, OUT, KC, VC, NB };
+    void *dv[NB], *init[NB], *got[2][NB];
+    for (int b = 0; b < NB; b++) {
+        uint16_t *h = malloc(sizes[b]);
+        if (!h || cudaMalloc(&dv[b], sizes[b]) != cudaSuccess) die("gemv early alloc");
+        const float scale = b == W ? 1.0f / sqrtf((float)K) : b == X ? 3.0f : 1.0f;
+        for (size_t i = 0; i < sizes[b] / 2; i++) {
+            float v = (2.0f * orthros_uniform(seed_base ^ (0x3300u + (unsigned)b), i) - 1.0f) * scale;
+            if (b == NW) v = 1.0f + 0.5f * v;
+            h[i] = orthros_f32_to_bf16(v);
+        }
+        init[b] = h;
+        for (int e = 0; e < 2; e++)
+            if (!(got[e][b] = malloc(sizes[b]))) die("gemv early alloc");
+    }
+    void *scratch = NULL;
+    int32_t *dpos = NULL, *ids = NULL, id[2] = {-1, -1};
+    if (cudaMalloc(&scratch, orthros_gemv_scratch_bytes()) != cudaSuccess ||
+        cudaMemset(scratch, 0, orthros_gemv_scratch_bytes()) != cudaSuccess ||
+        cudaMalloc((void **)&dpos, sizeof *dpos) != cudaSuccess || cudaMalloc((void **)&ids, sizeof *ids) != cudaSuccess ||
+        cudaMemcpy(dpos, &pos, sizeof pos, cudaMemcpyHostToDevice) != cudaSuccess)
+        die("gemv early scratch");
+    orthros_gemv_params p;
+    memset(&p, 0, sizeof p);
+    p.out = dv[OUT], p.x = dv[X], p.norm_w = norm ? dv[NW] : NULL, p.eps = 1e-5f, p.W = dv[W], p.n = 1, p.M = M, p.K = K;
+    p.epilogue = epi, p.scratch = scratch, p.num_sms = gpu->info.sm_count;
+    if (epi == ORTHROS_GEMV_ROPE) {
+        p.k_cache = dv[KC], p.v_cache = dv[VC], p.pos = dpos, p.Hq = g.Hq, p.Hkv = g.Hkv, p.d = g.d, p.cap = cap;
+        inv_freq_for(p.inv_freq, g.d);
+    }
+    if (epi == ORTHROS_GEMV_ARGMAX) p.ids = ids;
+    char name[200];
+    snprintf(name, sizeof name, "gemv early 7 against 0: epilogue %d%s M=%d K=%d (bytes that differ)", epi,
+             norm ? " with a norm" : "", M, K);
+    const int early0 = orthros_gemv_early();
+    int rc = 0;
+    for (int e = 0; e < 2 && !rc; e++) {
+        for (int b = 0; b < NB; b++)
+            if (cudaMemcpy(dv[b], init[b], sizes[b], cudaMemcpyHostToDevice) != cudaSuccess) die("gemv early upload");
+        if (!(rc = orthros_gemv_set_early(e ? 7 : 0))) rc = orthros_gemv_bf16(&p, 0);
+        if (!rc && cudaDeviceSynchronize() != cudaSuccess) rc = ORTHROS_EDEVICE;
+        for (int b = OUT; b < NB && !rc; b++)
+            if (cudaMemcpy(got[e][b], dv[b], sizes[b], cudaMemcpyDeviceToHost) != cudaSuccess) die("gemv early download");
+        if (!rc && cudaMemcpy(&id[e], ids, sizeof *ids, cudaMemcpyDeviceToHost) != cudaSuccess) die("gemv early ids");
+    }
+    if (orthros_gemv_set_early(early0)) die("gemv early");
+    if (rc) {
+        op_rc(rc, name);
+    } else {
+        size_t bad = 0;
+        for (int b = OUT; b < NB; b++)
+            for (size_t i = 0; i < sizes[b]; i++) bad += ((unsigned char *)got[0][b])[i] != ((unsigned char *)got[1][b])[i];
+        bad += epi == ORTHROS_GEMV_ARGMAX && id[0] != id[1];
+        const float want = 0.0f, have = (float)bad;
+        report(name, &want, &have, 1, 0);
+    }
+    for (int b = 0; b < NB; b++) free(init[b]), free(got[0][b]), free(got[1][b]), cudaFree(dv[b]);
+    cudaFree(scratch), cudaFree(dpos), cudaFree(ids);
+}
+
+static void gemv_early_suite(void)
+{
+    /* the 1B and 8B q/k/v, gate/up, O, down and head widths, and awkward ones (odd M, K past a slice's chunks, a
+     * head dim of 80, a position that wraps the cache ring) */
+    const geom g1 = {32, 8, 64}, g8 = {32, 8, 128}, g80 = {12, 4, 80};
+    test_gemv_early(ORTHROS_GEMV_ROPE, 1, 3072, 2048, g1, 4096, 4000);
+    test_gemv_early(ORTHROS_GEMV_ROPE, 0, 3072, 2048, g1, 4096, 17);
+    test_gemv_early(ORTHROS_GEMV_ROPE, 1, 6144, 4096, g8, 64, 1000);
+    test_gemv_early(ORTHROS_GEMV_ROPE, 1, 1600, 1032, g80, 300, 299);
+    test_gemv_early(ORTHROS_GEMV_ADD, 0, 2048, 2048, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_ADD, 0, 2048, 8192, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_ADD, 0, 517, 4104, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_ADD, 1, 1003, 200, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_SWIGLU, 1, 16384, 2048, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_SWIGLU, 1, 2000, 520, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_STORE, 1, 1003, 4104, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_STORE, 0, 100, 200, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_STORE_F32, 1, 1003, 72, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_ARGMAX, 1, 50000, 2048, g1, 1, 0);
+    test_gemv_early(ORTHROS_GEMV_ARGMAX, 1, 7, 64, g1, 1, 0);
+    if (!quick) test_gemv_early(ORTHROS_GEMV_ARGMAX, 1, 128256, 4096, g1, 1, 0);
+    /* and with early 7, the fused ops of batch 1 against the cpu */
+    const int early0 = orthros_gemv_early();
+    if (orthros_gemv_set_early(7)) die("gemv early");
+    const int fs[][2] = {{37, 72}, {8192, 2048}, {3, 4104}, {2048, 8192}};
+    for (size_t i = 0; i < sizeof fs / sizeof *fs; i++) test_fused_products(1, fs[i][0], fs[i][1]);
+    const geom gs[] = {{4, 2, 16}, {32, 8, 64}, {8, 2, 128}, {12, 4, 80}};
+    const int pos1[] = {1000};
+    for (size_t i = 0; i < sizeof gs / sizeof *gs; i++) test_fused_qkv_rope(gs[i], 1, 256, 64, pos1);
+    test_fused_head(1, 7, 64, -1);
+    test_fused_head(1, 1003, 2048, 0);
+    if (orthros_gemv_set_early(early0)) die("gemv early");
+}
+
 static void gemv_chain_suite(void)
 {
     /* the 1B layer's shapes, a layer of awkward widths (K not a multiple of 64, an odd F), chains of 2, 3 and 4 */
@@ -2039,6 +2143,8 @@ int main(void)
     if (section("decodebound")) decode_bound_suite();
     /* The normed products' input against rmsnorm.cu (passing on the H200 at fc6c377). */
     if (section("gemvnorm")) gemv_norm_suite();
+    /* v3's early loads at batch 1 (orthros_gemv_set_early; not yet run on a GPU when written). */
+    if (section("gemvearly")) gemv_early_suite();
     /* The chain of gemv.cu (last, so a hang leaves the rest printed). */
     if (section("gemvchain")) gemv_chain_suite();
     /* Decode v8 (clusters merging a head's splits in distributed shared memory; the default on sm_90, passing on the
