@@ -1174,7 +1174,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     } else if (p.pdl == 2) { /* every group of the block, whole (its rounds: ceil(nch / (32 KW))) */
         for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x)
             prefetch_group(p, pl, gb, (p.K / 8 + 32 * pl.KW - 1) / (32 * pl.KW));
-    } else {
+    } else if (p.pdl || !(pl.early & 8)) {
         prefetch_group(p, pl, blockIdx.x, p.pdl ? 4 * U : U);
     }
     pdl_wait();
@@ -1280,7 +1280,7 @@ static int gemv_early = ORTHROS_GEMV_EARLY_DEFAULT; /* orthros_gemv_set_early */
 
 int orthros_gemv_set_early(int mask)
 {
-    if (mask < 0 || mask > 7) return orthros_error(ORTHROS_EINVAL, "gemv: early mask %d (0 to 7)", mask);
+    if (mask < 0 || mask > 15) return orthros_error(ORTHROS_EINVAL, "gemv: early mask %d (0 to 15)", mask);
     gemv_early = mask;
     return 0;
 }

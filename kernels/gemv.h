@@ -94,7 +94,8 @@ int orthros_gemv_version(void);
 /* v3's epilogue operands and first weights loaded early (process-wide; the same bits either way), a mask: 1 ADD's
  * residual read as each group starts, 2 ROPE's position read once and each pair's cosine and sine formed while the
  * group's first round is in flight (not after its sums), 4 with a norm the first round's weights loaded into
- * registers before the input is staged (not asked into L2). 0 to 7, else ORTHROS_EINVAL. */
+ * registers before the input is staged (not asked into L2), 8 without a dependent launch the first round not asked
+ * into L2 before it is loaded. 0 to 15, else ORTHROS_EINVAL. */
 #define ORTHROS_GEMV_EARLY_DEFAULT 0
 int orthros_gemv_set_early(int mask);
 int orthros_gemv_early(void);

@@ -992,7 +992,8 @@ static void bench_ring_chain(int sms)
         int kind, form, ahead, early;
         const char *name;
     } ways[] = {{0, 0, -1, 0, "one by one (v3), early 0"},
-                {0, 0, -1, 7, "one by one (v3), early 7"},
+                {0, 0, -1, 1, "one by one (v3), early 1"},
+                {0, 0, -1, 9, "one by one (v3), early 9"},
                 {1, 0, -1, -1, "chain (v3)"},
                 {2, 0, -1, -1, "ring chain form 0"},
                 {2, 1, -1, -1, "ring chain form 1"},
@@ -1149,7 +1150,7 @@ static void bench_ring_chain(int sms)
 /* The pieces of the step's fused products at batch 1 (gemv.cu v3; op fused_parts): each decode projection of the 1B
  * and 8B shapes as a plain product (STORE, STORE_F32 for the head), with the norm alone (the normed ones), and fused as
  * the step runs it (the norm and the epilogue: RoPE with the cache write, SwiGLU, the residual add, the argmax), each
- * with orthros_gemv_set_early 0 and 7. C copies of the weights in one captured graph, as the gemv op's cells; us a
+ * with orthros_gemv_set_early's masks (runs[] below). C copies of the weights in one captured graph, as the gemv op's cells; us a
  * call. What the norm and each epilogue add to a product, and what loading their operands early takes off. */
 static void bench_fused_parts(int sms)
 {
@@ -1199,63 +1200,63 @@ static void bench_fused_parts(int sms)
                 must(be->fill_random(be, W[c], (size_t)M * K, 70 + (uint64_t)c, 1.0f / sqrtf((float)K)), "fill");
             }
             must(be->sync(be), "sync");
-            /* the ways: plain, plain with the norm (normed products), fused; each with early 0 and 7 */
+            /* the ways (0 plain, 1 with the norm, 2 fused) and the early masks each is timed with */
+            static const struct {
+                int way, early;
+            } runs[] = {{0, 0}, {1, 0}, {1, 8}, {2, 0}, {2, 1}, {2, 2}, {2, 8}, {2, 11}};
             static const char *way_name[3] = {"plain", "+norm", "fused"};
-            double us[3][2] = {{0}};
-            for (int w = 0; w < 3; w++) {
+            printf("fused_parts %s %s (floor %.2f us), us a call (early mask):", models[mi].name, ps[pi].proj,
+                   (double)wbytes / (ceil_read_tbps * 1e12) * 1e6);
+            for (size_t ri = 0; ri < sizeof runs / sizeof *runs; ri++) {
+                const int w = runs[ri].way, early = runs[ri].early;
                 if (w == 1 && !ps[pi].norm) continue;
-                for (int ei = 0; ei < 2; ei++) {
-                    must(orthros_gemv_set_early(ei ? 7 : 0), "gemv early");
-                    orthros_gemv_params p;
-                    memset(&p, 0, sizeof p);
-                    p.out = out, p.x = x, p.norm_w = w >= 1 && ps[pi].norm ? norm_w : NULL, p.eps = 1e-5f;
-                    p.n = 1, p.M = M, p.K = K, p.scratch = scratch, p.num_sms = sms;
-                    p.epilogue = w < 2 ? (head ? ORTHROS_GEMV_STORE_F32 : ORTHROS_GEMV_STORE) : ps[pi].epi;
-                    if (p.epilogue == ORTHROS_GEMV_ROPE) {
-                        p.k_cache = kc, p.v_cache = vc, p.pos = pos_d, p.Hq = Hq, p.Hkv = Hkv, p.d = d, p.cap = cap;
-                        memcpy(p.inv_freq, inv, sizeof inv[0] * (size_t)(d / 2));
-                    }
-                    if (p.epilogue == ORTHROS_GEMV_ARGMAX) p.ids = ids;
-                    int rc = 0;
-                    /* one round uncaptured (attributes, plans), then the C copies captured */
-                    for (int pass = 0; pass < 2 && !rc; pass++) {
-                        if (pass == 1) cuda_must(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "capture");
-                        for (int c = 0; c < C && !rc; c++) {
-                            p.W = W[c];
-                            rc = orthros_gemv_bf16(&p, st);
-                        }
-                        if (pass == 0) cuda_must(cudaStreamSynchronize(st), "sync");
-                    }
-                    cudaGraph_t graph = NULL;
-                    cuda_must(cudaStreamEndCapture(st, &graph), "capture");
-                    must(rc, "fused_parts");
-                    cudaGraphExec_t exec;
-                    cuda_must(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-                    double samples[SAMPLES], sorted[SAMPLES];
-                    for (int s = 0; s < WARMUP + SAMPLES; s++) {
-                        cuda_must(cudaEventRecord(e0, st), "event");
-                        cuda_must(cudaGraphLaunch(exec, st), "replay");
-                        cuda_must(cudaEventRecord(e1, st), "event");
-                        cuda_must(cudaEventSynchronize(e1), "sync");
-                        float ms = 0.0f;
-                        cuda_must(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-                        if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3 / C;
-                    }
-                    memcpy(sorted, samples, sizeof sorted);
-                    const double med = orthros_median_sorting(sorted, SAMPLES);
-                    us[w][ei] = med * 1e6;
-                    char shape[160];
-                    snprintf(shape, sizeof shape, "%s %s n=1 M=%d K=%d %s, early %d", models[mi].name, ps[pi].proj, M,
-                             K, way_name[w], ei ? 7 : 0);
-                    record_case("fused_parts", shape, NULL, 1, 2.0 * M * K, (double)wbytes, med, samples);
-                    cudaGraphExecDestroy(exec);
-                    cudaGraphDestroy(graph);
+                must(orthros_gemv_set_early(early), "gemv early");
+                orthros_gemv_params p;
+                memset(&p, 0, sizeof p);
+                p.out = out, p.x = x, p.norm_w = w >= 1 && ps[pi].norm ? norm_w : NULL, p.eps = 1e-5f;
+                p.n = 1, p.M = M, p.K = K, p.scratch = scratch, p.num_sms = sms;
+                p.epilogue = w < 2 ? (head ? ORTHROS_GEMV_STORE_F32 : ORTHROS_GEMV_STORE) : ps[pi].epi;
+                if (p.epilogue == ORTHROS_GEMV_ROPE) {
+                    p.k_cache = kc, p.v_cache = vc, p.pos = pos_d, p.Hq = Hq, p.Hkv = Hkv, p.d = d, p.cap = cap;
+                    memcpy(p.inv_freq, inv, sizeof inv[0] * (size_t)(d / 2));
                 }
+                if (p.epilogue == ORTHROS_GEMV_ARGMAX) p.ids = ids;
+                int rc = 0;
+                /* one round uncaptured (attributes, plans), then the C copies captured */
+                for (int pass = 0; pass < 2 && !rc; pass++) {
+                    if (pass == 1) cuda_must(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "capture");
+                    for (int c = 0; c < C && !rc; c++) {
+                        p.W = W[c];
+                        rc = orthros_gemv_bf16(&p, st);
+                    }
+                    if (pass == 0) cuda_must(cudaStreamSynchronize(st), "sync");
+                }
+                cudaGraph_t graph = NULL;
+                cuda_must(cudaStreamEndCapture(st, &graph), "capture");
+                must(rc, "fused_parts");
+                cudaGraphExec_t exec;
+                cuda_must(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+                double samples[SAMPLES], sorted[SAMPLES];
+                for (int s = 0; s < WARMUP + SAMPLES; s++) {
+                    cuda_must(cudaEventRecord(e0, st), "event");
+                    cuda_must(cudaGraphLaunch(exec, st), "replay");
+                    cuda_must(cudaEventRecord(e1, st), "event");
+                    cuda_must(cudaEventSynchronize(e1), "sync");
+                    float ms = 0.0f;
+                    cuda_must(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+                    if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3 / C;
+                }
+                memcpy(sorted, samples, sizeof sorted);
+                const double med = orthros_median_sorting(sorted, SAMPLES);
+                char shape[160];
+                snprintf(shape, sizeof shape, "%s %s n=1 M=%d K=%d %s, early %d", models[mi].name, ps[pi].proj, M, K,
+                         way_name[w], early);
+                record_case("fused_parts", shape, NULL, 1, 2.0 * M * K, (double)wbytes, med, samples);
+                printf(" %s (%d) %.2f", way_name[w], early, med * 1e6);
+                cudaGraphExecDestroy(exec);
+                cudaGraphDestroy(graph);
             }
-            printf("fused_parts %s %s (floor %.2f us), us a call, early 0 / 7: plain %.2f / %.2f", models[mi].name,
-                   ps[pi].proj, (double)wbytes / (ceil_read_tbps * 1e12) * 1e6, us[0][0], us[0][1]);
-            if (ps[pi].norm) printf(", +norm %.2f / %.2f", us[1][0], us[1][1]);
-            printf(", fused %.2f / %.2f\n", us[2][0], us[2][1]);
+            printf("\n");
             for (int c = 0; c < C; c++) be->free(be, W[c]);
         }
         void *bufs[] = {x, norm_w, out, kc, vc, scratch, pos_d, ids};
