@@ -870,6 +870,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
 #define GEMV3_MAX_N 8
 #define GEMV2_XS_MAX_BYTES (64 * 1024)
 #define GEMV2_MAX_KW 4
+#define GEMV_FEW_ROUNDS 8 /* orthros_gemv_set_early's 16 */
 
 struct gemv2_plan {
     int groups, KW, GPB, blocks, U;
@@ -1075,8 +1076,7 @@ static __device__ __forceinline__ void block_argmax(const orthros_gemv_params &p
  * before its first use, the input from shared memory (XS) or through L1. Every thread of the block calls it. */
 template <int N, int U, bool XS>
 static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p, const gemv2_plan &pl,
-                                                    const unsigned char *smem_x, float (*part)[2][N], int *last,
-                                                    const uint4 (*first)[U][2] = nullptr)
+                                                    const unsigned char *smem_x, float (*part)[2][N], int *last)
 {
     constexpr bool EARLY = N == 1 && U == 4;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -1105,12 +1105,7 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
         for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
         for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U) {
             uint4 wv[U][2], xv[U][N];
-            if (EARLY && first && t0 == 0 && gb == (int)blockIdx.x) {
-#pragma unroll
-                for (int u = 0; u < U; u++) wv[u][0] = (*first)[u][0], wv[u][1] = (*first)[u][1];
-            } else {
-                round_weights<U>(w0, w1, ok[0], ok[1], K, t0, KW, sl, lane, wv);
-            }
+            round_weights<U>(w0, w1, ok[0], ok[1], K, t0, KW, sl, lane, wv);
             round_input<N, U, XS>(X, smem_x, K, t0, KW, sl, lane, xv);
             if (e_rope && t0 == 0 && sl == 0 && lane < N && g < pl.groups) {
                 const int half = p.d / 2;
@@ -1158,29 +1153,18 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
      * input is staged (and, with p.pdl, while the kernel before this one ends). Copying it into shared memory instead
      * (cp.async, 64 KB a block) was measured slower at cf5b787 (docs/kernels.md, "The chain"). With p.pdl 2 (the
      * product after the decode attention, which leaves SMs idle: ORTHROS_DECODE_O_PDL) every group of the block. */
-    /* orthros_gemv_set_early's 4 (with XS, not a dependent launch): the warp's first round of weights loaded into
-     * registers before the input is staged, rather than asked into L2 */
-    const bool first = N == 1 && U == 4 && XS && (pl.early & 4) && !p.pdl;
-    uint4 wv0[U][2];
-    if (first) {
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, sl = warp % pl.KW;
-        const int g = blockIdx.x * pl.GPB + warp / pl.KW;
-        int r[2] = {0, 0};
-        bool ok[2] = {false, false};
-        if (g < pl.groups) gemv2_rows(p, g, r, ok);
-        const bf16 *Wt = (const bf16 *)p.W;
-        round_weights<U>(Wt + (size_t)(ok[0] ? r[0] : 0) * p.K, Wt + (size_t)(ok[1] ? r[1] : 0) * p.K, ok[0], ok[1],
-                         p.K, 0, pl.KW, sl, lane, wv0);
-    } else if (p.pdl == 2) { /* every group of the block, whole (its rounds: ceil(nch / (32 KW))) */
+    if (p.pdl == 2) { /* every group of the block, whole (its rounds: ceil(nch / (32 KW))) */
         for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x)
             prefetch_group(p, pl, gb, (p.K / 8 + 32 * pl.KW - 1) / (32 * pl.KW));
     } else if (p.pdl || !(pl.early & 8)) {
+        /* orthros_gemv_set_early's 8 (a warp's rounds few; 8 alone: always): without a dependent launch, the first
+         * round is not asked into L2 before the same loads ask for it */
         prefetch_group(p, pl, blockIdx.x, p.pdl ? 4 * U : U);
     }
     pdl_wait();
     if constexpr (XS) stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
 
-    gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last, first ? &wv0 : nullptr);
+    gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last);
 }
 
 /* ---- v4: v3's groups as one pipeline a warp (batch 1-4) ----
@@ -1280,7 +1264,8 @@ static int gemv_early = ORTHROS_GEMV_EARLY_DEFAULT; /* orthros_gemv_set_early */
 
 int orthros_gemv_set_early(int mask)
 {
-    if (mask < 0 || mask > 15) return orthros_error(ORTHROS_EINVAL, "gemv: early mask %d (0 to 15)", mask);
+    if (mask < 0 || mask > 31 || (mask & 4))
+        return orthros_error(ORTHROS_EINVAL, "gemv: early mask %d (0 to 31 without 4: bits 1, 2, 8, 16)", mask);
     gemv_early = mask;
     return 0;
 }
@@ -1312,6 +1297,9 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
     pl->U = version >= 4 ? (p->n == 1 ? 4 : 2) : p->n > 4 ? 2 : version >= 3 || p->n > 1 ? 4 : 8;
     const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;
+    /* early 16: bit 8 where a warp has at most GEMV_FEW_ROUNDS rounds (block rounds a block x rounds a group) */
+    const int rounds = ceil_div(want, pl->blocks) * ceil_div(nch, 32 * KW * pl->U);
+    if ((pl->early & 16) && rounds <= GEMV_FEW_ROUNDS) pl->early |= 8;
     return 0;
 }
 

@@ -91,11 +91,12 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
  * into a ring of the block's stages and read with ldmatrix (sm_90; v1 where there is a device and it is not). */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
-/* v3's epilogue operands and first weights loaded early (process-wide; the same bits either way), a mask: 1 ADD's
- * residual read as each group starts, 2 ROPE's position read once and each pair's cosine and sine formed while the
- * group's first round is in flight (not after its sums), 4 with a norm the first round's weights loaded into
- * registers before the input is staged (not asked into L2), 8 without a dependent launch the first round not asked
- * into L2 before it is loaded. 0 to 15, else ORTHROS_EINVAL. */
+/* v3's epilogue operands loaded early and its first round's L2 hint left out, at batch 1 (process-wide; the same bits
+ * either way), a mask: 1 ADD's residual read as each group starts (not after its sums); 2 ROPE's position read once
+ * and each pair's cosine and sine formed while the group's first round is in flight; 8 without a dependent launch the
+ * first round not asked into L2 before the same loads ask for it; 16 the same where a warp has at most 8 rounds of
+ * the product. 0 to 31 without 4 (the first round loaded into registers before a norm's staging: measured slower on
+ * the H200 and removed), else ORTHROS_EINVAL. */
 #define ORTHROS_GEMV_EARLY_DEFAULT 0
 int orthros_gemv_set_early(int mask);
 int orthros_gemv_early(void);

@@ -992,8 +992,8 @@ static void bench_ring_chain(int sms)
         int kind, form, ahead, early;
         const char *name;
     } ways[] = {{0, 0, -1, 0, "one by one (v3), early 0"},
-                {0, 0, -1, 1, "one by one (v3), early 1"},
-                {0, 0, -1, 9, "one by one (v3), early 9"},
+                {0, 0, -1, 11, "one by one (v3), early 11"},
+                {0, 0, -1, 19, "one by one (v3), early 19"},
                 {1, 0, -1, -1, "chain (v3)"},
                 {2, 0, -1, -1, "ring chain form 0"},
                 {2, 1, -1, -1, "ring chain form 1"},
@@ -1203,10 +1203,11 @@ static void bench_fused_parts(int sms)
             /* the ways (0 plain, 1 with the norm, 2 fused) and the early masks each is timed with */
             static const struct {
                 int way, early;
-            } runs[] = {{0, 0}, {1, 0}, {1, 8}, {2, 0}, {2, 1}, {2, 2}, {2, 8}, {2, 11}};
+            } runs[] = {{0, 0}, {1, 0}, {1, 8}, {2, 0}, {2, 1}, {2, 2}, {2, 8}, {2, 11}, {2, 19}};
             static const char *way_name[3] = {"plain", "+norm", "fused"};
-            printf("fused_parts %s %s (floor %.2f us), us a call (early mask):", models[mi].name, ps[pi].proj,
-                   (double)wbytes / (ceil_read_tbps * 1e12) * 1e6);
+            char line[512];
+            size_t used = (size_t)snprintf(line, sizeof line, "fused_parts %s %s (floor %.2f us), us a call (early mask):",
+                                           models[mi].name, ps[pi].proj, (double)wbytes / (ceil_read_tbps * 1e12) * 1e6);
             for (size_t ri = 0; ri < sizeof runs / sizeof *runs; ri++) {
                 const int w = runs[ri].way, early = runs[ri].early;
                 if (w == 1 && !ps[pi].norm) continue;
@@ -1252,11 +1253,12 @@ static void bench_fused_parts(int sms)
                 snprintf(shape, sizeof shape, "%s %s n=1 M=%d K=%d %s, early %d", models[mi].name, ps[pi].proj, M, K,
                          way_name[w], early);
                 record_case("fused_parts", shape, NULL, 1, 2.0 * M * K, (double)wbytes, med, samples);
-                printf(" %s (%d) %.2f", way_name[w], early, med * 1e6);
+                if (used < sizeof line)
+                    used += (size_t)snprintf(line + used, sizeof line - used, " %s (%d) %.2f", way_name[w], early, med * 1e6);
                 cudaGraphExecDestroy(exec);
                 cudaGraphDestroy(graph);
             }
-            printf("\n");
+            printf("%s\n", line);
             for (int c = 0; c < C; c++) be->free(be, W[c]);
         }
         void *bufs[] = {x, norm_w, out, kc, vc, scratch, pos_d, ids};
