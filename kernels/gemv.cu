@@ -1072,8 +1072,13 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
         bool ok[2] = {false, false};
         if (g < pl.groups) gemv2_rows(p, g, r, ok);
         const bf16 *w0 = Wt + (size_t)(ok[0] ? r[0] : 0) * K, *w1 = Wt + (size_t)(ok[1] ? r[1] : 0) * K;
-        if (e_add && sl == 0 && lane < 2 * N && ok[lane / N])
-            pre.a = bf2f(__ldcg((const bf16 *)p.out + (size_t)(lane % N) * p.M + r[lane / N]));
+        if (e_add && sl == 0 && lane < 2 * N) {
+            /* (r and ok indexed by constants: an index known only at run time puts them in local memory, which made
+             * every product slower, early or not) */
+            const bool hi = lane >= N, oki = hi ? ok[1] : ok[0];
+            const int ri = hi ? r[1] : r[0];
+            if (oki) pre.a = bf2f(__ldcg((const bf16 *)p.out + (size_t)(lane % N) * p.M + ri));
+        }
         float acc[2][N];
 #pragma unroll
         for (int j = 0; j < N; j++) acc[0][j] = acc[1][j] = 0.0f;
