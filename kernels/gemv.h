@@ -97,7 +97,7 @@ int orthros_gemv_version(void);
  * first round not asked into L2 before the same loads ask for it; 16 the same where a warp has at most 8 rounds of
  * the product. 0 to 31 without 4 (the first round loaded into registers before a norm's staging: measured slower on
  * the H200 and removed), else ORTHROS_EINVAL. */
-#define ORTHROS_GEMV_EARLY_DEFAULT 0
+#define ORTHROS_GEMV_EARLY_DEFAULT 11 /* 1 | 2 | 8: the fastest step measured on the H200 (ecf0e56) */
 int orthros_gemv_set_early(int mask);
 int orthros_gemv_early(void);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,
