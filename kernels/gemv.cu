@@ -34,6 +34,10 @@
  *       data/results/h200-2026-12-02-decode-v3): the step's products 0.829 ms at 1B B1 (v2 0.877) and 3.953 ms at
  *       8B B1 (v2 4.062, 84% of their floor); the fused + graphs step 1.021 / 1.974 / 4.463 ms at 1B 4K, 1B 128K and
  *       8B 4K (v2 1.078 / 2.014 / 4.546).
+ *   v3's early loads at batch 1 (orthros_gemv_set_early, ORTHROS_GEMV_EARLY; 11 the default since 4d4df63): the
+ *       residual and RoPE's operands loaded while the group's first round is in flight, no L2 hint for the first round.
+ *       H200 (24b9992, data/results/h200-2026-12-03-gemv-early): the step 0.971 / 1.934 / 4.363 ms at 1B 4K, 1B 128K
+ *       and 8B 4K against 0.994 / 1.960 / 4.488 for the tree before, in one call; the same bits.
  *   v4 (ORTHROS_GEMV_VERSION=4: batch 1-4, v3 above): gemv4_kernel below, v3's groups and plan with a round always in
  *       flight a warp. H200 (8d369b3, data/results/h200-2026-12-02-decode-profile): slower, 1.073 / 2.024 / 4.612 ms
  *       against v3's 1.006 / 1.980 / 4.445 in the same run; opt-in.
