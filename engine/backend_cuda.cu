@@ -841,9 +841,8 @@ static void cuda_l2_next(orthros_backend *be, const void *W, size_t bytes)
 }
 
 /* ORTHROS_DECODE_L2PF (0, 1, 2; unset 0) and ORTHROS_DECODE_L2PF_MB (1-1024; unset 16). */
-/* A switch of one digit, 0 .. max (1 or 2), from the environment variable `name` into *out; unset or empty leaves
- * *out as it is; anything else is refused naming the variable. */
-/* A number from 0 to max (at most 99) from the environment variable name, into *out; unset or empty: *out as it is. */
+/* A switch from 0 to max (at most 99; one or two digits) from the environment variable `name` into *out; unset or
+ * empty leaves *out as it is; anything else is refused naming the variable. */
 static int env_digit(const char *name, int max, int *out)
 {
     const char *v = getenv(name);
@@ -1059,7 +1058,12 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
     int early = ORTHROS_GEMV_EARLY_DEFAULT;
-    if ((rc = env_digit("ORTHROS_GEMV_EARLY", 31, &early)) || (rc = orthros_gemv_set_early(early))) return rc;
+    if ((rc = env_digit("ORTHROS_GEMV_EARLY", 31, &early))) return rc;
+    if ((rc = orthros_gemv_set_early(early))) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", orthros_last_error());
+        return orthros_error(rc, "ORTHROS_GEMV_EARLY=%d: %s", early, why);
+    }
     c->chain_ring = c->chain_ring && orthros_cuda_sm90_available(); /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
     if (c->mlp == 2 && !orthros_cuda_sm90_available()) c->mlp = 1; /* the ring kernel is sm_90's */

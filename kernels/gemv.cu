@@ -964,6 +964,11 @@ struct group_pre {
     int pos;
 };
 
+/* The end of a group (v2, v3, v4): every lane's sums of the two rows over its chunks meet in a butterfly (every lane
+ * gets the same bits), the KW slices are added in slice order through shared memory (part; two block barriers:
+ * every warp of the block calls this for its group, block-uniformly), then slice 0 writes the group's outputs:
+ * lane i N + j output (row i, input row j), through the same epilogue functions as v1, with the operands in pre where
+ * they were loaded early; ARGMAX keeps the lane's best key of each input row in best. */
 template <int N>
 static __device__ __forceinline__ void group_finish(const orthros_gemv_params &p, const gemv2_plan &pl, int g,
                                                     const int r[2], const bool ok[2], float (&acc)[2][N],
@@ -1063,9 +1068,9 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
     unsigned long long best[N];
 #pragma unroll
     for (int j = 0; j < N; j++) best[j] = 0ull;
-    /* orthros_gemv_set_early (batch 1 alone: at 2-8 the registers it holds make the kernels spill): 1, ADD's
-     * residual loaded as the group starts; 2, ROPE's position read once and the
-     * pair's cosine and sine formed while the group's first round is in flight; both used in group_finish */
+    /* orthros_gemv_set_early (batch 1 alone: at 2-8 the registers it holds made the kernels spill): 1, ADD's
+     * residual loaded as the group starts; 2, ROPE's position read once and the pair's cosine and sine formed while
+     * the group's first round is in flight; both used in group_finish */
     const bool e_add = EARLY && (pl.early & 1) && p.epilogue == ORTHROS_GEMV_ADD;
     const bool e_rope = EARLY && (pl.early & 2) && p.epilogue == ORTHROS_GEMV_ROPE;
     group_pre pre{e_add || e_rope, 0.0f, 0.0f, 0};
@@ -1145,8 +1150,8 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
         for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x)
             prefetch_group(p, pl, gb, (p.K / 8 + 32 * pl.KW - 1) / (32 * pl.KW));
     } else if (p.pdl || !(pl.early & 8)) {
-        /* orthros_gemv_set_early's 8 (a warp's rounds few; 8 alone: always): without a dependent launch, the first
-         * round is not asked into L2 before the same loads ask for it */
+        /* orthros_gemv_set_early's 8 (or 16, which make_plan2 turns into 8 where a warp has few rounds): without a
+         * dependent launch, the first round is not asked into L2 before the same loads ask for it */
         prefetch_group(p, pl, blockIdx.x, p.pdl ? 4 * U : U);
     }
     pdl_wait();
