@@ -1150,8 +1150,9 @@ static void bench_ring_chain(int sms)
 /* The pieces of the step's fused products at batch 1 (gemv.cu v3; op fused_parts): each decode projection of the 1B
  * and 8B shapes as a plain product (STORE, STORE_F32 for the head), with the norm alone (the normed ones), and fused as
  * the step runs it (the norm and the epilogue: RoPE with the cache write, SwiGLU, the residual add, the argmax), each
- * with orthros_gemv_set_early's masks (runs[] below). C copies of the weights in one captured graph, as the gemv op's cells; us a
- * call. What the norm and each epilogue add to a product, and what loading their operands early takes off. */
+ * with orthros_gemv_set_early's masks (runs[] below). C copies of the weights in one captured graph, as the gemv op's
+ * cells; us a call. What the norm and each epilogue add to a product, and what loading their operands early takes
+ * off. */
 static void bench_fused_parts(int sms)
 {
     if (!want("fused_parts")) return;
@@ -1206,8 +1207,9 @@ static void bench_fused_parts(int sms)
             } runs[] = {{0, 0}, {1, 0}, {1, 8}, {2, 0}, {2, 1}, {2, 2}, {2, 8}, {2, 11}, {2, 19}};
             static const char *way_name[3] = {"plain", "+norm", "fused"};
             char line[512];
-            size_t used = (size_t)snprintf(line, sizeof line, "fused_parts %s %s (floor %.2f us), us a call (early mask):",
-                                           models[mi].name, ps[pi].proj, (double)wbytes / (ceil_read_tbps * 1e12) * 1e6);
+            size_t used = (size_t)snprintf(line, sizeof line,
+                                           "fused_parts %s %s (floor %.2f us), us a call (early mask):", models[mi].name,
+                                           ps[pi].proj, (double)wbytes / (ceil_read_tbps * 1e12) * 1e6);
             for (size_t ri = 0; ri < sizeof runs / sizeof *runs; ri++) {
                 const int w = runs[ri].way, early = runs[ri].early;
                 if (w == 1 && !ps[pi].norm) continue;
@@ -1254,7 +1256,8 @@ static void bench_fused_parts(int sms)
                          way_name[w], early);
                 record_case("fused_parts", shape, NULL, 1, 2.0 * M * K, (double)wbytes, med, samples);
                 if (used < sizeof line)
-                    used += (size_t)snprintf(line + used, sizeof line - used, " %s (%d) %.2f", way_name[w], early, med * 1e6);
+                    used += (size_t)snprintf(line + used, sizeof line - used, " %s (%d) %.2f", way_name[w], early,
+                                             med * 1e6);
                 cudaGraphExecDestroy(exec);
                 cudaGraphDestroy(graph);
             }

@@ -1652,12 +1652,14 @@ static void test_gemv_early(int epi, int norm, int M, int K, geom g, int cap, in
     int32_t *dpos = NULL, *ids = NULL, id[NM] = {-1, -1, -1};
     if (cudaMalloc(&scratch, orthros_gemv_scratch_bytes()) != cudaSuccess ||
         cudaMemset(scratch, 0, orthros_gemv_scratch_bytes()) != cudaSuccess ||
-        cudaMalloc((void **)&dpos, sizeof *dpos) != cudaSuccess || cudaMalloc((void **)&ids, sizeof *ids) != cudaSuccess ||
+        cudaMalloc((void **)&dpos, sizeof *dpos) != cudaSuccess ||
+        cudaMalloc((void **)&ids, sizeof *ids) != cudaSuccess ||
         cudaMemcpy(dpos, &pos, sizeof pos, cudaMemcpyHostToDevice) != cudaSuccess)
         die("gemv early scratch");
     orthros_gemv_params p;
     memset(&p, 0, sizeof p);
-    p.out = dv[OUT], p.x = dv[X], p.norm_w = norm ? dv[NW] : NULL, p.eps = 1e-5f, p.W = dv[W], p.n = 1, p.M = M, p.K = K;
+    p.out = dv[OUT], p.x = dv[X], p.norm_w = norm ? dv[NW] : NULL, p.eps = 1e-5f, p.W = dv[W];
+    p.n = 1, p.M = M, p.K = K;
     p.epilogue = epi, p.scratch = scratch, p.num_sms = gpu->info.sm_count;
     if (epi == ORTHROS_GEMV_ROPE) {
         p.k_cache = dv[KC], p.v_cache = dv[VC], p.pos = dpos, p.Hq = g.Hq, p.Hkv = g.Hkv, p.d = g.d, p.cap = cap;
@@ -1673,7 +1675,8 @@ static void test_gemv_early(int epi, int norm, int M, int K, geom g, int cap, in
         if (!(rc = orthros_gemv_set_early(masks[e]))) rc = orthros_gemv_bf16(&p, 0);
         if (!rc && cudaDeviceSynchronize() != cudaSuccess) rc = ORTHROS_EDEVICE;
         for (int b = OUT; b < NB && !rc; b++)
-            if (cudaMemcpy(got[e][b], dv[b], sizes[b], cudaMemcpyDeviceToHost) != cudaSuccess) die("gemv early download");
+            if (cudaMemcpy(got[e][b], dv[b], sizes[b], cudaMemcpyDeviceToHost) != cudaSuccess)
+                die("gemv early download");
         if (!rc && cudaMemcpy(&id[e], ids, sizeof *ids, cudaMemcpyDeviceToHost) != cudaSuccess) die("gemv early ids");
     }
     if (orthros_gemv_set_early(early0)) die("gemv early");
@@ -1686,7 +1689,8 @@ static void test_gemv_early(int epi, int norm, int M, int K, geom g, int cap, in
         }
         size_t bad = 0;
         for (int b = OUT; b < NB; b++)
-            for (size_t i = 0; i < sizes[b]; i++) bad += ((unsigned char *)got[0][b])[i] != ((unsigned char *)got[e][b])[i];
+            for (size_t i = 0; i < sizes[b]; i++)
+                bad += ((unsigned char *)got[0][b])[i] != ((unsigned char *)got[e][b])[i];
         bad += epi == ORTHROS_GEMV_ARGMAX && id[0] != id[e];
         const float want = 0.0f, have = (float)bad;
         report(name, &want, &have, 1, 0);
