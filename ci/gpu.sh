@@ -38,7 +38,7 @@
 #                ORTHROS_DECODE_MLP=2 (the same, its weights streamed through a ring); fused-graphs-chainring: with
 #                ORTHROS_DECODE_CHAIN_RING=1 (the chain's products streamed through a ring); fused-graphs-l2pf, -l2pf-last,
 #                -l2pf32: with ORTHROS_DECODE_L2PF=1, =2 and =1 with ORTHROS_DECODE_L2PF_MB=32; fused-graphs-early1,
-#                -early0, ... -early31: with ORTHROS_GEMV_EARLY=0 to 31, v3's early loads, not in "all")
+#                -early0, ... -early63: with ORTHROS_GEMV_EARLY=0 to 63, v3's early loads, not in "all")
 #                orthros decode of the 1B shape at
 #                batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
@@ -199,7 +199,7 @@ if [ -n "$DECODE" ]; then
             fused-graphs-l2pf-last) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=2) ;;
             fused-graphs-l2pf32) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=1
                                  ORTHROS_DECODE_L2PF_MB=32) ;;
-            fused-graphs-early[0-9] | fused-graphs-early[12][0-9] | fused-graphs-early3[01]) envs=("${fused[@]}" ORTHROS_GEMV_EARLY="${mode#fused-graphs-early}") ;;
+            fused-graphs-early[0-9] | fused-graphs-early[1-5][0-9] | fused-graphs-early6[0-3]) envs=("${fused[@]}" ORTHROS_GEMV_EARLY="${mode#fused-graphs-early}") ;;
             *) echo "--decode: no mode $mode" | tee -a "$OUT/decode.log"; continue ;;
         esac
         ok=0

@@ -1043,7 +1043,7 @@ static int select_kernels(orthros_device_info *info)
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch with
  * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with
  * ORTHROS_DECODE_MLP=1 (2) in the fused mode. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
- * process-wide, as the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-31; unset:
+ * process-wide, as the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
  * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
@@ -1058,7 +1058,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
     int early = ORTHROS_GEMV_EARLY_DEFAULT;
-    if ((rc = env_digit("ORTHROS_GEMV_EARLY", 31, &early))) return rc;
+    if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early))) return rc;
     if ((rc = orthros_gemv_set_early(early))) {
         char why[256];
         snprintf(why, sizeof why, "%s", orthros_last_error());

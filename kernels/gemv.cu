@@ -366,6 +366,65 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
 #undef STAGE_SYNC
 }
 
+/* One input row in shared memory in one trip (the ring chain's form 1, and v3 at batch 1 with orthros_gemv_set_early's
+ * 32), by the first GEMV_THREADS threads (named barrier 1 among them): x through L2 (in the ring chain an earlier
+ * product of the launch wrote it on other SMs), the loads of a pass issued before any is used; with a norm (K at most
+ * 4 x 8 x GEMV_THREADS, so one pass) x and norm_w stay in registers while the block's sum of squares forms (every
+ * thread's part, then the warps' in order: another order of the fp32 sums than stage_input's one warp a row), one trip
+ * to L2 where stage_input makes two (the squares, then the values). The same rounding as stage_input's. red: the
+ * block's GEMV_WARPS partial sums. */
+static __device__ __forceinline__ void rc_stage(const orthros_gemv_params &p, unsigned char *xs, float *red)
+{
+    const int tid = threadIdx.x, C = p.K / 8;
+    const uint4 *X = (const uint4 *)p.x;
+    if (!p.norm_w) {
+        for (int e0 = tid; e0 < C; e0 += 4 * GEMV_THREADS) {
+            uint4 v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) v[u] = e0 + u * GEMV_THREADS < C ? __ldcg(X + e0 + u * GEMV_THREADS) : zero4();
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (e0 + u * GEMV_THREADS < C) ((uint4 *)xs)[e0 + u * GEMV_THREADS] = v[u];
+        }
+        bar_sync(1, GEMV_THREADS);
+        return;
+    }
+    uint4 v[4], g[4];
+    float ss = 0.0f;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const int e = tid + u * GEMV_THREADS;
+        v[u] = e < C ? __ldcg(X + e) : zero4();
+        g[u] = e < C ? __ldg((const uint4 *)p.norm_w + e) : zero4();
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const uint32_t w4[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+        for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+    }
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (tid % 32 == 0) red[tid / 32] = ss;
+    bar_sync(1, GEMV_THREADS);
+    float tot = 0.0f;
+#pragma unroll
+    for (int w = 0; w < GEMV_WARPS; w++) tot += red[w];
+    const float r = rsqrtf(tot / (float)p.K + p.eps);
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const int e = tid + u * GEMV_THREADS;
+        if (e >= C) break;
+        const uint4 x = v[u], gw = g[u];
+        uint4 o;
+        o.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(x.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(x.x) * r));
+        o.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(x.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(x.y) * r));
+        o.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(x.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(x.z) * r));
+        o.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(x.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(x.w) * r));
+        ((uint4 *)xs)[e] = o;
+    }
+    bar_sync(1, GEMV_THREADS);
+}
+
 /* One k-block of a warp's 16 rows (v1 and v5): the 4 mma k-steps of the lane's weight pieces w (rows A and B, lo and
  * hi: v1's layout note, top of the file) against its input pieces x of each n-tile. */
 template <int NT>
@@ -1155,7 +1214,12 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
         prefetch_group(p, pl, blockIdx.x, p.pdl ? 4 * U : U);
     }
     pdl_wait();
-    if constexpr (XS) stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
+    if constexpr (XS) {
+        /* orthros_gemv_set_early's 32 (batch 1, K at most 8192): the input normed and staged in one trip */
+        __shared__ float red[GEMV_WARPS];
+        if (N == 1 && U == 4 && (pl.early & 32)) rc_stage(p, smem_x, red);
+        else stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
+    }
 
     gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last);
 }
@@ -1257,8 +1321,8 @@ static int gemv_early = ORTHROS_GEMV_EARLY_DEFAULT; /* orthros_gemv_set_early */
 
 int orthros_gemv_set_early(int mask)
 {
-    if (mask < 0 || mask > 31 || (mask & 4))
-        return orthros_error(ORTHROS_EINVAL, "gemv: early mask %d (0 to 31 without 4: bits 1, 2, 8, 16)", mask);
+    if (mask < 0 || mask > 63 || (mask & 4))
+        return orthros_error(ORTHROS_EINVAL, "gemv: early mask %d (0 to 63 without 4: bits 1, 2, 8, 16, 32)", mask);
     gemv_early = mask;
     return 0;
 }
@@ -1293,6 +1357,7 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
     /* early 16: bit 8 where a warp has at most GEMV_FEW_ROUNDS rounds (block rounds a block x rounds a group) */
     const int rounds = ceil_div(want, pl->blocks) * ceil_div(nch, 32 * KW * pl->U);
     if ((pl->early & 16) && rounds <= GEMV_FEW_ROUNDS) pl->early |= 8;
+    if (p->K > 4 * 8 * GEMV_THREADS) pl->early &= ~32; /* rc_stage's one pass */
     return 0;
 }
 
@@ -1533,62 +1598,6 @@ static __device__ __forceinline__ void rc_epilogue(const orthros_gemv_params &p,
         if (ok[0]) epi_store(p, 0, r[0], a);
         if (ok[1]) epi_store(p, 0, r[1], b);
     }
-}
-
-/* Form 1's input in shared memory, by the first GEMV_THREADS threads (named barrier 1 among them): x through L2 (an
- * earlier product of the launch wrote it on other SMs), the loads of a pass issued before any is used; with a norm
- * (K at most 4 x 8 x GEMV_THREADS, so one pass) x and norm_w stay in registers while the block's sum of squares forms,
- * one trip to L2 where stage_input makes two (the squares, then the values). The same rounding as stage_input's. */
-static __device__ __forceinline__ void rc_stage(const orthros_gemv_params &p, unsigned char *xs, float *red)
-{
-    const int tid = threadIdx.x, C = p.K / 8;
-    const uint4 *X = (const uint4 *)p.x;
-    if (!p.norm_w) {
-        for (int e0 = tid; e0 < C; e0 += 4 * GEMV_THREADS) {
-            uint4 v[4];
-#pragma unroll
-            for (int u = 0; u < 4; u++) v[u] = e0 + u * GEMV_THREADS < C ? __ldcg(X + e0 + u * GEMV_THREADS) : zero4();
-#pragma unroll
-            for (int u = 0; u < 4; u++)
-                if (e0 + u * GEMV_THREADS < C) ((uint4 *)xs)[e0 + u * GEMV_THREADS] = v[u];
-        }
-        bar_sync(1, GEMV_THREADS);
-        return;
-    }
-    uint4 v[4], g[4];
-    float ss = 0.0f;
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-        const int e = tid + u * GEMV_THREADS;
-        v[u] = e < C ? __ldcg(X + e) : zero4();
-        g[u] = e < C ? __ldg((const uint4 *)p.norm_w + e) : zero4();
-    }
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-        const uint32_t w4[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-#pragma unroll
-        for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
-    }
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (tid % 32 == 0) red[tid / 32] = ss;
-    bar_sync(1, GEMV_THREADS);
-    float tot = 0.0f;
-#pragma unroll
-    for (int w = 0; w < GEMV_WARPS; w++) tot += red[w];
-    const float r = rsqrtf(tot / (float)p.K + p.eps);
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-        const int e = tid + u * GEMV_THREADS;
-        if (e >= C) break;
-        const uint4 x = v[u], gw = g[u];
-        uint4 o;
-        o.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(x.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(x.x) * r));
-        o.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(x.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(x.y) * r));
-        o.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(x.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(x.z) * r));
-        o.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(x.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(x.w) * r));
-        ((uint4 *)xs)[e] = o;
-    }
-    bar_sync(1, GEMV_THREADS);
 }
 
 /* Form 1's epilogue operands of the block's groups [g0, g1), into pre[2 a group] by the consumer threads from t (of

@@ -92,11 +92,12 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
 /* v3's epilogue operands loaded early and its first round's L2 hint left out, at batch 1 (process-wide; the same bits
- * either way), a mask: 1 ADD's residual read as each group starts (not after its sums); 2 ROPE's position read once
+ * either way but for 32), a mask: 1 ADD's residual read as each group starts (not after its sums); 2 ROPE's position read once
  * and each pair's cosine and sine formed while the group's first round is in flight; 8 without a dependent launch the
  * first round not asked into L2 before the same loads ask for it; 16 the same where a warp has at most 8 rounds of
- * the product. 0 to 31 without 4 (the first round loaded into registers before a norm's staging: measured slower on
- * the H200 and removed), else ORTHROS_EINVAL. */
+ * the product; 32 a norm's input staged in one trip to L2 (K at most 8192; the block's sum of squares in another
+ * order: not the same bits, within bf16's rounding; not yet measured on a GPU). 0 to 63 without 4 (the first round
+ * loaded into registers before a norm's staging: measured slower on the H200 and removed), else ORTHROS_EINVAL. */
 #define ORTHROS_GEMV_EARLY_DEFAULT 11 /* 1 | 2 | 8: the fastest step measured on the H200 (ecf0e56) */
 int orthros_gemv_set_early(int mask);
 int orthros_gemv_early(void);

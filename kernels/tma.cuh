@@ -87,10 +87,12 @@ static __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorM
                  "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
                  : "memory");
 }
-static __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
-static __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 
 #endif /* __CUDA_ARCH__ >= 900 */
+
+/* Named barriers (bar.sync / bar.arrive id, n threads: every architecture; gemv.cu's v3 uses them at sm_80 too). */
+static __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+static __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 
 /* ---- host side ---- */
 

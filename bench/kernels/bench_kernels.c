@@ -994,6 +994,7 @@ static void bench_ring_chain(int sms)
     } ways[] = {{0, 0, -1, 0, "one by one (v3), early 0"},
                 {0, 0, -1, 11, "one by one (v3), early 11"},
                 {0, 0, -1, 19, "one by one (v3), early 19"},
+                {0, 0, -1, 43, "one by one (v3), early 43"},
                 {1, 0, -1, -1, "chain (v3)"},
                 {2, 0, -1, -1, "ring chain form 0"},
                 {2, 1, -1, -1, "ring chain form 1"},
@@ -1204,7 +1205,7 @@ static void bench_fused_parts(int sms)
             /* the ways (0 plain, 1 with the norm, 2 fused) and the early masks each is timed with */
             static const struct {
                 int way, early;
-            } runs[] = {{0, 0}, {1, 0}, {1, 8}, {2, 0}, {2, 1}, {2, 2}, {2, 8}, {2, 11}, {2, 19}};
+            } runs[] = {{0, 0}, {1, 0}, {1, 8}, {1, 40}, {2, 0}, {2, 1}, {2, 2}, {2, 8}, {2, 11}, {2, 19}, {2, 43}};
             static const char *way_name[3] = {"plain", "+norm", "fused"};
             char line[512];
             size_t used = (size_t)snprintf(line, sizeof line,
