@@ -38,7 +38,8 @@
 #                ORTHROS_DECODE_MLP=2 (the same, its weights streamed through a ring); fused-graphs-chainring: with
 #                ORTHROS_DECODE_CHAIN_RING=1 (the chain's products streamed through a ring); fused-graphs-l2pf, -l2pf-last,
 #                -l2pf32: with ORTHROS_DECODE_L2PF=1, =2 and =1 with ORTHROS_DECODE_L2PF_MB=32; fused-graphs-early1,
-#                -early0, ... -early63: with ORTHROS_GEMV_EARLY=0 to 63, v3's early loads, not in "all")
+#                -early0, ... -early63: with ORTHROS_GEMV_EARLY=0 to 63 (bit 4 refused), v3's early loads, not in
+#                "all")
 #                orthros decode of the 1B shape at
 #                batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
@@ -64,9 +65,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-early1,fused-graphs-early2,fused-graphs-early4,fused-graphs-early7" >&2; exit 2; }
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2; }
             DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
-            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-v5, fused-graphs-v6, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32, fused-graphs-early1, fused-graphs-early2, fused-graphs-early4, fused-graphs-early7" >&2; exit 2 ;; esac
+            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-v5, fused-graphs-v6, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32, fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
