@@ -37,11 +37,9 @@
 #                ORTHROS_DECODE_MLP=1 (gate/up and down in one launch); fused-graphs-mlpring: with
 #                ORTHROS_DECODE_MLP=2 (the same, its weights streamed through a ring); fused-graphs-chainring: with
 #                ORTHROS_DECODE_CHAIN_RING=1 (the chain's products streamed through a ring); fused-graphs-l2pf, -l2pf-last,
-#                -l2pf32: with ORTHROS_DECODE_L2PF=1, =2 and =1 with ORTHROS_DECODE_L2PF_MB=32; fused-graphs-early1,
-#                -early0, ... -early63: with ORTHROS_GEMV_EARLY=0 to 63 (bit 4 refused), v3's early loads, not in
-#                "all")
-#                orthros decode of the 1B shape at
-#                batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
+#                -l2pf32: with ORTHROS_DECODE_L2PF=1, =2 and =1 with ORTHROS_DECODE_L2PF_MB=32; fused-graphs-early0,
+#                ... -early63: with ORTHROS_GEMV_EARLY=0 to 63 (bit 4 refused), v3's early loads, not in "all")
+#                orthros decode of the 1B shape at batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1 (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
 #                CUDA graph by hand) into OUTDIR/decode_anchor.json, and through torch.compile for the batch-1 targets
 #                into OUTDIR/decode_anchor_compiled.json; bench/kernels/decode_summary.py sets them side by
