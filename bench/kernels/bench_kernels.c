@@ -969,6 +969,28 @@ static void bench_stream_probe(int sms)
     }
 }
 
+/* A captured graph of `copies` copies of a call, instantiated and replayed WARMUP + SAMPLES times between events on
+ * st: samples the seconds a copy of each timed replay, the median returned (the ring chain's and fused_parts'). */
+static double time_graph(cudaGraph_t graph, cudaStream_t st, cudaEvent_t e0, cudaEvent_t e1, int copies,
+                         double *samples)
+{
+    cudaGraphExec_t exec;
+    cuda_must(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    for (int s = 0; s < WARMUP + SAMPLES; s++) {
+        cuda_must(cudaEventRecord(e0, st), "event");
+        cuda_must(cudaGraphLaunch(exec, st), "replay");
+        cuda_must(cudaEventRecord(e1, st), "event");
+        cuda_must(cudaEventSynchronize(e1), "sync");
+        float ms = 0.0f;
+        cuda_must(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+        if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3 / copies;
+    }
+    cudaGraphExecDestroy(exec);
+    double sorted[SAMPLES];
+    memcpy(sorted, samples, sizeof sorted);
+    return orthros_median_sorting(sorted, SAMPLES);
+}
+
 /* The ring chain (gemv.cu; the decode step's ORTHROS_DECODE_CHAIN_RING) against the products it replaces: a layer's
  * O (adding into the residual), gate/up (normed, SwiGLU), down (adding) and the next layer's q/k/v (normed, RoPE, the
  * cache write at position 4000 of 4096) at batch 1, the Llama-3.2-1B and 3.1-8B shapes, four ways: one by one (gemv v3,
@@ -1091,24 +1113,11 @@ static void bench_ring_chain(int sms)
                 if (graph) cudaGraphDestroy(graph);
                 continue;
             }
-            cudaGraphExec_t exec;
-            cuda_must(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-            double samples[SAMPLES], sorted[SAMPLES];
-            for (int s = 0; s < WARMUP + SAMPLES; s++) {
-                cuda_must(cudaEventRecord(e0, st), "event");
-                cuda_must(cudaGraphLaunch(exec, st), "replay");
-                cuda_must(cudaEventRecord(e1, st), "event");
-                cuda_must(cudaEventSynchronize(e1), "sync");
-                float ms = 0.0f;
-                cuda_must(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-                if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3 / C;
-            }
-            memcpy(sorted, samples, sizeof sorted);
-            const double med = orthros_median_sorting(sorted, SAMPLES);
+            double samples[SAMPLES];
+            const double med = time_graph(graph, st, e0, e1, C, samples);
             record_case("ring_chain", shape, NULL, 1, 0.0, (double)wl, med, samples);
             printf("ring_chain %s: %.2f us a layer (the weights' floor %.2f us)\n", shape, med * 1e6,
                    (double)wl / (ceil_read_tbps * 1e12) * 1e6);
-            cudaGraphExecDestroy(exec);
             cudaGraphDestroy(graph);
             if (way < 2) continue;
             /* the spans, from one more launch with stamps */
@@ -1238,20 +1247,8 @@ static void bench_fused_parts(int sms)
                 cudaGraph_t graph = NULL;
                 cuda_must(cudaStreamEndCapture(st, &graph), "capture");
                 must(rc, "fused_parts");
-                cudaGraphExec_t exec;
-                cuda_must(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-                double samples[SAMPLES], sorted[SAMPLES];
-                for (int s = 0; s < WARMUP + SAMPLES; s++) {
-                    cuda_must(cudaEventRecord(e0, st), "event");
-                    cuda_must(cudaGraphLaunch(exec, st), "replay");
-                    cuda_must(cudaEventRecord(e1, st), "event");
-                    cuda_must(cudaEventSynchronize(e1), "sync");
-                    float ms = 0.0f;
-                    cuda_must(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-                    if (s >= WARMUP) samples[s - WARMUP] = ms * 1e-3 / C;
-                }
-                memcpy(sorted, samples, sizeof sorted);
-                const double med = orthros_median_sorting(sorted, SAMPLES);
+                double samples[SAMPLES];
+                const double med = time_graph(graph, st, e0, e1, C, samples);
                 char shape[160];
                 snprintf(shape, sizeof shape, "%s %s n=1 M=%d K=%d %s, early %d", models[mi].name, ps[pi].proj, M, K,
                          way_name[w], early);
@@ -1259,7 +1256,6 @@ static void bench_fused_parts(int sms)
                 if (used < sizeof line)
                     used += (size_t)snprintf(line + used, sizeof line - used, " %s (%d) %.2f", way_name[w], early,
                                              med * 1e6);
-                cudaGraphExecDestroy(exec);
                 cudaGraphDestroy(graph);
             }
             printf("%s\n", line);
