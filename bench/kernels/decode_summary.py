@@ -8,8 +8,8 @@ fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent 
 ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8; fused-graphs-attno: with
 ORTHROS_DECODE_ATTN_O=1; fused-graphs-opdl0, -opdl2: with ORTHROS_DECODE_O_PDL=0 or 2; fused-graphs-apdl: with
 ORTHROS_DECODE_ATTN_PDL=1; fused-graphs-mlp, -mlpring: with ORTHROS_DECODE_MLP=1 or 2; fused-graphs-chainring: with
-ORTHROS_DECODE_CHAIN_RING=1; fused-graphs-early1, -early2, -early4, -early7: with ORTHROS_GEMV_EARLY=1, 2, 4 or 7;
-default: no switch set, the
+ORTHROS_DECODE_CHAIN_RING=1; fused-graphs-earlyN: with ORTHROS_GEMV_EARLY=N (gemv.h: what bit 4 meant before it was
+removed, in the early7 files of data/results/h200-2026-12-03-gemv-early/first-98e3739); default: no switch set, the
 backend's own choice), against
 the floor (the bytes a step reads over the run's read ceiling, floor_s in each cell), the issue's targets, the
 predictions written before the run, and the PyTorch anchor of bench/kernels/decode_anchor.py as a ratio (PyTorch time /
@@ -36,8 +36,9 @@ MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-gra
          "fused-graphs-attn8", "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl2",
          "fused-graphs-apdl", "fused-graphs-mlp", "fused-graphs-mlpring", "fused-graphs-chainring", "fused-graphs-mlp2",
          "fused-graphs-l2pf", "fused-graphs-l2pf-last", "fused-graphs-l2pf32", "fused-graphs-norm1", "fused-graphs-norm3",
-         "fused-graphs-noattno", "fused-graphs-early1", "fused-graphs-early2", "fused-graphs-early4",
-         "fused-graphs-early7"]
+         "fused-graphs-noattno", "fused-graphs-early0", "fused-graphs-early1", "fused-graphs-early3",
+         "fused-graphs-early7", "fused-graphs-early9", "fused-graphs-early11", "fused-graphs-early19",
+         "fused-graphs-early43"]
 NAME = re.compile(r"^(.+)-b([0-9]+)-([a-z0-9][a-z0-9-]*)$")  # <model>-b<batch>-<mode>
 # The issue's targets: an upper bound in ms per step, or a lower bound on the fraction of the floor.
 TARGETS = {("llama3.2-1b", 1, 4096): ("ms", 0.75), ("llama3.2-1b", 1, 131072): ("ms", 1.8),
