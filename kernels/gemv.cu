@@ -34,10 +34,12 @@
  *       data/results/h200-2026-12-02-decode-v3): the step's products 0.829 ms at 1B B1 (v2 0.877) and 3.953 ms at
  *       8B B1 (v2 4.062, 84% of their floor); the fused + graphs step 1.021 / 1.974 / 4.463 ms at 1B 4K, 1B 128K and
  *       8B 4K (v2 1.078 / 2.014 / 4.546).
- *   v3's early loads at batch 1 (orthros_gemv_set_early, ORTHROS_GEMV_EARLY; 11 the default since 4d4df63): the
- *       residual and RoPE's operands loaded while the group's first round is in flight, no L2 hint for the first round.
- *       H200 (24b9992, data/results/h200-2026-12-03-gemv-early): the step 0.971 / 1.934 / 4.363 ms at 1B 4K, 1B 128K
- *       and 8B 4K against 0.994 / 1.960 / 4.488 for the tree before, in one call; the same bits.
+ *   v3's early loads at batch 1 (orthros_gemv_set_early, ORTHROS_GEMV_EARLY; 11 the default from 4d4df63, 43 since
+ *       the run of 4eb7c85): the residual and RoPE's operands loaded while the group's first round is in flight, no L2
+ *       hint for the first round. H200 (24b9992, data/results/h200-2026-12-03-gemv-early): the step 0.971 / 1.934 /
+ *       4.363 ms at 1B 4K, 1B 128K and 8B 4K against 0.994 / 1.960 / 4.488 for the tree before, in one call; the
+ *       same bits. With 32 (a norm's input staged in one trip; 4eb7c85, the same folder): 0.963 / 2.041 / 4.297
+ *       against 11's 0.974 / 2.041 / 4.373 in one call; within bf16's rounding of 11.
  *   v4 (ORTHROS_GEMV_VERSION=4: batch 1-4, v3 above): gemv4_kernel below, v3's groups and plan with a round always in
  *       flight a warp. H200 (8d369b3, data/results/h200-2026-12-02-decode-profile): slower, 1.073 / 2.024 / 4.612 ms
  *       against v3's 1.006 / 1.980 / 4.445 in the same run; opt-in.
@@ -1449,11 +1451,14 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_chain_kernel(cons
     __shared__ float part[GEMV_WARPS][2][1];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
+    __shared__ float red[GEMV_WARPS];
     unsigned *sync = (unsigned *)((char *)a.p[0].scratch + GEMV_CHAIN_SYNC_OFFSET);
 #pragma unroll
     for (int i = 0; i < ORTHROS_GEMV_CHAIN_MAX; i++) {
         if (i >= a.n) break;
-        stage_input<true>(a.p[i], smem_x, a.p[i].K * 2, rs, 0, a.p[i].K / 8);
+        /* a normed input staged as v3 stages it under the same early mask (32: one trip), so the same bits */
+        if ((a.pl[i].early & 32) && a.p[i].norm_w) rc_stage(a.p[i], smem_x, red);
+        else stage_input<true>(a.p[i], smem_x, a.p[i].K * 2, rs, 0, a.p[i].K / 8);
         gemv2_groups<1, 4, true>(a.p[i], a.pl[i], smem_x, part, &last);
         if (i + 1 == a.n) break;
         /* then the next product stages its input where this one's was */

@@ -96,9 +96,10 @@ int orthros_gemv_version(void);
  * and each pair's cosine and sine formed while the group's first round is in flight; 8 without a dependent launch the
  * first round not asked into L2 before the same loads ask for it; 16 the same where a warp has at most 8 rounds of
  * the product; 32 a norm's input staged in one trip to L2 (K at most 8192; the block's sum of squares in another
- * order: not the same bits, within bf16's rounding; not yet measured on a GPU). 0 to 63 without 4 (the first round
- * loaded into registers before a norm's staging: measured slower on the H200 and removed), else ORTHROS_EINVAL. */
-#define ORTHROS_GEMV_EARLY_DEFAULT 11 /* 1 | 2 | 8: the fastest step measured on the H200 (ecf0e56) */
+ * order: not the same bits as without it, within bf16's rounding; the chain stages the same way). 0 to 63 without 4
+ * (the first round loaded into registers before a norm's staging: measured slower on the H200 and removed), else
+ * ORTHROS_EINVAL. */
+#define ORTHROS_GEMV_EARLY_DEFAULT 43 /* 1 | 2 | 8 | 32: the fastest step measured on the H200 (4eb7c85) */
 int orthros_gemv_set_early(int mask);
 int orthros_gemv_early(void);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,

@@ -1476,7 +1476,8 @@ static void test_gemv_chain(int D, int F, int Hq, int Hkv, int d, int cap, int p
         }
     }
     char name[200];
-    snprintf(name, sizeof name, "gemv chain of %d: D %d F %d heads %d/%d d %d pos %d", nops, D, F, Hq, Hkv, d, pos);
+    snprintf(name, sizeof name, "gemv chain of %d (early %d): D %d F %d heads %d/%d d %d pos %d", nops,
+             orthros_gemv_early(), D, F, Hq, Hkv, d, pos);
     for (int i = 0; i < nops; i++)
         if (!orthros_gemv_chain_supported(&ops[i])) {
             printf("FAIL %s: product %d not taken by the chain\n", name, i);
@@ -1765,6 +1766,15 @@ static void gemv_chain_suite(void)
     test_gemv_chain(520, 1000, 6, 2, 64, 300, 299, 3);
     test_gemv_chain(512, 768, 4, 2, 64, 300, 123, 4); /* the ring chain's widths, a group or two a block */
     if (!quick) test_gemv_chain(4096, 14336, 32, 8, 128, 64, 5, 2); /* the 8B O and gate/up: 440 MB of buffers */
+    /* the normed inputs staged in two trips (stage_input) where the default mask stages them in one (32, rc_stage):
+     * the chain must follow the mask to keep one by one's bits */
+    const int early0 = orthros_gemv_early();
+    if (early0 & 32) {
+        if (orthros_gemv_set_early(early0 & ~32)) die("gemv early");
+        test_gemv_chain(2048, 8192, 32, 8, 64, 4096, 4095, 4);
+        test_gemv_chain(520, 1000, 6, 2, 64, 300, 17, 4);
+        if (orthros_gemv_set_early(early0)) die("gemv early");
+    }
 }
 
 static void gemv_suite(void)
@@ -2175,7 +2185,7 @@ int main(void)
     if (section("decodebound")) decode_bound_suite();
     /* The normed products' input against rmsnorm.cu (passing on the H200 at fc6c377). */
     if (section("gemvnorm")) gemv_norm_suite();
-    /* v3's early loads at batch 1 (orthros_gemv_set_early; not yet run on a GPU when written). */
+    /* v3's early loads at batch 1 (orthros_gemv_set_early; passing on the H200 at 4eb7c85, 129 checks). */
     if (section("gemvearly")) gemv_early_suite();
     /* The chain of gemv.cu (last, so a hang leaves the rest printed). */
     if (section("gemvchain")) gemv_chain_suite();
