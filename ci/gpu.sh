@@ -38,9 +38,7 @@
 #                ORTHROS_DECODE_MLP=2 (the same, its weights streamed through a ring); fused-graphs-chainring: with
 #                ORTHROS_DECODE_CHAIN_RING=1 (the chain's products streamed through a ring); fused-graphs-l2pf, -l2pf-last,
 #                -l2pf32: with ORTHROS_DECODE_L2PF=1, =2 and =1 with ORTHROS_DECODE_L2PF_MB=32; fused-graphs-early0,
-#                ... -early63: with ORTHROS_GEMV_EARLY=0 to 63 (bit 4 refused), v3's early loads, not in "all";
-#                fused-graphs-carve: with ORTHROS_GEMV_CARVEOUT=1, every gemv kernel at the largest shared-memory
-#                carveout, not in "all")
+#                ... -early63: with ORTHROS_GEMV_EARLY=0 to 63 (bit 4 refused), v3's early loads, not in "all")
 #                orthros decode of the 1B shape at batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1
 #                (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
@@ -66,9 +64,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-earlyN (N 0-63 without bit 4),fused-graphs-carve" >&2; exit 2; }
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2; }
             DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
-            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-v5, fused-graphs-v6, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32, fused-graphs-earlyN (N 0-63 without bit 4), fused-graphs-carve" >&2; exit 2 ;; esac
+            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-v5, fused-graphs-v6, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32, fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -170,7 +168,7 @@ if [ -n "$DECODE" ]; then
             default) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV -u ORTHROS_DECODE_PDL
                            -u ORTHROS_GEMV_VERSION -u ORTHROS_GEMV5_STAGES -u ORTHROS_DECODE_L2PF -u ORTHROS_DECODE_L2PF_MB
                            -u ORTHROS_DECODE_ATTN_O -u ORTHROS_DECODE_O_PDL -u ORTHROS_DECODE_ATTN_PDL -u ORTHROS_GEMM_LT
-                           -u ORTHROS_GEMV_EARLY -u ORTHROS_GEMV_CARVEOUT) ;;
+                           -u ORTHROS_GEMV_EARLY) ;;
             # the default with cuBLAS's products of 1-16 rows through cuBLASLt, tuned per shape (batch 9-16's step)
             default-lt) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV ORTHROS_GEMM_LT=1) ;;
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
@@ -202,7 +200,6 @@ if [ -n "$DECODE" ]; then
             fused-graphs-l2pf32) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=1
                                  ORTHROS_DECODE_L2PF_MB=32) ;;
             fused-graphs-early[0-9] | fused-graphs-early[1-5][0-9] | fused-graphs-early6[0-3]) envs=("${fused[@]}" ORTHROS_GEMV_EARLY="${mode#fused-graphs-early}") ;;
-            fused-graphs-carve) envs=("${fused[@]}" ORTHROS_GEMV_CARVEOUT=1) ;;
             *) echo "--decode: no mode $mode" | tee -a "$OUT/decode.log"; continue ;;
         esac
         ok=0
@@ -244,7 +241,7 @@ printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
     decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
-    decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-carve \
+    decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early*) echo "decode_$m" ;; esac; done) decode_anchor \
     decode_anchor_compiled; do
     case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac

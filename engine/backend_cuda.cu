@@ -1044,9 +1044,7 @@ static int select_kernels(orthros_device_info *info)
  * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with
  * ORTHROS_DECODE_MLP=1 (2) in the fused mode. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
  * process-wide, as the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
- * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default;
- * ORTHROS_GEMV_CARVEOUT=1 every gemv kernel at the largest shared-memory carveout (orthros_gemv_set_carveout),
- * ", gemv carveout". */
+ * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1059,10 +1057,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
-    int early = ORTHROS_GEMV_EARLY_DEFAULT, carve = 0;
-    if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) || (rc = env_digit("ORTHROS_GEMV_CARVEOUT", 1, &carve)) ||
-        (rc = orthros_gemv_set_carveout(carve)))
-        return rc;
+    int early = ORTHROS_GEMV_EARLY_DEFAULT;
+    if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early))) return rc;
     if ((rc = orthros_gemv_set_early(early))) {
         char why[256];
         snprintf(why, sizeof why, "%s", orthros_last_error());
@@ -1082,8 +1078,6 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl");
     if (used < sizeof info->kernels && runs && early != ORTHROS_GEMV_EARLY_DEFAULT)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv early %d", early);
-    if (used < sizeof info->kernels && runs && carve)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv carveout");
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

@@ -1331,39 +1331,6 @@ int orthros_gemv_set_early(int mask)
 
 int orthros_gemv_early(void) { return gemv_early; }
 
-/* orthros_gemv_set_carveout: the shared-memory carveout every gemv kernel is launched with, set on a kernel the first
- * time it launches under a value (kernels[]: the ones set, with the value they hold) */
-static int gemv_carveout = 0;
-
-int orthros_gemv_set_carveout(int on)
-{
-    if (on < 0 || on > 1) return orthros_error(ORTHROS_EINVAL, "gemv: carveout %d (0 or 1)", on);
-    gemv_carveout = on;
-    return 0;
-}
-
-int orthros_gemv_carveout(void) { return gemv_carveout; }
-
-static int carveout_apply(const void *kernel)
-{
-    static struct {
-        const void *fn;
-        int value;
-    } set[64];
-    static int nset = 0;
-    const int want = gemv_carveout ? (int)cudaSharedmemCarveoutMaxShared : (int)cudaSharedmemCarveoutDefault;
-    int i = 0;
-    while (i < nset && set[i].fn != kernel) i++;
-    if (i < nset ? set[i].value == want : !gemv_carveout) return 0; /* never set and not asked: the driver's choice */
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, want));
-    if (i == nset) {
-        if (nset == (int)(sizeof set / sizeof *set)) return 0; /* more kernels than the table: set on every launch */
-        set[nset++].fn = kernel;
-    }
-    set[i].value = want;
-    return 0;
-}
-
 static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
 {
     if (p->n > (version == 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
@@ -1397,8 +1364,8 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
 }
 
 /* One launch of a gemv kernel: its shared-memory limit raised to xs_max once (attr: the caller's flag, NULL when the
- * kernel stages nothing), its carveout as orthros_gemv_set_carveout says, then a plain launch or, with p->pdl, a
- * programmatic dependent of the stream's previous kernel (kept as such by graph capture). */
+ * kernel stages nothing), then a plain launch or, with p->pdl, a programmatic dependent of the stream's previous
+ * kernel (kept as such by graph capture). */
 template <class Plan>
 static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, int xs_max, dim3 grid,
                        const orthros_gemv_params *p, const Plan *pl, size_t smem, cudaStream_t stream,
@@ -1408,8 +1375,6 @@ static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, in
         ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, xs_max));
         *attr = true;
     }
-    int rc = carveout_apply((const void *)kernel);
-    if (rc) return rc;
     if (p->pdl) {
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute at[1];

@@ -102,12 +102,6 @@ int orthros_gemv_version(void);
 #define ORTHROS_GEMV_EARLY_DEFAULT 43 /* 1 | 2 | 8 | 32: the fastest step measured on the H200 (4eb7c85) */
 int orthros_gemv_set_early(int mask);
 int orthros_gemv_early(void);
-/* 1: every gemv kernel launched with the largest shared-memory carveout (cudaSharedmemCarveoutMaxShared), the one
- * the decode attention's 193 KB blocks take, so that an SM need not change its split of L1 and shared memory between
- * a step's kernels; 0 (the default): the driver's choice. Process-wide; not yet measured on a GPU. ORTHROS_EINVAL
- * otherwise. */
-int orthros_gemv_set_carveout(int on);
-int orthros_gemv_carveout(void);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,
  * chosen per call); process-wide. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_ring_slots(int s);
