@@ -514,16 +514,35 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     const int cp_rem = threadIdx.x & (row16 - 1), cp_h = cp_rem / (D / 8), cp_c = cp_rem % (D / 8);
     const int cp_p0 = threadIdx.x >> lg_row, cp_step = (DEC6_WARPS * 32) >> lg_row;
     const uint32_t cp_dst = (uint32_t)((cp_h * NC + cp_c / 8) * BN * 128);
+    // The thread's column of key 0, and the elements from one position to the next: a stage whose keys are all
+    // at or above 0 (every one but perhaps the first) steps its sources by cp_step positions from its first key
+    // (the compiler otherwise forms each of the 8 addresses in 64-bit from the key: ~120 instructions a stage,
+    // on the critical path of each warp, which the ncu profile of this kernel found bound by its warps'
+    // instruction streams); the first stage clamps its keys below 0 to 0 and reads no bytes for them.
+    const size_t rs = (size_t)p.Hkv * D;
+    const size_t col0 = ((size_t)b * p.cap * p.Hkv + h0 + cp_h) * D + cp_c * 8;
     auto cp_stage = [&](int t) {
         if (t < ntiles) {
             const int s = t % NST, ts = k_lo + (t0 + t) * BN;
+            constexpr int UN = STAGE / 16 / (DEC6_WARPS * 32);
+            if (ts >= 0) {
+                const size_t first = col0 + (size_t)(ts + cp_p0) * rs, step = (size_t)cp_step * rs;
+                const bf16 *kp = (const bf16 *)p.k_cache + first, *vp = (const bf16 *)p.v_cache + first;
 #pragma unroll
-            for (int u = 0; u < STAGE / 16 / (DEC6_WARPS * 32); u++) {
-                const int r = cp_p0 + u * cp_step, key = ts + r;
-                const size_t off = (((size_t)b * p.cap + (key < 0 ? 0 : key)) * p.Hkv + h0 + cp_h) * D + cp_c * 8;
-                const uint32_t dst = (uint32_t)(s * STAGE) + cp_dst + swz128(r, cp_c % 8);
-                cp_async16_s(sK + dst, (const bf16 *)p.k_cache + off, key < 0 ? 0 : 16);
-                cp_async16_s(sV + dst, (const bf16 *)p.v_cache + off, key < 0 ? 0 : 16);
+                for (int u = 0; u < UN; u++) {
+                    const uint32_t dst = (uint32_t)(s * STAGE) + cp_dst + swz128(cp_p0 + u * cp_step, cp_c % 8);
+                    cp_async16_s(sK + dst, kp + u * step, 16);
+                    cp_async16_s(sV + dst, vp + u * step, 16);
+                }
+            } else {
+#pragma unroll
+                for (int u = 0; u < UN; u++) {
+                    const int r = cp_p0 + u * cp_step, key = ts + r;
+                    const size_t off = col0 + (size_t)(key < 0 ? 0 : key) * rs;
+                    const uint32_t dst = (uint32_t)(s * STAGE) + cp_dst + swz128(r, cp_c % 8);
+                    cp_async16_s(sK + dst, (const bf16 *)p.k_cache + off, key < 0 ? 0 : 16);
+                    cp_async16_s(sV + dst, (const bf16 *)p.v_cache + off, key < 0 ? 0 : 16);
+                }
             }
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
