@@ -35,7 +35,7 @@
  *       8B B1 (v2 4.062, 84% of their floor); the fused + graphs step 1.021 / 1.974 / 4.463 ms at 1B 4K, 1B 128K and
  *       8B 4K (v2 1.078 / 2.014 / 4.546).
  *   v3's early loads at batch 1 (orthros_gemv_set_early, ORTHROS_GEMV_EARLY; 11 the default from 4d4df63, 43 since
- *       the run of 4eb7c85): the residual and RoPE's operands loaded while the group's first round is in flight, no L2
+ *       83bd9d7): the residual and RoPE's operands loaded while the group's first round is in flight, no L2
  *       hint for the first round. H200 (24b9992, data/results/h200-2026-12-03-gemv-early): the step 0.971 / 1.934 /
  *       4.363 ms at 1B 4K, 1B 128K and 8B 4K against 0.994 / 1.960 / 4.488 for the tree before, in one call; the
  *       same bits. With 32 (a norm's input staged in one trip; 4eb7c85, the same folder): 0.963 / 2.041 / 4.297
