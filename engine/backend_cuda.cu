@@ -981,6 +981,18 @@ static int fill_info(orthros_device_info *info, int dev)
 
 /* A kernel version from the environment variable env (digits alone, 1-99; unset or empty: 0, the module's default)
  * given to set, which refuses the versions its module does not keep; an error names the variable. */
+/* set(v) for the value v of the environment variable env; its refusal names the variable. */
+static int set_from_env_value(const char *env, int (*set)(int), int v)
+{
+    int rc = set(v);
+    if (rc) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", orthros_last_error());
+        return orthros_error(rc, "%s=%d: %s", env, v, why);
+    }
+    return 0;
+}
+
 static int set_version_from_env(const char *env, int (*set)(int))
 {
     const char *text = getenv(env);
@@ -992,13 +1004,7 @@ static int set_version_from_env(const char *env, int (*set)(int))
             return orthros_error(ORTHROS_EINVAL, "%s=%.40s is not a kernel version number", env, text);
         v = (int)x;
     }
-    int rc = set(v);
-    if (rc) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", orthros_last_error());
-        return orthros_error(rc, "%s=%d: %s", env, v, why);
-    }
-    return 0;
+    return set_from_env_value(env, set, v);
 }
 
 /* The attention kernel versions: ORTHROS_ATTN_PREFILL_VERSION, ORTHROS_ATTN_DECODE_VERSION and
@@ -1058,12 +1064,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
     int early = ORTHROS_GEMV_EARLY_DEFAULT;
-    if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early))) return rc;
-    if ((rc = orthros_gemv_set_early(early))) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", orthros_last_error());
-        return orthros_error(rc, "ORTHROS_GEMV_EARLY=%d: %s", early, why);
-    }
+    if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
+        (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)))
+        return rc;
     c->chain_ring = c->chain_ring && orthros_cuda_sm90_available(); /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
     if (c->mlp == 2 && !orthros_cuda_sm90_available()) c->mlp = 1; /* the ring kernel is sm_90's */
