@@ -472,6 +472,7 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
 
     l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
                       gridDim.x * gridDim.y * gridDim.z);
+    if (CL) HB = 1; // v8: a block a kv head (a constant, so that BN is one and its divisions shifts)
     const int split = blockIdx.x, h0 = blockIdx.y * HB, b = blockIdx.z;
     const int WPH = DEC6_WARPS / HB, BN = KW * WPH;           // warps per head, keys per stage
     const int g = p.Hq / p.Hkv, rows = p.n * g;
@@ -589,17 +590,33 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     const float sl2 = 1.4426950408889634f / sqrtf((float)D);
     // Q as A fragments straight from global memory: register 0 holds row rA, columns 2 (lane % 4) + {0, 1} of the
     // k-step, 1 row rB, 2 and 3 the same 8 columns further (the ldmatrix_x4 order of v1-v5); rows past the end 0.
+    // Each row's address is formed once (the ncu source counters of v8 found a division by g for each of Q's 4 KT
+    // loads, about a third of the kernel's instructions at d 128, executed once a warp).
     const int W = (p.Hq + 2 * p.Hkv) * D;
-    const bf16 *qkv = (const bf16 *)p.qkv + (size_t)b * p.n * W;
+    const bf16 *qkv = (const bf16 *)p.qkv + (size_t)b * p.n * W + (lane % 4) * 2;
+    auto q_row = [&](int row) {
+        const int tok = row / g;
+        return qkv + (size_t)tok * W + (size_t)(kv * g + row - tok * g) * D;
+    };
     uint32_t qf[KT][4];
 #pragma unroll
-    for (int kk = 0; kk < KT; kk++)
+    for (int kk = 0; kk < KT; kk++) qf[kk][0] = qf[kk][1] = qf[kk][2] = qf[kk][3] = 0u;
+    if (rA < rows) {
+        const bf16 *q = q_row(rA);
 #pragma unroll
-        for (int r = 0; r < 4; r++) {
-            const int row = (r & 1) ? rB : rA, col = kk * 16 + (r >> 1) * 8 + (lane % 4) * 2;
-            qf[kk][r] = row < rows ? *(const uint32_t *)(qkv + (size_t)(row / g) * W + (size_t)(kv * g + row % g) * D + col)
-                                   : 0u;
+        for (int kk = 0; kk < KT; kk++) {
+            qf[kk][0] = *(const uint32_t *)(q + kk * 16);
+            qf[kk][2] = *(const uint32_t *)(q + kk * 16 + 8);
         }
+    }
+    if (rB < rows) {
+        const bf16 *q = q_row(rB);
+#pragma unroll
+        for (int kk = 0; kk < KT; kk++) {
+            qf[kk][1] = *(const uint32_t *)(q + kk * 16);
+            qf[kk][3] = *(const uint32_t *)(q + kk * 16 + 8);
+        }
+    }
 
     float o[DT][4];
 #pragma unroll
