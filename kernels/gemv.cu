@@ -943,14 +943,29 @@ struct gemv2_plan {
     int early; /* v3's orthros_gemv_set_early mask (0 for v2 and v4) */
 };
 
+/* ROPE's group g as (head h, pair i): g = h (d / 2) + i. d / 2 is a power of two in every Llama shape: a shift and a
+ * mask there, where a division by a value known only at run time costs ~20 instructions on each group's path (ncu's
+ * source counters on the 1B q/k/v product: 4% of its stall samples); any other even d divides. */
+static __device__ __forceinline__ void rope_group(const orthros_gemv_params &p, int g, int &h, int &i)
+{
+    const int half = p.d / 2;
+    if ((half & (half - 1)) == 0) {
+        const int sh = __ffs(half) - 1;
+        h = g >> sh, i = g & (half - 1);
+    } else {
+        h = g / half, i = g % half;
+    }
+}
+
 static __device__ __forceinline__ void gemv2_rows(const orthros_gemv_params &p, int g, int r[2], bool ok[2])
 {
     if (p.epilogue == ORTHROS_GEMV_SWIGLU) {
         r[0] = g, r[1] = p.M / 2 + g;
         ok[0] = ok[1] = g < p.M / 2;
     } else if (p.epilogue == ORTHROS_GEMV_ROPE) {
-        const int half = p.d / 2;
-        r[0] = (g / half) * p.d + g % half, r[1] = r[0] + half;
+        int h, i;
+        rope_group(p, g, h, i);
+        r[0] = h * p.d + i, r[1] = r[0] + p.d / 2;
         ok[0] = ok[1] = r[1] < p.M;
     } else {
         r[0] = 2 * g, r[1] = 2 * g + 1;
@@ -1026,8 +1041,8 @@ struct group_pre {
 };
 
 /* The end of a group (v2, v3, v4): every lane's sums of the two rows over its chunks meet in a butterfly (every lane
- * gets the same bits), the KW slices are added in slice order through shared memory (part; two block barriers:
- * every warp of the block calls this for its group, block-uniformly), then slice 0 writes the group's outputs:
+ * gets the same bits), the KW slices are added in slice order through shared memory (part; two barriers of the
+ * group's KW warps: each of them calls this for the group), then slice 0 writes the group's outputs:
  * lane i N + j output (row i, input row j), through the same epilogue functions as v1, with the operands in pre where
  * they were loaded early; ARGMAX keeps the lane's best key of each input row in best. */
 template <int N>
@@ -1043,10 +1058,13 @@ static __device__ __forceinline__ void group_finish(const orthros_gemv_params &p
         for (int j = 0; j < N; j++)
             for (int o = 16; o > 0; o >>= 1) acc[i][j] += __shfl_xor_sync(0xffffffffu, acc[i][j], o);
     if (KW > 1) {
+        /* the KW warps of this group alone meet (named barrier 8 + the group's warp index, KW warps): a block's other
+         * groups, whose loads may still be in flight, are not waited for */
+        const int bar = 8 + warp / KW;
         if (lane == 0)
 #pragma unroll
             for (int j = 0; j < N; j++) part[warp][0][j] = acc[0][j], part[warp][1][j] = acc[1][j];
-        __syncthreads();
+        bar_sync(bar, KW * 32);
         if (sl == 0)
 #pragma unroll
             for (int j = 0; j < N; j++) {
@@ -1054,7 +1072,7 @@ static __device__ __forceinline__ void group_finish(const orthros_gemv_params &p
                 for (int q = 1; q < KW; q++) a += part[warp + q][0][j], b += part[warp + q][1][j];
                 acc[0][j] = a, acc[1][j] = b;
             }
-        __syncthreads(); /* part is written again by the next round */
+        bar_sync(bar, KW * 32); /* part is written again by the next round */
     }
     if (sl != 0 || g >= pl.groups) return;
 #pragma unroll
@@ -1065,10 +1083,10 @@ static __device__ __forceinline__ void group_finish(const orthros_gemv_params &p
             break;
         case ORTHROS_GEMV_ROPE:
             if (lane == j) {
-                if (pre.have)
-                    epi_rope_cs(p, j, g / (p.d / 2), g % (p.d / 2), acc[0][j], acc[1][j], pre.pos, pre.a, pre.b);
-                else
-                    epi_rope(p, j, g / (p.d / 2), g % (p.d / 2), acc[0][j], acc[1][j]);
+                int h, i;
+                rope_group(p, g, h, i);
+                if (pre.have) epi_rope_cs(p, j, h, i, acc[0][j], acc[1][j], pre.pos, pre.a, pre.b);
+                else epi_rope(p, j, h, i, acc[0][j], acc[1][j]);
             }
             break;
         case ORTHROS_GEMV_ARGMAX:
@@ -1156,9 +1174,10 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
             /* the pair's cosine and sine while the first round is in flight */
             const auto rope = [&]() {
                 if (sl == 0 && lane < N && g < pl.groups) {
-                    const int half = p.d / 2;
+                    int h, i;
+                    rope_group(p, g, h, i);
                     pre.a = 1.0f, pre.b = 0.0f;
-                    if (g / half < p.Hq + p.Hkv) rope_cs(p, pre.pos, g % half, pre.a, pre.b);
+                    if (h < p.Hq + p.Hkv) rope_cs(p, pre.pos, i, pre.a, pre.b);
                 }
             };
             group_round<N, U, XS>(w0, w1, ok[0], ok[1], X, smem_x, K, 0, KW, sl, lane, acc, rope);
