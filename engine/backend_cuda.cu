@@ -62,6 +62,9 @@ typedef struct {
     int gemm_lt;                   /* ORTHROS_GEMM_LT=1: cuBLAS's products of 1-16 rows through cuBLASLt, tuned */
     orthros_gemm_lt *lt;           /* its context (gemm_lt.h), with gemm_lt */
     int pdl;                       /* ORTHROS_DECODE_PDL=1: every gemv.cu launch a programmatic dependent one */
+    int pdl_late;                  /* ORTHROS_DECODE_PDL_LATE=1 (sm_90, not with the chain): every gemv.cu launch a
+                                    * dependent one that asks nothing into L2 first (pdl 3), and v3 lets its own
+                                    * dependents launch at each block's last group, not as it starts */
     void *gemv_scratch;            /* orthros_gemv_scratch_bytes(), zeroed once; allocated at the first GEMV */
     int l2pf;                      /* ORTHROS_DECODE_L2PF: 0 off, 1 the l2_next hints asked into L2, 2 as evict_last */
     size_t l2pf_cap;               /* ORTHROS_DECODE_L2PF_MB: the most bytes of one hint asked */
@@ -337,7 +340,8 @@ static int gemv_ready(cuda_impl *c, orthros_gemv_params *p)
     }
     p->scratch = c->gemv_scratch;
     p->num_sms = c->num_sms;
-    p->pdl = c->pdl;
+    p->pdl = c->pdl ? 1 : c->pdl_late ? 3 : 0;
+    p->pdl_late = c->pdl_late;
     p->l2_next = c->l2_next, p->l2_next_bytes = c->l2_next_bytes, p->l2_policy = c->l2pf == 2;
     return 0;
 }
@@ -697,7 +701,7 @@ static int run_gemv_chained(cuda_impl *c, orthros_gemv_params *p, int chainable)
 {
     int rc = gemv_ready(c, p);
     if (rc) return rc;
-    if (c->next_pdl && !p->pdl) p->pdl = 2; /* after a decode attention (ORTHROS_DECODE_O_PDL) */
+    if (c->next_pdl && p->pdl != 1) p->pdl = 2; /* after a decode attention (ORTHROS_DECODE_O_PDL) */
     c->next_pdl = 0;
     if (chainable && c->chain_open && orthros_gemv_chain_supported(p)) {
         if (c->chain_n == ORTHROS_GEMV_CHAIN_MAX && (rc = chain_flush(c))) return rc;
@@ -1048,7 +1052,7 @@ static int select_kernels(orthros_device_info *info)
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch with
  * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with
- * ORTHROS_DECODE_MLP=1 (2) in the fused mode. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
+ * ORTHROS_DECODE_MLP=1 (2) in the fused mode, ", gemv pdl late" with ORTHROS_DECODE_PDL_LATE=1. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
  * process-wide, as the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
  * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
@@ -1057,7 +1061,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
     c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0, c->mlp = 0, c->chain_ring = 0;
+    c->pdl_late = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
+        (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 1, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
@@ -1072,6 +1078,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (c->mlp == 2 && !orthros_cuda_sm90_available()) c->mlp = 1; /* the ring kernel is sm_90's */
     c->attn_pdl = c->attn_pdl && orthros_cuda_sm90_available();
     if (c->chain) c->attn_o = 0, c->mlp = 0; /* the chain records O and the MLP's products with the products after them */
+    c->pdl_late = c->pdl_late && orthros_cuda_sm90_available() && !c->chain;
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)
@@ -1093,6 +1100,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
+    if (used < sizeof info->kernels && c->pdl_late)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl late");
     if (used < sizeof info->kernels && c->gemm_lt)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemm lt");
     if (used < sizeof info->kernels && c->o_pdl != 1)

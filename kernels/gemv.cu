@@ -581,7 +581,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
     /* Weights never depend on an earlier kernel: a dependent launch (p.pdl) asks the warp's whole share of them into
      * L2 (up to GEMV_PDL_PREFETCH k-blocks) before it waits for the kernel before it; without one, the first U
      * k-blocks are asked while the input is normed and staged (XS). */
-    const int pf = p.pdl ? GEMV_PDL_PREFETCH : XS ? U : 0;
+    const int pf = p.pdl == 1 || p.pdl == 2 ? GEMV_PDL_PREFETCH : XS ? U : 0;
     if (active)
         for (int u = 0; u < pf && kb_lo + sl + u * pl.WS < kb_hi; u++) {
             const int k0 = (kb_lo + sl + u * pl.WS) * 64 + c * 16;
@@ -1156,6 +1156,9 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
     if (e_rope && lane < N) pre.pos = p.pos[lane];
     for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x) {
         const int g = gb * pl.GPB + gw;
+        /* p.pdl_late: the stream's next kernel, a dependent launch, may launch once every block is at its last
+         * group (a block with none never enters: its exit counts) */
+        if (p.pdl_late && (gb + (int)gridDim.x) * pl.GPB >= pl.groups) pdl_trigger();
         int r[2] = {0, 0};
         bool ok[2] = {false, false};
         if (g < pl.groups) gemv2_rows(p, g, r, ok);
@@ -1220,7 +1223,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
 
-    pdl_trigger();
+    if (!p.pdl_late) pdl_trigger(); /* else at the block's last group (gemv2_groups) */
     l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
     /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
      * input is staged (and, with p.pdl, while the kernel before this one ends). Copying it into shared memory instead
@@ -1229,10 +1232,10 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     if (p.pdl == 2) { /* every group of the block, whole (its rounds: ceil(nch / (32 KW))) */
         for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x)
             prefetch_group(p, pl, gb, (p.K / 8 + 32 * pl.KW - 1) / (32 * pl.KW));
-    } else if (p.pdl || !(pl.early & 8)) {
+    } else if (p.pdl == 1 || !(pl.early & 8)) {
         /* orthros_gemv_set_early's 8 (or 16, which make_plan2 turns into 8 where a warp has few rounds): without a
          * dependent launch, the first round is not asked into L2 before the same loads ask for it */
-        prefetch_group(p, pl, blockIdx.x, p.pdl ? 4 * U : U);
+        prefetch_group(p, pl, blockIdx.x, p.pdl == 1 ? 4 * U : U);
     }
     pdl_wait();
     if constexpr (XS) {

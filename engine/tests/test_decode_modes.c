@@ -635,7 +635,7 @@ static int cuda_models(int nspec, char **specs)
         return 77;
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
-                   *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL;
+                   *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL, *pdl_late = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -649,6 +649,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
+                                  {"ORTHROS_DECODE_PDL_LATE", "2"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
@@ -664,6 +665,8 @@ static int cuda_models(int nspec, char **specs)
     if (!rc) rc = cuda_with("ORTHROS_DECODE_O_PDL", "2", &o_pdl);
     /* the attention a dependent launch of the q/k/v projection */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_PDL", "1", &attn_pdl);
+    /* every product a dependent launch that asks nothing into L2, its predecessor letting it launch late */
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "1", &pdl_late);
     /* the MLP in one launch */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "1", &mlp);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "2", &mlp_ring);
@@ -720,6 +723,8 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, o_pdl, "fused + graphs + o_pdl 2"},
                             {ORTHROS_DECODE_FUSED, attn_pdl, "fused + attn_pdl"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, attn_pdl, "fused + graphs + attn_pdl"},
+                            {ORTHROS_DECODE_FUSED, pdl_late, "fused + pdl late"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late, "fused + graphs + pdl late"},
                             {ORTHROS_DECODE_FUSED, mlp, "fused + mlp"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, mlp, "fused + graphs + mlp"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, mlp_ring, "fused + graphs + mlp ring"}};
@@ -780,6 +785,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(attn_o);
     orthros_backend_free(o_pdl);
     orthros_backend_free(attn_pdl);
+    orthros_backend_free(pdl_late);
     orthros_backend_free(mlp);
     orthros_backend_free(mlp_ring);
     orthros_backend_free(l2pf);
