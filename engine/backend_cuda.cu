@@ -1051,8 +1051,9 @@ static int select_kernels(orthros_device_info *info)
  * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch with
- * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with
- * ORTHROS_DECODE_MLP=1 (2) in the fused mode, ", gemv pdl late" with ORTHROS_DECODE_PDL_LATE=1. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
+ * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o"
+ * with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode, ", gemv pdl
+ * late" with ORTHROS_DECODE_PDL_LATE=1. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
  * process-wide, as the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
  * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
