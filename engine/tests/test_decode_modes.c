@@ -635,7 +635,8 @@ static int cuda_models(int nspec, char **specs)
         return 77;
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
-                   *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL, *pdl_late = NULL;
+                   *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL, *pdl_late = NULL,
+                   *pdl_late_apdl = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -667,6 +668,10 @@ static int cuda_models(int nspec, char **specs)
     if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_PDL", "1", &attn_pdl);
     /* every product a dependent launch that asks nothing into L2, its predecessor letting it launch late */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "1", &pdl_late);
+    /* and the attention a dependent launch of the q/k/v projection, which lets it launch late */
+    setenv("ORTHROS_DECODE_ATTN_PDL", "1", 1);
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "1", &pdl_late_apdl);
+    unsetenv("ORTHROS_DECODE_ATTN_PDL");
     /* the MLP in one launch */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "1", &mlp);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "2", &mlp_ring);
@@ -725,6 +730,8 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, attn_pdl, "fused + graphs + attn_pdl"},
                             {ORTHROS_DECODE_FUSED, pdl_late, "fused + pdl late"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late, "fused + graphs + pdl late"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late_apdl,
+                             "fused + graphs + pdl late + attn_pdl"},
                             {ORTHROS_DECODE_FUSED, mlp, "fused + mlp"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, mlp, "fused + graphs + mlp"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, mlp_ring, "fused + graphs + mlp ring"}};
@@ -786,6 +793,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(o_pdl);
     orthros_backend_free(attn_pdl);
     orthros_backend_free(pdl_late);
+    orthros_backend_free(pdl_late_apdl);
     orthros_backend_free(mlp);
     orthros_backend_free(mlp_ring);
     orthros_backend_free(l2pf);
