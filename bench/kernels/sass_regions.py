@@ -10,9 +10,12 @@ stall reasons that took most of them. The warps of the launch: the executions of
 (every warp runs it once). Samples weigh time (the warp-stall sampler counts warps resident at each interval, issued
 or waiting), instructions the issue work. A kernel that appears twice in the file with the same rows (ncu prints a
 kernel's source once for each view) is printed once. Standard library only.
-usage: python3 bench/kernels/sass_regions.py SOURCE.csv[.gz|.xz] [--min-share PCT] [--kernel I]
+usage: python3 bench/kernels/sass_regions.py SOURCE.csv[.gz|.xz] [--min-share PCT] [--kernel I] [--regions CUTS]
   --min-share P   list the runs with at least P% of the kernel's samples or at least 20 instructions (default 0.5)
-  --kernel I      only the I-th kernel of the file (from 0, as listed)"""
+  --kernel I      only the I-th kernel of the file (from 0, as listed)
+  --regions CUTS  also sum the SASS in regions: CUTS is FIRST:NAME,FIRST:NAME,... with the first instruction index
+                  of each region in increasing order starting at 0 (a region ends where the next begins), NAME in
+                  letters, digits and _ (data/results/h200-2026-12-04-sass/NOTES.md's tables)"""
 import csv
 import gzip
 import lzma
@@ -107,15 +110,45 @@ def report(name, body, min_share):
                " ".join("%s %d" % (h.replace("stall_", ""), v) for h, v in top)))
 
 
+def parse_regions(text):
+    """[(first, name)] from FIRST:NAME,...; SystemExit where it is not that."""
+    out = []
+    for part in text.split(","):
+        first, sep, name = part.partition(":")
+        if not sep or not first.isdigit() or not name or not all(c.isalnum() or c == "_" for c in name):
+            raise SystemExit("sass_regions.py: --regions takes FIRST:NAME,... (%s)" % part)
+        out.append((int(first), name))
+    if out[0][0] != 0 or any(b[0] <= a[0] for a, b in zip(out, out[1:])):
+        raise SystemExit("sass_regions.py: --regions: the first region starts at 0 and each after the one before")
+    return out
+
+
+def report_regions(body, regions):
+    warps = body[0]["exec"] if body else 0
+    total_s = sum(b["samples"] for b in body) or 1
+    print("  %-16s %11s %9s %14s" % ("region", "SASS", "inst/warp", "samples"))
+    for k, (first, name) in enumerate(regions):
+        end = regions[k + 1][0] if k + 1 < len(regions) else len(body)
+        seg = body[first:end]
+        s = sum(b["samples"] for b in seg)
+        print("  %-16s %5d-%-5d %9.1f %6d (%4.1f%%)" % (name, first, end, sum(b["exec"] for b in seg) / max(warps, 1),
+                                                      s, 100.0 * s / total_s))
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
-    path, min_share, only = None, 0.5, None
+    path, min_share, only, regions = None, 0.5, None, None
     i = 1
     while i < len(argv):
         a = argv[i]
-        if a in ("--min-share", "--kernel"):
+        if a == "--regions":
+            if i + 1 >= len(argv):
+                raise SystemExit("sass_regions.py: --regions needs a value")
+            regions = parse_regions(argv[i + 1])
+            i += 2
+        elif a in ("--min-share", "--kernel"):
             if i + 1 >= len(argv):
                 raise SystemExit("sass_regions.py: %s needs a value" % a)
             try:
@@ -145,6 +178,11 @@ def main(argv):
         if only is None or k == only:
             print("[%d] " % k, end="")
             report(name, body, min_share)
+            if regions:
+                if regions[-1][0] >= len(body):
+                    raise SystemExit("sass_regions.py: --regions: %d is past the kernel's %d instructions" %
+                                     (regions[-1][0], len(body)))
+                report_regions(body, regions)
     return 0
 
 

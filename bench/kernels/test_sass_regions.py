@@ -38,6 +38,11 @@ check("5704 SASS instructions, 576 warps, 3088.2 instructions a warp, 756 stall 
       "the 8B attention before: 5704 instructions, 576 warps, 3088.2 a warp, 756 samples")
 check("   3201   265    3.67     971.7    133 (17.6%)" in out, "its key loop: 265 instructions run 3.67 times a warp")
 check(out.count("    1.00      4") >= 16, "the sixteen runs of Q's loads, each run once a warp")
+rc, out = run(os.path.join(RUN, "attn-f77e70b", "sass-att-llama3.1-8b.csv.xz"), "--min-share", "100", "--regions",
+              "0:prologue,928:stages,1247:q_loads,2888:loop_head,3201:key_loop,3466:block_merge,3718:cluster_merge")
+check(rc == 0 and "q_loads           1247-2888      952.0    209 (27.6%)" in out,
+      "--regions: Q's loads 952 instructions a warp, 27.6% of the samples (NOTES.md's table)")
+check("cluster_merge     3718-5704      127.1    170 (22.5%)" in out, "--regions: the last region ends at the kernel's end")
 rc, out = run(os.path.join(RUN, "qload-c6ccda1", "sass-att-llama3.1-8b.csv.xz"))
 check(rc == 0 and "4200 SASS instructions, 576 warps, 2164.6 instructions a warp" in out,
       "the 8B attention after: 4200 instructions, 2164.6 a warp")
@@ -84,4 +89,10 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write(page("void k(int)", loop))
     rc, out = run(path, "--kernel", "3")
     check(rc != 0 and "holds 1 kernels" in out, "--kernel past the file's kernels: refused")
+    rc, out = run(path, "--regions", "0:a,2:loop,6:tail")
+    check(rc == 0 and "loop                 2-6          16.0     38 (74.5%)" in out, "--regions on a small kernel")
+    for bad, why in (("2:a,4:b", "the first region starts at 0"), ("0:a,4:b,3:c", "regions out of order"),
+                     ("0:a;b", "a name with a ;"), ("0:a,x:b", "a start that is no number"), ("0:a,9:b", "past the end")):
+        rc, out = run(path, "--regions", bad)
+        check(rc != 0 and "--regions" in out, "--regions %s (%s): refused" % (bad, why))
 checks.finish()
