@@ -35,7 +35,8 @@
 #                into L2 by the attention; unset: 1, a dependent launch); fused-graphs-apdl: with
 #                ORTHROS_DECODE_ATTN_PDL=1 (the attention a dependent launch of q/k/v); fused-graphs-pdllate: with
 #                ORTHROS_DECODE_PDL_LATE=1 (every product a dependent launch, let launch at its predecessor's last
-#                group; -pdllate-apdl: and ORTHROS_DECODE_ATTN_PDL=1, the attention too); fused-graphs-mlp: with
+#                group; -pdllate-apdl: and ORTHROS_DECODE_ATTN_PDL=1, the attention too); fused-graphs-kw1, -kw2,
+#                -kw4: with ORTHROS_GEMV_KW=1, 2 or 4 (v3's slices a group forced); fused-graphs-mlp: with
 #                ORTHROS_DECODE_MLP=1 (gate/up and down in one launch); fused-graphs-mlpring: with
 #                ORTHROS_DECODE_MLP=2 (the same, its weights streamed through a ring); fused-graphs-chainring: with
 #                ORTHROS_DECODE_CHAIN_RING=1 (the chain's products streamed through a ring); fused-graphs-l2pf, -l2pf-last,
@@ -66,9 +67,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2; }
-            DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
-            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-v5, fused-graphs-v6, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-pdllate, fused-graphs-pdllate-apdl, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32, fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2 ;; esac
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2; }
+            DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
+            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-v5, fused-graphs-v6, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-pdllate, fused-graphs-pdllate-apdl, fused-graphs-kw1, fused-graphs-kw2, fused-graphs-kw4, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32, fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -171,7 +172,8 @@ if [ -n "$DECODE" ]; then
                            -u ORTHROS_GEMV_VERSION -u ORTHROS_GEMV5_STAGES -u ORTHROS_DECODE_L2PF -u ORTHROS_DECODE_L2PF_MB
                            -u ORTHROS_DECODE_ATTN_O -u ORTHROS_DECODE_O_PDL -u ORTHROS_DECODE_ATTN_PDL -u ORTHROS_GEMM_LT
                            -u ORTHROS_GEMV_EARLY -u ORTHROS_DECODE_PDL_LATE -u ORTHROS_DECODE_MLP
-                           -u ORTHROS_DECODE_CHAIN -u ORTHROS_DECODE_CHAIN_RING -u ORTHROS_ATTN_DECODE_VERSION) ;;
+                           -u ORTHROS_DECODE_CHAIN -u ORTHROS_DECODE_CHAIN_RING -u ORTHROS_ATTN_DECODE_VERSION
+                           -u ORTHROS_GEMV_KW) ;;
             # the default with cuBLAS's products of 1-16 rows through cuBLASLt, tuned per shape (batch 9-16's step)
             default-lt) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV ORTHROS_GEMM_LT=1) ;;
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
@@ -197,6 +199,7 @@ if [ -n "$DECODE" ]; then
             fused-graphs-apdl) envs=("${fused[@]}" ORTHROS_DECODE_ATTN_PDL=1) ;;
             fused-graphs-pdllate) envs=("${fused[@]}" ORTHROS_DECODE_PDL_LATE=1) ;;
             fused-graphs-pdllate-apdl) envs=("${fused[@]}" ORTHROS_DECODE_PDL_LATE=1 ORTHROS_DECODE_ATTN_PDL=1) ;;
+            fused-graphs-kw[124]) envs=("${fused[@]}" ORTHROS_GEMV_KW=${mode#fused-graphs-kw}) ;;
             fused-graphs-mlp) envs=("${fused[@]}" ORTHROS_DECODE_MLP=1) ;;
             fused-graphs-mlpring) envs=("${fused[@]}" ORTHROS_DECODE_MLP=2) ;;
             fused-graphs-chainring) envs=("${fused[@]}" ORTHROS_DECODE_CHAIN_RING=1) ;;
@@ -245,7 +248,7 @@ echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
-    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
+    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early*) echo "decode_$m" ;; esac; done) decode_anchor \
     decode_anchor_compiled; do

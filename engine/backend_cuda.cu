@@ -1055,7 +1055,9 @@ static int select_kernels(orthros_device_info *info)
  * with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode, ", gemv pdl
  * late" with ORTHROS_DECODE_PDL_LATE=1. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
  * process-wide, as the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
- * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default. */
+ * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default;
+ * ORTHROS_GEMV_KW (1, 2 or 4; unset or 0: the plan's) v3's slices a group forced (orthros_gemv_set_kw), ", gemv kw
+ * N". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1070,9 +1072,11 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
-    int early = ORTHROS_GEMV_EARLY_DEFAULT;
+    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0;
     if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
-        (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)))
+        (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
+        (rc = env_digit("ORTHROS_GEMV_KW", 4, &kw)) ||
+        (rc = set_from_env_value("ORTHROS_GEMV_KW", orthros_gemv_set_kw, kw)))
         return rc;
     c->chain_ring = c->chain_ring && orthros_cuda_sm90_available(); /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
@@ -1089,6 +1093,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl");
     if (used < sizeof info->kernels && runs && early != ORTHROS_GEMV_EARLY_DEFAULT)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv early %d", early);
+    if (used < sizeof info->kernels && runs && kw)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv kw %d", kw);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

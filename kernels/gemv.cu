@@ -1353,6 +1353,21 @@ int orthros_gemv_set_early(int mask)
 
 int orthros_gemv_early(void) { return gemv_early; }
 
+/* orthros_gemv_set_kw: an experiment on the plan's KW. The source counters of the 1B q/k/v product
+ * (data/results/h200-2026-12-04-sass/) show the plan's KW 4 leaving each lane 2 of its round's 4 chunks a row and
+ * three block rounds a block, each a trip to memory and a barrier of the group's warps. */
+static int gemv_kw = 0;
+
+int orthros_gemv_set_kw(int kw)
+{
+    if (kw != 0 && kw != 1 && kw != 2 && kw != 4)
+        return orthros_error(ORTHROS_EINVAL, "gemv: KW %d (1, 2 or 4; 0 the plan's choice)", kw);
+    gemv_kw = kw;
+    return 0;
+}
+
+int orthros_gemv_kw(void) { return gemv_kw; }
+
 static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
 {
     if (p->n > (version == 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
@@ -1369,6 +1384,10 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
             const int rounds = ceil_div(pl->groups, GEMV_WARPS / kw);
             const double fill = (double)rounds / ((double)ceil_div(rounds, most) * most);
             if (fill > best + 0.02) best = fill, KW = kw;
+        }
+        if (version == 3 && gemv_kw) { /* orthros_gemv_set_kw: the largest up to it that K allows */
+            KW = 1;
+            while (KW < gemv_kw && 2 * KW * 32 <= nch) KW *= 2;
         }
     } else {
         while (KW < GEMV2_MAX_KW && (long)pl->groups * KW * 4 < (long)slots * 3 && 2 * KW * 32 <= nch) KW *= 2;

@@ -106,6 +106,11 @@ int orthros_gemv_version(void);
 #define ORTHROS_GEMV_EARLY_DEFAULT 43 /* 1 | 2 | 8 | 32: the fastest step measured on the H200 (4eb7c85) */
 int orthros_gemv_set_early(int mask);
 int orthros_gemv_early(void);
+/* v3's slices a group (KW) forced, process-wide: 1, 2 or 4 (where K is too short for it, 32 KW chunks at most K / 8,
+ * the largest that fits); 0 the plan's choice (the fill of the block slots). ORTHROS_EINVAL otherwise. Changes the
+ * order of the sums (the slices are added in slice order), not the tolerance. */
+int orthros_gemv_set_kw(int kw);
+int orthros_gemv_kw(void);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,
  * chosen per call); process-wide. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_ring_slots(int s);

@@ -650,7 +650,8 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
-                                  {"ORTHROS_DECODE_PDL_LATE", "2"},
+                                  {"ORTHROS_DECODE_PDL_LATE", "2"}, {"ORTHROS_GEMV_KW", "3"},
+                                  {"ORTHROS_GEMV_KW", "8"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
@@ -786,6 +787,42 @@ static int cuda_models(int nspec, char **specs)
                 run_free(&ref);
             }
         orthros_backend_free(vb);
+    }
+    /* v3's slices a group forced (ORTHROS_GEMV_KW=1, 2, 4; process-wide, as the version is: the backend made with it
+     * sets it, the plain reference runs no gemv.cu kernel): the fused step under graphs against the plain step on
+     * the real shapes' first layers, at batch 1 and MAX_B. */
+    for (int kw = 1; kw <= 4; kw *= 2) {
+        orthros_backend *kb = NULL;
+        const char kws[2] = {(char)('0' + kw), 0};
+        if (cuda_with("ORTHROS_GEMV_KW", kws, &kb)) {
+            CHECK(0, "cuda backend with ORTHROS_GEMV_KW=%s: %s", kws, orthros_last_error());
+            continue;
+        }
+        for (int f = 1; f <= 2; f++)
+            for (size_t a = 0; a < tu_n_arch_cases; a++) {
+                const tu_arch_case *ac = &tu_arch_cases[a];
+                if (strcmp(ac->label, "transformer") && strcmp(ac->label, "orthros tail 1")) continue;
+                orthros_arch_opts ao = tu_arch_case_opts(ac);
+                for (int B = 1; B <= MAX_B; B += MAX_B - 1) {
+                    decode_run ref, got;
+                    if (run_decode(&ref, plain, presets[f], &ao, 0, B, 250, NULL)) {
+                        CHECK(0, "%s %s B %d plain: %s", presets[f], ac->label, B, orthros_last_error());
+                        continue;
+                    }
+                    const unsigned mode = ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS;
+                    char label[200];
+                    snprintf(label, sizeof label, "%s %s B %d fused + graphs, gemv kw %d", presets[f], ac->label, B,
+                             kw);
+                    if (run_decode(&got, kb, presets[f], &ao, mode, B, 250, &ref)) {
+                        CHECK(0, "%s: %s", label, orthros_last_error());
+                    } else {
+                        compare_cuda(label, &ref, &got, B, mode);
+                        run_free(&got);
+                    }
+                    run_free(&ref);
+                }
+            }
+        orthros_backend_free(kb);
     }
     orthros_backend_free(chain);
     orthros_backend_free(chain_ring);

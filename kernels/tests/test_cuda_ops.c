@@ -2137,6 +2137,14 @@ int main(void)
             if (orthros_gemv_set_version(v)) die("gemv version");
             gemv_suite();
         }
+        /* v3 with its slices a group forced (orthros_gemv_set_kw: the plan's KW against 1, 2 and 4) */
+        if (orthros_gemv_set_version(0)) die("gemv version");
+        for (int kw = 1; kw <= 4; kw *= 2) {
+            printf("-- the gemv section again with v3's KW forced to %d\n", kw);
+            if (orthros_gemv_set_kw(kw)) die("gemv kw");
+            gemv_suite();
+        }
+        if (orthros_gemv_set_kw(0)) die("gemv kw");
         for (int slots = 4; slots <= 8; slots += 2) {
             printf("-- the gemv section again with gemv.cu's version 5, %d ring slots a warp\n", slots);
             if (orthros_gemv_set_version(5) || orthros_gemv_set_ring_slots(slots)) die("gemv version 5");

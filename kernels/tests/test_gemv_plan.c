@@ -214,6 +214,28 @@ int main(void)
     /* a K so short that no slice keeps a chunk a lane: no split */
     s = plan(3, ORTHROS_GEMV_STORE, 1, 17, 72, 0, 0, &rc);
     CHECK(rc == 0 && strstr(s, "9 groups") && strstr(s, "KW 1,"), "v3 M 17 K 72 \"%s\"", s);
+    /* KW forced (orthros_gemv_set_kw): v3 alone, the largest up to it that K allows, 0 the plan's again; anything
+     * but 0, 1, 2 and 4 refused */
+    const int kws[] = {1, 2, 4};
+    for (int k = 0; k < 3; k++) {
+        CHECK(orthros_gemv_set_kw(kws[k]) == 0, "set_kw %d", kws[k]);
+        char want[16];
+        snprintf(want, sizeof want, "KW %d,", kws[k]);
+        s = plan(3, ORTHROS_GEMV_ROPE, 1, 3072, 2048, 64, 1, &rc);
+        CHECK(rc == 0 && strstr(s, want), "v3 1B qkv, KW %d forced \"%s\"", kws[k], s);
+        s = plan(3, ORTHROS_GEMV_STORE, 1, 17, 72, 0, 0, &rc); /* 9 chunks a row: no slice of 32 */
+        CHECK(rc == 0 && strstr(s, "KW 1,"), "v3 M 17 K 72, KW %d forced: 1 \"%s\"", kws[k], s);
+        s = plan(3, ORTHROS_GEMV_STORE, 1, 64, 512, 0, 0, &rc); /* 64 chunks a row: at most 2 slices */
+        CHECK(rc == 0 && strstr(s, kws[k] == 1 ? "KW 1," : "KW 2,"), "v3 K 512, KW %d forced \"%s\"", kws[k], s);
+        s = plan(2, ORTHROS_GEMV_ROPE, 1, 3072, 2048, 64, 1, &rc);
+        CHECK(rc == 0 && strstr(s, "KW 2,"), "v2 1B qkv keeps its plan with KW %d forced \"%s\"", kws[k], s);
+    }
+    CHECK(orthros_gemv_set_kw(0) == 0 && orthros_gemv_kw() == 0, "set_kw 0: the plan's");
+    s = plan(3, ORTHROS_GEMV_ROPE, 1, 3072, 2048, 64, 1, &rc);
+    CHECK(rc == 0 && strstr(s, "KW 4,"), "v3 1B qkv, the plan's again \"%s\"", s);
+    const int bad_kw[] = {-1, 3, 8};
+    for (int k = 0; k < 3; k++)
+        CHECK(orthros_gemv_set_kw(bad_kw[k]) == ORTHROS_EINVAL && orthros_gemv_kw() == 0, "set_kw %d refused", bad_kw[k]);
     /* the staged input over 64 KB: v2 leaves the call to v1 */
     s = plan(2, ORTHROS_GEMV_STORE, 4, 2048, 16384, 0, 1, &rc);
     CHECK(rc == 0 && starts(s, "v1:"), "v2 n 4, K 16384 normed \"%s\"", s);
