@@ -619,6 +619,38 @@ static void compare_cuda(const char *label, const decode_run *ref, const decode_
     }
 }
 
+/* The fused step under graphs (and, with both, uncaptured too) of backend `be` (named by tag) against the plain step
+ * at batch B on the two shapes given (the real shapes' first layers), for the transformer and orthros tail 1: the
+ * backends that set a process-wide kernel choice (gemv.cu's version, its KW), each made just before its runs. */
+static void fused_against_plain(orthros_backend *plain, orthros_backend *be, const char *tag, int B, int both,
+                                const char *const shapes[2])
+{
+    const unsigned modes[] = {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, ORTHROS_DECODE_FUSED};
+    for (int f = 0; f < 2; f++)
+        for (size_t a = 0; a < tu_n_arch_cases; a++) {
+            const tu_arch_case *ac = &tu_arch_cases[a];
+            if (strcmp(ac->label, "transformer") && strcmp(ac->label, "orthros tail 1")) continue;
+            orthros_arch_opts ao = tu_arch_case_opts(ac);
+            decode_run ref, got;
+            if (run_decode(&ref, plain, shapes[f], &ao, 0, B, 250, NULL)) {
+                CHECK(0, "%s %s B %d plain: %s", shapes[f], ac->label, B, orthros_last_error());
+                continue;
+            }
+            for (int w = 0; w < (both ? 2 : 1); w++) {
+                char label[200];
+                snprintf(label, sizeof label, "%s %s B %d %s, %s", shapes[f], ac->label, B,
+                         w ? "fused" : "fused + graphs", tag);
+                if (run_decode(&got, be, shapes[f], &ao, modes[w], B, 250, &ref)) {
+                    CHECK(0, "%s: %s", label, orthros_last_error());
+                    continue;
+                }
+                compare_cuda(label, &ref, &got, B, modes[w]);
+                run_free(&got);
+            }
+            run_free(&ref);
+        }
+}
+
 /* A cuda backend made with var=val in the environment (unset again after). */
 static int cuda_with(const char *var, const char *val, orthros_backend **out)
 {
@@ -762,35 +794,11 @@ static int cuda_models(int nspec, char **specs)
             orthros_backend_free(vb);
             continue;
         }
-        for (int f = 1; f <= 2; f++)
-            for (size_t a = 0; a < tu_n_arch_cases; a++) {
-                const tu_arch_case *ac = &tu_arch_cases[a];
-                if (strcmp(ac->label, "transformer") && strcmp(ac->label, "orthros tail 1")) continue;
-                orthros_arch_opts ao = tu_arch_case_opts(ac);
-                decode_run ref, got;
-                if (run_decode(&ref, plain, presets[f], &ao, 0, V5_B, 250, NULL)) {
-                    CHECK(0, "%s %s B %d plain: %s", presets[f], ac->label, V5_B, orthros_last_error());
-                    continue;
-                }
-                const unsigned modes[] = {ORTHROS_DECODE_FUSED, ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS};
-                for (int w = 0; w < 2; w++) {
-                    char label[200];
-                    snprintf(label, sizeof label, "%s %s B %d %s gemv v%d", presets[f], ac->label, V5_B,
-                             w ? "fused + graphs" : "fused", v);
-                    if (run_decode(&got, vb, presets[f], &ao, modes[w], V5_B, 250, &ref)) {
-                        CHECK(0, "%s: %s", label, orthros_last_error());
-                        continue;
-                    }
-                    compare_cuda(label, &ref, &got, V5_B, modes[w]);
-                    run_free(&got);
-                }
-                run_free(&ref);
-            }
+        fused_against_plain(plain, vb, v == 5 ? "gemv v5" : "gemv v6", V5_B, 1, presets + 1);
         orthros_backend_free(vb);
     }
-    /* v3's slices a group forced (ORTHROS_GEMV_KW=1, 2, 4; process-wide, as the version is: the backend made with it
-     * sets it, the plain reference runs no gemv.cu kernel): the fused step under graphs against the plain step on
-     * the real shapes' first layers, at batch 1 and MAX_B. */
+    /* v3's slices a group forced (ORTHROS_GEMV_KW=1, 2, 4; process-wide, as the version is): the fused step under
+     * graphs against the plain step at batch 1 and MAX_B. */
     for (int kw = 1; kw <= 4; kw *= 2) {
         orthros_backend *kb = NULL;
         const char kws[2] = {(char)('0' + kw), 0};
@@ -798,30 +806,9 @@ static int cuda_models(int nspec, char **specs)
             CHECK(0, "cuda backend with ORTHROS_GEMV_KW=%s: %s", kws, orthros_last_error());
             continue;
         }
-        for (int f = 1; f <= 2; f++)
-            for (size_t a = 0; a < tu_n_arch_cases; a++) {
-                const tu_arch_case *ac = &tu_arch_cases[a];
-                if (strcmp(ac->label, "transformer") && strcmp(ac->label, "orthros tail 1")) continue;
-                orthros_arch_opts ao = tu_arch_case_opts(ac);
-                for (int B = 1; B <= MAX_B; B += MAX_B - 1) {
-                    decode_run ref, got;
-                    if (run_decode(&ref, plain, presets[f], &ao, 0, B, 250, NULL)) {
-                        CHECK(0, "%s %s B %d plain: %s", presets[f], ac->label, B, orthros_last_error());
-                        continue;
-                    }
-                    const unsigned mode = ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS;
-                    char label[200];
-                    snprintf(label, sizeof label, "%s %s B %d fused + graphs, gemv kw %d", presets[f], ac->label, B,
-                             kw);
-                    if (run_decode(&got, kb, presets[f], &ao, mode, B, 250, &ref)) {
-                        CHECK(0, "%s: %s", label, orthros_last_error());
-                    } else {
-                        compare_cuda(label, &ref, &got, B, mode);
-                        run_free(&got);
-                    }
-                    run_free(&ref);
-                }
-            }
+        char tag[32];
+        snprintf(tag, sizeof tag, "gemv kw %d", kw);
+        for (int B = 1; B <= MAX_B; B += MAX_B - 1) fused_against_plain(plain, kb, tag, B, 0, presets + 1);
         orthros_backend_free(kb);
     }
     orthros_backend_free(chain);
