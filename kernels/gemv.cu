@@ -1639,7 +1639,11 @@ static __device__ __forceinline__ void rc_epilogue(const orthros_gemv_params &p,
     bool ok[2];
     gemv2_rows(p, g, r, ok);
     if (p.epilogue == ORTHROS_GEMV_SWIGLU) epi_swiglu(p, 0, g, a, b);
-    else if (p.epilogue == ORTHROS_GEMV_ROPE) epi_rope(p, 0, g / (p.d / 2), g % (p.d / 2), a, b);
+    else if (p.epilogue == ORTHROS_GEMV_ROPE) {
+        int h, i;
+        rope_group(p, g, h, i);
+        epi_rope(p, 0, h, i, a, b);
+    }
     else {
         if (ok[0]) epi_store(p, 0, r[0], a);
         if (ok[1]) epi_store(p, 0, r[1], b);
@@ -1662,11 +1666,13 @@ static __device__ __forceinline__ void rc_preload(const orthros_gemv_params &p, 
             pre[2 * gi + 1] = ok[1] ? bf2f(__ldcg((const bf16 *)p.out + r[1])) : 0.0f;
         }
     } else if (p.epilogue == ORTHROS_GEMV_ROPE) {
-        const int ps = p.pos[0], half = p.d / 2;
+        const int ps = p.pos[0];
         if (t == 0) *pos = ps;
         for (int gi = t; gi < g1 - g0; gi += nt) {
             const int g = g0 + gi;
-            if (g / half < p.Hq + p.Hkv) rope_cs(p, ps, g % half, pre[2 * gi], pre[2 * gi + 1]);
+            int h, i;
+            rope_group(p, g, h, i);
+            if (h < p.Hq + p.Hkv) rope_cs(p, ps, i, pre[2 * gi], pre[2 * gi + 1]);
         }
     }
 }
@@ -1681,7 +1687,9 @@ static __device__ __forceinline__ void rc_epilogue_pre(const orthros_gemv_params
     if (p.epilogue == ORTHROS_GEMV_SWIGLU) {
         epi_swiglu(p, 0, g, a, b);
     } else if (p.epilogue == ORTHROS_GEMV_ROPE) {
-        epi_rope_cs(p, 0, g / (p.d / 2), g % (p.d / 2), a, b, pos, pre[2 * gi], pre[2 * gi + 1]);
+        int h, i;
+        rope_group(p, g, h, i);
+        epi_rope_cs(p, 0, h, i, a, b, pos, pre[2 * gi], pre[2 * gi + 1]);
     } else if (p.epilogue == ORTHROS_GEMV_ADD) {
         if (ok[0]) ((bf16 *)p.out)[r[0]] = add_resid(pre[2 * gi], a);
         if (ok[1]) ((bf16 *)p.out)[r[1]] = add_resid(pre[2 * gi + 1], b);
