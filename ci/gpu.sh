@@ -58,6 +58,8 @@ set -u -o pipefail
 OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]}
 shift
 QUICK= TESTS=1 GATE=0 RECIPE= SKIP=, DECODE=
+# the modes --decode all runs (and the usage names, with fused-graphs-earlyN)
+decode_modes=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=--quick; shift ;;
@@ -67,9 +69,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2; }
-            DECODE=$2; [ "$DECODE" = all ] && DECODE=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
-            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are default, plain, graphs, graphs-gemv, fused-graphs, fused-graphs-pdl, fused-graphs-v1, fused-graphs-v2, fused-graphs-v3, fused-graphs-v4, fused-graphs-v5, fused-graphs-v6, fused-graphs-chain, fused-graphs-attn7, fused-graphs-attn8, fused-graphs-attno, fused-graphs-opdl0, fused-graphs-opdl2, fused-graphs-apdl, fused-graphs-pdllate, fused-graphs-pdllate-apdl, fused-graphs-kw1, fused-graphs-kw2, fused-graphs-kw4, fused-graphs-mlp, fused-graphs-mlpring, fused-graphs-chainring, fused-graphs-l2pf, fused-graphs-l2pf-last, fused-graphs-l2pf32, fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2 ;; esac
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or $decode_modes,fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2; }
+            DECODE=$2; [ "$DECODE" = all ] && DECODE=$decode_modes
+            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are ${decode_modes//,/, }, fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
