@@ -83,20 +83,25 @@ def runs(body):
     return [(f, n, body[f]["exec"]) for f, n in out]
 
 
+def span(body, first, end):
+    """(instructions executed, stall samples) of body[first:end]."""
+    seg = body[first:end]
+    return sum(b["exec"] for b in seg), sum(b["samples"] for b in seg)
+
+
 def report(name, body, min_share):
     warps = body[0]["exec"] if body else 0
     if warps <= 0:
         print("%s: its first instruction never ran (no warps)" % name)
         return
-    total_e = sum(b["exec"] for b in body)
-    total_s = sum(b["samples"] for b in body)
+    total_e, total_s = span(body, 0, len(body))
     print("%s\n  %d SASS instructions, %d warps, %.1f instructions a warp, %d stall samples" %
           (name, len(body), warps, total_e / warps, total_s))
     print("  %5s %5s %7s %9s %14s  %-44s %s" % ("first", "n", "x/warp", "inst/warp", "samples", "first instruction",
                                               "stalls"))
     for f, n, e in runs(body):
         seg = body[f: f + n]
-        s = sum(b["samples"] for b in seg)
+        ex, s = span(body, f, f + n)
         share = 100.0 * s / total_s if total_s else 0.0
         if share < min_share and n < 20:
             continue
@@ -106,7 +111,7 @@ def report(name, body, min_share):
                 agg[h] = agg.get(h, 0) + v
         top = sorted(agg.items(), key=lambda kv: -kv[1])[:3]
         print("  %5d %5d %7.2f %9.1f %6d (%4.1f%%)  %-44s %s" %
-              (f, n, e / warps, sum(b["exec"] for b in seg) / warps, s, share, seg[0]["src"][:44],
+              (f, n, e / warps, ex / warps, s, share, seg[0]["src"][:44],
                " ".join("%s %d" % (h.replace("stall_", ""), v) for h, v in top)))
 
 
@@ -125,14 +130,12 @@ def parse_regions(text):
 
 def report_regions(body, regions):
     warps = body[0]["exec"] if body else 0
-    total_s = sum(b["samples"] for b in body) or 1
+    total_s = span(body, 0, len(body))[1] or 1
     print("  %-16s %11s %9s %14s" % ("region", "SASS", "inst/warp", "samples"))
     for k, (first, name) in enumerate(regions):
         end = regions[k + 1][0] if k + 1 < len(regions) else len(body)
-        seg = body[first:end]
-        s = sum(b["samples"] for b in seg)
-        print("  %-16s %5d-%-5d %9.1f %6d (%4.1f%%)" % (name, first, end, sum(b["exec"] for b in seg) / max(warps, 1),
-                                                      s, 100.0 * s / total_s))
+        ex, s = span(body, first, end)
+        print("  %-16s %5d-%-5d %9.1f %6d (%4.1f%%)" % (name, first, end, ex / max(warps, 1), s, 100.0 * s / total_s))
 
 
 def main(argv):
