@@ -62,9 +62,10 @@ typedef struct {
     int gemm_lt;                   /* ORTHROS_GEMM_LT=1: cuBLAS's products of 1-16 rows through cuBLASLt, tuned */
     orthros_gemm_lt *lt;           /* its context (gemm_lt.h), with gemm_lt */
     int pdl;                       /* ORTHROS_DECODE_PDL=1: every gemv.cu launch a programmatic dependent one */
-    int pdl_late;                  /* ORTHROS_DECODE_PDL_LATE=1 (sm_90, not with the chain): every gemv.cu launch a
-                                    * dependent one that asks nothing into L2 first (pdl 3), and v3 lets its own
-                                    * dependents launch at each block's last group, not as it starts */
+    int pdl_late;                  /* ORTHROS_DECODE_PDL_LATE (unset: 1 on sm_90, not with the chain or pdl; 0 off):
+                                    * every gemv.cu launch a dependent one that asks nothing into L2 first (pdl 3; 2:
+                                    * its blocks' first group asked, pdl 1), and v3 lets its own dependents launch at
+                                    * each block's last group, not as it starts */
     void *gemv_scratch;            /* orthros_gemv_scratch_bytes(), zeroed once; allocated at the first GEMV */
     int l2pf;                      /* ORTHROS_DECODE_L2PF: 0 off, 1 the l2_next hints asked into L2, 2 as evict_last */
     size_t l2pf_cap;               /* ORTHROS_DECODE_L2PF_MB: the most bytes of one hint asked */
@@ -85,8 +86,9 @@ typedef struct {
                                     * on the SMs the attention leaves idle; 2 the same, and the attention asks the
                                     * hint (O) into L2; 0 a plain launch */
     int next_pdl;                  /* o_pdl: set by a decode attention launch, taken by the next gemv launch */
-    int attn_pdl;                  /* ORTHROS_DECODE_ATTN_PDL=1: a decode attention (v8) a programmatic dependent of the
-                                    * kernel before it (the q/k/v projection), its older keys asked before the wait */
+    int attn_pdl;                  /* ORTHROS_DECODE_ATTN_PDL (unset: 1 on sm_90; 0 off): a decode attention (v8) a
+                                    * programmatic dependent of the kernel before it (the q/k/v projection), its older
+                                    * keys asked before the wait */
     const void *hint_w;            /* the l2_next hint as given, whatever ORTHROS_DECODE_L2PF says (o_pdl 2) */
     size_t hint_bytes;
     void *ao_scratch;              /* orthros_attn_full_decode_o_scratch_bytes(), zeroed; grown outside captures */
@@ -340,7 +342,7 @@ static int gemv_ready(cuda_impl *c, orthros_gemv_params *p)
     }
     p->scratch = c->gemv_scratch;
     p->num_sms = c->num_sms;
-    p->pdl = c->pdl ? 1 : c->pdl_late ? 3 : 0;
+    p->pdl = c->pdl || c->pdl_late == 2 ? 1 : c->pdl_late ? 3 : 0;
     p->pdl_late = c->pdl_late;
     p->l2_next = c->l2_next, p->l2_next_bytes = c->l2_next_bytes, p->l2_policy = c->l2pf == 2;
     return 0;
@@ -701,7 +703,7 @@ static int run_gemv_chained(cuda_impl *c, orthros_gemv_params *p, int chainable)
 {
     int rc = gemv_ready(c, p);
     if (rc) return rc;
-    if (c->next_pdl && p->pdl != 1) p->pdl = 2; /* after a decode attention (ORTHROS_DECODE_O_PDL) */
+    if (c->next_pdl && !c->pdl) p->pdl = 2; /* after a decode attention (ORTHROS_DECODE_O_PDL) */
     c->next_pdl = 0;
     if (chainable && c->chain_open && orthros_gemv_chain_supported(p)) {
         if (c->chain_n == ORTHROS_GEMV_CHAIN_MAX && (rc = chain_flush(c))) return rc;
@@ -1052,38 +1054,42 @@ static int select_kernels(orthros_device_info *info)
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch with
  * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o"
- * with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode, ", gemv pdl
- * late" with ORTHROS_DECODE_PDL_LATE=1. ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version,
- * process-wide, as the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
+ * with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on sm_90
+ * by default (0 turns each off) ", attn pdl" (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late" (ORTHROS_DECODE_PDL_LATE;
+ * ", gemv pdl late 2" with 2). ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version, process-wide, as
+ * the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
  * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default;
  * ORTHROS_GEMV_KW (1, 2 or 4; unset or 0: the plan's) v3's slices a group forced (orthros_gemv_set_kw), ", gemv kw
- * N". */
+ * N"; ORTHROS_GEMV_FILL (1 or 2; unset: ORTHROS_GEMV_FILL_DEFAULT) how v3's plan counts the slots its blocks fill
+ * (orthros_gemv_set_fill), ", gemv fill N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
-    c->attn_o = 0, c->o_pdl = orthros_cuda_sm90_available() ? 1 : 0, c->attn_pdl = 0, c->mlp = 0, c->chain_ring = 0;
-    c->pdl_late = 0;
+    const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
+    c->attn_o = 0, c->o_pdl = sm90, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0, c->pdl_late = sm90;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
-        (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 1, &c->pdl_late)) ||
+        (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
-    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0;
+    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
     if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
         (rc = env_digit("ORTHROS_GEMV_KW", 4, &kw)) ||
-        (rc = set_from_env_value("ORTHROS_GEMV_KW", orthros_gemv_set_kw, kw)))
+        (rc = set_from_env_value("ORTHROS_GEMV_KW", orthros_gemv_set_kw, kw)) ||
+        (rc = env_digit("ORTHROS_GEMV_FILL", 2, &fill)) ||
+        (rc = set_from_env_value("ORTHROS_GEMV_FILL", orthros_gemv_set_fill, fill)))
         return rc;
-    c->chain_ring = c->chain_ring && orthros_cuda_sm90_available(); /* the ring chain is sm_90's */
+    c->chain_ring = c->chain_ring && sm90; /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
-    if (c->mlp == 2 && !orthros_cuda_sm90_available()) c->mlp = 1; /* the ring kernel is sm_90's */
-    c->attn_pdl = c->attn_pdl && orthros_cuda_sm90_available();
+    if (c->mlp == 2 && !sm90) c->mlp = 1; /* the ring kernel is sm_90's */
+    c->attn_pdl = c->attn_pdl && sm90;
     if (c->chain) c->attn_o = 0, c->mlp = 0; /* the chain records O and the MLP's products with the products after them */
-    c->pdl_late = c->pdl_late && orthros_cuda_sm90_available() && !c->chain;
+    c->pdl_late = sm90 && !c->chain && !c->pdl ? c->pdl_late : 0; /* ORTHROS_DECODE_PDL=1 keeps its early launches */
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)
@@ -1095,6 +1101,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv early %d", early);
     if (used < sizeof info->kernels && runs && kw)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv kw %d", kw);
+    if (used < sizeof info->kernels && runs && fill != ORTHROS_GEMV_FILL_DEFAULT)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv fill %d", fill);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);
@@ -1108,7 +1116,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->pdl_late)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl late");
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl late%s",
+                                 c->pdl_late == 2 ? " 2" : "");
     if (used < sizeof info->kernels && c->gemm_lt)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemm lt");
     if (used < sizeof info->kernels && c->o_pdl != 1)

@@ -1368,6 +1368,15 @@ int orthros_gemv_set_kw(int kw)
 
 int orthros_gemv_kw(void) { return gemv_kw; }
 
+static int gemv_fill = ORTHROS_GEMV_FILL_DEFAULT;
+
+int orthros_gemv_set_fill(int rule)
+{
+    if (rule != 1 && rule != 2) return orthros_error(ORTHROS_EINVAL, "gemv: fill rule %d (1 or 2)", rule);
+    gemv_fill = rule;
+    return 0;
+}
+
 static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
 {
     if (p->n > (version == 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
@@ -1378,11 +1387,12 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
     int KW = 1;
     if (version >= 3) {
         /* the machine's block slots that the block rounds fill: rounds / (waves x slots), the largest wins, a
-         * smaller KW on a tie (within 2%) */
+         * smaller KW on a tie (within 2%); fill rule 2: rounds that fit one block an SM against the SMs */
         double best = -1.0;
         for (int kw = 1; kw <= GEMV2_MAX_KW && (kw == 1 || kw * 32 <= nch); kw *= 2) {
             const int rounds = ceil_div(pl->groups, GEMV_WARPS / kw);
-            const double fill = (double)rounds / ((double)ceil_div(rounds, most) * most);
+            const double span = gemv_fill == 2 && rounds <= sms ? sms : (double)ceil_div(rounds, most) * most;
+            const double fill = rounds / span;
             if (fill > best + 0.02) best = fill, KW = kw;
         }
         if (version == 3 && gemv_kw) { /* orthros_gemv_set_kw: the largest up to it that K allows */

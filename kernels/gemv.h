@@ -111,6 +111,11 @@ int orthros_gemv_early(void);
  * order of the sums (the slices are added in slice order), not the tolerance. */
 int orthros_gemv_set_kw(int kw);
 int orthros_gemv_kw(void);
+/* How v3's plan counts the block slots that a KW's block rounds fill, process-wide: 1 against the machine's slots of
+ * two blocks an SM (the rule measured first); 2 the same, and a product whose block rounds number at most the SMs
+ * counted against one block an SM (its one wave), so that KW 1 ties there and wins. ORTHROS_EINVAL otherwise. */
+#define ORTHROS_GEMV_FILL_DEFAULT 1
+int orthros_gemv_set_fill(int rule);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,
  * chosen per call); process-wide. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_ring_slots(int s);

@@ -668,7 +668,7 @@ static int cuda_models(int nspec, char **specs)
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
                    *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL, *pdl_late = NULL,
-                   *pdl_late_apdl = NULL;
+                   *pdl_late2 = NULL, *no_late = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -682,8 +682,8 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
-                                  {"ORTHROS_DECODE_PDL_LATE", "2"}, {"ORTHROS_GEMV_KW", "3"},
-                                  {"ORTHROS_GEMV_KW", "8"},
+                                  {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
+                                  {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "3"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
@@ -697,14 +697,18 @@ static int cuda_models(int nspec, char **specs)
     /* the attention with O in its clusters; O a dependent launch of the attention, the hint asked into L2 */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_O", "1", &attn_o);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_O_PDL", "2", &o_pdl);
-    /* the attention a dependent launch of the q/k/v projection */
+    /* The two dependent launches, both on by default on sm_90 (`plain` holds them): every product a dependent launch
+     * that asks nothing into L2, its predecessor letting it launch late (ORTHROS_DECODE_PDL_LATE), and the attention
+     * a dependent launch of the q/k/v projection (ORTHROS_DECODE_ATTN_PDL); here each alone, neither, and the late
+     * launch asking its blocks' first group into L2 before its wait (2) */
+    setenv("ORTHROS_DECODE_PDL_LATE", "0", 1);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_PDL", "1", &attn_pdl);
-    /* every product a dependent launch that asks nothing into L2, its predecessor letting it launch late */
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_PDL", "0", &no_late);
+    unsetenv("ORTHROS_DECODE_PDL_LATE");
+    setenv("ORTHROS_DECODE_ATTN_PDL", "0", 1);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "1", &pdl_late);
-    /* and the attention a dependent launch of the q/k/v projection, which lets it launch late */
-    setenv("ORTHROS_DECODE_ATTN_PDL", "1", 1);
-    if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "1", &pdl_late_apdl);
     unsetenv("ORTHROS_DECODE_ATTN_PDL");
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "2", &pdl_late2);
     /* the MLP in one launch */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "1", &mlp);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "2", &mlp_ring);
@@ -763,8 +767,10 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, attn_pdl, "fused + graphs + attn_pdl"},
                             {ORTHROS_DECODE_FUSED, pdl_late, "fused + pdl late"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late, "fused + graphs + pdl late"},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late_apdl,
-                             "fused + graphs + pdl late + attn_pdl"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late2, "fused + graphs + pdl late 2"},
+                            {ORTHROS_DECODE_FUSED, no_late, "fused, no pdl late or attn_pdl"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, no_late,
+                             "fused + graphs, no pdl late or attn_pdl"},
                             {ORTHROS_DECODE_FUSED, mlp, "fused + mlp"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, mlp, "fused + graphs + mlp"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, mlp_ring, "fused + graphs + mlp ring"}};
@@ -817,7 +823,8 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(o_pdl);
     orthros_backend_free(attn_pdl);
     orthros_backend_free(pdl_late);
-    orthros_backend_free(pdl_late_apdl);
+    orthros_backend_free(pdl_late2);
+    orthros_backend_free(no_late);
     orthros_backend_free(mlp);
     orthros_backend_free(mlp_ring);
     orthros_backend_free(l2pf);
