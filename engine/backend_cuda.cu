@@ -1060,7 +1060,7 @@ static int select_kernels(orthros_device_info *info)
  * the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
  * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default;
  * ORTHROS_GEMV_KW (1, 2 or 4; unset or 0: the plan's) v3's slices a group forced (orthros_gemv_set_kw), ", gemv kw
- * N"; ORTHROS_GEMV_FILL (1 or 2; unset: ORTHROS_GEMV_FILL_DEFAULT) how v3's plan counts the slots its blocks fill
+ * N"; ORTHROS_GEMV_FILL (1-3; unset: ORTHROS_GEMV_FILL_DEFAULT) how v3's plan chooses its slices a group
  * (orthros_gemv_set_fill), ", gemv fill N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
@@ -1081,7 +1081,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
         (rc = env_digit("ORTHROS_GEMV_KW", 4, &kw)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_KW", orthros_gemv_set_kw, kw)) ||
-        (rc = env_digit("ORTHROS_GEMV_FILL", 2, &fill)) ||
+        (rc = env_digit("ORTHROS_GEMV_FILL", 3, &fill)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_FILL", orthros_gemv_set_fill, fill)))
         return rc;
     c->chain_ring = c->chain_ring && sm90; /* the ring chain is sm_90's */

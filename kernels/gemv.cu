@@ -1372,7 +1372,7 @@ static int gemv_fill = ORTHROS_GEMV_FILL_DEFAULT;
 
 int orthros_gemv_set_fill(int rule)
 {
-    if (rule != 1 && rule != 2) return orthros_error(ORTHROS_EINVAL, "gemv: fill rule %d (1 or 2)", rule);
+    if (rule < 1 || rule > 3) return orthros_error(ORTHROS_EINVAL, "gemv: fill rule %d (1, 2 or 3)", rule);
     gemv_fill = rule;
     return 0;
 }
@@ -1395,6 +1395,9 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
             const double fill = rounds / span;
             if (fill > best + 0.02) best = fill, KW = kw;
         }
+        /* fill rule 3: a q/k/v product (ROPE) whose KW 1 rounds fit one wave of the block slots takes KW 1, so that
+         * every block starts at its last group and lets the attention, a dependent launch, launch at once */
+        if (gemv_fill == 3 && p->epilogue == ORTHROS_GEMV_ROPE && ceil_div(pl->groups, GEMV_WARPS) <= most) KW = 1;
         if (version == 3 && gemv_kw) { /* orthros_gemv_set_kw: the largest up to it that K allows */
             KW = 1;
             while (KW < gemv_kw && 2 * KW * 32 <= nch) KW *= 2;

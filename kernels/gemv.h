@@ -111,9 +111,12 @@ int orthros_gemv_early(void);
  * order of the sums (the slices are added in slice order), not the tolerance. */
 int orthros_gemv_set_kw(int kw);
 int orthros_gemv_kw(void);
-/* How v3's plan counts the block slots that a KW's block rounds fill, process-wide: 1 against the machine's slots of
- * two blocks an SM (the rule measured first); 2 the same, and a product whose block rounds number at most the SMs
- * counted against one block an SM (its one wave), so that KW 1 ties there and wins. ORTHROS_EINVAL otherwise. */
+/* How v3's plan chooses KW, process-wide: 1 the fill of the machine's block slots, two blocks an SM (the rule
+ * measured first); 2 the same, and a product whose block rounds number at most the SMs counted against one block an
+ * SM (its one wave), so that KW 1 ties there and wins (the 1B O and down: measured slower); 3 rule 1, and a q/k/v
+ * product (ROPE) whose block rounds at KW 1 fit one wave of the slots takes KW 1 (the 1B q/k/v), so that each block
+ * starts at its last group and the attention after it, a dependent launch, launches at once. ORTHROS_EINVAL
+ * otherwise. */
 #define ORTHROS_GEMV_FILL_DEFAULT 1
 int orthros_gemv_set_fill(int rule);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,

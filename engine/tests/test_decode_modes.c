@@ -683,7 +683,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
                                   {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
-                                  {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "3"},
+                                  {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
