@@ -106,6 +106,8 @@ int main(void)
     const char *s;
     /* the default is version 3 */
     CHECK(orthros_gemv_version() == 3, "default version %d", orthros_gemv_version());
+    /* the KW checks below are of fill rule 1, the block slots' fill alone; the default rule 3 with the others after */
+    CHECK(orthros_gemv_set_fill(1) == 0, "set_fill 1");
     /* which version takes which batch: v2 1-4, v3 1-8 (the default), v5 9-16 at version 5, v6 at 6, v1 the rest
      * (and everything at version 1) */
     for (int n = 1; n <= 16; n++) {
@@ -254,7 +256,9 @@ int main(void)
         CHECK(rc == 0 && strstr(s, "KW 1,"), "v3 8B o, fill %d \"%s\"", rule, s);
     }
     CHECK(orthros_gemv_set_fill(0) == ORTHROS_EINVAL && orthros_gemv_set_fill(4) == ORTHROS_EINVAL, "set_fill 0, 4");
-    CHECK(orthros_gemv_set_fill(ORTHROS_GEMV_FILL_DEFAULT) == 0, "set_fill default");
+    CHECK(ORTHROS_GEMV_FILL_DEFAULT == 3 && orthros_gemv_set_fill(ORTHROS_GEMV_FILL_DEFAULT) == 0, "set_fill default");
+    s = plan(3, ORTHROS_GEMV_ROPE, 1, 3072, 2048, 64, 1, &rc);
+    CHECK(rc == 0 && strstr(s, "KW 1,"), "v3 1B qkv, the default fill rule \"%s\"", s);
     /* the staged input over 64 KB: v2 leaves the call to v1 */
     s = plan(2, ORTHROS_GEMV_STORE, 4, 2048, 16384, 0, 1, &rc);
     CHECK(rc == 0 && starts(s, "v1:"), "v2 n 4, K 16384 normed \"%s\"", s);
