@@ -1157,8 +1157,8 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
     for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x) {
         const int g = gb * pl.GPB + gw;
         /* p.pdl_late: the stream's next kernel, a dependent launch, may launch once every block is at its last
-         * group (a block with none never enters: its exit counts) */
-        if (p.pdl_late && (gb + (int)gridDim.x) * pl.GPB >= pl.groups) pdl_trigger();
+         * group, or p.pdl_late - 1 block rounds before it (a block with none never enters: its exit counts) */
+        if (p.pdl_late && (gb + p.pdl_late * (int)gridDim.x) * pl.GPB >= pl.groups) pdl_trigger();
         int r[2] = {0, 0};
         bool ok[2] = {false, false};
         if (g < pl.groups) gemv2_rows(p, g, r, ok);

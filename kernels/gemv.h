@@ -71,7 +71,8 @@ typedef struct {
                            * a dependent launch that asks nothing into L2 before the wait (ORTHROS_DECODE_PDL_LATE) */
     int pdl_late;         /* 1 (v2 / v3): this kernel lets its dependents launch when each block reaches its last
                            * group, not as it starts: their launch and dispatch overlap its last round, not its whole
-                           * run (ORTHROS_DECODE_PDL_LATE) */
+                           * run (ORTHROS_DECODE_PDL_LATE); L > 1: L - 1 block rounds before its last group
+                           * (ORTHROS_DECODE_PDL_LEAD) */
     const void *l2_next;  /* NULL, or the weights of a later kernel: the blocks ask l2_next_bytes of them into L2 as
                            * they start (sm_90; a hint: no result changes), evict_last where l2_policy is 1 */
     size_t l2_next_bytes;

@@ -9,6 +9,7 @@ ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VER
 ORTHROS_DECODE_ATTN_O=1; fused-graphs-opdl0, -opdl2: with ORTHROS_DECODE_O_PDL=0 or 2; fused-graphs-apdl: with
 ORTHROS_DECODE_ATTN_PDL=1 alone; fused-graphs-pdllate: with ORTHROS_DECODE_PDL_LATE=1 alone (-apdl: and
 ORTHROS_DECODE_ATTN_PDL=1, the default on sm_90 since 2026-12-04), -nopdllate: neither, -pdllate2: PDL_LATE=2;
+fused-graphs-lead1, -lead2, -lead3: with ORTHROS_DECODE_PDL_LEAD=1, 2 or 3;
 fused-graphs-fill1, -fill2, -fill3: with ORTHROS_GEMV_FILL=1, 2 or 3 (3 the default since 2026-12-04);
 fused-graphs-kw1, -kw2, -kw4: with ORTHROS_GEMV_KW=1, 2 or 4;
 fused-graphs-mlp, -mlpring: with
@@ -40,7 +41,8 @@ MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-gra
          "fused-graphs-v5s8", "fused-graphs-v6", "fused-graphs-chain", "fused-graphs-attn7",
          "fused-graphs-attn8", "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl2",
          "fused-graphs-apdl", "fused-graphs-pdllate", "fused-graphs-pdllate-apdl", "fused-graphs-nopdllate",
-         "fused-graphs-pdllate2", "fused-graphs-fill1", "fused-graphs-fill2", "fused-graphs-fill3",
+         "fused-graphs-pdllate2", "fused-graphs-lead1", "fused-graphs-lead2",
+         "fused-graphs-lead3", "fused-graphs-fill1", "fused-graphs-fill2", "fused-graphs-fill3",
          "fused-graphs-kw1",
          "fused-graphs-kw2", "fused-graphs-kw4", "fused-graphs-mlp",
          "fused-graphs-mlpring", "fused-graphs-chainring", "fused-graphs-mlp2",

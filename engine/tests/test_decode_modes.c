@@ -668,7 +668,7 @@ static int cuda_models(int nspec, char **specs)
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
                    *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL, *pdl_late = NULL,
-                   *pdl_late2 = NULL, *no_late = NULL;
+                   *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -684,6 +684,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
                                   {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
                                   {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
+                                  {"ORTHROS_DECODE_PDL_LEAD", "4"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
@@ -709,6 +710,8 @@ static int cuda_models(int nspec, char **specs)
     if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "1", &pdl_late);
     unsetenv("ORTHROS_DECODE_ATTN_PDL");
     if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "2", &pdl_late2);
+    /* the late launch let happen two block rounds before each block's last group */
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LEAD", "2", &pdl_lead);
     /* the MLP in one launch */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "1", &mlp);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "2", &mlp_ring);
@@ -768,6 +771,7 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED, pdl_late, "fused + pdl late"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late, "fused + graphs + pdl late"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late2, "fused + graphs + pdl late 2"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_lead, "fused + graphs + pdl lead 2"},
                             {ORTHROS_DECODE_FUSED, no_late, "fused, no pdl late or attn_pdl"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, no_late,
                              "fused + graphs, no pdl late or attn_pdl"},
@@ -825,6 +829,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(pdl_late);
     orthros_backend_free(pdl_late2);
     orthros_backend_free(no_late);
+    orthros_backend_free(pdl_lead);
     orthros_backend_free(mlp);
     orthros_backend_free(mlp_ring);
     orthros_backend_free(l2pf);
