@@ -83,10 +83,11 @@ typedef struct {
     int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
                                     * the same, at batch 1 with K 2048 or 4096 the kernel streaming its weights through
                                     * a shared-memory ring (sm_90) */
-    int o_pdl;                     /* ORTHROS_DECODE_O_PDL (unset: 1 on sm_90, else 0): 1 the product after a decode
-                                    * attention a programmatic dependent of it, its blocks asking their weights into L2
-                                    * on the SMs the attention leaves idle; 2 the same, and the attention asks the
-                                    * hint (O) into L2; 0 a plain launch */
+    int o_pdl;                     /* ORTHROS_DECODE_O_PDL (unset: 0 with pdl_late, else 1 on sm_90 and 0 elsewhere):
+                                    * 1 the product after a decode attention a programmatic dependent of it, its
+                                    * blocks asking their weights into L2 on the SMs the attention leaves idle; 2 the
+                                    * same, and the attention asks the hint (O) into L2; 0 a plain launch, or with
+                                    * pdl_late the late launches' dependent one that asks nothing first (pdl 3) */
     int next_pdl;                  /* o_pdl: set by a decode attention launch, taken by the next gemv launch */
     int attn_pdl;                  /* ORTHROS_DECODE_ATTN_PDL (unset: 1 on sm_90; 0 off): a decode attention (v8) a
                                     * programmatic dependent of the kernel before it (the q/k/v projection), its older
@@ -1070,7 +1071,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
-    c->attn_o = 0, c->o_pdl = sm90, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0, c->pdl_late = sm90;
+    c->attn_o = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0, c->pdl_late = sm90;
     c->pdl_lead = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
@@ -1094,6 +1095,10 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     c->attn_pdl = c->attn_pdl && sm90;
     if (c->chain) c->attn_o = 0, c->mlp = 0; /* the chain records O and the MLP's products with the products after them */
     c->pdl_late = sm90 && !c->chain && !c->pdl ? c->pdl_late : 0; /* ORTHROS_DECODE_PDL=1 keeps its early launches */
+    /* O after the attention: with the late launches a dependent one that asks nothing into L2 (o_pdl 0, O's pdl 3;
+     * asking all of O's weights, 1, measured 2% slower at 8B 4K), without them one that asks (1) on sm_90 */
+    const int o_auto = c->pdl_late ? 0 : sm90;
+    if (c->o_pdl < 0) c->o_pdl = o_auto;
     size_t used = strlen(info->kernels);
     const int runs = c->gemv || (*modes & ORTHROS_DECODE_FUSED);
     if (runs)
@@ -1126,7 +1131,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", lead %d", c->pdl_lead);
     if (used < sizeof info->kernels && c->gemm_lt)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemm lt");
-    if (used < sizeof info->kernels && c->o_pdl != 1)
+    if (used < sizeof info->kernels && c->o_pdl != o_auto)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", o pdl%d", c->o_pdl);
     if (used < sizeof info->kernels && *modes)
         snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
