@@ -31,6 +31,8 @@ F=$R/h200-2026-12-04-sass/figures-d960530/e2e
 fig $F/figs $F/llama3.2-1b-{n128,n1024}.json
 F=$R/h200-2026-12-04-pdllate/figures-09052e5/e2e
 fig $F/figs $F/llama3.2-1b-{n128,n1024}.json
+F=$R/h200-2026-12-04-pdllate/figures-7c0efcb/e2e
+fig $F/figs $F/llama3.2-1b-{n128,n1024}.json
 G=$R/smollm2-converted-h200-2026-12-01/grid
 fig $R/smollm2-converted-h200-2026-12-01/figures $G/{base,control,conv,conv-tail16,conv-tail64,conv-hybrid}-ppl-kjv.json \
     $G/{base,control,conv,conv-hybrid}-recall.json $G/*-niah-*.json $G/*-vt.json $G/*-cwe.json
