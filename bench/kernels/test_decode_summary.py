@@ -25,11 +25,16 @@ def run(*args):
     return checks.run(TOOL, *args)
 
 
+def run_first(*args):
+    """the rule the summaries committed before figures-7c0efcb were made with: the first mode's floor"""
+    return checks.run(TOOL, "--floor-rule", "first", *args)
+
+
 def row(out, shape):
     return next((line.split() for line in out.splitlines() if line.startswith(shape + " ")), [])
 
 
-rc, out, err = run(os.path.join(RUN, "decode"), *ANCHORS)
+rc, out, err = run_first(os.path.join(RUN, "decode"), *ANCHORS)
 check(rc == 0 and not err, "the H200 run is summarised (rc %d)" % rc)
 with open(os.path.join(RUN, "decode_summary.txt")) as f:
     check(out == f.read(), "the summary committed beside the run, reproduced line for line")
@@ -69,7 +74,7 @@ for folder, columns in (("h200-2026-12-02-decode-norm/first-fc6c377", ["default"
                         ("h200-2026-12-03-ring-chain/mlpring-152cfef", ["default", "fused-graphs-mlpring"]),
                         ("h200-2026-12-03-final/check-41712a6", ["default"])):
     path = os.path.join(ROOT, "data", "results", folder)
-    rc, out, err = run(os.path.join(path, "decode"), *ANCHORS)
+    rc, out, err = run_first(os.path.join(path, "decode"), *ANCHORS)
     with open(os.path.join(path, "decode_summary.txt")) as f:
         check(rc == 0 and out == f.read(), "%s: the committed summary reproduced" % folder)
     head = next((line.split() for line in out.splitlines() if line.startswith("shape ")), [])
@@ -77,8 +82,8 @@ for folder, columns in (("h200-2026-12-02-decode-norm/first-fc6c377", ["default"
 
 # the final figures: the default step and both PyTorch anchors of one run (the issue's "in one GPU run")
 FINAL = os.path.join(ROOT, "data", "results", "h200-2026-12-03-final", "figures-41712a6")
-rc, out, err = run(os.path.join(FINAL, "decode"), os.path.join(FINAL, "decode_anchor.json"),
-                   os.path.join(FINAL, "decode_anchor_compiled.json"))
+rc, out, err = run_first(os.path.join(FINAL, "decode"), os.path.join(FINAL, "decode_anchor.json"),
+                         os.path.join(FINAL, "decode_anchor_compiled.json"))
 with open(os.path.join(FINAL, "decode_summary.txt")) as f:
     check(rc == 0 and out == f.read(), "the final figures: the committed summary reproduced")
 r = row(out, "1B B1 4K")
@@ -86,6 +91,24 @@ check(r[3:8] == ["0.582", "0.992", "59%", "1.241", "1.241"] and r[-2] == "MISSED
       "the final figures, 1B batch 1 4K: floor, ours, %% of the floor, both anchors, missed (%s)" % " ".join(r))
 r = row(out, "8B B16 32K")
 check(r[3:6] == ["18.708", "20.055", "93%"], "the final figures, 8B batch 16 32K (%s)" % " ".join(r))
+
+# figures-7c0efcb: the 8B step's two invocations read ceilings 1.1% apart (floors 3.528 and 3.489 ms); against the
+# first (the default's, as the summary made on the GPU machine read it) the 85% target is met, against the run's
+# highest ceiling (the lowest floor, the rule now) it is not
+LATE = os.path.join(ROOT, "data", "results", "h200-2026-12-04-pdllate", "figures-7c0efcb")
+late_anchors = [os.path.join(LATE, n) for n in ("decode_anchor.json", "decode_anchor_compiled.json")]
+rc, out, err = run_first(os.path.join(LATE, "decode"), *late_anchors)
+with open(os.path.join(LATE, "decode_summary.txt")) as f:
+    check(rc == 0 and out == f.read(), "figures-7c0efcb: the summary made on the GPU machine reproduced")
+r = row(out, "8B B1 4K")
+check(r[3:7] == ["3.528", "4.111", "4.150", "86%"] and r[-2] == "met", "7c0efcb 8B, the first floor: met (%s)" % r)
+rc, out, err = run(os.path.join(LATE, "decode"), *late_anchors)
+r = row(out, "8B B1 4K")
+check(rc == 0 and r[3:7] == ["3.489", "4.111", "4.150", "85%"] and r[-2] == "MISSED",
+      "7c0efcb 8B, the run's lowest floor: 84.9%%, missed (%s)" % r)
+check("the highest read ceiling of the modes' invocations" in out, "the lowest-floor rule named in the header")
+rc, out, err = run("--floor-rule", "median", os.path.join(LATE, "decode"))
+check(rc == 2 and not out and "lowest or first" in err, "an unknown floor rule refused (rc %d)" % rc)
 
 with tempfile.TemporaryDirectory() as tmp:
     # a mode decode_summary has never heard of: shown by name, after the others
