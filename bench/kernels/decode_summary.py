@@ -42,19 +42,16 @@ import sys
 # another thing now; each file's kernels line says what ran). A mode not listed is shown after these, by name.
 MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-graphs-pdl", "fused-graphs-v1",
          "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-v4", "fused-graphs-v5", "fused-graphs-v5s4",
-         "fused-graphs-v5s8", "fused-graphs-v6", "fused-graphs-chain", "fused-graphs-attn7",
-         "fused-graphs-attn8", "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl1",
-         "fused-graphs-opdl2",
+         "fused-graphs-v5s8", "fused-graphs-v6", "fused-graphs-chain", "fused-graphs-attn7", "fused-graphs-attn8",
+         "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl1", "fused-graphs-opdl2",
          "fused-graphs-apdl", "fused-graphs-pdllate", "fused-graphs-pdllate-apdl", "fused-graphs-nopdllate",
-         "fused-graphs-pdllate2", "fused-graphs-lead1", "fused-graphs-lead2",
-         "fused-graphs-lead3", "fused-graphs-fill1", "fused-graphs-fill2", "fused-graphs-fill3",
-         "fused-graphs-kw1",
-         "fused-graphs-kw2", "fused-graphs-kw4", "fused-graphs-mlp",
-         "fused-graphs-mlpring", "fused-graphs-chainring", "fused-graphs-mlp2",
-         "fused-graphs-l2pf", "fused-graphs-l2pf-last", "fused-graphs-l2pf32", "fused-graphs-norm1", "fused-graphs-norm3",
-         "fused-graphs-noattno", "fused-graphs-early0", "fused-graphs-early1", "fused-graphs-early3",
-         "fused-graphs-early7", "fused-graphs-early9", "fused-graphs-early11", "fused-graphs-early19",
-         "fused-graphs-early43"]
+         "fused-graphs-pdllate2", "fused-graphs-lead1", "fused-graphs-lead2", "fused-graphs-lead3",
+         "fused-graphs-fill1", "fused-graphs-fill2", "fused-graphs-fill3", "fused-graphs-kw1", "fused-graphs-kw2",
+         "fused-graphs-kw4", "fused-graphs-mlp", "fused-graphs-mlpring", "fused-graphs-chainring",
+         "fused-graphs-mlp2", "fused-graphs-l2pf", "fused-graphs-l2pf-last", "fused-graphs-l2pf32",
+         "fused-graphs-norm1", "fused-graphs-norm3", "fused-graphs-noattno", "fused-graphs-early0",
+         "fused-graphs-early1", "fused-graphs-early3", "fused-graphs-early7", "fused-graphs-early9",
+         "fused-graphs-early11", "fused-graphs-early19", "fused-graphs-early43"]
 NAME = re.compile(r"^(.+)-b([0-9]+)-([a-z0-9][a-z0-9-]*)$")  # <model>-b<batch>-<mode>
 # The targets: an upper bound in ms per step, or a lower bound on the fraction of the floor.
 TARGETS = {("llama3.2-1b", 1, 4096): ("ms", 0.75), ("llama3.2-1b", 1, 131072): ("ms", 1.8),
