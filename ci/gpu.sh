@@ -30,18 +30,25 @@
 #                fused-graphs takes the default, 3; fused-graphs-chain:
 #                with ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8
 #                (the decode attention's combine kernel, or its clusters); fused-graphs-attno: with
-#                ORTHROS_DECODE_ATTN_O=1 (O in the attention's clusters); fused-graphs-opdl0, -opdl2: with
-#                ORTHROS_DECODE_O_PDL=0 or 2 (O a plain launch after the attention, or a dependent one with O asked
-#                into L2 by the attention; unset: 1, a dependent launch); fused-graphs-apdl: with
-#                ORTHROS_DECODE_ATTN_PDL=1 (the attention a dependent launch of q/k/v); fused-graphs-pdllate: with
-#                ORTHROS_DECODE_PDL_LATE=1 (every product a dependent launch, let launch at its predecessor's last
-#                group; -pdllate-apdl: and ORTHROS_DECODE_ATTN_PDL=1, the attention too); fused-graphs-kw1, -kw2,
+#                ORTHROS_DECODE_ATTN_O=1 (O in the attention's clusters); fused-graphs-opdl0, -opdl1, -opdl2: with
+#                ORTHROS_DECODE_O_PDL=0, 1 or 2 (O after the attention a dependent launch asking nothing first, the
+#                default with the late launches; asking its weights into L2 first; and the attention asking them too);
+#                the dependent launches, both on by default on sm_90: fused-graphs-apdl (ORTHROS_DECODE_ATTN_PDL=1
+#                alone: the attention a dependent launch of q/k/v), -pdllate (ORTHROS_DECODE_PDL_LATE=1 alone: every
+#                product a dependent launch, let launch at its predecessor's last group), -pdllate-apdl (both),
+#                -nopdllate (neither), -pdllate2 (PDL_LATE=2: the first group asked into L2 before the wait),
+#                -lead1, -lead2, -lead3 (ORTHROS_DECODE_PDL_LEAD=N: the late launch N block rounds earlier);
+#                fused-graphs-fill1, -fill2, -fill3: with ORTHROS_GEMV_FILL=1, 2 or 3 (v3's KW rule; 3 the
+#                default); fused-graphs-kw1, -kw2,
 #                -kw4: with ORTHROS_GEMV_KW=1, 2 or 4 (v3's slices a group forced); fused-graphs-mlp: with
 #                ORTHROS_DECODE_MLP=1 (gate/up and down in one launch); fused-graphs-mlpring: with
 #                ORTHROS_DECODE_MLP=2 (the same, its weights streamed through a ring); fused-graphs-chainring: with
 #                ORTHROS_DECODE_CHAIN_RING=1 (the chain's products streamed through a ring); fused-graphs-l2pf, -l2pf-last,
 #                -l2pf32: with ORTHROS_DECODE_L2PF=1, =2 and =1 with ORTHROS_DECODE_L2PF_MB=32; fused-graphs-early0,
-#                ... -early63: with ORTHROS_GEMV_EARLY=0 to 63 (bit 4 refused), v3's early loads, not in "all")
+#                ... -early63: with ORTHROS_GEMV_EARLY=0 to 63 (bit 4 refused), v3's early loads, not in "all";
+#                fused-graphs-qkvb1 ... -qkvb4096: with ORTHROS_GEMV_QKV_BLOCKS=N, the q/k/v grid capped at N blocks
+#                and its dependent let launch as it starts, not in "all"; fused-graphs-areg160: with
+#                ORTHROS_ATTN_DECODE_REGS=160, v8 held to 160 registers; -qkvbN-areg160: both)
 #                orthros decode of the 1B shape at batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1
 #                (4K) and 16 (4K, 32K), into
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
@@ -58,8 +65,8 @@ set -u -o pipefail
 OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]}
 shift
 QUICK= TESTS=1 GATE=0 RECIPE= SKIP=, DECODE=
-# the modes --decode all runs (and the usage names, with fused-graphs-earlyN)
-decode_modes=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl1,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-nopdllate,fused-graphs-pdllate2,fused-graphs-lead1,fused-graphs-lead2,fused-graphs-lead3,fused-graphs-fill1,fused-graphs-fill2,fused-graphs-fill3,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32
+# the modes --decode all runs (and the usage names, with fused-graphs-earlyN and -qkvbN)
+decode_modes=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-opdl0,fused-graphs-opdl1,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-nopdllate,fused-graphs-pdllate2,fused-graphs-lead1,fused-graphs-lead2,fused-graphs-lead3,fused-graphs-fill1,fused-graphs-fill2,fused-graphs-fill3,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-areg160
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=--quick; shift ;;
@@ -69,9 +76,9 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
-        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or $decode_modes,fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2; }
+        --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or $decode_modes,fused-graphs-earlyN (N 0-63 without bit 4),fused-graphs-qkvbN (N 1-4096)" >&2; exit 2; }
             DECODE=$2; [ "$DECODE" = all ] && DECODE=$decode_modes
-            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are ${decode_modes//,/, }, fused-graphs-earlyN (N 0-63 without bit 4)" >&2; exit 2 ;; esac
+            case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are ${decode_modes//,/, }, fused-graphs-earlyN (N 0-63 without bit 4), fused-graphs-qkvbN (N 1-4096)" >&2; exit 2 ;; esac
             shift 2 ;;
         *) echo "ci/gpu.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -175,7 +182,8 @@ if [ -n "$DECODE" ]; then
                            -u ORTHROS_DECODE_ATTN_O -u ORTHROS_DECODE_O_PDL -u ORTHROS_DECODE_ATTN_PDL -u ORTHROS_GEMM_LT
                            -u ORTHROS_GEMV_EARLY -u ORTHROS_DECODE_PDL_LATE -u ORTHROS_DECODE_MLP
                            -u ORTHROS_DECODE_CHAIN -u ORTHROS_DECODE_CHAIN_RING -u ORTHROS_ATTN_DECODE_VERSION
-                           -u ORTHROS_GEMV_KW -u ORTHROS_GEMV_FILL -u ORTHROS_DECODE_PDL_LEAD) ;;
+                           -u ORTHROS_GEMV_KW -u ORTHROS_GEMV_FILL -u ORTHROS_DECODE_PDL_LEAD
+                           -u ORTHROS_GEMV_QKV_BLOCKS -u ORTHROS_ATTN_DECODE_REGS) ;;
             # the default with cuBLAS's products of 1-16 rows through cuBLASLt, tuned per shape (batch 9-16's step)
             default-lt) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV ORTHROS_GEMM_LT=1) ;;
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
@@ -215,6 +223,15 @@ if [ -n "$DECODE" ]; then
             fused-graphs-l2pf32) envs=("${fused[@]}" ORTHROS_DECODE_L2PF=1
                                  ORTHROS_DECODE_L2PF_MB=32) ;;
             fused-graphs-early[0-9] | fused-graphs-early[1-5][0-9] | fused-graphs-early6[0-3]) envs=("${fused[@]}" ORTHROS_GEMV_EARLY="${mode#fused-graphs-early}") ;;
+            # (past 4096 the backend refuses it, and the run says why); -areg160: v8 held to 160 registers too
+            fused-graphs-areg160) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_REGS=160) ;;
+            fused-graphs-qkvb[1-9]*-areg160)
+                n=${mode#fused-graphs-qkvb}; n=${n%-areg160}
+                case $n in *[!0-9]* | ?????*) echo "--decode: no mode $mode" | tee -a "$OUT/decode.log"; continue ;; esac
+                envs=("${fused[@]}" ORTHROS_GEMV_QKV_BLOCKS="$n" ORTHROS_ATTN_DECODE_REGS=160) ;;
+            fused-graphs-qkvb[1-9] | fused-graphs-qkvb[1-9][0-9] | fused-graphs-qkvb[1-9][0-9][0-9] | \
+                fused-graphs-qkvb[1-4][0-9][0-9][0-9])
+                envs=("${fused[@]}" ORTHROS_GEMV_QKV_BLOCKS="${mode#fused-graphs-qkvb}") ;;
             *) echo "--decode: no mode $mode" | tee -a "$OUT/decode.log"; continue ;;
         esac
         ok=0
@@ -256,8 +273,9 @@ printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
     decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
-    decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 \
-    $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early*) echo "decode_$m" ;; esac; done) decode_anchor \
+    decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 \
+    $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb*) echo "decode_$m" ;; esac; done) \
+    decode_anchor \
     decode_anchor_compiled; do
     case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac
     printf '%-12s %s\n' "$s" "${status[$s]:-not run}"

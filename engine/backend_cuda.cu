@@ -1064,7 +1064,10 @@ static int select_kernels(orthros_device_info *info)
  * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default;
  * ORTHROS_GEMV_KW (1, 2 or 4; unset or 0: the plan's) v3's slices a group forced (orthros_gemv_set_kw), ", gemv kw
  * N"; ORTHROS_GEMV_FILL (1-3; unset: ORTHROS_GEMV_FILL_DEFAULT) how v3's plan chooses its slices a group
- * (orthros_gemv_set_fill), ", gemv fill N" where not the default. */
+ * (orthros_gemv_set_fill), ", gemv fill N" where not the default; ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the
+ * plan's) the q/k/v product's grid capped, its dependent launched as it starts (orthros_gemv_set_qkv_blocks), ", qkv
+ * blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160 registers (orthros_attn_full_decode_set_regs),
+ * ", attn regs 160". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1081,7 +1084,24 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
-    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
+    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT, qkv_blocks = 0;
+    const char *qb = getenv("ORTHROS_GEMV_QKV_BLOCKS");
+    if (qb && *qb) {
+        char *end = NULL;
+        const long n = strtol(qb, &end, 10);
+        if (*end || n < 0 || n > 4096)
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_GEMV_QKV_BLOCKS=%.40s: a whole number of blocks, 0-4096", qb);
+        qkv_blocks = (int)n;
+    }
+    if ((rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, qkv_blocks))) return rc;
+    int attn_regs = 0;
+    const char *ar = getenv("ORTHROS_ATTN_DECODE_REGS");
+    if (ar && *ar) {
+        if (strcmp(ar, "0") && strcmp(ar, "160"))
+            return orthros_error(ORTHROS_EINVAL, "ORTHROS_ATTN_DECODE_REGS=%.40s: 0 or 160", ar);
+        attn_regs = atoi(ar);
+    }
+    if ((rc = set_from_env_value("ORTHROS_ATTN_DECODE_REGS", orthros_attn_full_decode_set_regs, attn_regs))) return rc;
     if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
         (rc = env_digit("ORTHROS_GEMV_KW", 4, &kw)) ||
@@ -1112,6 +1132,10 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv kw %d", kw);
     if (used < sizeof info->kernels && runs && fill != ORTHROS_GEMV_FILL_DEFAULT)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv fill %d", fill);
+    if (used < sizeof info->kernels && runs && qkv_blocks)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %d", qkv_blocks);
+    if (used < sizeof info->kernels && attn_regs)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn regs %d", attn_regs);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

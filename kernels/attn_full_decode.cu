@@ -456,10 +456,10 @@ struct dec8_o_rows {
  * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
  * dec8_merge instead of written out. */
-template <int D, bool CPA, bool CL = false>
-static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
-    attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
-                           const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
+template <int D, bool CPA, bool CL>
+static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &tmK, const CUtensorMap &tmV,
+                                                            const orthros_attn_full_decode_params &p, int HB,
+                                                            int split_len, int nsplit)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     using C = dec6_cfg<D>;
@@ -705,6 +705,25 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
 #endif
 }
 
+template <int D, bool CPA, bool CL = false>
+static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
+    attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
+                           const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
+{
+    attn_decode_tma_body<D, CPA, CL>(tmK, tmV, p, HB, split_len, nsplit);
+}
+
+/* v8 held to 160 registers a thread (orthros_attn_full_decode_set_regs; 162 unheld at d 128, no spills at 160): a
+ * block of 8 warps then takes 40960 registers, so that it fits on an SM beside one q/k/v product block of 96
+ * registers a thread (24576), where the unheld block's 43008 does not. */
+template <int D>
+static __global__ void __maxnreg__(160)
+    attn_decode_r160_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
+                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
+{
+    attn_decode_tma_body<D, true, true>(tmK, tmV, p, HB, split_len, nsplit);
+}
+
 /* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
  * the warps' partials go to shared memory (the ring's space, free once every copy landed and every read is done)
  * and the block merges them into one, row by row (max of the warps' m, then the weighted sums); the cluster, the
@@ -915,6 +934,16 @@ int orthros_attn_full_decode_force_splits(int nsplit)
     return 0;
 }
 
+/* orthros_attn_full_decode_set_regs: 0, or 160 (attn_decode_r160_kernel) */
+static int dec8_regs = 0;
+
+int orthros_attn_full_decode_set_regs(int regs)
+{
+    if (regs != 0 && regs != 160) return orthros_error(ORTHROS_EINVAL, "decode attention: %d registers (0 or 160)", regs);
+    dec8_regs = regs;
+    return 0;
+}
+
 /* v6 (CPA false: TMA, a producer warp) and v7 (CPA true: cp.async from the consumers, no tensor maps). */
 template <int D, bool CPA>
 static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream)
@@ -951,9 +980,17 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
  * ahead in every cell of batch 1-16 and 2K-128K keys but one, timed after v7 (an order that may favour the second)
  * (data/results/h200-2026-12-02-decode-cluster/). */
 /* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */
+typedef void (*dec8_kernel_fn)(CUtensorMap, CUtensorMap, orthros_attn_full_decode_params, int, int, int);
+
+/* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs) */
+template <int D> static dec8_kernel_fn dec8_kernel()
+{
+    return dec8_regs == 160 ? attn_decode_r160_kernel<D> : attn_decode_tma_kernel<D, true, true>;
+}
+
 template <int D> static int dec8_attrs()
 {
-    const void *fn = (const void *)attn_decode_tma_kernel<D, true, true>;
+    const void *fn = (const void *)dec8_kernel<D>();
     ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D>::SMEM));
     ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     return 0;
@@ -983,8 +1020,8 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], i
  * process; 0 where none fits). */
 static int dec8_max_clusters(int D, int cs, int *out)
 {
-    static int cache[2][DEC8_MAX_CLUSTER + 1];
-    int &c = cache[D == 64 ? 0 : 1][cs];
+    static int cache[2][2][DEC8_MAX_CLUSTER + 1];
+    int &c = cache[dec8_regs == 160][D == 64 ? 0 : 1][cs];
     if (!c) {
         int rc = D == 64 ? dec8_attrs<64>() : dec8_attrs<128>();
         if (rc) return rc;
@@ -992,8 +1029,7 @@ static int dec8_max_clusters(int D, int cs, int *out)
         cudaLaunchAttribute at[2];
         dec8_config(&cfg, at, D, cs, 1, 1, 0, 0);
         int n = 0;
-        const void *fn = D == 64 ? (const void *)attn_decode_tma_kernel<64, true, true>
-                                 : (const void *)attn_decode_tma_kernel<128, true, true>;
+        const void *fn = D == 64 ? (const void *)dec8_kernel<64>() : (const void *)dec8_kernel<128>();
         ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, fn, &cfg));
         c = n > 0 ? n : -1;
     }
@@ -1038,7 +1074,7 @@ template <int D> static int launch_dec8(const orthros_attn_full_decode_params *p
     CUtensorMap tk, tv;
     memset(&tk, 0, sizeof tk);
     memset(&tv, 0, sizeof tv);
-    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attn_decode_tma_kernel<D, true, true>, tk, tv, *p, 1, split_len, nsplit));
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, dec8_kernel<D>(), tk, tv, *p, 1, split_len, nsplit));
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_tma_kernel (v8)");
     return 0;
 }

@@ -941,6 +941,7 @@ struct gemv2_plan {
     int groups, KW, GPB, blocks, U;
     size_t smem;
     int early; /* v3's orthros_gemv_set_early mask (0 for v2 and v4) */
+    int trig0; /* orthros_gemv_set_qkv_blocks: this q/k/v product lets its dependent launch as it starts */
 };
 
 /* ROPE's group g as (head h, pair i): g = h (d / 2) + i. d / 2 is a power of two in every Llama shape: a shift and a
@@ -1223,7 +1224,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
 
-    if (!p.pdl_late) pdl_trigger(); /* else at the block's last group (gemv2_groups) */
+    if (!p.pdl_late || pl.trig0) pdl_trigger(); /* else at the block's last group (gemv2_groups) */
     l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
     /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
      * input is staged (and, with p.pdl, while the kernel before this one ends). Copying it into shared memory instead
@@ -1377,6 +1378,16 @@ int orthros_gemv_set_fill(int rule)
     return 0;
 }
 
+/* orthros_gemv_set_qkv_blocks: 0, or the most blocks a q/k/v product (ROPE) of v3 is launched with */
+static int gemv_qkv_blocks = 0;
+
+int orthros_gemv_set_qkv_blocks(int n)
+{
+    if (n < 0 || n > 4096) return orthros_error(ORTHROS_EINVAL, "gemv: q/k/v blocks %d (0 to 4096)", n);
+    gemv_qkv_blocks = n;
+    return 0;
+}
+
 static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
 {
     if (p->n > (version == 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
@@ -1410,6 +1421,9 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
     pl->U = version >= 4 ? (p->n == 1 ? 4 : 2) : p->n > 4 ? 2 : version >= 3 || p->n > 1 ? 4 : 8;
     const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;
+    pl->trig0 = 0;
+    if (version == 3 && gemv_qkv_blocks && p->epilogue == ORTHROS_GEMV_ROPE && gemv_qkv_blocks < pl->blocks)
+        pl->blocks = gemv_qkv_blocks, pl->trig0 = 1;
     /* early 16: bit 8 where a warp has at most GEMV_FEW_ROUNDS rounds (block rounds a block x rounds a group) */
     const int rounds = ceil_div(want, pl->blocks) * ceil_div(nch, 32 * KW * pl->U);
     if ((pl->early & 16) && rounds <= GEMV_FEW_ROUNDS) pl->early |= 8;
@@ -1527,6 +1541,8 @@ static int make_chain_plan(const orthros_gemv_params *p, gemv2_plan *pl)
     if (p->n != 1 || p->epilogue == ORTHROS_GEMV_ARGMAX || p->epilogue == ORTHROS_GEMV_MLP || !orthros_gemv_supported(p))
         return ORTHROS_EUNSUPPORTED;
     if (make_plan2(p, pl, 3) || pl->U != 4) return ORTHROS_EUNSUPPORTED;
+    const int want = ceil_div(pl->groups, pl->GPB), most = 2 * (p->num_sms > 0 ? p->num_sms : 132);
+    pl->blocks = want < most ? want : most, pl->trig0 = 0; /* the chain's own grid: no q/k/v cap */
     pl->smem = (size_t)p->K * 2;
     return pl->smem <= GEMV2_XS_MAX_BYTES ? 0 : ORTHROS_EUNSUPPORTED;
 }

@@ -120,6 +120,11 @@ int orthros_gemv_kw(void);
  * otherwise. */
 #define ORTHROS_GEMV_FILL_DEFAULT 3 /* the fastest step measured on the H200 (1B 4K 0.861 ms against rule 1's 0.898) */
 int orthros_gemv_set_fill(int rule);
+/* An experiment on the q/k/v product's grid, process-wide: 0 (the default) the plan's blocks; N in 1-4096: a q/k/v
+ * product (ROPE) of v3 launched with at most N blocks (more block rounds a block), letting its dependent launch as it
+ * starts, so that the decode attention after it (a dependent launch) finds SMs with a free slot and asks its keys
+ * while q/k/v runs, as the 1B q/k/v's 192 blocks at KW 1 let it. ORTHROS_EINVAL otherwise. */
+int orthros_gemv_set_qkv_blocks(int n);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,
  * chosen per call); process-wide. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_ring_slots(int s);

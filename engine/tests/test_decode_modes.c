@@ -684,7 +684,8 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
                                   {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
                                   {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
-                                  {"ORTHROS_DECODE_PDL_LEAD", "4"},
+                                  {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
+                                  {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
@@ -820,6 +821,21 @@ static int cuda_models(int nspec, char **specs)
         snprintf(tag, sizeof tag, "gemv kw %d", kw);
         for (int B = 1; B <= MAX_B; B += MAX_B - 1) fused_against_plain(plain, kb, tag, B, 0, presets + 1);
         orthros_backend_free(kb);
+    }
+    /* the q/k/v grid capped (ORTHROS_GEMV_QKV_BLOCKS=192; process-wide, as the KW is), its dependent let launch as it
+     * starts, and with it v8 held to 160 registers (ORTHROS_ATTN_DECODE_REGS=160, process-wide too): the fused step
+     * under graphs against the plain step at batch 1 and MAX_B */
+    {
+        orthros_backend *qb = NULL;
+        setenv("ORTHROS_ATTN_DECODE_REGS", "160", 1);
+        if (cuda_with("ORTHROS_GEMV_QKV_BLOCKS", "192", &qb)) {
+            CHECK(0, "cuda backend with ORTHROS_GEMV_QKV_BLOCKS=192: %s", orthros_last_error());
+        } else {
+            for (int B = 1; B <= MAX_B; B += MAX_B - 1)
+                fused_against_plain(plain, qb, "qkv blocks 192, attn regs 160", B, 0, presets + 1);
+        }
+        unsetenv("ORTHROS_ATTN_DECODE_REGS");
+        orthros_backend_free(qb);
     }
     orthros_backend_free(chain);
     orthros_backend_free(chain_ring);

@@ -2145,6 +2145,12 @@ int main(void)
             gemv_suite();
         }
         if (orthros_gemv_set_kw(0)) die("gemv kw");
+        /* v3 with the q/k/v grid capped at 37 blocks (orthros_gemv_set_qkv_blocks: more block rounds a block, the
+         * dependent let launch as it starts) */
+        printf("-- the gemv section again with v3's q/k/v grid capped at 37 blocks\n");
+        if (orthros_gemv_set_qkv_blocks(37)) die("gemv qkv blocks");
+        gemv_suite();
+        if (orthros_gemv_set_qkv_blocks(0)) die("gemv qkv blocks");
         for (int slots = 4; slots <= 8; slots += 2) {
             printf("-- the gemv section again with gemv.cu's version 5, %d ring slots a warp\n", slots);
             if (orthros_gemv_set_version(5) || orthros_gemv_set_ring_slots(slots)) die("gemv version 5");
@@ -2199,7 +2205,14 @@ int main(void)
     if (section("gemvchain")) gemv_chain_suite();
     /* Decode v8 (clusters merging a head's splits in distributed shared memory; the default on sm_90, passing on the
      * H200 at 05ebf81; the "full" section above runs it as the default too). */
-    if (section("decode8")) decode_v6(8);
+    if (section("decode8")) {
+        decode_v6(8);
+        /* again with v8 held to 160 registers (orthros_attn_full_decode_set_regs) */
+        printf("-- decode v8 again with its kernel held to 160 registers\n");
+        if (orthros_attn_full_decode_set_regs(160)) die("decode regs");
+        decode_v6(8);
+        if (orthros_attn_full_decode_set_regs(0)) die("decode regs");
+    }
     /* The decode step's attention with O in v8's clusters (ORTHROS_DECODE_ATTN_O=1; passing on the H200 at d4033e6). */
     if (section("attno")) {
         orthros_backend *plain_gpu = gpu, *ao = NULL;

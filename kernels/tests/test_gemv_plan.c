@@ -256,6 +256,20 @@ int main(void)
         CHECK(rc == 0 && strstr(s, "KW 1,"), "v3 8B o, fill %d \"%s\"", rule, s);
     }
     CHECK(orthros_gemv_set_fill(0) == ORTHROS_EINVAL && orthros_gemv_set_fill(4) == ORTHROS_EINVAL, "set_fill 0, 4");
+    /* the q/k/v grid capped (orthros_gemv_set_qkv_blocks): the 8B q/k/v's 264 blocks to 192, its KW kept; the O
+     * product and v2's plan unchanged; 0 the plan's again; past 4096 or below 0 refused */
+    CHECK(orthros_gemv_set_qkv_blocks(192) == 0, "set_qkv_blocks 192");
+    s = plan(3, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc);
+    CHECK(rc == 0 && strstr(s, "KW 2,") && strstr(s, "192 blocks, 768 block rounds"), "v3 8B qkv, 192 blocks \"%s\"", s);
+    s = plan(3, ORTHROS_GEMV_ADD, 1, 4096, 4096, 0, 0, &rc);
+    CHECK(rc == 0 && strstr(s, "256 blocks"), "v3 8B o, no cap \"%s\"", s);
+    s = plan(2, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc);
+    CHECK(rc == 0 && strstr(s, "264 blocks"), "v2 8B qkv, no cap \"%s\"", s);
+    CHECK(orthros_gemv_set_qkv_blocks(4097) == ORTHROS_EINVAL && orthros_gemv_set_qkv_blocks(-1) == ORTHROS_EINVAL,
+          "set_qkv_blocks 4097, -1 refused");
+    CHECK(orthros_gemv_set_qkv_blocks(0) == 0, "set_qkv_blocks 0");
+    s = plan(3, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc);
+    CHECK(rc == 0 && strstr(s, "264 blocks"), "v3 8B qkv, the plan's grid again \"%s\"", s);
     CHECK(ORTHROS_GEMV_FILL_DEFAULT == 3 && orthros_gemv_set_fill(ORTHROS_GEMV_FILL_DEFAULT) == 0, "set_fill default");
     s = plan(3, ORTHROS_GEMV_ROPE, 1, 3072, 2048, 64, 1, &rc);
     CHECK(rc == 0 && strstr(s, "KW 1,"), "v3 1B qkv, the default fill rule \"%s\"", s);
