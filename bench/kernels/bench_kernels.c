@@ -390,8 +390,8 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 }
 
 /* Decode v8 (clusters merging each head's splits, no combine kernel) against v7 on one allocation (op
- * attn_full_decode_cluster; --only decode_cluster). A v8 row names the cluster size it planned, or says that the
- * call ran v7. v8 first: in the first runs (v7 first) the two rows of a 1K cache, where both calls run v7, differed
+ * attn_full_decode_cluster; --only decode_cluster), and v8 held to 160 registers (regs=160). A v8 row names the
+ * cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7 first) the two rows of a 1K cache, where both calls run v7, differed
  * by 17-24%, the second faster, so the order can favour the second. */
 static void bench_decode_cluster(int d, int B, int L)
 {
@@ -417,6 +417,14 @@ static void bench_decode_cluster(int d, int B, int L)
         snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v%d ran v%d splits=%d", B, L, d, v, ran, ns);
         bench_case bc = {"decode_cluster", d, L, B, L - 1, 0, ran, 0};
         record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
+        if (v == 8 && ran == 8) {
+            /* v8 held to 160 registers (orthros_attn_full_decode_set_regs), the same call alone */
+            must(orthros_attn_full_decode_set_regs(160), "decode regs");
+            t = time_op(run_attn, &a, samples);
+            must(orthros_attn_full_decode_set_regs(0), "decode regs");
+            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d regs=160", B, L, d, ns);
+            record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
+        }
     }
     must(orthros_attn_full_decode_set_version(0), "decode version");
     free_attn(&a);

@@ -268,8 +268,9 @@ def report(bench, anchors):
         c = r.get("case")
         if r["op"] != "attn_full_decode_cluster" or not c:
             continue
-        w = r["shape"].split()  # B=1 cache=4096 Hq=32 Hkv=8 d=64 v8 ran v8 splits=9
-        clus.setdefault((int(c["head_dim"]), int(c["batch"]), int(c["ctx"])), {})[w[5]] = (r["median_ms"], w[7], w[8])
+        w = r["shape"].split()  # B=1 cache=4096 Hq=32 Hkv=8 d=64 v8 ran v8 splits=9 [regs=160]
+        key = w[5] + (" held to 160 registers" if w[-1] == "regs=160" else "")
+        clus.setdefault((int(c["head_dim"]), int(c["batch"]), int(c["ctx"])), {})[key] = (r["median_ms"], w[7], w[8])
     if clus:
         print()
         print("decode attention v7 against v8, the clusters (ms a call; v7 / v8 above 1.00x: v8 faster):")
@@ -278,7 +279,11 @@ def report(bench, anchors):
             txt = f"  d{d} B{b} {n // 1024}K: v7 {fmt_ms(v7[0] if v7 else None)}, v8 {fmt_ms(v8[0] if v8 else None)}"
             if v8:
                 txt += f" (ran {v8[1]}, {v8[2]})"
-            print(txt + (f" = {v7[0] / v8[0]:.2f}x" if v7 and v8 else ""))
+            txt += f" = {v7[0] / v8[0]:.2f}x" if v7 and v8 else ""
+            held = e.get("v8 held to 160 registers")
+            if held:
+                txt += f"; v8 held to 160 registers {fmt_ms(held[0])}" + (f" (v8 / it {v8[0] / held[0]:.2f}x)" if v8 else "")
+            print(txt)
 
     # The read patterns of mem_read.cu (the ceiling reads with variant 0): which reaches the HBM's rate.
     probes = [r for r in results if r["op"] == "read_probe"]
