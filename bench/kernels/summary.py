@@ -282,7 +282,8 @@ def report(bench, anchors):
             txt += f" = {v7[0] / v8[0]:.2f}x" if v7 and v8 else ""
             held = e.get("v8 held to 160 registers")
             if held:
-                txt += f"; v8 held to 160 registers {fmt_ms(held[0])}" + (f" (v8 / it {v8[0] / held[0]:.2f}x)" if v8 else "")
+                txt += f"; v8 held to 160 registers {fmt_ms(held[0])}"
+                txt += f" (v8 / it {v8[0] / held[0]:.2f}x)" if v8 else ""
             print(txt)
 
     # The read patterns of mem_read.cu (the ceiling reads with variant 0): which reaches the HBM's rate.
