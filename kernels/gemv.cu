@@ -1388,7 +1388,8 @@ int orthros_gemv_set_qkv_blocks(int n)
     return 0;
 }
 
-static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
+/* qkv_cap: orthros_gemv_set_qkv_blocks applies (a launch's plan; the chain plans its own grid) */
+static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version, bool qkv_cap = true)
 {
     if (p->n > (version == 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
     pl->smem = p->norm_w || version >= 4 ? (size_t)p->n * p->K * 2 : 0;
@@ -1422,7 +1423,7 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version)
     const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;
     pl->trig0 = 0;
-    if (version == 3 && gemv_qkv_blocks && p->epilogue == ORTHROS_GEMV_ROPE && gemv_qkv_blocks < pl->blocks)
+    if (qkv_cap && version == 3 && gemv_qkv_blocks && p->epilogue == ORTHROS_GEMV_ROPE && gemv_qkv_blocks < pl->blocks)
         pl->blocks = gemv_qkv_blocks, pl->trig0 = 1;
     /* early 16: bit 8 where a warp has at most GEMV_FEW_ROUNDS rounds (block rounds a block x rounds a group) */
     const int rounds = ceil_div(want, pl->blocks) * ceil_div(nch, 32 * KW * pl->U);
@@ -1540,9 +1541,7 @@ static int make_chain_plan(const orthros_gemv_params *p, gemv2_plan *pl)
 {
     if (p->n != 1 || p->epilogue == ORTHROS_GEMV_ARGMAX || p->epilogue == ORTHROS_GEMV_MLP || !orthros_gemv_supported(p))
         return ORTHROS_EUNSUPPORTED;
-    if (make_plan2(p, pl, 3) || pl->U != 4) return ORTHROS_EUNSUPPORTED;
-    const int want = ceil_div(pl->groups, pl->GPB), most = 2 * (p->num_sms > 0 ? p->num_sms : 132);
-    pl->blocks = want < most ? want : most, pl->trig0 = 0; /* the chain's own grid: no q/k/v cap */
+    if (make_plan2(p, pl, 3, false) || pl->U != 4) return ORTHROS_EUNSUPPORTED;
     pl->smem = (size_t)p->K * 2;
     return pl->smem <= GEMV2_XS_MAX_BYTES ? 0 : ORTHROS_EUNSUPPORTED;
 }
