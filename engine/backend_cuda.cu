@@ -864,19 +864,27 @@ static int env_digit(const char *name, int max, int *out)
     return 0;
 }
 
+/* A whole number from lo to hi in the environment variable `name` into *out (left as it is when unset or empty);
+ * ORTHROS_EINVAL naming the variable and the unit otherwise. */
+static int env_whole(const char *name, long lo, long hi, const char *unit, long *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    char *end = NULL;
+    const long x = strtol(v, &end, 10);
+    if (*end || x < lo || x > hi)
+        return orthros_error(ORTHROS_EINVAL, "%s=%.40s: a whole number of %s, %ld-%ld", name, v, unit, lo, hi);
+    *out = x;
+    return 0;
+}
+
 static int select_l2pf(cuda_impl *c)
 {
-    const char *mb = getenv("ORTHROS_DECODE_L2PF_MB");
-    c->l2pf = 0, c->l2pf_cap = (size_t)16 << 20;
+    long mb = 16;
+    c->l2pf = 0;
     int rc = env_digit("ORTHROS_DECODE_L2PF", 2, &c->l2pf);
-    if (rc) return rc;
-    if (mb && *mb) {
-        char *end = NULL;
-        long m = strtol(mb, &end, 10);
-        if (*end || m < 1 || m > 1024)
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_DECODE_L2PF_MB=%.40s: a whole number of MiB, 1-1024", mb);
-        c->l2pf_cap = (size_t)m << 20;
-    }
+    if (rc || (rc = env_whole("ORTHROS_DECODE_L2PF_MB", 1, 1024, "MiB", &mb))) return rc;
+    c->l2pf_cap = (size_t)mb << 20;
     return 0;
 }
 
@@ -1084,24 +1092,13 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
-    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT, qkv_blocks = 0;
-    const char *qb = getenv("ORTHROS_GEMV_QKV_BLOCKS");
-    if (qb && *qb) {
-        char *end = NULL;
-        const long n = strtol(qb, &end, 10);
-        if (*end || n < 0 || n > 4096)
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_GEMV_QKV_BLOCKS=%.40s: a whole number of blocks, 0-4096", qb);
-        qkv_blocks = (int)n;
-    }
-    if ((rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, qkv_blocks))) return rc;
-    int attn_regs = 0;
-    const char *ar = getenv("ORTHROS_ATTN_DECODE_REGS");
-    if (ar && *ar) {
-        if (strcmp(ar, "0") && strcmp(ar, "160"))
-            return orthros_error(ORTHROS_EINVAL, "ORTHROS_ATTN_DECODE_REGS=%.40s: 0 or 160", ar);
-        attn_regs = atoi(ar);
-    }
-    if ((rc = set_from_env_value("ORTHROS_ATTN_DECODE_REGS", orthros_attn_full_decode_set_regs, attn_regs))) return rc;
+    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
+    long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
+    if ((rc = env_whole("ORTHROS_GEMV_QKV_BLOCKS", 0, 4096, "blocks", &qkv_blocks)) ||
+        (rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, (int)qkv_blocks)) ||
+        (rc = env_whole("ORTHROS_ATTN_DECODE_REGS", 0, 160, "registers", &attn_regs)) ||
+        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_REGS", orthros_attn_full_decode_set_regs, (int)attn_regs)))
+        return rc;
     if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
         (rc = env_digit("ORTHROS_GEMV_KW", 4, &kw)) ||
@@ -1133,9 +1130,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && runs && fill != ORTHROS_GEMV_FILL_DEFAULT)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv fill %d", fill);
     if (used < sizeof info->kernels && runs && qkv_blocks)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %d", qkv_blocks);
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %ld", qkv_blocks);
     if (used < sizeof info->kernels && attn_regs)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn regs %d", attn_regs);
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn regs %ld", attn_regs);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);
