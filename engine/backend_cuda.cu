@@ -35,6 +35,8 @@
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
 #define UPLOAD_CHUNK ((size_t)8 << 20) /* elements per conversion pass */
 #define WORK_INIT_BYTES ((size_t)16 << 20)
+#define STAMP_GRAPHS 64  /* graphs whose slots ORTHROS_STEP_STAMPS keeps */
+#define STAMP_REPLAY 16  /* the replay of each graph whose timeline is written (warm by then) */
 
 typedef struct {
     int *host;          /* pinned */
@@ -97,10 +99,109 @@ typedef struct {
     void *ao_scratch;              /* orthros_attn_full_decode_o_scratch_bytes(), zeroed; grown outside captures */
     size_t ao_cap;
     int capturing;                 /* between graph_begin and graph_end */
+    /* ORTHROS_STEP_STAMPS=FILE (a build with ORTHROS_STAMPS, kernels/step_stamps.h): the captured launches' slots and
+     * the timeline of each graph's STAMP_REPLAY-th replay, appended to FILE */
+    unsigned long long *stamps;    /* the device array, NULL when off */
+    char *stamps_path;
+    int stamp_next;                /* the next free slot; launches past ORTHROS_STAMP_SLOTS are not stamped */
+    int stamp_first;               /* the slot of the capture's first launch */
+    const char *stamp_kind[ORTHROS_STAMP_SLOTS];
+    struct {
+        void *exec;
+        int first, n, replays;
+    } stamp_graph[STAMP_GRAPHS];
+    int n_stamp_graphs;
     unsigned long epoch;           /* bumped whenever `work` is replaced (graph_epoch) */
 } cuda_impl;
 
 static cuda_impl *impl_of(orthros_backend *be) { return (cuda_impl *)be->impl; }
+
+/* ---- ORTHROS_STEP_STAMPS: the captured step's timeline (kernels/step_stamps.h) ---- */
+
+static int stamps_init(cuda_impl *c)
+{
+    const char *path = getenv("ORTHROS_STEP_STAMPS");
+    if (!path || !*path) return 0;
+#ifndef ORTHROS_STAMPS
+    return orthros_error(ORTHROS_EUNSUPPORTED, "ORTHROS_STEP_STAMPS: this build's kernels read no clock (configure "
+                                               "with -DORTHROS_STAMPS=ON, a diagnostic build)");
+#else
+    const size_t len = strlen(path) + 1;
+    if (!(c->stamps_path = (char *)malloc(len))) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
+    memcpy(c->stamps_path, path, len);
+    ORTHROS_CUDA_CHECK(cudaMalloc((void **)&c->stamps, ORTHROS_STAMP_WORDS * sizeof *c->stamps));
+    return 0;
+#endif
+}
+
+/* A slot for a launch being captured: *stamps stays NULL where stamps are off, outside a capture, or past the last
+ * slot (that launch is then not stamped). */
+static void stamp_take(cuda_impl *c, const char *kind, unsigned long long **stamps, int *slot)
+{
+    *stamps = NULL, *slot = 0;
+    if (!c->stamps || !c->capturing || c->stamp_next >= ORTHROS_STAMP_SLOTS) return;
+    c->stamp_kind[c->stamp_next] = kind;
+    *stamps = c->stamps, *slot = c->stamp_next++;
+}
+
+/* The step's name of a product, from its epilogue (an add after the attention is O, any other down). */
+static const char *stamp_gemv_kind(const cuda_impl *c, int epilogue)
+{
+    switch (epilogue) {
+    case ORTHROS_GEMV_ROPE: return "qkv";
+    case ORTHROS_GEMV_SWIGLU: return "gate_up";
+    case ORTHROS_GEMV_ARGMAX: return "head";
+    case ORTHROS_GEMV_MLP: return "mlp";
+    case ORTHROS_GEMV_ADD:
+        return c->stamp_next > c->stamp_first && !strcmp(c->stamp_kind[c->stamp_next - 1], "attn") ? "o" : "down";
+    default: return "gemv";
+    }
+}
+
+/* Graph g's replay with its slots cleared first, then read back and appended to the file as one table. */
+static int stamps_replay(cuda_impl *c, int g)
+{
+    const int first = c->stamp_graph[g].first, n = c->stamp_graph[g].n;
+    unsigned long long *mins = c->stamps + (size_t)first * ORTHROS_STAMP_MINS;
+    unsigned long long *maxs = c->stamps + (size_t)ORTHROS_STAMP_SLOTS * ORTHROS_STAMP_MINS +
+                               (size_t)first * ORTHROS_STAMP_MAXS;
+    const size_t nmin = (size_t)n * ORTHROS_STAMP_MINS, nmax = (size_t)n * ORTHROS_STAMP_MAXS;
+    ORTHROS_CUDA_CHECK(cudaMemsetAsync(mins, 0xff, nmin * sizeof *mins, c->stream));
+    ORTHROS_CUDA_CHECK(cudaMemsetAsync(maxs, 0, nmax * sizeof *maxs, c->stream));
+    ORTHROS_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)c->stamp_graph[g].exec, c->stream));
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    unsigned long long *h = (unsigned long long *)malloc((nmin + nmax) * sizeof *h);
+    if (!h) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
+    cudaError_t e = cudaMemcpy(h, mins, nmin * sizeof *h, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) e = cudaMemcpy(h + nmin, maxs, nmax * sizeof *h, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(h);
+        return orthros_error(ORTHROS_EDEVICE, "cuda: reading the step stamps: %s", cudaGetErrorString(e));
+    }
+    const unsigned long long none = ~0ull;
+    unsigned long long t0 = none;
+    for (int i = 0; i < n; i++)
+        if (h[(size_t)i * ORTHROS_STAMP_MINS] < t0) t0 = h[(size_t)i * ORTHROS_STAMP_MINS];
+    FILE *f = fopen(c->stamps_path, "a");
+    if (!f) {
+        free(h);
+        return orthros_error(ORTHROS_EIO, "ORTHROS_STEP_STAMPS: cannot open %s for appending", c->stamps_path);
+    }
+    fprintf(f, "# graph %d: %d launches, replay %d; ns from the first block's start of the step\n"
+               "# slot kind start_first start_last wait_first wait_last end_last\n", g, n, STAMP_REPLAY);
+    for (int i = 0; i < n; i++) {
+        const unsigned long long *mn = h + (size_t)i * ORTHROS_STAMP_MINS, *mx = h + nmin + (size_t)i * ORTHROS_STAMP_MAXS;
+        if (mn[0] == none || mn[1] == none || !mx[2]) { /* a kernel that reads no clock ran this launch */
+            fprintf(f, "%d %s - - - - -\n", first + i, c->stamp_kind[first + i]);
+            continue;
+        }
+        fprintf(f, "%d %s %llu %llu %llu %llu %llu\n", first + i, c->stamp_kind[first + i], mn[0] - t0, mx[0] - t0,
+                mn[1] - t0, mx[1] - t0, mx[2] - t0);
+    }
+    free(h);
+    if (fclose(f)) return orthros_error(ORTHROS_EIO, "ORTHROS_STEP_STAMPS: writing %s failed", c->stamps_path);
+    return 0;
+}
 
 /* The next staging slot, holding at least n ints, its last copy done: its host buffer may be written. */
 static int stage_slot_take(cuda_impl *c, int n, stage_slot **out)
@@ -187,6 +288,8 @@ static void cuda_destroy(orthros_backend *be)
         if (c->read_sink) cudaFree(c->read_sink);
         if (c->gemv_scratch) cudaFree(c->gemv_scratch);
         if (c->ao_scratch) cudaFree(c->ao_scratch);
+        if (c->stamps) cudaFree(c->stamps);
+        free(c->stamps_path);
         for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++)
             if (c->marks[i]) cudaEventDestroy(c->marks[i]);
         orthros_gemm_lt_destroy(c->lt);
@@ -510,6 +613,7 @@ static int attn_run(cuda_impl *c, orthros_attn_full_decode_params &p)
         if (c->o_pdl == 2 && n == 1 && !p.l2_next) p.l2_next = c->hint_w, p.l2_next_bytes = c->hint_bytes;
         p.pdl = c->attn_pdl && n == 1;
         c->next_pdl = c->o_pdl && n == 1;
+        stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
         return orthros_attn_full_decode_bf16(&p, c->stream);
     }
     orthros_attn_full_prefill_params q = {p.out, p.qkv, p.k_cache, p.v_cache, p.pos0, p.B, p.n, p.Hq, p.Hkv,
@@ -706,6 +810,7 @@ static int run_gemv_chained(cuda_impl *c, orthros_gemv_params *p, int chainable)
 {
     int rc = gemv_ready(c, p);
     if (rc) return rc;
+    stamp_take(c, stamp_gemv_kind(c, p->epilogue), &p->stamps, &p->stamp_slot);
     if (c->next_pdl && !c->pdl) p->pdl = 2; /* after a decode attention (ORTHROS_DECODE_O_PDL) */
     c->next_pdl = 0;
     if (chainable && c->chain_open && orthros_gemv_chain_supported(p)) {
@@ -897,6 +1002,7 @@ static int cuda_graph_begin(orthros_backend *be)
     /* Thread-local: a call of this thread that would wait or allocate fails the capture instead of passing. */
     ORTHROS_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
     c->capturing = 1;
+    c->stamp_first = c->stamp_next;
     return 0;
 }
 
@@ -923,17 +1029,28 @@ static int cuda_graph_end(orthros_backend *be, void **graph)
                              cudaGetErrorString(err));
     }
     *graph = (void *)exec;
+    if (c->stamps && c->stamp_next > c->stamp_first && c->n_stamp_graphs < STAMP_GRAPHS) {
+        c->stamp_graph[c->n_stamp_graphs].exec = exec, c->stamp_graph[c->n_stamp_graphs].first = c->stamp_first;
+        c->stamp_graph[c->n_stamp_graphs].n = c->stamp_next - c->stamp_first;
+        c->stamp_graph[c->n_stamp_graphs++].replays = 0;
+    }
     return 0;
 }
 
 static int cuda_graph_launch(orthros_backend *be, void *graph)
 {
-    ORTHROS_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)graph, impl_of(be)->stream));
+    cuda_impl *c = impl_of(be);
+    for (int i = 0; i < c->n_stamp_graphs; i++)
+        if (c->stamp_graph[i].exec == graph && ++c->stamp_graph[i].replays == STAMP_REPLAY) return stamps_replay(c, i);
+    ORTHROS_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)graph, c->stream));
     return 0;
 }
 
 static void cuda_graph_free(orthros_backend *be, void *graph)
 {
+    cuda_impl *c = impl_of(be);
+    for (int i = 0; i < c->n_stamp_graphs; i++)
+        if (c->stamp_graph[i].exec == graph) c->stamp_graph[i].exec = NULL; /* its address may come back */
     if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
@@ -1170,6 +1287,7 @@ static int create_impl(cuda_impl *c, orthros_device_info *info, unsigned *modes)
     int rc = fill_info(info, dev);
     if (!rc) rc = select_kernels(info);
     if (!rc) rc = select_decode(c, info, modes);
+    if (!rc) rc = stamps_init(c);
     if (rc) return rc;
     ORTHROS_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&c->cublas));

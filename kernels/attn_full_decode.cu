@@ -472,6 +472,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 
     l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
                       gridDim.x * gridDim.y * gridDim.z);
+    step_stamps stamps(CL ? p.stamps : nullptr, p.stamp_slot); // a stamped build's clock readings (step_stamps.h)
     if (CL) HB = 1; // v8: a block a kv head (a constant, so that BN is one and its divisions shifts)
     const int split = blockIdx.x, h0 = blockIdx.y * HB, b = blockIdx.z;
     const int WPH = DEC6_WARPS / HB, BN = KW * WPH;           // warps per head, keys per stage
@@ -557,6 +558,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         int t = 0;
         for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
         pdl_wait();
+        stamps.waited();
         for (; t < NST - 1; t++) cp_stage(t);
     } else if (CPA) {
         for (int t = 0; t < NST - 1; t++) cp_stage(t);

@@ -44,6 +44,8 @@ typedef struct {
     int o_M;
     void *o_scratch;
     size_t o_scratch_bytes;
+    unsigned long long *stamps; /* gemv.h's fields: a stamped build's clock readings (v8's clusters alone) */
+    int stamp_slot;
 } orthros_attn_full_decode_params;
 
 /* 1 when the split-K kernel takes this shape: head_dim 64 or 128 and n * Hq / Hkv <= 16 rows per kv head. */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "orthros_base.h"
+#include "step_stamps.h"
 
 /* Every CUDA runtime call goes through this: on failure it records the call, file and line and returns
  * ORTHROS_EDEVICE from the enclosing function. */
@@ -65,6 +66,40 @@ static __device__ __forceinline__ unsigned long long globaltimer_ns()
     asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
     return t;
 }
+
+/* A stamped build's clock readings of one launch (step_stamps.h): made at a block's start (its start), waited()
+ * after its dependency wait, and the destructor at each warp's end. Without ORTHROS_STAMPS, or with a null array,
+ * nothing. */
+struct step_stamps {
+#ifdef ORTHROS_STAMPS
+    unsigned long long *mins, *maxs;
+    __device__ __forceinline__ step_stamps(unsigned long long *a, int slot)
+        : mins(a ? a + (size_t)slot * ORTHROS_STAMP_MINS : nullptr),
+          maxs(a ? a + (size_t)ORTHROS_STAMP_SLOTS * ORTHROS_STAMP_MINS + (size_t)slot * ORTHROS_STAMP_MAXS : nullptr)
+    {
+        if (mins && threadIdx.x == 0) {
+            const unsigned long long t = globaltimer_ns();
+            atomicMin(mins, t);
+            atomicMax(maxs, t);
+        }
+    }
+    __device__ __forceinline__ void waited()
+    {
+        if (mins && threadIdx.x == 0) {
+            const unsigned long long t = globaltimer_ns();
+            atomicMin(mins + 1, t);
+            atomicMax(maxs + 1, t);
+        }
+    }
+    __device__ __forceinline__ ~step_stamps()
+    {
+        if (maxs && threadIdx.x % 32 == 0) atomicMax(maxs + 2, globaltimer_ns());
+    }
+#else
+    __device__ __forceinline__ step_stamps(unsigned long long *, int) {}
+    __device__ __forceinline__ void waited() {}
+#endif
+};
 
 /* A load with acquire semantics at GPU scope (past L1): what a grid barrier's waiters poll. */
 static __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *p)

@@ -1223,6 +1223,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     __shared__ float part[GEMV_WARPS][2][N];
     __shared__ float rs[ORTHROS_GEMV_MAX_ROWS];
     __shared__ int last;
+    step_stamps stamps(p.stamps, p.stamp_slot); /* a stamped build's clock readings (step_stamps.h) */
 
     if (!p.pdl_late || pl.trig0) pdl_trigger(); /* else at the block's last group (gemv2_groups) */
     l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
@@ -1239,6 +1240,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
         prefetch_group(p, pl, blockIdx.x, p.pdl == 1 ? 4 * U : U);
     }
     pdl_wait();
+    stamps.waited();
     if constexpr (XS) {
         /* orthros_gemv_set_early's 32 (batch 1, K at most 8192): the input normed and staged in one trip */
         __shared__ float red[GEMV_WARPS];

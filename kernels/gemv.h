@@ -77,6 +77,9 @@ typedef struct {
                            * they start (sm_90; a hint: no result changes), evict_last where l2_policy is 1 */
     size_t l2_next_bytes;
     int l2_policy;
+    unsigned long long *stamps; /* a stamped build (step_stamps.h): NULL, or the array whose slot stamp_slot this
+                                 * launch's blocks fold their clock readings into (v3's kernel; others ignore it) */
+    int stamp_slot;
 } orthros_gemv_params;
 
 size_t orthros_gemv_scratch_bytes(void);

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""The captured decode step's timeline (ci/gpu-step-timeline.sh; docs/kernels.md, "The step's timeline"): reads the
+tables that a stamped build writes with ORTHROS_STEP_STAMPS=FILE (kernels/step_stamps.h: per launch of one replayed
+step graph, ns from the step's first block, the first and the last block's start, the first and the last block past
+its dependency wait, the last warp's end) and prints, per kind of launch (qkv, attn, o, gate_up, down, head) the mean
+over the step's layers of:
+  step   its end less the end of the launch before it: what it adds to the step (the column sums to the step);
+  dep    from the end of the launch before it to its first block past its wait: the boundary (the dependency's
+         release as this kernel sees it; for a plain launch its first block's start);
+  body   from there to its last warp's end;
+  early  its first block's start less the end of the launch before it (negative: launched that long before);
+  spread its last block past the wait less its first (blocks dispatched late: no room on their SMs).
+The first launch's "before" is the step's start (its own first block). Launches that read no clock (kernels other
+than v3's GEMV and v8's attention) are counted and left out, with the launch after them measured from the last stamped
+end. Standard library only.
+usage: python3 bench/kernels/step_timeline.py STAMPS.txt [--graph N] [--floor-us KIND=US ...]"""
+import sys
+
+FIELDS = ("start_first", "start_last", "wait_first", "wait_last", "end_last")
+ORDER = ("qkv", "attn", "o", "gate_up", "down", "mlp", "gemv", "head")
+
+
+def read(path):
+    """The graphs' tables: a list of (header, rows), rows (slot, kind, dict of FIELDS or None)."""
+    try:
+        with open(path, encoding="ascii") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SystemExit("step_timeline.py: cannot read %s: %s" % (path, e))
+    graphs = []
+    for n, line in enumerate(lines, 1):
+        if line.startswith("# graph "):
+            graphs.append((line[2:], []))
+            continue
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        if not graphs or len(parts) != 2 + len(FIELDS):
+            raise SystemExit("step_timeline.py: %s:%d: not a stamps row: %r" % (path, n, line[:80]))
+        try:
+            slot = int(parts[0])
+            vals = None if parts[2:] == ["-"] * len(FIELDS) else [int(v) for v in parts[2:]]
+        except ValueError:
+            raise SystemExit("step_timeline.py: %s:%d: not a stamps row: %r" % (path, n, line[:80]))
+        if vals is not None and (min(vals) < 0 or vals[0] > vals[1] or vals[2] > vals[3] or vals[2] < vals[0]
+                                 or vals[4] < vals[3]):
+            raise SystemExit("step_timeline.py: %s:%d: stamps out of order: %r" % (path, n, line[:80]))
+        graphs[-1][1].append((slot, parts[1], None if vals is None else dict(zip(FIELDS, vals))))
+    if not graphs or not any(rows for _, rows in graphs):
+        raise SystemExit("step_timeline.py: %s: no stamps table (ORTHROS_STEP_STAMPS of a stamped build writes one)"
+                         % path)
+    return graphs
+
+
+def analyse(rows):
+    """Per launch (kind, step, dep, body, early, spread) in ns, the launches without stamps, the step's span."""
+    out, unstamped, prev_end = [], 0, None
+    for _, kind, v in rows:
+        if v is None:
+            unstamped += 1
+            continue
+        before = v["start_first"] if prev_end is None else prev_end
+        out.append((kind, v["end_last"] - before, v["wait_first"] - before, v["end_last"] - v["wait_first"],
+                    v["start_first"] - before, v["wait_last"] - v["wait_first"]))
+        prev_end = v["end_last"]
+    return out, unstamped, (prev_end or 0)
+
+
+def main(argv):
+    args, graph, floors = [], None, {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            print(__doc__.strip())
+            sys.exit(0)
+        if a == "--graph" and i + 1 < len(argv):
+            try:
+                graph = int(argv[i + 1])
+            except ValueError:
+                raise SystemExit("step_timeline.py: --graph takes a number")
+            i += 2
+        elif a == "--floor-us" and i + 1 < len(argv):
+            k, _, us = argv[i + 1].partition("=")
+            try:
+                floors[k] = float(us)
+            except ValueError:
+                raise SystemExit("step_timeline.py: --floor-us takes KIND=US")
+            i += 2
+        elif a.startswith("-"):
+            raise SystemExit(__doc__.strip().splitlines()[-1])
+        else:
+            args.append(a)
+            i += 1
+    if len(args) != 1:
+        raise SystemExit(__doc__.strip().splitlines()[-1])
+    graphs = read(args[0])
+    # the graph with the most launches (the step; a bucket's first captures may be shorter) unless one is named
+    pick = graph if graph is not None else max(range(len(graphs)), key=lambda g: len(graphs[g][1]))
+    if not 0 <= pick < len(graphs):
+        raise SystemExit("step_timeline.py: no graph %d (the file has %d)" % (pick, len(graphs)))
+    header, rows = graphs[pick]
+    launches, unstamped, span = analyse(rows)
+    if not launches:
+        raise SystemExit("step_timeline.py: graph %d has no stamped launch" % pick)
+    layers = sum(1 for l in launches if l[0] == "qkv")
+    print("%s (the file's table %d of %d); the step's stamped span %.1f us, %d launches%s, %d layers"
+          % (header, pick, len(graphs), span / 1e3, len(launches),
+             " (%d more read no clock)" % unstamped if unstamped else "", layers))
+    kinds = [k for k in ORDER if any(l[0] == k for l in launches)]
+    kinds += sorted({l[0] for l in launches} - set(kinds))
+    print("\nper launch of a kind, mean us (n: launches; the columns: --help)")
+    print("%-8s %4s %8s %8s %8s %8s %8s%s" % ("kind", "n", "step", "dep", "body", "early", "spread",
+                                               "    floor  step-floor" if floors else ""))
+    total = 0.0
+    for k in kinds:
+        ls = [l for l in launches if l[0] == k]
+        mean = [sum(l[j] for l in ls) / len(ls) / 1e3 for j in range(1, 6)]
+        total += sum(l[1] for l in ls) / 1e3
+        extra = ""
+        if k in floors:
+            extra = "   %6.2f  %10.2f" % (floors[k], mean[0] - floors[k])
+        print("%-8s %4d %8.2f %8.2f %8.2f %8.2f %8.2f%s" % ((k, len(ls)) + tuple(mean) + (extra,)))
+    if layers:
+        per = [l for l in launches if l[0] != "head"]
+        print("\na layer: %.2f us (step), of which dep %.2f us (the boundaries) and body %.2f us"
+              % (sum(l[1] for l in per) / layers / 1e3, sum(l[2] for l in per) / layers / 1e3,
+                 sum(l[3] for l in per) / layers / 1e3))
+    print("the launches' steps add up to %.1f us" % total)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""step_timeline.py against stamps tables made here: two layers of five launches and a head with known boundaries and
+bodies (the means and the sum checked to the ns), a launch that read no clock skipped with the next measured from the
+last stamped end, the longest graph picked, and malformed files refused. Standard library only."""
+import os
+import tempfile
+
+import checks
+from checks import check
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOL = os.path.join(HERE, "step_timeline.py")
+HEAD = "# slot kind start_first start_last wait_first wait_last end_last\n"
+
+
+def run(*args):
+    rc, out, err = checks.run(TOOL, *args)
+    return rc, out + err
+
+
+def table(graph, launches, first_slot=0):
+    """launches: (kind, early, dep, body, spread) ns each, or (kind,) for one that read no clock."""
+    lines, end = ["# graph %d: %d launches, replay 16; ns from the first block's start of the step\n" % (graph, len(launches)),
+                  HEAD], None
+    for i, l in enumerate(launches):
+        if len(l) == 1:
+            lines.append("%d %s - - - - -\n" % (first_slot + i, l[0]))
+            continue
+        kind, early, dep, body, spread = l
+        before = 0 if end is None else end
+        start = before + early if end is not None else 0
+        wait = before + dep
+        lines.append("%d %s %d %d %d %d %d\n" % (first_slot + i, kind, start, start + 100, wait, wait + spread,
+                                                 wait + body))
+        end = wait + body
+    return "".join(lines)
+
+
+layer = [("qkv", -500, 800, 4000, 50), ("attn", -3000, 1200, 6000, 0), ("o", -1000, 900, 3000, 10),
+         ("gate_up", -800, 700, 15000, 20), ("down", -900, 600, 8000, 30)]
+step = [layer[0][:1] + (0, 0, 4000, 50)] + layer[1:] + layer + [("head", -700, 500, 110000, 0)]
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "s.txt")
+    with open(path, "w") as f:
+        f.write(table(0, step[:4]) + table(1, step, first_slot=4))
+    rc, out = run(path)
+    check(rc == 0, "a two-graph file is read (rc %d)" % rc)
+    check("(the file's table 1 of 2)" in out and "11 launches" in out and "2 layers" in out, "the longer graph is the step's")
+    span = 4000 + sum(d + b for _, _, d, b, _ in layer[1:]) + sum(d + b for _, _, d, b, _ in layer) + 500 + 110000
+    check("stamped span %.1f us" % (span / 1e3) in out, "the span: the last end from the first start (%d ns)" % span)
+    check("launches' steps add up to %.1f us" % (span / 1e3) in out, "the steps add up to the span")
+    # qkv: the first has dep 0 body 4000 (step 4000), the second dep 800 body 4000: mean step 4400, dep 400
+    check(any(l.split()[:6] == ["qkv", "2", "4.40", "0.40", "4.00", "-0.25"] for l in out.splitlines()),
+          "qkv: the means of the two layers' launches, early counted from the step's start for the first")
+    check(any(l.split()[:7] == ["attn", "2", "7.20", "1.20", "6.00", "-3.00", "0.00"] for l in out.splitlines()),
+          "attn: step = dep + body, early negative (launched before q/k/v ended)")
+    check(any(l.split()[:3] == ["head", "1", "110.50"] for l in out.splitlines()), "the head alone")
+    per_layer = (span - 110500) / 2 / 1e3
+    check("a layer: %.2f us" % per_layer in out, "a layer: the launches but the head over the layers")
+    rc, out = run(path, "--graph", "0", "--floor-us", "attn=2.5")
+    check(rc == 0 and "(the file's table 0 of 2)" in out and "4 launches" in out, "--graph picks a graph")
+    check(any(l.split()[:1] == ["attn"] and l.split()[-2:] == ["2.50", "4.70"] for l in out.splitlines()),
+          "--floor-us: the floor and the step's excess over it beside the kind")
+    # a launch that read no clock: skipped, the next measured from the last stamped end
+    with open(path, "w") as f:
+        f.write(table(0, [("qkv", 0, 0, 4000, 0), ("attn",), ("o", -100, 900, 3000, 0)]))
+    rc, out = run(path)
+    check(rc == 0 and "1 more read no clock" in out and "span 7.9 us" in out,
+          "an unstamped launch is counted and skipped")
+    for bad, why in (("# graph 0: 1\n" + HEAD + "0 qkv 1 2 3\n", "not a stamps row"),
+                     ("# graph 0: 1\n" + HEAD + "0 qkv 5 6 3 4 9\n", "stamps out of order"),
+                     ("# graph 0: 1\n" + HEAD + "0 qkv 0 1 2 3 x\n", "not a stamps row"),
+                     ("0 qkv 0 1 2 3 4\n", "not a stamps row"),
+                     ("nothing\n", "not a stamps row"),
+                     ("", "no stamps table")):
+        with open(path, "w") as f:
+            f.write(bad)
+        rc, out = run(path)
+        check(rc != 0 and why in out, "refused: %s (%r)" % (why, bad[-30:]))
+    rc, out = run("--help")
+    check(rc == 0 and "dep    from the end of the launch before it" in out, "--help prints the columns")
+    rc, out = run(path, "--graph", "x")
+    check(rc != 0 and "--graph takes a number" in out, "--graph x refused")
+    rc, out = run(os.path.join(tmp, "missing.txt"))
+    check(rc != 0 and "cannot read" in out, "a missing file refused")
+checks.finish()
