@@ -158,45 +158,58 @@ static const char *stamp_gemv_kind(const cuda_impl *c, int epilogue)
     }
 }
 
-/* Graph g's replay with its slots cleared first, then read back and appended to the file as one table. */
+/* Graph g's replay with its slots cleared first, then read back and appended to the file as one table: per launch
+ * the blocks that recorded and the first and last block's start, wait, end (a block's end: its last warp's). */
 static int stamps_replay(cuda_impl *c, int g)
 {
     const int first = c->stamp_graph[g].first, n = c->stamp_graph[g].n;
-    unsigned long long *mins = c->stamps + (size_t)first * ORTHROS_STAMP_MINS;
-    unsigned long long *maxs = c->stamps + (size_t)ORTHROS_STAMP_SLOTS * ORTHROS_STAMP_MINS +
-                               (size_t)first * ORTHROS_STAMP_MAXS;
-    const size_t nmin = (size_t)n * ORTHROS_STAMP_MINS, nmax = (size_t)n * ORTHROS_STAMP_MAXS;
-    ORTHROS_CUDA_CHECK(cudaMemsetAsync(mins, 0xff, nmin * sizeof *mins, c->stream));
-    ORTHROS_CUDA_CHECK(cudaMemsetAsync(maxs, 0, nmax * sizeof *maxs, c->stream));
+    const size_t words = (size_t)n * ORTHROS_STAMP_SLOT_WORDS;
+    unsigned long long *dev = c->stamps + (size_t)first * ORTHROS_STAMP_SLOT_WORDS;
+    ORTHROS_CUDA_CHECK(cudaMemsetAsync(dev, 0, words * sizeof *dev, c->stream));
     ORTHROS_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)c->stamp_graph[g].exec, c->stream));
     ORTHROS_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    unsigned long long *h = (unsigned long long *)malloc((nmin + nmax) * sizeof *h);
+    unsigned long long *h = (unsigned long long *)malloc(words * sizeof *h);
     if (!h) return orthros_error(ORTHROS_ENOMEM, "out of host memory");
-    cudaError_t e = cudaMemcpy(h, mins, nmin * sizeof *h, cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess) e = cudaMemcpy(h + nmin, maxs, nmax * sizeof *h, cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaMemcpy(h, dev, words * sizeof *h, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
         free(h);
         return orthros_error(ORTHROS_EDEVICE, "cuda: reading the step stamps: %s", cudaGetErrorString(e));
     }
+    enum { S0, S1, W0, W1, E0, E1, NF };
     const unsigned long long none = ~0ull;
     unsigned long long t0 = none;
-    for (int i = 0; i < n; i++)
-        if (h[(size_t)i * ORTHROS_STAMP_MINS] < t0) t0 = h[(size_t)i * ORTHROS_STAMP_MINS];
+    for (size_t i = 0; i < words; i += ORTHROS_STAMP_FIELDS)
+        if (h[i] && h[i] < t0) t0 = h[i];
     FILE *f = fopen(c->stamps_path, "a");
     if (!f) {
         free(h);
         return orthros_error(ORTHROS_EIO, "ORTHROS_STEP_STAMPS: cannot open %s for appending", c->stamps_path);
     }
     fprintf(f, "# graph %d: %d launches, replay %d; ns from the first block's start of the step\n"
-               "# slot kind start_first start_last wait_first wait_last end_last\n", g, n, STAMP_REPLAY);
+               "# slot kind blocks start_first start_last wait_first wait_last end_first end_last\n", g, n, STAMP_REPLAY);
     for (int i = 0; i < n; i++) {
-        const unsigned long long *mn = h + (size_t)i * ORTHROS_STAMP_MINS, *mx = h + nmin + (size_t)i * ORTHROS_STAMP_MAXS;
-        if (mn[0] == none || mn[1] == none || !mx[2]) { /* a kernel that reads no clock ran this launch */
-            fprintf(f, "%d %s - - - - -\n", first + i, c->stamp_kind[first + i]);
+        unsigned long long v[NF] = {none, 0, none, 0, none, 0};
+        int blocks = 0;
+        for (int b = 0; b < ORTHROS_STAMP_BLOCKS; b++) {
+            const unsigned long long *r = h + (size_t)i * ORTHROS_STAMP_SLOT_WORDS + (size_t)b * ORTHROS_STAMP_FIELDS;
+            if (!r[0]) continue;
+            unsigned long long w = r[1] ? r[1] : r[0], end = 0;
+            for (int k = 2; k < ORTHROS_STAMP_FIELDS; k++) end = r[k] > end ? r[k] : end;
+            if (!end) continue; /* a block still running when the step was read cannot be: skipped */
+            const unsigned long long x[3] = {r[0], w, end};
+            for (int k = 0; k < 3; k++) {
+                v[2 * k] = x[k] < v[2 * k] ? x[k] : v[2 * k];
+                v[2 * k + 1] = x[k] > v[2 * k + 1] ? x[k] : v[2 * k + 1];
+            }
+            blocks++;
+        }
+        if (!blocks) { /* a kernel that reads no clock ran this launch */
+            fprintf(f, "%d %s 0 - - - - - -\n", first + i, c->stamp_kind[first + i]);
             continue;
         }
-        fprintf(f, "%d %s %llu %llu %llu %llu %llu\n", first + i, c->stamp_kind[first + i], mn[0] - t0, mx[0] - t0,
-                mn[1] - t0, mx[1] - t0, mx[2] - t0);
+        fprintf(f, "%d %s %d", first + i, c->stamp_kind[first + i], blocks);
+        for (int k = 0; k < NF; k++) fprintf(f, " %llu", v[k] - t0);
+        fputc('\n', f);
     }
     free(h);
     if (fclose(f)) return orthros_error(ORTHROS_EIO, "ORTHROS_STEP_STAMPS: writing %s failed", c->stamps_path);

@@ -67,33 +67,26 @@ static __device__ __forceinline__ unsigned long long globaltimer_ns()
     return t;
 }
 
-/* A stamped build's clock readings of one launch (step_stamps.h): made at a block's start (its start), waited()
- * after its dependency wait, and the destructor at each warp's end. Without ORTHROS_STAMPS, or with a null array,
- * nothing. */
+/* A stamped build's clock readings of one launch (step_stamps.h): the block's start when made, waited() after its
+ * dependency wait, each warp's end in the destructor. Without ORTHROS_STAMPS, or with a null array, nothing. */
 struct step_stamps {
 #ifdef ORTHROS_STAMPS
-    unsigned long long *mins, *maxs;
+    unsigned long long *row; /* this block's, NULL where it does not record */
     __device__ __forceinline__ step_stamps(unsigned long long *a, int slot)
-        : mins(a ? a + (size_t)slot * ORTHROS_STAMP_MINS : nullptr),
-          maxs(a ? a + (size_t)ORTHROS_STAMP_SLOTS * ORTHROS_STAMP_MINS + (size_t)slot * ORTHROS_STAMP_MAXS : nullptr)
     {
-        if (mins && threadIdx.x == 0) {
-            const unsigned long long t = globaltimer_ns();
-            atomicMin(mins, t);
-            atomicMax(maxs, t);
-        }
+        const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+        row = a && b < ORTHROS_STAMP_BLOCKS
+                  ? a + (size_t)slot * ORTHROS_STAMP_SLOT_WORDS + (size_t)b * ORTHROS_STAMP_FIELDS : nullptr;
+        if (row && threadIdx.x == 0) row[0] = globaltimer_ns();
     }
     __device__ __forceinline__ void waited()
     {
-        if (mins && threadIdx.x == 0) {
-            const unsigned long long t = globaltimer_ns();
-            atomicMin(mins + 1, t);
-            atomicMax(maxs + 1, t);
-        }
+        if (row && threadIdx.x == 0) row[1] = globaltimer_ns();
     }
     __device__ __forceinline__ ~step_stamps()
     {
-        if (maxs && threadIdx.x % 32 == 0) atomicMax(maxs + 2, globaltimer_ns());
+        if (row && threadIdx.x % 32 == 0 && threadIdx.x / 32 < ORTHROS_STAMP_WARPS)
+            row[2 + threadIdx.x / 32] = globaltimer_ns();
     }
 #else
     __device__ __forceinline__ step_stamps(unsigned long long *, int) {}

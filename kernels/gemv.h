@@ -78,7 +78,7 @@ typedef struct {
     size_t l2_next_bytes;
     int l2_policy;
     unsigned long long *stamps; /* a stamped build (step_stamps.h): NULL, or the array whose slot stamp_slot this
-                                 * launch's blocks fold their clock readings into (v3's kernel; others ignore it) */
+                                 * launch's blocks store their clock readings in (v3's kernel; others ignore it) */
     int stamp_slot;
 } orthros_gemv_params;
 

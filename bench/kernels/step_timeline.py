@@ -1,22 +1,23 @@
 #!/usr/bin/env python3
 """The captured decode step's timeline (ci/gpu-step-timeline.sh; docs/kernels.md, "The step's timeline"): reads the
 tables that a stamped build writes with ORTHROS_STEP_STAMPS=FILE (kernels/step_stamps.h: per launch of one replayed
-step graph, ns from the step's first block, the first and the last block's start, the first and the last block past
-its dependency wait, the last warp's end) and prints, per kind of launch (qkv, attn, o, gate_up, down, head) the mean
-over the step's layers of:
+step graph, the blocks that recorded and, ns from the step's first block, the first and the last block's start, past
+its dependency wait and end, a block's end being its last warp's) and prints, per kind of launch (qkv, attn, o,
+gate_up, down, head) the mean over the step's layers of:
   step   its end less the end of the launch before it: what it adds to the step (the column sums to the step);
   dep    from the end of the launch before it to its first block past its wait: the boundary (the dependency's
          release as this kernel sees it; for a plain launch its first block's start);
   body   from there to its last warp's end;
   early  its first block's start less the end of the launch before it (negative: launched that long before);
-  spread its last block past the wait less its first (blocks dispatched late: no room on their SMs).
+  spread its last block past the wait less its first (blocks dispatched late: no room on their SMs);
+  tail   its last block's end less its first's (the blocks' uneven work, and the last round's latency).
 The first launch's "before" is the step's start (its own first block). Launches that read no clock (kernels other
 than v3's GEMV and v8's attention) are counted and left out, with the launch after them measured from the last stamped
 end. Standard library only.
 usage: python3 bench/kernels/step_timeline.py STAMPS.txt [--graph N] [--floor-us KIND=US ...]"""
 import sys
 
-FIELDS = ("start_first", "start_last", "wait_first", "wait_last", "end_last")
+FIELDS = ("start_first", "start_last", "wait_first", "wait_last", "end_first", "end_last")
 ORDER = ("qkv", "attn", "o", "gate_up", "down", "mlp", "gemv", "head")
 
 
@@ -35,17 +36,22 @@ def read(path):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split()
-        if not graphs or len(parts) != 2 + len(FIELDS):
+        if not graphs or len(parts) != 3 + len(FIELDS):
             raise SystemExit("step_timeline.py: %s:%d: not a stamps row: %r" % (path, n, line[:80]))
         try:
-            slot = int(parts[0])
-            vals = None if parts[2:] == ["-"] * len(FIELDS) else [int(v) for v in parts[2:]]
+            slot, blocks = int(parts[0]), int(parts[2])
+            vals = None if parts[3:] == ["-"] * len(FIELDS) else [int(v) for v in parts[3:]]
         except ValueError:
             raise SystemExit("step_timeline.py: %s:%d: not a stamps row: %r" % (path, n, line[:80]))
-        if vals is not None and (min(vals) < 0 or vals[0] > vals[1] or vals[2] > vals[3] or vals[2] < vals[0]
-                                 or vals[4] < vals[3]):
-            raise SystemExit("step_timeline.py: %s:%d: stamps out of order: %r" % (path, n, line[:80]))
-        graphs[-1][1].append((slot, parts[1], None if vals is None else dict(zip(FIELDS, vals))))
+        if (vals is None) != (blocks == 0) or blocks < 0:
+            raise SystemExit("step_timeline.py: %s:%d: not a stamps row: %r" % (path, n, line[:80]))
+        if vals is not None:
+            v = dict(zip(FIELDS, vals))
+            if (min(vals) < 0 or v["start_first"] > v["start_last"] or v["wait_first"] > v["wait_last"]
+                    or v["wait_first"] < v["start_first"] or v["end_first"] < v["wait_first"]
+                    or v["end_first"] > v["end_last"] or v["end_last"] < v["wait_last"]):
+                raise SystemExit("step_timeline.py: %s:%d: stamps out of order: %r" % (path, n, line[:80]))
+        graphs[-1][1].append((slot, parts[1], None if vals is None else v))
     if not graphs or not any(rows for _, rows in graphs):
         raise SystemExit("step_timeline.py: %s: no stamps table (ORTHROS_STEP_STAMPS of a stamped build writes one)"
                          % path)
@@ -53,7 +59,7 @@ def read(path):
 
 
 def analyse(rows):
-    """Per launch (kind, step, dep, body, early, spread) in ns, the launches without stamps, the step's span."""
+    """Per launch (kind, step, dep, body, early, spread, tail) in ns, the launches without stamps, the step's span."""
     out, unstamped, prev_end = [], 0, None
     for _, kind, v in rows:
         if v is None:
@@ -61,7 +67,7 @@ def analyse(rows):
             continue
         before = v["start_first"] if prev_end is None else prev_end
         out.append((kind, v["end_last"] - before, v["wait_first"] - before, v["end_last"] - v["wait_first"],
-                    v["start_first"] - before, v["wait_last"] - v["wait_first"]))
+                    v["start_first"] - before, v["wait_last"] - v["wait_first"], v["end_last"] - v["end_first"]))
         prev_end = v["end_last"]
     return out, unstamped, (prev_end or 0)
 
@@ -110,17 +116,17 @@ def main(argv):
     kinds = [k for k in ORDER if any(l[0] == k for l in launches)]
     kinds += sorted({l[0] for l in launches} - set(kinds))
     print("\nper launch of a kind, mean us (n: launches; the columns: --help)")
-    print("%-8s %4s %8s %8s %8s %8s %8s%s" % ("kind", "n", "step", "dep", "body", "early", "spread",
+    print("%-8s %4s %8s %8s %8s %8s %8s %8s%s" % ("kind", "n", "step", "dep", "body", "early", "spread", "tail",
                                                "    floor  step-floor" if floors else ""))
     total = 0.0
     for k in kinds:
         ls = [l for l in launches if l[0] == k]
-        mean = [sum(l[j] for l in ls) / len(ls) / 1e3 for j in range(1, 6)]
+        mean = [sum(l[j] for l in ls) / len(ls) / 1e3 for j in range(1, 7)]
         total += sum(l[1] for l in ls) / 1e3
         extra = ""
         if k in floors:
             extra = "   %6.2f  %10.2f" % (floors[k], mean[0] - floors[k])
-        print("%-8s %4d %8.2f %8.2f %8.2f %8.2f %8.2f%s" % ((k, len(ls)) + tuple(mean) + (extra,)))
+        print("%-8s %4d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f%s" % ((k, len(ls)) + tuple(mean) + (extra,)))
     if layers:
         per = [l for l in launches if l[0] != "head"]
         print("\na layer: %.2f us (step), of which dep %.2f us (the boundaries) and body %.2f us"

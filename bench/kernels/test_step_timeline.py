@@ -10,7 +10,7 @@ from checks import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, "step_timeline.py")
-HEAD = "# slot kind start_first start_last wait_first wait_last end_last\n"
+HEAD = "# slot kind blocks start_first start_last wait_first wait_last end_first end_last\n"
 
 
 def run(*args):
@@ -19,19 +19,20 @@ def run(*args):
 
 
 def table(graph, launches, first_slot=0):
-    """launches: (kind, early, dep, body, spread) ns each, or (kind,) for one that read no clock."""
+    """launches: (kind, early, dep, body, spread) ns each, or (kind,) for one that read no clock; the first block ends
+    a tenth of the body before the last."""
     lines, end = ["# graph %d: %d launches, replay 16; ns from the first block's start of the step\n" % (graph, len(launches)),
                   HEAD], None
     for i, l in enumerate(launches):
         if len(l) == 1:
-            lines.append("%d %s - - - - -\n" % (first_slot + i, l[0]))
+            lines.append("%d %s 0 - - - - - -\n" % (first_slot + i, l[0]))
             continue
         kind, early, dep, body, spread = l
         before = 0 if end is None else end
         start = before + early if end is not None else 0
         wait = before + dep
-        lines.append("%d %s %d %d %d %d %d\n" % (first_slot + i, kind, start, start + 100, wait, wait + spread,
-                                                 wait + body))
+        lines.append("%d %s 264 %d %d %d %d %d %d\n" % (first_slot + i, kind, start, start + 100, wait, wait + spread,
+                                                        wait + body - body // 10, wait + body))
         end = wait + body
     return "".join(lines)
 
@@ -52,8 +53,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # qkv: the first has dep 0 body 4000 (step 4000), the second dep 800 body 4000: mean step 4400, dep 400
     check(any(l.split()[:6] == ["qkv", "2", "4.40", "0.40", "4.00", "-0.25"] for l in out.splitlines()),
           "qkv: the means of the two layers' launches, early counted from the step's start for the first")
-    check(any(l.split()[:7] == ["attn", "2", "7.20", "1.20", "6.00", "-3.00", "0.00"] for l in out.splitlines()),
-          "attn: step = dep + body, early negative (launched before q/k/v ended)")
+    check(any(l.split()[:8] == ["attn", "2", "7.20", "1.20", "6.00", "-3.00", "0.00", "0.60"] for l in out.splitlines()),
+          "attn: step = dep + body, early negative (launched before q/k/v ended), the tail")
     check(any(l.split()[:3] == ["head", "1", "110.50"] for l in out.splitlines()), "the head alone")
     per_layer = (span - 110500) / 2 / 1e3
     check("a layer: %.2f us" % per_layer in out, "a layer: the launches but the head over the layers")
@@ -67,10 +68,13 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run(path)
     check(rc == 0 and "1 more read no clock" in out and "span 7.9 us" in out,
           "an unstamped launch is counted and skipped")
-    for bad, why in (("# graph 0: 1\n" + HEAD + "0 qkv 1 2 3\n", "not a stamps row"),
-                     ("# graph 0: 1\n" + HEAD + "0 qkv 5 6 3 4 9\n", "stamps out of order"),
-                     ("# graph 0: 1\n" + HEAD + "0 qkv 0 1 2 3 x\n", "not a stamps row"),
-                     ("0 qkv 0 1 2 3 4\n", "not a stamps row"),
+    for bad, why in (("# graph 0: 1\n" + HEAD + "0 qkv 8 1 2 3\n", "not a stamps row"),
+                     ("# graph 0: 1\n" + HEAD + "0 qkv 8 5 6 3 4 8 9\n", "stamps out of order"),
+                     ("# graph 0: 1\n" + HEAD + "0 qkv 8 0 1 2 3 9 8\n", "stamps out of order"),
+                     ("# graph 0: 1\n" + HEAD + "0 qkv 8 0 1 2 3 4 x\n", "not a stamps row"),
+                     ("# graph 0: 1\n" + HEAD + "0 qkv 0 0 1 2 3 4 5\n", "not a stamps row"),
+                     ("# graph 0: 1\n" + HEAD + "0 qkv 3 - - - - - -\n", "not a stamps row"),
+                     ("0 qkv 8 0 1 2 3 4 5\n", "not a stamps row"),
                      ("nothing\n", "not a stamps row"),
                      ("", "no stamps table")):
         with open(path, "w") as f:
