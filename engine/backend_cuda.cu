@@ -1202,7 +1202,9 @@ static int select_kernels(orthros_device_info *info)
  * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default;
  * ORTHROS_GEMV_KW (1, 2 or 4; unset or 0: the plan's) v3's slices a group forced (orthros_gemv_set_kw), ", gemv kw
  * N"; ORTHROS_GEMV_FILL (1-3; unset: ORTHROS_GEMV_FILL_DEFAULT) how v3's plan chooses its slices a group
- * (orthros_gemv_set_fill), ", gemv fill N" where not the default; ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the
+ * (orthros_gemv_set_fill), ", gemv fill N" where not the default; ORTHROS_GEMV_BALANCE (0 or 1; unset:
+ * ORTHROS_GEMV_BALANCE_DEFAULT) a product of several waves on the fewest blocks that keep them
+ * (orthros_gemv_set_balance), ", gemv balance N" where not the default; ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the
  * plan's) the q/k/v product's grid capped, its dependent launched as it starts (orthros_gemv_set_qkv_blocks), ", qkv
  * blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160 registers (orthros_attn_full_decode_set_regs),
  * ", attn regs 160". */
@@ -1222,7 +1224,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
-    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
+    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT, balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
     if ((rc = env_whole("ORTHROS_GEMV_QKV_BLOCKS", 0, 4096, "blocks", &qkv_blocks)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, (int)qkv_blocks)) ||
@@ -1234,7 +1236,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_GEMV_KW", 4, &kw)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_KW", orthros_gemv_set_kw, kw)) ||
         (rc = env_digit("ORTHROS_GEMV_FILL", 3, &fill)) ||
-        (rc = set_from_env_value("ORTHROS_GEMV_FILL", orthros_gemv_set_fill, fill)))
+        (rc = set_from_env_value("ORTHROS_GEMV_FILL", orthros_gemv_set_fill, fill)) ||
+        (rc = env_digit("ORTHROS_GEMV_BALANCE", 1, &balance)) ||
+        (rc = set_from_env_value("ORTHROS_GEMV_BALANCE", orthros_gemv_set_balance, balance)))
         return rc;
     c->chain_ring = c->chain_ring && sm90; /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
@@ -1259,6 +1263,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv kw %d", kw);
     if (used < sizeof info->kernels && runs && fill != ORTHROS_GEMV_FILL_DEFAULT)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv fill %d", fill);
+    if (used < sizeof info->kernels && runs && balance != ORTHROS_GEMV_BALANCE_DEFAULT)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv balance %d", balance);
     if (used < sizeof info->kernels && runs && qkv_blocks)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %ld", qkv_blocks);
     if (used < sizeof info->kernels && attn_regs)

@@ -1390,7 +1390,17 @@ int orthros_gemv_set_qkv_blocks(int n)
     return 0;
 }
 
-/* qkv_cap: orthros_gemv_set_qkv_blocks applies (a launch's plan; the chain plans its own grid) */
+static int gemv_balance = ORTHROS_GEMV_BALANCE_DEFAULT;
+
+int orthros_gemv_set_balance(int on)
+{
+    if (on != 0 && on != 1) return orthros_error(ORTHROS_EINVAL, "gemv: balance %d (0 or 1)", on);
+    gemv_balance = on;
+    return 0;
+}
+
+/* qkv_cap: orthros_gemv_set_qkv_blocks and orthros_gemv_set_balance apply (a launch's plan; the chain plans its own
+ * grid) */
 static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version, bool qkv_cap = true)
 {
     if (p->n > (version == 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
@@ -1424,6 +1434,7 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version,
     pl->U = version >= 4 ? (p->n == 1 ? 4 : 2) : p->n > 4 ? 2 : version >= 3 || p->n > 1 ? 4 : 8;
     const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;
+    if (qkv_cap && gemv_balance && want > most) pl->blocks = ceil_div(want, ceil_div(want, most)); /* same waves */
     pl->trig0 = 0;
     if (qkv_cap && version == 3 && gemv_qkv_blocks && p->epilogue == ORTHROS_GEMV_ROPE && gemv_qkv_blocks < pl->blocks)
         pl->blocks = gemv_qkv_blocks, pl->trig0 = 1;

@@ -128,6 +128,13 @@ int orthros_gemv_set_fill(int rule);
  * starts, so that the decode attention after it (a dependent launch) finds SMs with a free slot and asks its keys
  * while q/k/v runs, as the 1B q/k/v's 192 blocks at KW 1 let it. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_qkv_blocks(int n);
+/* v2-v4's grid where a product has more block rounds than the machine has block slots (two blocks an SM), process-
+ * wide: 0 a block a slot, the rounds dealt out in turn (the 8B gate/up's 1792 rounds: 208 blocks with 7, 56 with 6,
+ * so that a fifth of the blocks end a round early); 1 the fewest blocks that keep the same number of waves, so that
+ * every block has the same number of rounds or one fewer (1792 rounds: 256 blocks of 7). The same sums, the same
+ * bits. ORTHROS_EINVAL otherwise. */
+#define ORTHROS_GEMV_BALANCE_DEFAULT 0
+int orthros_gemv_set_balance(int on);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,
  * chosen per call); process-wide. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_ring_slots(int s);

@@ -684,6 +684,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
                                   {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
                                   {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
+                                  {"ORTHROS_GEMV_BALANCE", "2"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
@@ -836,6 +837,18 @@ static int cuda_models(int nspec, char **specs)
         }
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
+    }
+    /* the grid balanced or not (ORTHROS_GEMV_BALANCE 0 and 1, process-wide, as the KW is): the fused step under graphs
+     * against the plain step at batch 1 and MAX_B */
+    for (int on = 0; on <= 1; on++) {
+        orthros_backend *bb = NULL;
+        if (cuda_with("ORTHROS_GEMV_BALANCE", on ? "1" : "0", &bb)) {
+            CHECK(0, "cuda backend with ORTHROS_GEMV_BALANCE=%d: %s", on, orthros_last_error());
+        } else {
+            for (int B = 1; B <= MAX_B; B += MAX_B - 1)
+                fused_against_plain(plain, bb, on ? "gemv balance 1" : "gemv balance 0", B, 0, presets + 1);
+        }
+        orthros_backend_free(bb);
     }
     orthros_backend_free(chain);
     orthros_backend_free(chain_ring);

@@ -2151,6 +2151,11 @@ int main(void)
         if (orthros_gemv_set_qkv_blocks(37)) die("gemv qkv blocks");
         gemv_suite();
         if (orthros_gemv_set_qkv_blocks(0)) die("gemv qkv blocks");
+        /* v3 with the grid balanced the other way (orthros_gemv_set_balance: products of several waves) */
+        printf("-- the gemv section again with v3's grid balance %d\n", !ORTHROS_GEMV_BALANCE_DEFAULT);
+        if (orthros_gemv_set_balance(!ORTHROS_GEMV_BALANCE_DEFAULT)) die("gemv balance");
+        gemv_suite();
+        if (orthros_gemv_set_balance(ORTHROS_GEMV_BALANCE_DEFAULT)) die("gemv balance");
         for (int slots = 4; slots <= 8; slots += 2) {
             printf("-- the gemv section again with gemv.cu's version 5, %d ring slots a warp\n", slots);
             if (orthros_gemv_set_version(5) || orthros_gemv_set_ring_slots(slots)) die("gemv version 5");

@@ -270,6 +270,25 @@ int main(void)
     CHECK(orthros_gemv_set_qkv_blocks(0) == 0, "set_qkv_blocks 0");
     s = plan(3, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc);
     CHECK(rc == 0 && strstr(s, "264 blocks"), "v3 8B qkv, the plan's grid again \"%s\"", s);
+    /* the balanced grid (orthros_gemv_set_balance): the 8B gate/up's 1792 block rounds on 256 blocks of 7 (264 with
+     * 1: 7 and 6), the heads' 8016 on 259 (31 waves kept), a product of one wave unchanged; the chain's plan never */
+    for (int on = 0; on <= 1; on++) {
+        CHECK(orthros_gemv_set_balance(on) == 0, "set_balance %d", on);
+        s = plan(3, ORTHROS_GEMV_SWIGLU, 1, 28672, 4096, 0, 1, &rc);
+        CHECK(rc == 0 && strstr(s, on ? "256 blocks, 1792 block rounds" : "264 blocks, 1792 block rounds"),
+              "v3 8B gate/up, balance %d \"%s\"", on, s);
+        s = plan(3, ORTHROS_GEMV_ARGMAX, 1, 128256, 2048, 0, 1, &rc);
+        CHECK(rc == 0 && strstr(s, on ? "259 blocks, 8016 block rounds" : "264 blocks, 8016 block rounds"),
+              "v3 1B head, balance %d \"%s\"", on, s);
+        s = plan(3, ORTHROS_GEMV_ADD, 1, 2048, 2048, 0, 0, &rc);
+        CHECK(rc == 0 && strstr(s, "256 blocks, 256 block rounds"), "v3 1B o, one wave, balance %d \"%s\"", on, s);
+        s = plan(3, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc);
+        CHECK(rc == 0 && strstr(s, on ? "256 blocks, 768 block rounds" : "264 blocks, 768 block rounds"),
+              "v3 8B qkv, balance %d \"%s\"", on, s);
+    }
+    CHECK(orthros_gemv_set_balance(2) == ORTHROS_EINVAL && orthros_gemv_set_balance(-1) == ORTHROS_EINVAL,
+          "set_balance 2, -1 refused");
+    CHECK(orthros_gemv_set_balance(ORTHROS_GEMV_BALANCE_DEFAULT) == 0, "set_balance default");
     CHECK(ORTHROS_GEMV_FILL_DEFAULT == 3 && orthros_gemv_set_fill(ORTHROS_GEMV_FILL_DEFAULT) == 0, "set_fill default");
     s = plan(3, ORTHROS_GEMV_ROPE, 1, 3072, 2048, 64, 1, &rc);
     CHECK(rc == 0 && strstr(s, "KW 1,"), "v3 1B qkv, the default fill rule \"%s\"", s);
