@@ -66,8 +66,7 @@ typedef struct {
     int pdl;                       /* ORTHROS_DECODE_PDL=1: every gemv.cu launch a programmatic dependent one */
     int pdl_late;                  /* ORTHROS_DECODE_PDL_LATE (unset: 1 on sm_90, not with the chain or pdl; 0 off):
                                     * every gemv.cu launch a dependent one that asks nothing into L2 first (pdl 3; 2:
-                                    * its blocks' first group asked, pdl 1; 3: v3's first round a warp loaded into
-                                    * registers before the wait, pdl 4), and v3 lets its own dependents launch at
+                                    * its blocks' first group asked, pdl 1), and v3 lets its own dependents launch at
                                     * each block's last group, not as it starts */
     int pdl_lead;                  /* ORTHROS_DECODE_PDL_LEAD (0-3, unset 0): with pdl_late, the block rounds before
                                     * a v3 block's last group at which it lets its dependents launch */
@@ -462,7 +461,7 @@ static int gemv_ready(cuda_impl *c, orthros_gemv_params *p)
     }
     p->scratch = c->gemv_scratch;
     p->num_sms = c->num_sms;
-    p->pdl = c->pdl || c->pdl_late == 2 ? 1 : c->pdl_late == 3 ? 4 : c->pdl_late ? 3 : 0;
+    p->pdl = c->pdl || c->pdl_late == 2 ? 1 : c->pdl_late ? 3 : 0;
     p->pdl_late = c->pdl_late ? 1 + c->pdl_lead : 0;
     p->l2_next = c->l2_next, p->l2_next_bytes = c->l2_next_bytes, p->l2_policy = c->l2pf == 2;
     return 0;
@@ -1198,7 +1197,7 @@ static int select_kernels(orthros_device_info *info)
  * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o"
  * with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on sm_90
  * by default (0 turns each off) ", attn pdl" (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late" (ORTHROS_DECODE_PDL_LATE;
- * ", gemv pdl late 2" with 2, " 3" with 3; ", lead N" with ORTHROS_DECODE_PDL_LEAD=N). ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version, process-wide, as
+ * ", gemv pdl late 2" with 2; ", lead N" with ORTHROS_DECODE_PDL_LEAD=N). ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version, process-wide, as
  * the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
  * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default;
  * ORTHROS_GEMV_KW (1, 2 or 4; unset or 0: the plan's) v3's slices a group forced (orthros_gemv_set_kw), ", gemv kw
@@ -1218,7 +1217,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     c->attn_o = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0, c->pdl_late = sm90;
     c->pdl_lead = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
-        (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 3, &c->pdl_late)) ||
+        (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
@@ -1284,7 +1283,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->pdl_late)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl late%s",
-                                 c->pdl_late == 2 ? " 2" : c->pdl_late == 3 ? " 3" : "");
+                                 c->pdl_late == 2 ? " 2" : "");
     if (used < sizeof info->kernels && c->pdl_late && c->pdl_lead)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", lead %d", c->pdl_lead);
     if (used < sizeof info->kernels && c->gemm_lt)

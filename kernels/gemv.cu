@@ -1000,28 +1000,10 @@ struct no_between {
     __device__ __forceinline__ void operator()() const {}
 };
 
-/* A round's weights of rows w0 and w1 (ok0, ok1: the row exists) into wv: lane's chunks c = ((t0 + u) KW + sl) 32 +
- * lane, u < U, zero past K. */
-template <int U>
-static __device__ __forceinline__ void round_weights(uint4 (&wv)[U][2], const bf16 *w0, const bf16 *w1, bool ok0,
-                                                     bool ok1, int nch, int t0, int KW, int sl, int lane)
-{
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int c = ((t0 + u) * KW + sl) * 32 + lane;
-        const bool in = c < nch;
-        wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok0 && in);
-        wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok1 && in);
-    }
-}
-
-/* pre: the round's weights already loaded (round_weights, before the kernel's dependency wait: p.pdl 4), else
- * NULL. */
 template <int N, int U, bool XS, class Between = no_between>
 static __device__ __forceinline__ void group_round(const bf16 *w0, const bf16 *w1, bool ok0, bool ok1, const bf16 *X,
                                                    const unsigned char *smem_x, int K, int t0, int KW, int sl,
-                                                   int lane, float (&acc)[2][N], const Between &between = Between(),
-                                                   const uint4 (*pre)[2] = nullptr)
+                                                   int lane, float (&acc)[2][N], const Between &between = Between())
 {
     const int nch = K / 8;
     uint4 wv[U][2], xv[U][N];
@@ -1029,12 +1011,8 @@ static __device__ __forceinline__ void group_round(const bf16 *w0, const bf16 *w
     for (int u = 0; u < U; u++) {
         const int c = ((t0 + u) * KW + sl) * 32 + lane;
         const bool in = c < nch;
-        if (pre) {
-            wv[u][0] = pre[u][0], wv[u][1] = pre[u][1];
-        } else {
-            wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok0 && in);
-            wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok1 && in);
-        }
+        wv[u][0] = ld_weights(w0 + (size_t)c * 8, ok0 && in);
+        wv[u][1] = ld_weights(w1 + (size_t)c * 8, ok1 && in);
 #pragma unroll
         for (int j = 0; j < N; j++) {
             if constexpr (XS) xv[u][j] = lds_input(smem_x + ((size_t)j * K + (size_t)c * 8) * 2, in);
@@ -1159,12 +1137,9 @@ static __device__ __forceinline__ void block_argmax(const orthros_gemv_params &p
 /* The groups of one product (v2, v3 and the chain kernel): block b takes group rounds b, b + gridDim.x, ...; each
  * warp (gw, sl) streams its slice of its group's two rows U chunks a lane at a time, every load of a round issued
  * before its first use, the input from shared memory (XS) or through L1. Every thread of the block calls it. */
-/* first: where not NULL, the weights of the block's first group's first round, loaded before the dependency wait
- * (p.pdl 4: round_weights of group blockIdx.x GPB + the warp's, round 0) */
 template <int N, int U, bool XS>
 static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p, const gemv2_plan &pl,
-                                                    const unsigned char *smem_x, float (*part)[2][N], int *last,
-                                                    const uint4 (*first)[2] = nullptr)
+                                                    const unsigned char *smem_x, float (*part)[2][N], int *last)
 {
     constexpr bool EARLY = N == 1 && U == 4;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -1209,17 +1184,11 @@ static __device__ __forceinline__ void gemv2_groups(const orthros_gemv_params &p
                     if (h < p.Hq + p.Hkv) rope_cs(p, pre.pos, i, pre.a, pre.b);
                 }
             };
-            group_round<N, U, XS>(w0, w1, ok[0], ok[1], X, smem_x, K, 0, KW, sl, lane, acc, rope,
-                                  gb == (int)blockIdx.x ? first : nullptr);
+            group_round<N, U, XS>(w0, w1, ok[0], ok[1], X, smem_x, K, 0, KW, sl, lane, acc, rope);
             for (int t0 = U; (t0 * KW + sl) * 32 < nch; t0 += U)
                 group_round<N, U, XS>(w0, w1, ok[0], ok[1], X, smem_x, K, t0, KW, sl, lane, acc);
         } else {
-            int t0 = 0;
-            if (first && gb == (int)blockIdx.x && sl * 32 < nch) {
-                group_round<N, U, XS>(w0, w1, ok[0], ok[1], X, smem_x, K, 0, KW, sl, lane, acc, no_between(), first);
-                t0 = U;
-            }
-            for (; (t0 * KW + sl) * 32 < nch; t0 += U)
+            for (int t0 = 0; (t0 * KW + sl) * 32 < nch; t0 += U)
                 group_round<N, U, XS>(w0, w1, ok[0], ok[1], X, smem_x, K, t0, KW, sl, lane, acc);
         }
         group_finish<N>(p, pl, g, r, ok, acc, part, best, pre);
@@ -1265,23 +1234,10 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
     if (p.pdl == 2) { /* every group of the block, whole (its rounds: ceil(nch / (32 KW))) */
         for (int gb = blockIdx.x; gb * pl.GPB < pl.groups; gb += gridDim.x)
             prefetch_group(p, pl, gb, (p.K / 8 + 32 * pl.KW - 1) / (32 * pl.KW));
-    } else if (p.pdl == 1 || (!(pl.early & 8) && p.pdl != 4)) {
+    } else if (p.pdl == 1 || !(pl.early & 8)) {
         /* orthros_gemv_set_early's 8 (or 16, which make_plan2 turns into 8 where a warp has few rounds): without a
          * dependent launch, the first round is not asked into L2 before the same loads ask for it */
         prefetch_group(p, pl, blockIdx.x, p.pdl == 1 ? 4 * U : U);
-    }
-    /* p.pdl 4 (ORTHROS_DECODE_PDL_LATE=3, batch 1): the first round of the warp's first group loaded into registers
-     * before the wait, so that its trip to memory overlaps the kernel before this one ending */
-    uint4 first[U][2];
-    const bool pre = N == 1 && p.pdl == 4 && blockIdx.x * pl.GPB < pl.groups;
-    if (pre) {
-        const int warp = threadIdx.x / 32, g = blockIdx.x * pl.GPB + warp / pl.KW;
-        int r[2] = {0, 0};
-        bool ok[2] = {false, false};
-        if (g < pl.groups) gemv2_rows(p, g, r, ok);
-        const bf16 *Wt = (const bf16 *)p.W;
-        round_weights<U>(first, Wt + (size_t)(ok[0] ? r[0] : 0) * p.K, Wt + (size_t)(ok[1] ? r[1] : 0) * p.K, ok[0],
-                         ok[1], p.K / 8, 0, pl.KW, warp % pl.KW, threadIdx.x % 32);
     }
     pdl_wait();
     stamps.waited();
@@ -1292,7 +1248,7 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
         else stage_input(p, smem_x, p.K * 2, rs, 0, p.K / 8);
     }
 
-    gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last, pre ? first : nullptr);
+    gemv2_groups<N, U, XS>(p, pl, smem_x, part, &last);
 }
 
 /* ---- v4: v3's groups as one pipeline a warp (batch 1-4) ----

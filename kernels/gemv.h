@@ -68,9 +68,7 @@ typedef struct {
     int pdl;              /* 1: launched as a programmatic dependent of the stream's previous kernel (sm_90; gemv.cu:
                            * the weights are asked into L2 before the wait for it); 2: the same, each block asking
                            * all of its groups' weights (v2 / v3), for a kernel after one that leaves SMs idle; 3:
-                           * a dependent launch that asks nothing into L2 before the wait (ORTHROS_DECODE_PDL_LATE);
-                           * 4: the same, v3 at batch 1 loading its warps' first round of weights into registers
-                           * before the wait (ORTHROS_DECODE_PDL_LATE=3) */
+                           * a dependent launch that asks nothing into L2 before the wait (ORTHROS_DECODE_PDL_LATE) */
     int pdl_late;         /* 1 (v2 / v3): this kernel lets its dependents launch when each block reaches its last
                            * group, not as it starts: their launch and dispatch overlap its last round, not its whole
                            * run (ORTHROS_DECODE_PDL_LATE); L > 1: L - 1 block rounds before its last group

@@ -668,7 +668,7 @@ static int cuda_models(int nspec, char **specs)
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
                    *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL, *pdl_late = NULL,
-                   *pdl_late2 = NULL, *pdl_late3 = NULL, *no_late = NULL, *pdl_lead = NULL;
+                   *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -682,7 +682,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
-                                  {"ORTHROS_DECODE_PDL_LATE", "4"}, {"ORTHROS_GEMV_KW", "3"},
+                                  {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
                                   {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
                                   {"ORTHROS_GEMV_BALANCE", "2"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
@@ -712,8 +712,6 @@ static int cuda_models(int nspec, char **specs)
     if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "1", &pdl_late);
     unsetenv("ORTHROS_DECODE_ATTN_PDL");
     if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "2", &pdl_late2);
-    /* and loading each warp's first round of weights into registers before its wait (3) */
-    if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LATE", "3", &pdl_late3);
     /* the late launch let happen two block rounds before each block's last group */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL_LEAD", "2", &pdl_lead);
     /* the MLP in one launch */
@@ -775,8 +773,6 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED, pdl_late, "fused + pdl late"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late, "fused + graphs + pdl late"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late2, "fused + graphs + pdl late 2"},
-                            {ORTHROS_DECODE_FUSED, pdl_late3, "fused + pdl late 3"},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late3, "fused + graphs + pdl late 3"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_lead, "fused + graphs + pdl lead 2"},
                             {ORTHROS_DECODE_FUSED, no_late, "fused, no pdl late or attn_pdl"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, no_late,
@@ -861,7 +857,6 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(attn_pdl);
     orthros_backend_free(pdl_late);
     orthros_backend_free(pdl_late2);
-    orthros_backend_free(pdl_late3);
     orthros_backend_free(no_late);
     orthros_backend_free(pdl_lead);
     orthros_backend_free(mlp);

@@ -2200,17 +2200,6 @@ int main(void)
         gpu = plain_gpu;
         gpu_gemv->destroy(gpu_gemv);
         pdl->destroy(pdl);
-        /* and with the late launches loading each warp's first round of weights before the wait
-         * (ORTHROS_DECODE_PDL_LATE=3: v3's pdl 4; the fused ops alone take it) */
-        orthros_backend *late3 = NULL;
-        setenv("ORTHROS_DECODE_PDL_LATE", "3", 1);
-        if (orthros_backend_cuda_create(&late3)) die("cuda backend with ORTHROS_DECODE_PDL_LATE=3");
-        unsetenv("ORTHROS_DECODE_PDL_LATE");
-        printf("-- the gemv section again, the first round of weights loaded before the wait (PDL_LATE=3)\n");
-        gpu = late3;
-        gemv_suite();
-        gpu = plain_gpu;
-        late3->destroy(late3);
     }
     if (section("decodebound")) decode_bound_suite();
     /* The normed products' input against rmsnorm.cu (passing on the H200 at fc6c377). */
