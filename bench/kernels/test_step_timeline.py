@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""step_timeline.py against stamps tables made here: two layers of five launches and a head with known boundaries and
+"""step_timeline.py against a table the H200 wrote (data/results/h200-2026-12-04-timeline/, the 1B step at 4K: 81
+stamped launches, 16 layers) and against stamps tables made here: two layers of five launches and a head with known boundaries and
 bodies (the means and the sum checked to the ns), a launch that read no clock skipped with the next measured from the
 last stamped end, the longest graph picked, and malformed files refused. Standard library only."""
 import os
@@ -9,7 +10,9 @@ import checks
 from checks import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 TOOL = os.path.join(HERE, "step_timeline.py")
+RUN = os.path.join(ROOT, "data", "results", "h200-2026-12-04-timeline", "timeline-5fad679")
 HEAD = "# slot kind blocks start_first start_last wait_first wait_last end_first end_last\n"
 
 
@@ -36,6 +39,12 @@ def table(graph, launches, first_slot=0):
         end = wait + body
     return "".join(lines)
 
+
+rc, out = run(os.path.join(RUN, "llama3.2-1b-b1-4k.stamps"))
+check(rc == 0, "the H200 table is read (rc %d)" % rc)
+check("span 858.2 us, 81 launches, 16 layers" in out, "81 launches, 16 layers, 858.2 us")
+check(any(l.split()[:3] == ["gate_up", "16", "18.50"] for l in out.splitlines()), "gate/up: 18.50 us a layer")
+check("a layer: 46.00 us (step), of which dep 2.06 us" in out, "a layer: 46.00 us, 2.06 of it the boundaries")
 
 layer = [("qkv", -500, 800, 4000, 50), ("attn", -3000, 1200, 6000, 0), ("o", -1000, 900, 3000, 10),
          ("gate_up", -800, 700, 15000, 20), ("down", -900, 600, 8000, 30)]
