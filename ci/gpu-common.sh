@@ -1,9 +1,9 @@
 # shellcheck shell=bash disable=SC2034
-# Sourced by the GPU scripts (ci/gpu.sh, ci/gpu-tp.sh, ci/gpu-text.sh, ci/profile.sh) as
-# `. "$(dirname "$0")/gpu-common.sh"` once OUT is set: makes OUT (absolute from here on), moves to the repository
+# Sourced by the GPU scripts (ci/gpu.sh, ci/gpu-tp.sh, ci/gpu-text.sh, ci/profile.sh, ci/gpu-decode-profile.sh,
+# ci/gpu-step-timeline.sh) as `. "$(dirname "$0")/gpu-common.sh"` once OUT is set: makes OUT (absolute from here on), moves to the repository
 # root (ROOT), sets BUILD (ORTHROS_GPU_BUILD, default build-gpu) and ARCHS (ORTHROS_CUDA_ARCHS, default 90a), puts
 # cJSON from .deps on the library path when present, and defines `step`, which runs one step with its output
-# teed to a log in $OUT and its result kept in the `status` array.
+# teed to a log in $OUT and its result kept in the `status` array, and `decode_spec` (below).
 # The first argument is the output folder: one that starts with "-" is an option given first (--help among them).
 case "$OUT" in
     -*) echo "$(basename "$0"): the first argument is OUTDIR, the output folder, not an option ($OUT); the usage is in" \
@@ -31,4 +31,13 @@ step() { # step NAME LOGFILE CMD...: runs CMD, tees its output to OUT/LOGFILE, r
     local rc=${PIPESTATUS[0]}
     status[$name]="rc=$rc $((SECONDS - t0))s"
     return "$rc"
+}
+
+# decode_spec SPEC: sets model, batch, ctx and name (model-bBATCH-ctx) from a model:batch:ctx argument; anything else
+# is refused with a message and status 1 (ci/gpu-decode-profile.sh, ci/gpu-step-timeline.sh)
+decode_spec() {
+    case "$1" in *[!a-z0-9.:-]*|*:*:*:*) echo "not model:batch:ctx: $1" >&2; return 1 ;; esac
+    IFS=: read -r model batch ctx <<<"$1"
+    [ -n "$model" ] && [ -n "$batch" ] && [ -n "$ctx" ] || { echo "not model:batch:ctx: $1" >&2; return 1; }
+    name="$model-b$batch-$ctx"
 }

@@ -11,18 +11,15 @@
 set -u -o pipefail
 OUT=${1:?usage: ci/gpu-decode-profile.sh OUTDIR [model:batch:ctx ...]}
 shift
-BUILD=${BUILD:-build-gpu}
+build=${BUILD:-}
+. "$(dirname "$0")/gpu-common.sh" # OUT made and absolute, the repository root the folder, decode_spec
+BUILD=${build:-build-gpu}
 [ $# -gt 0 ] || set -- llama3.2-1b:1:4k llama3.2-1b:1:128k llama3.1-8b:1:4k
 command -v ncu >/dev/null || { echo "ci/gpu-decode-profile.sh: no ncu on this machine" >&2; exit 1; }
 [ -x "$BUILD/orthros" ] || { echo "ci/gpu-decode-profile.sh: no $BUILD/orthros (build first)" >&2; exit 1; }
-case "$OUT" in -*) echo "ci/gpu-decode-profile.sh: the first argument is OUTDIR, not an option ($OUT)" >&2; exit 2 ;; esac
-mkdir -p -- "$OUT"
 rc=0
 for spec in "$@"; do
-    case "$spec" in *[!a-z0-9.:-]*|*:*:*:*) echo "not model:batch:ctx: $spec" >&2; rc=1; continue ;; esac
-    IFS=: read -r model batch ctx <<<"$spec"
-    [ -n "$model" ] && [ -n "$batch" ] && [ -n "$ctx" ] || { echo "not model:batch:ctx: $spec" >&2; rc=1; continue; }
-    name="$model-b$batch-$ctx"
+    decode_spec "$spec" || { rc=1; continue; }
     bench=("$BUILD/orthros" bench --model "preset:$model" --device cuda --arch orthros --phase decode --ctx "$ctx"
         --batch "$batch" --force)
     if ! "${bench[@]}" --decode-tokens 64 --reps 5 --max-reps 10 --timeout 10 --json "$OUT/$name.json" \

@@ -22,10 +22,7 @@ cmake -S . -B "$SB" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH
     || { echo "ci/gpu-step-timeline.sh: the stamped build failed (see $OUT/build.log)" >&2; exit 1; }
 rc=0
 for spec in "$@"; do
-    case "$spec" in *[!a-z0-9.:-]*|*:*:*:*) echo "not model:batch:ctx: $spec" >&2; rc=1; continue ;; esac
-    IFS=: read -r model batch ctx <<<"$spec"
-    [ -n "$model" ] && [ -n "$batch" ] && [ -n "$ctx" ] || { echo "not model:batch:ctx: $spec" >&2; rc=1; continue; }
-    name="$model-b$batch-$ctx"
+    decode_spec "$spec" || { rc=1; continue; }
     rm -f -- "$OUT/$name.stamps"
     if ! ORTHROS_STEP_STAMPS="$OUT/$name.stamps" "$SB/orthros" bench --model "preset:$model" --device cuda \
         --arch orthros --phase decode --ctx "$ctx" --batch "$batch" --force --decode-tokens 64 --reps 3 --max-reps 5 \
