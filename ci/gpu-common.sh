@@ -1,9 +1,10 @@
 # shellcheck shell=bash disable=SC2034
 # Sourced by the GPU scripts (ci/gpu.sh, ci/gpu-tp.sh, ci/gpu-text.sh, ci/profile.sh, ci/gpu-decode-profile.sh,
 # ci/gpu-step-timeline.sh) as `. "$(dirname "$0")/gpu-common.sh"` once OUT is set: makes OUT (absolute from here
-# on), moves to the repository root (ROOT), sets BUILD (ORTHROS_GPU_BUILD, default build-gpu) and ARCHS (ORTHROS_CUDA_ARCHS, default 90a), puts
-# cJSON from .deps on the library path when present, and defines `step`, which runs one step with its output
-# teed to a log in $OUT and its result kept in the `status` array, and `decode_spec` (below).
+# on), moves to the repository root (ROOT), sets BUILD (ORTHROS_GPU_BUILD, default build-gpu) and ARCHS
+# (ORTHROS_CUDA_ARCHS, default 90a), puts cJSON from .deps on the library path when present, and defines `step`,
+# which runs one step with its output teed to a log in $OUT and its result kept in the `status` array, and
+# `decode_spec` (below).
 # The first argument is the output folder: one that starts with "-" is an option given first (--help among them).
 case "$OUT" in
     -*) echo "$(basename "$0"): the first argument is OUTDIR, the output folder, not an option ($OUT); the usage is in" \
