@@ -17,9 +17,10 @@ shift
 . "$(dirname "$0")/gpu-common.sh"
 SB=${ORTHROS_STAMPS_BUILD:-build-stamps}
 [ $# -gt 0 ] || set -- llama3.2-1b:1:4k llama3.2-1b:1:128k llama3.1-8b:1:4k
-cmake -S . -B "$SB" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" -DCJSON_ROOT="$CJSON" \
-    -DORTHROS_STAMPS=ON >"$OUT/build.log" 2>&1 && cmake --build "$SB" -j"$(nproc)" --target orthros >>"$OUT/build.log" 2>&1 \
-    || { echo "ci/gpu-step-timeline.sh: the stamped build failed (see $OUT/build.log)" >&2; exit 1; }
+if ! { cmake -S . -B "$SB" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" -DCJSON_ROOT="$CJSON" \
+    -DORTHROS_STAMPS=ON && cmake --build "$SB" -j"$(nproc)" --target orthros; } >"$OUT/build.log" 2>&1; then
+    echo "ci/gpu-step-timeline.sh: the stamped build failed (see $OUT/build.log)" >&2; exit 1
+fi
 rc=0
 for spec in "$@"; do
     decode_spec "$spec" || { rc=1; continue; }
