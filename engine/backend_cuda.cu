@@ -175,7 +175,7 @@ static int stamps_replay(cuda_impl *c, int g)
         free(h);
         return orthros_error(ORTHROS_EDEVICE, "cuda: reading the step stamps: %s", cudaGetErrorString(e));
     }
-    enum { S0, S1, W0, W1, E0, E1, NF };
+    enum { NF = 6 }; /* the first and the last block's start, wait and end */
     const unsigned long long none = ~0ull;
     unsigned long long t0 = none;
     for (size_t i = 0; i < words; i += ORTHROS_STAMP_FIELDS)
@@ -186,7 +186,8 @@ static int stamps_replay(cuda_impl *c, int g)
         return orthros_error(ORTHROS_EIO, "ORTHROS_STEP_STAMPS: cannot open %s for appending", c->stamps_path);
     }
     fprintf(f, "# graph %d: %d launches, replay %d; ns from the first block's start of the step\n"
-               "# slot kind blocks start_first start_last wait_first wait_last end_first end_last\n", g, n, STAMP_REPLAY);
+               "# slot kind blocks start_first start_last wait_first wait_last end_first end_last\n",
+            g, n, STAMP_REPLAY);
     for (int i = 0; i < n; i++) {
         unsigned long long v[NF] = {none, 0, none, 0, none, 0};
         int blocks = 0;
@@ -1204,10 +1205,10 @@ static int select_kernels(orthros_device_info *info)
  * N"; ORTHROS_GEMV_FILL (1-3; unset: ORTHROS_GEMV_FILL_DEFAULT) how v3's plan chooses its slices a group
  * (orthros_gemv_set_fill), ", gemv fill N" where not the default; ORTHROS_GEMV_BALANCE (0 or 1; unset:
  * ORTHROS_GEMV_BALANCE_DEFAULT) a product of several waves on the fewest blocks that keep them
- * (orthros_gemv_set_balance), ", gemv balance N" where not the default; ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the
- * plan's) the q/k/v product's grid capped, its dependent launched as it starts (orthros_gemv_set_qkv_blocks), ", qkv
- * blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160 registers (orthros_attn_full_decode_set_regs),
- * ", attn regs 160". */
+ * (orthros_gemv_set_balance), ", gemv balance N" where not the default; ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or
+ * 0: the plan's) the q/k/v product's grid capped, its dependent launched as it starts
+ * (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160 registers
+ * (orthros_attn_full_decode_set_regs), ", attn regs 160". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1224,7 +1225,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
-    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT, balance = ORTHROS_GEMV_BALANCE_DEFAULT;
+    int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
+    int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
     if ((rc = env_whole("ORTHROS_GEMV_QKV_BLOCKS", 0, 4096, "blocks", &qkv_blocks)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, (int)qkv_blocks)) ||

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """step_timeline.py against a table the H200 wrote (data/results/h200-2026-12-04-timeline/, the 1B step at 4K: 81
-stamped launches, 16 layers) and against stamps tables made here: two layers of five launches and a head with known boundaries and
-bodies (the means and the sum checked to the ns), a launch that read no clock skipped with the next measured from the
-last stamped end, the longest graph picked, and malformed files refused. Standard library only."""
+stamped launches, 16 layers) and against stamps tables made here: two layers of five launches and a head with known
+boundaries and bodies (the means and the sum checked to the ns), a launch that read no clock skipped with the next
+measured from the last stamped end, the longest graph picked, and malformed files refused. Standard library only."""
 import os
 import tempfile
 
@@ -24,8 +24,9 @@ def run(*args):
 def table(graph, launches, first_slot=0):
     """launches: (kind, early, dep, body, spread) ns each, or (kind,) for one that read no clock; the first block ends
     a tenth of the body before the last."""
-    lines, end = ["# graph %d: %d launches, replay 16; ns from the first block's start of the step\n" % (graph, len(launches)),
-                  HEAD], None
+    lines = ["# graph %d: %d launches, replay 16; ns from the first block's start of the step\n"
+             % (graph, len(launches)), HEAD]
+    end = None
     for i, l in enumerate(launches):
         if len(l) == 1:
             lines.append("%d %s 0 - - - - - -\n" % (first_slot + i, l[0]))
@@ -55,14 +56,16 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write(table(0, step[:4]) + table(1, step, first_slot=4))
     rc, out = run(path)
     check(rc == 0, "a two-graph file is read (rc %d)" % rc)
-    check("(the file's table 1 of 2)" in out and "11 launches" in out and "2 layers" in out, "the longer graph is the step's")
+    check("(the file's table 1 of 2)" in out and "11 launches" in out and "2 layers" in out,
+          "the longer graph is the step's")
     span = 4000 + sum(d + b for _, _, d, b, _ in layer[1:]) + sum(d + b for _, _, d, b, _ in layer) + 500 + 110000
     check("stamped span %.1f us" % (span / 1e3) in out, "the span: the last end from the first start (%d ns)" % span)
     check("launches' steps add up to %.1f us" % (span / 1e3) in out, "the steps add up to the span")
     # qkv: the first has dep 0 body 4000 (step 4000), the second dep 800 body 4000: mean step 4400, dep 400
     check(any(l.split()[:6] == ["qkv", "2", "4.40", "0.40", "4.00", "-0.25"] for l in out.splitlines()),
           "qkv: the means of the two layers' launches, early counted from the step's start for the first")
-    check(any(l.split()[:8] == ["attn", "2", "7.20", "1.20", "6.00", "-3.00", "0.00", "0.60"] for l in out.splitlines()),
+    attn = ["attn", "2", "7.20", "1.20", "6.00", "-3.00", "0.00", "0.60"]
+    check(any(l.split()[:8] == attn for l in out.splitlines()),
           "attn: step = dep + body, early negative (launched before q/k/v ended), the tail")
     check(any(l.split()[:3] == ["head", "1", "110.50"] for l in out.splitlines()), "the head alone")
     per_layer = (span - 110500) / 2 / 1e3

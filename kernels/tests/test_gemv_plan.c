@@ -271,7 +271,7 @@ int main(void)
     s = plan(3, ORTHROS_GEMV_ROPE, 1, 6144, 4096, 128, 1, &rc);
     CHECK(rc == 0 && strstr(s, "264 blocks"), "v3 8B qkv, the plan's grid again \"%s\"", s);
     /* the balanced grid (orthros_gemv_set_balance): the 8B gate/up's 1792 block rounds on 256 blocks of 7 (264 with
-     * 1: 7 and 6), the heads' 8016 on 259 (31 waves kept), a product of one wave unchanged; the chain's plan never */
+     * 1: 7 and 6), the heads' 8016 on 259 (31 waves kept), a product of one wave unchanged */
     for (int on = 0; on <= 1; on++) {
         CHECK(orthros_gemv_set_balance(on) == 0, "set_balance %d", on);
         s = plan(3, ORTHROS_GEMV_SWIGLU, 1, 28672, 4096, 0, 1, &rc);
