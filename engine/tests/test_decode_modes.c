@@ -697,6 +697,16 @@ static int cuda_models(int nspec, char **specs)
               bad[i][0], bad[i][1], r, orthros_last_error());
         orthros_backend_free(be);
     }
+#ifndef ORTHROS_STAMPS
+    /* a build whose kernels read no clock (no -DORTHROS_STAMPS=ON) refuses ORTHROS_STEP_STAMPS, naming it */
+    if (!rc) {
+        orthros_backend *be = NULL;
+        int r = cuda_with("ORTHROS_STEP_STAMPS", "stamps.txt", &be);
+        CHECK(r == ORTHROS_EUNSUPPORTED && !be && strstr(orthros_last_error(), "ORTHROS_STEP_STAMPS"),
+              "cuda ORTHROS_STEP_STAMPS in a build without stamps is refused (rc %d: %s)", r, orthros_last_error());
+        orthros_backend_free(be);
+    }
+#endif
     /* the attention with O in its clusters; O a dependent launch of the attention, the hint asked into L2 */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_O", "1", &attn_o);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_O_PDL", "2", &o_pdl);
