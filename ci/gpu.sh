@@ -185,7 +185,7 @@ if [ -n "$DECODE" ]; then
                            -u ORTHROS_GEMV_EARLY -u ORTHROS_DECODE_PDL_LATE -u ORTHROS_DECODE_MLP
                            -u ORTHROS_DECODE_CHAIN -u ORTHROS_DECODE_CHAIN_RING -u ORTHROS_ATTN_DECODE_VERSION
                            -u ORTHROS_GEMV_KW -u ORTHROS_GEMV_FILL -u ORTHROS_DECODE_PDL_LEAD
-                           -u ORTHROS_GEMV_QKV_BLOCKS -u ORTHROS_ATTN_DECODE_REGS) ;;
+                           -u ORTHROS_GEMV_QKV_BLOCKS -u ORTHROS_ATTN_DECODE_REGS -u ORTHROS_GEMV_BALANCE) ;;
             # the default with cuBLAS's products of 1-16 rows through cuBLASLt, tuned per shape (batch 9-16's step)
             default-lt) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV ORTHROS_GEMM_LT=1) ;;
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;

@@ -1194,21 +1194,21 @@ static int select_kernels(orthros_device_info *info)
  * result files of the modes differ and --resume refuses to mix them: ", gemv v3" (", gemv v3+pdl") when gemv.cu runs
  * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
- * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch with
- * the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ", attn+o"
- * with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on sm_90
- * by default (0 turns each off) ", attn pdl" (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late" (ORTHROS_DECODE_PDL_LATE;
- * ", gemv pdl late 2" with 2; ", lead N" with ORTHROS_DECODE_PDL_LEAD=N). ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version, process-wide, as
- * the attention kernels' variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset:
- * ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads (orthros_gemv_set_early), ", gemv early N" where not the default;
- * ORTHROS_GEMV_KW (1, 2 or 4; unset or 0: the plan's) v3's slices a group forced (orthros_gemv_set_kw), ", gemv kw
- * N"; ORTHROS_GEMV_FILL (1-3; unset: ORTHROS_GEMV_FILL_DEFAULT) how v3's plan chooses its slices a group
- * (orthros_gemv_set_fill), ", gemv fill N" where not the default; ORTHROS_GEMV_BALANCE (0 or 1; unset:
- * ORTHROS_GEMV_BALANCE_DEFAULT) a product of several waves on the fewest blocks that keep them
- * (orthros_gemv_set_balance), ", gemv balance N" where not the default; ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or
- * 0: the plan's) the q/k/v product's grid capped, its dependent launched as it starts
- * (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160 registers
- * (orthros_attn_full_decode_set_regs), ", attn regs 160". */
+ * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch
+ * with the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ",
+ * attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on
+ * sm_90 by default (0 turns each off) ", attn pdl" (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late"
+ * (ORTHROS_DECODE_PDL_LATE; ", gemv pdl late 2" with 2; ", lead N" with ORTHROS_DECODE_PDL_LEAD=N).
+ * ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version, process-wide, as the attention kernels'
+ * variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset: ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads
+ * (orthros_gemv_set_early), ", gemv early N" where not the default; ORTHROS_GEMV_KW (1, 2 or 4; unset or 0: the
+ * plan's) v3's slices a group forced (orthros_gemv_set_kw), ", gemv kw N"; ORTHROS_GEMV_FILL (1-3; unset:
+ * ORTHROS_GEMV_FILL_DEFAULT) how v3's plan chooses its slices a group (orthros_gemv_set_fill), ", gemv fill N" where
+ * not the default; ORTHROS_GEMV_BALANCE (0 or 1; unset: ORTHROS_GEMV_BALANCE_DEFAULT) a product of several waves on
+ * the fewest blocks that keep them (orthros_gemv_set_balance), ", gemv balance N" where not the default;
+ * ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the plan's) the q/k/v product's grid capped, its dependent launched
+ * as it starts (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160
+ * registers (orthros_attn_full_decode_set_regs), ", attn regs 160". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);

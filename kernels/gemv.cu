@@ -1399,9 +1399,9 @@ int orthros_gemv_set_balance(int on)
     return 0;
 }
 
-/* qkv_cap: orthros_gemv_set_qkv_blocks and orthros_gemv_set_balance apply (a launch's plan; the chain plans its own
- * grid) */
-static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version, bool qkv_cap = true)
+/* launch: a launch's own grid, to which orthros_gemv_set_qkv_blocks and orthros_gemv_set_balance apply (false: the
+ * chain's product, whose grid the chain plans) */
+static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version, bool launch = true)
 {
     if (p->n > (version == 3 ? GEMV3_MAX_N : GEMV2_MAX_N)) return ORTHROS_EUNSUPPORTED;
     pl->smem = p->norm_w || version >= 4 ? (size_t)p->n * p->K * 2 : 0;
@@ -1434,9 +1434,9 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version,
     pl->U = version >= 4 ? (p->n == 1 ? 4 : 2) : p->n > 4 ? 2 : version >= 3 || p->n > 1 ? 4 : 8;
     const int want = ceil_div(pl->groups, pl->GPB);
     pl->blocks = want < most ? want : most;
-    if (qkv_cap && gemv_balance && want > most) pl->blocks = ceil_div(want, ceil_div(want, most)); /* same waves */
+    if (launch && gemv_balance && want > most) pl->blocks = ceil_div(want, ceil_div(want, most)); /* same waves */
     pl->trig0 = 0;
-    if (qkv_cap && version == 3 && gemv_qkv_blocks && p->epilogue == ORTHROS_GEMV_ROPE && gemv_qkv_blocks < pl->blocks)
+    if (launch && version == 3 && gemv_qkv_blocks && p->epilogue == ORTHROS_GEMV_ROPE && gemv_qkv_blocks < pl->blocks)
         pl->blocks = gemv_qkv_blocks, pl->trig0 = 1;
     /* early 16: bit 8 where a warp has at most GEMV_FEW_ROUNDS rounds (block rounds a block x rounds a group) */
     const int rounds = ceil_div(want, pl->blocks) * ceil_div(nch, 32 * KW * pl->U);
