@@ -1208,8 +1208,7 @@ static int select_kernels(orthros_device_info *info)
  * the fewest blocks that keep them (orthros_gemv_set_balance), ", gemv balance N" where not the default;
  * ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the plan's) the q/k/v product's grid capped, its dependent launched
  * as it starts (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160
- * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_RING (0 or 1) v8's deep ring
- * at head dim 64 (orthros_attn_full_decode_set_ring), ", attn ring 1". */
+ * registers (orthros_attn_full_decode_set_regs), ", attn regs 160". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1227,7 +1226,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
-    int balance = ORTHROS_GEMV_BALANCE_DEFAULT, attn_ring = 0;
+    int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
     if ((rc = env_whole("ORTHROS_GEMV_QKV_BLOCKS", 0, 4096, "blocks", &qkv_blocks)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, (int)qkv_blocks)) ||
@@ -1241,9 +1240,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_GEMV_FILL", 3, &fill)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_FILL", orthros_gemv_set_fill, fill)) ||
         (rc = env_digit("ORTHROS_GEMV_BALANCE", 1, &balance)) ||
-        (rc = set_from_env_value("ORTHROS_GEMV_BALANCE", orthros_gemv_set_balance, balance)) ||
-        (rc = env_digit("ORTHROS_ATTN_DECODE_RING", 1, &attn_ring)) ||
-        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_RING", orthros_attn_full_decode_set_ring, attn_ring)))
+        (rc = set_from_env_value("ORTHROS_GEMV_BALANCE", orthros_gemv_set_balance, balance)))
         return rc;
     c->chain_ring = c->chain_ring && sm90; /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
@@ -1274,8 +1271,6 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %ld", qkv_blocks);
     if (used < sizeof info->kernels && attn_regs)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn regs %ld", attn_regs);
-    if (used < sizeof info->kernels && attn_ring)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn ring %d", attn_ring);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

@@ -369,15 +369,10 @@ static __global__ void __launch_bounds__(T) attn_decode_combine_kernel(orthros_a
  * v1-v5), keeps its own online softmax and writes its own partial: the combine kernel merges nsplit * (8 / HB)
  * partials per head. */
 #define DEC6_WARPS 8
-/* DEEP (v8 at head dim 64 only, orthros_attn_full_decode_set_ring): stages of half the keys, 7 deep, so that six
- * stages (192 KB of K and V) are in flight while one is used where the default ring has two of 64 KB each (128 KB):
- * at batch 1 v8's 72 blocks read 268 MB a layer at 128K, and 72 x 128 KB in flight covers the ceiling's rate only
- * while a trip to memory takes under ~2 us. */
-template <int D, bool DEEP = false> struct dec6_cfg {
-    static_assert(!DEEP || D == 64, "the deep ring is head dim 64's (a warp's keys a stage stay a multiple of 16)");
-    static constexpr int KW = (DEEP ? 1024 : 2048) / D;    // keys per warp per stage: 16 (d 128), 32 (d 64; deep 16)
-    static constexpr int NST = DEEP ? 7 : 3;               // ring depth: NST - 1 stages in flight while one is used
-    static constexpr int STAGE = DEC6_WARPS * KW * D * 2;  // bytes of K (and of V) per stage: 32 KB (deep 16 KB)
+template <int D> struct dec6_cfg {
+    static constexpr int KW = 2048 / D;                    // keys per warp per stage: 16 (d 128), 32 (d 64)
+    static constexpr int NST = 3;                          // ring depth: two stages in flight while one is used
+    static constexpr int STAGE = DEC6_WARPS * KW * D * 2;  // bytes of K (and of V) per stage: 32 KB
     static constexpr int THREADS = (DEC6_WARPS + 1) * 32;
     static constexpr size_t SMEM = (size_t)2 * NST * STAGE + 2 * NST * 8 + 1024;
     static_assert(SMEM <= 227 * 1024, "v6 stages exceed the shared memory of a block");
@@ -461,13 +456,13 @@ struct dec8_o_rows {
  * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
  * dec8_merge instead of written out. */
-template <int D, bool CPA, bool CL, bool DEEP = false>
+template <int D, bool CPA, bool CL>
 static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &tmK, const CUtensorMap &tmV,
                                                             const orthros_attn_full_decode_params &p, int HB,
                                                             int split_len, int nsplit)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    using C = dec6_cfg<D, DEEP>;
+    using C = dec6_cfg<D>;
     constexpr int KW = C::KW, NST = C::NST, STAGE = C::STAGE, KT = D / 16, DT = D / 8, NC = D / 64;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -712,12 +707,12 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 #endif
 }
 
-template <int D, bool CPA, bool CL = false, bool DEEP = false>
+template <int D, bool CPA, bool CL = false>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, CPA, CL, DEEP>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, CPA, CL>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8 held to 160 registers a thread (orthros_attn_full_decode_set_regs; 162 unheld at d 128, no spills at 160): a
@@ -989,40 +984,16 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
 /* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */
 typedef void (*dec8_kernel_fn)(CUtensorMap, CUtensorMap, orthros_attn_full_decode_params, int, int, int);
 
-/* orthros_attn_full_decode_set_ring: 0, or 1 (v8 at head dim 64 through dec6_cfg's deep ring) */
-static int dec8_ring = 0;
-
-int orthros_attn_full_decode_set_ring(int ring)
-{
-    if (ring != 0 && ring != 1) return orthros_error(ORTHROS_EINVAL, "decode attention: ring %d (0 or 1)", ring);
-    dec8_ring = ring;
-    return 0;
-}
-
-/* Whether v8 at head dim D runs the deep ring, its keys a stage and its shared memory. */
-static bool dec8_deep(int D) { return dec8_ring && D == 64; }
-static int dec8_bn(int D)
-{
-    return (dec8_deep(D) ? dec6_cfg<64, true>::KW : D == 64 ? dec6_cfg<64>::KW : dec6_cfg<128>::KW) * DEC6_WARPS;
-}
-static size_t dec8_smem_bytes(int D)
-{
-    return dec8_deep(D) ? dec6_cfg<64, true>::SMEM : D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
-}
-
-/* v8's kernel: the deep ring (head dim 64, set_ring; it takes precedence over the held registers), held to 160
- * registers (orthros_attn_full_decode_set_regs), or the default. */
+/* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs) */
 template <int D> static dec8_kernel_fn dec8_kernel()
 {
-    if constexpr (D == 64)
-        if (dec8_deep(D)) return attn_decode_tma_kernel<64, true, true, true>;
     return dec8_regs == 160 ? attn_decode_r160_kernel<D> : attn_decode_tma_kernel<D, true, true>;
 }
 
 template <int D> static int dec8_attrs()
 {
     const void *fn = (const void *)dec8_kernel<D>();
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec8_smem_bytes(D)));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D>::SMEM));
     ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     return 0;
 }
@@ -1035,7 +1006,7 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], i
     at[1] = cudaLaunchAttribute{};
     cfg->gridDim = dim3((unsigned)cs, (unsigned)Hkv, (unsigned)B);
     cfg->blockDim = dim3(DEC6_WARPS * 32);
-    cfg->dynamicSmemBytes = dec8_smem_bytes(D);
+    cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
     cfg->stream = stream;
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = (unsigned)cs;
@@ -1051,8 +1022,8 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], i
  * process; 0 where none fits). */
 static int dec8_max_clusters(int D, int cs, int *out)
 {
-    static int cache[3][2][DEC8_MAX_CLUSTER + 1];
-    int &c = cache[dec8_deep(D) ? 2 : dec8_regs == 160][D == 64 ? 0 : 1][cs];
+    static int cache[2][2][DEC8_MAX_CLUSTER + 1];
+    int &c = cache[dec8_regs == 160][D == 64 ? 0 : 1][cs];
     if (!c) {
         int rc = D == 64 ? dec8_attrs<64>() : dec8_attrs<128>();
         if (rc) return rc;
@@ -1077,7 +1048,7 @@ static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *sp
 {
     *use = 0;
     if (!orthros_cuda_sm90_available() || !dec6_shape(p)) return 0;
-    const int bn = dec8_bn(p->d);
+    const int bn = (p->d == 64 ? dec6_cfg<64>::KW : dec6_cfg<128>::KW) * DEC6_WARPS;
     const int keys = p->max_keys, tiles = ceil_div(keys, bn), heads = p->B * p->Hkv;
     const int sms = p->num_sms > 0 ? p->num_sms : 132;
     int cs = forced_splits > 0 ? forced_splits : DEC8_MAX_CLUSTER;

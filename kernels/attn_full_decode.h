@@ -88,11 +88,6 @@ int orthros_attn_full_decode_force_splits(int nsplit);
 /* v8's kernel held to `regs` registers a thread: 160, or 0 (the default) the kernel as compiled unheld (162 at d 128).
  * Process-wide; anything else returns ORTHROS_EINVAL. The same sums: only the registers' allocation changes. */
 int orthros_attn_full_decode_set_regs(int regs);
-/* v8's ring at head dim 64: 1 for seven stages of 128 keys (six in flight, 192 KB of K and V) instead of three of
- * 256 (two in flight, 128 KB); 0 (the default) the latter. Head dim 128 keeps its ring either way; with 1 the held
- * kernel (set_regs) is not used at head dim 64. Process-wide; anything else returns ORTHROS_EINVAL. The same sums in
- * another order of keys a warp. */
-int orthros_attn_full_decode_set_ring(int ring);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
 int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit);

@@ -410,8 +410,7 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 }
 
 /* Decode v8 (clusters merging each head's splits, no combine kernel) against v7 on one allocation (op
- * attn_full_decode_cluster; --only decode_cluster), v8 held to 160 registers (regs=160) and, at head dim 64, v8
- * through its deep ring (ring=1: orthros_attn_full_decode_set_ring). A v8 row names the
+ * attn_full_decode_cluster; --only decode_cluster), and v8 held to 160 registers (regs=160). A v8 row names the
  * cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7 first) the two rows of a 1K
  * cache, where both calls run v7, differed by 17-24%, the second faster, so the order can favour the second. */
 static void bench_decode_cluster(int d, int B, int L)
@@ -445,18 +444,6 @@ static void bench_decode_cluster(int d, int B, int L)
             must(orthros_attn_full_decode_set_regs(0), "decode regs");
             snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d regs=160", B, L, d, ns);
             record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
-            if (d == 64) {
-                /* and through the deep ring (orthros_attn_full_decode_set_ring) */
-                must(orthros_attn_full_decode_set_ring(1), "decode ring");
-                int ran1 = 0, ns1 = 0;
-                must(orthros_attn_full_decode_plan(&p, &ran1, &ns1), "decode plan");
-                t = time_op(run_attn, &a, samples);
-                must(orthros_attn_full_decode_set_ring(0), "decode ring");
-                snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v%d splits=%d ring=1", B, L, d,
-                         ran1, ns1);
-                bc.version = ran1;
-                record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
-            }
         }
     }
     must(orthros_attn_full_decode_set_version(0), "decode version");

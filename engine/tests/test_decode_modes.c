@@ -687,7 +687,6 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_GEMV_BALANCE", "2"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
-                                  {"ORTHROS_ATTN_DECODE_RING", "2"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
@@ -848,18 +847,6 @@ static int cuda_models(int nspec, char **specs)
         }
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
-    }
-    /* v8's deep ring at head dim 64 (ORTHROS_ATTN_DECODE_RING=1, process-wide, so the plain step runs it too; the
-     * kernel against the cpu reference is test_cuda_ops' decode8 section): the fused step under graphs against the
-     * plain step at batch 1 and MAX_B */
-    {
-        orthros_backend *rb = NULL;
-        if (cuda_with("ORTHROS_ATTN_DECODE_RING", "1", &rb)) {
-            CHECK(0, "cuda backend with ORTHROS_ATTN_DECODE_RING=1: %s", orthros_last_error());
-        } else {
-            for (int B = 1; B <= MAX_B; B += MAX_B - 1) fused_against_plain(plain, rb, "attn ring 1", B, 0, presets + 1);
-        }
-        orthros_backend_free(rb); /* the ring stays set until the next backend's creation sets it from the environment */
     }
     /* the grid balanced or not (ORTHROS_GEMV_BALANCE 0 and 1, process-wide, as the KW is): the fused step under graphs
      * against the plain step at batch 1 and MAX_B */

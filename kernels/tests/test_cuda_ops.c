@@ -2212,12 +2212,7 @@ int main(void)
      * H200 at 05ebf81; the "full" section above runs it as the default too). */
     if (section("decode8")) {
         decode_v6(8);
-        /* again with the deep ring at head dim 64 (orthros_attn_full_decode_set_ring) */
-        printf("-- decode v8 again with the deep ring (head dim 64)\n");
-        if (orthros_attn_full_decode_set_ring(1)) die("decode ring");
-        decode_v6(8);
-        if (orthros_attn_full_decode_set_ring(0)) die("decode ring");
-        /* and with v8 held to 160 registers (orthros_attn_full_decode_set_regs) */
+        /* again with v8 held to 160 registers (orthros_attn_full_decode_set_regs) */
         printf("-- decode v8 again with its kernel held to 160 registers\n");
         if (orthros_attn_full_decode_set_regs(160)) die("decode regs");
         decode_v6(8);
