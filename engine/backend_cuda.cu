@@ -97,8 +97,6 @@ typedef struct {
     const void *hint_w;            /* the l2_next hint as given, whatever ORTHROS_DECODE_L2PF says (o_pdl 2) */
     size_t hint_bytes;
     void *ao_scratch;              /* orthros_attn_full_decode_o_scratch_bytes(), zeroed; grown outside captures */
-    void *grp_scratch;             /* orthros_attn_full_decode_grp_scratch_bytes(), zeroed; grown outside captures */
-    size_t grp_cap;
     size_t ao_cap;
     int capturing;                 /* between graph_begin and graph_end */
     /* ORTHROS_STEP_STAMPS=FILE (a build with ORTHROS_STAMPS, kernels/step_stamps.h): the captured launches' slots and
@@ -304,7 +302,6 @@ static void cuda_destroy(orthros_backend *be)
         if (c->read_sink) cudaFree(c->read_sink);
         if (c->gemv_scratch) cudaFree(c->gemv_scratch);
         if (c->ao_scratch) cudaFree(c->ao_scratch);
-        if (c->grp_scratch) cudaFree(c->grp_scratch);
         if (c->stamps) cudaFree(c->stamps);
         free(c->stamps_path);
         for (int i = 0; i < ORTHROS_TIMER_SLOTS; i++)
@@ -622,11 +619,6 @@ static int attn_run(cuda_impl *c, orthros_attn_full_decode_params &p)
     const int n = p.n;
     int rc;
     if (orthros_attn_full_decode_supported(&p)) {
-        /* v8 may split a long cache's heads over several clusters, merged through this (the plan reads it) */
-        if ((rc = scratch_reserve(c, &c->grp_scratch, &c->grp_cap, orthros_attn_full_decode_grp_scratch_bytes(&p), 1,
-                                  "attention merge scratch")))
-            return rc;
-        p.grp_scratch = c->grp_scratch, p.grp_scratch_bytes = c->grp_cap;
         size_t need = orthros_attn_full_decode_work_bytes(&p);
         if (!need) return orthros_error(ORTHROS_EDEVICE, "decode attention: %s", orthros_last_error());
         if ((rc = work_reserve(c, need))) return rc;
@@ -1216,9 +1208,7 @@ static int select_kernels(orthros_device_info *info)
  * the fewest blocks that keep them (orthros_gemv_set_balance), ", gemv balance N" where not the default;
  * ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the plan's) the q/k/v product's grid capped, its dependent launched
  * as it starts (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160
- * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_GROUPS (0-4; unset or 0: the
- * plan's rule) v8's clusters a kv head at most, at any cache length (orthros_attn_full_decode_set_groups), ", attn
- * groups N". */
+ * registers (orthros_attn_full_decode_set_regs), ", attn regs 160". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1236,7 +1226,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
-    int balance = ORTHROS_GEMV_BALANCE_DEFAULT, attn_groups = 0;
+    int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
     if ((rc = env_whole("ORTHROS_GEMV_QKV_BLOCKS", 0, 4096, "blocks", &qkv_blocks)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, (int)qkv_blocks)) ||
@@ -1250,9 +1240,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_GEMV_FILL", 3, &fill)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_FILL", orthros_gemv_set_fill, fill)) ||
         (rc = env_digit("ORTHROS_GEMV_BALANCE", 1, &balance)) ||
-        (rc = set_from_env_value("ORTHROS_GEMV_BALANCE", orthros_gemv_set_balance, balance)) ||
-        (rc = env_digit("ORTHROS_ATTN_DECODE_GROUPS", 4, &attn_groups)) ||
-        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_GROUPS", orthros_attn_full_decode_set_groups, attn_groups)))
+        (rc = set_from_env_value("ORTHROS_GEMV_BALANCE", orthros_gemv_set_balance, balance)))
         return rc;
     c->chain_ring = c->chain_ring && sm90; /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
@@ -1283,8 +1271,6 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %ld", qkv_blocks);
     if (used < sizeof info->kernels && attn_regs)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn regs %ld", attn_regs);
-    if (used < sizeof info->kernels && attn_groups)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn groups %d", attn_groups);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

@@ -415,7 +415,7 @@ static __device__ __forceinline__ void store_warp_partial(float *po, float *pml,
 
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
-                                  float mA, float mB, float lA, float lB, int b, int kv, int cs, int ng, int grp);
+                                  float mA, float mB, float lA, float lB, int b, int kv, int nsplit);
 template <int D>
 static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *sm, int b, int kv, int nsplit);
 
@@ -426,19 +426,6 @@ static __host__ __device__ __forceinline__ size_t dec8_o_count_bytes(int B)
 {
     return ((size_t)B * DEC8_MAX_CLUSTER * sizeof(unsigned) + 255) & ~(size_t)255;
 }
-
-/* v8's clusters a kv head at most (orthros_attn_full_decode_set_groups), and grp_scratch: the counters [B][Hkv]
- * (padded to 256 bytes), then the clusters' partials [B][Hkv][DEC8_MAX_GROUPS], each acc [DEC_ROWS][D] then (m, l)
- * [DEC_ROWS][2] fp32. */
-#define DEC8_MAX_GROUPS 4
-/* The plan's rule: several clusters a head from this many keys (a measured choice: docs/kernels.md, "v8 over
- * several clusters a head"). */
-#define DEC8_GROUP_MIN_KEYS 32768
-static __host__ __device__ __forceinline__ size_t dec8_grp_count_bytes(int B, int Hkv)
-{
-    return ((size_t)B * Hkv * sizeof(unsigned) + 255) & ~(size_t)255;
-}
-static __host__ __device__ __forceinline__ size_t dec8_grp_part_floats(int D) { return (size_t)DEC_ROWS * (D + 2); }
 
 /* v8's use of the ring's shared memory once the attention is done (sm: its 1024-byte aligned base), in floats: the
  * 8 warps' partials wo [8][16][D] and their (m, l) wml [8][16][2], the block's merged partial bo [16][D] and bml
@@ -472,7 +459,7 @@ struct dec8_o_rows {
 template <int D, bool CPA, bool CL>
 static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &tmK, const CUtensorMap &tmV,
                                                             const orthros_attn_full_decode_params &p, int HB,
-                                                            int split_len, int nsplit, int ng)
+                                                            int split_len, int nsplit)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     using C = dec6_cfg<D>;
@@ -709,9 +696,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     lB += __shfl_xor_sync(0xffffffffu, lB, 2);
     if constexpr (CL) {
         float *sm = (float *)(smem_raw + (base - smem_addr(smem_raw)));
-        const int cs = nsplit / ng; // the cluster's size; split / cs its group (ng clusters a head)
-        dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, cs, ng, split / cs);
-        if (p.o_w) dec8_o<D>(p, sm, b, kv, cs); // (one cluster a head: the plan gives O no groups)
+        dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit);
+        if (p.o_w) dec8_o<D>(p, sm, b, kv, nsplit);
         return;
     }
     const size_t nparts = (size_t)p.B * p.Hkv * nsplit * WPH;
@@ -724,9 +710,9 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 template <int D, bool CPA, bool CL = false>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
-                           const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit, int ng)
+                           const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, CPA, CL>(tmK, tmV, p, HB, split_len, nsplit, ng);
+    attn_decode_tma_body<D, CPA, CL>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8 held to 160 registers a thread (orthros_attn_full_decode_set_regs; 162 unheld at d 128, no spills at 160): a
@@ -735,25 +721,21 @@ static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
 template <int D>
 static __global__ void __maxnreg__(160)
     attn_decode_r160_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
-                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit, int ng)
+                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, true, true>(tmK, tmV, p, HB, split_len, nsplit, ng);
+    attn_decode_tma_body<D, true, true>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
  * the warps' partials go to shared memory (the ring's space, free once every copy landed and every read is done)
  * and the block merges them into one, row by row (max of the warps' m, then the weighted sums); the cluster, the
- * cs blocks of this (sequence, kv head), synchronises, and rank r reads every rank's merged partial through
+ * nsplit blocks of this (sequence, kv head), synchronises, and rank r reads every rank's merged partial through
  * distributed shared memory for its share of the head's rows x d outputs (elements r T .. r T + T - 1, then
- * every cs T-th) and writes them as bf16; a second cluster barrier keeps each block's shared memory until
- * the others have read it. The sums are those of the combine kernel (weights exp2(m - M), output acc / L).
- * With ng > 1 clusters a head (grp_scratch), cluster grp writes its share as fp32 sums with their (M, L) to its
- * partial instead, and after the barrier its rank 0 takes a ticket from the head's counter (the threadfence-reduction
- * pattern, each thread's writes fenced before the barrier): the rank 0 drawing the last merges the ng partials into
- * the output and puts the counter back to 0. */
+ * every nsplit T-th) and writes them as bf16; a second cluster barrier keeps each block's shared memory until
+ * the others have read it. The sums are those of the combine kernel (weights exp2(m - M), output acc / L). */
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
-                                  float mA, float mB, float lA, float lB, int b, int kv, int cs, int ng, int grp)
+                                  float mA, float mB, float lA, float lB, int b, int kv, int nsplit)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int T = DEC6_WARPS * 32, MAXC = DEC8_MAX_CLUSTER;
@@ -782,61 +764,32 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
     const int rank = (int)cluster.block_rank();
     const int W = p.Hq * D;
     bf16 *out = (bf16 *)p.out + (size_t)b * p.n * W;
-    const size_t head = (size_t)b * p.Hkv + kv;
-    unsigned *count = (unsigned *)p.grp_scratch + head;
-    float *parts = (float *)((char *)p.grp_scratch + dec8_grp_count_bytes(p.B, p.Hkv)) +
-                   head * DEC8_MAX_GROUPS * dec8_grp_part_floats(D);
-    for (int e = rank * T + threadIdx.x; e < rows * D; e += cs * T) {
+    for (int e = rank * T + threadIdx.x; e < rows * D; e += nsplit * T) {
         const int r = e / D;
         float2 ml[MAXC];
         float x[MAXC];
 #pragma unroll
         for (int s = 0; s < MAXC; s++)
-            if (s < cs) {
+            if (s < nsplit) {
                 ml[s] = *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
                 x[s] = *cluster.map_shared_rank(bo + e, s);
             }
         float M = -INFINITY, acc = 0.0f, L = 0.0f;
 #pragma unroll
         for (int s = 0; s < MAXC; s++)
-            if (s < cs) M = fmaxf(M, ml[s].x);
+            if (s < nsplit) M = fmaxf(M, ml[s].x);
 #pragma unroll
         for (int s = 0; s < MAXC; s++)
-            if (s < cs) {
+            if (s < nsplit) {
                 const float wt = ml[s].x == -INFINITY ? 0.0f : exp2f(ml[s].x - M);
                 acc += wt * x[s];
                 L += wt * ml[s].y;
             }
-        if (ng > 1) {
-            float *part = parts + (size_t)grp * dec8_grp_part_floats(D);
-            part[e] = acc;
-            if (e % D == 0) *(float2 *)(part + DEC_ROWS * D + r * 2) = make_float2(M, L);
-            continue;
-        }
         const bf16 y = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
         out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = y;
         if (p.o_w) S.hv[e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */
     }
-    if (ng > 1) __threadfence(); /* this thread's share of the partial, before the barrier and rank 0's ticket */
     cluster.sync();
-    if (ng == 1 || rank != 0) return;
-    if (threadIdx.x == 0) *S.last = atomicAdd(count, 1u) == (unsigned)ng - 1;
-    __syncthreads();
-    if (!*S.last) return;
-    __threadfence();
-    for (int e = threadIdx.x; e < rows * D; e += T) {
-        const int r = e / D;
-        float M = -INFINITY, acc = 0.0f, L = 0.0f;
-        for (int q = 0; q < ng; q++) M = fmaxf(M, __ldcg(parts + q * dec8_grp_part_floats(D) + DEC_ROWS * D + r * 2));
-        for (int q = 0; q < ng; q++) {
-            const float *part = parts + q * dec8_grp_part_floats(D);
-            const float m = __ldcg(part + DEC_ROWS * D + r * 2), wt = m == -INFINITY ? 0.0f : exp2f(m - M);
-            acc += wt * __ldcg(part + e);
-            L += wt * __ldcg(part + DEC_ROWS * D + r * 2 + 1);
-        }
-        out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
-    }
-    if (threadIdx.x == 0) *count = 0u;
 #endif
 }
 
@@ -1011,7 +964,7 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
                                             (int)C::SMEM));
     dim3 grid((unsigned)nsplit, (unsigned)(p->Hkv / HB), (unsigned)p->B);
     attn_decode_tma_kernel<D, CPA><<<grid, CPA ? DEC6_WARPS * 32 : C::THREADS, C::SMEM, stream>>>(tk, tv, *p, HB,
-                                                                                                 split_len, nsplit, 1);
+                                                                                                 split_len, nsplit);
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_tma_kernel");
     attn_decode_combine_kernel<256><<<(unsigned)(p->B * p->Hkv * p->n * (p->Hq / p->Hkv)), 256, 0, stream>>>(
         *p, nsplit * WPH);
@@ -1029,7 +982,7 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
  * ahead in every cell of batch 1-16 and 2K-128K keys but one, timed after v7 (an order that may favour the second)
  * (data/results/h200-2026-12-02-decode-cluster/). */
 /* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */
-typedef void (*dec8_kernel_fn)(CUtensorMap, CUtensorMap, orthros_attn_full_decode_params, int, int, int, int);
+typedef void (*dec8_kernel_fn)(CUtensorMap, CUtensorMap, orthros_attn_full_decode_params, int, int, int);
 
 /* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs) */
 template <int D> static dec8_kernel_fn dec8_kernel()
@@ -1045,13 +998,13 @@ template <int D> static int dec8_attrs()
     return 0;
 }
 
-static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], int D, int cs, int ng, int Hkv, int B,
-                        int pdl, cudaStream_t stream)
+static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], int D, int cs, int Hkv, int B, int pdl,
+                        cudaStream_t stream)
 {
     *cfg = cudaLaunchConfig_t{};
     at[0] = cudaLaunchAttribute{};
     at[1] = cudaLaunchAttribute{};
-    cfg->gridDim = dim3((unsigned)(cs * ng), (unsigned)Hkv, (unsigned)B);
+    cfg->gridDim = dim3((unsigned)cs, (unsigned)Hkv, (unsigned)B);
     cfg->blockDim = dim3(DEC6_WARPS * 32);
     cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
     cfg->stream = stream;
@@ -1076,7 +1029,7 @@ static int dec8_max_clusters(int D, int cs, int *out)
         if (rc) return rc;
         cudaLaunchConfig_t cfg;
         cudaLaunchAttribute at[2];
-        dec8_config(&cfg, at, D, cs, 1, 1, 1, 0, 0);
+        dec8_config(&cfg, at, D, cs, 1, 1, 0, 0);
         int n = 0;
         const void *fn = D == 64 ? (const void *)dec8_kernel<64>() : (const void *)dec8_kernel<128>();
         ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, fn, &cfg));
@@ -1086,93 +1039,44 @@ static int dec8_max_clusters(int D, int cs, int *out)
     return 0;
 }
 
-/* orthros_attn_full_decode_set_groups: 0 (the plan's rule), or the clusters a head at any cache length */
-static int dec8_groups = 0;
-
-int orthros_attn_full_decode_set_groups(int groups)
-{
-    if (groups < 0 || groups > DEC8_MAX_GROUPS)
-        return orthros_error(ORTHROS_EINVAL, "decode attention: %d clusters a head (0 .. %d)", groups, DEC8_MAX_GROUPS);
-    dec8_groups = groups;
-    return 0;
-}
-
-size_t orthros_attn_full_decode_grp_scratch_bytes(const orthros_attn_full_decode_params *p)
-{
-    return dec8_grp_count_bytes(p->B, p->Hkv) +
-           (size_t)p->B * p->Hkv * DEC8_MAX_GROUPS * dec8_grp_part_floats(p->d) * sizeof(float);
-}
-
-/* v8's plan: *use = 1, the split length, the cluster size *cs and the clusters a head *ng where the cluster path
- * takes the call. Per count of clusters a head (1, and up to DEC8_MAX_GROUPS where grp_scratch is given, the call
- * has no O product and its cache is at least DEC8_GROUP_MIN_KEYS long; set_groups' count alone, at any length,
- * where it is set and placeable), the largest size up to 16 with a split of at least one stage whose clusters fit
- * one wave for all B * Hkv * ng of them, with blocks on at least a quarter of the SMs; of those the one with the
- * most blocks (the fewest clusters a head on a tie). A forced split count (force_splits) is taken as the largest size up to it that the device holds
- * at all, whatever the waves, one cluster a head. The split length returned is the bound's (max_keys); the kernel
- * sizes each sequence's splits by its own keys. */
-static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *split_len, int *cs_out, int *ng_out)
+/* v8's plan: *use = 1 and the split length and count (= the cluster size) where the cluster path takes the call.
+ * The largest size up to 16 with a split of at least one stage whose clusters fit one wave for all B * Hkv heads,
+ * and blocks on at least a quarter of the SMs; a forced split count (force_splits) is taken as the largest size up
+ * to it that the device holds at all, whatever the waves. The split length returned is the bound's (max_keys); the
+ * kernel sizes each sequence's splits by its own keys. */
+static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *split_len, int *nsplit)
 {
     *use = 0;
     if (!orthros_cuda_sm90_available() || !dec6_shape(p)) return 0;
     const int bn = (p->d == 64 ? dec6_cfg<64>::KW : dec6_cfg<128>::KW) * DEC6_WARPS;
     const int keys = p->max_keys, tiles = ceil_div(keys, bn), heads = p->B * p->Hkv;
     const int sms = p->num_sms > 0 ? p->num_sms : 132;
-    if (forced_splits > 0) {
-        int cs = forced_splits < DEC8_MAX_CLUSTER ? forced_splits : DEC8_MAX_CLUSTER;
-        if (cs > tiles) cs = tiles;
-        for (; cs >= 1; cs--) {
-            int fit = 0, rc = dec8_max_clusters(p->d, cs, &fit);
-            if (rc) return rc;
-            if (fit >= 1) break;
-        }
-        if (cs < 1) return 0;
-        *use = 1, *cs_out = cs, *ng_out = 1;
-        *split_len = ceil_div(ceil_div(keys, cs), bn) * bn;
-        return 0;
-    }
-    // The largest cluster size for ng clusters a head (0 where none places).
-    auto place = [&](int ng, int *cs_out2) {
-        int cs = DEC8_MAX_CLUSTER < tiles / ng ? DEC8_MAX_CLUSTER : tiles / ng;
-        for (; cs >= 1; cs--) {
-            int fit = 0, rc = dec8_max_clusters(p->d, cs, &fit);
-            if (rc) return rc;
-            if (fit >= heads * ng && 4L * heads * cs * ng >= sms) break;
-        }
-        *cs_out2 = cs > 0 ? cs : 0;
-        return 0;
-    };
-    const bool grp = p->grp_scratch && !p->o_w && p->grp_scratch_bytes >= orthros_attn_full_decode_grp_scratch_bytes(p);
-    const int lo = grp && dec8_groups > 0 ? dec8_groups : 1;
-    const int hi = !grp ? 1 : dec8_groups > 0 ? dec8_groups : keys >= DEC8_GROUP_MIN_KEYS ? DEC8_MAX_GROUPS : 1;
-    long best = 0;
-    for (int ng = lo; ng <= hi; ng++) {
-        int cs = 0, rc = place(ng, &cs);
+    int cs = forced_splits > 0 ? forced_splits : DEC8_MAX_CLUSTER;
+    if (cs > DEC8_MAX_CLUSTER) cs = DEC8_MAX_CLUSTER;
+    if (cs > tiles) cs = tiles;
+    for (; cs >= 1; cs--) {
+        int fit = 0, rc = dec8_max_clusters(p->d, cs, &fit);
         if (rc) return rc;
-        if (cs && (long)heads * cs * ng > best) best = (long)heads * cs * ng, *use = 1, *cs_out = cs, *ng_out = ng;
+        if (forced_splits > 0 ? fit >= 1 : fit >= heads && 4L * heads * cs >= sms) break;
     }
-    if (!*use && lo > 1) { /* a set count that does not place: one cluster a head */
-        int cs = 0, rc = place(1, &cs);
-        if (rc) return rc;
-        if (cs) *use = 1, *cs_out = cs, *ng_out = 1;
-    }
-    if (*use) *split_len = ceil_div(ceil_div(keys, *cs_out * *ng_out), bn) * bn;
+    if (cs < 1) return 0;
+    *use = 1;
+    *nsplit = cs;
+    *split_len = ceil_div(ceil_div(keys, cs), bn) * bn;
     return 0;
 }
 
-/* cs: the cluster size; ng: the clusters a head (the grid's x is cs ng, the kernel's nsplit) */
-template <int D>
-static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, int cs, int ng, cudaStream_t stream)
+template <int D> static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream)
 {
     int rc = dec8_attrs<D>();
     if (rc) return rc;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
-    dec8_config(&cfg, at, D, cs, ng, p->Hkv, p->B, p->pdl, stream);
+    dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream);
     CUtensorMap tk, tv;
     memset(&tk, 0, sizeof tk);
     memset(&tv, 0, sizeof tv);
-    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, dec8_kernel<D>(), tk, tv, *p, 1, split_len, cs * ng, ng));
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, dec8_kernel<D>(), tk, tv, *p, 1, split_len, nsplit));
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_tma_kernel (v8)");
     return 0;
 }
@@ -1252,15 +1156,13 @@ int orthros_attn_full_decode_supported(const orthros_attn_full_decode_params *p)
 }
 
 /* The version that runs this call and its plan: v6 and up where they apply (an sm_90 device, window 0, keys in
- * their own slots), else v4; v8 where its clusters take the call (dec8_plan: *nsplit the cluster size, *groups the
- * clusters a head), else v7; the others as set (*groups 1). */
-static int plan_call(const orthros_attn_full_decode_params *p, int *version, int *split_len, int *nsplit, int *groups)
+ * their own slots), else v4; v8 where its clusters take the call (dec8_plan), else v7; the others as set. */
+static int plan_call(const orthros_attn_full_decode_params *p, int *version, int *split_len, int *nsplit)
 {
     int v = decode_version;
-    *groups = 1;
     if (v >= 6 && !(orthros_cuda_sm90_available() && dec6_shape(p))) v = 4;
     if (v == 8) {
-        int use = 0, rc = dec8_plan(p, &use, split_len, nsplit, groups);
+        int use = 0, rc = dec8_plan(p, &use, split_len, nsplit);
         if (rc || use) {
             *version = 8;
             return rc;
@@ -1281,18 +1183,16 @@ static size_t partial_bytes(const orthros_attn_full_decode_params *p, int versio
 
 size_t orthros_attn_full_decode_work_bytes(const orthros_attn_full_decode_params *p)
 {
-    int split_len, nsplit, v, groups;
-    if (plan_call(p, &v, &split_len, &nsplit, &groups)) return 0;
+    int split_len, nsplit, v;
+    if (plan_call(p, &v, &split_len, &nsplit)) return 0;
     /* v8 needs none: a token amount, since 0 means an error */
     return v == 8 ? 16 : partial_bytes(p, v, nsplit);
 }
 
-int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit, int *groups)
+int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit)
 {
-    int split_len, ng;
-    int rc = plan_call(p, version, &split_len, nsplit, &ng);
-    if (groups) *groups = ng;
-    return rc;
+    int split_len;
+    return plan_call(p, version, &split_len, nsplit);
 }
 
 int orthros_attn_full_decode_set_version(int version)
@@ -1319,7 +1219,7 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
     if (!orthros_attn_full_decode_supported(p))
         return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention: head_dim %d with %d rows per kv head", p->d,
                              p->n * (p->Hkv ? p->Hq / p->Hkv : 0));
-    int version, split_len, nsplit, groups, rc = plan_call(p, &version, &split_len, &nsplit, &groups);
+    int version, split_len, nsplit, rc = plan_call(p, &version, &split_len, &nsplit);
     if (rc) return rc;
     size_t need = partial_bytes(p, version, nsplit);
     if (p->work_bytes < need)
@@ -1332,8 +1232,7 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
         return p->d == 64 ? launch_dec6<64, true>(p, split_len, nsplit, stream)
                           : launch_dec6<128, true>(p, split_len, nsplit, stream);
     if (version == 8)
-        return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, groups, stream)
-                          : launch_dec8<128>(p, split_len, nsplit, groups, stream);
+        return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, stream) : launch_dec8<128>(p, split_len, nsplit, stream);
     unsigned blocks = (unsigned)(p->B * p->Hkv * nsplit);
     if (version == 5) {
         unsigned *counters = NULL;
@@ -1372,9 +1271,8 @@ static int o_plan(const orthros_attn_full_decode_params *p, int *split_len, int 
     if (p->n != 1 || p->B <= 0 || p->o_M <= 0 || !p->o_w || !p->o_resid || !orthros_attn_full_decode_supported(p))
         return 0;
     if ((uintptr_t)p->o_w % 16 || (p->Hq * p->d) % 8) return 0;
-    int version = 0, groups = 1;
-    /* with o_w given the plan keeps one cluster a head (dec8_o gathers the head's outputs in its cluster) */
-    return plan_call(p, &version, split_len, nsplit, &groups) == 0 && version == 8 && groups == 1;
+    int version = 0;
+    return plan_call(p, &version, split_len, nsplit) == 0 && version == 8;
 }
 
 int orthros_attn_full_decode_o_supported(const orthros_attn_full_decode_params *p)
@@ -1397,5 +1295,5 @@ int orthros_attn_full_decode_o_bf16(const orthros_attn_full_decode_params *p, cu
     if (!p->o_scratch || p->o_scratch_bytes < orthros_attn_full_decode_o_scratch_bytes(p))
         return orthros_error(ORTHROS_EINVAL, "decode attention with O: %zu bytes of scratch given, %zu needed",
                              p->o_scratch ? p->o_scratch_bytes : 0, orthros_attn_full_decode_o_scratch_bytes(p));
-    return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, 1, stream) : launch_dec8<128>(p, split_len, nsplit, 1, stream);
+    return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, stream) : launch_dec8<128>(p, split_len, nsplit, stream);
 }

@@ -44,13 +44,6 @@ typedef struct {
     int o_M;
     void *o_scratch;
     size_t o_scratch_bytes;
-    /* v8 over several clusters a kv head (orthros_attn_full_decode_set_groups): grp_scratch
-     * orthros_attn_full_decode_grp_scratch_bytes() long, zeroed once before the first call (every call leaves its
-     * counters at 0). Where given, the plan may split a head's keys over up to 4 clusters (a long cache at batch 1-2,
-     * where one cluster a head leaves SMs idle), each merging its blocks in distributed shared memory into an fp32
-     * partial here and the last to finish merging those; NULL: one cluster a head. Not with o_w. */
-    void *grp_scratch;
-    size_t grp_scratch_bytes;
     unsigned long long *stamps; /* gemv.h's fields: a stamped build's clock readings (v8's clusters alone) */
     int stamp_slot;
 } orthros_attn_full_decode_params;
@@ -96,16 +89,8 @@ int orthros_attn_full_decode_force_splits(int nsplit);
  * Process-wide; anything else returns ORTHROS_EINVAL. The same sums: only the registers' allocation changes. */
 int orthros_attn_full_decode_set_regs(int regs);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
- * and its split count (for v8 the cluster size), and where groups is not NULL the clusters a kv head (1 but for v8
- * with grp_scratch), as orthros_attn_full_decode_bf16 would plan it. */
-int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit, int *groups);
-/* Bytes of grp_scratch for these parameters (B, Hkv and d set). */
-size_t orthros_attn_full_decode_grp_scratch_bytes(const orthros_attn_full_decode_params *p);
-/* The clusters a kv head v8's plan takes where grp_scratch is given: 0 (the default) up to 4 from a cache of 32768
- * keys (the count that puts the most blocks on the SMs) and one below it; 1 to 4 that many at any length where
- * clusters of some size fit one wave (else one). Process-wide; anything else returns ORTHROS_EINVAL. The same sums
- * merged in another order. */
-int orthros_attn_full_decode_set_groups(int groups);
+ * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
+int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit);
 int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
 
 /* The decode step's attention and O projection in one launch (v8 with the O product after each cluster's merge;

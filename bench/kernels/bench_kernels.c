@@ -410,11 +410,9 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 }
 
 /* Decode v8 (clusters merging each head's splits, no combine kernel) against v7 on one allocation (op
- * attn_full_decode_cluster; --only decode_cluster): v8 under its plan's rule, then with 1, 2 and 4 clusters a kv head
- * (orthros_attn_full_decode_set_groups; the backend gives the merge scratch). A v8 row names the cluster size and
- * the clusters a head it planned, or says that the call ran v7. v8 first: in the first runs (v7 first) the two rows
- * of a 1K cache, where both calls run v7, differed by 17-24%, the second faster, so the order can favour the
- * second. */
+ * attn_full_decode_cluster; --only decode_cluster), and v8 held to 160 registers (regs=160). A v8 row names the
+ * cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7 first) the two rows of a 1K
+ * cache, where both calls run v7, differed by 17-24%, the second faster, so the order can favour the second. */
 static void bench_decode_cluster(int d, int B, int L)
 {
     if (!want("attn_full_decode_cluster")) return;
@@ -425,12 +423,6 @@ static void bench_decode_cluster(int d, int B, int L)
     memset(&p, 0, sizeof p);
     p.k_cache = a.L.k_cache, p.v_cache = a.L.v_cache;
     p.B = B, p.n = 1, p.Hq = 32, p.Hkv = 8, p.d = d, p.cap = L, p.max_keys = L, p.num_sms = be->info.sm_count;
-    /* for the plan's report: the scratch the backend gives the call (the plan reads whether it is there) */
-    p.grp_scratch_bytes = orthros_attn_full_decode_grp_scratch_bytes(&p);
-    if (cudaMalloc(&p.grp_scratch, p.grp_scratch_bytes) != cudaSuccess) {
-        fprintf(stderr, "bench: decode cluster: cannot allocate %zu bytes\n", p.grp_scratch_bytes);
-        exit(1);
-    }
     for (int v = 8; v >= 7; v--) {
         int rc = orthros_attn_full_decode_set_version(v);
         if (rc == ORTHROS_EUNSUPPORTED) {
@@ -438,22 +430,23 @@ static void bench_decode_cluster(int d, int B, int L)
             continue;
         }
         must(rc, "decode version");
-        const int gset[] = {0, 1, 2, 4};
-        for (int gi = 0; gi < (v == 8 ? 4 : 1); gi++) {
-            must(orthros_attn_full_decode_set_groups(gset[gi]), "decode groups");
-            int ran = 0, ns = 0, ng = 0;
-            must(orthros_attn_full_decode_plan(&p, &ran, &ns, &ng), "decode plan");
-            double t = time_op(run_attn, &a, samples);
-            char shape[112];
-            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v%d ran v%d splits=%d groups=%d%s", B, L, d, v,
-                     ran, ns, ng, gset[gi] ? " (set)" : "");
-            bench_case bc = {"decode_cluster", d, L, B, L - 1, 0, ran, 0};
+        int ran = 0, ns = 0;
+        must(orthros_attn_full_decode_plan(&p, &ran, &ns), "decode plan");
+        double t = time_op(run_attn, &a, samples);
+        char shape[96];
+        snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v%d ran v%d splits=%d", B, L, d, v, ran, ns);
+        bench_case bc = {"decode_cluster", d, L, B, L - 1, 0, ran, 0};
+        record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
+        if (v == 8 && ran == 8) {
+            /* v8 held to 160 registers (orthros_attn_full_decode_set_regs), the same call alone */
+            must(orthros_attn_full_decode_set_regs(160), "decode regs");
+            t = time_op(run_attn, &a, samples);
+            must(orthros_attn_full_decode_set_regs(0), "decode regs");
+            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d regs=160", B, L, d, ns);
             record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
         }
-        must(orthros_attn_full_decode_set_groups(0), "decode groups");
     }
     must(orthros_attn_full_decode_set_version(0), "decode version");
-    cudaFree(p.grp_scratch);
     free_attn(&a);
 }
 

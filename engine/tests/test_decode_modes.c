@@ -687,7 +687,6 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_GEMV_BALANCE", "2"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
-                                  {"ORTHROS_ATTN_DECODE_GROUPS", "5"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
@@ -848,32 +847,6 @@ static int cuda_models(int nspec, char **specs)
         }
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
-    }
-    /* v8 over two clusters a kv head (ORTHROS_ATTN_DECODE_GROUPS=2, process-wide, so the backend is made after the
-     * plain reference ran with the plan's one cluster a head below 32K keys): a 2000-token prompt, so that the
-     * captured steps' attention splits over two clusters of several blocks each, their counters reused by every
-     * layer and replay; the fused step under graphs against the plain step at batch 1 and 2 */
-    for (int B = 1; B <= 2; B++) {
-        orthros_arch_opts ao = tu_arch_case_opts(&tu_arch_cases[0]);
-        decode_run ref, got;
-        orthros_backend *gb = NULL;
-        if (run_decode(&ref, plain, presets[1], &ao, 0, B, 2000, NULL)) {
-            CHECK(0, "%s B %d plain, 2000 tokens: %s", presets[1], B, orthros_last_error());
-            continue;
-        }
-        if (cuda_with("ORTHROS_ATTN_DECODE_GROUPS", "2", &gb)) {
-            CHECK(0, "cuda backend with ORTHROS_ATTN_DECODE_GROUPS=2: %s", orthros_last_error());
-        } else if (run_decode(&got, gb, presets[1], &ao, ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, B, 2000, &ref)) {
-            CHECK(0, "%s B %d attn groups 2: %s", presets[1], B, orthros_last_error());
-        } else {
-            char label[120];
-            snprintf(label, sizeof label, "%s %s B %d fused + graphs, attn groups 2, 2000 tokens", presets[1],
-                     tu_arch_cases[0].label, B);
-            compare_cuda(label, &ref, &got, B, ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS);
-            run_free(&got);
-        }
-        run_free(&ref);
-        orthros_backend_free(gb); /* groups stay 2 until the next backend's creation sets them from the environment */
     }
     /* the grid balanced or not (ORTHROS_GEMV_BALANCE 0 and 1, process-wide, as the KW is): the fused step under graphs
      * against the plain step at batch 1 and MAX_B */

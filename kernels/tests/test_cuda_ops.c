@@ -1183,44 +1183,23 @@ static void decode_v6(int version)
          * the shape v8 was written for, the clusters must take the call. Then v8's clusters over 20001 keys at
          * batch 1 (several stages a block) and at the Llama shapes' batch 1 with one key and 4095 (a cluster of 1,
          * and the planned one). */
-        /* With the merge scratch (grp_scratch) the plan's rule splits a head over several clusters from 32K keys:
-         * batch 1 at 128K must take more than one, at 4K one. */
-        orthros_attn_full_decode_params big; /* the largest of the shapes below sizes the scratch */
-        memset(&big, 0, sizeof big);
-        big.B = 16, big.Hq = 32, big.Hkv = 8, big.d = 128;
-        const size_t grp_bytes = orthros_attn_full_decode_grp_scratch_bytes(&big);
-        void *grp = NULL;
-        if (cudaMalloc(&grp, grp_bytes) != cudaSuccess || cudaMemset(grp, 0, grp_bytes) != cudaSuccess) die("grp scratch");
         for (int i = 0; i < 8; i++) {
             orthros_attn_full_decode_params pp;
             memset(&pp, 0, sizeof pp);
             pp.B = i % 2 ? 16 : 1, pp.n = 1, pp.Hq = 32, pp.Hkv = 8, pp.d = (i / 2) % 2 ? 128 : 64;
             pp.max_keys = pp.cap = i / 4 ? 131072 : 4096, pp.num_sms = gpu->info.sm_count;
-            pp.grp_scratch = grp, pp.grp_scratch_bytes = grp_bytes;
-            int ran = 0, ns = 0, groups = 0;
-            op_rc(orthros_attn_full_decode_plan(&pp, &ran, &ns, &groups), "decode plan");
-            printf("decode v8 plan B=%d d=%d keys=%d: v%d, %d splits, %d clusters a head\n", pp.B, pp.d, pp.max_keys, ran,
-                   ns, groups);
+            int ran = 0, ns = 0;
+            op_rc(orthros_attn_full_decode_plan(&pp, &ran, &ns), "decode plan");
+            printf("decode v8 plan B=%d d=%d keys=%d: v%d, %d splits\n", pp.B, pp.d, pp.max_keys, ran, ns);
             if (pp.B == 1 && pp.max_keys == 4096) {
-                if (ran == 8 && ns > 1 && groups == 1) {
+                if (ran == 8 && ns > 1) {
                     n_pass++;
                 } else {
-                    printf("FAIL decode v8 plan: batch 1 at 4K keys runs v%d with %d splits and %d clusters a head, not "
-                           "v8's clusters, one a head\n", ran, ns, groups);
-                    n_fail++;
-                }
-            }
-            if (pp.B == 1 && pp.max_keys == 131072) {
-                if (ran == 8 && groups > 1) {
-                    n_pass++;
-                } else {
-                    printf("FAIL decode v8 plan: batch 1 at 128K keys runs v%d with %d clusters a head, not several\n",
-                           ran, groups);
+                    printf("FAIL decode v8 plan: batch 1 at 4K keys runs v%d with %d splits, not v8's clusters\n", ran, ns);
                     n_fail++;
                 }
             }
         }
-        cudaFree(grp);
         int p6[1] = {20000}, pk[2] = {0, 4095};
         test_full(gs[5], 1, 1, 20001, 0, p6, 0, 1);
         test_full(gs[6], 1, 1, 20001, 0, p6, 0, 1);
@@ -1228,33 +1207,6 @@ static void decode_v6(int version)
             test_full(gs[5], 1, 1, pk[k] + 1, 0, pk + k, 0, 1);
             test_full(gs[6], 1, 1, pk[k] + 1, 0, pk + k, 0, 1);
         }
-        /* Several clusters a head at any length (orthros_attn_full_decode_set_groups: 2 to 4, then 1), through the
-         * backend, which gives the merge scratch: batch 1 and 2 (where one cluster a head leaves SMs idle) at cache
-         * lengths where some clusters' splits are all below key 0, a key short of a stage, and several stages a
-         * block; the batch of 8 ragged positions; 5 clusters refused. Then the plan's rule at 40000 keys. */
-        int pg[2] = {40, 4999}, pr[2] = {20000, 1};
-        for (int ngr = 2; ngr <= 4; ngr++) {
-            op_rc(orthros_attn_full_decode_set_groups(ngr), "decode groups");
-            printf("decode v8 with up to %d clusters a head\n", ngr);
-            for (int gi = 5; gi <= 6; gi++) {
-                test_full(gs[gi], 1, 1, 41, 0, pg, 0, 1);
-                test_full(gs[gi], 1, 1, 5000, 0, pg + 1, 0, 1);
-                test_full(gs[gi], 1, 1, 20001, 0, p6, 0, 1);
-                test_full(gs[gi], 2, 1, 20001, 0, pr, 0, 1);
-                test_full(gs[gi], 8, 1, 8192, 0, p8, 0, 1);
-            }
-            test_full(gs[0], 3, 1, 5000, 0, p3, 0, 1);
-        }
-        op_rc(orthros_attn_full_decode_set_groups(0), "decode groups");
-        if (orthros_attn_full_decode_set_groups(5) != ORTHROS_EINVAL) {
-            printf("FAIL decode groups: 5 was not refused\n");
-            n_fail++;
-        } else {
-            n_pass++;
-        }
-        int p40[1] = {39999};
-        test_full(gs[5], 1, 1, 40000, 0, p40, 0, 1);
-        test_full(gs[6], 1, 1, 40000, 0, p40, 0, 1);
     }
     if (orthros_attn_full_decode_set_version(0)) die("decode version");
 }
