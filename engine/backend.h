@@ -185,6 +185,14 @@ struct orthros_backend {
      * (else, and with ORTHROS_DECODE_CHAIN=1, NULL). */
     int (*attn_decode_o)(orthros_backend *be, void *resid, void *tmp, void *attn, const void *qkv,
                          const orthros_attn_layer *L, const int *pos0, int B, const void *Wo, int M);
+    /* The q/k/v projection and the attention of a decode step, NULL where a backend has no fused form (model.c then
+     * runs the two ops): norm_qkv_rope(qkv, xn, x, norm_w, Wqkv, L, rope, pos0, n = B, K, eps), then
+     * attn_full_decode(attn, qkv, L, pos0, B, n = 1). cuda: one launch where the decode attention's clusters take
+     * the call with the projection (each kv head's cluster forms its own q, key and value), with
+     * ORTHROS_DECODE_QKV_ATTN=1 (else, with ORTHROS_DECODE_CHAIN=1 and with ORTHROS_DECODE_ATTN_O=1, NULL). */
+    int (*norm_qkv_rope_attn)(orthros_backend *be, void *attn, void *qkv, void *xn, const void *x, const void *norm_w,
+                              const void *Wqkv, const orthros_attn_layer *L, const orthros_rope *rope, const int *pos0,
+                              int B, int K, float eps);
     /* The MLP of a decode step, NULL where a backend has no fused form (model.c then runs the two ops):
      * norm_gemm_swiglu(act, xn, gu, resid, norm_w, W_gu, n, F, D, eps), then gemm_add(resid, tmp, act, W_down, n, D,
      * F). cuda: one launch (gemv.cu's ORTHROS_GEMV_MLP: the down product's sums split over slices of F and added in

@@ -82,6 +82,8 @@ typedef struct {
     int chain_n;                   /* products recorded, not yet launched */
     orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
+    int qkv_attn;                  /* ORTHROS_DECODE_QKV_ATTN=1 (unset 0; 0 with the chain or attn_o):
+                                    * norm_qkv_rope_attn in one launch */
     int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
                                     * the same, at batch 1 with K 2048 or 4096 the kernel streaming its weights through
                                     * a shared-memory ring (sm_90) */
@@ -945,6 +947,32 @@ static int cuda_norm_qkv_rope(orthros_backend *be, void *qkv, void *xn, const vo
     return cuda_rope_cache_write(be, qkv, L, rope, pos0, n, 1, 0);
 }
 
+/* The decode step's q/k/v projection and attention (backend.h norm_qkv_rope_attn): one launch where the decode
+ * attention's clusters take the call with the projection (orthros_attn_full_decode_qkv_supported), else the two ops. */
+static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, void *xn, const void *x,
+                                   const void *norm_w, const void *Wqkv, const orthros_attn_layer *L,
+                                   const orthros_rope *rope, const int *pos0, int B, int K, float eps)
+{
+    if (B <= 0) return 0;
+    cuda_impl *c = impl_of(be);
+    if (L->cap > 0 && L->k_cache && L->v_cache && !L->kraw_cache && !L->q_rot && !L->fmap_after &&
+        L->head_dim / 2 <= 64) {
+        orthros_attn_full_decode_params p;
+        int rc = attn_params(c, &p, attn, qkv, L, pos0, B, 1);
+        if (rc) return rc;
+        p.qkv_w = Wqkv, p.qkv_x = x, p.qkv_norm_w = norm_w, p.qkv_K = K, p.qkv_eps = eps;
+        memcpy(p.qkv_inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
+        if (orthros_attn_full_decode_qkv_supported(&p)) {
+            p.pdl = c->attn_pdl;
+            c->next_pdl = c->o_pdl;
+            stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
+            return orthros_attn_full_decode_qkv_bf16(&p, c->stream);
+        }
+    }
+    int rc = cuda_norm_qkv_rope(be, qkv, xn, x, norm_w, Wqkv, L, rope, pos0, B, K, eps);
+    return rc ? rc : attn_full(be, attn, qkv, L, pos0, B, 1);
+}
+
 static int cuda_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,
                                    const void *norm_w, const void *W, int n, int V, int D, float eps)
 {
@@ -1196,7 +1224,7 @@ static int select_kernels(orthros_device_info *info)
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch
  * with the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ",
- * attn+o" with ORTHROS_DECODE_ATTN_O=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on
+ * attn+o" with ORTHROS_DECODE_ATTN_O=1, ", qkv+attn" with ORTHROS_DECODE_QKV_ATTN=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on
  * sm_90 by default (0 turns each off) ", attn pdl" (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late"
  * (ORTHROS_DECODE_PDL_LATE; ", gemv pdl late 2" with 2; ", lead N" with ORTHROS_DECODE_PDL_LEAD=N).
  * ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version, process-wide, as the attention kernels'
@@ -1215,12 +1243,13 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
-    c->attn_o = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0, c->pdl_late = sm90;
+    c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0, c->pdl_late = sm90;
     c->pdl_lead = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
+        (rc = env_digit("ORTHROS_DECODE_QKV_ATTN", 1, &c->qkv_attn)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
@@ -1247,6 +1276,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (c->mlp == 2 && !sm90) c->mlp = 1; /* the ring kernel is sm_90's */
     c->attn_pdl = c->attn_pdl && sm90;
     if (c->chain) c->attn_o = 0, c->mlp = 0; /* the chain records O and the MLP's products with the products after them */
+    if (c->chain || c->attn_o) c->qkv_attn = 0; /* the chain records q/k/v; O's fused form is the other cluster kernel */
     c->pdl_late = sm90 && !c->chain && !c->pdl ? c->pdl_late : 0; /* ORTHROS_DECODE_PDL=1 keeps its early launches */
     /* O after the attention: with the late launches a dependent one that asks nothing into L2 (o_pdl 0, O's pdl 3;
      * asking all of O's weights, 1, measured 2% slower at 8B 4K), without them one that asks (1) on sm_90 */
@@ -1279,6 +1309,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
                                  c->chain_ring ? " ring" : "");
     if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
+    if (used < sizeof info->kernels && c->qkv_attn && (*modes & ORTHROS_DECODE_FUSED))
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv+attn");
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
     if (used < sizeof info->kernels && c->attn_pdl)
@@ -1434,6 +1466,7 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->norm_qkv_rope = cuda_norm_qkv_rope;
     be->norm_logits_argmax = cuda_norm_logits_argmax;
     be->attn_decode_o = c->attn_o ? cuda_attn_decode_o : NULL;
+    be->norm_qkv_rope_attn = c->qkv_attn ? cuda_norm_qkv_rope_attn : NULL;
     be->norm_mlp_add = c->mlp ? cuda_norm_mlp_add : NULL;
     be->graph_begin = cuda_graph_begin;
     be->graph_end = cuda_graph_end;

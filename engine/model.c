@@ -721,7 +721,12 @@ static int forward_decode_fused_layers(orthros_session *s, const int *pos0)
         be->range_push(be, label);
         /* each op's hint: the product after it (the q/k/v projection's and attention's: O) */
         hint_next(s, w->wo, D, Hd);
-        if (rope_fused) {
+        if (rope_fused && be->norm_qkv_rope_attn) {
+            /* the q/k/v projection and the attention (one launch on cuda) */
+            OP("chain", chain(s, 0));
+            OP("qkv_attention", be->norm_qkv_rope_attn(be, s->attn, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, &view,
+                                                       &m->rope, pos0, B, D, c->norm_eps));
+        } else if (rope_fused) {
             OP("qkv_rope", be->norm_qkv_rope(be, s->qkv, s->xn, s->x, w->attn_norm, w->wqkv, &view, &m->rope, pos0, B, D,
                                              c->norm_eps));
             OP("chain", chain(s, 0));

@@ -452,11 +452,151 @@ struct dec8_o_rows {
     }
 };
 
+/* ---- v8 with the q/k/v projection ahead of it (dec8_qkv; orthros_attn_full_decode_qkv_bf16) ---- */
+
+/* Its shared memory beyond the ring (256-byte aligned after the ring's barriers): the normed input xs [K] bf16, this
+ * block's rows [Rb] fp32, the head's rows [R] fp32 and RoPE's cosines and sines [d / 2][2] (rank 0), the warps' sums
+ * [8]. R = (g + 2) d: the head's g query heads, its key and its value. */
+static __host__ __device__ __forceinline__ size_t dec8_qkv_extra(int K, int g, int d, int cs)
+{
+    const int R = (g + 2) * d, Rb = (R + cs - 1) / cs;
+    return 256 + (size_t)K * 2 + ((size_t)Rb + R + d + 8) * sizeof(float);
+}
+
+/* The dot product of 8 bf16 weights and 8 bf16 inputs, in fp32. */
+static __device__ __forceinline__ float dot8_bf16(uint4 w, uint4 x)
+{
+    return bf16x2_lo(w.x) * bf16x2_lo(x.x) + bf16x2_hi(w.x) * bf16x2_hi(x.x) + bf16x2_lo(w.y) * bf16x2_lo(x.y) +
+           bf16x2_hi(w.y) * bf16x2_hi(x.y) + bf16x2_lo(w.z) * bf16x2_lo(x.z) + bf16x2_hi(w.z) * bf16x2_hi(x.z) +
+           bf16x2_lo(w.w) * bf16x2_lo(x.w) + bf16x2_hi(w.w) * bf16x2_hi(x.w);
+}
+
+/* The cluster of (sequence b, kv head kv) forms its head's rows of qkv[b] before attending: every block normalises
+ * x[b] (rmsnorm's fp32 sum of squares of bf16 over all of K, then w * (x * r) rounded to bf16, as gemv.cu's staging
+ * does; the sum in another order), takes rank Rb .. rank Rb + Rb - 1 of the head's R rows (q rows kv g d .., k row
+ * block Hq d + kv d .., v Hq d + Hkv d + kv d ..), a warp every 8th of them, each lane 16 bytes of a row a load, UNR
+ * loads in flight a lane, and keeps the fp32 sums in shared memory; after a cluster barrier rank 0 gathers the R sums
+ * through distributed shared memory, applies RoPE at pos0 and writes them as gemv.cu's ROPE epilogue does (q rotated
+ * into qkv, k unrotated into qkv and rotated into the cache at pos0's slot, v into both), and a second cluster
+ * barrier makes them visible to the cluster before any block reads the key at pos0 or its q. */
+template <int D>
+static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsigned char *qx, int b, int kv, int cs,
+                                int pos0)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int T = DEC6_WARPS * 32, UNR = 16, H = D / 2;
+    const int K = p.qkv_K, g = p.Hq / p.Hkv, R = (g + 2) * D, Rb = (R + cs - 1) / cs;
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const int rank = (int)cluster.block_rank(), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    bf16 *xs = (bf16 *)qx;
+    float *mine = (float *)(qx + (size_t)K * 2), *all = mine + Rb, *csn = all + R, *red = csn + D;
+
+    // rmsnorm of x[b] (written by the kernel before this one: read through L2 after the wait)
+    const uint4 *xr = (const uint4 *)((const bf16 *)p.qkv_x + (size_t)b * K);
+    const uint4 *nw = (const uint4 *)p.qkv_norm_w;
+    float ss = 0.0f;
+    for (int q = threadIdx.x; q < K / 8; q += T) {
+        const uint4 v = __ldcg(xr + q);
+        const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+    }
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (lane == 0) red[warp] = ss;
+    __syncthreads();
+    float tot = 0.0f;
+#pragma unroll
+    for (int w = 0; w < DEC6_WARPS; w++) tot += red[w];
+    const float r = rsqrtf(tot / (float)K + p.qkv_eps);
+    for (int q = threadIdx.x; q < K / 8; q += T) {
+        uint4 v = __ldcg(xr + q);
+        const uint4 gw = __ldg(nw + q);
+        v.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(v.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(v.x) * r));
+        v.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(v.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(v.y) * r));
+        v.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(v.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(v.z) * r));
+        v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
+        *(uint4 *)(xs + q * 8) = v;
+    }
+    __syncthreads();
+
+    // this block's rows, a warp every 8th; item it of a warp: its row it / CPL, the lane's 16 bytes (it % CPL) 32 +
+    // lane of that row (K a multiple of 256, so every lane has CPL of a row and a row's last item is warp-uniform)
+    const int r0 = rank * Rb, r1 = min(R, r0 + Rb), CPL = K / 256;
+    const int nr = r1 - r0 > warp ? (r1 - r0 - warp + DEC6_WARPS - 1) / DEC6_WARPS : 0, items = nr * CPL;
+    const bf16 *Wq = (const bf16 *)p.qkv_w;
+    auto grow = [&](int rr) { // the head's row rr as a row of qkv_w
+        return rr < g * D ? kv * g * D + rr
+                          : rr < (g + 1) * D ? p.Hq * D + kv * D + rr - g * D : (p.Hq + p.Hkv) * D + kv * D + rr - (g + 1) * D;
+    };
+    float acc = 0.0f;
+    for (int it0 = 0; it0 < items; it0 += UNR) {
+        uint4 wv[UNR];
+#pragma unroll
+        for (int u = 0; u < UNR; u++) {
+            const int it = it0 + u, i = it / CPL, c = it - i * CPL;
+            if (it < items) wv[u] = __ldg((const uint4 *)(Wq + (size_t)grow(r0 + warp + DEC6_WARPS * i) * K) + c * 32 + lane);
+        }
+#pragma unroll
+        for (int u = 0; u < UNR; u++) {
+            const int it = it0 + u, i = it / CPL, c = it - i * CPL;
+            if (it < items) {
+                acc += dot8_bf16(wv[u], *(const uint4 *)(xs + (c * 32 + lane) * 8));
+                if (c == CPL - 1) {
+                    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+                    if (lane == 0) mine[warp + DEC6_WARPS * i] = acc;
+                    acc = 0.0f;
+                }
+            }
+        }
+    }
+
+    cluster.sync(); // every block's sums in its shared memory
+    if (rank == 0) {
+        for (int e = threadIdx.x; e < R; e += T) {
+            const int owner = e / Rb;
+            all[e] = *cluster.map_shared_rank(mine + (e - owner * Rb), owner);
+        }
+        for (int i = threadIdx.x; i < H; i += T) { // rope_cs of gemv.cu: the angle in fp32, its cosine and sine in double
+            const float ang = (float)pos0 * p.qkv_inv_freq[i];
+            double sd, cd;
+            sincos((double)ang, &sd, &cd);
+            csn[2 * i] = (float)cd, csn[2 * i + 1] = (float)sd;
+        }
+        __syncthreads();
+        bf16 *row = (bf16 *)p.qkv + (size_t)b * (p.Hq + 2 * p.Hkv) * D;
+        const size_t slot = ((size_t)b * p.cap + (size_t)(pos0 % p.cap)) * p.Hkv + kv;
+        for (int e = threadIdx.x; e < (g + 2) * H; e += T) {
+            const int hh = e / H, i = e - hh * H;
+            const float x1 = all[hh * D + i], x2 = all[hh * D + i + H];
+            if (hh == g + 1) {
+                const bf16 v1 = f2bf(x1), v2 = f2bf(x2);
+                bf16 *vr = row + (size_t)(p.Hq + p.Hkv + kv) * D, *vc = (bf16 *)p.v_cache + slot * D;
+                vr[i] = v1, vr[i + H] = v2;
+                vc[i] = v1, vc[i + H] = v2;
+                continue;
+            }
+            const float a = bf2f(f2bf(x1)), bb = bf2f(f2bf(x2)), cs_ = csn[2 * i], sn = csn[2 * i + 1];
+            const bf16 o1 = f2bf(a * cs_ - bb * sn), o2 = f2bf(bb * cs_ + a * sn);
+            if (hh < g) {
+                bf16 *qr = row + (size_t)(kv * g + hh) * D;
+                qr[i] = o1, qr[i + H] = o2;
+            } else {
+                bf16 *kr = row + (size_t)(p.Hq + kv) * D, *kc = (bf16 *)p.k_cache + slot * D;
+                kr[i] = f2bf(a), kr[i + H] = f2bf(bb);
+                kc[i] = o1, kc[i + H] = o2;
+            }
+        }
+        __threadfence();
+    }
+    cluster.sync(); // rank 0's q, key and value written; the others' sums read
+#endif
+}
+
 /* v7 (CPA): the same blocks, stages and consumers, but no producer warp: the 8 warps fill the ring themselves
  * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
  * dec8_merge instead of written out. */
-template <int D, bool CPA, bool CL>
+template <int D, bool CPA, bool CL, bool QKV = false>
 static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &tmK, const CUtensorMap &tmV,
                                                             const orthros_attn_full_decode_params &p, int HB,
                                                             int split_len, int nsplit)
@@ -559,6 +699,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
         pdl_wait();
         stamps.waited();
+        if constexpr (QKV) // the cluster's q, key and value first (the stages asked so far read none of them)
+            dec8_qkv<D>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, b, h0, nsplit, pos0);
         for (; t < NST - 1; t++) cp_stage(t);
     } else if (CPA) {
         for (int t = 0; t < NST - 1; t++) cp_stage(t);
@@ -596,6 +738,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     // loads, about a third of the kernel's instructions at d 128, executed once a warp).
     const int W = (p.Hq + 2 * p.Hkv) * D;
     const bf16 *qkv = (const bf16 *)p.qkv + (size_t)b * p.n * W + (lane % 4) * 2;
+    // q as written: by the kernel before (a plain load), or with QKV by this cluster's rank 0 (through L2)
+    auto ld_q = [&](const bf16 *a) { return QKV ? __ldcg((const unsigned *)a) : *(const uint32_t *)a; };
     auto q_row = [&](int row) {
         const int tok = row / g;
         return qkv + (size_t)tok * W + (size_t)(kv * g + row - tok * g) * D;
@@ -607,16 +751,16 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         const bf16 *q = q_row(rA);
 #pragma unroll
         for (int kk = 0; kk < KT; kk++) {
-            qf[kk][0] = *(const uint32_t *)(q + kk * 16);
-            qf[kk][2] = *(const uint32_t *)(q + kk * 16 + 8);
+            qf[kk][0] = ld_q(q + kk * 16);
+            qf[kk][2] = ld_q(q + kk * 16 + 8);
         }
     }
     if (rB < rows) {
         const bf16 *q = q_row(rB);
 #pragma unroll
         for (int kk = 0; kk < KT; kk++) {
-            qf[kk][1] = *(const uint32_t *)(q + kk * 16);
-            qf[kk][3] = *(const uint32_t *)(q + kk * 16 + 8);
+            qf[kk][1] = ld_q(q + kk * 16);
+            qf[kk][3] = ld_q(q + kk * 16 + 8);
         }
     }
 
@@ -707,12 +851,12 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 #endif
 }
 
-template <int D, bool CPA, bool CL = false>
+template <int D, bool CPA, bool CL = false, bool QKV = false>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, CPA, CL>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, CPA, CL, QKV>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8 held to 160 registers a thread (orthros_attn_full_decode_set_regs; 162 unheld at d 128, no spills at 160): a
@@ -1066,17 +1210,28 @@ static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *sp
     return 0;
 }
 
-template <int D> static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream)
+/* QKV: the kernel with the q/k/v projection ahead (dec8_qkv), its shared memory the ring's and dec8_qkv_extra's */
+template <int D>
+static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream,
+                       bool QKV = false)
 {
     int rc = dec8_attrs<D>();
     if (rc) return rc;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
     dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream);
+    dec8_kernel_fn fn = dec8_kernel<D>();
+    if (QKV) {
+        fn = attn_decode_tma_kernel<D, true, true, true>;
+        cfg.dynamicSmemBytes += dec8_qkv_extra(p->qkv_K, p->Hq / p->Hkv, D, nsplit);
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)cfg.dynamicSmemBytes));
+        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    }
     CUtensorMap tk, tv;
     memset(&tk, 0, sizeof tk);
     memset(&tv, 0, sizeof tv);
-    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, dec8_kernel<D>(), tk, tv, *p, 1, split_len, nsplit));
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, tk, tv, *p, 1, split_len, nsplit));
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_tma_kernel (v8)");
     return 0;
 }
@@ -1296,4 +1451,37 @@ int orthros_attn_full_decode_o_bf16(const orthros_attn_full_decode_params *p, cu
         return orthros_error(ORTHROS_EINVAL, "decode attention with O: %zu bytes of scratch given, %zu needed",
                              p->o_scratch ? p->o_scratch_bytes : 0, orthros_attn_full_decode_o_scratch_bytes(p));
     return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, stream) : launch_dec8<128>(p, split_len, nsplit, stream);
+}
+
+/* ---- v8 with the q/k/v projection ahead of it (dec8_qkv) ---- */
+
+/* 1 and v8's plan where the call runs with the q/k/v projection, else 0. */
+static int qkv_plan(const orthros_attn_full_decode_params *p, int *split_len, int *nsplit)
+{
+    if (p->n != 1 || p->B <= 0 || p->o_w || !p->qkv_w || !p->qkv_x || !p->qkv_norm_w || p->cap <= 0 ||
+        !orthros_attn_full_decode_supported(p))
+        return 0;
+    if (p->qkv_K <= 0 || p->qkv_K % 256 || p->d / 2 > 64 || (uintptr_t)p->qkv_w % 16 || (uintptr_t)p->qkv_x % 16 ||
+        (uintptr_t)p->qkv_norm_w % 16 || (uintptr_t)p->qkv % 4)
+        return 0;
+    int version = 0;
+    if (plan_call(p, &version, split_len, nsplit) != 0 || version != 8) return 0;
+    const size_t ring = p->d == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
+    return ring + dec8_qkv_extra(p->qkv_K, p->Hq / p->Hkv, p->d, *nsplit) <= 227 * 1024;
+}
+
+int orthros_attn_full_decode_qkv_supported(const orthros_attn_full_decode_params *p)
+{
+    int split_len, nsplit;
+    return qkv_plan(p, &split_len, &nsplit);
+}
+
+int orthros_attn_full_decode_qkv_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream)
+{
+    int split_len = 0, nsplit = 0;
+    if (!qkv_plan(p, &split_len, &nsplit))
+        return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention with q/k/v: not a call v8's clusters take with the "
+                                                   "projection (n %d, B %d, K %d, head_dim %d)", p->n, p->B, p->qkv_K, p->d);
+    return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, stream, true)
+                      : launch_dec8<128>(p, split_len, nsplit, stream, true);
 }

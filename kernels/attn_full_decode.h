@@ -44,6 +44,16 @@ typedef struct {
     int o_M;
     void *o_scratch;
     size_t o_scratch_bytes;
+    /* The q/k/v projection fused ahead of v8 (orthros_attn_full_decode_qkv_bf16 alone; NULL / 0 elsewhere): each
+     * cluster first forms its kv head's rows of qkv[b] = rmsnorm(qkv_x[b]) * qkv_norm_w . qkv_w^T (its g query heads,
+     * its key and value), with RoPE at pos0 and the cache write, as gemv.h's ROPE epilogue does (norm_qkv_rope: q
+     * rotated in qkv, k unrotated in qkv and rotated in the cache, v in both), writing them to qkv (so qkv is written
+     * here, not only read), then attends. qkv_x [B][qkv_K] bf16, qkv_w [(Hq + 2 Hkv) d][qkv_K] bf16, qkv_inv_freq
+     * RoPE's d / 2 inverse frequencies. */
+    const void *qkv_w, *qkv_x, *qkv_norm_w;
+    int qkv_K;
+    float qkv_eps;
+    float qkv_inv_freq[64];
     unsigned long long *stamps; /* gemv.h's fields: a stamped build's clock readings (v8's clusters alone) */
     int stamp_slot;
 } orthros_attn_full_decode_params;
@@ -101,6 +111,11 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
  * runs the attention and the product apart. */
 int orthros_attn_full_decode_o_supported(const orthros_attn_full_decode_params *p);
 size_t orthros_attn_full_decode_o_scratch_bytes(const orthros_attn_full_decode_params *p);
+/* v8 with the q/k/v projection ahead of it (qkv_w and the fields after it given, o_w NULL): 1 where a call runs
+ * that way (one query row a sequence, v8's clusters, qkv_K a multiple of 256 up to 16384, d at most 128, 16-byte
+ * aligned rows), else 0; orthros_attn_full_decode_qkv_bf16 runs it (ORTHROS_EUNSUPPORTED where it does not). */
+int orthros_attn_full_decode_qkv_supported(const orthros_attn_full_decode_params *p);
+int orthros_attn_full_decode_qkv_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
 int orthros_attn_full_decode_o_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
 
 #ifdef __cplusplus

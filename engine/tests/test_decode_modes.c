@@ -622,8 +622,8 @@ static void compare_cuda(const char *label, const decode_run *ref, const decode_
 /* The fused step under graphs (and, with both, uncaptured too) of backend `be` (named by tag) against the plain step
  * at batch B on the two shapes given (the real shapes' first layers), for the transformer and orthros tail 1: the
  * backends that set a process-wide kernel choice (gemv.cu's version, its KW), each made just before its runs. */
-static void fused_against_plain(orthros_backend *plain, orthros_backend *be, const char *tag, int B, int both,
-                                const char *const shapes[2])
+static void fused_against_plain_len(orthros_backend *plain, orthros_backend *be, const char *tag, int B, int both,
+                                    const char *const shapes[2], int plen)
 {
     const unsigned modes[] = {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, ORTHROS_DECODE_FUSED};
     for (int f = 0; f < 2; f++)
@@ -632,7 +632,7 @@ static void fused_against_plain(orthros_backend *plain, orthros_backend *be, con
             if (strcmp(ac->label, "transformer") && strcmp(ac->label, "orthros tail 1")) continue;
             orthros_arch_opts ao = tu_arch_case_opts(ac);
             decode_run ref, got;
-            if (run_decode(&ref, plain, shapes[f], &ao, 0, B, 250, NULL)) {
+            if (run_decode(&ref, plain, shapes[f], &ao, 0, B, plen, NULL)) {
                 CHECK(0, "%s %s B %d plain: %s", shapes[f], ac->label, B, orthros_last_error());
                 continue;
             }
@@ -640,7 +640,7 @@ static void fused_against_plain(orthros_backend *plain, orthros_backend *be, con
                 char label[200];
                 snprintf(label, sizeof label, "%s %s B %d %s, %s", shapes[f], ac->label, B,
                          w ? "fused" : "fused + graphs", tag);
-                if (run_decode(&got, be, shapes[f], &ao, modes[w], B, 250, &ref)) {
+                if (run_decode(&got, be, shapes[f], &ao, modes[w], B, plen, &ref)) {
                     CHECK(0, "%s: %s", label, orthros_last_error());
                     continue;
                 }
@@ -649,6 +649,13 @@ static void fused_against_plain(orthros_backend *plain, orthros_backend *be, con
             }
             run_free(&ref);
         }
+}
+
+/* ... from a prompt of 250 tokens */
+static void fused_against_plain(orthros_backend *plain, orthros_backend *be, const char *tag, int B, int both,
+                                const char *const shapes[2])
+{
+    fused_against_plain_len(plain, be, tag, B, both, shapes, 250);
 }
 
 /* A cuda backend made with var=val in the environment (unset again after). */
@@ -681,6 +688,7 @@ static int cuda_models(int nspec, char **specs)
     const char *const bad[][2] = {{"ORTHROS_DECODE_L2PF", "3"}, {"ORTHROS_DECODE_L2PF", "1x"},
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
+                                  {"ORTHROS_DECODE_QKV_ATTN", "2"},
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
                                   {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
                                   {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
@@ -847,6 +855,21 @@ static int cuda_models(int nspec, char **specs)
         }
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
+    }
+    /* the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a backend's own switch): a
+     * 2000-token prompt, so that v8's clusters take the call (at 250 keys v7 runs and the op is the two ops), the
+     * fused step under graphs and uncaptured against the plain step at batch 1 and MAX_B */
+    {
+        orthros_backend *qa = NULL;
+        if (cuda_with("ORTHROS_DECODE_QKV_ATTN", "1", &qa)) {
+            CHECK(0, "cuda backend with ORTHROS_DECODE_QKV_ATTN=1: %s", orthros_last_error());
+        } else {
+            CHECK(strstr(qa->info.kernels, "qkv+attn") != NULL, "ORTHROS_DECODE_QKV_ATTN=1 named in \"%s\"",
+                  qa->info.kernels);
+            for (int B = 1; B <= MAX_B; B += MAX_B - 1)
+                fused_against_plain_len(plain, qa, "qkv+attn, 2000 tokens", B, 1, presets + 1, 2000);
+        }
+        orthros_backend_free(qa);
     }
     /* the grid balanced or not (ORTHROS_GEMV_BALANCE 0 and 1, process-wide, as the KW is): the fused step under graphs
      * against the plain step at batch 1 and MAX_B */

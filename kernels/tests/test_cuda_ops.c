@@ -12,7 +12,7 @@
  * Seed: ORTHROS_TEST_SEED, else the clock (printed, so a failure can be replayed). ORTHROS_TEST_QUICK skips
  * the long cases (for compute-sanitizer); ORTHROS_TEST_ONLY=SECTION runs one section (ops, full, linear,
  * prefill5, read, prefill6, decode6, linear5, decode7, prefill7, readprobe, linear7, window, gemv, decodebound,
- * gemvnorm, gemvearly, gemvchain, decode8, attno, mlp;
+ * gemvnorm, gemvearly, gemvchain, decode8, attno, qkvattn, mlp;
  * windowpass: the window pass alone, also part of window). Kernel versions not yet run on a GPU when written come
  * last. Exit 77 without a GPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -540,6 +540,85 @@ static void attn_o_suite(void)
     test_attn_o((geom){48, 16, 64}, 1, 4096, p1, 7, 0);
     test_attn_o(l1, 1, 41, ps, 2048, 0);
     test_attn_o(l8, 4, 4001, p4, 4096, 0);
+}
+
+/* The decode step's q/k/v projection and attention in one launch (backend.h norm_qkv_rope_attn; cuda: decode v8 with
+ * each cluster forming its kv head's q, key and value first): the gpu's op against the cpu's norm_qkv_rope then
+ * attn_full_decode, the attention's output, qkv and both caches, twice (the second call on the first's caches).
+ * must_fuse: the call must take v8's fused path (orthros_attn_full_decode_qkv_supported); else it is printed. */
+static void test_qkv_attn(geom g, int B, int cap, const int *pos0, int K, int must_fuse)
+{
+    const int W = (g.Hq + 2 * g.Hkv) * g.d, Hd = g.Hq * g.d;
+    const float eps = 1e-5f;
+    pair x = pair_new((size_t)B * K, 0), nw = pair_new(K, 0), wq = pair_new((size_t)W * K, 0),
+         xn = pair_new((size_t)B * K, 0), qkv = pair_new((size_t)B * W, 0),
+         kc = pair_new((size_t)B * cap * g.Hkv * g.d, 0), vc = pair_new((size_t)B * cap * g.Hkv * g.d, 0),
+         out = pair_new((size_t)B * Hd, 0);
+    pair_random(&x, 31, 2.0f, 0.0f);
+    pair_random(&nw, 32, 0.5f, 1.0f);
+    pair_random(&wq, 33, 2.0f / sqrtf((float)K), 0.0f);
+    pair_random(&kc, 34, 1.5f, 0.0f);
+    pair_random(&vc, 35, 1.0f, 0.0f);
+    float inv[ORTHROS_MAX_HEAD_DIM / 2];
+    inv_freq_for(inv, g.d);
+    orthros_rope rope = {g.Hq, g.Hkv, g.d, inv};
+    orthros_attn_layer Lc = layer_for(g), Lg = layer_for(g);
+    Lc.k_cache = kc.c, Lc.v_cache = vc.c, Lg.k_cache = kc.g, Lg.v_cache = vc.g;
+    Lc.cap = Lg.cap = cap;
+    int keys = 0;
+    for (int b = 0; b < B; b++) keys = pos0[b] + 1 > keys ? pos0[b] + 1 : keys;
+    orthros_attn_full_decode_params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.B = B, pp.n = 1, pp.Hq = g.Hq, pp.Hkv = g.Hkv, pp.d = g.d, pp.cap = cap, pp.max_keys = keys;
+    pp.num_sms = gpu->info.sm_count, pp.k_cache = kc.g, pp.v_cache = vc.g, pp.qkv = qkv.g;
+    pp.qkv_w = wq.g, pp.qkv_x = x.g, pp.qkv_norm_w = nw.g, pp.qkv_K = K, pp.qkv_eps = eps;
+    const int fused = orthros_attn_full_decode_qkv_supported(&pp);
+    char tag[160], name[220];
+    snprintf(tag, sizeof tag, "B=%d Hq=%d Hkv=%d d=%d K=%d pos0[0]=%d (%s)", B, g.Hq, g.Hkv, g.d, K, pos0[0],
+             fused ? "fused" : "apart");
+    if (fused_op_ready("norm_qkv_rope_attn", "fused", tag, must_fuse, fused, gpu->norm_qkv_rope_attn != NULL)) {
+        for (int call = 0; call < 2; call++) {
+            pair_poison(&out);
+            op_rc(cpu->norm_qkv_rope(cpu, qkv.c, xn.c, x.c, nw.c, wq.c, &Lc, &rope, pos0, B, K, eps),
+                  "norm_qkv_rope_attn cpu norm_qkv_rope");
+            op_rc(cpu->attn_full_decode(cpu, out.c, qkv.c, &Lc, pos0, B, 1), "norm_qkv_rope_attn cpu attention");
+            op_rc(gpu->norm_qkv_rope_attn(gpu, out.g, qkv.g, xn.g, x.g, nw.g, wq.g, &Lg, &rope, pos0, B, K, eps),
+                  "norm_qkv_rope_attn gpu");
+            snprintf(name, sizeof name, "qkv_attn attention %s call %d", tag, call);
+            check(name, &out, TOL_BF16);
+            snprintf(name, sizeof name, "qkv_attn qkv %s call %d", tag, call);
+            check(name, &qkv, TOL_BF16);
+            snprintf(name, sizeof name, "qkv_attn k_cache %s call %d", tag, call);
+            check(name, &kc, TOL_BF16);
+            snprintf(name, sizeof name, "qkv_attn v_cache %s call %d", tag, call);
+            check(name, &vc, TOL_BF16);
+            /* the second call from the gpu's caches on both */
+            float *h = pair_get_gpu(&kc);
+            pair_set(&kc, h);
+            free(h);
+            h = pair_get_gpu(&vc);
+            pair_set(&vc, h);
+            free(h);
+        }
+    }
+    pair *all[] = {&x, &nw, &wq, &xn, &qkv, &kc, &vc, &out};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
+}
+
+static void qkv_attn_suite(void)
+{
+    /* the 1B and 8B layers at batch 1 and 4K (the fused path's shapes), a batch of 2 and one of 4 with ragged
+     * positions, a group of 3 with a K of 768 (three 256-wide rounds a row), then calls the clusters do not take (a
+     * short cache; two kv heads), which run the two ops */
+    const geom l1 = {32, 8, 64}, l8 = {32, 8, 128};
+    int p1[1] = {4095}, p2[2] = {5000, 17}, p4[4] = {100, 4000, 7, 2500}, ps[1] = {40}, p3[1] = {3000};
+    test_qkv_attn(l1, 1, 4096, p1, 2048, 1);
+    test_qkv_attn(l8, 1, 4096, p1, 4096, 1);
+    test_qkv_attn(l1, 2, 5001, p2, 2048, 1);
+    test_qkv_attn(l8, 4, 4001, p4, 4096, 1);
+    test_qkv_attn((geom){48, 16, 64}, 1, 4096, p1, 768, 1);
+    test_qkv_attn(l1, 1, 41, ps, 2048, 0);
+    test_qkv_attn((geom){16, 2, 128}, 1, 3001, p3, 512, 0);
 }
 
 /* The decode step's MLP in one launch (backend.h norm_mlp_add; cuda: gemv.cu's ORTHROS_GEMV_MLP): the gpu's op against
@@ -2050,7 +2129,7 @@ static void test_stream_probe(void)
 
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
  * decode7, prefill7, readprobe, linear7, window, stepprobe, gemv, decodebound, gemvnorm, gemvchain, decode8, attno,
- * mlp, streamprobe (to rerun the last ones alone when an earlier one hangs). */
+ * qkvattn, mlp, streamprobe (to rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -2228,6 +2307,17 @@ int main(void)
         attn_o_suite();
         gpu = plain_gpu;
         ao->destroy(ao);
+    }
+    /* The decode step's q/k/v projection and attention in one launch (ORTHROS_DECODE_QKV_ATTN=1). */
+    if (section("qkvattn")) {
+        orthros_backend *plain_gpu = gpu, *qa = NULL;
+        setenv("ORTHROS_DECODE_QKV_ATTN", "1", 1);
+        if (orthros_backend_cuda_create(&qa)) die("cuda backend with ORTHROS_DECODE_QKV_ATTN=1");
+        unsetenv("ORTHROS_DECODE_QKV_ATTN");
+        gpu = qa;
+        qkv_attn_suite();
+        gpu = plain_gpu;
+        qa->destroy(qa);
     }
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
     if (section("mlp"))
