@@ -454,13 +454,67 @@ struct dec8_o_rows {
 
 /* ---- v8 with the q/k/v projection ahead of it (dec8_qkv; orthros_attn_full_decode_qkv_bf16) ---- */
 
+/* The projection streams its weights through the attention's ring (sK's three stages then sV's: six slots of
+ * DEC8_QSLOT bytes, at either head dim) before the attention uses it, five slots in flight. */
+#define DEC8_QSLOT 32768
+#define DEC8_QSLOTS 6
+
 /* Its shared memory beyond the ring (256-byte aligned after the ring's barriers): the normed input xs [K] bf16, this
- * block's rows [Rb] fp32, the head's rows [R] fp32 and RoPE's cosines and sines [d / 2][2] (rank 0), the warps' sums
- * [8]. R = (g + 2) d: the head's g query heads, its key and its value. */
+ * block's rows [Rb] fp32, the partial sums of its 4 KB slices [Rb K / 2048] fp32, the head's rows [R] fp32 and RoPE's
+ * cosines and sines [d / 2][2] (rank 0), the warps' sums [8]. R = (g + 2) d: the head's g query heads, its key and its
+ * value; Rb = ceil(R / cs), a block's share. */
 static __host__ __device__ __forceinline__ size_t dec8_qkv_extra(int K, int g, int d, int cs)
 {
     const int R = (g + 2) * d, Rb = (R + cs - 1) / cs;
-    return 256 + (size_t)K * 2 + ((size_t)Rb + R + d + 8) * sizeof(float);
+    return 256 + (size_t)K * 2 + ((size_t)Rb + (size_t)Rb * (K / 2048) + R + d + 8) * sizeof(float);
+}
+
+/* A block's share of the head's rows and their place in qkv_w. */
+struct dec8_qkv_rows {
+    int g, R, Rb, r0, nrow, CK, TC, NS; // CK: 16-byte chunks a row; TC: the block's chunks; NS: its ring stages
+    __device__ __forceinline__ dec8_qkv_rows(const orthros_attn_full_decode_params &p, int D, int cs, int rank)
+    {
+        g = p.Hq / p.Hkv, R = (g + 2) * D, Rb = (R + cs - 1) / cs, r0 = min(R, rank * Rb);
+        nrow = min(R, r0 + Rb) - r0, CK = p.qkv_K / 8, TC = nrow * CK, NS = (TC + DEC8_QSLOT / 16 - 1) / (DEC8_QSLOT / 16);
+    }
+    // the head's row rr (q rows of its g query heads, then its key's, then its value's) as a row of qkv_w
+    __device__ __forceinline__ int grow(const orthros_attn_full_decode_params &p, int D, int kv, int rr) const
+    {
+        return rr < g * D ? kv * g * D + rr
+                          : rr < (g + 1) * D ? p.Hq * D + kv * D + rr - g * D : (p.Hq + p.Hkv) * D + kv * D + rr - (g + 1) * D;
+    }
+};
+
+/* Stage s of the block's weights (chunks s 2048 .. s 2048 + 2047 of its rows, row-major) into ring slot s % 6 by
+ * 16-byte cp.async, 8 a thread; a commit group either way. */
+static __device__ __forceinline__ void dec8_qkv_copy(const orthros_attn_full_decode_params &p, const dec8_qkv_rows &Q,
+                                                     int D, int kv, uint32_t ring, int s)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int PER = DEC8_QSLOT / 16;
+    if (s < Q.NS) {
+        const bf16 *W = (const bf16 *)p.qkv_w;
+        const uint32_t slot = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT;
+#pragma unroll
+        for (int u = 0; u < PER / (DEC6_WARPS * 32); u++) {
+            const int e = threadIdx.x + u * DEC6_WARPS * 32, G = s * PER + e;
+            if (G < Q.TC) {
+                const int row = G / Q.CK, col = G - row * Q.CK;
+                cp_async16_s(slot + (uint32_t)e * 16, W + (size_t)Q.grow(p, D, kv, Q.r0 + row) * p.qkv_K + col * 8, 16);
+            }
+        }
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/* Before the dependency wait (the weights never depend on the kernel before): the block's first five stages. */
+template <int D>
+static __device__ __forceinline__ void dec8_qkv_start(const orthros_attn_full_decode_params &p, uint32_t ring, int kv,
+                                                      int cs)
+{
+    const dec8_qkv_rows Q(p, D, cs, (int)cooperative_groups::this_cluster().block_rank());
+    for (int s = 0; s < DEC8_QSLOTS - 1; s++) dec8_qkv_copy(p, Q, D, kv, ring, s);
 }
 
 /* The dot product of 8 bf16 weights and 8 bf16 inputs, in fp32. */
@@ -471,25 +525,29 @@ static __device__ __forceinline__ float dot8_bf16(uint4 w, uint4 x)
            bf16x2_lo(w.w) * bf16x2_lo(x.w) + bf16x2_hi(w.w) * bf16x2_hi(x.w);
 }
 
-/* The cluster of (sequence b, kv head kv) forms its head's rows of qkv[b] before attending: every block normalises
- * x[b] (rmsnorm's fp32 sum of squares of bf16 over all of K, then w * (x * r) rounded to bf16, as gemv.cu's staging
- * does; the sum in another order), takes rank Rb .. rank Rb + Rb - 1 of the head's R rows (q rows kv g d .., k row
- * block Hq d + kv d .., v Hq d + Hkv d + kv d ..), a warp every 8th of them, each lane 16 bytes of a row a load, UNR
- * loads in flight a lane, and keeps the fp32 sums in shared memory; after a cluster barrier rank 0 gathers the R sums
- * through distributed shared memory, applies RoPE at pos0 and writes them as gemv.cu's ROPE epilogue does (q rotated
- * into qkv, k unrotated into qkv and rotated into the cache at pos0's slot, v into both), and a second cluster
- * barrier makes them visible to the cluster before any block reads the key at pos0 or its q. */
+/* The cluster of (sequence b, kv head kv) forms its head's rows of qkv[b] before attending (after dec8_qkv_start and
+ * the dependency wait): every block normalises x[b] (rmsnorm's fp32 sum of squares of bf16 over all of K, then w *
+ * (x * r) rounded to bf16, as gemv.cu's staging does; the sum in another order) and streams its share of the head's
+ * R rows (rows rank Rb .. of the head's: q rows kv g d .., k row block Hq d + kv d .., v Hq d + Hkv d + kv d ..)
+ * through the ring: warp w takes 4 KB slice w of each 32 KB stage, within one row (K a multiple of 2048), its fp32
+ * sum kept a slice; a row's sum is its slices' in order. After a cluster barrier rank 0 gathers the R sums through
+ * distributed shared memory, applies RoPE at pos0 and writes them as gemv.cu's ROPE epilogue does (q rotated into
+ * qkv, k unrotated into qkv and rotated into the cache at pos0's slot, v into both), and a second cluster barrier
+ * makes them visible to the cluster before any block reads the key at pos0 or its q. The ring is free after. */
 template <int D>
-static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsigned char *qx, int b, int kv, int cs,
-                                int pos0)
+static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsigned char *qx, uint32_t ring, int b,
+                                int kv, int cs, int pos0)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int T = DEC6_WARPS * 32, UNR = 16, H = D / 2;
-    const int K = p.qkv_K, g = p.Hq / p.Hkv, R = (g + 2) * D, Rb = (R + cs - 1) / cs;
+    constexpr int T = DEC6_WARPS * 32, H = D / 2, PER = DEC8_QSLOT / 16;
+    const int K = p.qkv_K;
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int rank = (int)cluster.block_rank(), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const dec8_qkv_rows Q(p, D, cs, rank);
+    const int R = Q.R, Rb = Q.Rb, g = Q.g, SL = K / 2048; // SL: 4 KB slices a row
     bf16 *xs = (bf16 *)qx;
-    float *mine = (float *)(qx + (size_t)K * 2), *all = mine + Rb, *csn = all + R, *red = csn + D;
+    float *mine = (float *)(qx + (size_t)K * 2), *part = mine + Rb, *all = part + (size_t)Rb * SL, *csn = all + R,
+          *red = csn + D;
 
     // rmsnorm of x[b] (written by the kernel before this one: read through L2 after the wait)
     const uint4 *xr = (const uint4 *)((const bf16 *)p.qkv_x + (size_t)b * K);
@@ -517,37 +575,36 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
         v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
         *(uint4 *)(xs + q * 8) = v;
     }
-    __syncthreads();
+    // (the barrier of the ring's first stage below orders xs before its reads)
 
-    // this block's rows, a warp every 8th; item it of a warp: its row it / CPL, the lane's 16 bytes (it % CPL) 32 +
-    // lane of that row (K a multiple of 256, so every lane has CPL of a row and a row's last item is warp-uniform)
-    const int r0 = rank * Rb, r1 = min(R, r0 + Rb), CPL = K / 256;
-    const int nr = r1 - r0 > warp ? (r1 - r0 - warp + DEC6_WARPS - 1) / DEC6_WARPS : 0, items = nr * CPL;
-    const bf16 *Wq = (const bf16 *)p.qkv_w;
-    auto grow = [&](int rr) { // the head's row rr as a row of qkv_w
-        return rr < g * D ? kv * g * D + rr
-                          : rr < (g + 1) * D ? p.Hq * D + kv * D + rr - g * D : (p.Hq + p.Hkv) * D + kv * D + rr - (g + 1) * D;
-    };
-    float acc = 0.0f;
-    for (int it0 = 0; it0 < items; it0 += UNR) {
-        uint4 wv[UNR];
+    // the ring: stage s landed, then slot (s - 1) % 6 refilled with stage s + 5, then warp w's slice of stage s
+    for (int s = 0; s < Q.NS; s++) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(DEC8_QSLOTS - 2) : "memory");
+        __syncthreads();
+        dec8_qkv_copy(p, Q, D, kv, ring, s + DEC8_QSLOTS - 1);
+        const int G0 = s * PER + warp * 256; // the slice's first chunk: slices lie within one row
+        if (G0 < Q.TC) {
+            const int row = G0 / Q.CK, col0 = G0 - row * Q.CK;
+            const uint32_t src = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT + (uint32_t)(warp * 256 + lane) * 16;
+            float acc = 0.0f;
 #pragma unroll
-        for (int u = 0; u < UNR; u++) {
-            const int it = it0 + u, i = it / CPL, c = it - i * CPL;
-            if (it < items) wv[u] = __ldg((const uint4 *)(Wq + (size_t)grow(r0 + warp + DEC6_WARPS * i) * K) + c * 32 + lane);
-        }
-#pragma unroll
-        for (int u = 0; u < UNR; u++) {
-            const int it = it0 + u, i = it / CPL, c = it - i * CPL;
-            if (it < items) {
-                acc += dot8_bf16(wv[u], *(const uint4 *)(xs + (c * 32 + lane) * 8));
-                if (c == CPL - 1) {
-                    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-                    if (lane == 0) mine[warp + DEC6_WARPS * i] = acc;
-                    acc = 0.0f;
-                }
+            for (int i = 0; i < 8; i++) {
+                uint4 w;
+                asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                             : "r"(src + (uint32_t)i * 512));
+                acc += dot8_bf16(w, *(const uint4 *)(xs + (size_t)(col0 + lane + 32 * i) * 8));
             }
+            for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+            if (lane == 0) part[G0 / 256] = acc;
         }
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    __syncthreads(); // every slice summed; the ring free for the attention
+    for (int j = threadIdx.x; j < Q.nrow; j += T) {
+        float sum = 0.0f;
+        for (int t = 0; t < SL; t++) sum += part[j * SL + t];
+        mine[j] = sum;
     }
 
     cluster.sync(); // every block's sums in its shared memory
@@ -664,7 +721,23 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     // (data/results/h200-2026-12-03-default43/attn-lean-37d2f01): 9-11% fewer instructions, v8 3% shorter alone.
     const size_t rs = (size_t)p.Hkv * D;
     const size_t col0 = ((size_t)b * p.cap * p.Hkv + h0 + cp_h) * D + cp_c * 8;
-    auto cp_stage = [&](int t) {
+    // pf: the stage's lines asked into L2 instead (prefetch, a 128-byte line by the thread of its first 16 bytes;
+    // no commit group), for a stage wholly at or above key 0
+    auto cp_stage = [&](int t, bool pf = false) {
+        if (pf) {
+            const int ts = k_lo + (t0 + t) * BN;
+            constexpr int UN = STAGE / 16 / (DEC6_WARPS * 32);
+            if (t < ntiles && ts >= 0 && cp_c % 8 == 0) {
+                const size_t first = col0 + (size_t)(ts + cp_p0) * rs, step = (size_t)cp_step * rs;
+                const bf16 *kp = (const bf16 *)p.k_cache + first, *vp = (const bf16 *)p.v_cache + first;
+#pragma unroll
+                for (int u = 0; u < UN; u++) {
+                    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(kp + u * step));
+                    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(vp + u * step));
+                }
+            }
+            return;
+        }
         if (t < ntiles) {
             const int s = t % NST, ts = k_lo + (t0 + t) * BN;
             constexpr int UN = STAGE / 16 / (DEC6_WARPS * 32);
@@ -696,11 +769,19 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         // earlier steps wrote, so they are asked before the wait; the rest, and Q, after it. (A no-op wait when
         // the launch was a plain one.)
         int t = 0;
-        for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
-        pdl_wait();
-        stamps.waited();
-        if constexpr (QKV) // the cluster's q, key and value first (the stages asked so far read none of them)
-            dec8_qkv<D>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, b, h0, nsplit, pos0);
+        if constexpr (QKV) {
+            // The cluster's q, key and value first, its weights streamed through the ring (the first stages asked
+            // now), the cache's first stages below pos0 asked into L2 meanwhile; the ring is the attention's after.
+            dec8_qkv_start<D>(p, base, h0, nsplit);
+            for (int u = 0; u < NST - 1 && k_lo + (t0 + u) * BN + BN <= pos0; u++) cp_stage(u, true);
+            pdl_wait();
+            stamps.waited();
+            dec8_qkv<D>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, base, b, h0, nsplit, pos0);
+        } else {
+            for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
+            pdl_wait();
+            stamps.waited();
+        }
         for (; t < NST - 1; t++) cp_stage(t);
     } else if (CPA) {
         for (int t = 0; t < NST - 1; t++) cp_stage(t);
@@ -1461,7 +1542,7 @@ static int qkv_plan(const orthros_attn_full_decode_params *p, int *split_len, in
     if (p->n != 1 || p->B <= 0 || p->o_w || !p->qkv_w || !p->qkv_x || !p->qkv_norm_w || p->cap <= 0 ||
         !orthros_attn_full_decode_supported(p))
         return 0;
-    if (p->qkv_K <= 0 || p->qkv_K % 256 || p->d / 2 > 64 || (uintptr_t)p->qkv_w % 16 || (uintptr_t)p->qkv_x % 16 ||
+    if (p->qkv_K <= 0 || p->qkv_K % 2048 || p->d / 2 > 64 || (uintptr_t)p->qkv_w % 16 || (uintptr_t)p->qkv_x % 16 ||
         (uintptr_t)p->qkv_norm_w % 16 || (uintptr_t)p->qkv % 4)
         return 0;
     int version = 0;

@@ -608,17 +608,18 @@ static void test_qkv_attn(geom g, int B, int cap, const int *pos0, int K, int mu
 static void qkv_attn_suite(void)
 {
     /* the 1B and 8B layers at batch 1 and 4K (the fused path's shapes), a batch of 2 and one of 4 with ragged
-     * positions, a group of 3 with a K of 768 (three 256-wide rounds a row), then calls the clusters do not take (a
-     * short cache; two kv heads), which run the two ops */
+     * positions, a group of 3 (a block's rows not a multiple of 8), then calls the clusters do not take (a short
+     * cache; two kv heads; a K that is not a multiple of 2048), which run the two ops */
     const geom l1 = {32, 8, 64}, l8 = {32, 8, 128};
     int p1[1] = {4095}, p2[2] = {5000, 17}, p4[4] = {100, 4000, 7, 2500}, ps[1] = {40}, p3[1] = {3000};
     test_qkv_attn(l1, 1, 4096, p1, 2048, 1);
     test_qkv_attn(l8, 1, 4096, p1, 4096, 1);
     test_qkv_attn(l1, 2, 5001, p2, 2048, 1);
     test_qkv_attn(l8, 4, 4001, p4, 4096, 1);
-    test_qkv_attn((geom){48, 16, 64}, 1, 4096, p1, 768, 1);
+    test_qkv_attn((geom){48, 16, 64}, 1, 4096, p1, 2048, 1);
     test_qkv_attn(l1, 1, 41, ps, 2048, 0);
     test_qkv_attn((geom){16, 2, 128}, 1, 3001, p3, 512, 0);
+    test_qkv_attn(l1, 1, 4096, p1, 768, 0);
 }
 
 /* The decode step's MLP in one launch (backend.h norm_mlp_add; cuda: gemv.cu's ORTHROS_GEMV_MLP): the gpu's op against
