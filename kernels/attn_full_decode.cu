@@ -491,16 +491,21 @@ static __device__ __forceinline__ void dec8_qkv_copy(const orthros_attn_full_dec
                                                      int D, int kv, uint32_t ring, int s)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int PER = DEC8_QSLOT / 16;
+    constexpr int T = DEC6_WARPS * 32, PER = DEC8_QSLOT / 16, U = PER / T;
     if (s < Q.NS) {
+        // u's chunks are 4 KB slice s U + u of the block's rows (K a multiple of 2048: a slice lies within a row),
+        // its row and place in the row stepped from the stage's first slice
+        const int SLr = Q.CK / T, sl0 = s * U;
+        int row = sl0 / SLr, c = sl0 - row * SLr;
         const bf16 *W = (const bf16 *)p.qkv_w;
-        const uint32_t slot = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT;
+        const bf16 *src = W + (size_t)Q.grow(p, D, kv, Q.r0 + min(row, Q.nrow - 1)) * p.qkv_K;
+        const uint32_t slot = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT + (uint32_t)threadIdx.x * 16;
 #pragma unroll
-        for (int u = 0; u < PER / (DEC6_WARPS * 32); u++) {
-            const int e = threadIdx.x + u * DEC6_WARPS * 32, G = s * PER + e;
-            if (G < Q.TC) {
-                const int row = G / Q.CK, col = G - row * Q.CK;
-                cp_async16_s(slot + (uint32_t)e * 16, W + (size_t)Q.grow(p, D, kv, Q.r0 + row) * p.qkv_K + col * 8, 16);
+        for (int u = 0; u < U; u++) {
+            if (row < Q.nrow) cp_async16_s(slot + (uint32_t)u * T * 16, src + (size_t)(c * T + threadIdx.x) * 8, 16);
+            if (++c == SLr && u + 1 < U) {
+                c = 0, row++;
+                src = W + (size_t)Q.grow(p, D, kv, Q.r0 + min(row, Q.nrow - 1)) * p.qkv_K;
             }
         }
     }
@@ -772,10 +777,9 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         if constexpr (QKV) {
             // The cluster's q, key and value first, its weights streamed through the ring (the first stages asked
             // now), the cache's first stages below pos0 asked into L2 meanwhile; the ring is the attention's after.
-            dec8_qkv_start<D>(p, base, h0, nsplit);
-            for (int u = 0; u < NST - 1 && k_lo + (t0 + u) * BN + BN <= pos0; u++) cp_stage(u, true);
             pdl_wait();
             stamps.waited();
+            dec8_qkv_start<D>(p, base, h0, nsplit);
             dec8_qkv<D>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, base, b, h0, nsplit, pos0);
         } else {
             for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
