@@ -460,22 +460,22 @@ struct dec8_o_rows {
 #define DEC8_QSLOTS 6
 
 /* Its shared memory beyond the ring (256-byte aligned after the ring's barriers): the normed input xs [K] bf16, this
- * block's rows [Rb] fp32, the partial sums of its 4 KB slices [Rb K / 2048] fp32, the head's rows [R] fp32 and RoPE's
- * cosines and sines [d / 2][2] (rank 0), the warps' sums [8]. R = (g + 2) d: the head's g query heads, its key and its
- * value; Rb = ceil(R / cs), a block's share. */
+ * block's rows [Rb] fp32, the warps' partial sums of its 16-row groups [ceil(Rb / 16)][8][16] fp32, the head's rows
+ * [R] fp32 and RoPE's cosines and sines [d / 2][2] (rank 0), the warps' sums [8]. R = (g + 2) d: the head's g query
+ * heads, its key and its value; Rb = ceil(R / cs), a block's share. */
 static __host__ __device__ __forceinline__ size_t dec8_qkv_extra(int K, int g, int d, int cs)
 {
     const int R = (g + 2) * d, Rb = (R + cs - 1) / cs;
-    return 256 + (size_t)K * 2 + ((size_t)Rb + (size_t)Rb * (K / 2048) + R + d + 8) * sizeof(float);
+    return 256 + (size_t)K * 2 + ((size_t)Rb + (size_t)(Rb + 15) / 16 * 128 + R + d + 8) * sizeof(float);
 }
 
-/* A block's share of the head's rows and their place in qkv_w. */
+/* A block's share of the head's rows and their place in qkv_w; a ring stage is 16 rows (a row group) x 1024 of K. */
 struct dec8_qkv_rows {
-    int g, R, Rb, r0, nrow, CK, TC, NS; // CK: 16-byte chunks a row; TC: the block's chunks; NS: its ring stages
+    int g, R, Rb, r0, nrow, NKR, NRG, NS; // NKR: stages a row group (K / 1024); NRG: row groups; NS: stages
     __device__ __forceinline__ dec8_qkv_rows(const orthros_attn_full_decode_params &p, int D, int cs, int rank)
     {
         g = p.Hq / p.Hkv, R = (g + 2) * D, Rb = (R + cs - 1) / cs, r0 = min(R, rank * Rb);
-        nrow = min(R, r0 + Rb) - r0, CK = p.qkv_K / 8, TC = nrow * CK, NS = (TC + DEC8_QSLOT / 16 - 1) / (DEC8_QSLOT / 16);
+        nrow = min(R, r0 + Rb) - r0, NKR = p.qkv_K / 1024, NRG = (nrow + 15) / 16, NS = NRG * NKR;
     }
     // the head's row rr (q rows of its g query heads, then its key's, then its value's) as a row of qkv_w
     __device__ __forceinline__ int grow(const orthros_attn_full_decode_params &p, int D, int kv, int rr) const
@@ -485,35 +485,31 @@ struct dec8_qkv_rows {
     }
 };
 
-/* Stage s of the block's weights (chunks s 2048 .. s 2048 + 2047 of its rows, row-major) into ring slot s % 6 by
- * 16-byte cp.async, 8 a thread; a commit group either way. */
+/* Stage s (row group s / NKR, k range (s % NKR) 1024 ..) into ring slot s % 6 by 16-byte cp.async: thread t copies
+ * column chunk t % 128 of rows t / 128 + 2 u, u = 0..7, each row's 128 chunks at 16-byte slots XOR (row % 8) (so the
+ * 8 rows an ldmatrix reads lie in 8 bank groups); rows past the block's share are zero-filled (no bytes read). A
+ * commit group either way. */
 static __device__ __forceinline__ void dec8_qkv_copy(const orthros_attn_full_decode_params &p, const dec8_qkv_rows &Q,
                                                      int D, int kv, uint32_t ring, int s)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int T = DEC6_WARPS * 32, PER = DEC8_QSLOT / 16, U = PER / T;
     if (s < Q.NS) {
-        // u's chunks are 4 KB slice s U + u of the block's rows (K a multiple of 2048: a slice lies within a row),
-        // its row and place in the row stepped from the stage's first slice
-        const int SLr = Q.CK / T, sl0 = s * U;
-        int row = sl0 / SLr, c = sl0 - row * SLr;
-        const bf16 *W = (const bf16 *)p.qkv_w;
-        const bf16 *src = W + (size_t)Q.grow(p, D, kv, Q.r0 + min(row, Q.nrow - 1)) * p.qkv_K;
-        const uint32_t slot = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT + (uint32_t)threadIdx.x * 16;
+        const int rg = s / Q.NKR, kr = s - rg * Q.NKR, col = threadIdx.x & 127, rt = threadIdx.x >> 7;
+        const bf16 *W = (const bf16 *)p.qkv_w + (size_t)kr * 1024 + col * 8;
+        const uint32_t slot = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT;
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            if (row < Q.nrow) cp_async16_s(slot + (uint32_t)u * T * 16, src + (size_t)(c * T + threadIdx.x) * 8, 16);
-            if (++c == SLr && u + 1 < U) {
-                c = 0, row++;
-                src = W + (size_t)Q.grow(p, D, kv, Q.r0 + min(row, Q.nrow - 1)) * p.qkv_K;
-            }
+        for (int u = 0; u < 8; u++) {
+            const int r = rt + 2 * u, lr = rg * 16 + r;
+            const bool ok = lr < Q.nrow;
+            const bf16 *src = W + (size_t)Q.grow(p, D, kv, Q.r0 + (ok ? lr : 0)) * p.qkv_K;
+            cp_async16_s(slot + (uint32_t)(r * 128 + (col ^ (r & 7))) * 16, src, ok ? 16 : 0);
         }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
 
-/* Before the dependency wait (the weights never depend on the kernel before): the block's first five stages. */
+/* The block's first five stages. */
 template <int D>
 static __device__ __forceinline__ void dec8_qkv_start(const orthros_attn_full_decode_params &p, uint32_t ring, int kv,
                                                       int cs)
@@ -522,37 +518,30 @@ static __device__ __forceinline__ void dec8_qkv_start(const orthros_attn_full_de
     for (int s = 0; s < DEC8_QSLOTS - 1; s++) dec8_qkv_copy(p, Q, D, kv, ring, s);
 }
 
-/* The dot product of 8 bf16 weights and 8 bf16 inputs, in fp32. */
-static __device__ __forceinline__ float dot8_bf16(uint4 w, uint4 x)
-{
-    return bf16x2_lo(w.x) * bf16x2_lo(x.x) + bf16x2_hi(w.x) * bf16x2_hi(x.x) + bf16x2_lo(w.y) * bf16x2_lo(x.y) +
-           bf16x2_hi(w.y) * bf16x2_hi(x.y) + bf16x2_lo(w.z) * bf16x2_lo(x.z) + bf16x2_hi(w.z) * bf16x2_hi(x.z) +
-           bf16x2_lo(w.w) * bf16x2_lo(x.w) + bf16x2_hi(w.w) * bf16x2_hi(x.w);
-}
-
 /* The cluster of (sequence b, kv head kv) forms its head's rows of qkv[b] before attending (after dec8_qkv_start and
  * the dependency wait): every block normalises x[b] (rmsnorm's fp32 sum of squares of bf16 over all of K, then w *
  * (x * r) rounded to bf16, as gemv.cu's staging does; the sum in another order) and streams its share of the head's
  * R rows (rows rank Rb .. of the head's: q rows kv g d .., k row block Hq d + kv d .., v Hq d + Hkv d + kv d ..)
- * through the ring: warp w takes 4 KB slice w of each 32 KB stage, within one row (K a multiple of 2048), its fp32
- * sum kept a slice; a row's sum is its slices' in order. After a cluster barrier rank 0 gathers the R sums through
- * distributed shared memory, applies RoPE at pos0 and writes them as gemv.cu's ROPE epilogue does (q rotated into
- * qkv, k unrotated into qkv and rotated into the cache at pos0's slot, v into both), and a second cluster barrier
- * makes them visible to the cluster before any block reads the key at pos0 or its q. The ring is free after. */
+ * through the ring, 16 rows x 1024 of K a stage, on the tensor cores: warp w takes k w 128 .. of each stage (8 mma
+ * of m16n8k16, x as B's one column), its sums of a row group kept per warp and added over the warps in order. After
+ * a cluster barrier rank 0 gathers the R sums through distributed shared memory, applies RoPE at pos0 and writes
+ * them as gemv.cu's ROPE epilogue does (q rotated into qkv, k unrotated into qkv and rotated into the cache at pos0's
+ * slot, v into both), and a second cluster barrier makes them visible to the cluster before any block reads the key
+ * at pos0 or its q. The ring is free after. */
 template <int D>
 static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsigned char *qx, uint32_t ring, int b,
                                 int kv, int cs, int pos0)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int T = DEC6_WARPS * 32, H = D / 2, PER = DEC8_QSLOT / 16;
+    constexpr int T = DEC6_WARPS * 32, H = D / 2;
     const int K = p.qkv_K;
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int rank = (int)cluster.block_rank(), warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const dec8_qkv_rows Q(p, D, cs, rank);
-    const int R = Q.R, Rb = Q.Rb, g = Q.g, SL = K / 2048; // SL: 4 KB slices a row
+    const int R = Q.R, Rb = Q.Rb, g = Q.g;
     bf16 *xs = (bf16 *)qx;
-    float *mine = (float *)(qx + (size_t)K * 2), *part = mine + Rb, *all = part + (size_t)Rb * SL, *csn = all + R,
-          *red = csn + D;
+    float *mine = (float *)(qx + (size_t)K * 2), *part = mine + Rb, *all = part + (size_t)(Rb + 15) / 16 * 128,
+          *csn = all + R, *red = csn + D;
 
     // rmsnorm of x[b] (written by the kernel before this one: read through L2 after the wait)
     const uint4 *xr = (const uint4 *)((const bf16 *)p.qkv_x + (size_t)b * K);
@@ -582,33 +571,39 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
     }
     // (the barrier of the ring's first stage below orders xs before its reads)
 
-    // the ring: stage s landed, then slot (s - 1) % 6 refilled with stage s + 5, then warp w's slice of stage s
+    // the ring: stage s landed, then slot (s - 1) % 6 refilled with stage s + 5, then warp w's k range w 128 .. of
+    // stage s on the tensor cores: its 8 k-tiles of the stage's 16 rows as A (ldmatrix from the swizzled slot), x's
+    // as B's column 0 (lanes 0-3; the other columns zero), the row group's sums in C's column 0 across its NKR stages
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int s = 0; s < Q.NS; s++) {
         asm volatile("cp.async.wait_group %0;\n" ::"n"(DEC8_QSLOTS - 2) : "memory");
         __syncthreads();
         dec8_qkv_copy(p, Q, D, kv, ring, s + DEC8_QSLOTS - 1);
-        const int G0 = s * PER + warp * 256; // the slice's first chunk: slices lie within one row
-        if (G0 < Q.TC) {
-            const int row = G0 / Q.CK, col0 = G0 - row * Q.CK;
-            const uint32_t src = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT + (uint32_t)(warp * 256 + lane) * 16;
-            float acc = 0.0f;
+        const int rg = s / Q.NKR, kr = s - rg * Q.NKR, arow = lane % 16;
+        const uint32_t slot = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT + (uint32_t)arow * 128 * 16;
+        const bf16 *xk = xs + kr * 1024 + warp * 128 + (lane % 4) * 2;
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                uint4 w;
-                asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                             : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-                             : "r"(src + (uint32_t)i * 512));
-                acc += dot8_bf16(w, *(const uint4 *)(xs + (size_t)(col0 + lane + 32 * i) * 8));
+        for (int kt = 0; kt < 8; kt++) {
+            uint32_t a[4], bq[2] = {0u, 0u};
+            const int c = warp * 16 + kt * 2 + lane / 16;
+            ldsm_x4(a, slot + (uint32_t)(c ^ (arow & 7)) * 16);
+            if (lane < 4) bq[0] = *(const uint32_t *)(xk + kt * 16), bq[1] = *(const uint32_t *)(xk + kt * 16 + 8);
+            mma_bf16_16816(acc, a, bq);
+        }
+        if (kr == Q.NKR - 1) { // the row group's last stage: this warp's sums of its 16 rows (column 0)
+            if (lane % 4 == 0) {
+                part[(rg * DEC6_WARPS + warp) * 16 + lane / 4] = acc[0];
+                part[(rg * DEC6_WARPS + warp) * 16 + lane / 4 + 8] = acc[2];
             }
-            for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-            if (lane == 0) part[G0 / 256] = acc;
+            acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
         }
     }
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-    __syncthreads(); // every slice summed; the ring free for the attention
+    __syncthreads(); // every warp's sums in; the ring free for the attention
     for (int j = threadIdx.x; j < Q.nrow; j += T) {
         float sum = 0.0f;
-        for (int t = 0; t < SL; t++) sum += part[j * SL + t];
+#pragma unroll
+        for (int w = 0; w < DEC6_WARPS; w++) sum += part[((j / 16) * DEC6_WARPS + w) * 16 + j % 16];
         mine[j] = sum;
     }
 
@@ -726,23 +721,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     // (data/results/h200-2026-12-03-default43/attn-lean-37d2f01): 9-11% fewer instructions, v8 3% shorter alone.
     const size_t rs = (size_t)p.Hkv * D;
     const size_t col0 = ((size_t)b * p.cap * p.Hkv + h0 + cp_h) * D + cp_c * 8;
-    // pf: the stage's lines asked into L2 instead (prefetch, a 128-byte line by the thread of its first 16 bytes;
-    // no commit group), for a stage wholly at or above key 0
-    auto cp_stage = [&](int t, bool pf = false) {
-        if (pf) {
-            const int ts = k_lo + (t0 + t) * BN;
-            constexpr int UN = STAGE / 16 / (DEC6_WARPS * 32);
-            if (t < ntiles && ts >= 0 && cp_c % 8 == 0) {
-                const size_t first = col0 + (size_t)(ts + cp_p0) * rs, step = (size_t)cp_step * rs;
-                const bf16 *kp = (const bf16 *)p.k_cache + first, *vp = (const bf16 *)p.v_cache + first;
-#pragma unroll
-                for (int u = 0; u < UN; u++) {
-                    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(kp + u * step));
-                    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(vp + u * step));
-                }
-            }
-            return;
-        }
+    auto cp_stage = [&](int t) {
         if (t < ntiles) {
             const int s = t % NST, ts = k_lo + (t0 + t) * BN;
             constexpr int UN = STAGE / 16 / (DEC6_WARPS * 32);
@@ -775,8 +754,9 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         // the launch was a plain one.)
         int t = 0;
         if constexpr (QKV) {
-            // The cluster's q, key and value first, its weights streamed through the ring (the first stages asked
-            // now), the cache's first stages below pos0 asked into L2 meanwhile; the ring is the attention's after.
+            // The cluster's q, key and value first (x is the kernel before's), its weights streamed through the
+            // ring, which is the attention's after. (Its first stages asked before the wait, and the cache's asked
+            // into L2 then, measured 5% slower at 8B 4K: they compete with the kernel before's last loads.)
             pdl_wait();
             stamps.waited();
             dec8_qkv_start<D>(p, base, h0, nsplit);
@@ -1546,7 +1526,7 @@ static int qkv_plan(const orthros_attn_full_decode_params *p, int *split_len, in
     if (p->n != 1 || p->B <= 0 || p->o_w || !p->qkv_w || !p->qkv_x || !p->qkv_norm_w || p->cap <= 0 ||
         !orthros_attn_full_decode_supported(p))
         return 0;
-    if (p->qkv_K <= 0 || p->qkv_K % 2048 || p->d / 2 > 64 || (uintptr_t)p->qkv_w % 16 || (uintptr_t)p->qkv_x % 16 ||
+    if (p->qkv_K <= 0 || p->qkv_K % 1024 || p->d / 2 > 64 || (uintptr_t)p->qkv_w % 16 || (uintptr_t)p->qkv_x % 16 ||
         (uintptr_t)p->qkv_norm_w % 16 || (uintptr_t)p->qkv % 4)
         return 0;
     int version = 0;
