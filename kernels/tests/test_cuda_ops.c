@@ -150,6 +150,14 @@ static void report(const char *name, const float *ref, const float *got, size_t 
         n_fail++;
 }
 
+/* The cpu's copy set to the gpu's values (both continue from the gpu's). */
+static void pair_from_gpu(pair *t)
+{
+    float *h = pair_get_gpu(t);
+    pair_set(t, h);
+    free(h);
+}
+
 static void check(const char *name, const pair *t, double tol)
 {
     float *g = pair_get_gpu(t);
@@ -477,6 +485,23 @@ static int fused_op_ready(const char *op, const char *path, const char *tag, int
     return has_op;
 }
 
+/* The cpu's and the gpu's layers of geometry g over the caches kc, vc (cap slots), and the gpu's decode attention
+ * parameters of a batch of B at positions pos0, one query row a sequence (for the fused ops' plan queries). */
+static orthros_attn_full_decode_params decode_layers(geom g, int B, int cap, const int *pos0, const pair *kc,
+                                                     const pair *vc, orthros_attn_layer *Lc, orthros_attn_layer *Lg)
+{
+    *Lc = layer_for(g), *Lg = layer_for(g);
+    Lc->k_cache = kc->c, Lc->v_cache = vc->c, Lg->k_cache = kc->g, Lg->v_cache = vc->g;
+    Lc->cap = Lg->cap = cap;
+    int keys = 0;
+    for (int b = 0; b < B; b++) keys = pos0[b] + 1 > keys ? pos0[b] + 1 : keys;
+    orthros_attn_full_decode_params pp;
+    memset(&pp, 0, sizeof pp);
+    pp.B = B, pp.n = 1, pp.Hq = g.Hq, pp.Hkv = g.Hkv, pp.d = g.d, pp.cap = cap, pp.max_keys = keys;
+    pp.num_sms = gpu->info.sm_count, pp.k_cache = kc->g, pp.v_cache = vc->g;
+    return pp;
+}
+
 /* The decode step's attention with O (backend.h attn_decode_o; cuda: decode v8 with the O product in its clusters):
  * the gpu's op against the cpu's attn_full_decode then gemm_add, the attention's output and the residual, twice from
  * the residual the first call left (the counters must be back at 0). must_fuse: the call must take v8's fused path
@@ -492,15 +517,8 @@ static void test_attn_o(geom g, int B, int cap, const int *pos0, int M, int must
     pair_random(&vc, 23, 1.0f, 0.0f);
     pair_random(&x, 24, 1.0f, 0.0f);
     pair_random(&wo, 25, 1.0f / sqrtf((float)Hd), 0.0f);
-    orthros_attn_layer Lc = layer_for(g), Lg = layer_for(g);
-    Lc.k_cache = kc.c, Lc.v_cache = vc.c, Lg.k_cache = kc.g, Lg.v_cache = vc.g;
-    Lc.cap = Lg.cap = cap;
-    int keys = 0;
-    for (int b = 0; b < B; b++) keys = pos0[b] + 1 > keys ? pos0[b] + 1 : keys;
-    orthros_attn_full_decode_params pp;
-    memset(&pp, 0, sizeof pp);
-    pp.B = B, pp.n = 1, pp.Hq = g.Hq, pp.Hkv = g.Hkv, pp.d = g.d, pp.cap = cap, pp.max_keys = keys;
-    pp.num_sms = gpu->info.sm_count, pp.k_cache = kc.g, pp.v_cache = vc.g;
+    orthros_attn_layer Lc, Lg;
+    orthros_attn_full_decode_params pp = decode_layers(g, B, cap, pos0, &kc, &vc, &Lc, &Lg);
     pp.o_w = wo.g, pp.o_resid = x.g, pp.o_M = M;
     const int fused = orthros_attn_full_decode_o_supported(&pp);
     char tag[160], name[220];
@@ -516,10 +534,7 @@ static void test_attn_o(geom g, int B, int cap, const int *pos0, int M, int must
             check(name, &out, TOL_BF16);
             snprintf(name, sizeof name, "attn_decode_o residual %s call %d", tag, call);
             check(name, &x, TOL_BF16);
-            /* both continue from the gpu's residual */
-            float *h = pair_get_gpu(&x);
-            pair_set(&x, h);
-            free(h);
+            pair_from_gpu(&x); /* both continue from the gpu's residual */
         }
     }
     pair *all[] = {&qkv, &kc, &vc, &out, &x, &tmp, &wo};
@@ -562,15 +577,9 @@ static void test_qkv_attn(geom g, int B, int cap, const int *pos0, int K, int mu
     float inv[ORTHROS_MAX_HEAD_DIM / 2];
     inv_freq_for(inv, g.d);
     orthros_rope rope = {g.Hq, g.Hkv, g.d, inv};
-    orthros_attn_layer Lc = layer_for(g), Lg = layer_for(g);
-    Lc.k_cache = kc.c, Lc.v_cache = vc.c, Lg.k_cache = kc.g, Lg.v_cache = vc.g;
-    Lc.cap = Lg.cap = cap;
-    int keys = 0;
-    for (int b = 0; b < B; b++) keys = pos0[b] + 1 > keys ? pos0[b] + 1 : keys;
-    orthros_attn_full_decode_params pp;
-    memset(&pp, 0, sizeof pp);
-    pp.B = B, pp.n = 1, pp.Hq = g.Hq, pp.Hkv = g.Hkv, pp.d = g.d, pp.cap = cap, pp.max_keys = keys;
-    pp.num_sms = gpu->info.sm_count, pp.k_cache = kc.g, pp.v_cache = vc.g, pp.qkv = qkv.g;
+    orthros_attn_layer Lc, Lg;
+    orthros_attn_full_decode_params pp = decode_layers(g, B, cap, pos0, &kc, &vc, &Lc, &Lg);
+    pp.qkv = qkv.g;
     pp.qkv_w = wq.g, pp.qkv_x = x.g, pp.qkv_norm_w = nw.g, pp.qkv_K = K, pp.qkv_eps = eps;
     const int fused = orthros_attn_full_decode_qkv_supported(&pp);
     char tag[160], name[220];
@@ -592,13 +601,8 @@ static void test_qkv_attn(geom g, int B, int cap, const int *pos0, int K, int mu
             check(name, &kc, TOL_BF16);
             snprintf(name, sizeof name, "qkv_attn v_cache %s call %d", tag, call);
             check(name, &vc, TOL_BF16);
-            /* the second call from the gpu's caches on both */
-            float *h = pair_get_gpu(&kc);
-            pair_set(&kc, h);
-            free(h);
-            h = pair_get_gpu(&vc);
-            pair_set(&vc, h);
-            free(h);
+            pair_from_gpu(&kc); /* the second call from the gpu's caches on both */
+            pair_from_gpu(&vc);
         }
     }
     pair *all[] = {&x, &nw, &wq, &xn, &qkv, &kc, &vc, &out};
@@ -2128,6 +2132,20 @@ static void test_stream_probe(void)
     free(y), free(ref), free(x), free(hs);
 }
 
+/* A suite run on a cuda backend made with the switch var=1 (a backend's own setting) as `gpu`, then the main one. */
+static void with_switch(const char *var, void (*suite)(void))
+{
+    orthros_backend *plain_gpu = gpu, *be = NULL;
+    setenv(var, "1", 1);
+    int rc = orthros_backend_cuda_create(&be);
+    unsetenv(var);
+    if (rc) die(var);
+    gpu = be;
+    suite();
+    gpu = plain_gpu;
+    be->destroy(be);
+}
+
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
  * decode7, prefill7, readprobe, linear7, window, stepprobe, gemv, decodebound, gemvnorm, gemvchain, decode8, attno,
  * qkvattn, mlp, streamprobe (to rerun the last ones alone when an earlier one hangs). */
@@ -2299,27 +2317,10 @@ int main(void)
         if (orthros_attn_full_decode_set_regs(0)) die("decode regs");
     }
     /* The decode step's attention with O in v8's clusters (ORTHROS_DECODE_ATTN_O=1; passing on the H200 at d4033e6). */
-    if (section("attno")) {
-        orthros_backend *plain_gpu = gpu, *ao = NULL;
-        setenv("ORTHROS_DECODE_ATTN_O", "1", 1);
-        if (orthros_backend_cuda_create(&ao)) die("cuda backend with ORTHROS_DECODE_ATTN_O=1");
-        unsetenv("ORTHROS_DECODE_ATTN_O");
-        gpu = ao;
-        attn_o_suite();
-        gpu = plain_gpu;
-        ao->destroy(ao);
-    }
-    /* The decode step's q/k/v projection and attention in one launch (ORTHROS_DECODE_QKV_ATTN=1). */
-    if (section("qkvattn")) {
-        orthros_backend *plain_gpu = gpu, *qa = NULL;
-        setenv("ORTHROS_DECODE_QKV_ATTN", "1", 1);
-        if (orthros_backend_cuda_create(&qa)) die("cuda backend with ORTHROS_DECODE_QKV_ATTN=1");
-        unsetenv("ORTHROS_DECODE_QKV_ATTN");
-        gpu = qa;
-        qkv_attn_suite();
-        gpu = plain_gpu;
-        qa->destroy(qa);
-    }
+    if (section("attno")) with_switch("ORTHROS_DECODE_ATTN_O", attn_o_suite);
+    /* The decode step's q/k/v projection and attention in one launch (ORTHROS_DECODE_QKV_ATTN=1; passing on the H200
+     * at d17a3c7). */
+    if (section("qkvattn")) with_switch("ORTHROS_DECODE_QKV_ATTN", qkv_attn_suite);
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
     if (section("mlp"))
         for (int mode = 1; mode <= 2; mode++) { /* 2: the ring kernel at batch 1, K 2048 and 4096 (passing at 37edfb3
