@@ -1224,8 +1224,8 @@ static int select_kernels(orthros_device_info *info)
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch
  * with the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ",
- * attn+o" with ORTHROS_DECODE_ATTN_O=1, ", qkv+attn" with ORTHROS_DECODE_QKV_ATTN=1, ", mlp" (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on
- * sm_90 by default (0 turns each off) ", attn pdl" (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late"
+ * attn+o" with ORTHROS_DECODE_ATTN_O=1, ", qkv+attn" with ORTHROS_DECODE_QKV_ATTN=1, ", mlp" (", mlp ring") with
+ * ORTHROS_DECODE_MLP=1 (2) in the fused mode; on sm_90 by default (0 turns each off) ", attn pdl" (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late"
  * (ORTHROS_DECODE_PDL_LATE; ", gemv pdl late 2" with 2; ", lead N" with ORTHROS_DECODE_PDL_LEAD=N).
  * ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version, process-wide, as the attention kernels'
  * variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset: ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads
@@ -1243,8 +1243,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
     if ((rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
-    c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0, c->pdl_late = sm90;
-    c->pdl_lead = 0;
+    c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0;
+    c->pdl_late = sm90, c->pdl_lead = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||

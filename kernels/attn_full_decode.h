@@ -111,12 +111,13 @@ int orthros_attn_full_decode_bf16(const orthros_attn_full_decode_params *p, cuda
  * runs the attention and the product apart. */
 int orthros_attn_full_decode_o_supported(const orthros_attn_full_decode_params *p);
 size_t orthros_attn_full_decode_o_scratch_bytes(const orthros_attn_full_decode_params *p);
+int orthros_attn_full_decode_o_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
 /* v8 with the q/k/v projection ahead of it (qkv_w and the fields after it given, o_w NULL): 1 where a call runs
  * that way (one query row a sequence, v8's clusters, qkv_K a multiple of 1024 whose staging fits beside the ring,
- * d at most 128, 16-byte aligned rows), else 0; orthros_attn_full_decode_qkv_bf16 runs it (ORTHROS_EUNSUPPORTED where it does not). */
+ * d at most 128, 16-byte aligned rows), else 0; orthros_attn_full_decode_qkv_bf16 runs it (ORTHROS_EUNSUPPORTED
+ * where it does not). */
 int orthros_attn_full_decode_qkv_supported(const orthros_attn_full_decode_params *p);
 int orthros_attn_full_decode_qkv_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
-int orthros_attn_full_decode_o_bf16(const orthros_attn_full_decode_params *p, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
