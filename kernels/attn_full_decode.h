@@ -2,7 +2,8 @@
  * 16 (query, head) rows per kv head).
  *   CPU reference: cpu_attn_full in engine/backend_cpu.c (the same function serves prefill).
  *   Test: kernels/tests/test_cuda_ops.c, full_suite() (decode cases of every head geometry, v3-v5) and
- *         decode_v6() (v6 and v7, sections decode6 and decode7, forced split counts).
+ *         decode_v6() (v6 and v7, sections decode6 and decode7, forced split counts); v8 with O and with q/k/v
+ *         ahead: test_attn_o() and test_qkv_attn() (sections attno and qkvattn) against the cpu's ops.
  *   Bench: bench/kernels/bench_kernels.c op "attn_full_decode" (each version by name; batch 1, 8, 16 at
  *         32K..128K, against the anchors' flash and cuDNN and the read ceiling), op "attn_full_decode_splits".
  *   Kernels: attn_full_decode.cu; its versions: docs/kernels.md. */
