@@ -612,7 +612,7 @@ static void test_qkv_attn(geom g, int B, int cap, const int *pos0, int K, int mu
 static void qkv_attn_suite(void)
 {
     /* the 1B and 8B layers at batch 1 and 4K (the fused path's shapes), a batch of 2 and one of 4 with ragged
-     * positions, a group of 3 (a block's rows not a multiple of 8), then calls the clusters do not take (a short
+     * positions, a group of 3 (a block's rows not a multiple of 16), then calls the clusters do not take (a short
      * cache; two kv heads; a K that is not a multiple of 1024), which run the two ops */
     const geom l1 = {32, 8, 64}, l8 = {32, 8, 128};
     int p1[1] = {4095}, p2[2] = {5000, 17}, p4[4] = {100, 4000, 7, 2500}, ps[1] = {40}, p3[1] = {3000};
