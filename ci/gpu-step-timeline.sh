@@ -6,8 +6,8 @@
 # ORTHROS_STEP_STAMPS, which writes one replay's stamps a captured graph (OUTDIR/<model>-b<batch>-<ctx>.stamps), then
 # bench/kernels/step_timeline.py: per kind of launch its mean boundary (from the launch before it ending to its first
 # block past its wait) and body, what each adds to the step, a layer's sum (OUTDIR/<name>.txt). The bench's ms a step
-# (OUTDIR/<name>.json) is the stamped build's: a few atomics a block more than the default build, and one step a graph
-# synchronised to read the stamps; time figures come from the default build, not this one.
+# (OUTDIR/<name>.json) is the stamped build's: a few clock stores a block more than the default build, and one step
+# a graph synchronised to read the stamps; time figures come from the default build, not this one.
 # Usage: ci/gpu-step-timeline.sh OUTDIR [SPEC...]   (run from the repository root; SPEC: model:batch:ctx, default
 #   llama3.2-1b:1:4k llama3.2-1b:1:128k llama3.1-8b:1:4k; the environment passes through, so ORTHROS_DECODE_*
 #   switches time those modes)

@@ -923,13 +923,19 @@ static int cuda_norm_mlp_add(orthros_backend *be, void *resid, void *xn, void *g
     return rc ? rc : cuda_gemm_add(be, resid, tmp, act, W_down, n, D, F);
 }
 
+/* norm_qkv_rope's layers (backend.h): its rope writes the KV cache and nothing else. */
+static int rope_cache_only(const orthros_attn_layer *L, const char *op)
+{
+    if (L->cap <= 0 || !L->k_cache || !L->v_cache || L->kraw_cache || L->q_rot || L->fmap_after)
+        return orthros_error(ORTHROS_EINVAL, "%s: a layer whose rope writes more than its KV cache", op);
+    return check_heads(L, op);
+}
+
 static int cuda_norm_qkv_rope(orthros_backend *be, void *qkv, void *xn, const void *x, const void *norm_w,
                               const void *Wqkv, const orthros_attn_layer *L, const orthros_rope *rope, const int *pos0,
                               int n, int K, float eps)
 {
-    if (L->cap <= 0 || !L->k_cache || !L->v_cache || L->kraw_cache || L->q_rot || L->fmap_after)
-        return orthros_error(ORTHROS_EINVAL, "norm_qkv_rope: a layer whose rope writes more than its KV cache");
-    int rc = check_heads(L, "norm_qkv_rope");
+    int rc = rope_cache_only(L, "norm_qkv_rope");
     if (rc) return rc;
     cuda_impl *c = impl_of(be);
     const int M = (L->n_heads + 2 * L->n_kv_heads) * L->head_dim;
@@ -955,21 +961,19 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
 {
     if (B <= 0) return 0;
     cuda_impl *c = impl_of(be);
-    if (L->cap > 0 && L->k_cache && L->v_cache && !L->kraw_cache && !L->q_rot && !L->fmap_after &&
-        L->head_dim / 2 <= 64) {
-        orthros_attn_full_decode_params p;
-        int rc = attn_params(c, &p, attn, qkv, L, pos0, B, 1);
-        if (rc) return rc;
-        p.qkv_w = Wqkv, p.qkv_x = x, p.qkv_norm_w = norm_w, p.qkv_K = K, p.qkv_eps = eps, p.qkv_form = c->qkv_attn;
+    orthros_attn_full_decode_params p;
+    int rc = rope_cache_only(L, "norm_qkv_rope_attn");
+    if (!rc) rc = attn_params(c, &p, attn, qkv, L, pos0, B, 1);
+    if (rc) return rc;
+    p.qkv_w = Wqkv, p.qkv_x = x, p.qkv_norm_w = norm_w, p.qkv_K = K, p.qkv_eps = eps, p.qkv_form = c->qkv_attn;
+    if (orthros_attn_full_decode_qkv_supported(&p)) { /* (head_dim / 2 at most 64: qkv_inv_freq holds it) */
         memcpy(p.qkv_inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
-        if (orthros_attn_full_decode_qkv_supported(&p)) {
-            p.pdl = c->attn_pdl;
-            c->next_pdl = c->o_pdl;
-            stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
-            return orthros_attn_full_decode_qkv_bf16(&p, c->stream);
-        }
+        p.pdl = c->attn_pdl;
+        c->next_pdl = c->o_pdl;
+        stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
+        return orthros_attn_full_decode_qkv_bf16(&p, c->stream);
     }
-    int rc = cuda_norm_qkv_rope(be, qkv, xn, x, norm_w, Wqkv, L, rope, pos0, B, K, eps);
+    rc = cuda_norm_qkv_rope(be, qkv, xn, x, norm_w, Wqkv, L, rope, pos0, B, K, eps);
     return rc ? rc : attn_full(be, attn, qkv, L, pos0, B, 1);
 }
 
@@ -1225,9 +1229,9 @@ static int select_kernels(orthros_device_info *info)
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch
  * with the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ",
  * attn+o" with ORTHROS_DECODE_ATTN_O=1, ", qkv+attn" (", qkv+attn bulk") with ORTHROS_DECODE_QKV_ATTN=1 (2), ", mlp"
- * (", mlp ring") with
- * ORTHROS_DECODE_MLP=1 (2) in the fused mode; on sm_90 by default (0 turns each off) ", attn pdl" (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late"
- * (ORTHROS_DECODE_PDL_LATE; ", gemv pdl late 2" with 2; ", lead N" with ORTHROS_DECODE_PDL_LEAD=N).
+ * (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on sm_90 by default (0 turns each off) ", attn pdl"
+ * (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late" (ORTHROS_DECODE_PDL_LATE; ", gemv pdl late 2" with 2; ", lead N"
+ * with ORTHROS_DECODE_PDL_LEAD=N).
  * ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version, process-wide, as the attention kernels'
  * variables do (set_version_from_env); ORTHROS_GEMV_EARLY (0-63; unset: ORTHROS_GEMV_EARLY_DEFAULT) v3's early loads
  * (orthros_gemv_set_early), ", gemv early N" where not the default; ORTHROS_GEMV_KW (1, 2 or 4; unset or 0: the

@@ -1241,13 +1241,15 @@ template <int D> static dec8_kernel_fn dec8_kernel()
     return dec8_regs == 160 ? attn_decode_r160_kernel<D> : attn_decode_tma_kernel<D, true, true>;
 }
 
-template <int D> static int dec8_attrs()
+/* A v8 kernel's launch attributes: its dynamic shared memory and clusters past the portable size. */
+static int dec8_attrs_of(dec8_kernel_fn fn, size_t smem)
 {
-    const void *fn = (const void *)dec8_kernel<D>();
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dec6_cfg<D>::SMEM));
-    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    ORTHROS_CUDA_CHECK(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     return 0;
 }
+
+template <int D> static int dec8_attrs() { return dec8_attrs_of(dec8_kernel<D>(), dec6_cfg<D>::SMEM); }
 
 static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], int D, int cs, int Hkv, int B, int pdl,
                         cudaStream_t stream)
@@ -1323,8 +1325,6 @@ template <int D>
 static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream,
                        int QKV = 0)
 {
-    int rc = dec8_attrs<D>();
-    if (rc) return rc;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
     dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream);
@@ -1332,10 +1332,9 @@ static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, 
     if (QKV) {
         fn = QKV == 2 ? attn_decode_tma_kernel<D, true, true, 2> : attn_decode_tma_kernel<D, true, true, 1>;
         cfg.dynamicSmemBytes += dec8_qkv_extra(p->qkv_K, p->Hq / p->Hkv, D, nsplit);
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                (int)cfg.dynamicSmemBytes));
-        ORTHROS_CUDA_CHECK(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     }
+    int rc = dec8_attrs_of(fn, cfg.dynamicSmemBytes);
+    if (rc) return rc;
     CUtensorMap tk, tv;
     memset(&tk, 0, sizeof tk);
     memset(&tv, 0, sizeof tv);

@@ -856,7 +856,7 @@ static int cuda_models(int nspec, char **specs)
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
     }
-    /* the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a backend's own switch): a
+    /* the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1 and 2, a backend's own switch): a
      * 2000-token prompt, so that v8's clusters take the call (at 250 keys v7 runs and the op is the two ops), the
      * fused step under graphs and uncaptured against the plain step at batch 1 and MAX_B */
     for (int form = 1; form <= 2; form++) { /* 2: its weights by bulk copies */
