@@ -189,8 +189,7 @@ struct orthros_backend {
      * runs the two ops): norm_qkv_rope(qkv, xn, x, norm_w, Wqkv, L, rope, pos0, n = B, K, eps), then
      * attn_full_decode(attn, qkv, L, pos0, B, n = 1). cuda: one launch where the decode attention's clusters take
      * the call with the projection (each kv head's cluster forms its own q, key and value), with
-     * ORTHROS_DECODE_QKV_ATTN=1 or 2 (2: the weights by bulk copies; else, with ORTHROS_DECODE_CHAIN=1 and with
-     * ORTHROS_DECODE_ATTN_O=1, NULL). */
+     * ORTHROS_DECODE_QKV_ATTN=1 (else, with ORTHROS_DECODE_CHAIN=1 and with ORTHROS_DECODE_ATTN_O=1, NULL). */
     int (*norm_qkv_rope_attn)(orthros_backend *be, void *attn, void *qkv, void *xn, const void *x, const void *norm_w,
                               const void *Wqkv, const orthros_attn_layer *L, const orthros_rope *rope, const int *pos0,
                               int B, int K, float eps);

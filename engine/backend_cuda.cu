@@ -82,8 +82,8 @@ typedef struct {
     int chain_n;                   /* products recorded, not yet launched */
     orthros_gemv_params chain_ops[ORTHROS_GEMV_CHAIN_MAX];
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
-    int qkv_attn;                  /* ORTHROS_DECODE_QKV_ATTN=1 or 2 (unset 0; 0 with the chain or attn_o):
-                                    * norm_qkv_rope_attn in one launch, its weights by cp.async (1) or bulk copies (2) */
+    int qkv_attn;                  /* ORTHROS_DECODE_QKV_ATTN=1 (unset 0; 0 with the chain or attn_o):
+                                    * norm_qkv_rope_attn in one launch */
     int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
                                     * the same, at batch 1 with K 2048 or 4096 the kernel streaming its weights through
                                     * a shared-memory ring (sm_90) */
@@ -965,7 +965,7 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
     int rc = rope_cache_only(L, "norm_qkv_rope_attn");
     if (!rc) rc = attn_params(c, &p, attn, qkv, L, pos0, B, 1);
     if (rc) return rc;
-    p.qkv_w = Wqkv, p.qkv_x = x, p.qkv_norm_w = norm_w, p.qkv_K = K, p.qkv_eps = eps, p.qkv_form = c->qkv_attn;
+    p.qkv_w = Wqkv, p.qkv_x = x, p.qkv_norm_w = norm_w, p.qkv_K = K, p.qkv_eps = eps;
     if (orthros_attn_full_decode_qkv_supported(&p)) { /* (head_dim / 2 at most 64: qkv_inv_freq holds it) */
         memcpy(p.qkv_inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
         p.pdl = c->attn_pdl;
@@ -1228,7 +1228,7 @@ static int select_kernels(orthros_device_info *info)
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch
  * with the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ",
- * attn+o" with ORTHROS_DECODE_ATTN_O=1, ", qkv+attn" (", qkv+attn bulk") with ORTHROS_DECODE_QKV_ATTN=1 (2), ", mlp"
+ * attn+o" with ORTHROS_DECODE_ATTN_O=1, ", qkv+attn" with ORTHROS_DECODE_QKV_ATTN=1, ", mlp"
  * (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on sm_90 by default (0 turns each off) ", attn pdl"
  * (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late" (ORTHROS_DECODE_PDL_LATE; ", gemv pdl late 2" with 2; ", lead N"
  * with ORTHROS_DECODE_PDL_LEAD=N).
@@ -1254,7 +1254,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
-        (rc = env_digit("ORTHROS_DECODE_QKV_ATTN", 2, &c->qkv_attn)) ||
+        (rc = env_digit("ORTHROS_DECODE_QKV_ATTN", 1, &c->qkv_attn)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
@@ -1315,8 +1315,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->attn_o && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn+o");
     if (used < sizeof info->kernels && c->qkv_attn && (*modes & ORTHROS_DECODE_FUSED))
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv+attn%s",
-                                 c->qkv_attn == 2 ? " bulk" : "");
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv+attn");
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
     if (used < sizeof info->kernels && c->attn_pdl)

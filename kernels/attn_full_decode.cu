@@ -458,14 +458,6 @@ struct dec8_o_rows {
  * DEC8_QSLOT bytes, at either head dim) before the attention uses it, five slots in flight. */
 #define DEC8_QSLOT 32768
 #define DEC8_QSLOTS 6
-/* ORTHROS_DECODE_QKV_ATTN=2 (qkv_form 2): a stage's 16 rows of 2 KB as bulk copies, each row DEC8_QROW bytes apart,
- * five slots of DEC8_QBULK_SLOT in the same 192 KB */
-#define DEC8_QROW (2048 + 16)
-#define DEC8_QBULK_SLOT (16 * DEC8_QROW)
-#define DEC8_QBULK_SLOTS 5
-static_assert(DEC8_QBULK_SLOTS * DEC8_QBULK_SLOT <= 6 * 32768, "the bulk slots exceed the attention's ring");
-/* their mbarriers: 64 bytes past the ring's own (48 bytes), inside the 256 before dec8_qkv_extra's region */
-static_assert(64 + 8 * DEC8_QBULK_SLOTS <= 256, "the bulk slots' mbarriers exceed their room");
 
 /* Its shared memory beyond the ring (256-byte aligned after the ring's barriers): the normed input xs [K] bf16, this
  * block's rows [Rb] fp32, the warps' partial sums of its 16-row groups [ceil(Rb / 16)][8][16] fp32, the head's rows
@@ -536,9 +528,9 @@ static __device__ __forceinline__ void dec8_qkv_start(const orthros_attn_full_de
  * them as gemv.cu's ROPE epilogue does (q rotated into qkv, k unrotated into qkv and rotated into the cache at pos0's
  * slot, v into both), and a second cluster barrier makes them visible to the cluster before any block reads the key
  * at pos0 or its q. The ring is free after. */
-template <int D, int FORM>
-static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsigned char *qx, uint32_t ring,
-                                uint32_t qbars, int b, int kv, int cs, int pos0)
+template <int D>
+static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsigned char *qx, uint32_t ring, int b,
+                                int kv, int cs, int pos0)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int T = DEC6_WARPS * 32, H = D / 2;
@@ -550,28 +542,6 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
     bf16 *xs = (bf16 *)qx;
     float *mine = (float *)(qx + (size_t)K * 2), *part = mine + Rb, *all = part + (size_t)(Rb + 15) / 16 * 128,
           *csn = all + R, *red = csn + D;
-
-    // FORM 2: thread 0 asks each stage as 16 bulk copies of a row's 2 KB onto the stage's mbarrier, into 5 slots of 16
-    // rows of DEC8_QROW bytes (the rows padded by 16 bytes, so that an ldmatrix's 8 rows lie in 8 bank groups), the
-    // first four now, before the norm
-    const bf16 *Wq = (const bf16 *)p.qkv_w;
-    auto bulk_issue = [&](int s) {
-        if (FORM != 2 || s >= Q.NS) return;
-        const int rg = s / Q.NKR, kr = s - rg * Q.NKR, nv = min(16, Q.nrow - rg * 16), sl = s % DEC8_QBULK_SLOTS;
-        const uint32_t slot = ring + (uint32_t)sl * DEC8_QBULK_SLOT, bar = qbars + 8u * (uint32_t)sl;
-        mbar_expect_tx(bar, (uint32_t)nv * 2048u);
-        for (int r = 0; r < nv; r++)
-            bulk_copy(slot + (uint32_t)r * DEC8_QROW,
-                      Wq + (size_t)Q.grow(p, D, kv, Q.r0 + rg * 16 + r) * K + (size_t)kr * 1024, 2048u, bar);
-    };
-    if constexpr (FORM == 2) {
-        if (threadIdx.x == 0) {
-            for (int i = 0; i < DEC8_QBULK_SLOTS; i++) mbar_init(qbars + 8u * (uint32_t)i, 1);
-            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-            for (int st = 0; st < DEC8_QBULK_SLOTS - 1; st++) bulk_issue(st);
-        }
-        __syncthreads();
-    }
 
     // rmsnorm of x[b] (written by the kernel before this one: read through L2 after the wait)
     const uint4 *xr = (const uint4 *)((const bf16 *)p.qkv_x + (size_t)b * K);
@@ -604,30 +574,19 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
     // the ring: stage s landed, then slot (s - 1) % 6 refilled with stage s + 5, then warp w's k range w 128 .. of
     // stage s on the tensor cores: its 8 k-tiles of the stage's 16 rows as A (ldmatrix from the swizzled slot), x's
     // as B's column 0 (lanes 0-3; the other columns zero), the row group's sums in C's column 0 across its NKR stages
-    // (FORM 2: the same stages and sums, the slot's rows DEC8_QROW apart unswizzled, a stage landed on its mbarrier,
-    // and slot (s - 1) % 5 refilled with stage s + 4 by thread 0)
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int s = 0; s < Q.NS; s++) {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(DEC8_QSLOTS - 2) : "memory");
+        __syncthreads();
+        dec8_qkv_copy(p, Q, D, kv, ring, s + DEC8_QSLOTS - 1);
         const int rg = s / Q.NKR, kr = s - rg * Q.NKR, arow = lane % 16;
-        uint32_t slot;
-        if constexpr (FORM == 2) {
-            const int sl = s % DEC8_QBULK_SLOTS;
-            mbar_wait(qbars + 8u * (uint32_t)sl, (uint32_t)(s / DEC8_QBULK_SLOTS) & 1u);
-            __syncthreads();
-            if (threadIdx.x == 0) bulk_issue(s + DEC8_QBULK_SLOTS - 1);
-            slot = ring + (uint32_t)sl * DEC8_QBULK_SLOT + (uint32_t)arow * DEC8_QROW;
-        } else {
-            asm volatile("cp.async.wait_group %0;\n" ::"n"(DEC8_QSLOTS - 2) : "memory");
-            __syncthreads();
-            dec8_qkv_copy(p, Q, D, kv, ring, s + DEC8_QSLOTS - 1);
-            slot = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT + (uint32_t)arow * 128 * 16;
-        }
+        const uint32_t slot = ring + (uint32_t)(s % DEC8_QSLOTS) * DEC8_QSLOT + (uint32_t)arow * 128 * 16;
         const bf16 *xk = xs + kr * 1024 + warp * 128 + (lane % 4) * 2;
 #pragma unroll
         for (int kt = 0; kt < 8; kt++) {
             uint32_t a[4], bq[2] = {0u, 0u};
             const int c = warp * 16 + kt * 2 + lane / 16;
-            ldsm_x4(a, slot + (uint32_t)(FORM == 2 ? c : c ^ (arow & 7)) * 16);
+            ldsm_x4(a, slot + (uint32_t)(c ^ (arow & 7)) * 16);
             if (lane < 4) bq[0] = *(const uint32_t *)(xk + kt * 16), bq[1] = *(const uint32_t *)(xk + kt * 16 + 8);
             mma_bf16_16816(acc, a, bq);
         }
@@ -639,8 +598,8 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
             acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
         }
     }
-    if constexpr (FORM != 2) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-    __syncthreads(); // every warp's sums in; the ring free for the attention (every stage waited for)
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    __syncthreads(); // every warp's sums in; the ring free for the attention
     for (int j = threadIdx.x; j < Q.nrow; j += T) {
         float sum = 0.0f;
 #pragma unroll
@@ -694,7 +653,7 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
  * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
  * dec8_merge instead of written out. */
-template <int D, bool CPA, bool CL, int QKV = 0>
+template <int D, bool CPA, bool CL, bool QKV = false>
 static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &tmK, const CUtensorMap &tmV,
                                                             const orthros_attn_full_decode_params &p, int HB,
                                                             int split_len, int nsplit)
@@ -800,9 +759,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             // into L2 then, measured 5% slower at 8B 4K: they compete with the kernel before's last loads.)
             pdl_wait();
             stamps.waited();
-            if constexpr (QKV == 1) dec8_qkv_start<D>(p, base, h0, nsplit);
-            dec8_qkv<D, QKV>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, base,
-                             base + 2 * NST * STAGE + 64, b, h0, nsplit, pos0);
+            dec8_qkv_start<D>(p, base, h0, nsplit);
+            dec8_qkv<D>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, base, b, h0, nsplit, pos0);
         } else {
             for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
             pdl_wait();
@@ -958,7 +916,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 #endif
 }
 
-template <int D, bool CPA, bool CL = false, int QKV = 0>
+template <int D, bool CPA, bool CL = false, bool QKV = false>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
@@ -1319,18 +1277,17 @@ static int dec8_plan(const orthros_attn_full_decode_params *p, int *use, int *sp
     return 0;
 }
 
-/* QKV 1 or 2: the kernel with the q/k/v projection ahead (dec8_qkv, that form), its shared memory the ring's and
- * dec8_qkv_extra's */
+/* QKV: the kernel with the q/k/v projection ahead (dec8_qkv), its shared memory the ring's and dec8_qkv_extra's */
 template <int D>
 static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream,
-                       int QKV = 0)
+                       bool QKV = false)
 {
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
     dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream);
     dec8_kernel_fn fn = dec8_kernel<D>();
     if (QKV) {
-        fn = QKV == 2 ? attn_decode_tma_kernel<D, true, true, 2> : attn_decode_tma_kernel<D, true, true, 1>;
+        fn = attn_decode_tma_kernel<D, true, true, true>;
         cfg.dynamicSmemBytes += dec8_qkv_extra(p->qkv_K, p->Hq / p->Hkv, D, nsplit);
     }
     int rc = dec8_attrs_of(fn, cfg.dynamicSmemBytes);
@@ -1589,7 +1546,6 @@ int orthros_attn_full_decode_qkv_bf16(const orthros_attn_full_decode_params *p, 
     if (!qkv_plan(p, &split_len, &nsplit))
         return orthros_error(ORTHROS_EUNSUPPORTED, "decode attention with q/k/v: not a call v8's clusters take with the "
                                                    "projection (n %d, B %d, K %d, head_dim %d)", p->n, p->B, p->qkv_K, p->d);
-    const int form = p->qkv_form == 2 ? 2 : 1;
-    return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, stream, form)
-                      : launch_dec8<128>(p, split_len, nsplit, stream, form);
+    return p->d == 64 ? launch_dec8<64>(p, split_len, nsplit, stream, true)
+                      : launch_dec8<128>(p, split_len, nsplit, stream, true);
 }

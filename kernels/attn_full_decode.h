@@ -53,7 +53,6 @@ typedef struct {
      * RoPE's d / 2 inverse frequencies. */
     const void *qkv_w, *qkv_x, *qkv_norm_w;
     int qkv_K;
-    int qkv_form; /* 0 or 1: the projection's weights by cp.async into the ring; 2: by bulk copies (one thread) */
     float qkv_eps;
     float qkv_inv_freq[64];
     unsigned long long *stamps; /* gemv.h's fields: a stamped build's clock readings (v8's clusters alone) */

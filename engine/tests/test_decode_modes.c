@@ -688,7 +688,7 @@ static int cuda_models(int nspec, char **specs)
     const char *const bad[][2] = {{"ORTHROS_DECODE_L2PF", "3"}, {"ORTHROS_DECODE_L2PF", "1x"},
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
-                                  {"ORTHROS_DECODE_QKV_ATTN", "3"},
+                                  {"ORTHROS_DECODE_QKV_ATTN", "2"},
                                   {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
                                   {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
                                   {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
@@ -856,20 +856,18 @@ static int cuda_models(int nspec, char **specs)
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
     }
-    /* the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1 and 2, a backend's own switch): a
+    /* the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a backend's own switch): a
      * 2000-token prompt, so that v8's clusters take the call (at 250 keys v7 runs and the op is the two ops), the
      * fused step under graphs and uncaptured against the plain step at batch 1 and MAX_B */
-    for (int form = 1; form <= 2; form++) { /* 2: its weights by bulk copies */
+    {
         orthros_backend *qa = NULL;
-        const char val[2] = {(char)('0' + form), 0};
-        if (cuda_with("ORTHROS_DECODE_QKV_ATTN", val, &qa)) {
-            CHECK(0, "cuda backend with ORTHROS_DECODE_QKV_ATTN=%s: %s", val, orthros_last_error());
+        if (cuda_with("ORTHROS_DECODE_QKV_ATTN", "1", &qa)) {
+            CHECK(0, "cuda backend with ORTHROS_DECODE_QKV_ATTN=1: %s", orthros_last_error());
         } else {
-            CHECK(strstr(qa->info.kernels, form == 2 ? "qkv+attn bulk" : "qkv+attn") != NULL,
-                  "ORTHROS_DECODE_QKV_ATTN=%s named in \"%s\"", val, qa->info.kernels);
+            CHECK(strstr(qa->info.kernels, "qkv+attn") != NULL, "ORTHROS_DECODE_QKV_ATTN=1 named in \"%s\"",
+                  qa->info.kernels);
             for (int B = 1; B <= MAX_B; B += MAX_B - 1)
-                fused_against_plain_len(plain, qa, form == 2 ? "qkv+attn bulk, 2000 tokens" : "qkv+attn, 2000 tokens",
-                                        B, 1, presets + 1, 2000);
+                fused_against_plain_len(plain, qa, "qkv+attn, 2000 tokens", B, 1, presets + 1, 2000);
         }
         orthros_backend_free(qa);
     }
