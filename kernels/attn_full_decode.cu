@@ -20,7 +20,6 @@
  */
 #include "attn_full_decode.h"
 
-#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -653,12 +652,8 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
 /* v7 (CPA): the same blocks, stages and consumers, but no producer warp: the 8 warps fill the ring themselves
  * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
- * dec8_merge instead of written out. DYN (v8 alone, orthros_attn_full_decode_set_dynamic): a head's tiles are the
- * cluster's to share, not each split's own range: block r first takes tiles r, r + nsplit, ... (NST + 1 of them, as
- * many as its ring asks before it reads a counter), then the next untaken tile from a counter in rank 0's shared
- * memory, asked two stages ahead, so that the blocks that start late or read slower take fewer tiles and the head's
- * blocks end together. The merge is the same; a block's sums then depend on which tiles it took. */
-template <int D, bool CPA, bool CL, bool QKV = false, bool DYN = false>
+ * dec8_merge instead of written out. */
+template <int D, bool CPA, bool CL, bool QKV = false>
 static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &tmK, const CUtensorMap &tmV,
                                                             const orthros_attn_full_decode_params &p, int HB,
                                                             int split_len, int nsplit)
@@ -702,21 +697,6 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     const int t0 = k_lo < 0 ? (-k_lo) / BN : 0;
     const int ntiles = max(0, split_len / BN - t0);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    // DYN: the head's tiles i = 0 .. I - 1 from key lo0 (split 0's first key), those below i_min wholly below key 0;
-    // block `split`'s stage t <= NST takes tile i_min + t nsplit + split, a later stage the counter's next (dyn_tile)
-    const int I = nsplit * (split_len / BN), lo0 = pos0 + p.n - I * BN, i_min = lo0 < 0 ? (-lo0) / BN : 0;
-    __shared__ unsigned dyn_next;       // rank 0's: the next tile no block has taken
-    __shared__ int dyn_tile[2 * NST];   // stage t's tile (t > NST), written by thread 0 a stage before it is asked
-    constexpr int NONE = INT_MIN;
-    // the first key of stage t of this block, NONE past its last
-    auto stage_ts = [&](int t) {
-        if constexpr (DYN) {
-            const int i = t <= NST ? i_min + t * nsplit + split : dyn_tile[t % (2 * NST)];
-            return i < I ? lo0 + i * BN : NONE;
-        } else {
-            return t < ntiles ? k_lo + (t0 + t) * BN : NONE;
-        }
-    };
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < NST; s++) {
@@ -724,11 +704,6 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             mbar_init(empty(s), DEC6_WARPS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    if constexpr (DYN) {
-        // the counter set before the cluster's barrier, whose wait comes before the first block asks it
-        if (split == 0 && threadIdx.x == 0) dyn_next = (unsigned)(i_min + (NST + 1) * nsplit);
-        asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
     }
     __syncthreads();
 
@@ -747,9 +722,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     const size_t rs = (size_t)p.Hkv * D;
     const size_t col0 = ((size_t)b * p.cap * p.Hkv + h0 + cp_h) * D + cp_c * 8;
     auto cp_stage = [&](int t) {
-        const int ts = stage_ts(t);
-        if (ts != NONE) {
-            const int s = t % NST;
+        if (t < ntiles) {
+            const int s = t % NST, ts = k_lo + (t0 + t) * BN;
             constexpr int UN = STAGE / 16 / (DEC6_WARPS * 32);
             if (ts >= 0) {
                 const size_t first = col0 + (size_t)(ts + cp_p0) * rs, step = (size_t)cp_step * rs;
@@ -788,11 +762,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             dec8_qkv_start<D>(p, base, h0, nsplit);
             dec8_qkv<D>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, base, b, h0, nsplit, pos0);
         } else {
-            for (; t < NST - 1; t++) {
-                const int ts = stage_ts(t);
-                if (ts != NONE && ts + BN > pos0) break;
-                cp_stage(t);
-            }
+            for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
             pdl_wait();
             stamps.waited();
         }
@@ -865,24 +835,11 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f;
     // This warp's rows of a region: keys j KW + ...; a region is one (head, 64-column chunk) of BN rows.
     const int region = BN * 128;
-    int pending = 0; // DYN, thread 0: the tile asked a stage ago, for stage t + NST
-    if constexpr (DYN) asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); // rank 0's counter set
-    for (int t = 0; DYN || t < ntiles; t++) {
-        const int s = t % NST;
-        int ts = k_lo + (t0 + t) * BN;
+    for (int t = 0; t < ntiles; t++) {
+        const int s = t % NST, ts = k_lo + (t0 + t) * BN;
         if (CPA) {
             asm volatile("cp.async.wait_group %0;\n" ::"n"(NST - 2) : "memory");
             __syncthreads();  // stage t landed for every thread; every warp is done with stage t - 1
-            if constexpr (DYN) {
-                ts = stage_ts(t);
-                if (ts == NONE) break; // (the block's stages past it are NONE too: the tiles it takes only grow)
-                if (threadIdx.x == 0) {
-                    // stage t + NST's tile, asked at t - 1 (read at t + 1, after its barrier), and stage t + NST + 1's
-                    if (t >= 1) dyn_tile[(t + NST) % (2 * NST)] = (int)pending;
-                    unsigned *next = cooperative_groups::this_cluster().map_shared_rank(&dyn_next, 0);
-                    pending = (int)atomicAdd(next, 1u);
-                }
-            }
             cp_stage(t + NST - 1);
         } else {
             mbar_wait(full(s), (uint32_t)(t / NST) & 1u);
@@ -959,24 +916,23 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 #endif
 }
 
-template <int D, bool CPA, bool CL = false, bool QKV = false, bool DYN = false>
+template <int D, bool CPA, bool CL = false, bool QKV = false>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    static_assert(!DYN || (CPA && CL && !QKV), "shared tiles: v8's own kernel alone");
-    attn_decode_tma_body<D, CPA, CL, QKV, DYN>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, CPA, CL, QKV>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8 held to 160 registers a thread (orthros_attn_full_decode_set_regs; 162 unheld at d 128, no spills at 160): a
  * block of 8 warps then takes 40960 registers, so that it fits on an SM beside one q/k/v product block of 96
  * registers a thread (24576), where the unheld block's 43008 does not. */
-template <int D, bool DYN>
+template <int D>
 static __global__ void __maxnreg__(160)
     attn_decode_r160_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                             const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, true, true, false, DYN>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, true, true>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
@@ -1199,16 +1155,6 @@ int orthros_attn_full_decode_set_regs(int regs)
     return 0;
 }
 
-/* orthros_attn_full_decode_set_dynamic: 0, or 1 (v8's blocks share the head's tiles) */
-static int dec8_dyn = 0;
-
-int orthros_attn_full_decode_set_dynamic(int on)
-{
-    if (on != 0 && on != 1) return orthros_error(ORTHROS_EINVAL, "decode attention: dynamic tiles %d (0 or 1)", on);
-    dec8_dyn = on;
-    return 0;
-}
-
 /* v6 (CPA false: TMA, a producer warp) and v7 (CPA true: cp.async from the consumers, no tensor maps). */
 template <int D, bool CPA>
 static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream)
@@ -1247,13 +1193,10 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
 /* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */
 typedef void (*dec8_kernel_fn)(CUtensorMap, CUtensorMap, orthros_attn_full_decode_params, int, int, int);
 
-/* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs); each split's own tiles, or the
- * head's shared by its blocks (orthros_attn_full_decode_set_dynamic) */
+/* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs) */
 template <int D> static dec8_kernel_fn dec8_kernel()
 {
-    if (dec8_dyn)
-        return dec8_regs == 160 ? attn_decode_r160_kernel<D, true> : attn_decode_tma_kernel<D, true, true, false, true>;
-    return dec8_regs == 160 ? attn_decode_r160_kernel<D, false> : attn_decode_tma_kernel<D, true, true>;
+    return dec8_regs == 160 ? attn_decode_r160_kernel<D> : attn_decode_tma_kernel<D, true, true>;
 }
 
 /* A v8 kernel's launch attributes: its dynamic shared memory and clusters past the portable size. */

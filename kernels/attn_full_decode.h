@@ -99,11 +99,6 @@ int orthros_attn_full_decode_force_splits(int nsplit);
 /* v8's kernel held to `regs` registers a thread: 160, or 0 (the default) the kernel as compiled unheld (162 at d 128).
  * Process-wide; anything else returns ORTHROS_EINVAL. The same sums: only the registers' allocation changes. */
 int orthros_attn_full_decode_set_regs(int regs);
-/* v8's blocks of a head sharing its tiles (1; 0, the default: each split its own range): a block takes its first
- * tiles by its rank and the rest from a counter of the cluster as it frees a stage, so that blocks which start late
- * or read slower take fewer. Process-wide; anything but 0 or 1 returns ORTHROS_EINVAL. The sums of a block then
- * depend on which tiles it took, so a result may differ from run to run in its last bits. */
-int orthros_attn_full_decode_set_dynamic(int on);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
 int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit);

@@ -410,10 +410,9 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 }
 
 /* Decode v8 (clusters merging each head's splits, no combine kernel) against v7 on one allocation (op
- * attn_full_decode_cluster; --only decode_cluster), v8 held to 160 registers (regs=160) and with its blocks sharing
- * the head's tiles (dyn). A v8 row names the cluster size it planned, or says that the call ran v7. v8 first: in the
- * first runs (v7 first) the two rows of a 1K cache, where both calls run v7, differed by 17-24%, the second faster,
- * so the order can favour the second. */
+ * attn_full_decode_cluster; --only decode_cluster), and v8 held to 160 registers (regs=160). A v8 row names the
+ * cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7 first) the two rows of a 1K
+ * cache, where both calls run v7, differed by 17-24%, the second faster, so the order can favour the second. */
 static void bench_decode_cluster(int d, int B, int L)
 {
     if (!want("attn_full_decode_cluster")) return;
@@ -444,12 +443,6 @@ static void bench_decode_cluster(int d, int B, int L)
             t = time_op(run_attn, &a, samples);
             must(orthros_attn_full_decode_set_regs(0), "decode regs");
             snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d regs=160", B, L, d, ns);
-            record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
-            /* the head's tiles shared by its blocks (orthros_attn_full_decode_set_dynamic), the same call alone */
-            must(orthros_attn_full_decode_set_dynamic(1), "decode dynamic");
-            t = time_op(run_attn, &a, samples);
-            must(orthros_attn_full_decode_set_dynamic(0), "decode dynamic");
-            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d dyn", B, L, d, ns);
             record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
         }
     }

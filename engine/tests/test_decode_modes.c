@@ -695,7 +695,6 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_GEMV_BALANCE", "2"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
-                                  {"ORTHROS_ATTN_DECODE_DYN", "2"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
@@ -856,23 +855,6 @@ static int cuda_models(int nspec, char **specs)
         }
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
-    }
-    /* v8's blocks sharing a head's tiles (ORTHROS_ATTN_DECODE_DYN=1): a 2000-token prompt, so that v8's clusters
-     * take the call, the fused step under graphs and uncaptured against the plain step at batch 1 and MAX_B. The
-     * switch is process-wide (the next backend created puts it back), so the plain step shares the tiles too: this
-     * runs the shared tiles through capture and replay; the decode8 section of test_cuda_ops checks them against the
-     * cpu's attention. */
-    {
-        orthros_backend *da = NULL;
-        if (cuda_with("ORTHROS_ATTN_DECODE_DYN", "1", &da)) {
-            CHECK(0, "cuda backend with ORTHROS_ATTN_DECODE_DYN=1: %s", orthros_last_error());
-        } else {
-            CHECK(strstr(da->info.kernels, "attn dyn") != NULL, "ORTHROS_ATTN_DECODE_DYN=1 named in \"%s\"",
-                  da->info.kernels);
-            for (int B = 1; B <= MAX_B; B += MAX_B - 1)
-                fused_against_plain_len(plain, da, "attn dyn, 2000 tokens", B, 1, presets + 1, 2000);
-        }
-        orthros_backend_free(da);
     }
     /* the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a backend's own switch): a
      * 2000-token prompt, so that v8's clusters take the call (at 250 keys v7 runs and the op is the two ops), the

@@ -2315,18 +2315,6 @@ int main(void)
         if (orthros_attn_full_decode_set_regs(160)) die("decode regs");
         decode_v6(8);
         if (orthros_attn_full_decode_set_regs(0)) die("decode regs");
-        /* again with the head's tiles shared by its blocks (orthros_attn_full_decode_set_dynamic: past a block's
-         * first four tiles, those of the 20001-key and 8192-key cases, a counter's); anything but 0 or 1 refused */
-        printf("-- decode v8 again with a head's tiles shared by its blocks\n");
-        if (orthros_attn_full_decode_set_dynamic(1)) die("decode dynamic");
-        decode_v6(8);
-        if (orthros_attn_full_decode_set_dynamic(0)) die("decode dynamic");
-        if (orthros_attn_full_decode_set_dynamic(2) != ORTHROS_EINVAL) {
-            printf("FAIL decode dynamic: 2 was not refused\n");
-            n_fail++;
-        } else {
-            n_pass++;
-        }
     }
     /* The decode step's attention with O in v8's clusters (ORTHROS_DECODE_ATTN_O=1; passing on the H200 at d4033e6). */
     if (section("attno")) with_switch("ORTHROS_DECODE_ATTN_O", attn_o_suite);
