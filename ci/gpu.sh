@@ -49,8 +49,7 @@
 #                ... -early63: with ORTHROS_GEMV_EARLY=0 to 63 (bit 4 refused), v3's early loads, not in "all";
 #                fused-graphs-qkvb1 ... -qkvb4096: with ORTHROS_GEMV_QKV_BLOCKS=N, the q/k/v grid capped at N blocks
 #                and its dependent let launch as it starts, not in "all"; fused-graphs-areg160: with
-#                ORTHROS_ATTN_DECODE_REGS=160, v8 held to 160 registers; -qkvbN-areg160: both; fused-graphs-alead3: with
-#                ORTHROS_ATTN_DECODE_LEAD=3, v8's three stages asked before its loop; fused-graphs-balance0,
+#                ORTHROS_ATTN_DECODE_REGS=160, v8 held to 160 registers; -qkvbN-areg160: both; fused-graphs-balance0,
 #                -balance1: with ORTHROS_GEMV_BALANCE=0 or 1, a product of more block rounds than block slots on the
 #                fewest blocks that keep its waves, every block the same rounds or one fewer)
 #                orthros decode of the 1B shape at batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1
@@ -70,7 +69,7 @@ OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] 
 shift
 QUICK= TESTS=1 GATE=0 RECIPE= SKIP=, DECODE=
 # the modes --decode all runs (and the usage names, with fused-graphs-earlyN and -qkvbN)
-decode_modes=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-qkvattn,fused-graphs-opdl0,fused-graphs-opdl1,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-nopdllate,fused-graphs-pdllate2,fused-graphs-lead1,fused-graphs-lead2,fused-graphs-lead3,fused-graphs-fill1,fused-graphs-fill2,fused-graphs-fill3,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-areg160,fused-graphs-balance0,fused-graphs-balance1,fused-graphs-alead3
+decode_modes=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-qkvattn,fused-graphs-opdl0,fused-graphs-opdl1,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-nopdllate,fused-graphs-pdllate2,fused-graphs-lead1,fused-graphs-lead2,fused-graphs-lead3,fused-graphs-fill1,fused-graphs-fill2,fused-graphs-fill3,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-areg160,fused-graphs-balance0,fused-graphs-balance1
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=--quick; shift ;;
@@ -231,7 +230,6 @@ if [ -n "$DECODE" ]; then
             fused-graphs-early[0-9] | fused-graphs-early[1-5][0-9] | fused-graphs-early6[0-3]) envs=("${fused[@]}" ORTHROS_GEMV_EARLY="${mode#fused-graphs-early}") ;;
             # (past 4096 the backend refuses it, and the run says why); -areg160: v8 held to 160 registers too
             fused-graphs-areg160) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_REGS=160) ;;
-            fused-graphs-alead3) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_LEAD=3) ;;
             fused-graphs-balance[01]) envs=("${fused[@]}" ORTHROS_GEMV_BALANCE=${mode#fused-graphs-balance}) ;;
             fused-graphs-qkvb[1-9]*-areg160)
                 n=${mode#fused-graphs-qkvb}; n=${n%-areg160}
@@ -282,7 +280,7 @@ for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
     decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-balance0 \
-    decode_fused-graphs-balance1 decode_fused-graphs-alead3 \
+    decode_fused-graphs-balance1 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb*) echo "decode_$m" ;; esac; done) \
     decode_anchor \
     decode_anchor_compiled; do

@@ -1241,8 +1241,7 @@ static int select_kernels(orthros_device_info *info)
  * the fewest blocks that keep them (orthros_gemv_set_balance), ", gemv balance N" where not the default;
  * ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the plan's) the q/k/v product's grid capped, its dependent launched
  * as it starts (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160
- * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_LEAD (0, 2 or 3; unset: 2) the
- * stages v8 asks before its loop (orthros_attn_full_decode_set_lead), ", attn lead 3". */
+ * registers (orthros_attn_full_decode_set_regs), ", attn regs 160". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1267,10 +1266,6 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, (int)qkv_blocks)) ||
         (rc = env_whole("ORTHROS_ATTN_DECODE_REGS", 0, 160, "registers", &attn_regs)) ||
         (rc = set_from_env_value("ORTHROS_ATTN_DECODE_REGS", orthros_attn_full_decode_set_regs, (int)attn_regs)))
-        return rc;
-    int attn_lead = 0;
-    if ((rc = env_digit("ORTHROS_ATTN_DECODE_LEAD", 3, &attn_lead)) ||
-        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_LEAD", orthros_attn_full_decode_set_lead, attn_lead)))
         return rc;
     if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
@@ -1311,8 +1306,6 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %ld", qkv_blocks);
     if (used < sizeof info->kernels && attn_regs)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn regs %ld", attn_regs);
-    if (used < sizeof info->kernels && attn_lead == 3)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn lead 3");
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

@@ -652,10 +652,8 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
 /* v7 (CPA): the same blocks, stages and consumers, but no producer warp: the 8 warps fill the ring themselves
  * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
- * dec8_merge instead of written out. LEAD3 (v8 alone, orthros_attn_full_decode_set_lead): the ring's three stages
- * all asked before the loop (before the wait where wholly below the newest key), not two, the loop's first refill
- * left out and its waits allowing one more group in flight until the three are used. */
-template <int D, bool CPA, bool CL, bool QKV = false, bool LEAD3 = false>
+ * dec8_merge instead of written out. */
+template <int D, bool CPA, bool CL, bool QKV = false>
 static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &tmK, const CUtensorMap &tmV,
                                                             const orthros_attn_full_decode_params &p, int HB,
                                                             int split_len, int nsplit)
@@ -699,7 +697,6 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     const int t0 = k_lo < 0 ? (-k_lo) / BN : 0;
     const int ntiles = max(0, split_len / BN - t0);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    constexpr int PRE = LEAD3 ? NST : NST - 1; // v8's stages asked before its loop
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < NST; s++) {
@@ -765,11 +762,11 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             dec8_qkv_start<D>(p, base, h0, nsplit);
             dec8_qkv<D>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, base, b, h0, nsplit, pos0);
         } else {
-            for (; t < PRE && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
+            for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
             pdl_wait();
             stamps.waited();
         }
-        for (; t < PRE; t++) cp_stage(t);
+        for (; t < NST - 1; t++) cp_stage(t);
     } else if (CPA) {
         for (int t = 0; t < NST - 1; t++) cp_stage(t);
     }
@@ -841,13 +838,9 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     for (int t = 0; t < ntiles; t++) {
         const int s = t % NST, ts = k_lo + (t0 + t) * BN;
         if (CPA) {
-            // stage t's group, then those after it: NST - 2 (the loop's refills), one more while LEAD3's first
-            // NST stages are in use (its refill at t = 0 an empty group)
-            if (LEAD3 && t < NST) asm volatile("cp.async.wait_group %0;\n" ::"n"(NST - 1) : "memory");
-            else asm volatile("cp.async.wait_group %0;\n" ::"n"(NST - 2) : "memory");
+            asm volatile("cp.async.wait_group %0;\n" ::"n"(NST - 2) : "memory");
             __syncthreads();  // stage t landed for every thread; every warp is done with stage t - 1
-            if (LEAD3 && t == 0) asm volatile("cp.async.commit_group;\n" ::: "memory");
-            else cp_stage(t + NST - 1);
+            cp_stage(t + NST - 1);
         } else {
             mbar_wait(full(s), (uint32_t)(t / NST) & 1u);
         }
@@ -923,24 +916,23 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 #endif
 }
 
-template <int D, bool CPA, bool CL = false, bool QKV = false, bool LEAD3 = false>
+template <int D, bool CPA, bool CL = false, bool QKV = false>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    static_assert(!LEAD3 || (CPA && CL && !QKV), "three stages ahead: v8's own kernel alone");
-    attn_decode_tma_body<D, CPA, CL, QKV, LEAD3>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, CPA, CL, QKV>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8 held to 160 registers a thread (orthros_attn_full_decode_set_regs; 162 unheld at d 128, no spills at 160): a
  * block of 8 warps then takes 40960 registers, so that it fits on an SM beside one q/k/v product block of 96
  * registers a thread (24576), where the unheld block's 43008 does not. */
-template <int D, bool LEAD3>
+template <int D>
 static __global__ void __maxnreg__(160)
     attn_decode_r160_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                             const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, true, true, false, LEAD3>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, true, true>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
@@ -1163,17 +1155,6 @@ int orthros_attn_full_decode_set_regs(int regs)
     return 0;
 }
 
-/* orthros_attn_full_decode_set_lead: 2 (0: the default) or 3 stages asked before v8's loop */
-static int dec8_lead = 2;
-
-int orthros_attn_full_decode_set_lead(int stages)
-{
-    if (stages != 0 && stages != 2 && stages != 3)
-        return orthros_error(ORTHROS_EINVAL, "decode attention: %d stages ahead (0, 2 or 3)", stages);
-    dec8_lead = stages == 3 ? 3 : 2;
-    return 0;
-}
-
 /* v6 (CPA false: TMA, a producer warp) and v7 (CPA true: cp.async from the consumers, no tensor maps). */
 template <int D, bool CPA>
 static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream)
@@ -1212,13 +1193,10 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
 /* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */
 typedef void (*dec8_kernel_fn)(CUtensorMap, CUtensorMap, orthros_attn_full_decode_params, int, int, int);
 
-/* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs); two or three stages asked before
- * its loop (orthros_attn_full_decode_set_lead) */
+/* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs) */
 template <int D> static dec8_kernel_fn dec8_kernel()
 {
-    if (dec8_lead == 3)
-        return dec8_regs == 160 ? attn_decode_r160_kernel<D, true> : attn_decode_tma_kernel<D, true, true, false, true>;
-    return dec8_regs == 160 ? attn_decode_r160_kernel<D, false> : attn_decode_tma_kernel<D, true, true>;
+    return dec8_regs == 160 ? attn_decode_r160_kernel<D> : attn_decode_tma_kernel<D, true, true>;
 }
 
 /* A v8 kernel's launch attributes: its dynamic shared memory and clusters past the portable size. */

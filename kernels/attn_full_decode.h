@@ -99,9 +99,6 @@ int orthros_attn_full_decode_force_splits(int nsplit);
 /* v8's kernel held to `regs` registers a thread: 160, or 0 (the default) the kernel as compiled unheld (162 at d 128).
  * Process-wide; anything else returns ORTHROS_EINVAL. The same sums: only the registers' allocation changes. */
 int orthros_attn_full_decode_set_regs(int regs);
-/* v8's stages asked before its loop (before the dependency wait where wholly below the newest key): 2 (0 selects it,
- * the default) or 3, the whole ring. Process-wide; anything else returns ORTHROS_EINVAL. The same sums. */
-int orthros_attn_full_decode_set_lead(int stages);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
 int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit);

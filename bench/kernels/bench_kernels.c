@@ -410,8 +410,7 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 }
 
 /* Decode v8 (clusters merging each head's splits, no combine kernel) against v7 on one allocation (op
- * attn_full_decode_cluster; --only decode_cluster), v8 held to 160 registers (regs=160) and with three stages asked
- * before its loop (lead=3). A v8 row names the
+ * attn_full_decode_cluster; --only decode_cluster), and v8 held to 160 registers (regs=160). A v8 row names the
  * cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7 first) the two rows of a 1K
  * cache, where both calls run v7, differed by 17-24%, the second faster, so the order can favour the second. */
 static void bench_decode_cluster(int d, int B, int L)
@@ -444,12 +443,6 @@ static void bench_decode_cluster(int d, int B, int L)
             t = time_op(run_attn, &a, samples);
             must(orthros_attn_full_decode_set_regs(0), "decode regs");
             snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d regs=160", B, L, d, ns);
-            record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
-            /* three stages asked before the loop (orthros_attn_full_decode_set_lead), the same call alone */
-            must(orthros_attn_full_decode_set_lead(3), "decode lead");
-            t = time_op(run_attn, &a, samples);
-            must(orthros_attn_full_decode_set_lead(0), "decode lead");
-            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d lead=3", B, L, d, ns);
             record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
         }
     }

@@ -12,8 +12,7 @@ ORTHROS_DECODE_ATTN_PDL=1, the default on sm_90 since 2026-12-04), -nopdllate: n
 fused-graphs-lead1, -lead2, -lead3: with ORTHROS_DECODE_PDL_LEAD=1, 2 or 3;
 fused-graphs-fill1, -fill2, -fill3: with ORTHROS_GEMV_FILL=1, 2 or 3 (3 the default since 2026-12-04);
 fused-graphs-kw1, -kw2, -kw4: with ORTHROS_GEMV_KW=1, 2 or 4; fused-graphs-qkvbN: with ORTHROS_GEMV_QKV_BLOCKS=N;
-fused-graphs-areg160: with ORTHROS_ATTN_DECODE_REGS=160 (-qkvbN-areg160: both); fused-graphs-alead3: with
-ORTHROS_ATTN_DECODE_LEAD=3;
+fused-graphs-areg160: with ORTHROS_ATTN_DECODE_REGS=160 (-qkvbN-areg160: both);
 fused-graphs-mlp, -mlpring: with
 ORTHROS_DECODE_MLP=1 or 2; fused-graphs-chainring: with
 ORTHROS_DECODE_CHAIN_RING=1; fused-graphs-earlyN: with ORTHROS_GEMV_EARLY=N (gemv.h: what bit 4 meant before it was

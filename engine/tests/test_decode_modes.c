@@ -695,7 +695,6 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_GEMV_BALANCE", "2"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
-                                  {"ORTHROS_ATTN_DECODE_LEAD", "1"}, {"ORTHROS_ATTN_DECODE_LEAD", "4"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
@@ -856,22 +855,6 @@ static int cuda_models(int nspec, char **specs)
         }
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
-    }
-    /* v8 with three stages asked before its loop (ORTHROS_ATTN_DECODE_LEAD=3): a 2000-token prompt, so that v8's
-     * clusters take the call, the fused step under graphs and uncaptured against the plain step at batch 1 and MAX_B.
-     * The switch is process-wide (the next backend created puts it back), so the plain step runs it too: this runs
-     * it through capture and replay; the decode8 section of test_cuda_ops checks it against the cpu's attention. */
-    {
-        orthros_backend *la = NULL;
-        if (cuda_with("ORTHROS_ATTN_DECODE_LEAD", "3", &la)) {
-            CHECK(0, "cuda backend with ORTHROS_ATTN_DECODE_LEAD=3: %s", orthros_last_error());
-        } else {
-            CHECK(strstr(la->info.kernels, "attn lead 3") != NULL, "ORTHROS_ATTN_DECODE_LEAD=3 named in \"%s\"",
-                  la->info.kernels);
-            for (int B = 1; B <= MAX_B; B += MAX_B - 1)
-                fused_against_plain_len(plain, la, "attn lead 3, 2000 tokens", B, 1, presets + 1, 2000);
-        }
-        orthros_backend_free(la);
     }
     /* the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a backend's own switch): a
      * 2000-token prompt, so that v8's clusters take the call (at 250 keys v7 runs and the op is the two ops), the

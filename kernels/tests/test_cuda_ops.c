@@ -2315,18 +2315,6 @@ int main(void)
         if (orthros_attn_full_decode_set_regs(160)) die("decode regs");
         decode_v6(8);
         if (orthros_attn_full_decode_set_regs(0)) die("decode regs");
-        /* again with the ring's three stages asked before the loop (orthros_attn_full_decode_set_lead); 1 and 4
-         * refused */
-        printf("-- decode v8 again with three stages asked before its loop\n");
-        if (orthros_attn_full_decode_set_lead(3)) die("decode lead");
-        decode_v6(8);
-        if (orthros_attn_full_decode_set_lead(0)) die("decode lead");
-        if (orthros_attn_full_decode_set_lead(1) != ORTHROS_EINVAL || orthros_attn_full_decode_set_lead(4) != ORTHROS_EINVAL) {
-            printf("FAIL decode lead: 1 or 4 was not refused\n");
-            n_fail++;
-        } else {
-            n_pass++;
-        }
     }
     /* The decode step's attention with O in v8's clusters (ORTHROS_DECODE_ATTN_O=1; passing on the H200 at d4033e6). */
     if (section("attno")) with_switch("ORTHROS_DECODE_ATTN_O", attn_o_suite);
