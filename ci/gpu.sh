@@ -3,7 +3,11 @@
 # gpu-labelled tests, run compute-sanitizer memcheck over the GPU test program, run the kernel benchmarks,
 # and leave every log in OUTDIR (file names of letters, digits and ._- only, at most two folders deep).
 # Without --quick it also runs the PyTorch SDPA anchors (bench/kernels/anchors.py) and the end-to-end bench of
-# the Llama-3.2-1B and Llama-3.1-8B shapes (transformer against orthros), all in the same GPU run.
+# the Llama-3.2-1B and Llama-3.1-8B shapes (transformer against orthros), all in the same GPU run; with it the gpu
+# tests run their quick cases (ORTHROS_TEST_QUICK=1: every kernel, the long shapes left out).
+# The gpu tests' limit: ORTHROS_GPU_TEST_TIMEOUT seconds (default 420 with --quick, 900 without: the whole suite
+# then takes most of a 10-minute job, so split the run with --skip); past it the step reports rc=124 and
+# ctest.log names the test that was running.
 # The summary printed last: each step's status, the kernels that spill registers (OUTDIR/spills.txt, from the
 # build's ptxas warnings), the test and memcheck counts, the kernel table of
 # bench/kernels/summary.py (every kernel version against SDPA flash and cuDNN of the same run, as ratios, the
@@ -111,13 +115,15 @@ if [ $TESTS = 0 ]; then
 else
 # timeout signals the whole process group, so a kernel that hangs (a deadlocked barrier in an untested
 # kernel) costs minutes, not the whole of a 10-minute job, and the steps after it still run.
+if [ "$QUICK" = "--quick" ]; then test_env=(ORTHROS_TEST_QUICK=1) test_limit=420; else test_env=() test_limit=900; fi
 if skipped tests; then
     status[ctest_gpu]="skipped (--skip)"
 else
-    step ctest_gpu ctest.log timeout -k 10 "${ORTHROS_GPU_TEST_TIMEOUT:-300}" ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
+    step ctest_gpu ctest.log env "${test_env[@]}" timeout -k 10 "${ORTHROS_GPU_TEST_TIMEOUT:-$test_limit}" \
+        ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
 fi
 if [ "${status[ctest_gpu]%% *}" = rc=124 ]; then
-    status[memcheck]="skipped (the gpu tests timed out: a kernel hangs)"
+    status[memcheck]="skipped (the gpu tests ran past ${ORTHROS_GPU_TEST_TIMEOUT:-$test_limit} s: a kernel that hangs, or a suite longer than the limit; ctest.log's last lines name the test)"
 elif skipped memcheck; then
     status[memcheck]="skipped (--skip)"
 elif command -v compute-sanitizer >/dev/null; then
