@@ -123,7 +123,8 @@ else
         ctest --test-dir "$BUILD" -L gpu -V --output-on-failure
 fi
 if [ "${status[ctest_gpu]%% *}" = rc=124 ]; then
-    status[memcheck]="skipped (the gpu tests ran past ${ORTHROS_GPU_TEST_TIMEOUT:-$test_limit} s: a kernel that hangs, or a suite longer than the limit; ctest.log's last lines name the test)"
+    status[memcheck]="skipped (the gpu tests ran past ${ORTHROS_GPU_TEST_TIMEOUT:-$test_limit} s: a kernel that hangs,"
+    status[memcheck]+=" or a suite longer than the limit; ctest.log's last lines name the test)"
 elif skipped memcheck; then
     status[memcheck]="skipped (--skip)"
 elif command -v compute-sanitizer >/dev/null; then

@@ -6,7 +6,8 @@ fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent 
 -v5, -v6: the fused step with gemv.cu's version 1, 2, 3, 4, 5 or 6, ORTHROS_GEMV_VERSION (-v5s4, -v5s8: v5 with 4 or
 8 ring slots a warp, ORTHROS_GEMV5_STAGES); fused-graphs-chain: with
 ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8; fused-graphs-attno: with
-ORTHROS_DECODE_ATTN_O=1; fused-graphs-qkvattn: with ORTHROS_DECODE_QKV_ATTN=1; fused-graphs-opdl0, -opdl1, -opdl2: with ORTHROS_DECODE_O_PDL=0, 1 or 2; fused-graphs-apdl:
+ORTHROS_DECODE_ATTN_O=1; fused-graphs-qkvattn: with ORTHROS_DECODE_QKV_ATTN=1; fused-graphs-opdl0, -opdl1,
+-opdl2: with ORTHROS_DECODE_O_PDL=0, 1 or 2; fused-graphs-apdl:
 with ORTHROS_DECODE_ATTN_PDL=1 alone; fused-graphs-pdllate: with ORTHROS_DECODE_PDL_LATE=1 alone (-apdl: and
 ORTHROS_DECODE_ATTN_PDL=1, the default on sm_90 since 2026-12-04), -nopdllate: neither, -pdllate2: PDL_LATE=2;
 fused-graphs-lead1, -lead2, -lead3: with ORTHROS_DECODE_PDL_LEAD=1, 2 or 3;
