@@ -1227,9 +1227,9 @@ static int select_kernels(orthros_device_info *info)
  * (ORTHROS_GEMV or the fused ops), ", decode fused+graphs" (or either alone) and ", gemv pdl" when the dependent
  * launch is asked for alone, ", chain" with ORTHROS_DECODE_CHAIN=1 (0 or unset: off; the fused products between
  * decode_chain's open and close as one launch), ", chain ring" with ORTHROS_DECODE_CHAIN_RING=1 (the same launch
- * with the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it), ",
- * attn+o" with ORTHROS_DECODE_ATTN_O=1, ", qkv+attn" with ORTHROS_DECODE_QKV_ATTN=1, ", mlp"
- * (", mlp ring") with ORTHROS_DECODE_MLP=1 (2) in the fused mode; on sm_90 by default (0 turns each off) ", attn pdl"
+ * with the products streamed through a shared-memory ring; sm_90, else the plain chain is not turned on by it),
+ * ", attn+o" with ORTHROS_DECODE_ATTN_O=1, ", qkv+attn" with ORTHROS_DECODE_QKV_ATTN=1, ", mlp" (", mlp ring") with
+ * ORTHROS_DECODE_MLP=1 (2) in the fused mode; on sm_90 by default (0 turns each off) ", attn pdl"
  * (ORTHROS_DECODE_ATTN_PDL) and ", gemv pdl late" (ORTHROS_DECODE_PDL_LATE; ", gemv pdl late 2" with 2; ", lead N"
  * with ORTHROS_DECODE_PDL_LEAD=N).
  * ORTHROS_GEMV_VERSION (1 to 6; unset: 3) chooses gemv.cu's version, process-wide, as the attention kernels'
