@@ -2132,14 +2132,18 @@ static void test_stream_probe(void)
     free(y), free(ref), free(x), free(hs);
 }
 
-/* A suite run on a cuda backend made with the switch var=1 (a backend's own setting) as `gpu`, then the main one. */
-static void with_switch(const char *var, void (*suite)(void))
+/* A suite run on a cuda backend made with the switch var=val (a backend's own setting) as `gpu`, then the main one. */
+static void with_switch(const char *var, const char *val, void (*suite)(void))
 {
     orthros_backend *plain_gpu = gpu, *be = NULL;
-    setenv(var, "1", 1);
+    setenv(var, val, 1);
     int rc = orthros_backend_cuda_create(&be);
     unsetenv(var);
-    if (rc) die(var);
+    if (rc) {
+        char what[96];
+        snprintf(what, sizeof what, "cuda backend with %s=%s", var, val);
+        die(what);
+    }
     gpu = be;
     suite();
     gpu = plain_gpu;
@@ -2317,24 +2321,17 @@ int main(void)
         if (orthros_attn_full_decode_set_regs(0)) die("decode regs");
     }
     /* The decode step's attention with O in v8's clusters (ORTHROS_DECODE_ATTN_O=1; passing on the H200 at d4033e6). */
-    if (section("attno")) with_switch("ORTHROS_DECODE_ATTN_O", attn_o_suite);
+    if (section("attno")) with_switch("ORTHROS_DECODE_ATTN_O", "1", attn_o_suite);
     /* The decode step's q/k/v projection and attention in one launch (ORTHROS_DECODE_QKV_ATTN=1; passing on the H200
      * at d17a3c7). */
-    if (section("qkvattn")) with_switch("ORTHROS_DECODE_QKV_ATTN", qkv_attn_suite);
+    if (section("qkvattn")) with_switch("ORTHROS_DECODE_QKV_ATTN", "1", qkv_attn_suite);
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
     if (section("mlp"))
         for (int mode = 1; mode <= 2; mode++) { /* 2: the ring kernel at batch 1, K 2048 and 4096 (passing at 37edfb3
                                                   * with its W_down rows copied one by one; its 2-d box since: not yet
                                                   * run on a GPU) */
-            orthros_backend *plain_gpu = gpu, *ml = NULL;
-            setenv("ORTHROS_DECODE_MLP", mode == 1 ? "1" : "2", 1);
-            if (orthros_backend_cuda_create(&ml)) die("cuda backend with ORTHROS_DECODE_MLP");
-            unsetenv("ORTHROS_DECODE_MLP");
             printf("-- the MLP in one launch, ORTHROS_DECODE_MLP=%d\n", mode);
-            gpu = ml;
-            mlp_suite();
-            gpu = plain_gpu;
-            ml->destroy(ml);
+            with_switch("ORTHROS_DECODE_MLP", mode == 1 ? "1" : "2", mlp_suite);
         }
 
     printf("\n%d passed, %d failed\n", n_pass, n_fail);
