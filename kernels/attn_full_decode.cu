@@ -548,10 +548,7 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
     const uint4 *nw = (const uint4 *)p.qkv_norm_w;
     float ss = 0.0f;
     for (int q = threadIdx.x; q < K / 8; q += T) {
-        const uint4 v = __ldcg(xr + q);
-        const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+        sumsq_bf16x8(ss, __ldcg(xr + q));
     }
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     if (lane == 0) red[warp] = ss;
@@ -560,15 +557,7 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
 #pragma unroll
     for (int w = 0; w < DEC6_WARPS; w++) tot += red[w];
     const float r = rsqrtf(tot / (float)K + p.qkv_eps);
-    for (int q = threadIdx.x; q < K / 8; q += T) {
-        uint4 v = __ldcg(xr + q);
-        const uint4 gw = __ldg(nw + q);
-        v.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(v.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(v.x) * r));
-        v.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(v.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(v.y) * r));
-        v.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(v.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(v.z) * r));
-        v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
-        *(uint4 *)(xs + q * 8) = v;
-    }
+    for (int q = threadIdx.x; q < K / 8; q += T) *(uint4 *)(xs + q * 8) = rms_scale_bf16x8(__ldcg(xr + q), __ldg(nw + q), r);
     // (the barrier of the ring's first stage below orders xs before its reads)
 
     // the ring: stage s landed, then slot (s - 1) % 6 refilled with stage s + 5, then warp w's k range w 128 .. of
@@ -613,35 +602,16 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
             const int owner = e / Rb;
             all[e] = *cluster.map_shared_rank(mine + (e - owner * Rb), owner);
         }
-        for (int i = threadIdx.x; i < H; i += T) { // rope_cs of gemv.cu: the angle in fp32, its cosine and sine in double
-            const float ang = (float)pos0 * p.qkv_inv_freq[i];
-            double sd, cd;
-            sincos((double)ang, &sd, &cd);
-            csn[2 * i] = (float)cd, csn[2 * i + 1] = (float)sd;
-        }
+        for (int i = threadIdx.x; i < H; i += T) rope_cs_of(pos0, p.qkv_inv_freq[i], csn[2 * i], csn[2 * i + 1]);
         __syncthreads();
         bf16 *row = (bf16 *)p.qkv + (size_t)b * (p.Hq + 2 * p.Hkv) * D;
         const size_t slot = ((size_t)b * p.cap + (size_t)(pos0 % p.cap)) * p.Hkv + kv;
         for (int e = threadIdx.x; e < (g + 2) * H; e += T) {
-            const int hh = e / H, i = e - hh * H;
-            const float x1 = all[hh * D + i], x2 = all[hh * D + i + H];
-            if (hh == g + 1) {
-                const bf16 v1 = f2bf(x1), v2 = f2bf(x2);
-                bf16 *vr = row + (size_t)(p.Hq + p.Hkv + kv) * D, *vc = (bf16 *)p.v_cache + slot * D;
-                vr[i] = v1, vr[i + H] = v2;
-                vc[i] = v1, vc[i + H] = v2;
-                continue;
-            }
-            const float a = bf2f(f2bf(x1)), bb = bf2f(f2bf(x2)), cs_ = csn[2 * i], sn = csn[2 * i + 1];
-            const bf16 o1 = f2bf(a * cs_ - bb * sn), o2 = f2bf(bb * cs_ + a * sn);
-            if (hh < g) {
-                bf16 *qr = row + (size_t)(kv * g + hh) * D;
-                qr[i] = o1, qr[i + H] = o2;
-            } else {
-                bf16 *kr = row + (size_t)(p.Hq + kv) * D, *kc = (bf16 *)p.k_cache + slot * D;
-                kr[i] = f2bf(a), kr[i + H] = f2bf(bb);
-                kc[i] = o1, kc[i + H] = o2;
-            }
+            const int hh = e / H, i = e - hh * H, kind = hh < g ? 0 : hh - g + 1;
+            const int head = kind == 0 ? kv * g + hh : p.Hq + (kind - 1) * p.Hkv + kv;
+            bf16 *cache = kind == 0 ? nullptr : (bf16 *)(kind == 1 ? p.k_cache : p.v_cache) + slot * D;
+            rope_pair_store(row + (size_t)head * D, cache, kind, i, H, all[hh * D + i], all[hh * D + i + H],
+                            csn[2 * i], csn[2 * i + 1]);
         }
         __threadfence();
     }

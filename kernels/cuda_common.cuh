@@ -59,6 +59,64 @@ static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
 static __device__ __forceinline__ float bf16x2_lo(uint32_t w) { return __uint_as_float(w << 16); }
 static __device__ __forceinline__ float bf16x2_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
+/* RMSNorm's pieces on 8 bf16 (one 16-byte chunk), shared by rmsnorm.cu and the products that norm their input
+ * (gemv.cu's staging, the decode attention's q/k/v): the squares added into ss pair by pair, in the fp32 order
+ * every one of them uses; the output w * (x * r) rounded to bf16. */
+static __device__ __forceinline__ void sumsq_bf16x8(float &ss, uint4 v)
+{
+    const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
+}
+static __device__ __forceinline__ uint4 rms_scale_bf16x8(uint4 x, uint4 w, float r)
+{
+    uint4 o;
+    o.x = pack_bf16x2(bf16x2_lo(w.x) * (bf16x2_lo(x.x) * r), bf16x2_hi(w.x) * (bf16x2_hi(x.x) * r));
+    o.y = pack_bf16x2(bf16x2_lo(w.y) * (bf16x2_lo(x.y) * r), bf16x2_hi(w.y) * (bf16x2_hi(x.y) * r));
+    o.z = pack_bf16x2(bf16x2_lo(w.z) * (bf16x2_lo(x.z) * r), bf16x2_hi(w.z) * (bf16x2_hi(x.z) * r));
+    o.w = pack_bf16x2(bf16x2_lo(w.w) * (bf16x2_lo(x.w) * r), bf16x2_hi(w.w) * (bf16x2_hi(x.w) * r));
+    return o;
+}
+
+/* RoPE as the cpu reference does it, shared by rope_cache.cu, gemv.cu's ROPE epilogue and the decode attention's
+ * q/k/v: the cosine and sine of position pos at one inverse frequency (the angle in fp32, its cosine and sine in
+ * double); the pair (a, b) = (x_i, x_{i + d/2}) rotated, each rounded to bf16. */
+static __device__ __forceinline__ void rope_cs_of(int pos, float inv_freq, float &cs, float &sn)
+{
+    const float ang = (float)pos * inv_freq;
+    double sd, cd;
+    sincos((double)ang, &sd, &cd);
+    cs = (float)cd, sn = (float)sd;
+}
+static __device__ __forceinline__ void rope_rotate(float a, float b, float cs, float sn, bf16 &r1, bf16 &r2)
+{
+    r1 = f2bf(a * cs - b * sn), r2 = f2bf(b * cs + a * sn);
+}
+
+/* A decode step's fresh q/k/v pair i (of half = d/2) from a projection's fp32 sums (x1, x2), written as the attention
+ * reads it: a q head (kind 0) rotated into its row; a k head (1) rounded into its row as it is (linear attention
+ * reads k unrotated) and rotated into its cache row; a v head (2) rounded into both. row and cache point at the
+ * head's d elements (cache unused for q). */
+static __device__ __forceinline__ void rope_pair_store(bf16 *row, bf16 *cache, int kind, int i, int half, float x1,
+                                                       float x2, float cs, float sn)
+{
+    if (kind == 2) {
+        const bf16 v1 = f2bf(x1), v2 = f2bf(x2);
+        row[i] = v1, row[i + half] = v2;
+        cache[i] = v1, cache[i + half] = v2;
+        return;
+    }
+    const float a = bf2f(f2bf(x1)), b = bf2f(f2bf(x2));
+    bf16 r1, r2;
+    rope_rotate(a, b, cs, sn, r1, r2);
+    if (kind == 0) {
+        row[i] = r1, row[i + half] = r2;
+    } else {
+        row[i] = f2bf(a), row[i + half] = f2bf(b);
+        cache[i] = r1, cache[i + half] = r2;
+    }
+}
+
 /* The GPU's global clock, ns (%globaltimer): the probes' and the ring chain's stamps. */
 static __device__ __forceinline__ unsigned long long globaltimer_ns()
 {

@@ -232,10 +232,7 @@ static __device__ __forceinline__ void epi_swiglu(const orthros_gemv_params &p, 
  * rope_cache.cu and the cpu reference. */
 static __device__ __forceinline__ void rope_cs(const orthros_gemv_params &p, int pos, int i, float &cs, float &sn)
 {
-    const float ang = (float)pos * p.inv_freq[i];
-    double sd, cd;
-    sincos((double)ang, &sd, &cd);
-    cs = (float)cd, sn = (float)sd;
+    rope_cs_of(pos, p.inv_freq[i], cs, sn);
 }
 
 /* ROPE with the position and, for q and k heads, the pair's cosine and sine given (rope_cs): the pair (i, i + d / 2)
@@ -243,25 +240,12 @@ static __device__ __forceinline__ void rope_cs(const orthros_gemv_params &p, int
 static __device__ __forceinline__ void epi_rope_cs(const orthros_gemv_params &p, int j, int h, int i, float x1,
                                                    float x2, int pos, float cs, float sn)
 {
-    const int d = p.d, half = d / 2;
-    bf16 *row = (bf16 *)p.out + (size_t)j * p.M + (size_t)h * d;
+    const int d = p.d;
     const size_t slot = ((size_t)j * p.cap + (size_t)(pos % p.cap)) * p.Hkv;
-    if (h >= p.Hq + p.Hkv) {
-        const bf16 v1 = f2bf(x1), v2 = f2bf(x2);
-        bf16 *vc = (bf16 *)p.v_cache + (slot + (size_t)(h - p.Hq - p.Hkv)) * d;
-        row[i] = v1, row[i + half] = v2;
-        vc[i] = v1, vc[i + half] = v2;
-        return;
-    }
-    const float a = bf2f(f2bf(x1)), b = bf2f(f2bf(x2));
-    const bf16 r1 = f2bf(a * cs - b * sn), r2 = f2bf(b * cs + a * sn);
-    if (h < p.Hq) {
-        row[i] = r1, row[i + half] = r2;
-    } else {
-        bf16 *kc = (bf16 *)p.k_cache + (slot + (size_t)(h - p.Hq)) * d;
-        row[i] = f2bf(a), row[i + half] = f2bf(b);
-        kc[i] = r1, kc[i + half] = r2;
-    }
+    const int kind = h < p.Hq ? 0 : h < p.Hq + p.Hkv ? 1 : 2;
+    bf16 *cache = kind == 0 ? nullptr
+                  : (bf16 *)(kind == 1 ? p.k_cache : p.v_cache) + (slot + (size_t)(h - p.Hq - (kind - 1) * p.Hkv)) * d;
+    rope_pair_store((bf16 *)p.out + (size_t)j * p.M + (size_t)h * d, cache, kind, i, d / 2, x1, x2, cs, sn);
 }
 
 /* ROPE: the pair (i, i + d / 2) of head h of input row j, its position read from p.pos. */
@@ -326,12 +310,7 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
                     vs[u] = q < K / 8 ? (CHAIN ? __ldcg(xr + q) : __ldg(xr + q)) : zero4();
                 }
 #pragma unroll
-                for (int u = 0; u < SB; u++) {
-                    const uint32_t w4[4] = {vs[u].x, vs[u].y, vs[u].z, vs[u].w};
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
-                }
+                for (int u = 0; u < SB; u++) sumsq_bf16x8(ss, vs[u]);
             }
             for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
             if (lane == 0) rs[j] = rsqrtf(ss / (float)K + p.eps);
@@ -354,12 +333,7 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
             if (e >= n * chunks) break;
             uint4 v = vs[u];
             if (p.norm_w && k < K) {
-                const uint4 gw = gs[u];
-                const float r = rs[j];
-                v.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(v.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(v.x) * r));
-                v.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(v.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(v.y) * r));
-                v.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(v.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(v.z) * r));
-                v.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(v.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(v.w) * r));
+                v = rms_scale_bf16x8(v, gs[u], rs[j]);
             }
             *(uint4 *)(smem_x + (size_t)j * stride + (size_t)q * 16) = v;
         }
@@ -400,11 +374,7 @@ static __device__ __forceinline__ void rc_stage(const orthros_gemv_params &p, un
         g[u] = e < C ? __ldg((const uint4 *)p.norm_w + e) : zero4();
     }
 #pragma unroll
-    for (int u = 0; u < 4; u++) {
-        const uint32_t w4[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-#pragma unroll
-        for (int e = 0; e < 4; e++) ss += bf16x2_lo(w4[e]) * bf16x2_lo(w4[e]) + bf16x2_hi(w4[e]) * bf16x2_hi(w4[e]);
-    }
+    for (int u = 0; u < 4; u++) sumsq_bf16x8(ss, v[u]);
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     if (tid % 32 == 0) red[tid / 32] = ss;
     bar_sync(1, GEMV_THREADS);
@@ -416,13 +386,7 @@ static __device__ __forceinline__ void rc_stage(const orthros_gemv_params &p, un
     for (int u = 0; u < 4; u++) {
         const int e = tid + u * GEMV_THREADS;
         if (e >= C) break;
-        const uint4 x = v[u], gw = g[u];
-        uint4 o;
-        o.x = pack_bf16x2(bf16x2_lo(gw.x) * (bf16x2_lo(x.x) * r), bf16x2_hi(gw.x) * (bf16x2_hi(x.x) * r));
-        o.y = pack_bf16x2(bf16x2_lo(gw.y) * (bf16x2_lo(x.y) * r), bf16x2_hi(gw.y) * (bf16x2_hi(x.y) * r));
-        o.z = pack_bf16x2(bf16x2_lo(gw.z) * (bf16x2_lo(x.z) * r), bf16x2_hi(gw.z) * (bf16x2_hi(x.z) * r));
-        o.w = pack_bf16x2(bf16x2_lo(gw.w) * (bf16x2_lo(x.w) * r), bf16x2_hi(gw.w) * (bf16x2_hi(x.w) * r));
-        ((uint4 *)xs)[e] = o;
+        ((uint4 *)xs)[e] = rms_scale_bf16x8(v[u], g[u], r);
     }
     bar_sync(1, GEMV_THREADS);
 }

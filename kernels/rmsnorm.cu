@@ -62,18 +62,10 @@ static __global__ void __launch_bounds__(RMS_THREADS) rmsnorm_x8_kernel(orthros_
             for (int k = 0; k < 4; k++) aw[k] = pack_bf16x2(bf16x2_lo(aw[k]) + bf16x2_lo(dw[k]), bf16x2_hi(aw[k]) + bf16x2_hi(dw[k]));
             x[j] = make_uint4(aw[0], aw[1], aw[2], aw[3]);
         }
-#pragma unroll
-        for (int k = 0; k < 4; k++) ss += bf16x2_lo(aw[k]) * bf16x2_lo(aw[k]) + bf16x2_hi(aw[k]) * bf16x2_hi(aw[k]);
+        sumsq_bf16x8(ss, make_uint4(aw[0], aw[1], aw[2], aw[3]));
     }
     const float r = rsqrtf(block_sum(ss, red) / (float)p.D + p.eps);
-    for (int j = threadIdx.x; j < V; j += blockDim.x) {
-        const uint4 a = x[j], g = w[j];
-        const uint32_t aw[4] = {a.x, a.y, a.z, a.w}, gw[4] = {g.x, g.y, g.z, g.w};
-        uint32_t o[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++) o[k] = pack_bf16x2(bf16x2_lo(gw[k]) * (bf16x2_lo(aw[k]) * r), bf16x2_hi(gw[k]) * (bf16x2_hi(aw[k]) * r));
-        out[j] = make_uint4(o[0], o[1], o[2], o[3]);
-    }
+    for (int j = threadIdx.x; j < V; j += blockDim.x) out[j] = rms_scale_bf16x8(x[j], w[j], r);
 }
 
 int orthros_rmsnorm_bf16(const orthros_rmsnorm_params *p, cudaStream_t stream)

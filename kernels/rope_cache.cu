@@ -14,11 +14,7 @@ static __global__ void rope_cache_kernel(orthros_rope_cache_params p)
     int i = blockIdx.x, b = blockIdx.y, d = p.d, half = d / 2;
     int pos = p.pos0[b] + i;
     for (int j = threadIdx.x; j < half; j += blockDim.x) {
-        float ang = (float)pos * p.inv_freq[j];
-        double s, c;
-        sincos((double)ang, &s, &c);
-        cs[j] = (float)c;
-        sn[j] = (float)s;
+        rope_cs_of(pos, p.inv_freq[j], cs[j], sn[j]);
     }
     __syncthreads();
     int W = (p.Hq + 2 * p.Hkv) * d;
@@ -31,8 +27,8 @@ static __global__ void rope_cache_kernel(orthros_rope_cache_params p)
         int h = e / half, j = e % half;
         bf16 *k = row + (size_t)(p.Hq + h) * d;
         const bf16 k1 = k[j], k2 = k[j + half];
-        float x1 = bf2f(k1), x2 = bf2f(k2);
-        const bf16 r1 = f2bf(x1 * cs[j] - x2 * sn[j]), r2 = f2bf(x2 * cs[j] + x1 * sn[j]);
+        bf16 r1, r2;
+        rope_rotate(bf2f(k1), bf2f(k2), cs[j], sn[j], r1, r2);
         if (kc) {
             kc[h * d + j] = r1;
             kc[h * d + j + half] = r2;
@@ -55,8 +51,8 @@ static __global__ void rope_cache_kernel(orthros_rope_cache_params p)
         for (int e = threadIdx.x; e < nq; e += blockDim.x) {
             int h = e / half, j = e % half;
             bf16 *q = row + (size_t)h * d;
-            float x1 = bf2f(q[j]), x2 = bf2f(q[j + half]);
-            const bf16 r1 = f2bf(x1 * cs[j] - x2 * sn[j]), r2 = f2bf(x2 * cs[j] + x1 * sn[j]);
+            bf16 r1, r2;
+            rope_rotate(bf2f(q[j]), bf2f(q[j + half]), cs[j], sn[j], r1, r2);
             if (qr) {
                 qr[h * d + j] = r1;
                 qr[h * d + j + half] = r2;
