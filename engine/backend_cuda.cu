@@ -91,7 +91,9 @@ typedef struct {
                                     * 1 the product after a decode attention a programmatic dependent of it, its
                                     * blocks asking their weights into L2 on the SMs the attention leaves idle; 2 the
                                     * same, and the attention asks the hint (O) into L2; 0 a plain launch, or with
-                                    * pdl_late the late launches' dependent one that asks nothing first (pdl 3) */
+                                    * pdl_late the late launches' dependent one that asks nothing first (pdl 3); 3
+                                    * O as 0 does, and each v8 block asks its share of O's first
+                                    * ORTHROS_DECODE_L2PF_MB into L2 once its own stream is asked */
     int next_pdl;                  /* o_pdl: set by a decode attention launch, taken by the next gemv launch */
     int attn_pdl;                  /* ORTHROS_DECODE_ATTN_PDL (unset: 1 on sm_90; 0 off): a decode attention (v8) a
                                     * programmatic dependent of the kernel before it (the q/k/v projection), its older
@@ -626,9 +628,13 @@ static int attn_run(cuda_impl *c, orthros_attn_full_decode_params &p)
         if ((rc = work_reserve(c, need))) return rc;
         p.work = (float *)c->work;
         p.work_bytes = c->work_cap;
-        if (c->o_pdl == 2 && n == 1 && !p.l2_next) p.l2_next = c->hint_w, p.l2_next_bytes = c->hint_bytes;
+        if (c->o_pdl >= 2 && n == 1 && !p.l2_next) { /* the hint (O's weights): all of it, or (3) its first
+                                                          * ORTHROS_DECODE_L2PF_MB once a block's stream is asked */
+            p.l2_next = c->hint_w, p.l2_late = c->o_pdl == 3;
+            p.l2_next_bytes = p.l2_late && c->hint_bytes > c->l2pf_cap ? c->l2pf_cap : c->hint_bytes;
+        }
         p.pdl = c->attn_pdl && n == 1;
-        c->next_pdl = c->o_pdl && n == 1;
+        c->next_pdl = (c->o_pdl == 1 || c->o_pdl == 2) && n == 1;
         stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
         return orthros_attn_full_decode_bf16(&p, c->stream);
     }
@@ -969,7 +975,7 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
     if (orthros_attn_full_decode_qkv_supported(&p)) { /* (head_dim / 2 at most 64: qkv_inv_freq holds it) */
         memcpy(p.qkv_inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
         p.pdl = c->attn_pdl;
-        c->next_pdl = c->o_pdl;
+        c->next_pdl = c->o_pdl == 1 || c->o_pdl == 2;
         stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
         return orthros_attn_full_decode_qkv_bf16(&p, c->stream);
     }
@@ -1253,7 +1259,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
-        (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 2, &c->o_pdl)) ||
+        (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 3, &c->o_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_QKV_ATTN", 1, &c->qkv_attn)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
@@ -1329,6 +1335,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemm lt");
     if (used < sizeof info->kernels && c->o_pdl != o_auto)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", o pdl%d", c->o_pdl);
+    if (used < sizeof info->kernels && c->o_pdl == 3 && !c->l2pf)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, " %zuM", c->l2pf_cap >> 20);
     if (used < sizeof info->kernels && *modes)
         snprintf(info->kernels + used, sizeof info->kernels - used, ", decode %s%s%s",
                  *modes & ORTHROS_DECODE_FUSED ? "fused" : "",

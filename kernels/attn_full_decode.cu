@@ -637,8 +637,9 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     auto full = [&](int s) { return bars + 8u * (uint32_t)s; };
     auto empty = [&](int s) { return bars + 8u * (uint32_t)(NST + s); };
 
-    l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
-                      gridDim.x * gridDim.y * gridDim.z);
+    const int blk = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nblk = gridDim.x * gridDim.y * gridDim.z;
+    const bool l2_late = CL && p.l2_late;
+    if (!l2_late) l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blk, nblk);
     step_stamps stamps(CL ? p.stamps : nullptr, p.stamp_slot); // a stamped build's clock readings (step_stamps.h)
     if (CL) HB = 1; // v8: a block a kv head (a constant, so that BN is one and its divisions shifts)
     const int split = blockIdx.x, h0 = blockIdx.y * HB, b = blockIdx.z;
@@ -811,6 +812,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             asm volatile("cp.async.wait_group %0;\n" ::"n"(NST - 2) : "memory");
             __syncthreads();  // stage t landed for every thread; every warp is done with stage t - 1
             cp_stage(t + NST - 1);
+            // p.l2_late: the next product's weights asked once this block's stream is all asked (its last stage)
+            if (l2_late && t == max(0, ntiles - NST)) l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blk, nblk);
         } else {
             mbar_wait(full(s), (uint32_t)(t / NST) & 1u);
         }

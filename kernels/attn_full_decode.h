@@ -34,6 +34,8 @@ typedef struct {
                              * them, evict_last where l2_policy is 1) as the blocks start: gemv.h's fields */
     size_t l2_next_bytes;
     int l2_policy;
+    int l2_late;            /* v8: 1 asks the block's share of l2_next once its last stage is asked (beside the
+                             * attention's last reads, not its first: ORTHROS_DECODE_O_PDL=3), 0 as it starts */
     /* The O projection fused into v8 (orthros_attn_full_decode_o_bf16 alone; NULL / 0 elsewhere): o_resid [B][o_M]
      * bf16 += the product out[b] . o_w^T rounded to bf16 (gemv.h's ORTHROS_GEMV_ADD), o_w [o_M][Hq d] bf16;
      * o_scratch orthros_attn_full_decode_o_scratch_bytes() long, zeroed once before the first call (every call

@@ -689,7 +689,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
                                   {"ORTHROS_DECODE_QKV_ATTN", "2"},
-                                  {"ORTHROS_DECODE_O_PDL", "3"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
+                                  {"ORTHROS_DECODE_O_PDL", "4"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
                                   {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
                                   {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
                                   {"ORTHROS_GEMV_BALANCE", "2"},
