@@ -35,9 +35,10 @@
 #                with ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8
 #                (the decode attention's combine kernel, or its clusters); fused-graphs-attno: with
 #                ORTHROS_DECODE_ATTN_O=1 (O in the attention's clusters); fused-graphs-qkvattn: with
-#                ORTHROS_DECODE_QKV_ATTN=1 (q/k/v in the attention's clusters); fused-graphs-opdl0, -opdl1, -opdl2: with
-#                ORTHROS_DECODE_O_PDL=0, 1 or 2 (O after the attention a dependent launch asking nothing first, the
-#                default with the late launches; asking its weights into L2 first; and the attention asking them too);
+#                ORTHROS_DECODE_QKV_ATTN=1 (q/k/v in the attention's clusters); fused-graphs-opdl0, ... -opdl3: with
+#                ORTHROS_DECODE_O_PDL=0, 1, 2 or 3 (O after the attention a dependent launch asking nothing first, the
+#                default with the late launches; asking its weights into L2 first; and the attention asking them too;
+#                the attention asking O's first ORTHROS_DECODE_L2PF_MB once its blocks' streams are asked);
 #                the dependent launches, both on by default on sm_90: fused-graphs-apdl (ORTHROS_DECODE_ATTN_PDL=1
 #                alone: the attention a dependent launch of q/k/v), -pdllate (ORTHROS_DECODE_PDL_LATE=1 alone: every
 #                product a dependent launch, let launch at its predecessor's last group), -pdllate-apdl (both),
@@ -73,7 +74,7 @@ OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] 
 shift
 QUICK= TESTS=1 GATE=0 RECIPE= SKIP=, DECODE=
 # the modes --decode all runs (and the usage names, with fused-graphs-earlyN and -qkvbN)
-decode_modes=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-qkvattn,fused-graphs-opdl0,fused-graphs-opdl1,fused-graphs-opdl2,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-nopdllate,fused-graphs-pdllate2,fused-graphs-lead1,fused-graphs-lead2,fused-graphs-lead3,fused-graphs-fill1,fused-graphs-fill2,fused-graphs-fill3,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-areg160,fused-graphs-balance0,fused-graphs-balance1
+decode_modes=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-qkvattn,fused-graphs-opdl0,fused-graphs-opdl1,fused-graphs-opdl2,fused-graphs-opdl3,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-nopdllate,fused-graphs-pdllate2,fused-graphs-lead1,fused-graphs-lead2,fused-graphs-lead3,fused-graphs-fill1,fused-graphs-fill2,fused-graphs-fill3,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-areg160,fused-graphs-balance0,fused-graphs-balance1
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=--quick; shift ;;
@@ -216,7 +217,7 @@ if [ -n "$DECODE" ]; then
             fused-graphs-attn8) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=8) ;;
             fused-graphs-attno) envs=("${fused[@]}" ORTHROS_DECODE_ATTN_O=1) ;;
             fused-graphs-qkvattn) envs=("${fused[@]}" ORTHROS_DECODE_QKV_ATTN=1) ;;
-            fused-graphs-opdl[012]) envs=("${fused[@]}" ORTHROS_DECODE_O_PDL=${mode#fused-graphs-opdl}) ;;
+            fused-graphs-opdl[0123]) envs=("${fused[@]}" ORTHROS_DECODE_O_PDL=${mode#fused-graphs-opdl}) ;;
             # the dependent launches (both on by default on sm_90): each alone, both, neither, the late one asking
             # its first group into L2 before its wait
             fused-graphs-apdl) envs=("${fused[@]}" ORTHROS_DECODE_ATTN_PDL=1 ORTHROS_DECODE_PDL_LATE=0) ;;
@@ -285,7 +286,7 @@ echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
-    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
+    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-balance0 \
     decode_fused-graphs-balance1 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb*) echo "decode_$m" ;; esac; done) \

@@ -7,7 +7,7 @@ fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent 
 8 ring slots a warp, ORTHROS_GEMV5_STAGES); fused-graphs-chain: with
 ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8; fused-graphs-attno: with
 ORTHROS_DECODE_ATTN_O=1; fused-graphs-qkvattn: with ORTHROS_DECODE_QKV_ATTN=1; fused-graphs-opdl0, -opdl1,
--opdl2: with ORTHROS_DECODE_O_PDL=0, 1 or 2; fused-graphs-apdl:
+-opdl2, -opdl3: with ORTHROS_DECODE_O_PDL=0, 1, 2 or 3; fused-graphs-apdl:
 with ORTHROS_DECODE_ATTN_PDL=1 alone; fused-graphs-pdllate: with ORTHROS_DECODE_PDL_LATE=1 alone (-apdl: and
 ORTHROS_DECODE_ATTN_PDL=1, the default on sm_90 since 2026-12-04), -nopdllate: neither, -pdllate2: PDL_LATE=2;
 fused-graphs-lead1, -lead2, -lead3: with ORTHROS_DECODE_PDL_LEAD=1, 2 or 3;
@@ -46,6 +46,7 @@ MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-gra
          "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-v4", "fused-graphs-v5", "fused-graphs-v5s4",
          "fused-graphs-v5s8", "fused-graphs-v6", "fused-graphs-chain", "fused-graphs-attn7", "fused-graphs-attn8",
          "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl1", "fused-graphs-opdl2",
+         "fused-graphs-opdl3",
          "fused-graphs-apdl", "fused-graphs-pdllate", "fused-graphs-pdllate-apdl", "fused-graphs-nopdllate",
          "fused-graphs-pdllate2", "fused-graphs-lead1", "fused-graphs-lead2", "fused-graphs-lead3",
          "fused-graphs-fill1", "fused-graphs-fill2", "fused-graphs-fill3", "fused-graphs-kw1", "fused-graphs-kw2",

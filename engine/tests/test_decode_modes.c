@@ -674,7 +674,7 @@ static int cuda_models(int nspec, char **specs)
         return 77;
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
-                   *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL, *pdl_late = NULL,
+                   *o_pdl3 = NULL, *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL, *pdl_late = NULL,
                    *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
@@ -718,6 +718,10 @@ static int cuda_models(int nspec, char **specs)
     /* the attention with O in its clusters; O a dependent launch of the attention, the hint asked into L2 */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_O", "1", &attn_o);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_O_PDL", "2", &o_pdl);
+    /* the attention asking O's first MiB into L2 once its blocks' streams are asked (3; a hint: the same tokens) */
+    setenv("ORTHROS_DECODE_L2PF_MB", "1", 1);
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_O_PDL", "3", &o_pdl3);
+    unsetenv("ORTHROS_DECODE_L2PF_MB");
     /* The two dependent launches, both on by default on sm_90 (`plain` holds them): every product a dependent launch
      * that asks nothing into L2, its predecessor letting it launch late (ORTHROS_DECODE_PDL_LATE), and the attention
      * a dependent launch of the q/k/v projection (ORTHROS_DECODE_ATTN_PDL); here each alone, neither, and the late
@@ -786,6 +790,7 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED, attn_o, "fused + attn_o"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, attn_o, "fused + graphs + attn_o"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, o_pdl, "fused + graphs + o_pdl 2"},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, o_pdl3, "fused + graphs + o_pdl 3"},
                             {ORTHROS_DECODE_FUSED, attn_pdl, "fused + attn_pdl"},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, attn_pdl, "fused + graphs + attn_pdl"},
                             {ORTHROS_DECODE_FUSED, pdl_late, "fused + pdl late"},
@@ -887,6 +892,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(chain_ring);
     orthros_backend_free(attn_o);
     orthros_backend_free(o_pdl);
+    orthros_backend_free(o_pdl3);
     orthros_backend_free(attn_pdl);
     orthros_backend_free(pdl_late);
     orthros_backend_free(pdl_late2);
