@@ -3,6 +3,7 @@
 #include "bench_rows.h"
 #include "options.h"
 #include "report_cmd.h"
+#include "result_any.h"
 #include "result_bench.h"
 #include "result_eval.h"
 #include "results.h"
@@ -12,38 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct {
-    orthros_result_kind kind;
-    orthros_bench_file bench;
-    orthros_eval_file eval;
-    orthros_anchor_file anchors;
-} report_input;
-
-static int input_read(report_input *in, const char *path)
-{
-    cJSON *root = NULL;
-    orthros_result_header h;
-    memset(in, 0, sizeof *in);
-    int rc = orthros_result_load(&root, path, 0);
-    if (!rc) rc = orthros_result_header_read(&h, root, path);
-    if (!rc) {
-        in->kind = h.kind;
-        if (h.kind == ORTHROS_RESULT_BENCH) rc = orthros_bench_file_from_json(&in->bench, root, path);
-        else if (h.kind == ORTHROS_RESULT_EVAL) rc = orthros_eval_file_from_json(&in->eval, root, path);
-        else rc = orthros_anchor_file_from_json(&in->anchors, root, path);
-        if (rc) in->kind = (orthros_result_kind)-1;
-    }
-    cJSON_Delete(root);
-    return rc;
-}
-
-static void input_free(report_input *in)
-{
-    if (in->kind == ORTHROS_RESULT_BENCH) orthros_bench_file_free(&in->bench);
-    else if (in->kind == ORTHROS_RESULT_EVAL) orthros_eval_file_free(&in->eval);
-    else if (in->kind == ORTHROS_RESULT_ANCHORS) orthros_anchor_file_free(&in->anchors);
-}
 
 /* The SDPA anchors: one row per case. */
 static int anchors_table(const orthros_anchor_file *f, orthros_table_format fmt, FILE *out)
@@ -96,11 +65,11 @@ int orthros_cmd_report(int argc, char **argv)
     if (c.n_pos < 1) return orthros_cmd_usage(&c, "name at least one result file (see --help)");
     if ((tf == ORTHROS_TABLE_JSON || tf == ORTHROS_TABLE_CSV) && c.n_pos > 1)
         return orthros_cmd_usage(&c, "-o %s holds one table: name one file", format);
-    report_input *in = calloc((size_t)c.n_pos, sizeof *in);
+    orthros_any_result *in = calloc((size_t)c.n_pos, sizeof *in);
     if (!in) return orthros_cmd_fail(cmd, orthros_error(ORTHROS_ENOMEM, "out of memory"));
     int rc = 0, n = 0;
     /* Every file read and validated before anything is printed. */
-    for (; n < c.n_pos && !rc; n++) rc = input_read(&in[n], c.pos[n]);
+    for (; n < c.n_pos && !rc; n++) rc = orthros_any_result_read(&in[n], c.pos[n]);
     FILE *out = stdout;
     if (!rc && table_out && strcmp(table_out, "-") && !(out = fopen(table_out, "w")))
         rc = orthros_error(ORTHROS_EIO, "%s: cannot open for writing: %s", table_out, strerror(errno));
@@ -112,7 +81,7 @@ int orthros_cmd_report(int argc, char **argv)
         else rc = anchors_table(&in[i].anchors, tf, out);
     }
     if (out && out != stdout && fclose(out) && !rc) rc = orthros_error(ORTHROS_EIO, "%s: cannot write", table_out);
-    for (int i = 0; i < n; i++) input_free(&in[i]);
+    for (int i = 0; i < n; i++) orthros_any_result_free(&in[i]);
     free(in);
     return rc ? orthros_cmd_fail(cmd, rc) : 0;
 }

@@ -931,6 +931,8 @@ int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, con
     if (h.kind != ORTHROS_RESULT_ANCHORS)
         return orthros_error(ORTHROS_EFORMAT, "%s: not an anchors file (bench/kernels/anchors.py)", name);
     snprintf(f->device_name, sizeof f->device_name, "%s", h.device_name);
+    const cJSON *torch = cJSON_GetObjectItem(root, "torch");
+    if (cJSON_IsString(torch)) snprintf(f->torch, sizeof f->torch, "%s", torch->valuestring);
     if ((rc = orthros_jr_array(&cases, &j, root, "cases", ORTHROS_JR_REQUIRED))) return rc;
     size_t n = (size_t)cJSON_GetArraySize(cases);
     f->cases = calloc(n ? n : 1, sizeof *f->cases);

@@ -165,6 +165,7 @@ typedef struct {
     orthros_anchor_case *cases;
     size_t n;
     char device_name[128];
+    char torch[64]; /* the PyTorch version that measured them, as the file gives it ("" when not given) */
 } orthros_anchor_file;
 
 int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, const char *name);

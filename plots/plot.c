@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "plot.h"
 #include "options.h"
+#include "result_any.h"
 #include "result_bench.h"
 #include "result_eval.h"
 #include "scripts.h"
@@ -224,11 +225,7 @@ static int phase_dash(const char *phase, int tp)
 
 typedef struct {
     const char *name;
-    orthros_result_kind kind;
-    orthros_bench_file bench;
-    orthros_eval_file eval;
-    orthros_anchor_file anchors;
-    char torch[48]; /* anchor files: the PyTorch version that measured them ("" when not given) */
+    orthros_any_result r; /* the file, read and validated (result_any.h) */
 } input;
 
 typedef struct {
@@ -238,36 +235,8 @@ typedef struct {
     orthros_plot_counts *counts;
 } plot_ctx;
 
-/* Reads and validates one input file of any kind. */
-static int input_read(input *in, const char *path)
-{
-    cJSON *root = NULL;
-    orthros_result_header h;
-    memset(in, 0, sizeof *in);
-    in->name = path;
-    int rc = orthros_result_load(&root, path, 0);
-    if (!rc) rc = orthros_result_header_read(&h, root, path);
-    if (!rc) {
-        in->kind = h.kind;
-        if (h.kind == ORTHROS_RESULT_BENCH) rc = orthros_bench_file_from_json(&in->bench, root, path);
-        else if (h.kind == ORTHROS_RESULT_EVAL) rc = orthros_eval_file_from_json(&in->eval, root, path);
-        else rc = orthros_anchor_file_from_json(&in->anchors, root, path);
-        const cJSON *t = cJSON_GetObjectItem(root, "torch");
-        if (!rc && h.kind == ORTHROS_RESULT_ANCHORS && cJSON_IsString(t)) clean_text(in->torch, sizeof in->torch, t->valuestring);
-    }
-    cJSON_Delete(root);
-    return rc;
-}
-
-static void input_free(input *in)
-{
-    if (in->kind == ORTHROS_RESULT_BENCH) orthros_bench_file_free(&in->bench);
-    else if (in->kind == ORTHROS_RESULT_EVAL) orthros_eval_file_free(&in->eval);
-    else orthros_anchor_file_free(&in->anchors);
-}
-
-static int is_kernel_bench(const input *in) { return in->kind == ORTHROS_RESULT_BENCH && !strcmp(in->bench.cfg.source, "bench_kernels"); }
-static int is_model_bench(const input *in) { return in->kind == ORTHROS_RESULT_BENCH && !is_kernel_bench(in); }
+static int is_kernel_bench(const input *in) { return in->r.kind == ORTHROS_RESULT_BENCH && !strcmp(in->r.bench.cfg.source, "bench_kernels"); }
+static int is_model_bench(const input *in) { return in->r.kind == ORTHROS_RESULT_BENCH && !is_kernel_bench(in); }
 
 /* The file name without its folders. */
 static const char *base_name(const char *path)
@@ -298,8 +267,8 @@ static const char *ordinal(int n)
     return n % 100 >= 11 && n % 100 <= 13 ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
 }
 
-static const cJSON *input_header_json(const input *in) { return in->kind == ORTHROS_RESULT_BENCH ? in->bench.header : in->eval.header; }
-static const orthros_result_header *input_hdr(const input *in) { return in->kind == ORTHROS_RESULT_BENCH ? &in->bench.hdr : &in->eval.hdr; }
+static const cJSON *input_header_json(const input *in) { return in->r.kind == ORTHROS_RESULT_BENCH ? in->r.bench.header : in->r.eval.header; }
+static const orthros_result_header *input_hdr(const input *in) { return in->r.kind == ORTHROS_RESULT_BENCH ? &in->r.bench.hdr : &in->r.eval.hdr; }
 
 /* The run key of the cells of architecture `arch` (and batch, for bench cells: -1 for none; phase, for bench cells:
  * NULL for none) in a bench or eval file. Timing facets (chunk, threads, kernel versions) only for bench files; the
@@ -307,14 +276,14 @@ static const orthros_result_header *input_hdr(const input *in) { return in->kind
 static void run_key_of(run_key *k, const input *in, const char *arch, int batch, const char *phase)
 {
     memset(k, 0, sizeof *k);
-    int bench = in->kind == ORTHROS_RESULT_BENCH;
-    const orthros_sched_config *s = bench ? &in->bench.cfg.sched : &in->eval.cfg.sched;
+    int bench = in->r.kind == ORTHROS_RESULT_BENCH;
+    const orthros_sched_config *s = bench ? &in->r.bench.cfg.sched : &in->r.eval.cfg.sched;
     const orthros_result_header *h = input_hdr(in);
     const cJSON *env = cJSON_GetObjectItem(input_header_json(in), "environment");
-    const char *model = bench ? in->bench.cfg.model : in->eval.cfg.model;
+    const char *model = bench ? in->r.bench.cfg.model : in->r.eval.cfg.model;
     clean_text(k->v[K_MODEL], sizeof k->v[K_MODEL], model && model[0] ? model : "unknown model");
     if (!bench) {
-        const orthros_eval_config *c = &in->eval.cfg;
+        const orthros_eval_config *c = &in->r.eval.cfg;
         if (orthros_eval_is_ppl(c->task) || !strcmp(c->task, "recall")) {
             clean_text(k->v[K_TEXT], sizeof k->v[K_TEXT], base_name(c->text));
             snprintf(k->v[K_TOKENS], sizeof k->v[K_TOKENS], "%lld %s", (long long)c->text_tokens,
@@ -340,8 +309,8 @@ static void run_key_of(run_key *k, const input *in, const char *arch, int batch,
     if (bench && s->chunk > 0) snprintf(k->v[K_CHUNK], sizeof k->v[K_CHUNK], "chunk %d", s->chunk);
     if (bench && batch >= 0) snprintf(k->v[K_BATCH], sizeof k->v[K_BATCH], "batch %d", batch);
     if (bench && phase && !strcmp(phase, "e2e"))
-        snprintf(k->v[K_DECODED], sizeof k->v[K_DECODED], "%d tokens decoded", in->bench.cfg.decode_tokens);
-    int tp = bench ? in->bench.cfg.tp : h->world_size;
+        snprintf(k->v[K_DECODED], sizeof k->v[K_DECODED], "%d tokens decoded", in->r.bench.cfg.decode_tokens);
+    int tp = bench ? in->r.bench.cfg.tp : h->world_size;
     snprintf(k->v[K_TP], sizeof k->v[K_TP], "tp %d", tp > 0 ? tp : 1);
     char dev[160];
     clean_text(dev, sizeof dev, h->device_name[0] ? h->device_name : "unknown device");
@@ -1034,8 +1003,8 @@ static int multi_batch(const plot_ctx *c)
 {
     int b0 = -1;
     for (size_t i = 0; i < c->n; i++)
-        for (size_t k = 0; is_model_bench(&c->in[i]) && k < c->in[i].bench.n_cells; k++) {
-            int b = c->in[i].bench.cells[k].batch;
+        for (size_t k = 0; is_model_bench(&c->in[i]) && k < c->in[i].r.bench.n_cells; k++) {
+            int b = c->in[i].r.bench.cells[k].batch;
             if (b0 >= 0 && b != b0) return 1;
             b0 = b;
         }
@@ -1053,8 +1022,8 @@ static int fig_latency(figure *f, const char *phase, double scale)
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (!is_model_bench(in)) continue;
-        for (size_t k = 0; k < in->bench.n_cells && !rc; k++) {
-            const orthros_bench_cell *m = &in->bench.cells[k];
+        for (size_t k = 0; k < in->r.bench.n_cells && !rc; k++) {
+            const orthros_bench_cell *m = &in->r.bench.cells[k];
             if (strcmp(m->phase, phase)) continue;
             if (m->state != ORTHROS_CELL_MEASURED) {
                 rc = series_add(series_get(&skipped, "x", NULL, 1, 2), (point){m->ctx, NAN, NAN, NAN, 0}) < 0;
@@ -1062,7 +1031,7 @@ static int fig_latency(figure *f, const char *phase, double scale)
             }
             run_key key;
             run_key_of(&key, in, m->arch, mb ? m->batch : -1, phase);
-            rc = collect_add(&col, &key, m->arch, m->arch, phase, in->bench.cfg.tp, 0, cell_point(m), in->name);
+            rc = collect_add(&col, &key, m->arch, m->arch, phase, in->r.bench.cfg.tp, 0, cell_point(m), in->name);
         }
     }
     if (!rc && !col.n) {
@@ -1106,8 +1075,8 @@ static int fig_speedup(figure *f)
     int rc = 0, mb = multi_batch(c), phases = 0;
     char phase0[16] = "";
     for (size_t i = 0; i < c->n; i++)
-        for (size_t k = 0; is_model_bench(&c->in[i]) && k < c->in[i].bench.n_speedups; k++) {
-            const char *ph = c->in[i].bench.speedups[k].phase;
+        for (size_t k = 0; is_model_bench(&c->in[i]) && k < c->in[i].r.bench.n_speedups; k++) {
+            const char *ph = c->in[i].r.bench.speedups[k].phase;
             if (!phase0[0]) snprintf(phase0, sizeof phase0, "%s", ph);
             else if (strcmp(phase0, ph)) phases = 1;
         }
@@ -1115,15 +1084,15 @@ static int fig_speedup(figure *f)
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (!is_model_bench(in)) continue;
-        for (size_t k = 0; k < in->bench.n_speedups && !rc; k++) {
-            const orthros_speedup *e = &in->bench.speedups[k];
+        for (size_t k = 0; k < in->r.bench.n_speedups && !rc; k++) {
+            const orthros_speedup *e = &in->r.bench.speedups[k];
             char head[LABEL_MAX];
             snprintf(head, sizeof head, "%s%s%s", e->arch, phases ? " " : "", phases ? e->phase : "");
             run_key key;
             run_key_of(&key, in, e->arch, mb ? e->batch : -1, e->phase);
             point q = {e->ctx, e->speedup, isfinite(e->ci_lo) ? e->ci_lo : e->speedup, isfinite(e->ci_hi) ? e->ci_hi : e->speedup, 0};
             best = fmax(best, q.hi);
-            rc = collect_add(&col, &key, head, e->arch, e->phase, in->bench.cfg.tp, 0, q, in->name);
+            rc = collect_add(&col, &key, head, e->arch, e->phase, in->r.bench.cfg.tp, 0, q, in->name);
         }
     }
     if (!rc && !col.n) {
@@ -1163,9 +1132,9 @@ static int fig_throughput(figure *f)
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (!is_model_bench(in)) continue;
-        int tp = in->bench.cfg.tp > 0 ? in->bench.cfg.tp : 1;
-        for (size_t k = 0; k < in->bench.n_cells && !rc; k++) {
-            const orthros_bench_cell *m = &in->bench.cells[k];
+        int tp = in->r.bench.cfg.tp > 0 ? in->r.bench.cfg.tp : 1;
+        for (size_t k = 0; k < in->r.bench.n_cells && !rc; k++) {
+            const orthros_bench_cell *m = &in->r.bench.cells[k];
             if (m->state != ORTHROS_CELL_MEASURED || !isfinite(m->tflops) || !isfinite(m->tbps) || !strcmp(m->phase, "allreduce")) continue;
             char head[LABEL_MAX];
             snprintf(head, sizeof head, "%s %s", m->arch, m->phase);
@@ -1198,14 +1167,14 @@ static int fig_throughput(figure *f)
         for (size_t i = 0; i < c->n && !rc; i++) {
             const input *in = &c->in[i];
             if (!is_model_bench(in)) continue;
-            double v = pass ? in->bench.ceilings.copy_tbps : in->bench.ceilings.gemm_tflops;
+            double v = pass ? in->r.bench.ceilings.copy_tbps : in->r.bench.ceilings.gemm_tflops;
             if (!isfinite(v) || v <= 0) continue;
             int dup = 0;
             for (int s = 0; s < ns; s++) dup |= fabs(seen[s] - v) <= 0.02 * v;
             if (dup || ns == MAX_INPUTS) continue;
             seen[ns++] = v;
             char lab[LABEL_MAX], dev[96];
-            clean_text(dev, sizeof dev, in->bench.hdr.device_name);
+            clean_text(dev, sizeof dev, in->r.bench.hdr.device_name);
             snprintf(lab, sizeof lab, "%s ceiling, one %.90s: %.3g %s", pass ? "copy" : "GEMM", dev, v, pass ? "TB/s" : "TFLOP/s");
             series *s = series_get(&f->data, lab, "#222222", 2 + ns - 1, 0);
             if (!s) rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
@@ -1249,8 +1218,8 @@ static int fig_attention_op(figure *f)
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (!is_kernel_bench(in)) continue;
-        for (size_t k = 0; k < in->bench.n_cells && !rc; k++) {
-            const orthros_bench_cell *m = &in->bench.cells[k];
+        for (size_t k = 0; k < in->r.bench.n_cells && !rc; k++) {
+            const orthros_bench_cell *m = &in->r.bench.cells[k];
             if (m->state != ORTHROS_CELL_MEASURED || strcmp(m->kind, "prefill") || !m->is_default || m->pos0 != 0 ||
                 m->window != 0 || m->batch != 1 || m->ctx < 1024 || !isfinite(m->tflops))
                 continue;
@@ -1262,17 +1231,17 @@ static int fig_attention_op(figure *f)
             rc = 0;
             if (!n_ours++) {
                 char dev[128];
-                clean_text(dev, sizeof dev, in->bench.hdr.device_name);
-                snprintf(ours, sizeof ours, "ours: bench_kernels on %s, commit %.7s", dev, in->bench.hdr.git_commit);
+                clean_text(dev, sizeof dev, in->r.bench.hdr.device_name);
+                snprintf(ours, sizeof ours, "ours: bench_kernels on %s, commit %.7s", dev, in->r.bench.hdr.git_commit);
             }
         }
     }
     static const char *const grays[] = {"#555555", "#999999", "#333333", "#b5b5b5"};
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
-        if (in->kind != ORTHROS_RESULT_ANCHORS) continue;
-        for (size_t k = 0; k < in->anchors.n && !rc; k++) {
-            const orthros_anchor_case *a = &in->anchors.cases[k];
+        if (in->r.kind != ORTHROS_RESULT_ANCHORS) continue;
+        for (size_t k = 0; k < in->r.anchors.n && !rc; k++) {
+            const orthros_anchor_case *a = &in->r.anchors.cases[k];
             if (strcmp(a->op, "prefill") || a->batch != 1) continue;
             /* Causal attention FLOPs, 2 N^2 Hq d, where the file does not state the rate. */
             double tf = isfinite(a->tflops) ? a->tflops : 2.0 * a->ctx * (double)a->ctx * a->hq * a->head_dim / a->median_s / 1e12;
@@ -1287,9 +1256,10 @@ static int fig_attention_op(figure *f)
             rc = 0;
             if (a->hq > 0 && !shape[0]) snprintf(shape, sizeof shape, "%d q / %d kv heads", a->hq, a->hkv);
             if (!n_anchor++) {
-                char dev[128];
-                clean_text(dev, sizeof dev, in->anchors.device_name[0] ? in->anchors.device_name : "unknown device");
-                snprintf(anchors, sizeof anchors, "anchors: PyTorch %s SDPA on %s", in->torch[0] ? in->torch : "", dev);
+                char dev[128], torch[64];
+                clean_text(dev, sizeof dev, in->r.anchors.device_name[0] ? in->r.anchors.device_name : "unknown device");
+                clean_text(torch, sizeof torch, in->r.anchors.torch);
+                snprintf(anchors, sizeof anchors, "anchors: PyTorch %s SDPA on %s", torch, dev);
             }
         }
     }
@@ -1513,9 +1483,9 @@ static int fig_heatmap(figure *f)
     int nrows = 0, rc = 0, ruler = !strncmp(f->name, "ruler_", 6), by_variant = !strcmp(f->name, "niah") || !strcmp(f->name, "ruler_niah");
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
-        if (in->kind != ORTHROS_RESULT_EVAL) continue;
-        for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
-            const orthros_eval_cell *e = &in->eval.cells[k];
+        if (in->r.kind != ORTHROS_RESULT_EVAL) continue;
+        for (size_t k = 0; k < in->r.eval.n_cells && !rc; k++) {
+            const orthros_eval_cell *e = &in->r.eval.cells[k];
             if (strcmp(e->task, f->name)) continue;
             char row[LABEL_MAX] = "";
             if (by_variant && ruler) snprintf(row, sizeof row, "%s needle, %s", e->variant, e->needle);
@@ -1562,8 +1532,8 @@ static int fig_ppl(figure *f)
     int rc = 0, strides = 0, linear = 0;
     double stride0 = -1;
     for (size_t i = 0; i < c->n; i++)
-        for (size_t k = 0; c->in[i].kind == ORTHROS_RESULT_EVAL && k < c->in[i].eval.n_cells; k++) {
-            const orthros_eval_cell *e = &c->in[i].eval.cells[k];
+        for (size_t k = 0; c->in[i].r.kind == ORTHROS_RESULT_EVAL && k < c->in[i].r.eval.n_cells; k++) {
+            const orthros_eval_cell *e = &c->in[i].r.eval.cells[k];
             if (!orthros_eval_is_ppl(e->task)) continue;
             /* Strides equal to the window are one series; other strides get series of their own. */
             double s = e->axis == e->ctx ? 0 : e->axis;
@@ -1572,9 +1542,9 @@ static int fig_ppl(figure *f)
         }
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
-        if (in->kind != ORTHROS_RESULT_EVAL) continue;
-        for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
-            const orthros_eval_cell *e = &in->eval.cells[k];
+        if (in->r.kind != ORTHROS_RESULT_EVAL) continue;
+        for (size_t k = 0; k < in->r.eval.n_cells && !rc; k++) {
+            const orthros_eval_cell *e = &in->r.eval.cells[k];
             if (!orthros_eval_is_ppl(e->task)) continue;
             linear |= e->linear_tokens > 0;
             if (strides && e->axis != e->ctx) snprintf(head, sizeof head, "%s, stride %d", e->arch, e->axis);
@@ -1614,9 +1584,9 @@ static int fig_recall(figure *f)
     int rc = 0;
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
-        if (in->kind != ORTHROS_RESULT_EVAL) continue;
-        for (size_t k = 0; k < in->eval.n_cells && !rc; k++) {
-            const orthros_eval_cell *e = &in->eval.cells[k];
+        if (in->r.kind != ORTHROS_RESULT_EVAL) continue;
+        for (size_t k = 0; k < in->r.eval.n_cells && !rc; k++) {
+            const orthros_eval_cell *e = &in->r.eval.cells[k];
             if (strcmp(e->task, "recall")) continue;
             run_key key;
             run_key_of(&key, in, e->arch, -1, NULL);
@@ -1700,8 +1670,9 @@ int orthros_plot_run(orthros_plot_counts *counts, const char *const *paths, size
     if (!c.in) return orthros_error(ORTHROS_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++, c.n++) {
         /* Every input is read and validated before anything is drawn. */
-        if ((rc = input_read(&c.in[i], paths[i]))) goto done;
-        if (c.in[i].kind == ORTHROS_RESULT_EVAL && orthros_eval_is_mc(c.in[i].eval.cfg.task))
+        c.in[i].name = paths[i];
+        if ((rc = orthros_any_result_read(&c.in[i].r, paths[i]))) goto done;
+        if (c.in[i].r.kind == ORTHROS_RESULT_EVAL && orthros_eval_is_mc(c.in[i].r.eval.cfg.task))
             fprintf(stderr, "plot: %s holds multiple-choice (mc) cells; no figure uses them (orthros report prints their "
                             "table)\n", paths[i]);
     }
@@ -1728,7 +1699,7 @@ int orthros_plot_run(orthros_plot_counts *counts, const char *const *paths, size
         free(f);
     }
 done:
-    for (size_t i = 0; i < c.n; i++) input_free(&c.in[i]);
+    for (size_t i = 0; i < c.n; i++) orthros_any_result_free(&c.in[i].r);
     free(c.in);
     return rc;
 }

@@ -138,6 +138,7 @@ static void write_anchors(const char *path)
 {
     cJSON *r = cJSON_CreateObject(), *cases = cJSON_AddArrayToObject(r, "cases");
     cJSON_AddStringToObject(r, "device", "hand-made");
+    cJSON_AddStringToObject(r, "torch", "2.11 \"q\"#x"); /* quote and '#' cleaned in the caption */
     for (int ctx = 64; ctx <= 256; ctx *= 2) {
         cJSON *c = cJSON_CreateObject();
         cJSON_AddStringToObject(c, "op", "prefill");
@@ -434,6 +435,8 @@ int main(int argc, char **argv)
     char path[4300];
     snprintf(path, sizeof path, "%s/attention_op.dat", out_png);
     CHECK(log_has(path, "SDPA flash, head dim 64"), "the anchor series is not in %s", path);
+    snprintf(path, sizeof path, "%s/attention_op.txt", out_png);
+    CHECK(log_has(path, "anchors: PyTorch 2.11 'q'no.x SDPA on hand-made"), "the anchors' caption is not in %s", path);
     snprintf(path, sizeof path, "%s/prefill_latency.dat", out_png);
     CHECK(!log_has(path, "SDPA"), "the anchors are drawn with the model's prefill in %s", path);
     snprintf(path, sizeof path, "%s/niah.dat", out_png);
