@@ -616,6 +616,18 @@ static int attn_params(cuda_impl *c, orthros_attn_full_decode_params *pp, void *
     return 0;
 }
 
+/* ORTHROS_DECODE_O_PDL at a batch-1 decode attention: the hint it carries (O's weights: 2 all of them as its blocks
+ * start, 3 the first ORTHROS_DECODE_L2PF_MB once a block's own stream is asked) and whether the product after it is
+ * a dependent launch that asks its weights first (1, 2). */
+static void attn_o_hint(cuda_impl *c, orthros_attn_full_decode_params *p)
+{
+    if (c->o_pdl >= 2 && p->n == 1 && !p->l2_next) {
+        p->l2_next = c->hint_w, p->l2_late = c->o_pdl == 3;
+        p->l2_next_bytes = p->l2_late && c->hint_bytes > c->l2pf_cap ? c->l2pf_cap : c->hint_bytes;
+    }
+    c->next_pdl = (c->o_pdl == 1 || c->o_pdl == 2) && p->n == 1;
+}
+
 /* Few query rows per kv head (decode, a short orthros tail) go to the split-K kernel, which spreads a long
  * cache over the whole chip; larger chunks to the flash-attention prefill kernel. */
 static int attn_run(cuda_impl *c, orthros_attn_full_decode_params &p)
@@ -628,13 +640,8 @@ static int attn_run(cuda_impl *c, orthros_attn_full_decode_params &p)
         if ((rc = work_reserve(c, need))) return rc;
         p.work = (float *)c->work;
         p.work_bytes = c->work_cap;
-        if (c->o_pdl >= 2 && n == 1 && !p.l2_next) { /* the hint (O's weights): all of it, or (3) its first
-                                                          * ORTHROS_DECODE_L2PF_MB once a block's stream is asked */
-            p.l2_next = c->hint_w, p.l2_late = c->o_pdl == 3;
-            p.l2_next_bytes = p.l2_late && c->hint_bytes > c->l2pf_cap ? c->l2pf_cap : c->hint_bytes;
-        }
+        attn_o_hint(c, &p);
         p.pdl = c->attn_pdl && n == 1;
-        c->next_pdl = (c->o_pdl == 1 || c->o_pdl == 2) && n == 1;
         stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
         return orthros_attn_full_decode_bf16(&p, c->stream);
     }
@@ -974,8 +981,8 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
     p.qkv_w = Wqkv, p.qkv_x = x, p.qkv_norm_w = norm_w, p.qkv_K = K, p.qkv_eps = eps;
     if (orthros_attn_full_decode_qkv_supported(&p)) { /* (head_dim / 2 at most 64: qkv_inv_freq holds it) */
         memcpy(p.qkv_inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
+        attn_o_hint(c, &p);
         p.pdl = c->attn_pdl;
-        c->next_pdl = c->o_pdl == 1 || c->o_pdl == 2;
         stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
         return orthros_attn_full_decode_qkv_bf16(&p, c->stream);
     }
