@@ -1266,7 +1266,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
-        (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) || (rc = env_digit("ORTHROS_DECODE_O_PDL", 3, &c->o_pdl)) ||
+        (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) ||
+        (rc = env_digit("ORTHROS_DECODE_O_PDL", 3, &c->o_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_QKV_ATTN", 1, &c->qkv_attn)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||

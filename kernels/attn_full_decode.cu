@@ -557,7 +557,8 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
 #pragma unroll
     for (int w = 0; w < DEC6_WARPS; w++) tot += red[w];
     const float r = rsqrtf(tot / (float)K + p.qkv_eps);
-    for (int q = threadIdx.x; q < K / 8; q += T) *(uint4 *)(xs + q * 8) = rms_scale_bf16x8(__ldcg(xr + q), __ldg(nw + q), r);
+    for (int q = threadIdx.x; q < K / 8; q += T)
+        *(uint4 *)(xs + q * 8) = rms_scale_bf16x8(__ldcg(xr + q), __ldg(nw + q), r);
     // (the barrier of the ring's first stage below orders xs before its reads)
 
     // the ring: stage s landed, then slot (s - 1) % 6 refilled with stage s + 5, then warp w's k range w 128 .. of
@@ -637,7 +638,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     auto full = [&](int s) { return bars + 8u * (uint32_t)s; };
     auto empty = [&](int s) { return bars + 8u * (uint32_t)(NST + s); };
 
-    const int blk = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z), nblk = gridDim.x * gridDim.y * gridDim.z;
+    const int blk = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    const int nblk = gridDim.x * gridDim.y * gridDim.z;
     const bool l2_late = CL && p.l2_late;
     if (!l2_late) l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blk, nblk);
     step_stamps stamps(CL ? p.stamps : nullptr, p.stamp_slot); // a stamped build's clock readings (step_stamps.h)
@@ -813,7 +815,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             __syncthreads();  // stage t landed for every thread; every warp is done with stage t - 1
             cp_stage(t + NST - 1);
             // p.l2_late: the next product's weights asked once this block's stream is all asked (its last stage)
-            if (l2_late && t == max(0, ntiles - NST)) l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blk, nblk);
+            if (l2_late && t == max(0, ntiles - NST))
+                l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blk, nblk);
         } else {
             mbar_wait(full(s), (uint32_t)(t / NST) & 1u);
         }

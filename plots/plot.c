@@ -235,7 +235,10 @@ typedef struct {
     orthros_plot_counts *counts;
 } plot_ctx;
 
-static int is_kernel_bench(const input *in) { return in->r.kind == ORTHROS_RESULT_BENCH && !strcmp(in->r.bench.cfg.source, "bench_kernels"); }
+static int is_kernel_bench(const input *in)
+{
+    return in->r.kind == ORTHROS_RESULT_BENCH && !strcmp(in->r.bench.cfg.source, "bench_kernels");
+}
 static int is_model_bench(const input *in) { return in->r.kind == ORTHROS_RESULT_BENCH && !is_kernel_bench(in); }
 
 /* The file name without its folders. */
@@ -267,8 +270,14 @@ static const char *ordinal(int n)
     return n % 100 >= 11 && n % 100 <= 13 ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
 }
 
-static const cJSON *input_header_json(const input *in) { return in->r.kind == ORTHROS_RESULT_BENCH ? in->r.bench.header : in->r.eval.header; }
-static const orthros_result_header *input_hdr(const input *in) { return in->r.kind == ORTHROS_RESULT_BENCH ? &in->r.bench.hdr : &in->r.eval.hdr; }
+static const cJSON *input_header_json(const input *in)
+{
+    return in->r.kind == ORTHROS_RESULT_BENCH ? in->r.bench.header : in->r.eval.header;
+}
+static const orthros_result_header *input_hdr(const input *in)
+{
+    return in->r.kind == ORTHROS_RESULT_BENCH ? &in->r.bench.hdr : &in->r.eval.hdr;
+}
 
 /* The run key of the cells of architecture `arch` (and batch, for bench cells: -1 for none; phase, for bench cells:
  * NULL for none) in a bench or eval file. Timing facets (chunk, threads, kernel versions) only for bench files; the

@@ -674,8 +674,8 @@ static int cuda_models(int nspec, char **specs)
         return 77;
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
-                   *o_pdl3 = NULL, *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL, *pdl_late = NULL,
-                   *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL;
+                   *o_pdl3 = NULL, *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL,
+                   *pdl_late = NULL, *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
