@@ -944,26 +944,37 @@ static int rope_cache_only(const orthros_attn_layer *L, const char *op)
     return check_heads(L, op);
 }
 
+/* norm_qkv_rope once rope_cache_only has passed; pos_dev: NULL, or pos0 already in device memory (the layer's, or
+ * staged by the caller), which the fused product then reads instead of staging pos0 again. */
+static int norm_qkv_rope_run(orthros_backend *be, void *qkv, void *xn, const void *x, const void *norm_w,
+                             const void *Wqkv, const orthros_attn_layer *L, const orthros_rope *rope, const int *pos0,
+                             const int *pos_dev, int n, int K, float eps)
+{
+    cuda_impl *c = impl_of(be);
+    const int M = (L->n_heads + 2 * L->n_kv_heads) * L->head_dim;
+    int rc;
+    orthros_gemv_params p;
+    gemv_params(&p, qkv, ORTHROS_GEMV_ROPE, x, norm_w, Wqkv, n, M, K, eps);
+    p.k_cache = L->k_cache, p.v_cache = L->v_cache;
+    p.Hq = L->n_heads, p.Hkv = L->n_kv_heads, p.d = L->head_dim, p.cap = L->cap;
+    if (!pos_dev) pos_dev = L->pos_dev;
+    p.pos = pos_dev ? pos_dev : pos0; /* pos0 only for the check; staged below */
+    if (L->head_dim / 2 <= ORTHROS_GEMV_MAX_HALF && orthros_gemv_supported(&p)) {
+        memcpy(p.inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
+        if (!pos_dev && (rc = stage_ints(c, pos0, n, &p.pos))) return rc;
+        /* positions staged by a copy on the stream: launched now, not chained */
+        return run_gemv_chained(c, &p, pos_dev == L->pos_dev && pos_dev != NULL);
+    }
+    if ((rc = cuda_norm_gemm(be, qkv, xn, x, norm_w, Wqkv, n, M, K, eps))) return rc; /* flushes the chain */
+    return cuda_rope_cache_write(be, qkv, L, rope, pos0, n, 1, 0);
+}
+
 static int cuda_norm_qkv_rope(orthros_backend *be, void *qkv, void *xn, const void *x, const void *norm_w,
                               const void *Wqkv, const orthros_attn_layer *L, const orthros_rope *rope, const int *pos0,
                               int n, int K, float eps)
 {
     int rc = rope_cache_only(L, "norm_qkv_rope");
-    if (rc) return rc;
-    cuda_impl *c = impl_of(be);
-    const int M = (L->n_heads + 2 * L->n_kv_heads) * L->head_dim;
-    orthros_gemv_params p;
-    gemv_params(&p, qkv, ORTHROS_GEMV_ROPE, x, norm_w, Wqkv, n, M, K, eps);
-    p.k_cache = L->k_cache, p.v_cache = L->v_cache;
-    p.Hq = L->n_heads, p.Hkv = L->n_kv_heads, p.d = L->head_dim, p.cap = L->cap;
-    p.pos = L->pos_dev ? L->pos_dev : pos0; /* pos0 only for the check; staged below */
-    if (L->head_dim / 2 <= ORTHROS_GEMV_MAX_HALF && orthros_gemv_supported(&p)) {
-        memcpy(p.inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
-        if (!L->pos_dev && (rc = stage_ints(c, pos0, n, &p.pos))) return rc;
-        return run_gemv_chained(c, &p, L->pos_dev != NULL); /* staged positions: launched now, not chained */
-    }
-    if ((rc = cuda_norm_gemm(be, qkv, xn, x, norm_w, Wqkv, n, M, K, eps))) return rc; /* flushes the chain */
-    return cuda_rope_cache_write(be, qkv, L, rope, pos0, n, 1, 0);
+    return rc ? rc : norm_qkv_rope_run(be, qkv, xn, x, norm_w, Wqkv, L, rope, pos0, NULL, n, K, eps);
 }
 
 /* The decode step's q/k/v projection and attention (backend.h norm_qkv_rope_attn): one launch where the decode
@@ -986,8 +997,10 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
         stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
         return orthros_attn_full_decode_qkv_bf16(&p, c->stream);
     }
-    rc = cuda_norm_qkv_rope(be, qkv, xn, x, norm_w, Wqkv, L, rope, pos0, B, K, eps);
-    return rc ? rc : attn_full(be, attn, qkv, L, pos0, B, 1);
+    /* The two ops, on the positions and the checks attn_params has already made. */
+    p.qkv_w = NULL, p.qkv_x = NULL, p.qkv_norm_w = NULL, p.qkv_K = 0;
+    rc = norm_qkv_rope_run(be, qkv, xn, x, norm_w, Wqkv, L, rope, pos0, p.pos0, B, K, eps);
+    return rc ? rc : attn_run(c, p);
 }
 
 static int cuda_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,

@@ -576,7 +576,7 @@ static int from_json(orthros_bench_file *f, const cJSON *root, const char *name)
     cJSON_ArrayForEach(m, list)
     {
         orthros_bench_cell c;
-        char key[512];
+        char key[ORTHROS_RESULT_KEY_MAX];
         orthros_bench_cell_init(&c);
         size_t at = orthros_jr_push_index(&j, i++);
         if ((rc = read_cell(&c, &j, m, legacy))) {
@@ -780,32 +780,25 @@ static int type_same_config(const void *old, const char *old_name, const void *n
                                            &((const orthros_bench_file *)now)->cfg, now_name);
 }
 
-/* --resume keeps the measured cells (those now lacks, found through a set of its cells' keys); skipped and failed
- * ones are run again. */
-static int type_keep_cells(void *now, void *old)
+static size_t type_n_cells(const void *f) { return ((const orthros_bench_file *)f)->n_cells; }
+static void type_cell_key(const void *f, size_t i, char *buf, size_t cap)
 {
-    orthros_bench_file *f = now, *o = old;
-    orthros_keyset have;
-    char key[512];
-    int rc = 0;
-    orthros_keyset_init(&have);
-    for (size_t k = 0; k < f->n_cells && !rc; k++) {
-        orthros_bench_cell_set_key(key, sizeof key, &f->cells[k]);
-        int added = orthros_keyset_add(&have, key);
-        if (added < 0) rc = added;
-    }
-    for (size_t i = 0; i < o->n_cells && !rc; i++) {
-        if (o->cells[i].state != ORTHROS_CELL_MEASURED) continue;
-        orthros_bench_cell_set_key(key, sizeof key, &o->cells[i]);
-        if (!orthros_keyset_has(&have, key)) rc = orthros_bench_file_add(f, &o->cells[i]);
-    }
-    orthros_keyset_free(&have);
-    return rc;
+    orthros_bench_cell_set_key(buf, cap, &((const orthros_bench_file *)f)->cells[i]);
+}
+/* --resume keeps the measured cells; skipped and failed ones are run again. */
+static int type_cell_kept(const void *f, size_t i)
+{
+    return ((const orthros_bench_file *)f)->cells[i].state == ORTHROS_CELL_MEASURED;
+}
+static int type_cell_add(void *now, void *old, size_t i)
+{
+    return orthros_bench_file_add(now, &((orthros_bench_file *)old)->cells[i]);
 }
 
 const orthros_result_type orthros_bench_type = {"bench", sizeof(orthros_bench_file), type_init, type_free,
                                                 type_from_json, type_to_json, type_hdr, type_header,
-                                                type_same_config, type_keep_cells};
+                                                type_same_config, type_n_cells, type_cell_key, type_cell_kept,
+                                                type_cell_add};
 
 int orthros_bench_file_from_json(orthros_bench_file *f, const cJSON *root, const char *name)
 {

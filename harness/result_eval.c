@@ -812,7 +812,7 @@ static int from_json(orthros_eval_file *f, const cJSON *root, const char *name)
     cJSON_ArrayForEach(e, cells)
     {
         orthros_eval_cell c;
-        char key[ORTHROS_NAME_MAX + 64];
+        char key[ORTHROS_RESULT_KEY_MAX];
         size_t at2 = orthros_jr_push_index(&j, i++);
         if ((rc = read_cell(&c, &j, e))) break;
         cell_set_key(key, sizeof key, &c);
@@ -936,30 +936,20 @@ static int type_same_config(const void *old, const char *old_name, const void *n
                                           &((const orthros_eval_file *)now)->cfg, now_name);
 }
 
-/* --resume keeps every cell that now lacks (found through a set of its cells' keys). */
-static int type_keep_cells(void *now, void *old)
+/* --resume keeps every cell (cell_kept NULL). */
+static size_t type_n_cells(const void *f) { return ((const orthros_eval_file *)f)->n_cells; }
+static void type_cell_key(const void *f, size_t i, char *buf, size_t cap)
 {
-    orthros_eval_file *f = now, *o = old;
-    orthros_keyset have;
-    char key[ORTHROS_NAME_MAX + 64];
-    int rc = 0;
-    orthros_keyset_init(&have);
-    for (size_t k = 0; k < f->n_cells && !rc; k++) {
-        cell_set_key(key, sizeof key, &f->cells[k]);
-        int added = orthros_keyset_add(&have, key);
-        if (added < 0) rc = added;
-    }
-    for (size_t i = 0; i < o->n_cells && !rc; i++) {
-        cell_set_key(key, sizeof key, &o->cells[i]);
-        if (!orthros_keyset_has(&have, key)) rc = orthros_eval_file_add(f, &o->cells[i]);
-    }
-    orthros_keyset_free(&have);
-    return rc;
+    cell_set_key(buf, cap, &((const orthros_eval_file *)f)->cells[i]);
+}
+static int type_cell_add(void *now, void *old, size_t i)
+{
+    return orthros_eval_file_add(now, &((orthros_eval_file *)old)->cells[i]);
 }
 
 const orthros_result_type orthros_eval_type = {"eval", sizeof(orthros_eval_file), type_init, type_free,
                                                type_from_json, type_to_json, type_hdr, type_header,
-                                               type_same_config, type_keep_cells};
+                                               type_same_config, type_n_cells, type_cell_key, NULL, type_cell_add};
 
 int orthros_eval_file_from_json(orthros_eval_file *f, const cJSON *root, const char *name)
 {

@@ -32,7 +32,7 @@ int orthros_result_run_open(orthros_result_run *r, int argc, char **argv, uint64
             orthros_error(rc, "cannot resume: %s", orthros_last_error());
             goto done;
         }
-        rc = t->keep_cells(r->file, old);
+        rc = orthros_result_keep_cells(t, r->file, old);
     }
 done:
     t->free(old);
@@ -71,7 +71,7 @@ static int merge_disk(orthros_result_run *r)
         orthros_error(rc, "%s changed during the run (another writer), so it is not rewritten: %s", r->path,
                       orthros_last_error());
     } else if (exists) {
-        rc = t->keep_cells(r->file, old);
+        rc = orthros_result_keep_cells(t, r->file, old);
     }
     t->free(old);
     free(old);

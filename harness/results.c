@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "results.h"
 #include "gpu_state.h"
+#include "keyset.h"
 #include "util.h"
 #include "version.h"
 
@@ -301,6 +302,28 @@ int orthros_result_write_file(const orthros_result_type *t, const void *f, const
     if (!root) return orthros_error(ORTHROS_ENOMEM, "out of memory writing %s", path);
     int rc = orthros_result_write(path, root);
     cJSON_Delete(root);
+    return rc;
+}
+
+int orthros_result_keep_cells(const orthros_result_type *t, void *now, void *old)
+{
+    /* now's cells through a set of their keys: comparing each with every earlier one takes minutes at 100k cells */
+    orthros_keyset have;
+    char key[ORTHROS_RESULT_KEY_MAX];
+    int rc = 0;
+    orthros_keyset_init(&have);
+    const size_t n_now = t->n_cells(now), n_old = t->n_cells(old);
+    for (size_t k = 0; k < n_now && !rc; k++) {
+        t->cell_key(now, k, key, sizeof key);
+        int added = orthros_keyset_add(&have, key);
+        if (added < 0) rc = added;
+    }
+    for (size_t i = 0; i < n_old && !rc; i++) {
+        if (t->cell_kept && !t->cell_kept(old, i)) continue;
+        t->cell_key(old, i, key, sizeof key);
+        if (!orthros_keyset_has(&have, key)) rc = t->cell_add(now, old, i);
+    }
+    orthros_keyset_free(&have);
     return rc;
 }
 

@@ -78,12 +78,23 @@ typedef struct {
     orthros_result_header *(*hdr)(void *f);
     cJSON **(*header)(void *f);
     /* For --resume: 0 when a file of configuration `old` can be resumed by a run of configuration `now`, else
-     * ORTHROS_EINVAL naming the first field that differs; and the cells of `old` such a run keeps that `now` does not
-     * hold yet, moved to `now` (taking their buffers): at the start, and before each rewrite, where another writer
-     * may have added cells (result_run.h). */
+     * ORTHROS_EINVAL naming the first field that differs. */
     int (*same_config)(const void *old, const char *old_name, const void *now, const char *now_name);
-    int (*keep_cells)(void *now, void *old);
+    /* The cells, for orthros_result_keep_cells: how many f holds; cell i's key (one a cell in a valid file, at most
+     * ORTHROS_RESULT_KEY_MAX bytes with its NUL); whether a resumed run keeps f's cell i (NULL: every cell); and
+     * old's cell i added to now, taking its buffers. */
+    size_t (*n_cells)(const void *f);
+    void (*cell_key)(const void *f, size_t i, char *buf, size_t cap);
+    int (*cell_kept)(const void *f, size_t i);
+    int (*cell_add)(void *now, void *old, size_t i);
 } orthros_result_type;
+
+#define ORTHROS_RESULT_KEY_MAX 512
+
+/* For --resume: the cells of `old` (a file of the same configuration) that a resumed run keeps and `now` does not
+ * hold yet (by key), moved to `now`: at the start, and before each rewrite, where another writer may have added
+ * cells (result_run.h). 0, or ORTHROS_ENOMEM. */
+int orthros_result_keep_cells(const orthros_result_type *t, void *now, void *old);
 
 /* f (of kind t) from a parsed document: initialised, filled, and freed again when the document is refused, so
  * that nothing is returned half-read. */

@@ -663,6 +663,42 @@ static void make_text_eval(orthros_eval_file *f)
     orthros_eval_file_add(f, &c);
 }
 
+/* --resume's merge (orthros_result_keep_cells): a bench run keeps the measured cells of the file it resumes that it
+ * lacks, not the skipped or failed ones (they run again) and not a second copy of one it holds; an eval run keeps
+ * every cell it lacks. */
+static void keep_cells(void)
+{
+    orthros_bench_file now, old;
+    make_bench(&now);
+    make_bench(&old);
+    while (now.n_cells > 1) orthros_bench_file_remove(&now, now.n_cells - 1); /* the transformer's 64 */
+    CHECK(!orthros_result_keep_cells(&orthros_bench_type, &now, &old), "bench keep_cells: %s", orthros_last_error());
+    int skipped = 0, t64 = 0;
+    for (size_t i = 0; i < now.n_cells; i++) {
+        skipped += now.cells[i].state != ORTHROS_CELL_MEASURED;
+        t64 += !strcmp(now.cells[i].arch, "transformer") && now.cells[i].ctx == 64;
+    }
+    CHECK(now.n_cells == 5 && !skipped && t64 == 1,
+          "bench resume: %zu cells (want 5: the one held and the 4 other measured), %d not measured, %d of "
+          "transformer 64", now.n_cells, skipped, t64);
+    orthros_bench_file_free(&now);
+    orthros_bench_file_free(&old);
+
+    orthros_eval_file e, held, disk;
+    make_text_eval(&held);
+    make_text_eval(&disk);
+    orthros_eval_file_init(&e);
+    CHECK(!orthros_result_keep_cells(&orthros_eval_type, &held, &disk), "eval keep_cells: %s", orthros_last_error());
+    CHECK(held.n_cells == 3, "eval resume of a file holding every cell: %zu cells (want 3)", held.n_cells);
+    orthros_eval_file_free(&disk);
+    make_text_eval(&disk);
+    CHECK(!orthros_result_keep_cells(&orthros_eval_type, &e, &disk), "eval keep_cells: %s", orthros_last_error());
+    CHECK(e.n_cells == 3, "eval resume into an empty run: %zu cells (want 3)", e.n_cells);
+    orthros_eval_file_free(&e);
+    orthros_eval_file_free(&held);
+    orthros_eval_file_free(&disk);
+}
+
 /* The text tasks' cells: a round trip through the writer and the reader, the schema, and their refusals. */
 static void text_eval_cells(const char *src)
 {
@@ -1080,6 +1116,7 @@ int main(int argc, char **argv)
     anchor_refusals(src);
     many_cells(src);
     text_eval_cells(src);
+    keep_cells();
     recall_squad_cells(src);
     tables();
     gpu_clock_text();
