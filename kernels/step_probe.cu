@@ -103,6 +103,24 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
 
 static __device__ __host__ __forceinline__ int sp_row0(int M, int b, int G) { return (int)((long long)M * b / G); }
 
+/* Block b's rows [r0, r1) of product p, and a row's bytes: a split product's rows are its W's k-rows (W [K][M]), the
+ * k-range of the pairs the block wrote in the product before; a product whose next one splits is dealt out in pairs
+ * of rows; any other in contiguous rows. */
+static __device__ __host__ __forceinline__ size_t sp_rows(const orthros_stream_product *list, int n, int p, int b,
+                                                         int G, int *r0, int *r1)
+{
+    const orthros_stream_product &q = list[p];
+    if (q.split) {
+        *r0 = sp_row0(q.K, b, G), *r1 = sp_row0(q.K, b + 1, G);
+        return (size_t)q.M * 2;
+    }
+    if (p + 1 < n && list[p + 1].split)
+        *r0 = 2 * sp_row0(q.M / 2, b, G), *r1 = 2 * sp_row0(q.M / 2, b + 1, G);
+    else
+        *r0 = sp_row0(q.M, b, G), *r1 = sp_row0(q.M, b + 1, G);
+    return (size_t)q.K * 2;
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* The same on the tensor cores. */
 static __device__ __forceinline__ void sp_consume_tc(const unsigned char *stage, const unsigned char *xs, uint32_t off,
@@ -153,6 +171,36 @@ static __device__ __forceinline__ void sp_consume_tc(const unsigned char *stage,
 }
 #endif
 
+/* A split product's stage: k-rows of W^T, M bf16 each (rb bytes); the thread's 16-byte unit c of each row of its phase
+ * ph (rows ph, ph + nph, ... of the block's range) times x[row] into its eight column sums. Units never straddle
+ * stages (rb and the stages are multiples of 16 bytes), so a unit is in the stage or not; every load issued first. */
+#define SP_SPLIT_ROWS 9 /* a thread's rows a stage at most: 2048 units a stage over more than 256 threads, + 1 */
+static __device__ __forceinline__ void sp_consume_split(const unsigned char *stage, uint32_t off, uint32_t cnt,
+                                                        uint32_t rb, int nph, int c, int ph, const float *x,
+                                                        float (&acc)[8])
+{
+    const uint32_t row_lo = off / rb, row_hi = (off + cnt - 1) / rb;
+    const uint32_t row0 = row_lo + (uint32_t)((ph - (int)(row_lo % (uint32_t)nph) + nph) % nph);
+    uint4 w[SP_SPLIT_ROWS];
+    float xv[SP_SPLIT_ROWS];
+#pragma unroll
+    for (int i = 0; i < SP_SPLIT_ROWS; i++) {
+        const uint32_t row = row0 + (uint32_t)(i * nph), byte = row * rb + 16u * (uint32_t)c;
+        const bool in = row <= row_hi && byte >= off && byte < off + cnt;
+        w[i] = in ? *(const uint4 *)(stage + (byte - off)) : make_uint4(0u, 0u, 0u, 0u);
+        xv[i] = in ? x[row] : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < SP_SPLIT_ROWS; i++) {
+        const uint32_t u[4] = {w[i].x, w[i].y, w[i].z, w[i].w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            acc[2 * j] += bf16x2_lo(u[j]) * xv[i];
+            acc[2 * j + 1] += bf16x2_hi(u[j]) * xv[i];
+        }
+    }
+}
+
 template <int NS, int MODE>
 static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orthros_stream_product *list, int n,
                                                                        const bf16 *x0, unsigned *sync,
@@ -162,22 +210,30 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
     extern __shared__ __align__(128) unsigned char sp_smem[]; /* ring [NS][SB] | x [K] bf16 */
     __shared__ __align__(8) unsigned long long bars[2 * NS];  /* full, then empty */
     __shared__ float rowsum[ORTHROS_STREAM_PROBE_MAX_ROWS];
+    __shared__ float xsplit[ORTHROS_STREAM_PROBE_MAX_ROWS / 2]; /* a split product's input: the block's own pairs */
     __shared__ volatile int staged; /* the last product whose input the consumers have staged */
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, G = gridDim.x, b = blockIdx.x;
-    unsigned char *xs = sp_smem + (size_t)NS * SP_SB;
+    unsigned char *xs = sp_smem + (size_t)NS * SP_SB; /* a product's staged input; a split one's column sums */
     if (tid == 0) staged = -1;
     const uint32_t full0 = smem_addr(&bars[0]), empty0 = smem_addr(&bars[NS]);
     ring_init(full0, empty0, NS, SP_WARPS);
     for (int i = tid; i < ORTHROS_STREAM_PROBE_MAX_ROWS; i += SP_THREADS) rowsum[i] = 0.0f;
+    /* each block zeroes its share of every split product's y: a barrier before the product (the launch checks
+     * there is one) orders this before any block adds into it */
+    for (int p = 0; p < n; p++)
+        if (list[p].split)
+            for (int m = sp_row0(list[p].M, b, G) + tid; m < sp_row0(list[p].M, b + 1, G); m += SP_THREADS)
+                list[p].y[m] = 0.0f;
     __syncthreads();
 
     if (warp == SP_WARPS) { /* the producer: every product's range, stage by stage, waiting only for free stages */
         uint32_t idx = 0;
         for (int p = 0; p < n; p++) {
-            const int M = list[p].M, K = list[p].K, r0 = sp_row0(M, b, G), r1 = sp_row0(M, b + 1, G);
-            const unsigned char *src = (const unsigned char *)list[p].W + (size_t)r0 * K * 2;
+            int r0, r1;
+            const size_t rb = sp_rows(list, n, p, b, G, &r0, &r1);
+            const unsigned char *src = (const unsigned char *)list[p].W + (size_t)r0 * rb;
             int issued = 0;
-            for (size_t left = (size_t)(r1 - r0) * K * 2; left > 0; idx++, issued++) {
+            for (size_t left = (size_t)(r1 - r0) * rb; left > 0; idx++, issued++) {
                 const uint32_t cnt = left < SP_SB ? (uint32_t)left : SP_SB;
                 const int slot = idx % NS;
                 if (ahead >= 0 && issued >= ahead) /* no further into p before its input is staged */
@@ -198,12 +254,19 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
     uint32_t idx = 0;
     unsigned passed = 0;
     for (int p = 0; p < n; p++) {
-        const int M = list[p].M, K = list[p].K, r0 = sp_row0(M, b, G), r1 = sp_row0(M, b + 1, G);
-        /* the input: the previous product's y where it waited, else x0 */
+        const int M = list[p].M, K = list[p].K;
+        int r0, r1;
+        const uint32_t rb = (uint32_t)sp_rows(list, n, p, b, G, &r0, &r1); /* at most 1024 rows of 32 KB */
+        const bool split = list[p].split != 0;
+        /* the input: the previous product's y where it waited, else x0; a split product's is in xsplit already */
         const bool dep = p > 0 && list[p - 1].wait;
         const float *yp = dep ? list[p - 1].y : NULL;
         const int Mp = dep ? list[p - 1].M : 0, K0 = list[0].K;
-        if (dep && Mp >= K && (uintptr_t)yp % 16 == 0) {
+        float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        const int cols = M / 8, nph = cols > 0 ? SP_WARPS * 32 / cols : 0; /* a split product's units and phases */
+        if (split) {
+            for (int m = tid; m < M; m += SP_WARPS * 32) ((float *)xs)[m] = 0.0f;
+        } else if (dep && Mp >= K && (uintptr_t)yp % 16 == 0) {
             /* y's first K, four floats a thread at a time, rounds of 4 loads issued before their use */
             for (int k0 = 0; k0 < K; k0 += 4 * 4 * SP_WARPS * 32) {
                 float4 v[4];
@@ -229,23 +292,43 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
             staged = p;
             if (stamps) stamps[(size_t)n * G + (size_t)p * G + b] = globaltimer_ns(); /* the input staged */
         }
-        const uint32_t rb = (uint32_t)K * 2; /* a block's range: at most 1024 rows of 32 KB, so 32-bit offsets */
         uint32_t off = 0;
         for (uint32_t left = (uint32_t)(r1 - r0) * rb; left > 0; idx++) {
             const uint32_t cnt = left < SP_SB ? (uint32_t)left : SP_SB;
             const int slot = idx % NS;
             mbar_wait(full0 + 8 * slot, (idx / NS) & 1);
             const unsigned char *stage = sp_smem + (size_t)slot * SP_SB;
-            if (MODE == 0) ring_consume_fma<SP_SEGS>(stage, xs, off, cnt, rb, warp, lane, rowsum);
-            else if (MODE == 1) sp_consume_tc(stage, xs, off, cnt, rb, warp, lane, rowsum);
+            if (split) {
+                if (MODE < 2 && tid < cols * nph)
+                    sp_consume_split(stage, off, cnt, rb, nph, tid % cols, tid / cols, xsplit, acc);
+            } else if (MODE == 0) {
+                ring_consume_fma<SP_SEGS>(stage, xs, off, cnt, rb, warp, lane, rowsum);
+            } else if (MODE == 1) {
+                sp_consume_tc(stage, xs, off, cnt, rb, warp, lane, rowsum);
+            }
             __syncwarp();
             if (lane == 0) mbar_arrive(empty0 + 8 * slot);
             off += cnt, left -= cnt;
         }
         bar_sync(1, SP_WARPS * 32);
-        for (int r = tid; r < r1 - r0; r += SP_WARPS * 32) {
-            list[p].y[r0 + r] = rowsum[r];
-            rowsum[r] = 0.0f;
+        if (split) { /* the phases' column sums in shared memory, then the block's partial added into y */
+            float *part = (float *)xs;
+            if (MODE < 2 && tid < cols * nph && r1 > r0)
+#pragma unroll
+                for (int i = 0; i < 8; i++) atomicAdd(&part[8 * (tid % cols) + i], acc[i]);
+            bar_sync(1, SP_WARPS * 32);
+            if (r1 > r0)
+                for (int m = 4 * tid; m < M; m += 4 * SP_WARPS * 32)
+                    atomicAdd((float4 *)(list[p].y + m), make_float4(part[m], part[m + 1], part[m + 2], part[m + 3]));
+        } else {
+            if (p + 1 < n && list[p + 1].split) { /* the next product's input: this block's pairs, bf16 */
+                for (int j = tid; 2 * j < r1 - r0; j += SP_WARPS * 32) xsplit[j] = bf2f(f2bf(rowsum[2 * j] * rowsum[2 * j + 1]));
+                bar_sync(1, SP_WARPS * 32);
+            }
+            for (int r = tid; r < r1 - r0; r += SP_WARPS * 32) {
+                list[p].y[r0 + r] = rowsum[r];
+                rowsum[r] = 0.0f;
+            }
         }
         bar_sync(1, SP_WARPS * 32);
         if (tid == 0) {
@@ -263,7 +346,6 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
 #endif
 }
 
-static size_t sp_smem_bytes(int stages, int maxk) { return (size_t)stages * SP_SB + (size_t)maxk * 2; }
 
 extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_stream_product *list_dev, int n,
                                     const void *x0, unsigned *sync, unsigned long long *stamps, int blocks, int stages,
@@ -271,16 +353,31 @@ extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_
 {
     if (!list || !list_dev || n < 1 || !x0 || !sync || blocks < 1)
         return orthros_error(ORTHROS_EINVAL, "probe stream: %d products, %d blocks", n, blocks);
-    int maxk = 0;
+    size_t xs_bytes = 0; /* the staged inputs (bf16), a split product's column sums (fp32) */
+    int waited = 0, maxk = 0;
     for (int p = 0; p < n; p++) {
-        const orthros_stream_product *q = &list[p];
-        const int most = q->M > 0 ? sp_row0(q->M, 1, blocks) + 1 : 0;
-        if (!q->W || !q->y || q->M < 1 || q->K < 256 || q->K % 256 || q->K > ORTHROS_STREAM_PROBE_MAX_K ||
-            (uintptr_t)q->W % 16 || most > ORTHROS_STREAM_PROBE_MAX_ROWS)
-            return orthros_error(ORTHROS_EINVAL, "probe stream: product %d (%d x %d) not taken (K a multiple of 256 up "
-                                 "to %d, at most %d rows a block)", p, q->M, q->K, ORTHROS_STREAM_PROBE_MAX_K,
-                                 ORTHROS_STREAM_PROBE_MAX_ROWS);
-        if (q->K > maxk) maxk = q->K;
+        const orthros_stream_product *q = &list[p], *prev = p > 0 ? &list[p - 1] : NULL;
+        if (!q->W || !q->y || q->M < 1 || q->K < 1 || q->K > ORTHROS_STREAM_PROBE_MAX_K || (uintptr_t)q->W % 16)
+            return orthros_error(ORTHROS_EINVAL, "probe stream: product %d (%d x %d) not taken (K up to %d, W 16-byte "
+                                 "aligned)", p, q->M, q->K, ORTHROS_STREAM_PROBE_MAX_K);
+        if (q->split) {
+            if (!prev || prev->wait || prev->split || prev->M != 2 * q->K || q->M % 8 || q->M > 8 * SP_WARPS * 32 ||
+                (uintptr_t)q->y % 16 || !waited || sp_row0(q->K, 1, blocks) + 1 > ORTHROS_STREAM_PROBE_MAX_ROWS / 2)
+                return orthros_error(ORTHROS_EINVAL, "probe stream: split product %d (%d x %d) not taken (after a "
+                                     "product of 2K rows that does not wait or split, a product that waits before it, "
+                                     "M a multiple of 8 up to %d, y 16-byte aligned, at most %d k a block)", p, q->M,
+                                     q->K, 8 * SP_WARPS * 32, ORTHROS_STREAM_PROBE_MAX_ROWS / 2);
+            if ((size_t)q->M * 4 > xs_bytes) xs_bytes = (size_t)q->M * 4;
+        } else {
+            const int most =
+                p + 1 < n && list[p + 1].split ? 2 * (sp_row0(q->M / 2, 1, blocks) + 1) : sp_row0(q->M, 1, blocks) + 1;
+            if (q->K % 256 || most > ORTHROS_STREAM_PROBE_MAX_ROWS)
+                return orthros_error(ORTHROS_EINVAL, "probe stream: product %d (%d x %d) not taken (K a multiple of "
+                                     "256, at most %d rows a block)", p, q->M, q->K, ORTHROS_STREAM_PROBE_MAX_ROWS);
+            if ((size_t)q->K * 2 > xs_bytes) xs_bytes = (size_t)q->K * 2;
+            if (q->K > maxk) maxk = q->K;
+        }
+        waited |= q->wait != 0;
     }
     typedef void (*sp_kernel)(const orthros_stream_product *, int, const bf16 *, unsigned *, unsigned long long *, int);
     static const sp_kernel kernels[3][3] = {{stream_kernel<2, 0>, stream_kernel<4, 0>, stream_kernel<6, 0>},
@@ -290,7 +387,7 @@ extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_
         return orthros_error(ORTHROS_EINVAL, "probe stream: %d stages (2, 4 or 6), consumers %d (0-2)", stages, mode);
     const sp_kernel kernel = kernels[mode][stages / 2 - 1];
     if (!orthros_cuda_sm90_available()) return orthros_error(ORTHROS_EUNSUPPORTED, "probe stream: needs sm_90");
-    const size_t smem = sp_smem_bytes(stages, maxk);
+    const size_t smem = (size_t)stages * SP_SB + xs_bytes;
     int dev = 0, coop = 0, sms = 0, per_sm = 0, optin = 0;
     ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
     ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));

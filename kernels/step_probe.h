@@ -44,12 +44,21 @@ int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *errors, int
  * y_p, and the next product's input is x_{p+1}[k] = bf16(y_p[k % M_p]), read through L2: the step's data dependency.
  * Otherwise x_{p+1}[k] = x0[k % K_0] and nothing is waited for (the ring's own streaming rate). stamps, when not
  * NULL, gets [2][n][blocks] the global timer (ns) at which each block's consumers had written each product's y, then
- * at which they had staged its input (past the barrier before it). */
+ * at which they had staged its input (past the barrier before it; a split product's: as its consumers start it). */
 typedef struct {
-    const void *W; /* bf16 [M][K] row-major, 16-byte aligned */
+    const void *W; /* bf16 [M][K] row-major (a split product's [K][M]), 16-byte aligned */
     float *y;      /* [M] */
-    int M, K;      /* K: a multiple of 256, at most ORTHROS_STREAM_PROBE_MAX_K */
+    int M, K;      /* K: a multiple of 256 (a split product's any), at most ORTHROS_STREAM_PROBE_MAX_K */
     int wait;      /* nonzero: the grid meets after this product and the next reads its y */
+    /* nonzero: K split over the blocks as the product before dealt out its rows, so that no block waits or stages
+     * anything before it (a decode step's down after gate/up, each block's share of the SwiGLU its own). The product
+     * before has M = 2K rows as pairs (a, b), dealt out in pairs, and does not wait; block b's input is its own pairs
+     * k, x[k] = bf16(y[2k] y[2k + 1]) from its row sums, and it reads W's k-rows of them, one contiguous range (W
+     * given transposed, [K][M]: the layout such a step would store down in), each thread eight columns of every
+     * row of its phase on the FMA units (in every mode but 2); the block's column sums are added into y (fp32 atomics,
+     * 16 bytes at a time; the kernel zeroes y as it starts, so a product that waits must come before: the sums' order
+     * varies). M a multiple of 8 up to 4096, y 16-byte aligned. */
+    int split;
 } orthros_stream_product;
 #define ORTHROS_STREAM_PROBE_MAX_K 16384
 #define ORTHROS_STREAM_PROBE_MAX_ROWS 1024 /* rows of a product a block */

@@ -902,10 +902,13 @@ static void bench_stream_probe(int sms)
                   {"8B", 32, {6144, 4096, 28672, 4096}, {4096, 4096, 4096, 14336}}};
     static const char *kinds[4] = {"qkv", "o", "gateup", "down"};
     /* consumers (fma, tensor cores, none), stages, steps: 1 after every product, 2 after O and down only (two grid
-     * steps a layer, as a step whose gate/up-down and attention-O seams need none would have), 0 none */
+     * steps a layer, as a step whose gate/up-down and attention-O seams need none would have), 0 none, 3 after
+     * q/k/v, O and down, down split over the blocks' own gate/up pairs (no step into it: its input is each block's
+     * own, its sums added into y; step_probe.h's split) */
     static const int ways[][4] = {{0, 6, 1, -1}, {0, 6, 1, 0}, {0, 6, 1, 1}, {0, 6, 1, 2}, {0, 6, 2, -1}, {0, 6, 0, -1},
-                                  {1, 6, 1, -1}, {2, 6, 1, -1}, {2, 6, 1, 1}, {2, 6, 0, -1}}; /* and the producer's
-                                  stages ahead of a product's staged input (-1: no limit) */
+                                  {1, 6, 1, -1}, {2, 6, 1, -1}, {2, 6, 1, 1}, {2, 6, 0, -1}, {0, 6, 3, -1},
+                                  {0, 6, 3, 2}}; /* and the producer's stages ahead of a product's staged input (-1: no
+                                  limit) */
     static const char *modes[3] = {"fma", "tc", "none"};
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
         const int L = models[mi].layers, n = 4 * L;
@@ -933,7 +936,7 @@ static void bench_stream_probe(int sms)
         for (int l = 0; l < L; l++)
             for (int j = 0; j < 4; j++) {
                 const int M = models[mi].m[j], K = models[mi].k[j];
-                list[4 * l + j] = (orthros_stream_product){W + wo, Y + yo, M, K, 1};
+                list[4 * l + j] = (orthros_stream_product){W + wo, Y + yo, M, K, 1, 0};
                 wo += (size_t)M * K * 2, yo += (size_t)M;
             }
         cudaEvent_t e0, e1;
@@ -941,7 +944,10 @@ static void bench_stream_probe(int sms)
         cuda_must(cudaEventCreate(&e1), "event");
         for (size_t wi = 0; wi < sizeof ways / sizeof *ways; wi++) {
             const int blocks = sms, stages = ways[wi][1], mode = ways[wi][0], ahead = ways[wi][3];
-            for (int p = 0; p < n; p++) list[p].wait = ways[wi][2] == 1 || (ways[wi][2] == 2 && p % 2 == 1);
+            for (int p = 0; p < n; p++) {
+                list[p].wait = ways[wi][2] == 1 || (ways[wi][2] == 2 && p % 2 == 1) || (ways[wi][2] == 3 && p % 4 != 2);
+                list[p].split = ways[wi][2] == 3 && p % 4 == 3;
+            }
             double samples[SAMPLES], sorted[SAMPLES];
             int rc = 0;
             for (int s = 0; s < WARMUP + SAMPLES && !rc; s++) {
@@ -956,7 +962,12 @@ static void bench_stream_probe(int sms)
             }
             char shape[160];
             snprintf(shape, sizeof shape, "%s x%d, %d stages, %s, %s, ahead %d", models[mi].name, L, stages,
-                     modes[mode], ways[wi][2] == 1 ? "dep" : ways[wi][2] == 2 ? "dep2" : "stream", ahead);
+                     modes[mode],
+                     ways[wi][2] == 1   ? "dep"
+                     : ways[wi][2] == 2 ? "dep2"
+                     : ways[wi][2] == 3 ? "split down"
+                                        : "stream",
+                     ahead);
             if (rc) {
                 printf("stream_probe %s: %s\n", shape, orthros_last_error());
                 continue;

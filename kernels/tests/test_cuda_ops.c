@@ -2023,28 +2023,30 @@ static void test_step_probe(void)
 /* The stream probe (step_probe.h) against the host: each product's y from its W and the input the probe's rule gives,
  * built from the probe's own y of the product before (bf16-rounded as the kernel rounds it), so every product is
  * checked on its own; the barrier's count left at (products that wait) x blocks; each block's stamps in order. Awkward
- * row counts (fewer rows than blocks, ranges that end mid-stage), K from 256 to 2304, every ring depth. */
-static void test_stream_probe(void)
+ * row counts (fewer rows than blocks, ranges that end mid-stage), K from 256 to 2304, every ring depth; in a second
+ * list, split products (their K over the blocks that wrote their input: a phase a thread at M 40 and 8, one at
+ * M 4096), one after a product that waits and one after one that does not. shape: M, K, wait, split. */
+#define SP_NP_MAX 8
+static void stream_probe_list(const int (*shape)[4], int np, const char *tag)
 {
-    enum { NP = 6 };
-    const int shape[NP][3] = {{37, 256, 1}, {300, 512, 0}, {3, 768, 1}, {1000, 1024, 1}, {64, 2304, 0}, {129, 256, 1}};
     const int sms = gpu->info.sm_count > 0 ? gpu->info.sm_count : 1;
     const int grids[] = {5, sms};
-    orthros_stream_product list[NP], *list_dev = NULL;
-    uint16_t *w[NP];
+    orthros_stream_product list[SP_NP_MAX], *list_dev = NULL;
+    uint16_t *w[SP_NP_MAX];
     size_t ymax = 0;
+    int kmax = 0;
     unsigned *sync = NULL;
     unsigned long long *stamps = NULL;
     void *x0 = NULL;
     if (cudaMalloc((void **)&list_dev, sizeof list) != cudaSuccess || cudaMalloc((void **)&sync, 4) != cudaSuccess ||
-        cudaMalloc((void **)&stamps, (size_t)2 * NP * sms * 8) != cudaSuccess ||
+        cudaMalloc((void **)&stamps, (size_t)2 * np * sms * 8) != cudaSuccess ||
         cudaMalloc(&x0, 2 * 256) != cudaSuccess)
         die("probe alloc");
     uint16_t hx0[256];
     for (int k = 0; k < 256; k++)
         hx0[k] = orthros_f32_to_bf16(2.0f * orthros_uniform(seed_base ^ 0x5eedull, (uint64_t)k) - 1.0f);
     if (cudaMemcpy(x0, hx0, sizeof hx0, cudaMemcpyHostToDevice) != cudaSuccess) die("probe upload");
-    for (int p = 0; p < NP; p++) {
+    for (int p = 0; p < np; p++) {
         const int M = shape[p][0], K = shape[p][1];
         const size_t e = (size_t)M * K;
         w[p] = malloc(e * 2);
@@ -2057,79 +2059,99 @@ static void test_stream_probe(void)
         if (cudaMalloc(&dw, e * 2) != cudaSuccess || cudaMalloc((void **)&dy, (size_t)M * 4) != cudaSuccess ||
             cudaMemcpy(dw, w[p], e * 2, cudaMemcpyHostToDevice) != cudaSuccess)
             die("probe upload");
-        list[p] = (orthros_stream_product){dw, dy, M, K, shape[p][2]};
+        list[p] = (orthros_stream_product){dw, dy, M, K, shape[p][2], shape[p][3]};
         if ((size_t)M > ymax) ymax = (size_t)M;
+        if (K > kmax) kmax = K;
     }
-    float *y = malloc((size_t)NP * ymax * sizeof *y), *ref = malloc(ymax * sizeof *ref), *x = malloc(2304 * sizeof *x);
-    unsigned long long *hs = malloc((size_t)2 * NP * sms * sizeof *hs);
+    float *y = malloc((size_t)np * ymax * sizeof *y), *ref = malloc(ymax * sizeof *ref), *x = malloc(kmax * sizeof *x);
+    unsigned long long *hs = malloc((size_t)2 * np * sms * sizeof *hs);
     for (size_t g = 0; g < sizeof grids / sizeof *grids; g++)
         for (int way = 0; way < 9; way++) {
             const int blocks = grids[g], stages = 2 + 2 * (way % 3), mode = way / 3;
             char name[160];
-            snprintf(name, sizeof name, "probe stream, %d blocks, %d stages, %s", blocks, stages,
+            snprintf(name, sizeof name, "probe stream%s, %d blocks, %d stages, %s", tag, blocks, stages,
                      mode == 0 ? "fma" : mode == 1 ? "tensor cores" : "no consumers");
-            for (int p = 0; p < NP; p++)
+            for (int p = 0; p < np; p++)
                 if (cudaMemset(list[p].y, 0xff, (size_t)list[p].M * 4) != cudaSuccess) die("probe memset");
             if (cudaMemset(sync, 0, 4) != cudaSuccess) die("probe memset");
             int rc =
-                orthros_probe_stream(list, list_dev, NP, x0, sync, stamps, blocks, stages, mode, way % 2 ? 1 : -1, 0);
+                orthros_probe_stream(list, list_dev, np, x0, sync, stamps, blocks, stages, mode, way % 2 ? 1 : -1, 0);
             if (rc == ORTHROS_EUNSUPPORTED) {
                 printf("SKIP %s: %s\n", name, orthros_last_error());
                 continue;
             }
             unsigned count = 0;
             if (rc || cudaDeviceSynchronize() != cudaSuccess || cudaMemcpy(&count, sync, 4, cudaMemcpyDeviceToHost) ||
-                cudaMemcpy(hs, stamps, (size_t)2 * NP * blocks * 8, cudaMemcpyDeviceToHost) != cudaSuccess) {
+                cudaMemcpy(hs, stamps, (size_t)2 * np * blocks * 8, cudaMemcpyDeviceToHost) != cudaSuccess) {
                 op_rc(rc ? rc : ORTHROS_EDEVICE, name);
                 continue;
             }
-            for (int p = 0; p < NP; p++)
+            for (int p = 0; p < np; p++)
                 if (cudaMemcpy(y + (size_t)p * ymax, list[p].y, (size_t)list[p].M * 4, cudaMemcpyDeviceToHost) !=
                     cudaSuccess)
                     die("probe download");
-            for (int p = 0; p < NP; p++) {
-                const int M = list[p].M, K = list[p].K, dep = p > 0 && list[p - 1].wait;
+            for (int p = 0; p < np; p++) {
+                const int M = list[p].M, K = list[p].K, dep = p > 0 && list[p - 1].wait, split = list[p].split;
+                const float *yp = p > 0 ? y + (size_t)(p - 1) * ymax : NULL;
                 for (int k = 0; k < K; k++)
-                    x[k] = dep ? bf16_round(y[(size_t)(p - 1) * ymax + (size_t)(k % list[p - 1].M)])
-                               : orthros_bf16_to_f32(hx0[k % list[0].K]);
+                    x[k] = split ? bf16_round(yp[2 * k] * yp[2 * k + 1])
+                           : dep ? bf16_round(yp[k % list[p - 1].M])
+                                 : orthros_bf16_to_f32(hx0[k % list[0].K]);
                 for (int r = 0; r < M; r++) { /* without consumers y is written as 0 */
                     double s = 0.0;
                     for (int k = 0; k < K && mode < 2; k++)
-                        s += (double)orthros_bf16_to_f32(w[p][(size_t)r * K + k]) * x[k];
+                        s += (double)orthros_bf16_to_f32(w[p][split ? (size_t)k * M + r : (size_t)r * K + k]) * x[k];
                     ref[r] = (float)s;
                 }
                 char pn[200];
-                snprintf(pn, sizeof pn, "%s: product %d (%d x %d)", name, p, M, K);
+                snprintf(pn, sizeof pn, "%s: product %d (%d x %d%s)", name, p, M, K, split ? ", split" : "");
                 report(pn, ref, y + (size_t)p * ymax, (size_t)M, mode < 2 ? 1e-10 : 0);
             }
             int waits = 0, wrong = 0;
-            for (int p = 0; p < NP; p++) waits += list[p].wait != 0;
+            for (int p = 0; p < np; p++) waits += list[p].wait != 0;
             wrong += count != (unsigned)(waits * blocks);
             for (int b = 0; b < blocks; b++) /* a block stages p's input, writes p's y, stages p + 1's ... */
-                for (int p = 0; p < NP; p++) {
-                    const unsigned long long go = hs[(size_t)(NP + p) * blocks + b], end = hs[(size_t)p * blocks + b];
+                for (int p = 0; p < np; p++) {
+                    const unsigned long long go = hs[(size_t)(np + p) * blocks + b], end = hs[(size_t)p * blocks + b];
                     wrong += end < go || (p > 0 && go < hs[(size_t)(p - 1) * blocks + b]);
                 }
             snprintf(name + strlen(name), sizeof name - strlen(name), ": barrier count and stamps (exact)");
             float z = 0.0f, wf = (float)wrong;
             report(name, &z, &wf, 1, 0);
         }
-    /* lists the probe refuses */
-    orthros_stream_product bad = list[0];
-    bad.K = 300;
-    const int rc = orthros_probe_stream(&bad, list_dev, 1, x0, sync, NULL, 5, 4, 0, -1, 0);
-    const int rc3 = orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 3, 0, -1, 0);
-    const int rc4 = orthros_probe_stream(list, list_dev, NP, x0, sync, NULL, 5, 4, 3, -1, 0);
-    float z = 0.0f;
-    float wf = (float)(rc != ORTHROS_EINVAL) + (float)(rc3 != ORTHROS_EINVAL) + (float)(rc4 != ORTHROS_EINVAL);
-    report("probe stream refuses K 300, 3 stages and consumers 3 (exact)", &z, &wf, 1, 0);
-    for (int p = 0; p < NP; p++) {
+    if (!tag[0]) { /* lists the probe refuses */
+        orthros_stream_product bad[3] = {list[0], list[1], list[2]};
+        bad[0].K = 300;
+        const int rc = orthros_probe_stream(bad, list_dev, 1, x0, sync, NULL, 5, 4, 0, -1, 0);
+        const int rc3 = orthros_probe_stream(list, list_dev, np, x0, sync, NULL, 5, 3, 0, -1, 0);
+        const int rc4 = orthros_probe_stream(list, list_dev, np, x0, sync, NULL, 5, 4, 3, -1, 0);
+        /* a split product after one that waits, and one whose input has not 2K rows */
+        bad[0] = list[0], bad[1].K = 256, bad[1].split = 1;
+        const int rcs = orthros_probe_stream(bad, list_dev, 2, x0, sync, NULL, 5, 4, 0, -1, 0);
+        bad[1] = list[1], bad[2] = list[1], bad[2].M = 8, bad[2].K = 16, bad[2].split = 1;
+        const int rcr = orthros_probe_stream(bad, list_dev, 3, x0, sync, NULL, 5, 4, 0, -1, 0);
+        float z = 0.0f;
+        float wf = (float)(rc != ORTHROS_EINVAL) + (float)(rc3 != ORTHROS_EINVAL) + (float)(rc4 != ORTHROS_EINVAL) +
+                   (float)(rcs != ORTHROS_EINVAL) + (float)(rcr != ORTHROS_EINVAL);
+        report("probe stream refuses K 300, 3 stages, consumers 3 and two split products (exact)", &z, &wf, 1, 0);
+    }
+    for (int p = 0; p < np; p++) {
         cudaFree((void *)list[p].W);
         cudaFree(list[p].y);
         free(w[p]);
     }
     cudaFree(list_dev), cudaFree(sync), cudaFree(stamps), cudaFree(x0);
     free(y), free(ref), free(x), free(hs);
+}
+
+static void test_stream_probe(void)
+{
+    static const int plain[6][4] = {{37, 256, 1, 0},   {300, 512, 0, 0}, {3, 768, 1, 0},
+                                    {1000, 1024, 1, 0}, {64, 2304, 0, 0}, {129, 256, 1, 0}};
+    static const int split[8][4] = {{37, 256, 1, 0},  {300, 512, 0, 0},  {40, 150, 1, 1}, {1000, 256, 0, 0},
+                                    {4096, 500, 0, 1}, {64, 2304, 0, 0}, {8, 32, 1, 1},   {16, 256, 0, 0}};
+    stream_probe_list(plain, 6, "");
+    stream_probe_list(split, 8, " (split products)");
 }
 
 /* A suite run on a cuda backend made with the switch var=val (a backend's own setting) as `gpu`, then the main one. */
