@@ -103,6 +103,13 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
 
 static __device__ __host__ __forceinline__ int sp_row0(int M, int b, int G) { return (int)((long long)M * b / G); }
 
+#define SP_FIX_SHIFT 28 /* split 2's fixed point (gemv.cu's MLP accumulator's) */
+/* A fixed-point sum as the next product's input reads it (the test reads it the same way). */
+static __device__ __forceinline__ float sp_fixed_value(unsigned long long a)
+{
+    return (float)((double)(long long)a * (1.0 / (double)(1ull << SP_FIX_SHIFT)));
+}
+
 /* Block b's rows [r0, r1) of product p, and a row's bytes: a split product's rows are its W's k-rows (W [K][M]), the
  * k-range of the pairs the block wrote in the product before; a product whose next one splits is dealt out in pairs
  * of rows; any other in contiguous rows. */
@@ -222,8 +229,10 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
      * there is one) orders this before any block adds into it */
     for (int p = 0; p < n; p++)
         if (list[p].split)
-            for (int m = sp_row0(list[p].M, b, G) + tid; m < sp_row0(list[p].M, b + 1, G); m += SP_THREADS)
-                list[p].y[m] = 0.0f;
+            for (int m = sp_row0(list[p].M, b, G) + tid; m < sp_row0(list[p].M, b + 1, G); m += SP_THREADS) {
+                if (list[p].split == 2) list[p].acc[m] = 0ull;
+                else list[p].y[m] = 0.0f;
+            }
     __syncthreads();
 
     if (warp == SP_WARPS) { /* the producer: every product's range, stage by stage, waiting only for free stages */
@@ -261,12 +270,13 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
         /* the input: the previous product's y where it waited, else x0; a split product's is in xsplit already */
         const bool dep = p > 0 && list[p - 1].wait;
         const float *yp = dep ? list[p - 1].y : NULL;
+        const unsigned long long *ap = dep && list[p - 1].split == 2 ? list[p - 1].acc : NULL; /* fixed-point y */
         const int Mp = dep ? list[p - 1].M : 0, K0 = list[0].K;
         float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
         const int cols = M / 8, nph = cols > 0 ? SP_WARPS * 32 / cols : 0; /* a split product's units and phases */
         if (split) {
             for (int m = tid; m < M; m += SP_WARPS * 32) ((float *)xs)[m] = 0.0f;
-        } else if (dep && Mp >= K && (uintptr_t)yp % 16 == 0) {
+        } else if (dep && !ap && Mp >= K && (uintptr_t)yp % 16 == 0) {
             /* y's first K, four floats a thread at a time, rounds of 4 loads issued before their use */
             for (int k0 = 0; k0 < K; k0 += 4 * 4 * SP_WARPS * 32) {
                 float4 v[4];
@@ -285,7 +295,9 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
             }
         } else {
             for (int k = tid; k < K; k += SP_WARPS * 32)
-                ((bf16 *)xs)[k] = dep ? f2bf(__ldcg(yp + k % Mp)) : x0[k % K0];
+                ((bf16 *)xs)[k] = ap    ? f2bf(sp_fixed_value(__ldcg(ap + k % Mp)))
+                                  : dep ? f2bf(__ldcg(yp + k % Mp))
+                                        : x0[k % K0];
         }
         bar_sync(1, SP_WARPS * 32);
         if (tid == 0) {
@@ -317,7 +329,10 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
 #pragma unroll
                 for (int i = 0; i < 8; i++) atomicAdd(&part[8 * (tid % cols) + i], acc[i]);
             bar_sync(1, SP_WARPS * 32);
-            if (r1 > r0)
+            if (r1 > r0 && list[p].split == 2)
+                for (int m = tid; m < M; m += SP_WARPS * 32)
+                    atomicAdd(list[p].acc + m, (unsigned long long)__float2ll_rn(ldexpf(part[m], SP_FIX_SHIFT)));
+            else if (r1 > r0)
                 for (int m = 4 * tid; m < M; m += 4 * SP_WARPS * 32)
                     atomicAdd((float4 *)(list[p].y + m), make_float4(part[m], part[m + 1], part[m + 2], part[m + 3]));
         } else {
@@ -362,11 +377,13 @@ extern "C" int orthros_probe_stream(const orthros_stream_product *list, orthros_
                                  "aligned)", p, q->M, q->K, ORTHROS_STREAM_PROBE_MAX_K);
         if (q->split) {
             if (!prev || prev->wait || prev->split || prev->M != 2 * q->K || q->M % 8 || q->M > 8 * SP_WARPS * 32 ||
-                (uintptr_t)q->y % 16 || !waited || sp_row0(q->K, 1, blocks) + 1 > ORTHROS_STREAM_PROBE_MAX_ROWS / 2)
-                return orthros_error(ORTHROS_EINVAL, "probe stream: split product %d (%d x %d) not taken (after a "
-                                     "product of 2K rows that does not wait or split, a product that waits before it, "
-                                     "M a multiple of 8 up to %d, y 16-byte aligned, at most %d k a block)", p, q->M,
-                                     q->K, 8 * SP_WARPS * 32, ORTHROS_STREAM_PROBE_MAX_ROWS / 2);
+                (uintptr_t)q->y % 16 || !waited || sp_row0(q->K, 1, blocks) + 1 > ORTHROS_STREAM_PROBE_MAX_ROWS / 2 ||
+                q->split < 0 || q->split > 2 || (q->split == 2 && (!q->acc || (uintptr_t)q->acc % 8)))
+                return orthros_error(ORTHROS_EINVAL, "probe stream: split product %d (%d x %d, split %d) not taken "
+                                     "(split 1 or 2 after a product of 2K rows that does not wait or split, a product "
+                                     "that waits before it, M a multiple of 8 up to %d, y 16-byte aligned, at most %d "
+                                     "k a block; split 2 with acc)", p, q->M, q->K, q->split, 8 * SP_WARPS * 32,
+                                     ORTHROS_STREAM_PROBE_MAX_ROWS / 2);
             if ((size_t)q->M * 4 > xs_bytes) xs_bytes = (size_t)q->M * 4;
         } else {
             const int most =

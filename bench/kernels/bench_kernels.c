@@ -904,10 +904,10 @@ static void bench_stream_probe(int sms)
     /* consumers (fma, tensor cores, none), stages, steps: 1 after every product, 2 after O and down only (two grid
      * steps a layer, as a step whose gate/up-down and attention-O seams need none would have), 0 none, 3 after
      * q/k/v, O and down, down split over the blocks' own gate/up pairs (no step into it: its input is each block's
-     * own, its sums added into y; step_probe.h's split) */
+     * own, its sums added into y; step_probe.h's split), 4 the same in 64-bit fixed point (split 2) */
     static const int ways[][4] = {{0, 6, 1, -1}, {0, 6, 1, 0}, {0, 6, 1, 1}, {0, 6, 1, 2}, {0, 6, 2, -1}, {0, 6, 0, -1},
                                   {1, 6, 1, -1}, {2, 6, 1, -1}, {2, 6, 1, 1}, {2, 6, 0, -1}, {0, 6, 3, -1},
-                                  {0, 6, 3, 2}}; /* and the producer's stages ahead of a product's staged input (-1: no
+                                  {0, 6, 3, 2},  {0, 6, 4, -1}}; /* and the producer's stages ahead of a product's staged input (-1: no
                                   limit) */
     static const char *modes[3] = {"fma", "tc", "none"};
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
@@ -919,6 +919,7 @@ static void bench_stream_probe(int sms)
         }
         unsigned char *W = NULL;
         float *Y = NULL;
+        unsigned long long *ACC = NULL; /* the fixed-point split's sums */
         void *x0 = NULL;
         unsigned *sync = NULL;
         unsigned long long *stamps = NULL;
@@ -926,6 +927,7 @@ static void bench_stream_probe(int sms)
         unsigned long long *hs = malloc((size_t)n * 2 * sms * sizeof *hs);
         cuda_must(cudaMalloc((void **)&W, wbytes), "alloc");
         cuda_must(cudaMalloc((void **)&Y, ybytes), "alloc");
+        cuda_must(cudaMalloc((void **)&ACC, 2 * ybytes), "alloc");
         cuda_must(cudaMalloc(&x0, 2 * 4096), "alloc");
         cuda_must(cudaMalloc((void **)&sync, 4), "alloc");
         cuda_must(cudaMalloc((void **)&stamps, (size_t)n * 2 * sms * 8), "alloc");
@@ -936,7 +938,7 @@ static void bench_stream_probe(int sms)
         for (int l = 0; l < L; l++)
             for (int j = 0; j < 4; j++) {
                 const int M = models[mi].m[j], K = models[mi].k[j];
-                list[4 * l + j] = (orthros_stream_product){W + wo, Y + yo, M, K, 1, 0};
+                list[4 * l + j] = (orthros_stream_product){W + wo, Y + yo, M, K, 1, 0, ACC + yo};
                 wo += (size_t)M * K * 2, yo += (size_t)M;
             }
         cudaEvent_t e0, e1;
@@ -945,8 +947,9 @@ static void bench_stream_probe(int sms)
         for (size_t wi = 0; wi < sizeof ways / sizeof *ways; wi++) {
             const int blocks = sms, stages = ways[wi][1], mode = ways[wi][0], ahead = ways[wi][3];
             for (int p = 0; p < n; p++) {
-                list[p].wait = ways[wi][2] == 1 || (ways[wi][2] == 2 && p % 2 == 1) || (ways[wi][2] == 3 && p % 4 != 2);
-                list[p].split = ways[wi][2] == 3 && p % 4 == 3;
+                const int split = ways[wi][2] >= 3;
+                list[p].wait = ways[wi][2] == 1 || (ways[wi][2] == 2 && p % 2 == 1) || (split && p % 4 != 2);
+                list[p].split = split && p % 4 == 3 ? ways[wi][2] - 2 : 0;
             }
             double samples[SAMPLES], sorted[SAMPLES];
             int rc = 0;
@@ -966,6 +969,7 @@ static void bench_stream_probe(int sms)
                      ways[wi][2] == 1   ? "dep"
                      : ways[wi][2] == 2 ? "dep2"
                      : ways[wi][2] == 3 ? "split down"
+                     : ways[wi][2] == 4 ? "split down, fixed point"
                                         : "stream",
                      ahead);
             if (rc) {
@@ -1003,7 +1007,7 @@ static void bench_stream_probe(int sms)
         }
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
-        cudaFree(W), cudaFree(Y), cudaFree(x0), cudaFree(sync), cudaFree(stamps), cudaFree(list_dev);
+        cudaFree(W), cudaFree(Y), cudaFree(ACC), cudaFree(x0), cudaFree(sync), cudaFree(stamps), cudaFree(list_dev);
         free(list), free(hs);
     }
 }

@@ -2024,8 +2024,9 @@ static void test_step_probe(void)
  * built from the probe's own y of the product before (bf16-rounded as the kernel rounds it), so every product is
  * checked on its own; the barrier's count left at (products that wait) x blocks; each block's stamps in order. Awkward
  * row counts (fewer rows than blocks, ranges that end mid-stage), K from 256 to 2304, every ring depth; in a second
- * list, split products (their K over the blocks that wrote their input: a phase a thread at M 40 and 8, one at
- * M 4096), one after a product that waits and one after one that does not. shape: M, K, wait, split. */
+ * list, split products (their K over the blocks that wrote their input: many phases a thread at M 40 and 8, one at
+ * M 4096; the first and last summed in fixed point, read back from acc by the next product), one after a product
+ * that waits and one after one that does not. shape: M, K, wait, split. */
 #define SP_NP_MAX 8
 static void stream_probe_list(const int (*shape)[4], int np, const char *tag)
 {
@@ -2056,15 +2057,17 @@ static void stream_probe_list(const int (*shape)[4], int np, const char *tag)
                 orthros_f32_to_bf16(scale * (2.0f * orthros_uniform(seed_base ^ (0x77ull + (uint64_t)p), i) - 1.0f));
         void *dw = NULL;
         float *dy = NULL;
+        unsigned long long *dacc = NULL;
         if (cudaMalloc(&dw, e * 2) != cudaSuccess || cudaMalloc((void **)&dy, (size_t)M * 4) != cudaSuccess ||
+            (shape[p][3] == 2 && cudaMalloc((void **)&dacc, (size_t)M * 8) != cudaSuccess) ||
             cudaMemcpy(dw, w[p], e * 2, cudaMemcpyHostToDevice) != cudaSuccess)
             die("probe upload");
-        list[p] = (orthros_stream_product){dw, dy, M, K, shape[p][2], shape[p][3]};
+        list[p] = (orthros_stream_product){dw, dy, M, K, shape[p][2], shape[p][3], dacc};
         if ((size_t)M > ymax) ymax = (size_t)M;
         if (K > kmax) kmax = K;
     }
     float *y = malloc((size_t)np * ymax * sizeof *y), *ref = malloc(ymax * sizeof *ref), *x = malloc(kmax * sizeof *x);
-    unsigned long long *hs = malloc((size_t)2 * np * sms * sizeof *hs);
+    unsigned long long *hs = malloc((size_t)2 * np * sms * sizeof *hs), *hacc = malloc(ymax * sizeof *hacc);
     for (size_t g = 0; g < sizeof grids / sizeof *grids; g++)
         for (int way = 0; way < 9; way++) {
             const int blocks = grids[g], stages = 2 + 2 * (way % 3), mode = way / 3;
@@ -2086,10 +2089,17 @@ static void stream_probe_list(const int (*shape)[4], int np, const char *tag)
                 op_rc(rc ? rc : ORTHROS_EDEVICE, name);
                 continue;
             }
-            for (int p = 0; p < np; p++)
-                if (cudaMemcpy(y + (size_t)p * ymax, list[p].y, (size_t)list[p].M * 4, cudaMemcpyDeviceToHost) !=
-                    cudaSuccess)
+            for (int p = 0; p < np; p++) {
+                float *yh = y + (size_t)p * ymax;
+                if (list[p].split == 2) { /* the fixed-point sums, read as the kernel's next product reads them */
+                    if (cudaMemcpy(hacc, list[p].acc, (size_t)list[p].M * 8, cudaMemcpyDeviceToHost) != cudaSuccess)
+                        die("probe download");
+                    for (int m = 0; m < list[p].M; m++)
+                        yh[m] = (float)((double)(long long)hacc[m] * (1.0 / (double)(1ull << 28)));
+                } else if (cudaMemcpy(yh, list[p].y, (size_t)list[p].M * 4, cudaMemcpyDeviceToHost) != cudaSuccess) {
                     die("probe download");
+                }
+            }
             for (int p = 0; p < np; p++) {
                 const int M = list[p].M, K = list[p].K, dep = p > 0 && list[p - 1].wait, split = list[p].split;
                 const float *yp = p > 0 ? y + (size_t)(p - 1) * ymax : NULL;
@@ -2104,7 +2114,8 @@ static void stream_probe_list(const int (*shape)[4], int np, const char *tag)
                     ref[r] = (float)s;
                 }
                 char pn[200];
-                snprintf(pn, sizeof pn, "%s: product %d (%d x %d%s)", name, p, M, K, split ? ", split" : "");
+                snprintf(pn, sizeof pn, "%s: product %d (%d x %d%s)", name, p, M, K,
+                         split == 2 ? ", split, fixed point" : split ? ", split" : "");
                 report(pn, ref, y + (size_t)p * ymax, (size_t)M, mode < 2 ? 1e-10 : 0);
             }
             int waits = 0, wrong = 0;
@@ -2125,31 +2136,34 @@ static void stream_probe_list(const int (*shape)[4], int np, const char *tag)
         const int rc = orthros_probe_stream(bad, list_dev, 1, x0, sync, NULL, 5, 4, 0, -1, 0);
         const int rc3 = orthros_probe_stream(list, list_dev, np, x0, sync, NULL, 5, 3, 0, -1, 0);
         const int rc4 = orthros_probe_stream(list, list_dev, np, x0, sync, NULL, 5, 4, 3, -1, 0);
-        /* a split product after one that waits, and one whose input has not 2K rows */
+        /* a split product after one that waits, one whose input has not 2K rows, a fixed-point one without acc */
         bad[0] = list[0], bad[1].K = 256, bad[1].split = 1;
         const int rcs = orthros_probe_stream(bad, list_dev, 2, x0, sync, NULL, 5, 4, 0, -1, 0);
         bad[1] = list[1], bad[2] = list[1], bad[2].M = 8, bad[2].K = 16, bad[2].split = 1;
         const int rcr = orthros_probe_stream(bad, list_dev, 3, x0, sync, NULL, 5, 4, 0, -1, 0);
+        bad[2].M = 16, bad[2].K = 150, bad[2].split = 2, bad[2].acc = NULL; /* list[1]: 300 rows */
+        const int rca = orthros_probe_stream(bad, list_dev, 3, x0, sync, NULL, 5, 4, 0, -1, 0);
         float z = 0.0f;
         float wf = (float)(rc != ORTHROS_EINVAL) + (float)(rc3 != ORTHROS_EINVAL) + (float)(rc4 != ORTHROS_EINVAL) +
-                   (float)(rcs != ORTHROS_EINVAL) + (float)(rcr != ORTHROS_EINVAL);
-        report("probe stream refuses K 300, 3 stages, consumers 3 and two split products (exact)", &z, &wf, 1, 0);
+                   (float)(rcs != ORTHROS_EINVAL) + (float)(rcr != ORTHROS_EINVAL) + (float)(rca != ORTHROS_EINVAL);
+        report("probe stream refuses K 300, 3 stages, consumers 3 and three split products (exact)", &z, &wf, 1, 0);
     }
     for (int p = 0; p < np; p++) {
         cudaFree((void *)list[p].W);
         cudaFree(list[p].y);
+        cudaFree(list[p].acc);
         free(w[p]);
     }
     cudaFree(list_dev), cudaFree(sync), cudaFree(stamps), cudaFree(x0);
-    free(y), free(ref), free(x), free(hs);
+    free(y), free(ref), free(x), free(hs), free(hacc);
 }
 
 static void test_stream_probe(void)
 {
     static const int plain[6][4] = {{37, 256, 1, 0},   {300, 512, 0, 0}, {3, 768, 1, 0},
                                     {1000, 1024, 1, 0}, {64, 2304, 0, 0}, {129, 256, 1, 0}};
-    static const int split[8][4] = {{37, 256, 1, 0},  {300, 512, 0, 0},  {40, 150, 1, 1}, {1000, 256, 0, 0},
-                                    {4096, 500, 0, 1}, {64, 2304, 0, 0}, {8, 32, 1, 1},   {16, 256, 0, 0}};
+    static const int split[8][4] = {{37, 256, 1, 0},  {300, 512, 0, 0},  {40, 150, 1, 2}, {1000, 256, 0, 0},
+                                    {4096, 500, 0, 1}, {64, 2304, 0, 0}, {8, 32, 1, 2},   {16, 256, 0, 0}};
     stream_probe_list(plain, 6, "");
     stream_probe_list(split, 8, " (split products)");
 }
