@@ -2137,11 +2137,13 @@ static void stream_probe_list(const int (*shape)[4], int np, const char *tag)
         const int rc3 = orthros_probe_stream(list, list_dev, np, x0, sync, NULL, 5, 3, 0, -1, 0);
         const int rc4 = orthros_probe_stream(list, list_dev, np, x0, sync, NULL, 5, 4, 3, -1, 0);
         /* a split product after one that waits, one whose input has not 2K rows, a fixed-point one without acc */
-        bad[0] = list[0], bad[1].K = 256, bad[1].split = 1;
+        bad[0] = list[1], bad[0].wait = 1; /* 300 rows, then a grid step */
+        bad[1] = list[2], bad[1].M = 40, bad[1].K = 150, bad[1].split = 1;
         const int rcs = orthros_probe_stream(bad, list_dev, 2, x0, sync, NULL, 5, 4, 0, -1, 0);
-        bad[1] = list[1], bad[2] = list[1], bad[2].M = 8, bad[2].K = 16, bad[2].split = 1;
+        bad[0] = list[0], bad[1] = list[1]; /* 37 rows and a step, then 300 rows that do not wait */
+        bad[2] = list[2], bad[2].M = 8, bad[2].K = 16, bad[2].split = 1;
         const int rcr = orthros_probe_stream(bad, list_dev, 3, x0, sync, NULL, 5, 4, 0, -1, 0);
-        bad[2].M = 16, bad[2].K = 150, bad[2].split = 2, bad[2].acc = NULL; /* list[1]: 300 rows */
+        bad[2].M = 16, bad[2].K = 150, bad[2].split = 2, bad[2].acc = NULL;
         const int rca = orthros_probe_stream(bad, list_dev, 3, x0, sync, NULL, 5, 4, 0, -1, 0);
         float z = 0.0f;
         float wf = (float)(rc != ORTHROS_EINVAL) + (float)(rc3 != ORTHROS_EINVAL) + (float)(rc4 != ORTHROS_EINVAL) +
