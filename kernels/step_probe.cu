@@ -103,11 +103,10 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
 
 static __device__ __host__ __forceinline__ int sp_row0(int M, int b, int G) { return (int)((long long)M * b / G); }
 
-#define SP_FIX_SHIFT 28 /* split 2's fixed point (gemv.cu's MLP accumulator's) */
-/* A fixed-point sum as the next product's input reads it (the test reads it the same way). */
+/* A fixed-point sum (split 2) as the next product's input reads it (the test reads it the same way). */
 static __device__ __forceinline__ float sp_fixed_value(unsigned long long a)
 {
-    return (float)((double)(long long)a * (1.0 / (double)(1ull << SP_FIX_SHIFT)));
+    return (float)((double)(long long)a * (1.0 / (double)(1ull << ORTHROS_STREAM_PROBE_FIX_SHIFT)));
 }
 
 /* Block b's rows [r0, r1) of product p, and a row's bytes: a split product's rows are its W's k-rows (W [K][M]), the
@@ -330,14 +329,17 @@ static __global__ void __launch_bounds__(SP_THREADS, 1) stream_kernel(const orth
                 for (int i = 0; i < 8; i++) atomicAdd(&part[8 * (tid % cols) + i], acc[i]);
             bar_sync(1, SP_WARPS * 32);
             if (r1 > r0 && list[p].split == 2)
-                for (int m = tid; m < M; m += SP_WARPS * 32)
-                    atomicAdd(list[p].acc + m, (unsigned long long)__float2ll_rn(ldexpf(part[m], SP_FIX_SHIFT)));
+                for (int m = tid; m < M; m += SP_WARPS * 32) {
+                    const long long v = __float2ll_rn(ldexpf(part[m], ORTHROS_STREAM_PROBE_FIX_SHIFT));
+                    atomicAdd(list[p].acc + m, (unsigned long long)v);
+                }
             else if (r1 > r0)
                 for (int m = 4 * tid; m < M; m += 4 * SP_WARPS * 32)
                     atomicAdd((float4 *)(list[p].y + m), make_float4(part[m], part[m + 1], part[m + 2], part[m + 3]));
         } else {
             if (p + 1 < n && list[p + 1].split) { /* the next product's input: this block's pairs, bf16 */
-                for (int j = tid; 2 * j < r1 - r0; j += SP_WARPS * 32) xsplit[j] = bf2f(f2bf(rowsum[2 * j] * rowsum[2 * j + 1]));
+                for (int j = tid; 2 * j < r1 - r0; j += SP_WARPS * 32)
+                    xsplit[j] = bf2f(f2bf(rowsum[2 * j] * rowsum[2 * j + 1]));
                 bar_sync(1, SP_WARPS * 32);
             }
             for (int r = tid; r < r1 - r0; r += SP_WARPS * 32) {

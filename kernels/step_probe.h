@@ -56,7 +56,7 @@ typedef struct {
      * k, x[k] = bf16(y[2k] y[2k + 1]) from its row sums, and it reads W's k-rows of them, one contiguous range (W
      * given transposed, [K][M]: the layout such a step would store down in), each thread eight columns of every
      * row of its phase on the FMA units (in every mode but 2); the block's column sums are added into y (split 1:
-     * fp32 atomics, 16 bytes at a time, so the sums' order varies) or into acc (split 2: 64-bit fixed point, 2^-28,
+     * fp32 atomics, 16 bytes at a time, so the sums' order varies) or into acc (split 2: 64-bit fixed point,
      * one atomic an output: integer sums, the same bits whichever block adds first, as a step that must decode the
      * same tokens every run would need; y is then left as it was, and the next product's input is acc's values). The
      * kernel zeroes y (acc) as it starts, so a product that waits must come before. M a multiple of 8 up to 4096, y
@@ -65,6 +65,7 @@ typedef struct {
     unsigned long long *acc; /* split 2: [M], device */
 } orthros_stream_product;
 #define ORTHROS_STREAM_PROBE_MAX_K 16384
+#define ORTHROS_STREAM_PROBE_FIX_SHIFT 28 /* split 2's fixed point: a sum s is held as round(s 2^28) */
 #define ORTHROS_STREAM_PROBE_MAX_ROWS 1024 /* rows of a product a block */
 /* list: n products on the host; list_dev: room for n on the device (the call copies list there, in stream order);
  * x0: bf16 [list[0].K]; stages 2, 4 or 6 (6 with K up to 14336); mode, the consumers: 0 on the FMA units (a lane's

@@ -904,12 +904,13 @@ static void bench_stream_probe(int sms)
     /* consumers (fma, tensor cores, none), stages, steps: 1 after every product, 2 after O and down only (two grid
      * steps a layer, as a step whose gate/up-down and attention-O seams need none would have), 0 none, 3 after
      * q/k/v, O and down, down split over the blocks' own gate/up pairs (no step into it: its input is each block's
-     * own, its sums added into y; step_probe.h's split), 4 the same in 64-bit fixed point (split 2) */
-    static const int ways[][4] = {{0, 6, 1, -1}, {0, 6, 1, 0}, {0, 6, 1, 1}, {0, 6, 1, 2}, {0, 6, 2, -1}, {0, 6, 0, -1},
-                                  {1, 6, 1, -1}, {2, 6, 1, -1}, {2, 6, 1, 1}, {2, 6, 0, -1}, {0, 6, 3, -1},
-                                  {0, 6, 3, 2},  {0, 6, 4, -1}}; /* and the producer's stages ahead of a product's staged input (-1: no
-                                  limit) */
+     * own, its sums added into y; step_probe.h's split), 4 the same in 64-bit fixed point (split 2); and the
+     * producer's stages ahead of a product's staged input (-1: no limit) */
+    static const int ways[][4] = {{0, 6, 1, -1}, {0, 6, 1, 0},  {0, 6, 1, 1},  {0, 6, 1, 2},  {0, 6, 2, -1},
+                                  {0, 6, 0, -1}, {1, 6, 1, -1}, {2, 6, 1, -1}, {2, 6, 1, 1},  {2, 6, 0, -1},
+                                  {0, 6, 3, -1}, {0, 6, 3, 2},  {0, 6, 4, -1}};
     static const char *modes[3] = {"fma", "tc", "none"};
+    static const char *steps[5] = {"stream", "dep", "dep2", "split down", "split down, fixed point"};
     for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
         const int L = models[mi].layers, n = 4 * L;
         size_t wbytes = 0, ybytes = 0;
@@ -946,8 +947,8 @@ static void bench_stream_probe(int sms)
         cuda_must(cudaEventCreate(&e1), "event");
         for (size_t wi = 0; wi < sizeof ways / sizeof *ways; wi++) {
             const int blocks = sms, stages = ways[wi][1], mode = ways[wi][0], ahead = ways[wi][3];
+            const int split = ways[wi][2] >= 3;
             for (int p = 0; p < n; p++) {
-                const int split = ways[wi][2] >= 3;
                 list[p].wait = ways[wi][2] == 1 || (ways[wi][2] == 2 && p % 2 == 1) || (split && p % 4 != 2);
                 list[p].split = split && p % 4 == 3 ? ways[wi][2] - 2 : 0;
             }
@@ -965,13 +966,7 @@ static void bench_stream_probe(int sms)
             }
             char shape[160];
             snprintf(shape, sizeof shape, "%s x%d, %d stages, %s, %s, ahead %d", models[mi].name, L, stages,
-                     modes[mode],
-                     ways[wi][2] == 1   ? "dep"
-                     : ways[wi][2] == 2 ? "dep2"
-                     : ways[wi][2] == 3 ? "split down"
-                     : ways[wi][2] == 4 ? "split down, fixed point"
-                                        : "stream",
-                     ahead);
+                     modes[mode], steps[ways[wi][2]], ahead);
             if (rc) {
                 printf("stream_probe %s: %s\n", shape, orthros_last_error());
                 continue;

@@ -2095,7 +2095,7 @@ static void stream_probe_list(const int (*shape)[4], int np, const char *tag)
                     if (cudaMemcpy(hacc, list[p].acc, (size_t)list[p].M * 8, cudaMemcpyDeviceToHost) != cudaSuccess)
                         die("probe download");
                     for (int m = 0; m < list[p].M; m++)
-                        yh[m] = (float)((double)(long long)hacc[m] * (1.0 / (double)(1ull << 28)));
+                        yh[m] = (float)((double)(long long)hacc[m] * (1.0 / (double)(1ull << ORTHROS_STREAM_PROBE_FIX_SHIFT)));
                 } else if (cudaMemcpy(yh, list[p].y, (size_t)list[p].M * 4, cudaMemcpyDeviceToHost) != cudaSuccess) {
                     die("probe download");
                 }
