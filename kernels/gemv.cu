@@ -69,6 +69,7 @@
 #include "cuda_common.cuh"
 #include "ring.cuh"
 #include "tma.cuh"
+#include "wgmma.cuh"
 
 #define GEMV_WARPS 8
 #define GEMV_THREADS (GEMV_WARPS * 32)
@@ -109,7 +110,8 @@ struct gemv_plan {
     size_t smem;
     int bps, rs; /* v5: blocks a split, ring slots a warp (v6: the ring's stages) */
     int kst;     /* v6: k-blocks a stage */
-    int bulk;    /* v6: 1, a stage as a 1-d bulk copy a row (ORTHROS_GEMV6_BULK); 0, as a TMA box */
+    int form;    /* v6: GEMV6_TMA (a stage as a TMA box, read by ldmatrix), GEMV6_BULK (a 1-d bulk copy a row,
+                  * ORTHROS_GEMV6_BULK) or GEMV6_WGMMA (TMA boxes read by wgmma, ORTHROS_GEMV6_WGMMA) */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -283,8 +285,9 @@ static __device__ __forceinline__ void argmax_finish(const orthros_gemv_params &
  * earlier op of the same launch, on other SMs (the read-only path may hold stale lines); there the loads of a pass
  * are also issued SB at a time before any is used (the chain stages rows of up to 16K, 2 to 7 chunks a thread, which
  * one at a time would be as many trips to L2 in a row); SBT > 0 sets that count (v5: 8, its 16 rows of up to 8 KB
- * staged once a block). The values are the same either way. */
-template <bool CHAIN = false, int BAR = 0, int SBT = 0>
+ * staged once a block). The values are the same either way. SW: the layout wgmma reads as B (v6 on wgmma), each
+ * 64-wide k-block 2 KB of 16 rows, 128-byte swizzled, instead of row j at j * stride. */
+template <bool CHAIN = false, int BAR = 0, int SBT = 0, bool SW = false>
 static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p, unsigned char *smem_x, int stride,
                                                    float *rs, int k_base, int chunks)
 {
@@ -335,7 +338,8 @@ static __device__ __forceinline__ void stage_input(const orthros_gemv_params &p,
             if (p.norm_w && k < K) {
                 v = rms_scale_bf16x8(v, gs[u], rs[j]);
             }
-            *(uint4 *)(smem_x + (size_t)j * stride + (size_t)q * 16) = v;
+            const size_t at = SW ? (size_t)(q / 8) * 2048 + swz128(j, q % 8) : (size_t)j * stride + (size_t)q * 16;
+            *(uint4 *)(smem_x + at) = v;
         }
     }
     STAGE_SYNC();
@@ -731,9 +735,26 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv5_kernel(const ort
  * end (tile_finish: the same sums, partials, tickets and epilogues as v1) runs under the next tile's copies.
  * Thread 0 refills a stage's slot once its consumers have freed it, after its own warp's stage q only the slots of
  * stages up to q (those are freed before any block barrier, so its wait cannot hold the block), and at each tile's
- * start the slots of the tiles before. Input rows past n read row n - 1 (their columns are never written). */
+ * start the slots of the tiles before. Input rows past n read row n - 1 (their columns are never written).
+ *
+ * Three forms of the stages and their reads (gemv6_plan's pl.form):
+ *   GEMV6_TMA    the above: TMA boxes, ldmatrix and mma.sync (the default);
+ *   GEMV6_BULK   (ORTHROS_GEMV6_BULK=1) a bulk copy a row, read by ldmatrix (below, at the kernel);
+ *   GEMV6_WGMMA  (ORTHROS_GEMV6_WGMMA=1; sm_90a) the TMA boxes read by wgmma straight from shared memory: a warpgroup
+ *                takes 64 rows of a stage (TM 4: a warpgroup a k-slice; TM 8: one slice, the two warpgroups the two
+ *                halves of the tile, for SWIGLU the gate box and the up box), each k-block four m64n16k16 products
+ *                of A = its rows (K-major, the box's 128-byte swizzle) and B = the staged input, which is staged
+ *                k-block by k-block in the same swizzle (stage_input's SW; rows past n zero). No ldmatrix and no
+ *                fragments: ~20 instructions a warpgroup's 8 KB where ldmatrix and mma.sync take ~50 a warp's 2 KB,
+ *                and the products run asynchronously: a warpgroup commits a stage's products, waits for the
+ *                stage before (wgmma.wait_group 1) and frees that one, so the products of a stage run while the
+ *                next stage's barrier is waited on. The accumulators of a warp are mma.sync's C fragments of its
+ *                16 rows (PTX ISA 9.7.15.5.1.1.1), so the tile ends are v6's. */
 #define GEMV6_SMEM_MAX (200 * 1024) /* the ring, its 1024-byte alignment and the staged input of one block */
 #define GEMV6_STAGES_MAX 16
+#define GEMV6_TMA 0
+#define GEMV6_BULK 1
+#define GEMV6_WGMMA 2
 
 struct gemv6_plan {
     CUtensorMap w; /* W [M][K], boxes of 64 k x (MT or, for SWIGLU, MT / 2) rows, 128-byte swizzled */
@@ -744,11 +765,12 @@ struct gemv6_plan {
  * row (kst x 128 contiguous bytes, as the stream probe's copies that read at the ceiling), issued by the lanes of warp
  * 0 a row each, landing at a row stride of kst x 128 + 16 bytes (no swizzle: the 8 rows one ldmatrix reads then start
  * in distinct bank groups); rows past M are not asked (their stale rows' sums are never written). Else TMA boxes. */
-template <bool BULK>
+template <int FORM>
 static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const orthros_gemv_params p,
                                                                        const __grid_constant__ gemv6_plan gp)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr bool BULK = FORM == GEMV6_BULK, WG = FORM == GEMV6_WGMMA;
     const gemv_plan &pl = gp.pl;
     extern __shared__ __align__(16) unsigned char smem6[]; /* ring [rs][SB] from a 1024-aligned byte | x [n][pl.xs] */
     __shared__ float red[GEMV_WARPS][16][17];
@@ -818,9 +840,18 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
     ring_init(full0, empty0, S, TM);
     if constexpr (BULK) __syncthreads(); /* warp 0's other lanes use the barriers thread 0 initialized */
     if (producer) refill(-1); /* the first S stages, while the input is staged */
+    if constexpr (WG) /* B's rows past n: zeros (their columns are never written; no stale value reaches a sum) */
+        for (int e = tid; e < (16 - n) * pl.kbs * 8; e += GEMV_THREADS) {
+            const int r = n + e / (pl.kbs * 8), q = e % (pl.kbs * 8);
+            *(uint4 *)(xs + (size_t)(q / 8) * 2048 + swz128(r, q % 8)) = zero4();
+        }
     /* Nothing an earlier kernel writes is read or written above this line. */
     pdl_wait();
-    stage_input<false, 0, 8>(p, xs, pl.xs, rs, kb_lo * 64, pl.kbs * 8); /* ends in a block barrier */
+    stage_input<false, 0, 8, WG>(p, xs, pl.xs, rs, kb_lo * 64, pl.kbs * 8); /* ends in a block barrier */
+    if constexpr (WG) { /* the staged input, written by the threads, is read by wgmma (the async proxy) */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+    }
 
     /* the lane's ldmatrix rows: A row t 16 + (lane % 8) + 8 ((lane / 8) % 2), 16-byte chunk 2 s + lane / 16; B (the
      * input) row (lane % 8) + 8 (lane / 16), chunk 2 s + (lane / 8) % 2 */
@@ -847,7 +878,57 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 1) gemv6_kernel(const ort
         float acc[2][4];
 #pragma unroll
         for (int nt = 0; nt < 2; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
-        if (active) {
+        if constexpr (WG) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+            /* warpgroup warp / 4 (all 8 warps are active: TM x WS = 8); its 64 rows start at tile row r0, in box
+             * r0 / BR (SWIGLU: gate or up) */
+            const int wsl = __shfl_sync(0xffffffffu, sl, 0); /* sl, known warp-uniform to ptxas (as kv below) */
+            const int r0 = __shfl_sync(0xffffffffu, (t & ~3) * 16, 0);
+            const uint32_t abox = (uint32_t)(r0 / BR) * (SB / (swiglu ? 2u : 1u)) + (uint32_t)(r0 % BR) * 128u;
+            const uint32_t xw = smem_addr(xs);
+            float d[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) d[e] = 0.0f;
+            int q = j * nk + wsl, slot = q % S, phase = (q / S) & 1, held = -1, held_q = -1;
+            for (int i = wsl; i < nk; i += WS, q += WS) {
+                mbar_wait(full0 + 8u * slot, (uint32_t)phase);
+                __syncwarp(); /* the wgmma below are .aligned */
+                /* the stage's k-blocks within K, through a shuffle so that ptxas knows the count warp-uniform (a
+                 * count it cannot prove uniform serializes every wgmma: ptxas C7520) */
+                const int kv = __shfl_sync(0xffffffffu, min(KB, kb_hi - (kb_lo + i * KB)), 0);
+                wg_fence();
+#pragma unroll 1
+                for (int kk = 0; kk < kv; kk++) {
+                    const uint32_t a = ring + (uint32_t)slot * SB + abox + (uint32_t)kk * kstride;
+                    const uint32_t b = xw + (uint32_t)((i * KB + kk) * 2048);
+#pragma unroll
+                    for (int s = 0; s < 4; s++) /* k 16 s: 32 s bytes into the swizzled rows */
+                        wgmma_ss_m64n16(d, sw128_desc(a + 32u * s, 16, 1024), sw128_desc(b + 32u * s, 16, 1024));
+                }
+                wg_commit();
+                wg_wait<1>(); /* the stage before this one is read */
+                if (held >= 0) {
+                    if (lane == 0) mbar_arrive(empty0 + 8u * held);
+                    if (producer) refill(held_q);
+                    __syncwarp();
+                }
+                held = slot, held_q = q;
+                for (slot += WS; slot >= S; slot -= S) phase ^= 1;
+            }
+            wg_wait<0>();
+            reg_fence(d);
+            if (held >= 0) {
+                if (lane == 0) mbar_arrive(empty0 + 8u * held);
+                if (producer) refill(held_q); /* the next tile's first stages, under this tile's end */
+                __syncwarp();
+            }
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[e / 4][e % 4] = d[e]; /* register e: n-tile e / 4, C fragment e % 4 */
+            store_fragment<2>(red, acc);
+#else
+            __trap(); /* not an sm_90a build: the host plans no v6 on wgmma (make_plan6) */
+#endif
+        } else if (active) {
             int q = j * nk + sl, slot = q % S, phase = (q / S) & 1;
             for (int i = sl; i < nk; i += WS, q += WS) {
                 mbar_wait(full0 + 8u * slot, (uint32_t)phase);
@@ -2449,11 +2530,13 @@ static int gemv6_stage_bytes(void)
                                                                                                    : 32 << 10;
 }
 
-/* v6's stages as bulk copies a row: ORTHROS_GEMV6_BULK=1 (where K is a multiple of 64), else TMA boxes. */
-static int gemv6_bulk(void)
+/* v6's form: ORTHROS_GEMV6_WGMMA=1, the TMA boxes read by wgmma (sm_90a); else ORTHROS_GEMV6_BULK=1, the stages
+ * as bulk copies a row (where K is a multiple of 64); else TMA boxes read by ldmatrix. */
+static int gemv6_form(int K)
 {
-    const char *e = getenv("ORTHROS_GEMV6_BULK");
-    return e && !strcmp(e, "1");
+    const char *w = getenv("ORTHROS_GEMV6_WGMMA"), *b = getenv("ORTHROS_GEMV6_BULK");
+    if (w && !strcmp(w, "1")) return GEMV6_WGMMA;
+    return b && !strcmp(b, "1") && K % 64 == 0 ? GEMV6_BULK : GEMV6_TMA;
 }
 
 /* v6's k-blocks a stage at MT rows a tile: as many as make up the target bytes (1 to 8), where K is a multiple of 64
@@ -2468,11 +2551,13 @@ static int gemv6_kst(int K, int MT, int target)
 /* The fewest stages v6's ring may have with TM row tiles (WS = 8 / TM k-slices): WS, and at least 2. Stage q is
  * slice q mod WS's; with a multiple of WS stages every slot is always the same slice's, so that a consumer waits on
  * a slot only after its previous use there (the mbarrier's parity tells one phase from the next, not from the one
- * after), and thread 0, which refills up to S stages past its own, always reaches its slice's next stage. */
-static int gemv6_min_stages(int TM)
+ * after), and thread 0, which refills up to S stages past its own, always reaches its slice's next stage. On wgmma
+ * (wg) two stages a slice: a warpgroup frees a stage only after it has asked the products of its next one, so that
+ * next stage must sit in another slot. */
+static int gemv6_min_stages(int TM, bool wg)
 {
     const int WS = GEMV_WARPS / TM;
-    return WS > 2 ? WS : 2;
+    return wg ? (2 * WS > 2 ? 2 * WS : 2) : WS > 2 ? WS : 2;
 }
 
 /* v6's plan (host): v5's grid (KS splits times bps blocks a split, one block an SM, the input always staged) with row
@@ -2480,19 +2565,28 @@ static int gemv6_min_stages(int TM)
  * chosen by v5's cost (the busiest block's tiles times their rows' k-blocks plus a fixed cost a tile; on a tie the
  * most blocks); a stage kst k-blocks of the tile (gemv6_kst), each split's k-blocks a multiple of kst; then the most
  * stages of kst x MT x 128 bytes (bulk: a 16-byte skew a row more; up to 16, a multiple of WS, at least
- * gemv6_min_stages) that fit beside the staged input. The TMA needs sm_90: where a device is present and is not, v6 does not take the call (without a
- * device the plan is the one an sm_90 device gets). */
+ * gemv6_min_stages) that fit beside the staged input. The TMA needs sm_90: where a device is present and is not, v6
+ * does not take the call (without a device the plan is the one an sm_90 device gets). On wgmma (gemv6_form): a
+ * warpgroup takes 64 rows, so TM 4 or 8 only (SWIGLU 8: a warpgroup the 64 rows of one box; ROPE a head of 64 or
+ * 128; ORTHROS_GEMV6_ROWS 64 or 128), the input always 16 rows of kbs x 128 bytes (wgmma reads all 16; no skew),
+ * and sm_90a where a device is present. */
 static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
 {
     if (orthros_cuda_device_present() && !orthros_cuda_sm90_available()) return ORTHROS_EUNSUPPORTED;
+    const int form = gemv6_form(p->K);
+    const bool wg = form == GEMV6_WGMMA, bulk = form == GEMV6_BULK;
+    if (wg && orthros_cuda_device_present() && !orthros_cuda_sm90a_available()) return ORTHROS_EUNSUPPORTED;
     const bool fixed = p->epilogue == ORTHROS_GEMV_ROPE || p->epilogue == ORTHROS_GEMV_ARGMAX;
     const int rows = gemv6_rows();
     int tms[3] = {2, 4, 8}, ntm = 3;
+    if (wg) tms[0] = 4, tms[1] = 8, ntm = 2;
     if (fixed) tms[0] = p->epilogue == ORTHROS_GEMV_ROPE ? p->d / 16 : 8, ntm = 1;
     else if (rows) tms[0] = rows / 16, ntm = 1;
+    else if (wg && p->epilogue == ORTHROS_GEMV_SWIGLU) tms[0] = 8, ntm = 1;
     if (tms[0] < 1 || tms[0] > 8) return ORTHROS_EUNSUPPORTED;
+    if (wg && (tms[0] % 4 || (p->epilogue == ORTHROS_GEMV_SWIGLU && tms[0] != 8))) return ORTHROS_EUNSUPPORTED;
     const int nkb = ceil_div(p->K, 64), sms = p->num_sms > 0 ? p->num_sms : 132, target = gemv6_stage_bytes();
-    const bool bulk = gemv6_bulk() && p->K % 64 == 0;
+    const size_t xrows = wg ? 16 : (size_t)p->n; /* the staged input's rows */
     long best_cost = -1;
     int bTM = 0, bKS = 0, bblocks = 0;
     for (int a = 0; a < ntm; a++) {
@@ -2501,9 +2595,9 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
         for (int KS = 1; KS <= 32 && KS <= nkb; KS++) {
             const int kbs = ceil_div(ceil_div(nkb, KS), kst) * kst;
             if (ceil_div(nkb, kbs) != KS) continue; /* the same split as a smaller KS */
-            const size_t xs = (size_t)kbs * 128 + 16;
+            const size_t xs = (size_t)kbs * 128 + (wg ? 0 : 16);
             const size_t rowb = 128 * (size_t)kst + (bulk ? 16 : 0); /* a stage's bytes a row (+16: bulk's skew) */
-            if (1024 + gemv6_min_stages(TM) * (size_t)MT * rowb + (size_t)p->n * xs > GEMV6_SMEM_MAX) continue;
+            if (1024 + gemv6_min_stages(TM, wg) * (size_t)MT * rowb + xrows * xs > GEMV6_SMEM_MAX) continue;
             if (KS > 1 && (nblk > GEMV_TICKETS || (size_t)nblk * KS * MT * 16 * sizeof(float) > GEMV_PARTIAL_BYTES))
                 continue;
             const int bps = nblk < sms / KS ? nblk : sms / KS > 1 ? sms / KS : 1;
@@ -2517,16 +2611,17 @@ static int make_plan6(const orthros_gemv_params *p, gemv_plan *pl)
     pl->nblk = row_tiles(p, pl->MT);
     const int kst = gemv6_kst(p->K, pl->MT, target);
     pl->kst = kst;
-    pl->bulk = bulk;
+    pl->form = form;
     pl->kbs = ceil_div(ceil_div(nkb, bKS), kst) * kst;
     pl->KS = bKS;
-    pl->xs = pl->kbs * 128 + 16; /* +16: the 8 rows one ldmatrix reads start in distinct bank groups */
+    /* +16: the 8 rows one ldmatrix reads start in distinct bank groups (wgmma's swizzled k-blocks need none) */
+    pl->xs = pl->kbs * 128 + (wg ? 0 : 16);
     pl->bps = bblocks / bKS;
-    const size_t sb = (size_t)pl->MT * (128 * kst + (pl->bulk ? 16 : 0));
-    const size_t room = GEMV6_SMEM_MAX - 1024 - (size_t)p->n * pl->xs;
+    const size_t sb = (size_t)pl->MT * (128 * kst + (bulk ? 16 : 0));
+    const size_t room = GEMV6_SMEM_MAX - 1024 - xrows * pl->xs;
     pl->rs = room / sb < GEMV6_STAGES_MAX ? (int)(room / sb) : GEMV6_STAGES_MAX;
     pl->rs -= pl->rs % pl->WS; /* a multiple of WS: each slot always the same slice's (gemv6_min_stages) */
-    pl->smem = 1024 + (size_t)pl->rs * sb + (size_t)p->n * pl->xs;
+    pl->smem = 1024 + (size_t)pl->rs * sb + xrows * pl->xs;
     return 0;
 }
 
@@ -2584,17 +2679,20 @@ static int launch6(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream
     gemv6_plan gp;
     memset(&gp, 0, sizeof gp);
     gp.pl = *pl;
-    if (pl->bulk) {
+    const dim3 grid((unsigned)(pl->bps * pl->KS));
+    if (pl->form == GEMV6_BULK) {
         static bool attr_bulk = false;
-        return launch_gemv(gemv6_kernel<true>, &attr_bulk, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp,
-                           pl->smem, stream);
+        return launch_gemv(gemv6_kernel<GEMV6_BULK>, &attr_bulk, GEMV6_SMEM_MAX, grid, p, &gp, pl->smem, stream);
     }
     const int rows = p->epilogue == ORTHROS_GEMV_SWIGLU ? pl->MT / 2 : pl->MT;
     const int rc = pl->kst > 1 ? tma_kblock_map(&gp.w, p->W, p->M, p->K, rows, pl->kst, "gemv v6")
                                : tma_matrix_map(&gp.w, p->W, p->M, p->K, 64, rows, 1, "gemv v6");
     if (rc) return rc;
-    return launch_gemv(gemv6_kernel<false>, &attr, GEMV6_SMEM_MAX, dim3((unsigned)(pl->bps * pl->KS)), p, &gp,
-                       pl->smem, stream);
+    if (pl->form == GEMV6_WGMMA) {
+        static bool attr_wg = false;
+        return launch_gemv(gemv6_kernel<GEMV6_WGMMA>, &attr_wg, GEMV6_SMEM_MAX, grid, p, &gp, pl->smem, stream);
+    }
+    return launch_gemv(gemv6_kernel<GEMV6_TMA>, &attr, GEMV6_SMEM_MAX, grid, p, &gp, pl->smem, stream);
 }
 
 /* The plan a call gets with the version in use, for the launch and its description alike: 4 (pl2: the v4 kernel, batch
@@ -2646,7 +2744,9 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
                  "v6: %d rows a block, %d row tiles x %d K splits of %d k-blocks, %d blocks "
                  "(%d tiles a block at most), %d stages of %d k-blocks (%d B)%s, %zu B shared",
                  pl.MT, pl.nblk, pl.KS, pl.kbs, pl.bps * pl.KS, ceil_div(pl.nblk, pl.bps), pl.rs, pl.kst,
-                 pl.MT * 128 * pl.kst, pl.bulk ? " by bulk copies a row" : "", pl.smem);
+                 pl.MT * 128 * pl.kst,
+                 pl.form == GEMV6_BULK ? " by bulk copies a row" : pl.form == GEMV6_WGMMA ? " read by wgmma" : "",
+                 pl.smem);
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;

@@ -12,12 +12,12 @@
 
 #include "cuda_common.cuh"
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-
 /* Where the 16-byte chunk ch (of 8 elements) of row r of a [rows][64] bf16 region lands under the 128-byte
  * swizzle (region start 1024-aligned): byte r * 128 + ((ch ^ (r % 8)) * 16). This is the layout a TMA box of
- * 64 bf16 columns writes with CU_TENSOR_MAP_SWIZZLE_128B. */
+ * 64 bf16 columns writes with CU_TENSOR_MAP_SWIZZLE_128B (arithmetic only: defined for every target). */
 static __device__ __forceinline__ uint32_t swz128(int r, int ch) { return (uint32_t)(r * 128 + ((ch ^ (r & 7)) << 4)); }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
 /* cp.async of 16 bytes to a shared-memory address; src_bytes = 0 writes zeros. */
 static __device__ __forceinline__ void cp_async16_s(uint32_t dst, const void *src, int src_bytes)

@@ -1,8 +1,8 @@
 /* Hopper warpgroup MMA (wgmma, sm_90a) helpers shared by the wgmma kernels (attention prefill v5-v7 in
- * attn_full_prefill_wgmma.cu, linear prefill v7 in attn_linear_prefill.cu): fences, commit and wait, 128-byte
- * swizzle matrix descriptors, and the m64nNk16 bf16 -> fp32 forms they use. The layouts they rely on (PTX ISA
- * 9.7.15) are written out at the top of attn_full_prefill_wgmma.cu. Included by .cu files only; the bodies exist
- * where __CUDA_ARCH_FEAT_SM90_ALL is defined (an sm_90a target). */
+ * attn_full_prefill_wgmma.cu, linear prefill v7 in attn_linear_prefill.cu, the GEMV's v6 on wgmma in gemv.cu):
+ * fences, commit and wait, 128-byte swizzle matrix descriptors, and the m64nNk16 bf16 -> fp32 forms they use. The
+ * layouts they rely on (PTX ISA 9.7.15) are written out at the top of attn_full_prefill_wgmma.cu. Included by .cu
+ * files only; the bodies exist where __CUDA_ARCH_FEAT_SM90_ALL is defined (an sm_90a target). */
 #ifndef ORTHROS_KERNEL_WGMMA_CUH
 #define ORTHROS_KERNEL_WGMMA_CUH
 
@@ -55,6 +55,16 @@ static __device__ __forceinline__ void wgmma_ss_m64n64(float (&d)[32], uint64_t 
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "l"(da), "l"(db), "r"(acc));
+}
+
+/* D[64 x 16] += A[64 x 16] B[16 x 16], A and B both K-major in shared memory (descriptors): the GEMV's batch-16
+ * tiles (gemv.cu, v6 on wgmma), the weights as A, the batch as B. */
+static __device__ __forceinline__ void wgmma_ss_m64n16(float (&d)[8], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "l"(da), "l"(db));
 }
 
 /* D[64 x 64] += A[64 x 16] B[16 x 64], A from registers (bf16x2 fragments), B MN-major in shared memory

@@ -840,15 +840,17 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
     /* fused-v1, fused-v2, fused-v4, fused-v5: the fused op with gemv.cu's version 1 alone (the tensor-core kernel),
      * with version 2 (v3's kernel at batch 1-4, another plan), with version 4 (v3's groups pipelined, batch 1-4) and
      * with version 5 (v1's tiles through a ring of cp.async slots, batch 9-16: not timed below 9, where it is v3)
-     * and with version 6 (v5's tiles from TMA stages, batch 9-16 likewise), beside the default (version 3,
-     * gemv_version 0) */
+     * and with version 6 (v5's tiles from TMA stages, batch 9-16 likewise; fused-v6wg: its stages read by wgmma,
+     * ORTHROS_GEMV6_WGMMA=1, set around its cells), beside the default (version 3, gemv_version 0) */
     const struct {
         const char *kind;
         orthros_backend *b;
         int gemv_version;
-    } ks[] = {{"cublas", be, 0},    {"cublaslt", lt_be, 0}, {"gemv", gemv_be, 0}, {"fused", be, 0},
-              {"fused-pdl", pdl_be, 0}, {"fused-v1", be, 1},     {"fused-v2", be, 2},  {"fused-v4", be, 4},
-              {"fused-v5", be, 5},      {"fused-v6", be, 6}};
+        const char *env; /* a switch set to 1 around the kind's cells */
+    } ks[] = {{"cublas", be, 0, NULL},     {"cublaslt", lt_be, 0, NULL}, {"gemv", gemv_be, 0, NULL},
+              {"fused", be, 0, NULL},      {"fused-pdl", pdl_be, 0, NULL}, {"fused-v1", be, 1, NULL},
+              {"fused-v2", be, 2, NULL},   {"fused-v4", be, 4, NULL},    {"fused-v5", be, 5, NULL},
+              {"fused-v6", be, 6, NULL},   {"fused-v6wg", be, 6, "ORTHROS_GEMV6_WGMMA"}};
     enum { NK = sizeof ks / sizeof *ks };
     double sum[NK] = {0}, floor_s = 0;
     int known = !gemv_kind, known_proj = !gemv_proj;
@@ -863,7 +865,9 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
             if (gemv_proj && strcmp(gemv_proj, ps[i].proj)) continue;
             size_t before = out_file.n_cells;
             must(orthros_gemv_set_version(ks[k].gemv_version), "gemv version");
+            if (ks[k].env) setenv(ks[k].env, "1", 1);
             bench_gemv_case(ks[k].b, model, ps[i].proj, ks[k].kind, n, ps[i].M, ps[i].K, Hq, Hkv, d);
+            if (ks[k].env) unsetenv(ks[k].env);
             must(orthros_gemv_set_version(0), "gemv version");
             if (out_file.n_cells == before) continue;
             const orthros_bench_cell *c = &out_file.cells[out_file.n_cells - 1];

@@ -817,10 +817,12 @@ static int cuda_models(int nspec, char **specs)
             }
         }
     }
-    /* gemv.cu's versions 5 and 6 (ORTHROS_GEMV_VERSION=5, 6): the fused step up to batch 16, the version's ring
-     * kernel at 9-16, against the plain step at batch 16 on the real shapes' first layers. The version is
-     * process-wide: the backend made with it sets it last (the plain step, the reference, runs no gemv.cu kernel). */
-    for (int v = 5; v <= 6; v++) {
+    /* gemv.cu's versions 5 and 6 (ORTHROS_GEMV_VERSION=5, 6; 6 again with its stages read by wgmma,
+     * ORTHROS_GEMV6_WGMMA=1, on sm_90a): the fused step up to batch 16, the version's ring kernel at 9-16, against
+     * the plain step at batch 16 on the real shapes' first layers. The version and the form are process-wide: the
+     * backend made with them sets the version last (the plain step, the reference, runs no gemv.cu kernel); the form
+     * is read as each call is planned, so it is set around the run (without sm_90a the calls take v1's plan). */
+    for (int v = 5; v <= 7; v++) {
         orthros_backend *vb = NULL;
         const char *vs = v == 5 ? "5" : "6";
         if (cuda_with("ORTHROS_GEMV_VERSION", vs, &vb) || vb->fused_max_rows < V5_B) {
@@ -829,7 +831,10 @@ static int cuda_models(int nspec, char **specs)
             orthros_backend_free(vb);
             continue;
         }
-        fused_against_plain(plain, vb, v == 5 ? "gemv v5" : "gemv v6", V5_B, 1, presets + 1);
+        if (v == 7) setenv("ORTHROS_GEMV6_WGMMA", "1", 1);
+        fused_against_plain(plain, vb, v == 5 ? "gemv v5" : v == 6 ? "gemv v6" : "gemv v6 on wgmma", V5_B, 1,
+                            presets + 1);
+        unsetenv("ORTHROS_GEMV6_WGMMA");
         orthros_backend_free(vb);
     }
     /* v3's slices a group forced (ORTHROS_GEMV_KW=1, 2, 4; process-wide, as the version is): the fused step under

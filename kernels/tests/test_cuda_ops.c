@@ -2323,6 +2323,18 @@ int main(void)
             unsetenv("ORTHROS_GEMV6_ROWS");
             unsetenv("ORTHROS_GEMV6_BULK");
         }
+        /* and its TMA stages read by wgmma (ORTHROS_GEMV6_WGMMA=1, sm_90a; 64 or 128 rows a tile, v1 where neither
+         * fits), with the plan's rows and each forced */
+        const char *rows_wg[] = {NULL, "64", "128"};
+        for (int r = 0; r < 3; r++) {
+            printf("-- the gemv section again with gemv.cu's version 6 on wgmma, %s rows a tile\n",
+                   rows_wg[r] ? rows_wg[r] : "the plan's");
+            setenv("ORTHROS_GEMV6_WGMMA", "1", 1);
+            if (rows_wg[r]) setenv("ORTHROS_GEMV6_ROWS", rows_wg[r], 1);
+            gemv_suite();
+            unsetenv("ORTHROS_GEMV6_ROWS");
+            unsetenv("ORTHROS_GEMV6_WGMMA");
+        }
         if (orthros_gemv_set_version(0) || orthros_gemv_set_ring_slots(0)) die("gemv version");
         gpu_gemv->destroy(gpu_gemv);
         /* again with every GEMV launch a programmatic dependent one (ORTHROS_DECODE_PDL=1): the fused ops through a

@@ -38,25 +38,28 @@ static const char *plan(int version, int epilogue, int n, int M, int K, int d, i
 
 static int starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
-/* v6's plans over shapes, epilogues and settings (the stage bytes, the rows a tile, bulk copies) hold what the kernel
- * needs: the stages a multiple of the k-slices and at least two and as many as the slices (the mbarriers' parity
- * wait and thread 0's refill; a plan of 2 stages for 4 slices hung on the H200), each split's k-blocks whole stages,
- * the splits covering K with none empty, the row tiles covering M, at most 16 stages, within 200 KB. Returns the
- * plans checked. */
+/* v6's plans over shapes, epilogues and settings (the stage bytes, the rows a tile, bulk copies, wgmma) hold what the
+ * kernel needs: the stages a multiple of the k-slices and at least two and as many as the slices (the mbarriers'
+ * parity wait and thread 0's refill; a plan of 2 stages for 4 slices hung on the H200), each split's k-blocks whole
+ * stages, the splits covering K with none empty, the row tiles covering M, at most 16 stages, within 200 KB; on
+ * wgmma, tiles of 64 or 128 rows (a warpgroup's 64; SWIGLU 128, a warpgroup a box), two stages a slice at least
+ * (a warpgroup frees a stage after asking its next) and room for 16 staged input rows. Returns the plans checked. */
 static int v6_plan_properties(void)
 {
     const int ns[] = {9, 13, 16}, Ms[] = {8, 40, 777, 2048, 6144, 28672, 128256};
     const int Ks[] = {64, 1000, 2048, 3008, 4104, 8192, 14336, 16384};
     const int eps[] = {ORTHROS_GEMV_STORE, ORTHROS_GEMV_ADD, ORTHROS_GEMV_SWIGLU, ORTHROS_GEMV_ARGMAX,
                        ORTHROS_GEMV_ROPE};
-    const char *kbs[] = {NULL, "4", "16", "64"}, *rows[] = {NULL, "32", "128"}, *bulks[] = {NULL, "1"};
+    const char *kbs[] = {NULL, "4", "16", "64"}, *rows[] = {NULL, "32", "128"};
+    const char *forms[] = {NULL, "ORTHROS_GEMV6_BULK", "ORTHROS_GEMV6_WGMMA"};
     int checked = 0;
     for (size_t a = 0; a < sizeof kbs / sizeof *kbs; a++)
         for (size_t b = 0; b < sizeof rows / sizeof *rows; b++)
-            for (size_t c = 0; c < sizeof bulks / sizeof *bulks; c++) {
+            for (size_t c = 0; c < sizeof forms / sizeof *forms; c++) {
+                const int wg = c == 2;
                 if (kbs[a]) setenv("ORTHROS_GEMV6_STAGE_KB", kbs[a], 1);
                 if (rows[b]) setenv("ORTHROS_GEMV6_ROWS", rows[b], 1);
-                if (bulks[c]) setenv("ORTHROS_GEMV6_BULK", bulks[c], 1);
+                if (forms[c]) setenv(forms[c], "1", 1);
                 for (size_t e = 0; e < sizeof eps / sizeof *eps; e++)
                     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
                         for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
@@ -66,6 +69,7 @@ static int v6_plan_properties(void)
                                 int rc;
                                 const char *s = plan(6, ep, n, M, K, d, ep != ORTHROS_GEMV_ADD, &rc);
                                 if (rc || !starts(s, "v6:")) continue; /* v1 takes it (a refusal is checked above) */
+                                CHECK(!strstr(s, "read by wgmma") == !wg, "v6 form: wgmma %d: \"%s\"", wg, s);
                                 int MT, nblk, KS, kbsz, blocks, most, S, kst, sb;
                                 size_t smem;
                                 const char *sh = strstr(s, " B shared");
@@ -91,11 +95,16 @@ static int v6_plan_properties(void)
                                           smem >= (size_t)S * (size_t)sb,
                                       "v6 tiles, blocks, shared memory: n %d M %d K %d ep %d: \"%s\"", n, M, K, ep,
                                       s);
+                                CHECK(!wg || ((MT == 64 || MT == 128) && (ep != ORTHROS_GEMV_SWIGLU || MT == 128) &&
+                                              S >= 2 * WS &&
+                                              smem >= (size_t)S * (size_t)sb + (size_t)16 * kbsz * 128),
+                                      "v6 on wgmma: rows a tile, the staged input: n %d M %d K %d ep %d: \"%s\"", n,
+                                      M, K, ep, s);
                                 checked++;
                             }
                 unsetenv("ORTHROS_GEMV6_STAGE_KB");
                 unsetenv("ORTHROS_GEMV6_ROWS");
-                unsetenv("ORTHROS_GEMV6_BULK");
+                if (forms[c]) unsetenv(forms[c]);
             }
     return checked;
 }
@@ -155,6 +164,29 @@ int main(void)
             s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2056, 0, 0, &rc);
             CHECK(rc == 0 && starts(s, "v6:") && !strstr(s, "bulk"), "v6 bulk, K 2056 \"%s\"", s);
             unsetenv("ORTHROS_GEMV6_BULK");
+        }
+        if (!getenv("ORTHROS_GEMV6_BULK") && !getenv("ORTHROS_GEMV6_WGMMA")) {
+            /* read by wgmma: 64 or 128 rows a tile, 16 input rows staged without the skew */
+            setenv("ORTHROS_GEMV6_WGMMA", "1", 1);
+            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc); /* 1B O: 32-row tiles are not wgmma's */
+            CHECK(rc == 0 && strstr(s, "v6: 64 rows a block, 32 row tiles x 4 K splits of 8 k-blocks, 128 blocks") &&
+                      strstr(s, "4 stages of 4 k-blocks (32768 B) read by wgmma, 148480 B shared"),
+                  "v6 wgmma 1B o \"%s\"", s);
+            s = plan(6, ORTHROS_GEMV_SWIGLU, 16, 16384, 2048, 0, 1, &rc); /* gate/up: a box a warpgroup */
+            CHECK(rc == 0 && strstr(s, "128 rows a block, 128 row tiles x 1 K splits") &&
+                      strstr(s, "4 stages of 2 k-blocks (32768 B) read by wgmma, 197632 B shared"),
+                  "v6 wgmma 1B gate_up \"%s\"", s);
+            s = plan(6, ORTHROS_GEMV_ADD, 9, 2048, 2048, 0, 0, &rc); /* 16 rows staged at any batch */
+            CHECK(rc == 0 && strstr(s, "read by wgmma, 148480 B shared"), "v6 wgmma n 9 \"%s\"", s);
+            setenv("ORTHROS_GEMV6_ROWS", "32", 1); /* forced rows wgmma cannot take: the call is v1's */
+            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
+            CHECK(rc == 0 && starts(s, "v1:"), "v6 wgmma, 32 rows forced \"%s\"", s);
+            unsetenv("ORTHROS_GEMV6_ROWS");
+            setenv("ORTHROS_GEMV6_BULK", "1", 1); /* wgmma over bulk copies where both are asked */
+            s = plan(6, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc);
+            CHECK(rc == 0 && strstr(s, "read by wgmma"), "v6 wgmma and bulk \"%s\"", s);
+            unsetenv("ORTHROS_GEMV6_BULK");
+            unsetenv("ORTHROS_GEMV6_WGMMA");
         }
         s = plan(5, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* v1's plan refuses it, and so v5 */
         CHECK(rc == ORTHROS_EUNSUPPORTED, "v5 8B head: rc %d \"%s\"", rc, s);
