@@ -31,7 +31,8 @@
 #                16, its ring kernel at 9-16; fused-graphs-v5s4, -v5s8: 4 or 8 ring slots a warp, not in "all");
 #                fused-graphs-v6: with version 6 (v5's tiles from TMA stages, batch 9-16, sm_90; fused-graphs-v6bulk:
 #                its stages as bulk copies a row; fused-graphs-v6wg: its stages read by wgmma, sm_90a; neither in
-#                "all");
+#                "all"); fused-graphs-head8: with ORTHROS_DECODE_HEAD8=1 (the head through an int8 copy, the exact
+#                argmax kept; not in "all");
 #                fused-graphs takes the default, 3; fused-graphs-chain:
 #                with ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8
 #                (the decode attention's combine kernel, or its clusters); fused-graphs-attno: with
@@ -214,6 +215,7 @@ if [ -n "$DECODE" ]; then
             fused-graphs-v6) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6) ;;
             fused-graphs-v6bulk) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6 ORTHROS_GEMV6_BULK=1) ;;
             fused-graphs-v6wg) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6 ORTHROS_GEMV6_WGMMA=1) ;;
+            fused-graphs-head8) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1) ;;
             fused-graphs-chain) envs=("${fused[@]}" ORTHROS_DECODE_CHAIN=1) ;;
             fused-graphs-attn7) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=7) ;;
             fused-graphs-attn8) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=8) ;;
@@ -288,7 +290,7 @@ echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
-    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
+    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-balance0 \
     decode_fused-graphs-balance1 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb*) echo "decode_$m" ;; esac; done) \

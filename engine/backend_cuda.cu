@@ -24,6 +24,7 @@
 #include "embed.h"
 #include "gemm_lt.h"
 #include "gemv.h"
+#include "head8.h"
 #include "mem_read.h"
 #include "rmsnorm.h"
 #include "rope_cache.h"
@@ -84,6 +85,9 @@ typedef struct {
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
     int qkv_attn;                  /* ORTHROS_DECODE_QKV_ATTN=1 (unset 0; 0 with the chain or attn_o):
                                     * norm_qkv_rope_attn in one launch */
+    int head8;                     /* ORTHROS_DECODE_HEAD8=1 (unset 0): norm_logits_argmax at batch 1-4 through an int8
+                                    * copy of the head with the exact argmax kept (kernels/head8.h) */
+    orthros_head8 *h8;             /* that copy, of the head last met (made at its first uncaptured call) */
     int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
                                     * the same, at batch 1 with K 2048 or 4096 the kernel streaming its weights through
                                     * a shared-memory ring (sm_90) */
@@ -305,6 +309,7 @@ static void cuda_destroy(orthros_backend *be)
         if (c->upload_buf) cudaFree(c->upload_buf);
         if (c->read_sink) cudaFree(c->read_sink);
         if (c->gemv_scratch) cudaFree(c->gemv_scratch);
+        orthros_head8_destroy(c->h8);
         if (c->ao_scratch) cudaFree(c->ao_scratch);
         if (c->stamps) cudaFree(c->stamps);
         free(c->stamps_path);
@@ -332,6 +337,12 @@ static void *cuda_alloc(orthros_backend *be, size_t bytes)
 
 static void cuda_free(orthros_backend *be, void *p)
 {
+    cuda_impl *c = impl_of(be);
+    if (p && c->h8 && orthros_head8_weights(c->h8) == p) { /* the head's copy goes with it */
+        cudaStreamSynchronize(c->stream);
+        orthros_head8_destroy(c->h8);
+        c->h8 = NULL;
+    }
     if (p) cudaFree(p);
 }
 
@@ -1003,9 +1014,36 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
     return rc ? rc : attn_run(c, p);
 }
 
+/* ORTHROS_DECODE_HEAD8=1: the head through its int8 copy (kernels/head8.h), made at the first call for this W, which
+ * is never captured (a decode step runs uncaptured before its capture); 1 when it ran, 0 when it does not take the
+ * call (the caller runs the bf16 head). */
+static int head8_run(cuda_impl *c, int32_t *ids, float *logits, const void *x, const void *norm_w, const void *W, int n,
+                     int V, int D, float eps, int *rc)
+{
+    *rc = 0;
+    if (!c->head8 || !orthros_head8_supported(n, V, D) || ((uintptr_t)x | (uintptr_t)norm_w | (uintptr_t)W) % 16)
+        return 0;
+    if (!orthros_head8_matches(c->h8, W, V, D)) {
+        if (c->capturing) return 0; /* a head first met inside a capture: the bf16 head, captured as it is */
+        if ((*rc = chain_flush(c))) return 1;
+        if (c->h8) cudaStreamSynchronize(c->stream), orthros_head8_destroy(c->h8), c->h8 = NULL;
+        if ((*rc = orthros_head8_create(&c->h8, W, V, D, c->stream))) return 1;
+    }
+    if ((*rc = chain_flush(c))) return 1;
+    orthros_head8_params hp;
+    memset(&hp, 0, sizeof hp);
+    hp.ids = ids, hp.logits = logits, hp.x = x, hp.norm_w = norm_w, hp.eps = eps, hp.n = n;
+    hp.num_sms = c->num_sms, hp.pdl = c->pdl || c->pdl_late;
+    c->next_pdl = 0;
+    *rc = orthros_head8_argmax(c->h8, &hp, c->stream);
+    return 1;
+}
+
 static int cuda_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,
                                    const void *norm_w, const void *W, int n, int V, int D, float eps)
 {
+    int rc8 = 0;
+    if (head8_run(impl_of(be), ids, logits, x, norm_w, W, n, V, D, eps, &rc8)) return rc8;
     orthros_gemv_params p;
     gemv_params(&p, logits, ORTHROS_GEMV_ARGMAX, x, norm_w, W, n, V, D, eps);
     p.ids = ids;
@@ -1283,6 +1321,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_O_PDL", 3, &c->o_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_QKV_ATTN", 1, &c->qkv_attn)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
+        (rc = env_digit("ORTHROS_DECODE_HEAD8", 1, &c->head8)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
@@ -1345,6 +1384,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv+attn");
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
+    if (used < sizeof info->kernels && c->head8 && (*modes & ORTHROS_DECODE_FUSED))
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8");
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->pdl_late)

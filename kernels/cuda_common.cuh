@@ -59,6 +59,24 @@ static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi)
 static __device__ __forceinline__ float bf16x2_lo(uint32_t w) { return __uint_as_float(w << 16); }
 static __device__ __forceinline__ float bf16x2_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
+/* A float's bits made monotonic as an unsigned (larger wins; NaN lowest, at 0; -0 as +0). */
+static __device__ __forceinline__ unsigned ordered_float(float v)
+{
+    const unsigned u = __float_as_uint(v == 0.0f ? 0.0f : v);
+    return isnan(v) ? 0u : (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+/* The inverse of ordered_float for every key but 0 (NaN's). */
+static __device__ __forceinline__ float unordered_float(unsigned o)
+{
+    return __uint_as_float((o & 0x80000000u) ? (o & 0x7fffffffu) : ~o);
+}
+/* The order of cpu_argmax as one 64-bit key, larger wins: the value's ordered bits, then the complement of the
+ * index (the lower index wins a tie). Every key of an element is > 0. */
+static __device__ __forceinline__ unsigned long long argmax_key(float v, int idx)
+{
+    return ((unsigned long long)ordered_float(v) << 32) | (unsigned long long)(0xffffffffu - (unsigned)idx);
+}
+
 /* RMSNorm's pieces on 8 bf16 (one 16-byte chunk), shared by rmsnorm.cu and the products that norm their input
  * (gemv.cu's staging, the decode attention's q/k/v): the squares added into ss pair by pair, in the fp32 order
  * every one of them uses; the output w * (x * r) rounded to bf16. */

@@ -185,15 +185,6 @@ static __device__ __forceinline__ uint32_t word(const uint4 &lo, const uint4 &hi
     }
 }
 
-/* The order of cpu_argmax as one 64-bit key, larger wins: the value's bits made monotonic (NaN lowest, -0 as +0),
- * then the complement of the index (the lower index wins a tie). Every key of an element is > 0. */
-static __device__ __forceinline__ unsigned long long argmax_key(float v, int idx)
-{
-    const unsigned u = __float_as_uint(v == 0.0f ? 0.0f : v);
-    const unsigned o = isnan(v) ? 0u : (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    return ((unsigned long long)o << 32) | (unsigned long long)(0xffffffffu - (unsigned)idx);
-}
-
 
 /* The epilogues of one output element, shared by both kernels. */
 

@@ -729,6 +729,10 @@ static int run_gemv_graph(void *ctx)
 static void print_gemv_plan(const char *kind, const char *proj, int n, int M, int K, int Hq, int Hkv, int d)
 {
     if (!strncmp(kind, "cublas", 6)) return;
+    if (!strcmp(kind, "fused-head8")) { /* not gemv.cu's: head8.cu's two launches */
+        printf("%-22s   plan: head8: an int8 screen of %d x %d, then the candidates' bf16 rows\n", "", M, K);
+        return;
+    }
     void *fake = (void *)(uintptr_t)256;
     orthros_gemv_params p;
     memset(&p, 0, sizeof p);
@@ -814,13 +818,15 @@ static void bench_gemv_case(orthros_backend *b, const char *model, const char *p
     snprintf(shape, sizeof shape, "%s %s n=%d M=%d K=%d %s", model, proj, n, M, K, kind);
     const char *kn = !strcmp(kind, "cublas") ? "gemv_cublas" : !strcmp(kind, "cublaslt") ? "gemv_cublaslt"
                      : !strcmp(kind, "gemv") ? "gemv"
-                     : !strcmp(kind, "fused-pdl") ? "gemv_fused_pdl" : "gemv_fused";
+                     : !strcmp(kind, "fused-pdl") ? "gemv_fused_pdl"
+                     : !strcmp(kind, "fused-head8") ? "head8" : "gemv_fused";
     bench_case bc = {kn, d, K, n, M, 0, !strncmp(kind, "cublas", 6) ? 0 : orthros_gemv_version(),
                      strcmp(kind, "cublas") == 0};
     record_case("gemv", shape, &bc, 1, 2.0 * n * (double)M * K, bytes, t, samples);
     print_gemv_plan(kind, proj, n, M, K, Hq, Hkv, d);
     b->graph_free(b, g.graph);
-    for (int i = 0; i < g.copies; i++) be->free(be, g.W[i]);
+    /* freed through the backend that ran them: one that keeps a copy of a head (ORTHROS_DECODE_HEAD8) drops it */
+    for (int i = 0; i < g.copies; i++) b->free(b, g.W[i]);
     free(g.W);
     void *bufs[] = {g.x, g.xn, g.gu, g.out, g.norm_w, g.ids, g.k_cache, g.v_cache, g.pos_dev};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
@@ -829,8 +835,9 @@ static void bench_gemv_case(orthros_backend *b, const char *model, const char *p
 
 /* Every projection of one model shape at batch n, each way, and the step's products summed (L layers and the head)
  * against their floor. */
-static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, orthros_backend *lt_be, const char *model,
-                             int D, int Hq, int Hkv, int d, int F, int V, int L, int n)
+static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, orthros_backend *lt_be,
+                             orthros_backend *h8_be, const char *model, int D, int Hq, int Hkv, int d, int F, int V, int L,
+                             int n)
 {
     if (!want("gemv")) return;
     const struct {
@@ -841,7 +848,9 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
      * with version 2 (v3's kernel at batch 1-4, another plan), with version 4 (v3's groups pipelined, batch 1-4) and
      * with version 5 (v1's tiles through a ring of cp.async slots, batch 9-16: not timed below 9, where it is v3)
      * and with version 6 (v5's tiles from TMA stages, batch 9-16 likewise; fused-v6wg: its stages read by wgmma,
-     * ORTHROS_GEMV6_WGMMA=1, set around its cells), beside the default (version 3, gemv_version 0) */
+     * ORTHROS_GEMV6_WGMMA=1, set around its cells), beside the default (version 3, gemv_version 0); fused-head8: the
+     * head alone at batch 1-4 through a backend made with ORTHROS_DECODE_HEAD8=1 (its int8 copy, kernels/head8.h; the
+     * bf16 head's bytes are the cell's, so its floor is the bf16 head's), left out of the step's sums */
     const struct {
         const char *kind;
         orthros_backend *b;
@@ -850,7 +859,8 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
     } ks[] = {{"cublas", be, 0, NULL},     {"cublaslt", lt_be, 0, NULL}, {"gemv", gemv_be, 0, NULL},
               {"fused", be, 0, NULL},      {"fused-pdl", pdl_be, 0, NULL}, {"fused-v1", be, 1, NULL},
               {"fused-v2", be, 2, NULL},   {"fused-v4", be, 4, NULL},    {"fused-v5", be, 5, NULL},
-              {"fused-v6", be, 6, NULL},   {"fused-v6wg", be, 6, "ORTHROS_GEMV6_WGMMA"}};
+              {"fused-v6", be, 6, NULL},   {"fused-v6wg", be, 6, "ORTHROS_GEMV6_WGMMA"},
+              {"fused-head8", h8_be, 0, NULL}};
     enum { NK = sizeof ks / sizeof *ks };
     double sum[NK] = {0}, floor_s = 0;
     int known = !gemv_kind, known_proj = !gemv_proj;
@@ -861,6 +871,8 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
     for (int k = 0; k < NK; k++)
         for (int i = 0; i < 5; i++) {
             if (ks[k].gemv_version >= 5 && n <= 8) continue;
+            const int head8 = ks[k].b == h8_be;
+            if (head8 && (strcmp(ps[i].proj, "head") || n > 4)) continue;
             if (k > 0 && gemv_kind && strcmp(gemv_kind, ks[k].kind)) continue;
             if (gemv_proj && strcmp(gemv_proj, ps[i].proj)) continue;
             size_t before = out_file.n_cells;
@@ -872,6 +884,7 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
             if (out_file.n_cells == before) continue;
             const orthros_bench_cell *c = &out_file.cells[out_file.n_cells - 1];
             const double times = !strcmp(ps[i].proj, "head") ? 1 : L;
+            if (head8) continue; /* the head alone: no step's sum */
             sum[k] += times * c->stats.median;
             if (k == 0) floor_s += times * c->floor_s;
         }
@@ -1549,7 +1562,7 @@ int main(int argc, char **argv)
     if (!quick || only) bench_fused_parts(be->info.sm_count > 0 ? be->info.sm_count : 132);
     /* The decode step's matrix-vector products (gemv.cu), last. */
     if (want("gemv")) {
-        orthros_backend *gemv_be = NULL, *pdl_be = NULL, *lt_be = NULL;
+        orthros_backend *gemv_be = NULL, *pdl_be = NULL, *lt_be = NULL, *h8_be = NULL;
         setenv("ORTHROS_GEMV", "1", 1);
         must(orthros_backend_cuda_create(&gemv_be), "cuda backend with ORTHROS_GEMV=1");
         unsetenv("ORTHROS_GEMV");
@@ -1559,12 +1572,16 @@ int main(int argc, char **argv)
         setenv("ORTHROS_GEMM_LT", "1", 1);
         must(orthros_backend_cuda_create(&lt_be), "cuda backend with ORTHROS_GEMM_LT=1");
         unsetenv("ORTHROS_GEMM_LT");
+        setenv("ORTHROS_DECODE_HEAD8", "1", 1);
+        must(orthros_backend_cuda_create(&h8_be), "cuda backend with ORTHROS_DECODE_HEAD8=1");
+        unsetenv("ORTHROS_DECODE_HEAD8");
         const int gb[] = {1, 4, 8, 16};
         for (int i = 0; i < 4; i++) {
             if (quick && (gb[i] == 4 || gb[i] == 8)) continue;
-            bench_gemv_model(gemv_be, pdl_be, lt_be, "1B", 2048, 32, 8, 64, 8192, 128256, 16, gb[i]);
-            bench_gemv_model(gemv_be, pdl_be, lt_be, "8B", 4096, 32, 8, 128, 14336, 128256, 32, gb[i]);
+            bench_gemv_model(gemv_be, pdl_be, lt_be, h8_be, "1B", 2048, 32, 8, 64, 8192, 128256, 16, gb[i]);
+            bench_gemv_model(gemv_be, pdl_be, lt_be, h8_be, "8B", 4096, 32, 8, 128, 14336, 128256, 32, gb[i]);
         }
+        h8_be->destroy(h8_be);
         lt_be->destroy(lt_be);
         pdl_be->destroy(pdl_be);
         gemv_be->destroy(gemv_be);

@@ -29,6 +29,8 @@
 #include "attn_linear_window.h"
 #include "backend.h"
 #include "gemv.h"
+#include "head8.h"
+#include "head8_ref.h"
 #include "mem_read.h"
 #include "rmsnorm.h"
 #include "step_probe.h"
@@ -1504,6 +1506,101 @@ static void test_fused_head(int n, int V, int D, int nan_row)
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i]);
 }
 
+/* head8 (kernels/head8.h: the head through an int8 copy, the exact argmax kept): the copy against head8_ref_quantize
+ * (q and s bit for bit, c within 1e-6), then a step on it with x already normed (norm_w 1) against the reference's
+ * screen: the same id, or one whose exact logit ties the reference's within fp32's sums; candidates at least 1, at
+ * most a tenth of the rows. Rows: sigma 0.02, row 0 zero, row 1 one outlier, rows 2 and 3 equal (a tie on the lower
+ * index when the input lifts them). */
+static void head8_direct(int n, int V, int K, int lift)
+{
+    uint16_t *hw = malloc((size_t)V * K * 2), *hx = malloc((size_t)n * K * 2), *h1 = malloc((size_t)K * 2);
+    int8_t *qg = malloc((size_t)V * K), *qc = malloc((size_t)V * K);
+    float *sg = malloc(V * sizeof(float)), *sc = malloc(V * sizeof(float)), *cg = malloc(V * sizeof(float));
+    float *cc = malloc(V * sizeof(float)), *ap = malloc(V * sizeof(float)), *ex = malloc(V * sizeof(float));
+    float *bd = malloc(V * sizeof(float)), *xf = malloc((size_t)K * sizeof(float));
+    if (!hw || !hx || !h1 || !qg || !qc || !sg || !sc || !cg || !cc || !ap || !ex || !bd || !xf) die("head8 alloc");
+    for (size_t i = 0; i < (size_t)V * K; i++)
+        hw[i] = orthros_f32_to_bf16(0.04f * (orthros_uniform(seed_base ^ 91, i) + orthros_uniform(seed_base ^ 92, i) - 1.0f));
+    for (int k = 0; k < K; k++) {
+        hw[k] = 0;
+        hw[(size_t)K + k] = orthros_f32_to_bf16(k == 1 ? 2.0f : 0.001f);
+        hw[3 * (size_t)K + k] = hw[2 * (size_t)K + k];
+        h1[k] = orthros_f32_to_bf16(1.0f);
+    }
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < K; k++) {
+            /* rows of RMS about 1 (normed: norm_w 1 leaves them within a bf16 step); `lift` puts rows 2 and 3 on top */
+            const float v = lift ? 25.0f * head8_ref_bf16(hw[2 * (size_t)K + k]) + 0.1f * (orthros_uniform(seed_base ^ 93, (size_t)r * K + k) - 0.5f)
+                                 : 2.0f * (orthros_uniform(seed_base ^ 93, (size_t)r * K + k) - 0.5f) * 1.7320508f;
+            hx[(size_t)r * K + k] = orthros_f32_to_bf16(v);
+        }
+    void *dW = NULL, *dx = NULL, *d1 = NULL, *dids = NULL;
+    if (cudaMalloc(&dW, (size_t)V * K * 2) || cudaMalloc(&dx, (size_t)n * K * 2) || cudaMalloc(&d1, (size_t)K * 2) ||
+        cudaMalloc(&dids, (size_t)n * sizeof(int32_t)) || cudaMemcpy(dW, hw, (size_t)V * K * 2, cudaMemcpyHostToDevice) ||
+        cudaMemcpy(dx, hx, (size_t)n * K * 2, cudaMemcpyHostToDevice) || cudaMemcpy(d1, h1, (size_t)K * 2, cudaMemcpyHostToDevice))
+        die("head8 upload");
+    orthros_head8 *h = NULL;
+    if (orthros_head8_create(&h, dW, V, K, 0) || orthros_head8_export(h, qg, sg, cg, 0)) die(orthros_last_error());
+    head8_ref_quantize(hw, V, K, qc, sc, cc);
+    size_t qbad = 0;
+    int sbad = 0, cbad = 0;
+    for (size_t i = 0; i < (size_t)V * K; i++) qbad += qg[i] != qc[i];
+    for (int j = 0; j < V; j++) {
+        sbad += memcmp(&sg[j], &sc[j], sizeof(float)) != 0;
+        cbad += !(fabsf(cg[j] - cc[j]) <= 1e-6f * fabsf(cc[j]));
+    }
+    char name[160];
+    snprintf(name, sizeof name, "head8 copy V=%d K=%d: q, s bit for bit, c", V, K);
+    const float want0 = 0.0f, got0 = (float)(qbad + (size_t)sbad + (size_t)cbad);
+    report(name, &want0, &got0, 1, 0);
+    orthros_head8_params hp;
+    memset(&hp, 0, sizeof hp);
+    hp.ids = dids, hp.x = dx, hp.norm_w = d1, hp.eps = 1e-5f, hp.n = n;
+    int32_t ids[ORTHROS_HEAD8_MAX_ROWS] = {0};
+    unsigned counts[ORTHROS_HEAD8_MAX_ROWS] = {0};
+    for (int call = 0; call < 2; call++) { /* twice: the scratch the first call leaves must serve the second */
+        if (orthros_head8_argmax(h, &hp, 0) || orthros_head8_last_candidates(h, n, counts, 0) ||
+            cudaMemcpy(ids, dids, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost))
+            die(orthros_last_error());
+        int ok = 0;
+        for (int r = 0; r < n; r++) {
+            /* the reference's normed row: bf16(1 * (x * rsqrt(mean x^2 + eps))) */
+            double ss = 0.0;
+            for (int k = 0; k < K; k++) ss += (double)head8_ref_bf16(hx[(size_t)r * K + k]) * head8_ref_bf16(hx[(size_t)r * K + k]);
+            const float rr = (float)(1.0 / sqrt(ss / K + 1e-5));
+            for (int k = 0; k < K; k++) xf[k] = bf16_round(head8_ref_bf16(hx[(size_t)r * K + k]) * rr);
+            unsigned cnt = 0;
+            const int want = head8_ref_screen(qc, sc, cc, hw, xf, V, K, ap, ex, bd, &cnt);
+            const int g = ids[r];
+            const int same = g == want || (g >= 0 && g < V && fabsf(ex[g] - ex[want]) <= 1e-5f * (fabsf(ex[want]) + 1.0f));
+            const int fair = counts[r] >= 1 && counts[r] * 10u <= (unsigned)V;
+            ok += same && fair && (!lift || g == 2);
+            printf("     head8 n=%d V=%d K=%d row %d call %d: id %d (reference %d), %u candidates (reference %u)\n", n, V, K,
+                   r, call, g, want, counts[r], cnt);
+        }
+        snprintf(name, sizeof name, "head8 step n=%d V=%d K=%d%s call %d: ids, candidates", n, V, K,
+                 lift ? " (a tie on top)" : "", call);
+        const float fw = (float)n, fo = (float)ok;
+        report(name, &fw, &fo, 1, 0);
+    }
+    orthros_head8_destroy(h);
+    cudaFree(dW), cudaFree(dx), cudaFree(d1), cudaFree(dids);
+    free(hw), free(hx), free(h1), free(qg), free(qc), free(sg), free(sc), free(cg), free(cc), free(ap), free(ex), free(bd),
+        free(xf);
+}
+
+/* The backend's head with ORTHROS_DECODE_HEAD8=1 against the cpu (test_fused_head) at shapes head8 takes: batch 1-4,
+ * K a multiple of 16, a NaN row, the tie of rows 3 and V - 2. */
+static void head8_suite(void)
+{
+    test_fused_head(1, 7, 64, -1);
+    test_fused_head(1, 1003, 2048, -1);
+    test_fused_head(2, 5003, 1040, -1);
+    test_fused_head(3, 20000, 256, 1);
+    test_fused_head(4, 3000, 4096, 2);
+    if (!quick) test_fused_head(1, 128256, 2048, -1);
+}
+
 /* The chain of gemv.cu (ORTHROS_DECODE_CHAIN): a layer's products at batch 1 in one launch against the same products
  * launched one by one with version 3, bit for bit. O adds into the residual x, gate/up (normed) writes act, down adds
  * into x, q/k/v (normed, RoPE, the cache write) reads x: every product but the first reads what an earlier one of the
@@ -2375,6 +2472,15 @@ int main(void)
     /* The decode step's q/k/v projection and attention in one launch (ORTHROS_DECODE_QKV_ATTN=1; passing on the H200
      * at d17a3c7). */
     if (section("qkvattn")) with_switch("ORTHROS_DECODE_QKV_ATTN", "1", qkv_attn_suite);
+    /* The head through an int8 copy (ORTHROS_DECODE_HEAD8=1; not yet run on a GPU when written): the copy and a step
+     * on it against the cpu reference, then the backend's head with the switch. */
+    if (section("head8")) {
+        head8_direct(1, 3001, 2048, 0);
+        head8_direct(3, 1000, 1040, 0);
+        head8_direct(4, 517, 16, 0);
+        head8_direct(2, 2000, 2048, 1);
+        with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
+    }
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
     if (section("mlp"))
         for (int mode = 1; mode <= 2; mode++) { /* 2: the ring kernel at batch 1, K 2048 and 4096 (passing at 37edfb3

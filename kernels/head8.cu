@@ -1,0 +1,429 @@
+/* The decode step's head through an int8 copy with the exact argmax kept: head8.h says what and why.
+ *
+ * Three kernels:
+ *   head8_quantize_kernel  (once) a block a row: s_j = max |W_j| / 127, q_j = rint(W_j / s_j), and the bound c_j
+ *                          (head8_row_bound) from ||W_j - s_j q_j|| and ||W_j||, summed in double;
+ *   head8_approx_kernel    a step's screen: every block stages the n input rows normed (rmsnorm(x) * norm_w rounded
+ *                          to bf16, as every other head kernel does) and their norms ||x||; a warp takes R = 4 rows of
+ *                          q at a time, each lane 16-byte chunks of them (two rounds of R chunks in flight), each int8
+ *                          converted once and multiplied into the n rows' sums; approx_j = s_j (q_j . x) to scratch,
+ *                          and per input row the largest lower bound approx_j - c_j ||x|| by an ordered atomicMax;
+ *   head8_select_kernel    the rows whose upper bound reaches it: a warp tests 32 rows at a time (a ballot) and reads
+ *                          each candidate's bf16 row (its logit in fp32, lane-strided, then a butterfly), the best
+ *                          key (argmax_key) by an atomicMax; the last block turns the keys into ids and clears the
+ *                          step's scratch for the next call.
+ * The screen converts each int8 with a byte permute and an add (s8f), not I2F, whose 16 a clock an SM (4.2 G a
+ * second on the H200's 132 SMs at 1.98 GHz) is below the read ceiling's 4.5 GB/s of int8 (docs/kernels.md, "The
+ * head through an int8 copy"). */
+#include "head8.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_common.cuh"
+
+#define H8_THREADS 256
+#define H8_WARPS (H8_THREADS / 32)
+#define H8_R 4 /* q rows a warp at a time */
+
+struct orthros_head8 {
+    const void *W;
+    int V, K;
+    int8_t *q;                  /* [V][K] */
+    float *s, *c;               /* [V] */
+    float *approx;              /* [MAX_ROWS][V] */
+    unsigned *lb;               /* [MAX_ROWS] ordered floats; 0 (NaN's key, below all) between calls */
+    unsigned long long *keys;   /* [MAX_ROWS] argmax keys; 0 between calls */
+    unsigned *counts;           /* [MAX_ROWS] candidates of the last call */
+    unsigned *done;             /* the select kernel's block ticket; 0 between calls */
+    void *mem;                  /* one allocation for all of it */
+};
+
+struct h8_args {
+    const int8_t *q;
+    const float *s, *c;
+    const bf16 *W;
+    float *approx, *logits;
+    unsigned *lb, *counts, *done;
+    unsigned long long *keys;
+    int32_t *ids;
+    const bf16 *x, *norm_w;
+    float eps;
+    int n, V, K;
+};
+
+/* ---- the copy ---- */
+
+static __device__ double block_sum_d(double v, double *red)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads(); /* red is reused */
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+    __syncthreads();
+    double t = 0.0;
+    for (int w = 0; w < H8_WARPS; w++) t += red[w];
+    return t;
+}
+
+static __global__ void __launch_bounds__(H8_THREADS) head8_quantize_kernel(const bf16 *W, int K, int8_t *q, float *s,
+                                                                           float *c)
+{
+    __shared__ double red[H8_WARPS];
+    const size_t j = blockIdx.x;
+    const bf16 *w = W + j * (size_t)K;
+    float mx = 0.0f;
+    for (int k = threadIdx.x; k < K; k += H8_THREADS) mx = fmaxf(mx, fabsf(bf2f(w[k])));
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
+    __syncthreads();
+    float amax = 0.0f;
+    for (int i = 0; i < H8_WARPS; i++) amax = fmaxf(amax, (float)red[i]);
+    const float sj = __fdiv_rn(amax, 127.0f);
+    double ee = 0.0, ww = 0.0;
+    for (int k = threadIdx.x; k < K; k += H8_THREADS) {
+        const float v = bf2f(w[k]);
+        const float r = sj > 0.0f ? rintf(__fdiv_rn(v, sj)) : 0.0f;
+        const int qi = r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+        q[j * (size_t)K + k] = (int8_t)qi;
+        const double e = (double)v - (double)sj * (double)qi;
+        ee += e * e, ww += (double)v * (double)v;
+    }
+    ee = block_sum_d(ee, red);
+    ww = block_sum_d(ww, red);
+    if (threadIdx.x == 0) {
+        s[j] = sj;
+        c[j] = __double2float_ru(head8_row_bound(sqrt(ee), sqrt(ww), K));
+    }
+}
+
+/* ---- a step ---- */
+
+/* The n input rows normed into xs [NR][K] bf16 (rows past n zero) and their norms ||x||_2 into xn (fp32, a fixed
+ * order: the same bits in both kernels of a step). Every thread calls it; it ends with a barrier. */
+template <int NR> static __device__ void h8_stage(const h8_args &a, bf16 *xs, float *xn, float *rs)
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, K = a.K, C = K / 8;
+    if (warp < NR) {
+        float ss = 0.0f;
+        if (warp < a.n) {
+            const uint4 *xr = (const uint4 *)(a.x + (size_t)warp * K);
+            for (int q = lane; q < C; q += 32) sumsq_bf16x8(ss, __ldg(xr + q));
+        }
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (lane == 0) rs[warp] = rsqrtf(ss / (float)K + a.eps);
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < NR * C; e += H8_THREADS) {
+        const int j = e / C, q = e % C;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (j < a.n) v = rms_scale_bf16x8(__ldg((const uint4 *)(a.x + (size_t)j * K) + q), __ldg((const uint4 *)a.norm_w + q), rs[j]);
+        ((uint4 *)xs)[e] = v;
+    }
+    __syncthreads();
+    if (warp < NR) {
+        float ss = 0.0f;
+        const uint4 *xr = (const uint4 *)(xs + (size_t)warp * K);
+        for (int q = lane; q < C; q += 32) sumsq_bf16x8(ss, xr[q]);
+        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+        if (lane == 0) xn[warp] = sqrtf(ss);
+    }
+    __syncthreads();
+}
+
+/* The int8 of byte b (0..3) of w as a float, exactly, without a conversion instruction (I2F runs at 16 a clock an
+ * SM, below what the read ceiling needs; a byte permute and an add run at 64 and 128): wx = w ^ 0x80808080 holds
+ * q + 128 in each byte, the permute puts that byte under the exponent of 2^23 (the float 2^23 + q + 128), and the
+ * subtraction leaves q. */
+static __device__ __forceinline__ float s8f(uint32_t wx, int b)
+{
+    return __int_as_float((int)__byte_perm(wx, 0x4B000000u, 0x7440u + (unsigned)b)) - 8388736.0f;
+}
+
+template <int NR>
+static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(const h8_args a)
+{
+    extern __shared__ uint4 h8_smem[]; /* xs [NR][K] bf16 */
+    __shared__ float xn[NR], rs[NR];
+    __shared__ unsigned blb[H8_WARPS][NR];
+    bf16 *xs = (bf16 *)h8_smem;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, K = a.K, V = a.V, C = K / 16;
+    pdl_trigger();
+    /* Nothing an earlier kernel writes (x, the scratch) is read or written above this line. */
+    pdl_wait();
+    if (blockIdx.x == 0 && threadIdx.x < NR) a.counts[threadIdx.x] = 0u;
+    h8_stage<NR>(a, xs, xn, rs);
+    float lbm[NR];
+#pragma unroll
+    for (int r = 0; r < NR; r++) lbm[r] = __int_as_float(0xff800000); /* -inf */
+    const int TW = gridDim.x * H8_WARPS;
+    for (int j0 = (blockIdx.x * H8_WARPS + warp) * H8_R; j0 < V; j0 += TW * H8_R) {
+        float acc[H8_R][NR];
+#pragma unroll
+        for (int r = 0; r < H8_R; r++)
+#pragma unroll
+            for (int t = 0; t < NR; t++) acc[r][t] = 0.0f;
+        const uint4 *qr[H8_R];
+#pragma unroll
+        for (int r = 0; r < H8_R; r++) qr[r] = (const uint4 *)(a.q + (size_t)min(j0 + r, V - 1) * K);
+        uint4 cur[H8_R], nxt[H8_R];
+#pragma unroll
+        for (int r = 0; r < H8_R; r++) cur[r] = lane < C ? __ldcs(qr[r] + lane) : make_uint4(0u, 0u, 0u, 0u);
+        for (int i = lane; i < C; i += 32) {
+#pragma unroll
+            for (int r = 0; r < H8_R; r++) nxt[r] = i + 32 < C ? __ldcs(qr[r] + i + 32) : make_uint4(0u, 0u, 0u, 0u);
+            /* chunk i: k 16 i .. 16 i + 15, a word of 4 int8 at a time */
+#pragma unroll
+            for (int b = 0; b < 4; b++) {
+                float xv[NR][4];
+#pragma unroll
+                for (int t = 0; t < NR; t++) {
+                    const uint2 u = *(const uint2 *)(xs + (size_t)t * K + 16 * i + 4 * b);
+                    xv[t][0] = bf16x2_lo(u.x), xv[t][1] = bf16x2_hi(u.x), xv[t][2] = bf16x2_lo(u.y), xv[t][3] = bf16x2_hi(u.y);
+                }
+#pragma unroll
+                for (int r = 0; r < H8_R; r++) {
+                    const uint32_t w = (b == 0 ? cur[r].x : b == 1 ? cur[r].y : b == 2 ? cur[r].z : cur[r].w) ^ 0x80808080u;
+                    const float f0 = s8f(w, 0), f1 = s8f(w, 1), f2 = s8f(w, 2), f3 = s8f(w, 3);
+#pragma unroll
+                    for (int t = 0; t < NR; t++)
+                        acc[r][t] = fmaf(f3, xv[t][3], fmaf(f2, xv[t][2], fmaf(f1, xv[t][1], fmaf(f0, xv[t][0], acc[r][t]))));
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < H8_R; r++) cur[r] = nxt[r];
+        }
+#pragma unroll
+        for (int r = 0; r < H8_R; r++)
+#pragma unroll
+            for (int t = 0; t < NR; t++)
+                for (int o = 16; o > 0; o >>= 1) acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], o);
+        /* every lane holds every sum: lane r t of the R x NR writes one */
+#pragma unroll
+        for (int r = 0; r < H8_R; r++) {
+            const int j = j0 + r;
+            if (j >= V) break;
+            const float sj = __ldg(a.s + j), cj = __ldg(a.c + j);
+#pragma unroll
+            for (int t = 0; t < NR; t++) {
+                if (t >= a.n) break;
+                const float v = sj * acc[r][t];
+                if (lane == r * NR + t) __stcg(a.approx + (size_t)t * V + j, v);
+                lbm[t] = fmaxf(lbm[t], v - cj * xn[t]); /* fmaxf: a NaN row's bound is left out */
+            }
+        }
+    }
+    if (lane == 0)
+#pragma unroll
+        for (int t = 0; t < NR; t++) blb[warp][t] = ordered_float(lbm[t]);
+    __syncthreads();
+    if (threadIdx.x < a.n) {
+        unsigned m = 0u;
+        for (int w = 0; w < H8_WARPS; w++) m = max(m, blb[w][threadIdx.x]);
+        atomicMax(a.lb + threadIdx.x, m);
+    }
+}
+
+template <int NR> static __global__ void __launch_bounds__(H8_THREADS) head8_select_kernel(const h8_args a)
+{
+    extern __shared__ uint4 h8_smem[]; /* xs [NR][K] bf16 */
+    __shared__ float xn[NR], rs[NR], lbound[NR];
+    __shared__ int last;
+    bf16 *xs = (bf16 *)h8_smem;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, K = a.K, V = a.V;
+    pdl_trigger();
+    pdl_wait();
+    h8_stage<NR>(a, xs, xn, rs);
+    if (threadIdx.x < NR) {
+        const unsigned o = threadIdx.x < a.n ? __ldcg(a.lb + threadIdx.x) : 0u;
+        lbound[threadIdx.x] = o ? unordered_float(o) : __int_as_float(0x7f800000); /* none: +inf, no candidate */
+    }
+    __syncthreads();
+    unsigned long long best[NR];
+    unsigned cnt[NR];
+#pragma unroll
+    for (int t = 0; t < NR; t++) best[t] = 0ull, cnt[t] = 0u;
+    const int TW = gridDim.x * H8_WARPS;
+    for (int j0 = (blockIdx.x * H8_WARPS + warp) * 32; j0 < V; j0 += TW * 32) {
+        const int j = j0 + lane;
+#pragma unroll
+        for (int t = 0; t < NR; t++) {
+            if (t >= a.n) break;
+            bool cand = false;
+            if (j < V) {
+                const float v = __ldcg(a.approx + (size_t)t * V + j);
+                cand = v + __ldg(a.c + j) * xn[t] >= lbound[t];
+                if (a.logits && !cand) a.logits[(size_t)t * V + j] = v;
+            }
+            unsigned m = __ballot_sync(0xffffffffu, cand);
+            cnt[t] += (unsigned)__popc(m);
+            while (m) {
+                const int jj = j0 + __ffs((int)m) - 1;
+                m &= m - 1u;
+                const uint4 *wr = (const uint4 *)(a.W + (size_t)jj * K), *xr = (const uint4 *)(xs + (size_t)t * K);
+                float sum = 0.0f;
+                for (int q = lane; q < K / 8; q += 32) {
+                    const uint4 w = __ldg(wr + q), x = xr[q];
+                    sum = fmaf(bf16x2_lo(w.x), bf16x2_lo(x.x), sum), sum = fmaf(bf16x2_hi(w.x), bf16x2_hi(x.x), sum);
+                    sum = fmaf(bf16x2_lo(w.y), bf16x2_lo(x.y), sum), sum = fmaf(bf16x2_hi(w.y), bf16x2_hi(x.y), sum);
+                    sum = fmaf(bf16x2_lo(w.z), bf16x2_lo(x.z), sum), sum = fmaf(bf16x2_hi(w.z), bf16x2_hi(x.z), sum);
+                    sum = fmaf(bf16x2_lo(w.w), bf16x2_lo(x.w), sum), sum = fmaf(bf16x2_hi(w.w), bf16x2_hi(x.w), sum);
+                }
+                for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+                if (lane == 0 && a.logits) a.logits[(size_t)t * V + jj] = sum;
+                const unsigned long long key = argmax_key(sum, jj);
+                best[t] = key > best[t] ? key : best[t];
+            }
+        }
+    }
+    if (lane == 0)
+#pragma unroll
+        for (int t = 0; t < NR; t++) {
+            if (t >= a.n) break;
+            if (best[t]) atomicMax(a.keys + t, best[t]);
+            if (cnt[t]) atomicAdd(a.counts + t, cnt[t]);
+        }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(a.done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if ((int)threadIdx.x < a.n) {
+        const unsigned long long k = atomicExch(a.keys + threadIdx.x, 0ull);
+        /* no key (every row NaN): index 0, as cpu_argmax gives */
+        a.ids[threadIdx.x] = k ? (int32_t)(0xffffffffu - (unsigned)(k & 0xffffffffull)) : 0;
+        a.lb[threadIdx.x] = 0u;
+    }
+    if (threadIdx.x == 0) *a.done = 0u;
+}
+
+/* ---- host ---- */
+
+int orthros_head8_supported(int n, int V, int K)
+{
+    return n >= 1 && n <= ORTHROS_HEAD8_MAX_ROWS && V >= 1 && K >= 16 && K % 16 == 0 && K <= ORTHROS_HEAD8_MAX_K;
+}
+
+int orthros_head8_create(orthros_head8 **out, const void *W, int V, int K, cudaStream_t stream)
+{
+    if (!out) return orthros_error(ORTHROS_EINVAL, "head8: no output");
+    *out = NULL;
+    if (!W || !orthros_head8_supported(1, V, K) || (uintptr_t)W % 16)
+        return orthros_error(ORTHROS_EINVAL, "head8: V %d, K %d (K a multiple of 16 up to %d, W 16-byte aligned)", V, K,
+                             ORTHROS_HEAD8_MAX_K);
+    orthros_head8 *h = (orthros_head8 *)calloc(1, sizeof *h);
+    if (!h) return orthros_error(ORTHROS_ENOMEM, "head8: out of memory");
+    h->W = W, h->V = V, h->K = K;
+    const size_t qb = ((size_t)V * K + 255) & ~(size_t)255, vb = ((size_t)V * sizeof(float) + 255) & ~(size_t)255;
+    const size_t ab = ORTHROS_HEAD8_MAX_ROWS * vb, tail = 4096;
+    cudaError_t e = cudaMalloc(&h->mem, qb + 2 * vb + ab + tail);
+    if (e != cudaSuccess) {
+        free(h);
+        return orthros_error(ORTHROS_EDEVICE, "head8: cudaMalloc of %zu bytes: %s", qb + 2 * vb + ab + tail,
+                             cudaGetErrorString(e));
+    }
+    char *m = (char *)h->mem;
+    h->q = (int8_t *)m, h->s = (float *)(m + qb), h->c = (float *)(m + qb + vb), h->approx = (float *)(m + qb + 2 * vb);
+    char *t = m + qb + 2 * vb + ab;
+    h->keys = (unsigned long long *)t;
+    h->lb = (unsigned *)(t + 64), h->counts = (unsigned *)(t + 128), h->done = (unsigned *)(t + 192);
+    int rc = 0;
+    if ((e = cudaMemsetAsync(t, 0, tail, stream)) != cudaSuccess)
+        rc = orthros_error(ORTHROS_EDEVICE, "head8: cudaMemsetAsync: %s", cudaGetErrorString(e));
+    if (!rc) {
+        head8_quantize_kernel<<<V, H8_THREADS, 0, stream>>>((const bf16 *)W, K, h->q, h->s, h->c);
+        if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaStreamSynchronize(stream)) != cudaSuccess)
+            rc = orthros_error(ORTHROS_EDEVICE, "head8: the int8 copy: %s", cudaGetErrorString(e));
+    }
+    if (rc) {
+        orthros_head8_destroy(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+void orthros_head8_destroy(orthros_head8 *h)
+{
+    if (!h) return;
+    if (h->mem) cudaFree(h->mem);
+    free(h);
+}
+
+const void *orthros_head8_weights(const orthros_head8 *h) { return h ? h->W : NULL; }
+
+int orthros_head8_matches(const orthros_head8 *h, const void *W, int V, int K)
+{
+    return h && h->W == W && h->V == V && h->K == K;
+}
+
+template <typename Kernel>
+static int h8_launch(Kernel kernel, int blocks, size_t smem, int pdl, const h8_args &a, cudaStream_t stream)
+{
+    cudaError_t e;
+    if (smem > 48 * 1024 && (e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) != cudaSuccess)
+        return orthros_error(ORTHROS_EDEVICE, "head8: %zu B of shared memory: %s", smem, cudaGetErrorString(e));
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3((unsigned)blocks), cfg.blockDim = dim3(H8_THREADS), cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream, cfg.attrs = pdl ? at : NULL, cfg.numAttrs = pdl ? 1 : 0;
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a));
+    ORTHROS_CUDA_LAUNCH_CHECK("head8");
+    return 0;
+}
+
+template <int NR> static int h8_run(orthros_head8 *h, const h8_args &a, const orthros_head8_params *p, cudaStream_t stream)
+{
+    const size_t smem = (size_t)NR * h->K * 2;
+    const int sms = p->num_sms > 0 ? p->num_sms : 132;
+    int per = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, head8_approx_kernel<NR>, H8_THREADS, smem);
+    if (smem > 48 * 1024) { /* the occupancy query needs the limit raised first */
+        if ((e = cudaFuncSetAttribute(head8_approx_kernel<NR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ==
+            cudaSuccess)
+            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, head8_approx_kernel<NR>, H8_THREADS, smem);
+    }
+    if (e != cudaSuccess || per < 1)
+        return orthros_error(ORTHROS_EDEVICE, "head8: no block of %zu B of shared memory fits: %s", smem,
+                             cudaGetErrorString(e));
+    const int rows_a = (h->V + H8_R - 1) / H8_R, rows_b = (h->V + 31) / 32;
+    const int ga = min(per * sms, (rows_a + H8_WARPS - 1) / H8_WARPS), gb = min(2 * sms, (rows_b + H8_WARPS - 1) / H8_WARPS);
+    int rc = h8_launch(head8_approx_kernel<NR>, ga, smem, p->pdl, a, stream);
+    return rc ? rc : h8_launch(head8_select_kernel<NR>, gb, smem, p->pdl, a, stream);
+}
+
+int orthros_head8_argmax(orthros_head8 *h, const orthros_head8_params *p, cudaStream_t stream)
+{
+    if (!h || !p || !p->ids || !p->x || !p->norm_w || !orthros_head8_supported(p->n, h->V, h->K) ||
+        ((uintptr_t)p->x | (uintptr_t)p->norm_w) % 16)
+        return orthros_error(ORTHROS_EINVAL, "head8: n %d (1 to %d), x and norm_w 16-byte aligned", p ? p->n : 0,
+                             ORTHROS_HEAD8_MAX_ROWS);
+    h8_args a;
+    a.q = h->q, a.s = h->s, a.c = h->c, a.W = (const bf16 *)h->W, a.approx = h->approx, a.logits = p->logits;
+    a.lb = h->lb, a.counts = h->counts, a.done = h->done, a.keys = h->keys, a.ids = p->ids;
+    a.x = (const bf16 *)p->x, a.norm_w = (const bf16 *)p->norm_w, a.eps = p->eps, a.n = p->n, a.V = h->V, a.K = h->K;
+    if (p->n == 1) return h8_run<1>(h, a, p, stream);
+    if (p->n == 2) return h8_run<2>(h, a, p, stream);
+    return h8_run<4>(h, a, p, stream);
+}
+
+int orthros_head8_last_candidates(orthros_head8 *h, int n, unsigned *counts, cudaStream_t stream)
+{
+    if (!h || !counts || n < 1 || n > ORTHROS_HEAD8_MAX_ROWS) return orthros_error(ORTHROS_EINVAL, "head8: counts of %d rows", n);
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(counts, h->counts, (size_t)n * sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return 0;
+}
+
+int orthros_head8_export(const orthros_head8 *h, int8_t *q, float *s, float *c, cudaStream_t stream)
+{
+    if (!h || !q || !s || !c) return orthros_error(ORTHROS_EINVAL, "head8: export into NULL");
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(q, h->q, (size_t)h->V * h->K, cudaMemcpyDeviceToHost, stream));
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(s, h->s, (size_t)h->V * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    ORTHROS_CUDA_CHECK(cudaMemcpyAsync(c, h->c, (size_t)h->V * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    ORTHROS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return 0;
+}
