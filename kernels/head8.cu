@@ -5,8 +5,9 @@
  *                          (head8_row_bound) from ||W_j - s_j q_j|| and ||W_j||, summed in double;
  *   head8_approx_kernel    a step's screen: every block stages the n input rows normed (rmsnorm(x) * norm_w rounded
  *                          to bf16, as every other head kernel does) and their norms ||x||; a warp takes R = 4 rows of
- *                          q at a time, each lane 16-byte chunks of them (two rounds of R chunks in flight), each int8
- *                          converted once and multiplied into the n rows' sums; approx_j = s_j (q_j . x) to scratch,
+ *                          q at a time, each lane 16-byte chunks of them (two rounds of R chunks in flight, the warp's
+ *                          next R rows asked into L2 as it starts these), each int8 converted once and multiplied into
+ *                          the n rows' sums; approx_j = s_j (q_j . x) to scratch,
  *                          and per input row the largest lower bound approx_j - c_j ||x|| by an ordered atomicMax;
  *   head8_select_kernel    the rows whose upper bound reaches it: a warp tests 32 rows at a time (a ballot) and reads
  *                          each candidate's bf16 row (its logit in fp32, lane-strided, then a butterfly), the best
@@ -166,6 +167,13 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
         const uint4 *qr[H8_R];
 #pragma unroll
         for (int r = 0; r < H8_R; r++) qr[r] = (const uint4 *)(a.q + (size_t)min(j0 + r, V - 1) * K);
+        /* the warp's next rows asked into L2 now (the lane's chunks of them), so that their first loads below, with
+         * nothing else of the warp in flight, wait for L2 and not for memory */
+        if (j0 + TW * H8_R < V)
+            for (int r = 0; r < H8_R; r++) {
+                const int8_t *nr = a.q + (size_t)min(j0 + TW * H8_R + r, V - 1) * K;
+                for (int i = lane; i < C; i += 32) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(nr + 16 * (size_t)i));
+            }
         uint4 cur[H8_R], nxt[H8_R];
 #pragma unroll
         for (int r = 0; r < H8_R; r++) cur[r] = lane < C ? __ldcs(qr[r] + lane) : make_uint4(0u, 0u, 0u, 0u);
