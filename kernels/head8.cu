@@ -85,7 +85,7 @@ static __global__ void __launch_bounds__(H8_THREADS) head8_quantize_kernel(const
     for (int k = threadIdx.x; k < K; k += H8_THREADS) {
         const float v = bf2f(w[k]);
         const float r = sj > 0.0f ? rintf(__fdiv_rn(v, sj)) : 0.0f;
-        const int qi = r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+        const int qi = r > 127.0f ? 127 : r < -127.0f ? -127 : r == r ? (int)r : 0; /* NaN: 0 (c is NaN then) */
         q[j * (size_t)K + k] = (int8_t)qi;
         const double e = (double)v - (double)sj * (double)qi;
         ee += e * e, ww += (double)v * (double)v;
@@ -260,7 +260,8 @@ template <int NR> static __global__ void __launch_bounds__(H8_THREADS) head8_sel
             bool cand = false;
             if (j < V) {
                 const float v = __ldcg(a.approx + (size_t)t * V + j);
-                cand = v + __ldg(a.c + j) * xn[t] >= lbound[t];
+                /* not below: a row whose bound or value is not a number (a NaN or an infinity in W or x) is one */
+                cand = !(v + __ldg(a.c + j) * xn[t] < lbound[t]);
                 if (a.logits && !cand) a.logits[(size_t)t * V + j] = v;
             }
             unsigned m = __ballot_sync(0xffffffffu, cand);

@@ -16,6 +16,8 @@
  * rows, up to the order of the fp32 sums (any kernel's). What it saves depends on how many rows are candidates:
  * those within 2 B of the largest approximate logit, a few dozen at Llama's shapes (docs/kernels.md, "The head
  * through an int8 copy"); a flat distribution makes more of them, never a wrong id.
+ * A row holding a NaN or an infinity has a bound that is not a number and is always a candidate (its exact logit
+ * decides); an input row with one makes every row a candidate (every logit is then NaN, and id 0 as cpu_argmax).
  * logits (when given) receive the exact logit of every candidate and approx_j of every other row (within B_j of it).
  *
  * Batch 1-4 (orthros_head8_supported), K a multiple of 16 up to 16384. CPU reference: kernels/head8_ref.h (the same

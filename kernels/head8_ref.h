@@ -32,7 +32,7 @@ static inline void head8_ref_quantize(const uint16_t *W, int V, int K, int8_t *q
         for (int k = 0; k < K; k++) {
             const float v = head8_ref_bf16(w[k]);
             const float r = sj > 0.0f ? rintf(v / sj) : 0.0f;
-            const int qi = r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+            const int qi = r > 127.0f ? 127 : r < -127.0f ? -127 : r == r ? (int)r : 0; /* NaN: 0 (c is NaN then) */
             q[(size_t)j * K + k] = (int8_t)qi;
             const double e = (double)v - (double)sj * (double)qi;
             ee += e * e, ww += (double)v * (double)v;
@@ -47,7 +47,7 @@ static inline void head8_ref_quantize(const uint16_t *W, int V, int K, int8_t *q
 
 /* The screen of one normed input row x [K] (the bf16 values as floats), in fp32 with sequential sums: approx [V],
  * exact [V] (every row's, for the checks), the bound B_j = c_j ||x||, the lower bound L = max (approx - B) and the
- * candidates (approx_j + B_j >= L) counted; returns the argmax over the candidates of exact (the larger value, the
+ * candidates (approx_j + B_j not below L: a NaN makes one) counted; returns the argmax over the candidates of exact (the larger value, the
  * lower index on a tie, NaN lowest). */
 static inline int head8_ref_screen(const int8_t *q, const float *s, const float *c, const uint16_t *W, const float *x,
                                    int V, int K, float *approx, float *exact, float *bound, unsigned *count)
@@ -68,7 +68,7 @@ static inline int head8_ref_screen(const int8_t *q, const float *s, const float 
     int best = -1;
     unsigned n = 0;
     for (int j = 0; j < V; j++) {
-        if (!(approx[j] + bound[j] >= L)) continue;
+        if (approx[j] + bound[j] < L) continue; /* a NaN bound or value: a candidate */
         n++;
         const float v = exact[j];
         if (best < 0 || (!isnan(v) && (isnan(exact[best]) || v > exact[best]))) best = j;

@@ -5,7 +5,8 @@
  *   - the selection: the argmax over the candidates is the argmax of the exact logits over all rows;
  *   - rows that strain it: zero, constant, one outlier (its other values quantise to 0), pairs one bf16 step apart
  *     (near-ties the screen cannot split), an input aligned with one row's quantisation error (the Cauchy-Schwarz
- *     bound's worst case), inputs with outlier channels, every row NaN-free but one NaN row;
+ *     bound's worst case), inputs with outlier channels, one row holding a NaN (always a candidate, never the
+ *     argmax);
  *   - the screen screens: on random rows it keeps a small part of them (printed; at most a tenth checked).
  * Runs wherever the CUDA code builds (the header's types); labelled cpu. */
 #define _POSIX_C_SOURCE 200809L
@@ -156,7 +157,7 @@ int main(void)
         for (int k = 0; k < K; k++) x[k] = bfround(40.0f * head8_ref_bf16(S.W[4 * (size_t)K + k]));
         snprintf(what, sizeof what, "strained rows, a near-tie on top");
         check_screen(&S, x, what);
-        /* a NaN row: never a candidate, never the argmax */
+        /* a NaN row: always a candidate (its bound is NaN), never the argmax */
         fill_random(&S, x, 91u + (uint64_t)K, 0);
         S.W[9 * (size_t)K + 1] = 0x7fc0;
         snprintf(what, sizeof what, "a NaN row");
