@@ -87,7 +87,8 @@ typedef struct {
                                     * norm_qkv_rope_attn in one launch */
     int head8;                     /* ORTHROS_DECODE_HEAD8=1 (unset 0): norm_logits_argmax at batch 1-4 through an int8
                                     * copy of the head with the exact argmax kept (kernels/head8.h) */
-    orthros_head8 *h8;             /* that copy, of the head last met (made at its first uncaptured call) */
+    orthros_head8 *h8;             /* that copy, of the head last met (made at its first uncaptured call, dropped when
+                                    * the head's memory is freed through this backend) */
     int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
                                     * the same, at batch 1 with K 2048 or 4096 the kernel streaming its weights through
                                     * a shared-memory ring (sm_90) */
