@@ -6,7 +6,7 @@
  *   - prepared once (orthros_head8_create): q[j][k] = rint(W[j][k] / s_j), s_j = max_k |W[j][k]| / 127, and a bound
  *     c_j (head8_row_bound below) from the row's quantisation error e_j = W_j - s_j q_j and its norm;
  *   - a step, two launches: approx_j = s_j (q_j . x) over every row (V x K bytes: half of W) and, per input row, the
- *     largest lower bound L = max_j (approx_j - B_j) with B_j = c_j ||x||_2 (head8_bound); then every row whose
+ *     largest lower bound L = max_j (approx_j - B_j) with B_j = c_j ||x||_2; then every row whose
  *     upper bound approx_j + B_j reaches L is a candidate, its logit is computed from W in bf16 (fp32 sums), and ids
  *     is the argmax over the candidates (the lower index on ties, NaN lowest: cpu_argmax's order).
  * The bound: |W_j . x - s_j q_j . x| = |e_j . x| <= ||e_j|| ||x|| (Cauchy-Schwarz), and each fp32 sum of K products
@@ -14,16 +14,18 @@
  * c_j covers the three with 1% to spare, so |approx_j - exact_j| <= B_j for every row, whatever the inputs, and the
  * row whose computed exact logit is the largest is always a candidate: the ids are those of the exact logits over all
  * rows, up to the order of the fp32 sums (any kernel's). What it saves depends on how many rows are candidates:
- * those within 2 B of the largest approximate logit, a few dozen at Llama's shapes (docs/kernels.md, "The head
- * through an int8 copy"); a flat distribution makes more of them, never a wrong id.
+ * those within about 2 B of the largest approximate logit, 0.07-1% of random rows of a trained head's scale in
+ * test_head8 (docs/kernels.md, "The head through an int8 copy"); a flat distribution makes more of them, never a
+ * wrong id.
  * A row holding a NaN or an infinity has a bound that is not a number and is always a candidate (its exact logit
  * decides); an input row with one makes every row a candidate (every logit is then NaN, and id 0 as cpu_argmax).
  * logits (when given) receive the exact logit of every candidate and approx_j of every other row (within B_j of it).
  *
  * Batch 1-4 (orthros_head8_supported), K a multiple of 16 up to 16384. CPU reference: kernels/head8_ref.h (the same
- * quantisation and bound, the selection in double). Tests: kernels/tests/test_head8.c (cpu: the bound and the
- * selection on random and adversarial rows), the head8 section of test_cuda_ops (the kernels against the reference).
- * Bench: bench_kernels op "head8". */
+ * quantisation and bound, the screen in fp32 with sequential sums). Tests: kernels/tests/test_head8.c (cpu: the
+ * bound and the selection on random and adversarial rows), the head8 section of test_cuda_ops (the kernels against
+ * the reference, the backend's head with the switch against the cpu). Bench: bench_kernels --only gemv --gemv-kind
+ * fused-head8 (the head alone). */
 #ifndef ORTHROS_KERNEL_HEAD8_H
 #define ORTHROS_KERNEL_HEAD8_H
 
@@ -40,10 +42,12 @@ extern "C" {
 
 /* c_j from the row's norms (in double): ||e_j||_2 (its quantisation error), ||W_j||_2, and K. B_j = c_j ||x||_2:
  *   ||e_j|| ||x||                          the int8 copy's error (Cauchy-Schwarz);
- *   (K + 2) u (||s_j q_j|| + ||W_j||) ||x||  the two fp32 sums of K products and the scale's rounding, with
- *                                         ||s_j q_j|| <= ||W_j|| + ||e_j||;
- * times 1.01 (the fp32 rounding of ||x||, of approx +- B and of the product c_j ||x||: each far below 1%), rounded
- * up to a float by the caller. */
+ *   (K' + 2) u (||s_j q_j|| + ||W_j||) ||x||  the two fp32 sums of K products and the scale's rounding, with
+ *                                         ||s_j q_j|| <= ||W_j|| + ||e_j|| and K' = max(K, 1024);
+ * times 1.01 (the fp32 rounding of ||x|| and of the product c_j ||x||), rounded up to a float by the caller. The
+ * screen's comparisons (approx_j + B_j against approx_i - B_i, in fp32) round by at most u (|approx| + B) on each
+ * side; the 1% covers that where B >= 1e-4 |approx|, which the rounding term alone ensures from K' = 1024 (a row whose
+ * int8 copy is exact has no other term, hence the floor on K). */
 #ifdef __CUDACC__
 #define ORTHROS_HEAD8_HD __host__ __device__
 #else
@@ -52,7 +56,8 @@ extern "C" {
 static inline ORTHROS_HEAD8_HD double head8_row_bound(double err_norm, double w_norm, int K)
 {
     const double u = 5.9604644775390625e-08; /* 2^-24 */
-    return 1.01 * (err_norm + (double)(K + 2) * u * (2.0 * w_norm + err_norm));
+    const double terms = (K > 1024 ? K : 1024) + 2;
+    return 1.01 * (err_norm + terms * u * (2.0 * w_norm + err_norm));
 }
 
 typedef struct orthros_head8 orthros_head8;
