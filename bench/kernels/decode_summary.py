@@ -4,7 +4,8 @@ batch, cache depth) the time of one decode step of the batch in each mode (plain
 ORTHROS_DECODE_GRAPHS=1; graphs+gemv: with ORTHROS_GEMV=1; fused+graphs: ORTHROS_DECODE_FUSED=1 and graphs;
 fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent launch; fused-graphs-v1, -v2, -v3, -v4,
 -v5, -v6: the fused step with gemv.cu's version 1, 2, 3, 4, 5 or 6, ORTHROS_GEMV_VERSION (-v5s4, -v5s8: v5 with 4 or
-8 ring slots a warp, ORTHROS_GEMV5_STAGES); fused-graphs-chain: with
+8 ring slots a warp, ORTHROS_GEMV5_STAGES; -v6wg: v6's stages read by wgmma, ORTHROS_GEMV6_WGMMA=1);
+fused-graphs-head8: with ORTHROS_DECODE_HEAD8=1 (the head through an int8 copy); fused-graphs-chain: with
 ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8; fused-graphs-attno: with
 ORTHROS_DECODE_ATTN_O=1; fused-graphs-qkvattn: with ORTHROS_DECODE_QKV_ATTN=1; fused-graphs-opdl0, -opdl1,
 -opdl2, -opdl3: with ORTHROS_DECODE_O_PDL=0, 1, 2 or 3; fused-graphs-apdl:
@@ -44,7 +45,7 @@ import sys
 # another thing now; each file's kernels line says what ran). A mode not listed is shown after these, by name.
 MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-graphs-pdl", "fused-graphs-v1",
          "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-v4", "fused-graphs-v5", "fused-graphs-v5s4",
-         "fused-graphs-v5s8", "fused-graphs-v6", "fused-graphs-chain", "fused-graphs-attn7", "fused-graphs-attn8",
+         "fused-graphs-v5s8", "fused-graphs-v6", "fused-graphs-v6wg", "fused-graphs-head8", "fused-graphs-chain", "fused-graphs-attn7", "fused-graphs-attn8",
          "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl1", "fused-graphs-opdl2",
          "fused-graphs-opdl3",
          "fused-graphs-apdl", "fused-graphs-pdllate", "fused-graphs-pdllate-apdl", "fused-graphs-nopdllate",
