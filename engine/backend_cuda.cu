@@ -1017,7 +1017,7 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
 
 /* ORTHROS_DECODE_HEAD8=1: the head through its int8 copy (kernels/head8.h), made at the first call for this W, which
  * is never captured (a decode step runs uncaptured before its capture); 1 when it ran, 0 when it does not take the
- * call (the caller runs the bf16 head). */
+ * call (the caller runs the bf16 head; where the copy cannot be made, for want of memory, from then on). */
 static int head8_run(cuda_impl *c, int32_t *ids, float *logits, const void *x, const void *norm_w, const void *W, int n,
                      int V, int D, float eps, int *rc)
 {
@@ -1028,7 +1028,12 @@ static int head8_run(cuda_impl *c, int32_t *ids, float *logits, const void *x, c
         if (c->capturing) return 0; /* a head first met inside a capture: the bf16 head, captured as it is */
         if ((*rc = chain_flush(c))) return 1;
         if (c->h8) cudaStreamSynchronize(c->stream), orthros_head8_destroy(c->h8), c->h8 = NULL;
-        if ((*rc = orthros_head8_create(&c->h8, W, V, D, c->stream))) return 1;
+        if (orthros_head8_create(&c->h8, W, V, D, c->stream)) { /* no room: the bf16 head from now on, said once */
+            fprintf(stderr, "orthros: ORTHROS_DECODE_HEAD8: no int8 copy of the head (%s); the bf16 head runs\n",
+                    orthros_last_error());
+            c->head8 = 0;
+            return 0;
+        }
     }
     if ((*rc = chain_flush(c))) return 1;
     orthros_head8_params hp;
