@@ -5,17 +5,18 @@
  *                          (head8_row_bound) from ||W_j - s_j q_j|| and ||W_j||, summed in double;
  *   head8_approx_kernel    a step's screen: every block stages the n input rows normed (rmsnorm(x) * norm_w rounded
  *                          to bf16, as every other head kernel does) and their norms ||x||; a warp takes R = 4 rows of
- *                          q at a time, each lane 16-byte chunks of them (two rounds of R chunks in flight, the warp's
- *                          next R rows asked into L2 as it starts these), each int8 converted once and multiplied into
- *                          the n rows' sums; approx_j = s_j (q_j . x) to scratch,
- *                          and per input row the largest lower bound approx_j - c_j ||x|| by an ordered atomicMax;
+ *                          q at a time, each lane 16-byte chunks of them (two rounds of R chunks in flight; the warp's
+ *                          next R rows asked into L2 as it starts these, its first ones before its dependency wait),
+ *                          each int8 converted once and multiplied into the n rows' sums; approx_j = s_j (q_j . x) to
+ *                          scratch, and per input row the largest lower bound approx_j - c_j ||x|| by an ordered
+ *                          atomicMax;
  *   head8_select_kernel    the rows whose upper bound reaches it: a warp tests 32 rows at a time (a ballot) and reads
  *                          each candidate's bf16 row (its logit in fp32, lane-strided, then a butterfly), the best
  *                          key (argmax_key) by an atomicMax; the last block turns the keys into ids and clears the
  *                          step's scratch for the next call.
  * The screen converts each int8 with a byte permute and an add (s8f), not I2F, whose 16 a clock an SM (4.2 G a
- * second on the H200's 132 SMs at 1.98 GHz) is below the read ceiling's 4.5 GB/s of int8 (docs/kernels.md, "The
- * head through an int8 copy"). */
+ * second on the H200's 132 SMs at 1.98 GHz) is below the 4.5 G int8 a second of the read ceiling (docs/kernels.md,
+ * "The head through an int8 copy"). */
 #include "head8.h"
 
 #include <math.h>
@@ -150,6 +151,14 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
     bf16 *xs = (bf16 *)h8_smem;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, K = a.K, V = a.V, C = K / 16;
     pdl_trigger();
+    /* the copy never changes: the warp's first rows asked into L2 before the wait, so that they arrive while the
+     * kernel before ends and the input is staged */
+    const int first = (blockIdx.x * H8_WARPS + warp) * H8_R;
+    if (first < V)
+        for (int r = 0; r < H8_R; r++) {
+            const int8_t *fr = a.q + (size_t)min(first + r, V - 1) * K;
+            for (int i = lane; i < C; i += 32) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(fr + 16 * (size_t)i));
+        }
     /* Nothing an earlier kernel writes (x, the scratch) is read or written above this line. */
     pdl_wait();
     if (blockIdx.x == 0 && threadIdx.x < NR) a.counts[threadIdx.x] = 0u;
@@ -158,7 +167,7 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
 #pragma unroll
     for (int r = 0; r < NR; r++) lbm[r] = __int_as_float(0xff800000); /* -inf */
     const int TW = gridDim.x * H8_WARPS;
-    for (int j0 = (blockIdx.x * H8_WARPS + warp) * H8_R; j0 < V; j0 += TW * H8_R) {
+    for (int j0 = first; j0 < V; j0 += TW * H8_R) {
         float acc[H8_R][NR];
 #pragma unroll
         for (int r = 0; r < H8_R; r++)
