@@ -63,7 +63,7 @@ static inline ORTHROS_HEAD8_HD double head8_row_bound(double err_norm, double w_
 typedef struct orthros_head8 orthros_head8;
 
 /* The int8 copy of W [V][K] bf16 (device memory), made on `stream` (which it synchronizes): q, the scales, the
- * bounds and the per-step scratch, V x K + 12 V + 4 KB bytes. ORTHROS_EINVAL for a shape it does not take. */
+ * bounds and the per-step scratch, V x K + 24 V + 4 KB bytes. ORTHROS_EINVAL for a shape it does not take. */
 int orthros_head8_create(orthros_head8 **out, const void *W, int V, int K, cudaStream_t stream);
 void orthros_head8_destroy(orthros_head8 *h);
 /* The weights it was made from (their memory freed, the copy must go too), and whether it is the copy of W [V][K]. */
