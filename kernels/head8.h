@@ -13,10 +13,10 @@
  * is within K u sum_k |w_k x_k| <= K u ||w|| ||x|| of its value (u = 2^-24), the approximate and the exact one both;
  * c_j covers the three with 1% to spare, so |approx_j - exact_j| <= B_j for every row, whatever the inputs, and the
  * row whose computed exact logit is the largest is always a candidate: the ids are those of the exact logits over all
- * rows, up to the order of the fp32 sums (any kernel's). What it saves depends on how many rows are candidates:
- * those within about 2 B of the largest approximate logit, 0.07-1% of random rows of a trained head's scale in
- * test_head8 (docs/kernels.md, "The head through an int8 copy"); a flat distribution makes more of them, never a
- * wrong id.
+ * rows, up to fp32 rounding (the norm's, the sums' order: as between any two kernels). What it saves depends on how
+ * many rows are candidates: those within about 2 B of the largest approximate logit, 0.07-1% of random rows of a
+ * trained head's scale in test_head8 (docs/kernels.md, "The head through an int8 copy"); a flat distribution makes
+ * more of them, never a wrong id.
  * A row holding a NaN or an infinity has a bound that is not a number and is always a candidate (its exact logit
  * decides); an input row with one makes every row a candidate (every logit is then NaN, and id 0 as cpu_argmax).
  * logits (when given) receive the exact logit of every candidate and approx_j of every other row (within B_j of it).
