@@ -265,9 +265,8 @@ template <int NR> static __global__ void __launch_bounds__(H8_THREADS) head8_sel
         const int j = j0 + lane;
 #pragma unroll
         for (int t = 0; t < NR; t++) {
-            if (t >= a.n) break;
             bool cand = false;
-            if (j < V) {
+            if (t < a.n && j < V) {
                 const float v = __ldcg(a.approx + (size_t)t * V + j);
                 /* not below: a row whose bound or value is not a number (a NaN or an infinity in W or x) is one */
                 cand = !(v + __ldg(a.c + j) * xn[t] < lbound[t]);
@@ -296,8 +295,7 @@ template <int NR> static __global__ void __launch_bounds__(H8_THREADS) head8_sel
     }
     if (lane == 0)
 #pragma unroll
-        for (int t = 0; t < NR; t++) {
-            if (t >= a.n) break;
+        for (int t = 0; t < NR; t++) { /* rows past n found nothing */
             if (best[t]) atomicMax(a.keys + t, best[t]);
             if (cnt[t]) atomicAdd(a.counts + t, cnt[t]);
         }
