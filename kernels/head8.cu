@@ -39,6 +39,8 @@ struct orthros_head8 {
     unsigned long long *keys;   /* [MAX_ROWS] argmax keys; 0 between calls */
     unsigned *counts;           /* [MAX_ROWS] candidates of the last call */
     unsigned *done;             /* the select kernel's block ticket; 0 between calls */
+    int per_sm[ORTHROS_HEAD8_MAX_ROWS + 1]; /* the screen's blocks an SM at NR rows (0: not asked yet), its shared
+                                             * memory limit raised for both kernels when it was asked */
     void *mem;                  /* one allocation for all of it */
 };
 
@@ -377,9 +379,6 @@ int orthros_head8_matches(const orthros_head8 *h, const void *W, int V, int K)
 template <typename Kernel>
 static int h8_launch(Kernel kernel, int blocks, size_t smem, int pdl, const h8_args &a, cudaStream_t stream)
 {
-    cudaError_t e;
-    if (smem > 48 * 1024 && (e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) != cudaSuccess)
-        return orthros_error(ORTHROS_EDEVICE, "head8: %zu B of shared memory: %s", smem, cudaGetErrorString(e));
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -395,16 +394,19 @@ template <int NR> static int h8_run(orthros_head8 *h, const h8_args &a, const or
 {
     const size_t smem = (size_t)NR * h->K * 2;
     const int sms = p->num_sms > 0 ? p->num_sms : 132;
-    int per = 0;
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, head8_approx_kernel<NR>, H8_THREADS, smem);
-    if (smem > 48 * 1024) { /* the occupancy query needs the limit raised first */
-        if ((e = cudaFuncSetAttribute(head8_approx_kernel<NR>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) ==
-            cudaSuccess)
-            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, head8_approx_kernel<NR>, H8_THREADS, smem);
+    if (!h->per_sm[NR]) { /* once a copy and NR: the limit raised (before the occupancy query, which needs it) */
+        if (smem > 48 * 1024) {
+            ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(head8_approx_kernel<NR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    (int)smem));
+            ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(head8_select_kernel<NR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    (int)smem));
+        }
+        ORTHROS_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&h->per_sm[NR], head8_approx_kernel<NR>, H8_THREADS, smem));
+        if (h->per_sm[NR] < 1)
+            return orthros_error(ORTHROS_EDEVICE, "head8: no block of %zu B of shared memory fits on an SM", smem);
     }
-    if (e != cudaSuccess || per < 1)
-        return orthros_error(ORTHROS_EDEVICE, "head8: no block of %zu B of shared memory fits: %s", smem,
-                             cudaGetErrorString(e));
+    const int per = h->per_sm[NR];
     const int rows_a = (h->V + H8_R - 1) / H8_R, rows_b = (h->V + 31) / 32;
     const int ga = min(per * sms, (rows_a + H8_WARPS - 1) / H8_WARPS), gb = min(2 * sms, (rows_b + H8_WARPS - 1) / H8_WARPS);
     int rc = h8_launch(head8_approx_kernel<NR>, ga, smem, p->pdl, a, stream);
