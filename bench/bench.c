@@ -145,15 +145,17 @@ static orthros_cost cell_cost(orthros_model *m, const orthros_bench_cell *c, int
     const orthros_model_config *cfg = orthros_model_get_config(m);
     const orthros_arch *a = orthros_model_get_arch(m);
     double act = (double)orthros_model_act_size(m);
+    /* the bench's steps ask for the ids alone: where the backend reads the head's int8 copy, that is what they read */
+    const int h8 = c->batch <= orthros_backend_head_int8_rows(orthros_model_get_backend(m));
     int extra = strcmp(c->phase, "prefill") ? c->decode_tokens : 0;
     if (!strcmp(c->phase, "decode")) {
         *tokens = c->batch;
-        return orthros_cost_decode(cfg, a, c->ctx, c->batch, act);
+        return orthros_cost_decode(cfg, a, c->ctx, c->batch, act, h8);
     }
     orthros_cost k = orthros_cost_prefill(cfg, a, c->ctx, c->batch, act, chunk);
     *tokens = (double)c->batch * c->ctx;
     for (int i = 0; i < extra; i++) {
-        orthros_cost d = orthros_cost_decode(cfg, a, c->ctx + i, c->batch, act);
+        orthros_cost d = orthros_cost_decode(cfg, a, c->ctx + i, c->batch, act, h8);
         k.flops += d.flops, k.attn_flops += d.attn_flops, k.bytes += d.bytes;
     }
     *tokens += (double)c->batch * extra;
@@ -196,12 +198,13 @@ static int cell_floors(sweep *s, orthros_bench_cell *c)
     const orthros_model_config *cfg = orthros_model_get_config(s->m);
     const orthros_arch *a = orthros_model_get_arch(s->m);
     double act = (double)orthros_model_act_size(s->m);
+    const int h8 = c->batch <= orthros_backend_head_int8_rows(s->be); /* as cell_cost */
     double devices = orthros_backend_caps(s->be) & ORTHROS_CAP_GPU ? orthros_model_tp(s->m) : 1;
     double read = s->f.ceilings.read_tbps * 1e12 * devices;
     if (!strcmp(c->phase, "decode") && read > 0 && c->decode_tokens > 0) {
         /* a sample is the mean of decode_tokens steps from depth ctx: so is its floor */
         double bytes = 0;
-        for (int i = 0; i < c->decode_tokens; i++) bytes += orthros_cost_decode(cfg, a, c->ctx + i, c->batch, act).bytes;
+        for (int i = 0; i < c->decode_tokens; i++) bytes += orthros_cost_decode(cfg, a, c->ctx + i, c->batch, act, h8).bytes;
         c->floor_s = bytes / c->decode_tokens / read;
     }
     if (strcmp(c->phase, "e2e") || !c->ttft || c->decode_tokens < 1) return 0;
@@ -213,7 +216,7 @@ static int cell_floors(sweep *s, orthros_bench_cell *c)
     free(tpot);
     if (rc) return rc;
     double bytes = 0;
-    for (int i = 0; i < c->decode_tokens; i++) bytes += orthros_cost_decode(cfg, a, c->ctx + i, c->batch, act).bytes;
+    for (int i = 0; i < c->decode_tokens; i++) bytes += orthros_cost_decode(cfg, a, c->ctx + i, c->batch, act, h8).bytes;
     if (read > 0) c->tpot_floor_s = bytes / c->decode_tokens / read;
     return 0;
 }

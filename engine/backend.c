@@ -69,6 +69,7 @@ int orthros_decode_env(unsigned defaults, unsigned *decode_modes, int *gemv, int
 
 unsigned orthros_backend_caps(const orthros_backend *be) { return be->caps; }
 int orthros_backend_default_chunk(const orthros_backend *be) { return be->default_chunk; }
+int orthros_backend_head_int8_rows(const orthros_backend *be) { return be->head_int8_rows; }
 int orthros_backend_mem_info(orthros_backend *be, size_t *free_bytes, size_t *total_bytes)
 {
     return be->mem_info(be, free_bytes, total_bytes);

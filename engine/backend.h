@@ -179,6 +179,14 @@ struct orthros_backend {
      * memory) = argmax_dev of them. */
     int (*norm_logits_argmax)(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,
                               const void *norm_w, const void *W, int n, int V, int D, float eps);
+    /* The same head when only the ids are wanted (a greedy step): logits is scratch, its contents after the call
+     * unspecified. NULL: model.c calls norm_logits_argmax. cuda: at batch 1 to head_int8_rows the head read through
+     * an int8 copy with the exact argmax kept (kernels/head8.h; ORTHROS_DECODE_HEAD8=0 turns it off), leaving
+     * approximate logits in the scratch; else norm_logits_argmax. */
+    int (*norm_argmax)(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x, const void *norm_w,
+                       const void *W, int n, int V, int D, float eps);
+    int head_int8_rows; /* the batches (1 to this) whose norm_argmax reads the head's int8 copy, 0: none (the cost
+                         * model's floor of a decode step counts its bytes there: orthros_cost_decode's head_bytes) */
     /* The attention and O projection of a decode step, NULL where a backend has no fused form (model.c then runs
      * the two ops): attn_full_decode(attn, qkv, L, pos0, B, n = 1), then gemm_add(resid, tmp, attn, Wo, B, M,
      * Hq d). cuda: one launch where the decode attention's clusters take the call, with ORTHROS_DECODE_ATTN_O=1

@@ -85,8 +85,9 @@ typedef struct {
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
     int qkv_attn;                  /* ORTHROS_DECODE_QKV_ATTN=1 (unset 0; 0 with the chain or attn_o):
                                     * norm_qkv_rope_attn in one launch */
-    int head8;                     /* ORTHROS_DECODE_HEAD8=1 (unset 0): norm_logits_argmax at batch 1-4 through an int8
-                                    * copy of the head with the exact argmax kept (kernels/head8.h) */
+    int head8;                     /* ORTHROS_DECODE_HEAD8 (unset 1; 0 turns it off): norm_argmax (ids only) at batch
+                                    * 1-4 through an int8 copy of the head, the exact argmax kept (kernels/head8.h) */
+    int head8_depth;               /* ORTHROS_HEAD8_DEPTH (2-4, unset 2): the screen's chunk steps in flight a lane */
     orthros_head8 *h8;             /* that copy, of the head last met (made at its first uncaptured call, dropped when
                                     * the head's memory is freed through this backend) */
     int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
@@ -1015,9 +1016,10 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
     return rc ? rc : attn_run(c, p);
 }
 
-/* ORTHROS_DECODE_HEAD8=1: the head through its int8 copy (kernels/head8.h), made at the first call for this W, which
- * is never captured (a decode step runs uncaptured before its capture); 1 when it ran, 0 when it does not take the
- * call (the caller runs the bf16 head; where the copy cannot be made, for want of memory, from then on). */
+/* ORTHROS_DECODE_HEAD8 (on unless 0): the head through its int8 copy (kernels/head8.h), made at the first call for
+ * this W, which is never captured (a decode step runs uncaptured before its capture); 1 when it ran, 0 when it does
+ * not take the call (the caller runs the bf16 head; where the copy cannot be made, for want of memory, from then
+ * on). */
 static int head8_run(cuda_impl *c, int32_t *ids, float *logits, const void *x, const void *norm_w, const void *W, int n,
                      int V, int D, float eps, int *rc)
 {
@@ -1029,7 +1031,7 @@ static int head8_run(cuda_impl *c, int32_t *ids, float *logits, const void *x, c
         if ((*rc = chain_flush(c))) return 1;
         if (c->h8) cudaStreamSynchronize(c->stream), orthros_head8_destroy(c->h8), c->h8 = NULL;
         if (orthros_head8_create(&c->h8, W, V, D, c->stream)) { /* no room: the bf16 head from now on, said once */
-            fprintf(stderr, "orthros: ORTHROS_DECODE_HEAD8: no int8 copy of the head (%s); the bf16 head runs\n",
+            fprintf(stderr, "orthros: no int8 copy of the decode head (%s); the bf16 head runs\n",
                     orthros_last_error());
             c->head8 = 0;
             return 0;
@@ -1039,7 +1041,7 @@ static int head8_run(cuda_impl *c, int32_t *ids, float *logits, const void *x, c
     orthros_head8_params hp;
     memset(&hp, 0, sizeof hp);
     hp.ids = ids, hp.logits = logits, hp.x = x, hp.norm_w = norm_w, hp.eps = eps, hp.n = n;
-    hp.num_sms = c->num_sms, hp.pdl = c->pdl || c->pdl_late;
+    hp.num_sms = c->num_sms, hp.pdl = c->pdl || c->pdl_late, hp.depth = c->head8_depth;
     c->next_pdl = 0;
     *rc = orthros_head8_argmax(c->h8, &hp, c->stream);
     return 1;
@@ -1048,8 +1050,6 @@ static int head8_run(cuda_impl *c, int32_t *ids, float *logits, const void *x, c
 static int cuda_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,
                                    const void *norm_w, const void *W, int n, int V, int D, float eps)
 {
-    int rc8 = 0;
-    if (head8_run(impl_of(be), ids, logits, x, norm_w, W, n, V, D, eps, &rc8)) return rc8;
     orthros_gemv_params p;
     gemv_params(&p, logits, ORTHROS_GEMV_ARGMAX, x, norm_w, W, n, V, D, eps);
     p.ids = ids;
@@ -1058,6 +1058,17 @@ static int cuda_norm_logits_argmax(orthros_backend *be, int32_t *ids, float *log
     if (!rc) rc = cuda_rmsnorm(be, xn, x, norm_w, n, D, eps);
     if (!rc) rc = cuda_logits(be, logits, xn, W, n, V, D);
     return rc ? rc : cuda_argmax_dev(be, ids, logits, n, V);
+}
+
+/* ids only: the int8 copy's head where it takes the call (head8_run; its approximate logits left in the scratch),
+ * else the exact head. */
+static int cuda_norm_argmax(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x, const void *norm_w,
+                            const void *W, int n, int V, int D, float eps)
+{
+    int rc8 = 0;
+    if (head8_run(impl_of(be), ids, NULL, x, norm_w, W, n, V, D, eps, &rc8)) return rc8;
+    if (!impl_of(be)->head8) be->head_int8_rows = 0; /* no copy could be made: the floor counts the bf16 head again */
+    return cuda_norm_logits_argmax(be, ids, logits, xn, x, norm_w, W, n, V, D, eps);
 }
 
 /* The weights the step's next product reads (backend.h, l2_next): with ORTHROS_DECODE_L2PF the hint the gemv and
@@ -1319,7 +1330,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
     c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0;
-    c->pdl_late = sm90, c->pdl_lead = 0;
+    c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 1;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
@@ -1334,6 +1345,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
+    long head8_depth = 2;
+    if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth))) return rc;
+    c->head8_depth = (int)head8_depth;
     if ((rc = env_whole("ORTHROS_GEMV_QKV_BLOCKS", 0, 4096, "blocks", &qkv_blocks)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, (int)qkv_blocks)) ||
         (rc = env_whole("ORTHROS_ATTN_DECODE_REGS", 0, 160, "registers", &attn_regs)) ||
@@ -1391,7 +1405,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
     if (used < sizeof info->kernels && c->head8 && (*modes & ORTHROS_DECODE_FUSED))
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8");
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8%s",
+                                 c->head8_depth == 3 ? " d3" : c->head8_depth == 4 ? " d4" : "");
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->pdl_late)
@@ -1546,6 +1561,10 @@ int orthros_backend_cuda_create(orthros_backend **out)
     be->norm_gemm_swiglu = cuda_norm_gemm_swiglu;
     be->norm_qkv_rope = cuda_norm_qkv_rope;
     be->norm_logits_argmax = cuda_norm_logits_argmax;
+    be->norm_argmax = cuda_norm_argmax;
+    be->head_int8_rows = c->head8 && (modes & ORTHROS_DECODE_FUSED)
+                             ? (ORTHROS_HEAD8_MAX_ROWS < be->fused_max_rows ? ORTHROS_HEAD8_MAX_ROWS : be->fused_max_rows)
+                             : 0;
     be->attn_decode_o = c->attn_o ? cuda_attn_decode_o : NULL;
     be->norm_qkv_rope_attn = c->qkv_attn ? cuda_norm_qkv_rope_attn : NULL;
     be->norm_mlp_add = c->mlp ? cuda_norm_mlp_add : NULL;

@@ -777,7 +777,8 @@ static int forward_decode_fused(orthros_session *s, const int *pos0)
 
 /* One step in the session's modes: the embedding (the tokens from the host, or from step_io under GRAPHS), the
  * layers (plain or fused) at positions pos0 (under GRAPHS the bucket's bound; the views carry the real ones) and,
- * with `head`, the logits of every row into s->logits and their argmax into step_ids. */
+ * with `head`, the argmax of every row's logits into step_ids, and at head 2 the logits into s->logits (at head 1 the
+ * backend's norm_argmax may leave anything there). */
 static int decode_body(orthros_session *s, const int32_t *tokens, const int *pos0, int head)
 {
     orthros_backend *be = s->be;
@@ -788,7 +789,10 @@ static int decode_body(orthros_session *s, const int32_t *tokens, const int *pos
     else OP("embed", be->embed(be, s->x, tokens, m->embed, B, c->d_model));
     if (s->decode_modes & ORTHROS_DECODE_FUSED) {
         TRY(forward_decode_fused(s, pos0));
-        if (head)
+        if (head == 1 && be->norm_argmax) /* ids only: the backend's cheaper head, if it has one */
+            OP("head", be->norm_argmax(be, s->step_ids, s->logits, s->xn, s->x, m->final_norm, m->lm_head, B, c->vocab,
+                                       c->d_model, c->norm_eps));
+        else if (head)
             OP("head", be->norm_logits_argmax(be, s->step_ids, s->logits, s->xn, s->x, m->final_norm, m->lm_head, B,
                                               c->vocab, c->d_model, c->norm_eps));
         return 0;
@@ -860,7 +864,7 @@ static int decode_shard_modes(orthros_session *s, const int32_t *tokens, int32_t
 {
     orthros_backend *be = s->be;
     const orthros_model_config *c = &s->m->cfg;
-    const int B = s->B, head = next || logits;
+    const int B = s->B, head = logits ? 2 : next ? 1 : 0; /* 2: the logits too (exact), 1: the ids alone */
     int rc;
     s->stats.steps++;
     be->range_push(be, "decode");

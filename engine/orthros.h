@@ -135,6 +135,9 @@ void orthros_backend_device_info(const orthros_backend *be, orthros_device_info 
 unsigned orthros_backend_caps(const orthros_backend *be);
 /* The prefill chunk a session takes when none is asked for and memory allows (16384 on cuda, 256 on cpu). */
 int orthros_backend_default_chunk(const orthros_backend *be);
+/* The batches (1 to this) whose greedy decode step reads the LM head through an int8 copy (cuda, kernels/head8.h;
+ * 0: none): the cost model's decode floor counts those bytes there (orthros_cost_decode's head_int8). */
+int orthros_backend_head_int8_rows(const orthros_backend *be);
 /* Free and total bytes of the memory the backend allocates from (device memory on cuda). */
 int orthros_backend_mem_info(orthros_backend *be, size_t *free_bytes, size_t *total_bytes);
 /* Waits until the backend's queued work is done. */

@@ -73,7 +73,7 @@ orthros_cost orthros_cost_prefill(const orthros_model_config *c, const orthros_a
 }
 
 orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_arch *a, double depth, int B,
-                                 double act_size)
+                                 double act_size, int head_int8)
 {
     orthros_cost k = {0};
     double d = c->head_dim, Hq = c->n_heads, Hkv = c->n_kv_heads, F = orthros_arch_feature_size(a, c->head_dim);
@@ -96,7 +96,7 @@ orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_ar
         k.bytes += P * act_size + B * (2 * keys * Hkv * d * act_size + state);
     }
     k.flops += B * 2.0 * c->vocab * c->d_model;
-    k.bytes += c->vocab * (double)c->d_model * act_size;
+    k.bytes += head_int8 ? c->vocab * ((double)c->d_model + 8.0 + 8.0 * B) : c->vocab * (double)c->d_model * act_size;
     return k;
 }
 

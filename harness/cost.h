@@ -14,9 +14,12 @@ typedef struct {
 /* Prefill of N prompt tokens for each of B sequences, logits of the last position only. */
 orthros_cost orthros_cost_prefill(const orthros_model_config *c, const orthros_arch *a, double N, int B,
                                   double act_size, int chunk);
-/* One decode step of B sequences at cache depth `depth` (that many tokens already cached). */
+/* One decode step of B sequences at cache depth `depth` (that many tokens already cached). head_int8: the LM head
+ * read through its int8 copy (a greedy step on cuda, orthros_backend_head_int8_rows): vocab x d_model bytes plus
+ * 8 + 8 B a row (its scale and bound, each sequence's approximate logit written and read back) in place of
+ * vocab x d_model x act_size; the candidates' bf16 rows, a fraction of a percent, are not counted. */
 orthros_cost orthros_cost_decode(const orthros_model_config *c, const orthros_arch *a, double depth, int B,
-                                 double act_size);
+                                 double act_size, int head_int8);
 
 /* The link the cost model assumes between tensor-parallel ranks: NVLink 4 of an H100 / H200 SXM, 18 links of
  * 25 GB/s per direction, which is the bus bandwidth (as nccl-tests define it) an all-reduce can reach at best. */

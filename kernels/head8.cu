@@ -5,8 +5,9 @@
  *                          (head8_row_bound) from ||W_j - s_j q_j|| and ||W_j||, summed in double;
  *   head8_approx_kernel    a step's screen: every block stages the n input rows normed (rmsnorm(x) * norm_w rounded
  *                          to bf16, as every other head kernel does) and their norms ||x||; a warp takes R = 4 rows of
- *                          q at a time, each lane 16-byte chunks of them (two rounds of R chunks in flight; the warp's
- *                          next R rows asked into L2 as it starts these, its first ones before its dependency wait),
+ *                          q at a time, each lane 16-byte chunks of them, the warp's groups of R rows one stream of
+ *                          steps with D (2-4, ORTHROS_HEAD8_DEPTH) steps of R chunks in flight across the groups' ends
+ *                          (the warp's next R rows asked into L2 as it starts these, its first ones before its wait),
  *                          each int8 converted once and multiplied into the n rows' sums; approx_j = s_j (q_j . x) to
  *                          scratch, and per input row the largest lower bound approx_j - c_j ||x|| by an ordered
  *                          atomicMax;
@@ -39,8 +40,8 @@ struct orthros_head8 {
     unsigned long long *keys;   /* [MAX_ROWS] argmax keys; 0 between calls */
     unsigned *counts;           /* [MAX_ROWS] candidates of the last call */
     unsigned *done;             /* the select kernel's block ticket; 0 between calls */
-    int per_sm[ORTHROS_HEAD8_MAX_ROWS + 1]; /* the screen's blocks an SM at NR rows (0: not asked yet), its shared
-                                             * memory limit raised for both kernels when it was asked */
+    int per_sm[3][ORTHROS_HEAD8_MAX_ROWS + 1]; /* the screen's blocks an SM at depth D (2-4) and NR rows, [D - 2][NR]
+                                                * (0: not asked yet), the shared memory limit raised when asked */
     void *mem;                  /* one allocation for all of it */
 };
 
@@ -144,7 +145,23 @@ static __device__ __forceinline__ float s8f(uint32_t wx, int b)
     return __int_as_float((int)__byte_perm(wx, 0x4B000000u, 0x7440u + (unsigned)b)) - 8388736.0f;
 }
 
-template <int NR>
+/* Lane `lane`'s chunk step s of a warp whose first row group is `first` (TW warps in the grid): group s / ipg, its
+ * chunk lane + 32 (s % ipg) of each of its H8_R rows (rows past V read row V - 1, chunks past C nothing). */
+static __device__ __forceinline__ void h8_load_step(uint4 (&buf)[H8_R], const h8_args &a, int first, int TW, int ipg,
+                                                    int steps, int s, int lane)
+{
+    const int g = s / ipg, i = lane + 32 * (s - g * ipg), j0 = first + g * TW * H8_R, C = a.K / 16;
+#pragma unroll
+    for (int r = 0; r < H8_R; r++)
+        buf[r] = s < steps && i < C ? __ldcs((const uint4 *)(a.q + (size_t)min(j0 + r, a.V - 1) * a.K) + i)
+                                    : make_uint4(0u, 0u, 0u, 0u);
+}
+
+/* The screen. A warp's row groups (H8_R rows, TW H8_R apart) are one stream of chunk steps, a lane's 16 bytes of each
+ * of the group's rows a step: D steps in flight across the groups' ends, so that a group's sums (the shuffles, the
+ * stores, the bounds) run while the next group's first chunks arrive. Each lane sums its chunks in the same order
+ * whatever D (the sums are the same bits). */
+template <int NR, int D>
 static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(const h8_args a)
 {
     extern __shared__ uint4 h8_smem[]; /* xs [NR][K] bf16 */
@@ -153,9 +170,10 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
     bf16 *xs = (bf16 *)h8_smem;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, K = a.K, V = a.V, C = K / 16;
     pdl_trigger();
+    const int TW = gridDim.x * H8_WARPS, first = (blockIdx.x * H8_WARPS + warp) * H8_R;
+    const int ipg = (C + 31) / 32, groups = first < V ? (V - 1 - first) / (TW * H8_R) + 1 : 0, steps = groups * ipg;
     /* the copy never changes: the warp's first rows asked into L2 before the wait, so that they arrive while the
      * kernel before ends and the input is staged */
-    const int first = (blockIdx.x * H8_WARPS + warp) * H8_R;
     if (first < V)
         for (int r = 0; r < H8_R; r++) {
             const int8_t *fr = a.q + (size_t)min(first + r, V - 1) * K;
@@ -168,29 +186,23 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
     float lbm[NR];
 #pragma unroll
     for (int r = 0; r < NR; r++) lbm[r] = __int_as_float(0xff800000); /* -inf */
-    const int TW = gridDim.x * H8_WARPS;
-    for (int j0 = first; j0 < V; j0 += TW * H8_R) {
-        float acc[H8_R][NR];
+    uint4 buf[D][H8_R];
 #pragma unroll
-        for (int r = 0; r < H8_R; r++)
+    for (int d = 0; d < D - 1; d++) h8_load_step(buf[d], a, first, TW, ipg, steps, d, lane);
+    float acc[H8_R][NR];
 #pragma unroll
-            for (int t = 0; t < NR; t++) acc[r][t] = 0.0f;
-        const uint4 *qr[H8_R];
+    for (int r = 0; r < H8_R; r++)
 #pragma unroll
-        for (int r = 0; r < H8_R; r++) qr[r] = (const uint4 *)(a.q + (size_t)min(j0 + r, V - 1) * K);
-        /* the warp's next rows asked into L2 now (the lane's chunks of them), so that their first loads below, with
-         * nothing else of the warp in flight, wait for L2 and not for memory */
-        if (j0 + TW * H8_R < V)
+        for (int t = 0; t < NR; t++) acc[r][t] = 0.0f;
+    for (int s = 0; s < steps; s++) {
+        h8_load_step(buf[D - 1], a, first, TW, ipg, steps, s + D - 1, lane);
+        const int g = s / ipg, i = lane + 32 * (s - g * ipg);
+        if (s - g * ipg == 0 && g + 1 < groups) /* the warp's next rows asked into L2 as it starts these */
             for (int r = 0; r < H8_R; r++) {
-                const int8_t *nr = a.q + (size_t)min(j0 + TW * H8_R + r, V - 1) * K;
-                for (int i = lane; i < C; i += 32) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(nr + 16 * (size_t)i));
+                const int8_t *nr = a.q + (size_t)min(first + (g + 1) * TW * H8_R + r, V - 1) * K;
+                for (int c = lane; c < C; c += 32) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(nr + 16 * (size_t)c));
             }
-        uint4 cur[H8_R], nxt[H8_R];
-#pragma unroll
-        for (int r = 0; r < H8_R; r++) cur[r] = lane < C ? __ldcs(qr[r] + lane) : make_uint4(0u, 0u, 0u, 0u);
-        for (int i = lane; i < C; i += 32) {
-#pragma unroll
-            for (int r = 0; r < H8_R; r++) nxt[r] = i + 32 < C ? __ldcs(qr[r] + i + 32) : make_uint4(0u, 0u, 0u, 0u);
+        if (i < C)
             /* chunk i: k 16 i .. 16 i + 15, a word of 4 int8 at a time */
 #pragma unroll
             for (int b = 0; b < 4; b++) {
@@ -202,7 +214,8 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
                 }
 #pragma unroll
                 for (int r = 0; r < H8_R; r++) {
-                    const uint32_t w = (b == 0 ? cur[r].x : b == 1 ? cur[r].y : b == 2 ? cur[r].z : cur[r].w) ^ 0x80808080u;
+                    const uint4 &w4 = buf[0][r];
+                    const uint32_t w = (b == 0 ? w4.x : b == 1 ? w4.y : b == 2 ? w4.z : w4.w) ^ 0x80808080u;
                     const float f0 = s8f(w, 0), f1 = s8f(w, 1), f2 = s8f(w, 2), f3 = s8f(w, 3);
 #pragma unroll
                     for (int t = 0; t < NR; t++)
@@ -210,8 +223,12 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
                 }
             }
 #pragma unroll
-            for (int r = 0; r < H8_R; r++) cur[r] = nxt[r];
-        }
+        for (int d = 0; d < D - 1; d++)
+#pragma unroll
+            for (int r = 0; r < H8_R; r++) buf[d][r] = buf[d + 1][r];
+        if (s - g * ipg < ipg - 1) continue;
+        /* the group's last step: its sums, while the next group's first D - 1 steps are in flight */
+        const int j0 = first + g * TW * H8_R;
 #pragma unroll
         for (int r = 0; r < H8_R; r++)
 #pragma unroll
@@ -221,15 +238,18 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
 #pragma unroll
         for (int r = 0; r < H8_R; r++) {
             const int j = j0 + r;
-            if (j >= V) break;
-            const float sj = __ldg(a.s + j), cj = __ldg(a.c + j);
+            if (j < V) {
+                const float sj = __ldg(a.s + j), cj = __ldg(a.c + j);
 #pragma unroll
-            for (int t = 0; t < NR; t++) {
-                if (t >= a.n) break;
-                const float v = sj * acc[r][t];
-                if (lane == r * NR + t) __stcg(a.approx + (size_t)t * V + j, v);
-                lbm[t] = fmaxf(lbm[t], v - cj * xn[t]); /* fmaxf: a NaN row's bound is left out */
+                for (int t = 0; t < NR; t++) {
+                    if (t >= a.n) break;
+                    const float v = sj * acc[r][t];
+                    if (lane == r * NR + t) __stcg(a.approx + (size_t)t * V + j, v);
+                    lbm[t] = fmaxf(lbm[t], v - cj * xn[t]); /* fmaxf: a NaN row's bound is left out */
+                }
             }
+#pragma unroll
+            for (int t = 0; t < NR; t++) acc[r][t] = 0.0f;
         }
     }
     if (lane == 0)
@@ -390,42 +410,51 @@ static int h8_launch(Kernel kernel, int blocks, size_t smem, int pdl, const h8_a
     return 0;
 }
 
-template <int NR> static int h8_run(orthros_head8 *h, const h8_args &a, const orthros_head8_params *p, cudaStream_t stream)
+template <int NR, int D>
+static int h8_run(orthros_head8 *h, const h8_args &a, const orthros_head8_params *p, cudaStream_t stream)
 {
     const size_t smem = (size_t)NR * h->K * 2;
     const int sms = p->num_sms > 0 ? p->num_sms : 132;
-    if (!h->per_sm[NR]) { /* once a copy and NR: the limit raised (before the occupancy query, which needs it) */
+    int *per_sm = &h->per_sm[D - 2][NR];
+    if (!*per_sm) { /* once a copy, NR and D: the limit raised (before the occupancy query, which needs it) */
         if (smem > 48 * 1024) {
-            ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(head8_approx_kernel<NR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    (int)smem));
+            ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(head8_approx_kernel<NR, D>,
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(head8_select_kernel<NR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                     (int)smem));
         }
         ORTHROS_CUDA_CHECK(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&h->per_sm[NR], head8_approx_kernel<NR>, H8_THREADS, smem));
-        if (h->per_sm[NR] < 1)
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, head8_approx_kernel<NR, D>, H8_THREADS, smem));
+        if (*per_sm < 1)
             return orthros_error(ORTHROS_EDEVICE, "head8: no block of %zu B of shared memory fits on an SM", smem);
     }
-    const int per = h->per_sm[NR];
+    const int per = *per_sm;
     const int rows_a = (h->V + H8_R - 1) / H8_R, rows_b = (h->V + 31) / 32;
     const int ga = min(per * sms, (rows_a + H8_WARPS - 1) / H8_WARPS), gb = min(2 * sms, (rows_b + H8_WARPS - 1) / H8_WARPS);
-    int rc = h8_launch(head8_approx_kernel<NR>, ga, smem, p->pdl, a, stream);
+    int rc = h8_launch(head8_approx_kernel<NR, D>, ga, smem, p->pdl, a, stream);
     return rc ? rc : h8_launch(head8_select_kernel<NR>, gb, smem, p->pdl, a, stream);
+}
+
+template <int NR> static int h8_run_depth(orthros_head8 *h, const h8_args &a, const orthros_head8_params *p, cudaStream_t stream)
+{
+    if (p->depth == 3) return h8_run<NR, 3>(h, a, p, stream);
+    if (p->depth == 4) return h8_run<NR, 4>(h, a, p, stream);
+    return h8_run<NR, 2>(h, a, p, stream);
 }
 
 int orthros_head8_argmax(orthros_head8 *h, const orthros_head8_params *p, cudaStream_t stream)
 {
     if (!h || !p || !p->ids || !p->x || !p->norm_w || !orthros_head8_supported(p->n, h->V, h->K) ||
-        ((uintptr_t)p->x | (uintptr_t)p->norm_w) % 16)
-        return orthros_error(ORTHROS_EINVAL, "head8: n %d (1 to %d), x and norm_w 16-byte aligned", p ? p->n : 0,
-                             ORTHROS_HEAD8_MAX_ROWS);
+        ((uintptr_t)p->x | (uintptr_t)p->norm_w) % 16 || p->depth < 0 || p->depth == 1 || p->depth > 4)
+        return orthros_error(ORTHROS_EINVAL, "head8: n %d (1 to %d), depth %d (0, 2-4), x and norm_w 16-byte aligned",
+                             p ? p->n : 0, ORTHROS_HEAD8_MAX_ROWS, p ? p->depth : 0);
     h8_args a;
     a.q = h->q, a.s = h->s, a.c = h->c, a.W = (const bf16 *)h->W, a.approx = h->approx, a.logits = p->logits;
     a.lb = h->lb, a.counts = h->counts, a.done = h->done, a.keys = h->keys, a.ids = p->ids;
     a.x = (const bf16 *)p->x, a.norm_w = (const bf16 *)p->norm_w, a.eps = p->eps, a.n = p->n, a.V = h->V, a.K = h->K;
-    if (p->n == 1) return h8_run<1>(h, a, p, stream);
-    if (p->n == 2) return h8_run<2>(h, a, p, stream);
-    return h8_run<4>(h, a, p, stream);
+    if (p->n == 1) return h8_run_depth<1>(h, a, p, stream);
+    if (p->n == 2) return h8_run_depth<2>(h, a, p, stream);
+    return h8_run_depth<4>(h, a, p, stream);
 }
 
 int orthros_head8_last_candidates(orthros_head8 *h, int n, unsigned *counts, cudaStream_t stream)

@@ -79,6 +79,7 @@ typedef struct {
     int n;                /* 1 .. ORTHROS_HEAD8_MAX_ROWS */
     int num_sms;          /* the device's SMs (0: 132) */
     int pdl;              /* 1: both launches programmatic dependents of the kernel before each (sm_90) */
+    int depth;            /* the screen's 16-byte chunk steps a lane has in flight, 2-4 (0: 2) */
 } orthros_head8_params;
 
 int orthros_head8_supported(int n, int V, int K);

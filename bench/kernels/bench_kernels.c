@@ -711,6 +711,8 @@ static int gemv_call(gemv_ctx *g, int i)
         if (head) return b->logits(b, g->out, g->x, W, g->n, g->M, g->K);
         return b->gemm(b, g->out, g->x, W, g->n, g->M, g->K);
     }
+    if (head && !strcmp(g->kind, "fused-head8") && b->norm_argmax) /* the ids alone: the int8 copy's head */
+        return b->norm_argmax(b, g->ids, g->out, g->xn, g->x, g->norm_w, W, g->n, g->M, g->K, eps);
     if (head) return b->norm_logits_argmax(b, g->ids, g->out, g->xn, g->x, g->norm_w, W, g->n, g->M, g->K, eps);
     if (resid) return b->gemm_add(b, g->out, g->xn, g->x, W, g->n, g->M, g->K);
     if (!strcmp(g->proj, "gate_up")) return b->norm_gemm_swiglu(b, g->out, g->xn, g->gu, g->x, g->norm_w, W, g->n, g->M / 2, g->K, eps);

@@ -1498,6 +1498,27 @@ static void test_fused_head(int n, int V, int D, int nan_row)
         snprintf(name, sizeof name, "norm_logits_argmax ids n=%d V=%d D=%d%s call %d (exact)", n, V, D,
                  nan_row >= 0 ? " with a NaN row" : "", call);
         report(name, &fw, &fo, 1, 0);
+        if (gpu->norm_argmax) {
+            /* the ids alone (cuda: the int8 copy's head where it takes the shape): the argmax of the exact logits,
+             * so the same ids as above, or one whose logit there ties the maximum's within fp32 order (1e-5) */
+            int32_t *ia = malloc(sizeof(int32_t) * n);
+            if (!ia) die("alloc");
+            op_rc(gpu->norm_argmax(gpu, ids_g, lg.g, xn.g, x.g, w.g, W.g, n, V, D, eps), "norm_argmax gpu");
+            if (gpu->download_ints(gpu, ia, ids_g, n)) die("ids");
+            int same = 0;
+            for (int i = 0; i < n; i++) {
+                const float *gi = g + (size_t)i * V;
+                const int ok = ia[i] == ig[i] || (i != nan_row && ia[i] >= 0 && ia[i] < V &&
+                                                  fabsf(gi[ia[i]] - gi[ig[i]]) <= 1e-5f * (fabsf(gi[ig[i]]) + 1.0f));
+                same += ok;
+                if (!ok) printf("     row %d: norm_argmax id %d, norm_logits_argmax %d\n", i, ia[i], ig[i]);
+            }
+            fo = (float)same;
+            snprintf(name, sizeof name, "norm_argmax ids n=%d V=%d D=%d%s call %d", n, V, D,
+                     nan_row >= 0 ? " with a NaN row" : "", call);
+            report(name, &fw, &fo, 1, 0);
+            free(ia);
+        }
         free(g);
     }
     gpu->free(gpu, ids_g);
@@ -1558,7 +1579,9 @@ static void head8_direct(int n, int V, int K, int lift)
     hp.ids = dids, hp.x = dx, hp.norm_w = d1, hp.eps = 1e-5f, hp.n = n;
     int32_t ids[ORTHROS_HEAD8_MAX_ROWS] = {0};
     unsigned counts[ORTHROS_HEAD8_MAX_ROWS] = {0};
-    for (int call = 0; call < 2; call++) { /* twice: the scratch the first call leaves must serve the second */
+    /* the default depth twice (the scratch the first call leaves must serve the second), then depths 3 and 4 */
+    for (int call = 0; call < 4; call++) {
+        hp.depth = call == 2 ? 3 : call == 3 ? 4 : 0;
         if (orthros_head8_argmax(h, &hp, 0) || orthros_head8_last_candidates(h, n, counts, 0) ||
             cudaMemcpy(ids, dids, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost))
             die(orthros_last_error());
@@ -1579,8 +1602,8 @@ static void head8_direct(int n, int V, int K, int lift)
             printf("     head8 n=%d V=%d K=%d row %d call %d: id %d (reference %d), %u candidates (reference %u)\n", n, V, K,
                    r, call, g, want, counts[r], cnt);
         }
-        snprintf(name, sizeof name, "head8 step n=%d V=%d K=%d%s call %d: ids, candidates", n, V, K,
-                 lift ? " (a tie on top)" : "", call);
+        snprintf(name, sizeof name, "head8 step n=%d V=%d K=%d%s call %d depth %d: ids, candidates", n, V, K,
+                 lift ? " (a tie on top)" : "", call, hp.depth);
         const float fw = (float)n, fo = (float)ok;
         report(name, &fw, &fo, 1, 0);
     }
@@ -2288,7 +2311,7 @@ static void with_switch(const char *var, const char *val, void (*suite)(void))
 
 /* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
  * decode7, prefill7, readprobe, linear7, window, stepprobe, gemv, decodebound, gemvnorm, gemvchain, decode8, attno,
- * qkvattn, mlp, streamprobe (to rerun the last ones alone when an earlier one hangs). */
+ * qkvattn, head8, mlp, streamprobe (to rerun the last ones alone when an earlier one hangs). */
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
@@ -2481,6 +2504,10 @@ int main(void)
         head8_direct(4, 517, 16, 0);
         head8_direct(2, 2000, 2048, 1);
         with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
+        setenv("ORTHROS_HEAD8_DEPTH", "4", 1); /* the screen four chunk steps deep */
+        with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
+        unsetenv("ORTHROS_HEAD8_DEPTH");
+        with_switch("ORTHROS_DECODE_HEAD8", "0", head8_suite); /* norm_argmax through the bf16 head */
     }
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
     if (section("mlp"))
