@@ -32,9 +32,9 @@
 #                fused-graphs-v6: with version 6 (v5's tiles from TMA stages, batch 9-16, sm_90; fused-graphs-v6bulk:
 #                its stages as bulk copies a row; fused-graphs-v6wg: its stages read by wgmma, sm_90a; neither in
 #                "all"); fused-graphs-head8: with ORTHROS_DECODE_HEAD8=1 (the head of a greedy step through an
-#                int8 copy, the exact argmax kept: the default), -head8d3, -head8d4: its screen 3 or 4 chunk steps
-#                deep (ORTHROS_HEAD8_DEPTH), fused-graphs-nohead8: ORTHROS_DECODE_HEAD8=0 (the bf16 head; none of
-#                the four in "all");
+#                int8 copy, the exact argmax kept), -head8d3, -head8d4: its screen 3 or 4 chunk steps deep
+#                (ORTHROS_HEAD8_DEPTH), fused-graphs-nohead8: ORTHROS_DECODE_HEAD8=0 (the bf16 head, as the
+#                default; none of the four in "all");
 #                fused-graphs takes the default, 3; fused-graphs-chain:
 #                with ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8
 #                (the decode attention's combine kernel, or its clusters); fused-graphs-attno: with

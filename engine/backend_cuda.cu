@@ -85,8 +85,8 @@ typedef struct {
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
     int qkv_attn;                  /* ORTHROS_DECODE_QKV_ATTN=1 (unset 0; 0 with the chain or attn_o):
                                     * norm_qkv_rope_attn in one launch */
-    int head8;                     /* ORTHROS_DECODE_HEAD8 (unset 1; 0 turns it off): norm_argmax (ids only) at batch
-                                    * 1-4 through an int8 copy of the head, the exact argmax kept (kernels/head8.h) */
+    int head8;                     /* ORTHROS_DECODE_HEAD8=1 (unset 0): norm_argmax (ids only) at batch 1-4 through an
+                                    * int8 copy of the head, the exact argmax kept (kernels/head8.h) */
     int head8_depth;               /* ORTHROS_HEAD8_DEPTH (2-4, unset 2): the screen's chunk steps in flight a lane */
     orthros_head8 *h8;             /* that copy, of the head last met (made at its first uncaptured call, dropped when
                                     * the head's memory is freed through this backend) */
@@ -1016,7 +1016,7 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
     return rc ? rc : attn_run(c, p);
 }
 
-/* ORTHROS_DECODE_HEAD8 (on unless 0): the head through its int8 copy (kernels/head8.h), made at the first call for
+/* ORTHROS_DECODE_HEAD8=1: the head through its int8 copy (kernels/head8.h), made at the first call for
  * this W, which is never captured (a decode step runs uncaptured before its capture); 1 when it ran, 0 when it does
  * not take the call (the caller runs the bf16 head; where the copy cannot be made, for want of memory, from then
  * on). */
@@ -1330,7 +1330,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
     c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0;
-    c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 1;
+    c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||

@@ -772,9 +772,8 @@ static int cuda_models(int nspec, char **specs)
     /* the MLP in one launch */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "1", &mlp);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "2", &mlp_ring);
-    /* the head of a greedy step through an int8 copy, the exact argmax kept (kernels/head8.h), on by default
-     * (`plain` holds it); here off */
-    if (!rc) rc = cuda_with("ORTHROS_DECODE_HEAD8", "0", &head8);
+    /* the head of a greedy step through an int8 copy, the exact argmax kept (kernels/head8.h) */
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_HEAD8", "1", &head8);
     /* the hints as evict_last, 64 MiB each: more than the step's products between two of them */
     setenv("ORTHROS_DECODE_L2PF_MB", "64", 1);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_L2PF", "2", &l2pf);
@@ -834,9 +833,9 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late, "fused + graphs + pdl late", 0},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late2, "fused + graphs + pdl late 2", 0},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_lead, "fused + graphs + pdl lead 2", 0},
-                            {ORTHROS_DECODE_FUSED, plain, "fused, ids only (int8 head)", 1},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs, ids only (int8 head)", 1},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, head8, "fused + graphs, ids only, bf16 head", 1},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs, ids only", 1},
+                            {ORTHROS_DECODE_FUSED, head8, "fused + head8, ids only", 1},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, head8, "fused + graphs + head8, ids only", 1},
                             {ORTHROS_DECODE_FUSED, no_late, "fused, no pdl late or attn_pdl", 0},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, no_late,
                              "fused + graphs, no pdl late or attn_pdl", 0},
