@@ -186,7 +186,7 @@ struct orthros_backend {
     int (*norm_argmax)(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x, const void *norm_w,
                        const void *W, int n, int V, int D, float eps);
     int head_int8_rows; /* the batches (1 to this) whose norm_argmax reads the head's int8 copy, 0: none (the cost
-                         * model's floor of a decode step counts its bytes there: orthros_cost_decode's head_bytes) */
+                         * model's floor of a decode step counts its bytes there: orthros_cost_decode's head_int8) */
     /* The attention and O projection of a decode step, NULL where a backend has no fused form (model.c then runs
      * the two ops): attn_full_decode(attn, qkv, L, pos0, B, n = 1), then gemm_add(resid, tmp, attn, Wo, B, M,
      * Hq d). cuda: one launch where the decode attention's clusters take the call, with ORTHROS_DECODE_ATTN_O=1
