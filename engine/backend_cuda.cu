@@ -1016,12 +1016,12 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
     return rc ? rc : attn_run(c, p);
 }
 
-/* ORTHROS_DECODE_HEAD8=1: the head through its int8 copy (kernels/head8.h), made at the first call for
- * this W, which is never captured (a decode step runs uncaptured before its capture); 1 when it ran, 0 when it does
- * not take the call (the caller runs the bf16 head; where the copy cannot be made, for want of memory, from then
- * on). */
-static int head8_run(cuda_impl *c, int32_t *ids, float *logits, const void *x, const void *norm_w, const void *W, int n,
-                     int V, int D, float eps, int *rc)
+/* ORTHROS_DECODE_HEAD8=1: the ids of the head through its int8 copy (kernels/head8.h; no logits), made at the first
+ * call for this W, which is never captured (a decode step runs uncaptured before its capture); 1 when it ran, 0
+ * when it does not take the call (the caller runs the bf16 head; where the copy cannot be made, for want of memory,
+ * from then on). */
+static int head8_run(cuda_impl *c, int32_t *ids, const void *x, const void *norm_w, const void *W, int n, int V, int D,
+                     float eps, int *rc)
 {
     *rc = 0;
     if (!c->head8 || !orthros_head8_supported(n, V, D) || ((uintptr_t)x | (uintptr_t)norm_w | (uintptr_t)W) % 16)
@@ -1040,7 +1040,7 @@ static int head8_run(cuda_impl *c, int32_t *ids, float *logits, const void *x, c
     if ((*rc = chain_flush(c))) return 1;
     orthros_head8_params hp;
     memset(&hp, 0, sizeof hp);
-    hp.ids = ids, hp.logits = logits, hp.x = x, hp.norm_w = norm_w, hp.eps = eps, hp.n = n;
+    hp.ids = ids, hp.logits = NULL, hp.x = x, hp.norm_w = norm_w, hp.eps = eps, hp.n = n;
     hp.num_sms = c->num_sms, hp.pdl = c->pdl || c->pdl_late, hp.depth = c->head8_depth;
     c->next_pdl = 0;
     *rc = orthros_head8_argmax(c->h8, &hp, c->stream);
@@ -1066,7 +1066,7 @@ static int cuda_norm_argmax(orthros_backend *be, int32_t *ids, float *logits, vo
                             const void *W, int n, int V, int D, float eps)
 {
     int rc8 = 0;
-    if (head8_run(impl_of(be), ids, NULL, x, norm_w, W, n, V, D, eps, &rc8)) return rc8;
+    if (head8_run(impl_of(be), ids, x, norm_w, W, n, V, D, eps, &rc8)) return rc8;
     if (!impl_of(be)->head8) be->head_int8_rows = 0; /* no copy could be made: the floor counts the bf16 head again */
     return cuda_norm_logits_argmax(be, ids, logits, xn, x, norm_w, W, n, V, D, eps);
 }

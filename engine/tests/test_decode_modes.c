@@ -599,6 +599,17 @@ static void test_op_sequence(orthros_backend *be)
     *be = real;
 }
 
+/* The modes a run asked for are those in effect, and under GRAPHS no capture failed and the steps replayed. */
+static void check_run_modes(const char *label, const decode_run *got, unsigned mode)
+{
+    CHECK(got->modes == mode, "%s: %s in effect", label, mode_name(got->modes));
+    if (mode & ORTHROS_DECODE_GRAPHS) {
+        CHECK(got->stats.capture_failures == 0, "%s: a capture failed: %s", label, got->stats.last_failure);
+        CHECK(got->stats.captures >= 1 && got->stats.replays >= STEPS - 4, "%s: %ld captures, %ld replays", label,
+              got->stats.captures, got->stats.replays);
+    }
+}
+
 /* ---- the cuda backend: each mode against the plain step ---- */
 
 static void compare_cuda(const char *label, const decode_run *ref, const decode_run *got, int B, unsigned mode)
@@ -626,12 +637,7 @@ static void compare_cuda(const char *label, const decode_run *ref, const decode_
     }
     CHECK(agree_all * 10 >= (STEPS + 1) * B * 9, "%s: argmax agrees on %d of %d rows", label, agree_all, (STEPS + 1) * B);
     CHECK(worst < 0.02, "%s: logits differ by %.2f%% of their range", label, 100 * worst);
-    CHECK(got->modes == mode, "%s: %s in effect", label, mode_name(got->modes));
-    if (mode & ORTHROS_DECODE_GRAPHS) {
-        CHECK(got->stats.capture_failures == 0, "%s: a capture failed: %s", label, got->stats.last_failure);
-        CHECK(got->stats.captures >= 1 && got->stats.replays >= STEPS - 4, "%s: %ld captures, %ld replays", label,
-              got->stats.captures, got->stats.replays);
-    }
+    check_run_modes(label, got, mode);
 }
 
 /* A run that asked for the ids alone (run_decode_as's ids_only) against the plain run, both fed the plain run's
@@ -644,11 +650,7 @@ static void compare_ids(const char *label, const decode_run *ref, const decode_r
     printf("%-58s ids agree on %d of %d rows, %ld captures, %ld replays, %ld failed\n", label, agree, (STEPS + 1) * B,
            got->stats.captures, got->stats.replays, got->stats.capture_failures);
     CHECK(agree * 10 >= (STEPS + 1) * B * 9, "%s: ids agree on %d of %d rows", label, agree, (STEPS + 1) * B);
-    CHECK(got->modes == mode, "%s: %s in effect", label, mode_name(got->modes));
-    if (mode & ORTHROS_DECODE_GRAPHS)
-        CHECK(got->stats.capture_failures == 0 && got->stats.captures >= 1 && got->stats.replays >= STEPS - 4,
-              "%s: %ld captures, %ld replays, %ld failed (%s)", label, got->stats.captures, got->stats.replays,
-              got->stats.capture_failures, got->stats.last_failure);
+    check_run_modes(label, got, mode);
 }
 
 /* The fused step under graphs (and, with both, uncaptured too) of backend `be` (named by tag) against the plain step
