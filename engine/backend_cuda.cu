@@ -88,6 +88,7 @@ typedef struct {
     int head8;                     /* ORTHROS_DECODE_HEAD8=1 (unset 0): norm_argmax (ids only) at batch 1-4 through an
                                     * int8 copy of the head, the exact argmax kept (kernels/head8.h) */
     int head8_depth;               /* ORTHROS_HEAD8_DEPTH (2-4, unset 2): the screen's chunk steps in flight a lane */
+    int head8_dp4a;                /* ORTHROS_HEAD8_DP4A=1 (unset 0): the screen's integer form (head8.h) */
     orthros_head8 *h8;             /* that copy, of the head last met (made at its first uncaptured call, dropped when
                                     * the head's memory is freed through this backend) */
     int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
@@ -1041,7 +1042,7 @@ static int head8_run(cuda_impl *c, int32_t *ids, const void *x, const void *norm
     orthros_head8_params hp;
     memset(&hp, 0, sizeof hp);
     hp.ids = ids, hp.logits = NULL, hp.x = x, hp.norm_w = norm_w, hp.eps = eps, hp.n = n;
-    hp.num_sms = c->num_sms, hp.pdl = c->pdl || c->pdl_late, hp.depth = c->head8_depth;
+    hp.num_sms = c->num_sms, hp.pdl = c->pdl || c->pdl_late, hp.depth = c->head8_depth, hp.dp4a = c->head8_dp4a;
     c->next_pdl = 0;
     *rc = orthros_head8_argmax(c->h8, &hp, c->stream);
     return 1;
@@ -1330,7 +1331,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
     c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0;
-    c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 0;
+    c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 0, c->head8_dp4a = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
@@ -1339,6 +1340,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_QKV_ATTN", 1, &c->qkv_attn)) ||
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
         (rc = env_digit("ORTHROS_DECODE_HEAD8", 1, &c->head8)) ||
+        (rc = env_digit("ORTHROS_HEAD8_DP4A", 1, &c->head8_dp4a)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
@@ -1405,8 +1407,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
     if (used < sizeof info->kernels && c->head8 && (*modes & ORTHROS_DECODE_FUSED))
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8%s",
-                                 c->head8_depth == 3 ? " d3" : c->head8_depth == 4 ? " d4" : "");
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8%s%s",
+                                 c->head8_dp4a ? " dp4a" : "", c->head8_depth == 3 ? " d3" : c->head8_depth == 4 ? " d4" : "");
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->pdl_late)

@@ -709,7 +709,8 @@ static int cuda_models(int nspec, char **specs)
     }
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
                    *o_pdl3 = NULL, *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL,
-                   *pdl_late = NULL, *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL, *head8 = NULL;
+                   *pdl_late = NULL, *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL, *head8 = NULL,
+                   *head8_int = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -730,7 +731,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
-                                  {"ORTHROS_DECODE_HEAD8", "2"},
+                                  {"ORTHROS_DECODE_HEAD8", "2"}, {"ORTHROS_HEAD8_DP4A", "2"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
     for (size_t i = 0; !rc && i < sizeof bad / sizeof *bad; i++) {
@@ -776,6 +777,10 @@ static int cuda_models(int nspec, char **specs)
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "2", &mlp_ring);
     /* the head of a greedy step through an int8 copy, the exact argmax kept (kernels/head8.h) */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_HEAD8", "1", &head8);
+    /* its screen's integer form */
+    setenv("ORTHROS_HEAD8_DP4A", "1", 1);
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_HEAD8", "1", &head8_int);
+    unsetenv("ORTHROS_HEAD8_DP4A");
     /* the hints as evict_last, 64 MiB each: more than the step's products between two of them */
     setenv("ORTHROS_DECODE_L2PF_MB", "64", 1);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_L2PF", "2", &l2pf);
@@ -838,6 +843,9 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs, ids only", 1},
                             {ORTHROS_DECODE_FUSED, head8, "fused + head8, ids only", 1},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, head8, "fused + graphs + head8, ids only", 1},
+                            {ORTHROS_DECODE_FUSED, head8_int, "fused + head8 dp4a, ids only", 1},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, head8_int, "fused + graphs + head8 dp4a, ids only",
+                             1},
                             {ORTHROS_DECODE_FUSED, no_late, "fused, no pdl late or attn_pdl", 0},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, no_late,
                              "fused + graphs, no pdl late or attn_pdl", 0},
@@ -948,6 +956,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(mlp);
     orthros_backend_free(mlp_ring);
     orthros_backend_free(head8);
+    orthros_backend_free(head8_int);
     orthros_backend_free(l2pf);
     orthros_backend_free(pdl);
     orthros_backend_free(gemv);

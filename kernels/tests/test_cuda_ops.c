@@ -1528,18 +1528,26 @@ static void test_fused_head(int n, int V, int D, int nan_row)
 }
 
 /* head8 (kernels/head8.h: the head through an int8 copy, the exact argmax kept): the copy against head8_ref_quantize
- * (q and s bit for bit, c within 1e-6), then a step on it with x already normed (norm_w 1) against the reference's
- * screen: the same id, or one whose exact logit ties the reference's within 1e-3 (the kernels' rsqrtf may move an
- * element of x by a bf16 step); candidates at least 1, at most a tenth of the rows. Rows: sigma 0.02, row 0 zero, row 1 one outlier, rows 2 and 3 equal (a tie on the lower
- * index when the input lifts them). */
+ * (q and s bit for bit, c and d within 1e-6), then steps on it with x already normed (norm_w 1), in both forms of the
+ * screen and at depths 2-4, each against the reference's screen of the rows the kernel staged (read back): the
+ * integer form's approx_j bit for bit and its ex within 1e-5, the fp32 form's approx_j within B_j of the
+ * reference's; the staged rows within a bf16 step of the reference's norm; the same id, or one whose exact logit
+ * ties the reference's within 1e-3 (the kernels' exact sums run in another order); candidates at least 1, at most a
+ * tenth of the rows. Rows: sigma 0.02, row 0 zero, row 1 one outlier, rows 2 and 3 equal (a tie on the lower index
+ * when the input lifts them). */
 static void head8_direct(int n, int V, int K, int lift)
 {
     uint16_t *hw = malloc((size_t)V * K * 2), *hx = malloc((size_t)n * K * 2), *h1 = malloc((size_t)K * 2);
-    int8_t *qg = malloc((size_t)V * K), *qc = malloc((size_t)V * K);
+    int8_t *qg = malloc((size_t)V * K), *qc = malloc((size_t)V * K), *hi = malloc((size_t)K), *lo = malloc((size_t)K);
     float *sg = malloc(V * sizeof(float)), *sc = malloc(V * sizeof(float)), *cg = malloc(V * sizeof(float));
     float *cc = malloc(V * sizeof(float)), *ap = malloc(V * sizeof(float)), *ex = malloc(V * sizeof(float));
+    float *dg = malloc(V * sizeof(float)), *dc = malloc(V * sizeof(float));
     float *bd = malloc(V * sizeof(float)), *xf = malloc((size_t)K * sizeof(float));
-    if (!hw || !hx || !h1 || !qg || !qc || !sg || !sc || !cg || !cc || !ap || !ex || !bd || !xf) die("head8 alloc");
+    float *apg = malloc((size_t)n * V * sizeof(float));
+    uint16_t *xst = malloc((size_t)n * K * 2);
+    if (!hw || !hx || !h1 || !qg || !qc || !hi || !lo || !sg || !sc || !cg || !cc || !ap || !ex || !dg || !dc || !bd ||
+        !xf || !apg || !xst)
+        die("head8 alloc");
     for (size_t i = 0; i < (size_t)V * K; i++)
         hw[i] = orthros_f32_to_bf16(0.04f * (orthros_uniform(seed_base ^ 91, i) + orthros_uniform(seed_base ^ 92, i) - 1.0f));
     for (int k = 0; k < K; k++) {
@@ -1561,17 +1569,17 @@ static void head8_direct(int n, int V, int K, int lift)
         cudaMemcpy(dx, hx, (size_t)n * K * 2, cudaMemcpyHostToDevice) || cudaMemcpy(d1, h1, (size_t)K * 2, cudaMemcpyHostToDevice))
         die("head8 upload");
     orthros_head8 *h = NULL;
-    if (orthros_head8_create(&h, dW, V, K, 0) || orthros_head8_export(h, qg, sg, cg, 0)) die(orthros_last_error());
-    head8_ref_quantize(hw, V, K, qc, sc, cc);
+    if (orthros_head8_create(&h, dW, V, K, 0) || orthros_head8_export(h, qg, sg, cg, dg, 0)) die(orthros_last_error());
+    head8_ref_quantize(hw, V, K, qc, sc, cc, dc);
     size_t qbad = 0;
     int sbad = 0, cbad = 0;
     for (size_t i = 0; i < (size_t)V * K; i++) qbad += qg[i] != qc[i];
     for (int j = 0; j < V; j++) {
         sbad += memcmp(&sg[j], &sc[j], sizeof(float)) != 0;
-        cbad += !(fabsf(cg[j] - cc[j]) <= 1e-6f * fabsf(cc[j]));
+        cbad += !(fabsf(cg[j] - cc[j]) <= 1e-6f * fabsf(cc[j])) + !(fabsf(dg[j] - dc[j]) <= 1e-6f * fabsf(dc[j]));
     }
     char name[160];
-    snprintf(name, sizeof name, "head8 copy V=%d K=%d: q, s bit for bit, c", V, K);
+    snprintf(name, sizeof name, "head8 copy V=%d K=%d: q, s bit for bit, c, d", V, K);
     const float want0 = 0.0f, got0 = (float)(qbad + (size_t)sbad + (size_t)cbad);
     report(name, &want0, &got0, 1, 0);
     orthros_head8_params hp;
@@ -1579,38 +1587,58 @@ static void head8_direct(int n, int V, int K, int lift)
     hp.ids = dids, hp.x = dx, hp.norm_w = d1, hp.eps = 1e-5f, hp.n = n;
     int32_t ids[ORTHROS_HEAD8_MAX_ROWS] = {0};
     unsigned counts[ORTHROS_HEAD8_MAX_ROWS] = {0};
-    /* the default depth twice (the scratch the first call leaves must serve the second), then depths 3 and 4 */
-    for (int call = 0; call < 4; call++) {
-        hp.depth = call == 2 ? 3 : call == 3 ? 4 : 0;
+    /* the fp32 form at the default depth twice (the scratch the first call leaves must serve the second), then
+     * depths 3 and 4; the integer form at 2, 3 and 4 */
+    static const int depths[] = {0, 0, 3, 4, 0, 3, 4};
+    for (int call = 0; call < 7; call++) {
+        hp.depth = depths[call], hp.dp4a = call >= 4;
+        float exg[ORTHROS_HEAD8_MAX_ROWS];
+        int form = -1;
         if (orthros_head8_argmax(h, &hp, 0) || orthros_head8_last_candidates(h, n, counts, 0) ||
+            orthros_head8_last_screen(h, n, xst, apg, exg, &form, 0) ||
             cudaMemcpy(ids, dids, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost))
             die(orthros_last_error());
         int ok = 0;
         for (int r = 0; r < n; r++) {
-            /* the reference's normed row: bf16(1 * (x * rsqrt(mean x^2 + eps))) */
+            /* the reference's normed row, bf16(1 * (x * rsqrt(mean x^2 + eps))), against the kernel's (rsqrtf: a bf16
+             * step here and there) */
             double ss = 0.0;
             for (int k = 0; k < K; k++) ss += (double)head8_ref_bf16(hx[(size_t)r * K + k]) * head8_ref_bf16(hx[(size_t)r * K + k]);
             const float rr = (float)(1.0 / sqrt(ss / K + 1e-5));
-            for (int k = 0; k < K; k++) xf[k] = bf16_round(head8_ref_bf16(hx[(size_t)r * K + k]) * rr);
+            int xbad = 0;
+            for (int k = 0; k < K; k++) {
+                const float want_x = bf16_round(head8_ref_bf16(hx[(size_t)r * K + k]) * rr);
+                xf[k] = head8_ref_bf16(xst[(size_t)r * K + k]);
+                xbad += !(fabsf(xf[k] - want_x) <= fabsf(want_x) * (1.0f / 128.0f));
+            }
+            /* the reference's screen of the rows the kernel staged */
             unsigned cnt = 0;
-            const int want = head8_ref_screen(qc, sc, cc, hw, xf, V, K, ap, ex, bd, &cnt);
+            float sx = 0.0f, exr = 0.0f;
+            const int want = hp.dp4a ? head8_ref_screen_int(qc, sc, cc, dc, hw, xf, V, K, hi, lo, ap, ex, bd, &sx, &exr, &cnt)
+                                     : head8_ref_screen(qc, sc, cc, hw, xf, V, K, ap, ex, bd, &cnt);
+            int abad = 0;
+            for (int j = 0; j < V; j++) {
+                const float a = apg[(size_t)r * V + j];
+                abad += hp.dp4a ? memcmp(&a, &ap[j], sizeof a) != 0 : !(fabsf(a - ap[j]) <= bd[j]);
+            }
+            const int exok = hp.dp4a ? fabsf(exg[r] - exr) <= 1e-5f * exr : exg[r] == 0.0f;
             const int g = ids[r];
-            /* the kernels norm x with rsqrtf: a bf16 step of x here and there, so a near-tie may go the other way */
             const int same = g == want || (g >= 0 && g < V && fabsf(ex[g] - ex[want]) <= 1e-3f * (fabsf(ex[want]) + 1.0f));
             const int fair = counts[r] >= 1 && counts[r] * 10u <= (unsigned)V;
-            ok += same && fair && (!lift || g == 2);
-            printf("     head8 n=%d V=%d K=%d row %d call %d: id %d (reference %d), %u candidates (reference %u)\n", n, V, K,
-                   r, call, g, want, counts[r], cnt);
+            ok += same && fair && (!lift || g == 2) && !xbad && !abad && exok && form == hp.dp4a;
+            printf("     head8 n=%d V=%d K=%d row %d call %d (%s): id %d (reference %d), %u candidates (reference %u), "
+                   "%d staged x off, %d approx off, ex %.6g (reference %.6g)\n", n, V, K, r, call,
+                   form ? "integer" : "fp32", g, want, counts[r], cnt, xbad, abad, (double)exg[r], (double)exr);
         }
-        snprintf(name, sizeof name, "head8 step n=%d V=%d K=%d%s call %d depth %d: ids, candidates", n, V, K,
-                 lift ? " (a tie on top)" : "", call, hp.depth);
+        snprintf(name, sizeof name, "head8 step n=%d V=%d K=%d%s call %d depth %d %s: ids, candidates, approx", n, V, K,
+                 lift ? " (a tie on top)" : "", call, hp.depth, hp.dp4a ? "integer" : "fp32");
         const float fw = (float)n, fo = (float)ok;
         report(name, &fw, &fo, 1, 0);
     }
     orthros_head8_destroy(h);
     cudaFree(dW), cudaFree(dx), cudaFree(d1), cudaFree(dids);
-    free(hw), free(hx), free(h1), free(qg), free(qc), free(sg), free(sc), free(cg), free(cc), free(ap), free(ex), free(bd),
-        free(xf);
+    free(hw), free(hx), free(h1), free(qg), free(qc), free(hi), free(lo), free(sg), free(sc), free(cg), free(cc),
+        free(ap), free(ex), free(dg), free(dc), free(bd), free(xf), free(apg), free(xst);
 }
 
 /* The backend's head with ORTHROS_DECODE_HEAD8=1 against the cpu (test_fused_head) at shapes head8 takes: batch 1-4,
@@ -2496,8 +2524,10 @@ int main(void)
     /* The decode step's q/k/v projection and attention in one launch (ORTHROS_DECODE_QKV_ATTN=1; passing on the H200
      * at d17a3c7). */
     if (section("qkvattn")) with_switch("ORTHROS_DECODE_QKV_ATTN", "1", qkv_attn_suite);
-    /* The head through an int8 copy (ORTHROS_DECODE_HEAD8=1; not yet run on a GPU when written): the copy and a step
-     * on it against the cpu reference, then the backend's head with the switch. */
+    /* The head through an int8 copy (ORTHROS_DECODE_HEAD8=1; its first form passed on the H200 in
+     * data/results/h200-2026-12-05-head8; its depths, norm_argmax and the integer screen were written since and have
+     * not run on a GPU yet): the copy and steps on it against the cpu reference, then the backend's head with the
+     * switch. */
     if (section("head8")) {
         head8_direct(1, 3001, 2048, 0);
         head8_direct(3, 1000, 1040, 0);
@@ -2506,7 +2536,11 @@ int main(void)
         with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
         setenv("ORTHROS_HEAD8_DEPTH", "4", 1); /* the screen four chunk steps deep */
         with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
+        setenv("ORTHROS_HEAD8_DP4A", "1", 1); /* the integer screen, 4 and 2 deep */
+        with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
         unsetenv("ORTHROS_HEAD8_DEPTH");
+        with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
+        unsetenv("ORTHROS_HEAD8_DP4A");
         with_switch("ORTHROS_DECODE_HEAD8", "0", head8_suite); /* norm_argmax through the bf16 head */
     }
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
