@@ -89,6 +89,9 @@ typedef struct {
                                     * int8 copy of the head, the exact argmax kept (kernels/head8.h) */
     int head8_depth;               /* ORTHROS_HEAD8_DEPTH (2-4, unset 2): the screen's chunk steps in flight a lane */
     int head8_dp4a;                /* ORTHROS_HEAD8_DP4A=1 (unset 0): the screen's integer form (head8.h) */
+    size_t kvpf_cap;               /* ORTHROS_DECODE_KVPF_MB (0-1024 MiB, unset 0: off): at batch 1 the q/k/v product asks
+                                    * the layer's K and V caches below the step's bound into L2 for the attention
+                                    * after it, where each is at most this many bytes */
     orthros_head8 *h8;             /* that copy, of the head last met (made at its first uncaptured call, dropped when
                                     * the head's memory is freed through this backend) */
     int mlp;                       /* ORTHROS_DECODE_MLP (unset 0; 0 with the chain): 1 norm_mlp_add in one launch; 2
@@ -975,6 +978,12 @@ static int norm_qkv_rope_run(orthros_backend *be, void *qkv, void *xn, const voi
     p.pos = pos_dev ? pos_dev : pos0; /* pos0 only for the check; staged below */
     if (L->head_dim / 2 <= ORTHROS_GEMV_MAX_HALF && orthros_gemv_supported(&p)) {
         memcpy(p.inv_freq, rope->inv_freq, (size_t)(L->head_dim / 2) * sizeof(float));
+        if (c->kvpf_cap && n == 1 && L->window == 0 && pos0[0] > 0) {
+            /* positions 0 .. pos0 - 1 (the bound under a captured step): slots 0 .. of [1][cap][Hkv][d] */
+            const size_t keys = (size_t)(pos0[0] < L->cap ? pos0[0] : L->cap);
+            const size_t bytes = keys * (size_t)L->n_kv_heads * (size_t)L->head_dim * 2;
+            if (bytes <= c->kvpf_cap) p.l2_kv[0] = L->k_cache, p.l2_kv[1] = L->v_cache, p.l2_kv_bytes = bytes;
+        }
         if (!pos_dev && (rc = stage_ints(c, pos0, n, &p.pos))) return rc;
         /* positions staged by a copy on the stream: launched now, not chained */
         return run_gemv_chained(c, &p, pos_dev == L->pos_dev && pos_dev != NULL);
@@ -1347,9 +1356,12 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
-    long head8_depth = 2;
-    if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth))) return rc;
+    long head8_depth = 2, kvpf_mb = 0;
+    if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
+        (rc = env_whole("ORTHROS_DECODE_KVPF_MB", 0, 1024, "MiB", &kvpf_mb)))
+        return rc;
     c->head8_depth = (int)head8_depth;
+    c->kvpf_cap = (size_t)kvpf_mb << 20;
     if ((rc = env_whole("ORTHROS_GEMV_QKV_BLOCKS", 0, 4096, "blocks", &qkv_blocks)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, (int)qkv_blocks)) ||
         (rc = env_whole("ORTHROS_ATTN_DECODE_REGS", 0, 160, "registers", &attn_regs)) ||
@@ -1409,6 +1421,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->head8 && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8%s%s",
                                  c->head8_dp4a ? " dp4a" : "", c->head8_depth == 3 ? " d3" : c->head8_depth == 4 ? " d4" : "");
+    if (used < sizeof info->kernels && c->kvpf_cap && (*modes & ORTHROS_DECODE_FUSED))
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", kv l2 %zuM", c->kvpf_cap >> 20);
     if (used < sizeof info->kernels && c->attn_pdl)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
     if (used < sizeof info->kernels && c->pdl_late)

@@ -256,6 +256,22 @@ static __device__ __forceinline__ void l2_prefetch_share(const void *base, size_
 #endif
 }
 
+/* Part `part` of `parts` of base[0 .. bytes) asked into L2 by one bulk prefetch of thread 0 (sm_90; elsewhere
+ * nothing): for a range read by a later kernel, a block's share in one request. bytes a multiple of 16. */
+static __device__ __forceinline__ void l2_prefetch_part(const void *base, size_t bytes, int part, int parts)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (!base || threadIdx.x) return;
+    const size_t n16 = bytes / 16, lo = n16 * (size_t)part / (size_t)parts, hi = n16 * (size_t)(part + 1) / (size_t)parts;
+    if (hi > lo)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const char *)base + lo * 16),
+                     "r"((uint32_t)((hi - lo) * 16))
+                     : "memory");
+#else
+    (void)base, (void)bytes, (void)part, (void)parts;
+#endif
+}
+
 static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> static __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 

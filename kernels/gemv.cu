@@ -1251,8 +1251,9 @@ static __device__ __forceinline__ void prefetch_group(const orthros_gemv_params 
     }
 }
 
-/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged. */
-template <int N, int U, bool XS>
+/* N input rows (N == p.n), U chunks a row in flight per lane, XS: the input normed and staged; KV: p.l2_kv asked into
+ * L2 (a separate instantiation, so that the others' code is what it was). */
+template <int N, int U, bool XS, bool KV = false>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const orthros_gemv_params p, const gemv2_plan pl)
 {
     extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [N][K] bf16 */
@@ -1263,6 +1264,13 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv2_kernel(const ort
 
     if (!p.pdl_late || pl.trig0) pdl_trigger(); /* else at the block's last group (gemv2_groups) */
     l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blockIdx.x, gridDim.x);
+    /* the decode attention's keys and values below this step's positions (its bound), asked into L2 while this
+     * product runs (ORTHROS_DECODE_KVPF_MB); a bound past the position reaches the slots this kernel's epilogue
+     * writes, which a prefetch into L2, the one copy they have there, cannot make stale */
+    if constexpr (KV) {
+        l2_prefetch_part(p.l2_kv[0], p.l2_kv_bytes, blockIdx.x, gridDim.x);
+        l2_prefetch_part(p.l2_kv[1], p.l2_kv_bytes, blockIdx.x, gridDim.x);
+    }
     /* The weights never depend on an earlier kernel: the warp's share of its first group is asked into L2 while the
      * input is staged (and, with p.pdl, while the kernel before this one ends). Copying it into shared memory instead
      * (cp.async, 64 KB a block) was measured slower at cf5b787 (docs/kernels.md, "The chain"). With p.pdl 2 (the
@@ -1508,11 +1516,12 @@ static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, in
     return 0;
 }
 
-template <int N, int U, bool XS> static int launch2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
+template <int N, int U, bool XS, bool KV = false>
+static int launch2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    return launch_gemv(gemv2_kernel<N, U, XS>, XS ? &attr : NULL, GEMV2_XS_MAX_BYTES, dim3((unsigned)pl->blocks), p, pl,
-                       pl->smem, stream);
+    return launch_gemv(gemv2_kernel<N, U, XS, KV>, XS ? &attr : NULL, GEMV2_XS_MAX_BYTES, dim3((unsigned)pl->blocks), p,
+                       pl, pl->smem, stream);
 }
 
 static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStream_t stream)
@@ -1520,6 +1529,8 @@ static int launch_v2(const orthros_gemv_params *p, const gemv2_plan *pl, cudaStr
     const bool xs = p->norm_w != NULL;
     switch (p->n) {
     case 1:
+        if (xs && p->l2_kv[0]) /* the normed q/k/v product asking the attention's caches into L2 */
+            return pl->U == 4 ? launch2<1, 4, true, true>(p, pl, stream) : launch2<1, 8, true, true>(p, pl, stream);
         if (pl->U == 4) return xs ? launch2<1, 4, true>(p, pl, stream) : launch2<1, 4, false>(p, pl, stream);
         return xs ? launch2<1, 8, true>(p, pl, stream) : launch2<1, 8, false>(p, pl, stream);
     case 2: return xs ? launch2<2, 4, true>(p, pl, stream) : launch2<2, 4, false>(p, pl, stream);

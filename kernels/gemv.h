@@ -80,6 +80,11 @@ typedef struct {
     unsigned long long *stamps; /* a stamped build (step_stamps.h): NULL, or the array whose slot stamp_slot this
                                  * launch's blocks store their clock readings in (v3's kernel; others ignore it) */
     int stamp_slot;
+    const void *l2_kv[2]; /* NULL, or the K and V caches the decode attention after this product reads (the q/k/v
+                           * projection at batch 1, ORTHROS_DECODE_KVPF_MB): v2 / v3's blocks at batch 1 with a normed
+                           * input ask the first l2_kv_bytes of each into L2 as they start, a share a block (sm_90; a
+                           * hint: no result changes) */
+    size_t l2_kv_bytes;
 } orthros_gemv_params;
 
 size_t orthros_gemv_scratch_bytes(void);

@@ -710,7 +710,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
                    *o_pdl3 = NULL, *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL,
                    *pdl_late = NULL, *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL, *head8 = NULL,
-                   *head8_int = NULL;
+                   *head8_int = NULL, *kvpf = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -732,6 +732,8 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_DECODE_HEAD8", "2"}, {"ORTHROS_HEAD8_DP4A", "2"},
+                                  {"ORTHROS_DECODE_KVPF_MB", "1025"}, {"ORTHROS_DECODE_KVPF_MB", "-1"},
+                                  {"ORTHROS_DECODE_KVPF_MB", "16M"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
                                   {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
     for (size_t i = 0; !rc && i < sizeof bad / sizeof *bad; i++) {
@@ -781,6 +783,8 @@ static int cuda_models(int nspec, char **specs)
     setenv("ORTHROS_HEAD8_DP4A", "1", 1);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_HEAD8", "1", &head8_int);
     unsetenv("ORTHROS_HEAD8_DP4A");
+    /* the q/k/v product asking the layer's K and V caches into L2 for the attention (batch 1) */
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_KVPF_MB", "16", &kvpf);
     /* the hints as evict_last, 64 MiB each: more than the step's products between two of them */
     setenv("ORTHROS_DECODE_L2PF_MB", "64", 1);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_L2PF", "2", &l2pf);
@@ -846,6 +850,8 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED, head8_int, "fused + head8 dp4a, ids only", 1},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, head8_int, "fused + graphs + head8 dp4a, ids only",
                              1},
+                            {ORTHROS_DECODE_FUSED, kvpf, "fused + kv l2", 0},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, kvpf, "fused + graphs + kv l2", 0},
                             {ORTHROS_DECODE_FUSED, no_late, "fused, no pdl late or attn_pdl", 0},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, no_late,
                              "fused + graphs, no pdl late or attn_pdl", 0},
@@ -957,6 +963,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(mlp_ring);
     orthros_backend_free(head8);
     orthros_backend_free(head8_int);
+    orthros_backend_free(kvpf);
     orthros_backend_free(l2pf);
     orthros_backend_free(pdl);
     orthros_backend_free(gemv);
