@@ -28,9 +28,9 @@
  *     products a lane an instruction, where the fp32 form spends three instructions an int8); approx_j =
  *     s_j sx (A_hi + A_lo / 256) in double, rounded once to fp32 (the same bits on the cpu). Its error adds
  *     s_j q_j . (x - x_q) <= d_j ||x - x_q|| to the copy's: B_j = c_j ||x|| + d_j ex, d_j >= ||s_j q_j|| (with u to
- *     spare) made with the copy, ex >= ||x - x_q|| (1 + 2^-10) a step. x - x_q is at most sx / 512 an element
- *     (sx / 256 where lo is clamped), so the added term is a small part of the copy's (test_head8 prints it) and
- *     the screen keeps about the rows the fp32 one keeps.
+ *     spare) made with the copy, ex >= ||x - x_q|| (1 + 2^-10) a step. x - x_q is about sx / 512 an element at
+ *     most (sx / 256 where lo is clamped), so the added term is a small part of the copy's (test_head8 prints it)
+ *     and the screen keeps about the rows the fp32 one keeps.
  *     Its c_j carries the fp32 form's sum term it does not need (the spare covers the one rounding of approx_j).
  *     Its shared memory holds both the bf16 rows and the split (4 n K bytes): past 227 KB the fp32 form runs.
  * Batch 1-4 (orthros_head8_supported), K a multiple of 16 up to 16384. CPU reference: kernels/head8_ref.h (the same
