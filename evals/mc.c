@@ -8,6 +8,7 @@
 #include "result_eval.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,13 +188,16 @@ static int labelled_choices(orthros_mc_item *it, const cJSON *o, int lstrip_key,
     return rc;
 }
 
-/* A gold index: an integer, or a string of digits (HellaSwag's label, Winogrande's answer). */
+/* A gold index: an integer, or a string of digits (HellaSwag's label, Winogrande's answer). A number is converted
+ * only once it is known to be a whole number of fewer than seven digits (a conversion of one outside long's range
+ * is undefined: the libFuzzer run of mc_jsonl found "gold": 1e308). */
 static int gold_index(int *gold, const cJSON *o, const char *key, int n, int one_based, const char *name, int line)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     long g = -1;
     if (!v) return FAIL("%s:%d: \"%s\" is missing", name, line, key);
-    if (cJSON_IsNumber(v) && v->valuedouble == (double)(long)v->valuedouble) g = (long)v->valuedouble;
+    if (cJSON_IsNumber(v) && fabs(v->valuedouble) < 1e6 && v->valuedouble == floor(v->valuedouble))
+        g = (long)v->valuedouble;
     else if (cJSON_IsString(v) && v->valuestring[0] && strspn(v->valuestring, "0123456789") == strlen(v->valuestring) &&
              strlen(v->valuestring) < 6)
         g = strtol(v->valuestring, NULL, 10);

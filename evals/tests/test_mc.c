@@ -174,6 +174,10 @@ static void test_refusals(void)
         {"{\"sentence\": \"a _ b\", \"option1\": \"a\", \"option2\": \"b\", \"answer\": \"3\"}", "\"answer\" is outside the 2 choices"},
         {"{\"activity_label\": \"x\", \"ctx_a\": \"a\", \"ctx_b\": \"b\", \"endings\": [\"e\", \"f\"], \"label\": \"1.5\"}", "\"label\" is not an index"},
         {"{\"context\": \"c\", \"choices\": [\"a\", \"b\"], \"gold\": -1}", "\"gold\" is outside"},
+        /* past long's range (libFuzzer's find: its conversion was undefined), and a fraction */
+        {"{\"context\": \"c\", \"choices\": [\"a\", \"b\"], \"gold\": 1e308}", "\"gold\" is not an index"},
+        {"{\"context\": \"c\", \"choices\": [\"a\", \"b\"], \"gold\": -1e308}", "\"gold\" is not an index"},
+        {"{\"context\": \"c\", \"choices\": [\"a\", \"b\"], \"gold\": 0.5}", "\"gold\" is not an index"},
         {"{\"context\": \"c\", \"choices\": [\"a\", \"b\"]}", "not a known layout"},
         {"{\"context\": \"c\", \"choices\": [\"a\", \"b\"], \"gold\": 0, \"gold\": 1}", "appears twice"},
         {"{\"context\": \"c\\u0000\", \"choices\": [\"a\", \"b\"], \"gold\": 0}", "\\u0000"},
