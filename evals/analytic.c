@@ -463,8 +463,12 @@ int orthros_analytic_layout_load(orthros_analytic_layout *l, const char *dir)
     int *dst[] = {&l->keys, &l->values, &l->fillers, &l->classes, &l->bos, &l->none, &l->query, &l->filler0, &l->key0,
                   &l->value0, &l->pair0};
     for (size_t i = 0; i < sizeof keys / sizeof *keys && !rc; i++) rc = layout_int(ar, keys[i], dst[i], path);
+    /* a whole number in 0..2^30 before it is converted (one outside int64's range would be undefined) */
     const cJSON *mc = cJSON_GetObjectItemCaseSensitive(ar, "max_context");
-    l->max_context = cJSON_IsNumber(mc) ? (int64_t)mc->valuedouble : 0;
+    const double mcv = cJSON_IsNumber(mc) ? mc->valuedouble : 0.0;
+    if (!rc && mc && !(cJSON_IsNumber(mc) && mcv >= 0.0 && mcv <= (double)((int64_t)1 << 30) && mcv == floor(mcv)))
+        rc = orthros_error(ORTHROS_EFORMAT, "%s: analytic_recall.max_context is not a whole number in 0..2^30", path);
+    l->max_context = rc ? 0 : (int64_t)mcv;
     l->vocab = l->pair0 + l->keys * l->values;
     if (!rc && (l->keys < 1 || l->values < 1 || l->fillers < 1 || l->classes != ORTHROS_ANALYTIC_CLASSES))
         rc = orthros_error(ORTHROS_EFORMAT, "%s: analytic_recall has an impossible layout", path);

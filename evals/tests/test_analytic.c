@@ -278,6 +278,39 @@ static void test_refusals(const char *dir)
     p = P;
     p.keys = 65;
     CHECK(orthros_analytic_check(&p) == ORTHROS_EINVAL, "65 keys accepted");
+    /* a checkpoint whose max_context is no whole number in 0..2^30 (1e300 was converted unchecked before) */
+    char *bad = tu_tempdir();
+    CHECK(bad != NULL, "tempdir");
+    if (!bad) return;
+    const char *const vals[] = {"1e300", "-1", "2.5", "\"4096\""};
+    for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
+        orthros_analytic_params q = P;
+        CHECK(orthros_analytic_write(bad, &q) == 0, "write: %s", orthros_last_error());
+        char path[4200], *text = NULL;
+        snprintf(path, sizeof path, "%s/config.json", bad);
+        FILE *f = fopen(path, "rb");
+        long len = -1;
+        if (f && !fseek(f, 0, SEEK_END) && (len = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET) && (text = malloc((size_t)len + 1)) &&
+            fread(text, 1, (size_t)len, f) == (size_t)len)
+            text[len] = 0;
+        else
+            len = -1;
+        if (f) fclose(f);
+        cJSON *root = len > 0 ? cJSON_Parse(text) : NULL;
+        cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "analytic_recall");
+        CHECK(ar && cJSON_ReplaceItemInObjectCaseSensitive(ar, "max_context", cJSON_Parse(vals[i])) &&
+                  tu_write_json(path, root) == 0,
+              "rewrite max_context %s", vals[i]);
+        cJSON_Delete(root);
+        free(text);
+        int rc = orthros_analytic_layout_load(&l, bad);
+        CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), "max_context"), "max_context %s: rc %d, %s", vals[i],
+              rc, orthros_last_error());
+    }
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", bad);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", bad);
+    free(bad);
 }
 
 int main(void)
