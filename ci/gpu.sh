@@ -226,9 +226,9 @@ if [ -n "$DECODE" ]; then
             fused-graphs-head8d3 | fused-graphs-head8d4) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1
                                                           ORTHROS_HEAD8_DEPTH="${mode#fused-graphs-head8d}") ;;
             fused-graphs-head8i) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=1) ;;
-            fused-graphs-kvpf8 | fused-graphs-kvpf16) envs=("${fused[@]}" ORTHROS_DECODE_KVPF_MB="${mode#fused-graphs-kvpf}") ;;
             fused-graphs-head8id3 | fused-graphs-head8id4) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=1
                                                             ORTHROS_HEAD8_DEPTH="${mode#fused-graphs-head8id}") ;;
+            fused-graphs-kvpf8 | fused-graphs-kvpf16) envs=("${fused[@]}" ORTHROS_DECODE_KVPF_MB="${mode#fused-graphs-kvpf}") ;;
             fused-graphs-chain) envs=("${fused[@]}" ORTHROS_DECODE_CHAIN=1) ;;
             fused-graphs-attn7) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=7) ;;
             fused-graphs-attn8) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_VERSION=8) ;;

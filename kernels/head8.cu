@@ -250,7 +250,8 @@ static __device__ __forceinline__ void h8_load_step(uint4 (&buf)[H8_R], const h8
                                     : make_uint4(0u, 0u, 0u, 0u);
 }
 
-/* B_j of input row t: c_j ||x_t||, and in the integer form + d_j ex_t (the same expression in both kernels). */
+/* B_j of input row t: c_j ||x_t||, and in the integer form + d_j ex_t: the select kernel's in both forms, the integer
+ * screen's (the fp32 screen forms c_j ||x_t|| inline, c_j loaded once a row for all t). */
 template <bool INT> static __device__ __forceinline__ float h8_bound(const h8_args &a, int j, float xn, float ex)
 {
     const float b = __ldg(a.c + j) * xn;

@@ -70,6 +70,14 @@ static inline void head8_ref_split(const float *x, int K, int8_t *hi, int8_t *lo
     *ex = head8_ref_round_up(sqrt(ee) * (1.0 + 0x1p-10));
 }
 
+/* ||x||_2 of a normed input row in fp32, sequential: both screens' B_j factor. */
+static inline float head8_ref_norm(const float *x, int K)
+{
+    float ss = 0.0f;
+    for (int k = 0; k < K; k++) ss += x[k] * x[k];
+    return sqrtf(ss);
+}
+
 /* The selection both screens end with: L = max (approx - bound) over the rows (a NaN left out), the candidates
  * (approx + bound not below L: a NaN makes one) counted, and the argmax of exact over them (the larger value, the
  * lower index on a tie, NaN lowest). */
@@ -104,9 +112,7 @@ static inline int head8_ref_screen_int(const int8_t *q, const float *s, const fl
                                        const uint16_t *W, const float *x, int V, int K, int8_t *hi, int8_t *lo,
                                        float *approx, float *exact, float *bound, float *sx, float *ex, unsigned *count)
 {
-    float ss = 0.0f;
-    for (int k = 0; k < K; k++) ss += x[k] * x[k];
-    const float xn = sqrtf(ss);
+    const float xn = head8_ref_norm(x, K);
     head8_ref_split(x, K, hi, lo, sx, ex);
     for (int j = 0; j < V; j++) {
         long long ah = 0, al = 0;
@@ -128,9 +134,7 @@ static inline int head8_ref_screen_int(const int8_t *q, const float *s, const fl
 static inline int head8_ref_screen(const int8_t *q, const float *s, const float *c, const uint16_t *W, const float *x,
                                    int V, int K, float *approx, float *exact, float *bound, unsigned *count)
 {
-    float ss = 0.0f;
-    for (int k = 0; k < K; k++) ss += x[k] * x[k];
-    const float xn = sqrtf(ss);
+    const float xn = head8_ref_norm(x, K);
     for (int j = 0; j < V; j++) {
         float a = 0.0f;
         for (int k = 0; k < K; k++) a = fmaf((float)q[(size_t)j * K + k], x[k], a);

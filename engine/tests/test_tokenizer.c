@@ -166,7 +166,8 @@ static void check_smollm2(const orthros_tokenizer *tok, int with_config)
     char buf[512];
     for (int k = 0; k < 200; k++) {
         size_t len2 = 1 + (size_t)(orthros_uniform(seed, (uint64_t)k * 1000) * 400);
-        for (size_t i = 0; i < len2; i++) buf[i] = (char)(unsigned char)(orthros_uniform(seed + 1, (uint64_t)k * 1000 + i) * 256); /* a byte 0-255 */
+        for (size_t i = 0; i < len2; i++) /* a byte 0-255, through unsigned char (128-255 overflow a signed char) */
+            buf[i] = (char)(unsigned char)(orthros_uniform(seed + 1, (uint64_t)k * 1000 + i) * 256);
         check_roundtrip(tok, buf, len2, "random bytes");
     }
     /* A long run of spaces is one piece of a few tokens, not a slow path. */
