@@ -286,23 +286,14 @@ static void test_refusals(const char *dir)
     for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
         orthros_analytic_params q = P;
         CHECK(orthros_analytic_write(bad, &q) == 0, "write: %s", orthros_last_error());
-        char path[4200], *text = NULL;
+        char path[4200];
         snprintf(path, sizeof path, "%s/config.json", bad);
-        FILE *f = fopen(path, "rb");
-        long len = -1;
-        if (f && !fseek(f, 0, SEEK_END) && (len = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET) && (text = malloc((size_t)len + 1)) &&
-            fread(text, 1, (size_t)len, f) == (size_t)len)
-            text[len] = 0;
-        else
-            len = -1;
-        if (f) fclose(f);
-        cJSON *root = len > 0 ? cJSON_Parse(text) : NULL;
+        cJSON *root = tu_load_json(path);
         cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "analytic_recall");
         CHECK(ar && cJSON_ReplaceItemInObjectCaseSensitive(ar, "max_context", cJSON_Parse(vals[i])) &&
                   tu_write_json(path, root) == 0,
               "rewrite max_context %s", vals[i]);
         cJSON_Delete(root);
-        free(text);
         int rc = orthros_analytic_layout_load(&l, bad);
         CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), "max_context"), "max_context %s: rc %d, %s", vals[i],
               rc, orthros_last_error());
