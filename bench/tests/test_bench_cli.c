@@ -550,9 +550,7 @@ int main(int argc, char **argv)
     }
     file_safety(json, log);
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0, "cleanup");
+    CHECK(tu_remove_tree(dir) == 0, "cleanup");
     cJSON_Delete(schema);
     return tu_finish();
 }

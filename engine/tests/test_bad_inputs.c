@@ -622,9 +622,7 @@ int main(int argc, char **argv)
     test_loader_leniency();
     test_arch_opts();
 
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    CHECK(system(cmd) == 0, "cleanup");
+    CHECK(tu_remove_tree(root) == 0, "cleanup");
     free((char *)root);
     return tu_finish();
 }

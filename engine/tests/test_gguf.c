@@ -1047,9 +1047,7 @@ int main(int argc, char **argv)
     check_many_names();
     check_cli_text();
     check_mutations();
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp);
+    if (tu_remove_tree(tmp)) fprintf(stderr, "could not remove %s\n", tmp);
     free(tmp);
     return tu_finish();
 }

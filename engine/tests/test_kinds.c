@@ -713,9 +713,7 @@ static void test_window_models(void)
            "%.3g after decode; chunks 1, 7, %d bit-equal; windows >= %d equal the transformer\n",
            configs, worst, worst_dec, N, N);
     free(tr);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0, "cleanup");
+    CHECK(tu_remove_tree(dir) == 0, "cleanup");
     free(dir);
 }
 
@@ -753,9 +751,7 @@ static void test_one_layer_first_token(const int32_t *tok, int n)
         CHECK(0, "1-layer runs failed");
     }
     free(tr), free(orth), free(lin);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0, "cleanup");
+    CHECK(tu_remove_tree(dir) == 0, "cleanup");
     free(dir);
 }
 

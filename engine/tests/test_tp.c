@@ -225,9 +225,7 @@ static void test_generate(const char *spec)
 
 static void remove_dir(char *dir)
 {
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0, "cleanup %s", dir);
+    CHECK(tu_remove_tree(dir) == 0, "cleanup %s", dir);
     free(dir);
 }
 

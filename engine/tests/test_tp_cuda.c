@@ -184,9 +184,7 @@ int main(int argc, char **argv)
     CHECK(st == 1 && text && strstr(text, want), "--tp %d on %d GPUs: exit %d, %s", gpus + 1, gpus, st, text ? text : "");
     printf("--tp %d on %d GPU(s): %s", gpus + 1, gpus, text ? text : "\n");
     free(text);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    CHECK(system(cmd) == 0, "cleanup");
+    CHECK(tu_remove_tree(tmp) == 0, "cleanup");
     free(tmp);
     return tu_finish();
 }

@@ -173,8 +173,6 @@ int main(int argc, char **argv)
     silent_rank(0, SIGSTOP, "rank 1: rank 0 sent no heartbeat for 3 s (stopped or gone)", 1);
     silent_rank(1, SIGKILL, "rank 1", 0);
     launcher_killed();
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    if (tu_remove_tree(dir)) fprintf(stderr, "could not remove %s\n", dir);
     return tu_finish();
 }

@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -258,6 +259,18 @@ char *tu_tempdir(void)
     snprintf(tmpl, sizeof tmpl, "%s/orthros-test-XXXXXX", base && *base ? base : "/tmp");
     char *d = mkdtemp(tmpl);
     return d ? strdup(d) : NULL;
+}
+
+static int tu_remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path) ? -1 : 0;
+}
+
+int tu_remove_tree(const char *path)
+{
+    /* depth first, not following links: a link inside is removed, never what it points at */
+    return nftw(path, tu_remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 char *tu_slurp(const char *path, size_t *len)

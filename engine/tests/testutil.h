@@ -106,5 +106,7 @@ int tu_lock_held(const char *json);
 
 /* A fresh temporary directory (mkdtemp under $TMPDIR or /tmp). */
 char *tu_tempdir(void);
+/* Removes path and all under it (files, folders, links themselves; never a link's target); 0 when done. */
+int tu_remove_tree(const char *path);
 
 #endif

@@ -298,9 +298,7 @@ static void test_refusals(const char *dir)
         CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), "max_context"), "max_context %s: rc %d, %s", vals[i],
               rc, orthros_last_error());
     }
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", bad);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", bad);
+    if (tu_remove_tree(bad)) fprintf(stderr, "could not remove %s\n", bad);
     free(bad);
 }
 
@@ -316,9 +314,7 @@ int main(void)
     test_deterministic(dir);
     test_refusals(dir);
     test_recall(dir);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    if (tu_remove_tree(dir)) fprintf(stderr, "could not remove %s\n", dir);
     free(dir);
     return tu_finish();
 }

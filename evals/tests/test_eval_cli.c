@@ -162,9 +162,7 @@ int main(int argc, char **argv)
     test_niah();
     test_mqar();
     test_refusals();
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    if (tu_remove_tree(dir)) fprintf(stderr, "could not remove %s\n", dir);
     free(dir);
     cJSON_Delete(schema);
     return tu_finish();
