@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 2
 fail=0
 for script in gpu.sh gpu-tp.sh gpu-text.sh gpu-convert.sh gpu-kernel-source.sh gpu-step-timeline.sh \
-    gpu-decode-profile.sh; do
+    gpu-decode-profile.sh gpu-pm-sampling.sh; do
     for arg in --help -x; do
         out=$(timeout 60 bash "$root/ci/$script" "$arg" 2>&1)
         rc=$?

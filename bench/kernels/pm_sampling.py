@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Whether the memory idles inside a captured decode step (ci/gpu-pm-sampling.sh; docs/kernels.md, "The step's
+timeline"): Nsight Compute's PM sampling of one whole replayed step graph (`ncu --graph-profiling graph --section
+PmSampling`) gives the DRAM throughput as a time series of samples across the step, kernel boundaries included,
+which the per-kernel profiles (each kernel alone) and the clock stamps (when a kernel's blocks ran, not what the
+memory did) cannot.
+
+Two commands:
+  dump REPORT.ncu-rep OUT.csv   (on the GPU machine: Nsight Compute's Python module `ncu_report`, from the
+      extras/python folder beside ncu, or NCU_PYTHON) every pmsampling:* series of every profiled result as rows
+      result,metric,index,t,value (t: the sample's timestamp as the report gives it, ns; the index where the report
+      gives none).
+  summary SERIES.csv [--metric NAME] [--below PCT] [--cols N]   (anywhere; standard library only) per result, the
+      DRAM series (the first of DRAM_METRICS present, or --metric): samples, span, interval, the mean; the share of
+      the span in bands of % of peak; the stretches below PCT (default 50): how many, their total, the longest; and
+      a line of N columns (default 100), each the mean of its share of the span as a digit, 0 for under 10% of peak
+      to 9 for 90% and more.
+usage: python3 bench/kernels/pm_sampling.py dump REPORT.ncu-rep OUT.csv
+       python3 bench/kernels/pm_sampling.py summary SERIES.csv [--metric NAME] [--below PCT] [--cols N]"""
+import csv
+import os
+import shutil
+import sys
+
+DRAM_METRICS = ("pmsampling:dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                "pmsampling:dram__bytes_read.sum.pct_of_peak_sustained_elapsed",
+                "pmsampling:dram__bytes.avg.pct_of_peak_sustained_elapsed")
+BANDS = (0, 25, 50, 75, 90)
+HEADER = ["result", "metric", "index", "t", "value"]
+
+
+def die(msg):
+    raise SystemExit("pm_sampling.py: " + msg)
+
+
+def import_ncu_report():
+    """Nsight Compute's report module: NCU_PYTHON, else extras/python beside the ncu on the path."""
+    dirs = [os.environ["NCU_PYTHON"]] if os.environ.get("NCU_PYTHON") else []
+    ncu = shutil.which("ncu")
+    if ncu:
+        dirs.append(os.path.join(os.path.dirname(os.path.realpath(ncu)), "extras", "python"))
+    sys.path[:0] = dirs
+    try:
+        import ncu_report  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+        die("no Nsight Compute Python module (ncu_report) in %s: %s" % (dirs or "(no ncu on the path)", e))
+    return ncu_report
+
+
+def dump(report, out):
+    ncu_report = import_ncu_report()
+    try:
+        ctx = ncu_report.load_report(report)
+    except Exception as e:  # the module raises its own types
+        die("cannot load %s: %s" % (report, e))
+    rows, result = [], 0
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            act = rng.action_by_idx(a)
+            for name in sorted(act.metric_names()):
+                if not name.startswith("pmsampling:"):
+                    continue
+                m = act.metric_by_name(name)
+                n = m.num_instances()
+                ts = m.correlation_ids() if n and m.has_correlation_ids() else None
+                for i in range(n):
+                    rows.append([result, name, i, ts.as_uint64(i) if ts is not None else i, m.as_double(i)])
+            result += 1
+    if not rows:
+        die("%s holds no PM sampling series (was --section PmSampling collected?)" % report)
+    with open(out, "w", newline="", encoding="ascii") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        w.writerows(rows)
+    print("%d samples of %d results written to %s" % (len(rows), result, out))
+
+
+def read_series(path):
+    """{result: {metric: [(t, value), ...] sorted by t}}; a file not of dump's columns is refused."""
+    series = {}
+    try:
+        with open(path, newline="", encoding="ascii") as f:
+            rd = csv.reader(f)
+            if next(rd, None) != HEADER:
+                die("%s: not a PM sampling series file (its first line is not %s)" % (path, ",".join(HEADER)))
+            for n, row in enumerate(rd, 2):
+                if len(row) != 5:
+                    die("%s:%d: %d fields, not 5" % (path, n, len(row)))
+                try:
+                    res, t, v = int(row[0]), float(row[3]), float(row[4])
+                except ValueError:
+                    die("%s:%d: result, t and value must be numbers" % (path, n))
+                if v != v or t != t:
+                    die("%s:%d: a NaN" % (path, n))
+                series.setdefault(res, {}).setdefault(row[1], []).append((t, v))
+    except (OSError, UnicodeDecodeError) as e:
+        die("cannot read %s: %s" % (path, e))
+    for metrics in series.values():
+        for s in metrics.values():
+            s.sort()
+    return series
+
+
+def stretches(samples, dt, below):
+    """(start, length) of every run of samples under `below`, each sample standing for dt from its timestamp."""
+    runs, start, last = [], None, None
+    for t, v in samples:
+        if v < below:
+            if start is None:
+                start = t
+            last = t
+        elif start is not None:
+            runs.append((start, last - start + dt))
+            start = None
+    if start is not None:
+        runs.append((start, last - start + dt))
+    return runs
+
+
+def summarize(samples, below, cols):
+    t0 = samples[0][0]
+    diffs = sorted(b[0] - a[0] for a, b in zip(samples, samples[1:]))
+    dt = diffs[len(diffs) // 2] if diffs else 0.0
+    span = samples[-1][0] - t0 + dt
+    vals = [v for _, v in samples]
+    lines = ["%d samples over %.1f us, one every %.3f us; mean %.1f%% of peak" %
+             (len(samples), span / 1e3, dt / 1e3, sum(vals) / len(vals))]
+    bands = []
+    for i, lo in enumerate(BANDS):
+        hi = BANDS[i + 1] if i + 1 < len(BANDS) else None
+        k = sum(1 for v in vals if v >= lo and (hi is None or v < hi))
+        label = "%d-%d%%" % (lo, hi) if hi is not None else ">= %d%%" % lo
+        bands.append("%s: %.1f%%" % (label, 100.0 * k / len(vals)))
+    lines.append("share of the samples by %% of peak: %s" % ", ".join(bands))
+    runs = stretches(samples, dt, below)
+    total = sum(l for _, l in runs)
+    lines.append("below %g%%: %d stretches, %.1f us in all (%.1f%% of the span), mean %.2f us" %
+                 (below, len(runs), total / 1e3, 100.0 * total / span if span else 0.0,
+                  total / len(runs) / 1e3 if runs else 0.0))
+    for s, l in sorted(runs, key=lambda r: -r[1])[:5]:
+        lines.append("  %.2f us from %.1f us" % (l / 1e3, (s - t0) / 1e3))
+    if cols > 0 and span > 0:
+        sums, counts = [0.0] * cols, [0] * cols
+        for t, v in samples:
+            c = min(cols - 1, int((t - t0) / span * cols))
+            sums[c] += v
+            counts[c] += 1
+        lines.append("timeline (%d columns of %.2f us, 0-9: tenths of peak, '.' no sample):" % (cols, span / cols / 1e3))
+        lines.append("".join(str(min(9, int(sums[c] / counts[c] // 10))) if counts[c] else "." for c in range(cols)))
+    return lines
+
+
+def summary(path, metric, below, cols):
+    series = read_series(path)
+    for res in sorted(series):
+        metrics = series[res]
+        name = metric if metric else next((m for m in DRAM_METRICS if m in metrics), None)
+        if name is None or name not in metrics:
+            have = ", ".join(sorted(m for m in metrics if "dram" in m)) or "none with dram in its name"
+            die("result %d: no %s series (DRAM series there: %s)" % (res, metric or "DRAM", have))
+        print("result %d: %s" % (res, name))
+        for line in summarize(metrics[name], below, cols):
+            print("  " + line)
+
+
+def main(argv):
+    if len(argv) == 3 and argv[0] == "dump":
+        return dump(argv[1], argv[2])
+    if len(argv) >= 2 and argv[0] == "summary":
+        metric, below, cols, i = None, 50.0, 100, 2
+        while i < len(argv):
+            a = argv[i]
+            if i + 1 >= len(argv) or a not in ("--metric", "--below", "--cols"):
+                die("unknown or incomplete option %r (the usage is at the top of this file)" % a)
+            v = argv[i + 1]
+            try:
+                if a == "--metric":
+                    metric = v
+                elif a == "--below":
+                    below = float(v)
+                    if not 0 < below <= 100:
+                        raise ValueError
+                else:
+                    cols = int(v)
+                    if not 0 <= cols <= 1000:
+                        raise ValueError
+            except ValueError:
+                die("%s %r: out of range (--below 0-100, --cols 0-1000)" % (a, v))
+            i += 2
+        return summary(argv[1], metric, below, cols)
+    die("usage: pm_sampling.py dump REPORT.ncu-rep OUT.csv | summary SERIES.csv [--metric NAME] [--below PCT] "
+        "[--cols N]")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
