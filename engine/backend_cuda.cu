@@ -85,10 +85,11 @@ typedef struct {
     int attn_o;                    /* ORTHROS_DECODE_ATTN_O=1 (unset 0; 0 with the chain): attn_decode_o in one launch */
     int qkv_attn;                  /* ORTHROS_DECODE_QKV_ATTN=1 (unset 0; 0 with the chain or attn_o):
                                     * norm_qkv_rope_attn in one launch */
-    int head8;                     /* ORTHROS_DECODE_HEAD8=1 (unset 0): norm_argmax (ids only) at batch 1-4 through an
-                                    * int8 copy of the head, the exact argmax kept (kernels/head8.h) */
-    int head8_depth;               /* ORTHROS_HEAD8_DEPTH (2-4, unset 2): the screen's chunk steps in flight a lane */
-    int head8_dp4a;                /* ORTHROS_HEAD8_DP4A=1 (unset 0): the screen's integer form (head8.h) */
+    int head8;                     /* ORTHROS_DECODE_HEAD8 (unset 1; 0: the bf16 head): norm_argmax (ids only) at
+                                    * batch 1-4 through an int8 copy of the head, the exact argmax kept
+                                    * (kernels/head8.h) */
+    int head8_depth;               /* ORTHROS_HEAD8_DEPTH (2-4, unset 4): the screen's chunk steps in flight a lane */
+    int head8_dp4a;                /* ORTHROS_HEAD8_DP4A (unset 1; 0: fp32 sums): the screen's integer form (head8.h) */
     size_t kvpf_cap;               /* ORTHROS_DECODE_KVPF_MB (0-1024 MiB, unset 0: off): at batch 1 the q/k/v product asks
                                     * the layer's K and V caches below the step's bound into L2 for the attention
                                     * after it, where each is at most this many bytes */
@@ -1026,7 +1027,7 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
     return rc ? rc : attn_run(c, p);
 }
 
-/* ORTHROS_DECODE_HEAD8=1: the ids of the head through its int8 copy (kernels/head8.h; no logits), made at the first
+/* ORTHROS_DECODE_HEAD8 (the default; 0 turns it off): the ids of the head through its int8 copy (kernels/head8.h; no logits), made at the first
  * call for this W, which is never captured (a decode step runs uncaptured before its capture); 1 when it ran, 0
  * when it does not take the call (the caller runs the bf16 head; where the copy cannot be made, for want of memory,
  * from then on). */
@@ -1340,7 +1341,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
     c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0;
-    c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 0, c->head8_dp4a = 0;
+    c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 1, c->head8_dp4a = 1;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
@@ -1356,7 +1357,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
-    long head8_depth = 2, kvpf_mb = 0;
+    long head8_depth = 4, kvpf_mb = 0; /* head8: measured fastest at depth 4 with the integer screen (H100, 2026-12-05) */
     if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
         (rc = env_whole("ORTHROS_DECODE_KVPF_MB", 0, 1024, "MiB", &kvpf_mb)))
         return rc;

@@ -22,7 +22,9 @@ import os
 import shutil
 import sys
 
-DRAM_METRICS = ("pmsampling:dram__throughput.avg.pct_of_peak_sustained_elapsed",
+DRAM_METRICS = ("FBSP.TriageCompute.dramc__read_throughput.avg.pct_of_peak_sustained_elapsed",
+                "FBSP.TriageCompute.dramc__throughput.avg.pct_of_peak_sustained_elapsed",
+                "pmsampling:dram__throughput.avg.pct_of_peak_sustained_elapsed",
                 "pmsampling:dram__bytes_read.sum.pct_of_peak_sustained_elapsed",
                 "pmsampling:dram__bytes.avg.pct_of_peak_sustained_elapsed")
 BANDS = (0, 25, 50, 75, 90)
@@ -59,13 +61,20 @@ def dump(report, out):
         for a in range(rng.num_actions()):
             act = rng.action_by_idx(a)
             for name in sorted(act.metric_names()):
-                if not name.startswith("pmsampling:"):
+                # the series: "pmsampling:" names, or (Nsight Compute 2025) "UNIT.TriageCompute." ones; and each
+                # kernel's start and end in the same clock (profiler__timestamp_workload_*)
+                kern = name.startswith("profiler__timestamp_workload_")
+                if not (name.startswith("pmsampling:") or ".TriageCompute." in name or kern):
                     continue
                 m = act.metric_by_name(name)
                 n = m.num_instances()
                 ts = m.correlation_ids() if n and m.has_correlation_ids() else None
+                if ts is None:
+                    continue
                 for i in range(n):
-                    rows.append([result, name, i, ts.as_uint64(i) if ts is not None else i, m.as_double(i)])
+                    t = ts.as_uint64(i)
+                    if t:  # a sample stamped 0 carries no time
+                        rows.append([result, name, i, t, m.as_double(i)])
             result += 1
     if not rows:
         die("%s holds no PM sampling series (was --section PmSampling collected?)" % report)

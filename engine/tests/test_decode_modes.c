@@ -710,7 +710,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
                    *o_pdl3 = NULL, *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL,
                    *pdl_late = NULL, *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL, *head8 = NULL,
-                   *head8_int = NULL, *kvpf = NULL;
+                   *no_head8 = NULL, *kvpf = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -777,12 +777,12 @@ static int cuda_models(int nspec, char **specs)
     /* the MLP in one launch */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "1", &mlp);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_MLP", "2", &mlp_ring);
-    /* the head of a greedy step through an int8 copy, the exact argmax kept (kernels/head8.h) */
-    if (!rc) rc = cuda_with("ORTHROS_DECODE_HEAD8", "1", &head8);
-    /* its screen's integer form */
-    setenv("ORTHROS_HEAD8_DP4A", "1", 1);
-    if (!rc) rc = cuda_with("ORTHROS_DECODE_HEAD8", "1", &head8_int);
+    /* The head of a greedy step through an int8 copy, the exact argmax kept (kernels/head8.h), is the default, its
+     * screen in the integer form 4 chunk steps deep (`plain`); here its fp32 form at depth 2, and the bf16 head */
+    setenv("ORTHROS_HEAD8_DP4A", "0", 1);
+    if (!rc) rc = cuda_with("ORTHROS_HEAD8_DEPTH", "2", &head8);
     unsetenv("ORTHROS_HEAD8_DP4A");
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_HEAD8", "0", &no_head8);
     /* the q/k/v product asking the layer's K and V caches into L2 for the attention (batch 1) */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_KVPF_MB", "16", &kvpf);
     /* the hints as evict_last, 64 MiB each: more than the step's products between two of them */
@@ -844,11 +844,13 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late, "fused + graphs + pdl late", 0},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_late2, "fused + graphs + pdl late 2", 0},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, pdl_lead, "fused + graphs + pdl lead 2", 0},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs, ids only", 1},
-                            {ORTHROS_DECODE_FUSED, head8, "fused + head8, ids only", 1},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, head8, "fused + graphs + head8, ids only", 1},
-                            {ORTHROS_DECODE_FUSED, head8_int, "fused + head8 dp4a, ids only", 1},
-                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, head8_int, "fused + graphs + head8 dp4a, ids only",
+                            {ORTHROS_DECODE_FUSED, plain, "fused + head8 dp4a d4, ids only", 1},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, plain, "fused + graphs + head8 dp4a d4, ids only",
+                             1},
+                            {ORTHROS_DECODE_FUSED, head8, "fused + head8 fp32 d2, ids only", 1},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, head8, "fused + graphs + head8 fp32 d2, ids only",
+                             1},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, no_head8, "fused + graphs, bf16 head, ids only",
                              1},
                             {ORTHROS_DECODE_FUSED, kvpf, "fused + kv l2", 0},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, kvpf, "fused + graphs + kv l2", 0},
@@ -962,7 +964,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(mlp);
     orthros_backend_free(mlp_ring);
     orthros_backend_free(head8);
-    orthros_backend_free(head8_int);
+    orthros_backend_free(no_head8);
     orthros_backend_free(kvpf);
     orthros_backend_free(l2pf);
     orthros_backend_free(pdl);
