@@ -3,12 +3,14 @@
 # (docs/kernels.md, "The step's timeline"): for each shape, orthros bench --phase decode once plainly (its ms a step,
 # OUTDIR/<name>.json) and once under ncu with one whole replayed step graph profiled as a unit (--graph-profiling
 # graph, the NVTX range "decode graph replay", the caches and clocks left as they run) and its PM sampling section
-# collected: the DRAM throughput every ~0.5 us across the step, kernel boundaries included. Then
+# collected: the DRAM throughput every ~1.5 us across the step, kernel boundaries included. Then
 # bench/kernels/pm_sampling.py dumps every series (OUTDIR/<name>.pm.csv.gz) and summarises the DRAM one
 # (OUTDIR/<name>.txt: its mean, the share of the step in bands of % of peak, the stretches below half of it).
 # Usage: ci/gpu-pm-sampling.sh OUTDIR [SPEC...]   (run from the repository root after a build in $BUILD, default
-#   build-gpu; SPEC: model:batch:ctx, default llama3.2-1b:1:4k llama3.1-8b:1:4k; ORTHROS_PM_INTERVAL: the sampling
-#   interval in cycles, default 1000; the environment passes through, so ORTHROS_DECODE_* switches sample those modes)
+#   build-gpu; SPEC: model:batch:ctx, default llama3.2-1b:1:4k llama3.1-8b:1:4k; ORTHROS_PM_INTERVAL: ncu's
+#   --pm-sampling-interval, default 1000 (samples 1.5 us apart on an H100); NCU_PYTHON: the folder of Nsight Compute's
+#   Python module where bench/kernels/pm_sampling.py does not find it; the environment passes through, so
+#   ORTHROS_DECODE_* switches sample those modes; a launch's share of a layer: pm_sampling.py summary --layers)
 set -u -o pipefail
 OUT=${1:?usage: ci/gpu-pm-sampling.sh OUTDIR [model:batch:ctx ...]}
 shift

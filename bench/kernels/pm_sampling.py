@@ -6,18 +6,22 @@ which the per-kernel profiles (each kernel alone) and the clock stamps (when a k
 memory did) cannot.
 
 Two commands:
-  dump REPORT.ncu-rep OUT.csv   (on the GPU machine: Nsight Compute's Python module `ncu_report`, from the
-      extras/python folder beside ncu, or NCU_PYTHON) every pmsampling:* series of every profiled result as rows
+  dump REPORT.ncu-rep OUT.csv   (on the GPU machine: Nsight Compute's Python module `ncu_report`, from
+      NCU_PYTHON, the extras/python folder beside ncu or under /opt/nvidia/nsight-compute) every pmsampling:* series of every profiled result as rows
       result,metric,index,t,value (t: the sample's timestamp as the report gives it, ns; the index where the report
       gives none).
-  summary SERIES.csv [--metric NAME] [--below PCT] [--cols N]   (anywhere; standard library only) per result, the
-      DRAM series (the first of DRAM_METRICS present, or --metric): samples, span, interval, the mean; the share of
-      the span in bands of % of peak; the stretches below PCT (default 50): how many, their total, the longest; and
-      a line of N columns (default 100), each the mean of its share of the span as a digit, 0 for under 10% of peak
-      to 9 for 90% and more.
+  summary SERIES.csv [--metric NAME] [--below PCT] [--cols N] [--layers N:P:F]   (anywhere; standard library
+      only) per result, the DRAM series (the first of DRAM_METRICS present, or --metric), cut to the profiled
+      kernels' span where the file has their timestamps: samples, span, interval, the mean; the share of the span in
+      bands of % of peak; the stretches below PCT (default 50): how many, their total, the longest; a line of N
+      columns (default 100), each the mean of its share of the span as a digit, 0 for under 10% of peak to 9 for
+      90% and more; and with --layers (N layers of P launches after the first F), per launch of a layer the window
+      from the launch before it ending to its own end (what it adds to the step): its mean length, the series' mean
+      in it and its first sample's, and each launch outside the layers alike.
 usage: python3 bench/kernels/pm_sampling.py dump REPORT.ncu-rep OUT.csv
-       python3 bench/kernels/pm_sampling.py summary SERIES.csv [--metric NAME] [--below PCT] [--cols N]"""
+       python3 bench/kernels/pm_sampling.py summary SERIES.csv [--metric NAME] [--below PCT] [--cols N] [--layers N:P:F]"""
 import csv
+import glob
 import os
 import shutil
 import sys
@@ -29,6 +33,7 @@ DRAM_METRICS = ("FBSP.TriageCompute.dramc__read_throughput.avg.pct_of_peak_susta
                 "pmsampling:dram__bytes.avg.pct_of_peak_sustained_elapsed")
 BANDS = (0, 25, 50, 75, 90)
 HEADER = ["result", "metric", "index", "t", "value"]
+STARTS, ENDS = "profiler__timestamp_workload_start_0", "profiler__timestamp_workload_end_0"
 
 
 def die(msg):
@@ -36,11 +41,13 @@ def die(msg):
 
 
 def import_ncu_report():
-    """Nsight Compute's report module: NCU_PYTHON, else extras/python beside the ncu on the path."""
+    """Nsight Compute's report module: NCU_PYTHON, else extras/python beside the ncu on the path, else under
+    /opt/nvidia/nsight-compute (the newest first)."""
     dirs = [os.environ["NCU_PYTHON"]] if os.environ.get("NCU_PYTHON") else []
     ncu = shutil.which("ncu")
     if ncu:
         dirs.append(os.path.join(os.path.dirname(os.path.realpath(ncu)), "extras", "python"))
+    dirs += sorted(glob.glob("/opt/nvidia/nsight-compute/*/extras/python"), reverse=True)  # where CUDA's ncu is a script
     sys.path[:0] = dirs
     try:
         import ncu_report  # pylint: disable=import-outside-toplevel
@@ -160,7 +167,40 @@ def summarize(samples, below, cols):
     return lines
 
 
-def summary(path, metric, below, cols):
+def windows(samples, start, ends, layers):
+    """Per launch of a layer (N layers of P launches after the first F) and per launch outside them, the window from
+    the launch before it ending (the first: the span's start) to its own end: mean length (us), the series' mean in
+    it and its first sample's (None where no sample fell in it)."""
+    n, p, f = layers
+    if f + n * p > len(ends):
+        die("--layers %d:%d:%d: %d launches, the file has %d" % (n, p, f, f + n * p, len(ends)))
+    wins, prev, k = [], start, 0
+    for e in ends:
+        vs = []
+        while k < len(samples) and samples[k][0] <= e:
+            if samples[k][0] > prev:
+                vs.append(samples[k][1])
+            k += 1
+        wins.append((e - prev, vs))
+        prev = e
+
+    def row(ws):
+        vals = [v for _, vs in ws for v in vs]
+        firsts = [vs[0] for _, vs in ws if vs]
+        return (sum(l for l, _ in ws) / len(ws) / 1e3, sum(vals) / len(vals) if vals else None,
+                sum(firsts) / len(firsts) if firsts else None)
+
+    out = [("before %d" % i, row([wins[i]])) for i in range(f)]
+    out += [("layer %d of %d" % (j + 1, p), row([wins[f + l * p + j] for l in range(n)])) for j in range(p)]
+    out += [("after %d" % (i - f - n * p), row([wins[i]])) for i in range(f + n * p, len(wins))]
+    return out
+
+
+def fmt(v):
+    return "-" if v is None else "%.1f" % v
+
+
+def summary(path, metric, below, cols, layers):
     series = read_series(path)
     for res in sorted(series):
         metrics = series[res]
@@ -168,24 +208,44 @@ def summary(path, metric, below, cols):
         if name is None or name not in metrics:
             have = ", ".join(sorted(m for m in metrics if "dram" in m)) or "none with dram in its name"
             die("result %d: no %s series (DRAM series there: %s)" % (res, metric or "DRAM", have))
-        print("result %d: %s" % (res, name))
-        for line in summarize(metrics[name], below, cols):
+        samples = metrics[name]
+        starts, ends = [t for t, _ in metrics.get(STARTS, [])], [t for t, _ in metrics.get(ENDS, [])]
+        span = ""
+        if starts and ends:
+            t0, t1 = min(starts), max(ends)
+            samples = [s for s in samples if t0 <= s[0] <= t1]
+            span = ", cut to its %d kernels' span (%.1f us)" % (len(ends), (t1 - t0) / 1e3)
+            if not samples:
+                die("result %d: no sample of %s within its kernels' span" % (res, name))
+        elif layers:
+            die("result %d: --layers needs the kernels' timestamps (%s, %s), which the file lacks" % (res, STARTS, ENDS))
+        print("result %d: %s%s" % (res, name, span))
+        for line in summarize(samples, below, cols):
             print("  " + line)
+        if layers:
+            print("  %-14s %10s %8s %8s" % ("launch", "window us", "mean %", "first %"))
+            for label, (us, mean, first) in windows(samples, min(starts), sorted(ends), layers):
+                print("  %-14s %10.2f %8s %8s" % (label, us, fmt(mean), fmt(first)))
 
 
 def main(argv):
     if len(argv) == 3 and argv[0] == "dump":
         return dump(argv[1], argv[2])
     if len(argv) >= 2 and argv[0] == "summary":
-        metric, below, cols, i = None, 50.0, 100, 2
+        metric, below, cols, layers, i = None, 50.0, 100, None, 2
         while i < len(argv):
             a = argv[i]
-            if i + 1 >= len(argv) or a not in ("--metric", "--below", "--cols"):
+            if i + 1 >= len(argv) or a not in ("--metric", "--below", "--cols", "--layers"):
                 die("unknown or incomplete option %r (the usage is at the top of this file)" % a)
             v = argv[i + 1]
             try:
                 if a == "--metric":
                     metric = v
+                elif a == "--layers":
+                    layers = tuple(int(x) for x in v.split(":"))
+                    if len(layers) != 3 or not (1 <= layers[0] <= 1000 and 1 <= layers[1] <= 64 and
+                                                0 <= layers[2] <= 64):
+                        raise ValueError
                 elif a == "--below":
                     below = float(v)
                     if not 0 < below <= 100:
@@ -195,11 +255,12 @@ def main(argv):
                     if not 0 <= cols <= 1000:
                         raise ValueError
             except ValueError:
-                die("%s %r: out of range (--below 0-100, --cols 0-1000)" % (a, v))
+                die("%s %r: out of range (--below 0-100, --cols 0-1000, --layers N:P:F with N 1-1000, P 1-64, F 0-64)"
+                    % (a, v))
             i += 2
-        return summary(argv[1], metric, below, cols)
+        return summary(argv[1], metric, below, cols, layers)
     die("usage: pm_sampling.py dump REPORT.ncu-rep OUT.csv | summary SERIES.csv [--metric NAME] [--below PCT] "
-        "[--cols N]")
+        "[--cols N] [--layers N:P:F]")
 
 
 if __name__ == "__main__":

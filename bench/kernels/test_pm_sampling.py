@@ -2,7 +2,8 @@
 """pm_sampling.py's summary against series made here: a step of 1000 samples one every 500 ns whose DRAM throughput is
 known (80% of peak but for three gaps at 5% of 2, 3.5 and 1 us), the bands, the stretches below 50% (count, total,
 the longest first, where they start), the timeline's digits, the metric chosen when several are present, --metric
-and --below, and malformed files and options refused. Standard library only."""
+and --below; a step with its kernels' timestamps (the samples cut to their span, --layers' windows a launch of a
+layer and outside them); and malformed files and options refused. Standard library only."""
 import os
 import tempfile
 
@@ -13,6 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOOL = os.path.join(HERE, "pm_sampling.py")
 DRAM = "pmsampling:dram__throughput.avg.pct_of_peak_sustained_elapsed"
 HEAD = "result,metric,index,t,value\n"
+STARTS, ENDS = "profiler__timestamp_workload_start_0", "profiler__timestamp_workload_end_0"
 
 
 def run(*args):
@@ -59,6 +61,31 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run("summary", two)
     check(rc == 0 and out.index("result 0: pmsampling:dram__bytes") < out.index("result 1: " + DRAM),
           "two results, each with its own DRAM series, in order")
+    # kernels: one before, 2 layers of 2 launches, one after; ends 10 us apart from t0 (the first 4 us long), the
+    # samples every 1 us from t0 - 5 us (cut: before the first start) to t0 + 70 us (cut: past the last end), value
+    # 10 in the layers' first launches' windows, 90 in their second's, 50 in the others'
+    t0 = 1_000_000
+    ends = [t0 + 4000, t0 + 14000, t0 + 24000, t0 + 34000, t0 + 44000, t0 + 54000]
+    text = HEAD + "".join("0,%s,%d,%d,%d\n" % (STARTS, i, t0 + (0 if i == 0 else ends[i - 1] - 500), i)
+                          for i in range(6))
+    text += "".join("0,%s,%d,%d,%d\n" % (ENDS, i, e, i) for i, e in enumerate(ends))
+    for i in range(-5, 71):
+        t = t0 + 1000 * i
+        k = next((j for j, e in enumerate(ends) if t <= e), 6)
+        text += "0,%s,%d,%d,%g\n" % (DRAM, i + 5, t, 10 if k in (1, 3) else 90 if k in (2, 4) else 50)
+    timed = write(tmp, "timed.csv", text)
+    rc, out = run("summary", timed, "--layers", "2:2:1", "--cols", "0")
+    check(rc == 0 and "cut to its 6 kernels' span (54.0 us)" in out and "55 samples over 55.0 us" in out,
+          "the samples cut to the kernels' span: %s" % out.splitlines()[:2])
+    rows = {l.split()[0] + " " + l.split()[1]: l.split()[2:] for l in out.splitlines()
+            if l.strip().startswith(("before", "layer", "after"))}
+    check(rows.get("before 0") == ["4.00", "50.0", "50.0"] and rows.get("layer 1") == ["of", "2", "10.00", "10.0", "10.0"]
+          and rows.get("layer 2") == ["of", "2", "10.00", "90.0", "90.0"] and rows.get("after 0") == ["10.00", "50.0", "50.0"],
+          "per launch of a layer: the window, its mean, its first sample: %s" % rows)
+    rc, out = run("summary", timed, "--layers", "3:2:1")
+    check(rc != 0 and "7 launches, the file has 6" in out, "--layers asking more launches than ran is refused")
+    rc, out = run("summary", good, "--layers", "1:1:0")
+    check(rc != 0 and "needs the kernels' timestamps" in out, "--layers without the kernels' timestamps is refused")
     bad = {
         "no header": step(),
         "other columns": "a,b,c,d,e\n" + step(),
@@ -75,6 +102,7 @@ with tempfile.TemporaryDirectory() as tmp:
         rc, out = run("summary", path)
         check(rc != 0 and "pm_sampling.py:" in out and "Traceback" not in out, "refused: %s (%s)" % (what, out.strip()))
     for args in (["summary", good, "--below", "0"], ["summary", good, "--cols", "-1"], ["summary", good, "--bogus", "1"],
+                 ["summary", good, "--layers", "2:5"], ["summary", good, "--layers", "0:5:1"],
                  ["summary", good, "--below"], ["summary", os.path.join(tmp, "none.csv")], ["dump", good], []):
         rc, out = run(*args)
         check(rc != 0 and "pm_sampling.py:" in out and "Traceback" not in out, "refused: %s" % " ".join(args[2:] or args))

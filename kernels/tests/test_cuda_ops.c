@@ -2524,23 +2524,23 @@ int main(void)
     /* The decode step's q/k/v projection and attention in one launch (ORTHROS_DECODE_QKV_ATTN=1; passing on the H200
      * at d17a3c7). */
     if (section("qkvattn")) with_switch("ORTHROS_DECODE_QKV_ATTN", "1", qkv_attn_suite);
-    /* The head through an int8 copy (ORTHROS_DECODE_HEAD8=1; its first form passed on the H200 in
-     * data/results/h200-2026-12-05-head8; its depths, norm_argmax and the integer screen were written since and have
-     * not run on a GPU yet): the copy and steps on it against the cpu reference, then the backend's head with the
-     * switch. */
+    /* The head through an int8 copy (ORTHROS_DECODE_HEAD8, the default: its first form passed on the H200 in
+     * data/results/h200-2026-12-05-head8, its depths, norm_argmax and the integer screen on an H100 in
+     * data/results/h100-2026-12-05-head8-default): the copy and steps on it against the cpu reference, then the
+     * backend's head in each form, the default's (the integer screen 4 deep) among them, and off. */
     if (section("head8")) {
         head8_direct(1, 3001, 2048, 0);
         head8_direct(3, 1000, 1040, 0);
         head8_direct(4, 517, 16, 0);
         head8_direct(2, 2000, 2048, 1);
-        with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
-        setenv("ORTHROS_HEAD8_DEPTH", "4", 1); /* the screen four chunk steps deep */
-        with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
-        setenv("ORTHROS_HEAD8_DP4A", "1", 1); /* the integer screen, 4 and 2 deep */
-        with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
-        unsetenv("ORTHROS_HEAD8_DEPTH");
-        with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
+        static const char *const forms[][2] = {{"0", "2"}, {"0", "4"}, {"1", "4"}, {"1", "2"}}; /* dp4a, depth */
+        for (int f = 0; f < 4; f++) {
+            setenv("ORTHROS_HEAD8_DP4A", forms[f][0], 1);
+            setenv("ORTHROS_HEAD8_DEPTH", forms[f][1], 1);
+            with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
+        }
         unsetenv("ORTHROS_HEAD8_DP4A");
+        unsetenv("ORTHROS_HEAD8_DEPTH");
         with_switch("ORTHROS_DECODE_HEAD8", "0", head8_suite); /* norm_argmax through the bf16 head */
     }
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
