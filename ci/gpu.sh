@@ -31,11 +31,11 @@
 #                16, its ring kernel at 9-16; fused-graphs-v5s4, -v5s8: 4 or 8 ring slots a warp, not in "all");
 #                fused-graphs-v6: with version 6 (v5's tiles from TMA stages, batch 9-16, sm_90; fused-graphs-v6bulk:
 #                its stages as bulk copies a row; fused-graphs-v6wg: its stages read by wgmma, sm_90a; neither in
-#                "all"); fused-graphs-head8: with ORTHROS_DECODE_HEAD8=1 (the head of a greedy step through an
-#                int8 copy, the exact argmax kept), -head8d3, -head8d4: its screen 3 or 4 chunk steps deep
-#                (ORTHROS_HEAD8_DEPTH), -head8i, -head8id3, -head8id4: its integer screen
-#                (ORTHROS_HEAD8_DP4A=1) 2, 3 or 4 deep, fused-graphs-nohead8: ORTHROS_DECODE_HEAD8=0 (the bf16
-#                head, as the default; none of the seven in "all"); fused-graphs-kvpf8, -kvpf16: with
+#                "all"); fused-graphs-head8: the head of a greedy step through an int8 copy, the exact argmax kept
+#                (ORTHROS_DECODE_HEAD8=1; the default, whose screen is the integer one 4 deep, -head8id4) with its
+#                fp32 screen 2 deep (ORTHROS_HEAD8_DP4A=0, ORTHROS_HEAD8_DEPTH=2), -head8d3, -head8d4: 3 or 4 deep,
+#                -head8i, -head8id3, -head8id4: its integer screen (ORTHROS_HEAD8_DP4A=1) 2, 3 or 4 deep,
+#                fused-graphs-nohead8: ORTHROS_DECODE_HEAD8=0 (the bf16 head; none of the seven in "all"); fused-graphs-kvpf8, -kvpf16: with
 #                ORTHROS_DECODE_KVPF_MB=8 or 16 (batch 1: the q/k/v product asks the layer's K and V caches, each
 #                up to that size, into L2 for the attention; not in "all");
 #                fused-graphs takes the default, 3; fused-graphs-chain:
@@ -221,11 +221,11 @@ if [ -n "$DECODE" ]; then
             fused-graphs-v6) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6) ;;
             fused-graphs-v6bulk) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6 ORTHROS_GEMV6_BULK=1) ;;
             fused-graphs-v6wg) envs=("${fused[@]}" ORTHROS_GEMV_VERSION=6 ORTHROS_GEMV6_WGMMA=1) ;;
-            fused-graphs-head8) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1) ;;
+            fused-graphs-head8) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=0 ORTHROS_HEAD8_DEPTH=2) ;;
             fused-graphs-nohead8) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=0) ;;
-            fused-graphs-head8d3 | fused-graphs-head8d4) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1
+            fused-graphs-head8d3 | fused-graphs-head8d4) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=0
                                                           ORTHROS_HEAD8_DEPTH="${mode#fused-graphs-head8d}") ;;
-            fused-graphs-head8i) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=1) ;;
+            fused-graphs-head8i) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=1 ORTHROS_HEAD8_DEPTH=2) ;;
             fused-graphs-head8id3 | fused-graphs-head8id4) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=1
                                                             ORTHROS_HEAD8_DEPTH="${mode#fused-graphs-head8id}") ;;
             fused-graphs-kvpf8 | fused-graphs-kvpf16) envs=("${fused[@]}" ORTHROS_DECODE_KVPF_MB="${mode#fused-graphs-kvpf}") ;;

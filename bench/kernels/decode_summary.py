@@ -5,9 +5,9 @@ ORTHROS_DECODE_GRAPHS=1; graphs+gemv: with ORTHROS_GEMV=1; fused+graphs: ORTHROS
 fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent launch; fused-graphs-v1, -v2, -v3, -v4,
 -v5, -v6: the fused step with gemv.cu's version 1, 2, 3, 4, 5 or 6, ORTHROS_GEMV_VERSION (-v5s4, -v5s8: v5 with 4 or
 8 ring slots a warp, ORTHROS_GEMV5_STAGES; -v6wg: v6's stages read by wgmma, ORTHROS_GEMV6_WGMMA=1);
-fused-graphs-head8: with ORTHROS_DECODE_HEAD8=1 (the head through an int8 copy; -head8d3, -head8d4: its screen
-3 or 4 steps deep, -head8i, -head8id3, -head8id4: its integer screen, ORTHROS_HEAD8_DP4A=1, 2, 3 or 4 deep, -nohead8:
-ORTHROS_DECODE_HEAD8=0); fused-graphs-kvpf8, -kvpf16: with ORTHROS_DECODE_KVPF_MB=8 or 16 (the layer's K and V
+fused-graphs-head8: with ORTHROS_DECODE_HEAD8=1 (the head through an int8 copy, the default since 1035a1c in its
+integer screen 4 deep; here its fp32 screen 2 deep; -head8d3, -head8d4: 3 or 4 steps deep, -head8i, -head8id3,
+-head8id4: its integer screen, ORTHROS_HEAD8_DP4A=1, 2, 3 or 4 deep, -nohead8: ORTHROS_DECODE_HEAD8=0, the bf16 head); fused-graphs-kvpf8, -kvpf16: with ORTHROS_DECODE_KVPF_MB=8 or 16 (the layer's K and V
 caches asked into L2 by the q/k/v product); fused-graphs-chain: with
 ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8; fused-graphs-attno: with
 ORTHROS_DECODE_ATTN_O=1; fused-graphs-qkvattn: with ORTHROS_DECODE_QKV_ATTN=1; fused-graphs-opdl0, -opdl1,
