@@ -4,7 +4,7 @@
 # on), moves to the repository root (ROOT), sets BUILD (ORTHROS_GPU_BUILD, default build-gpu) and ARCHS
 # (ORTHROS_CUDA_ARCHS, default 90a), puts cJSON from .deps on the library path when present, and defines `step`,
 # which runs one step with its output teed to a log in $OUT and its result kept in the `status` array, and
-# `decode_spec` (below).
+# `decode_spec` and `decode_bench` (below).
 # The first argument is the output folder: one that starts with "-" is an option given first (--help among them).
 case "$OUT" in
     -*) echo "$(basename "$0"): the first argument is OUTDIR, the output folder, not an option ($OUT); the usage is in" \
@@ -41,4 +41,18 @@ decode_spec() {
     IFS=: read -r model batch ctx <<<"$1"
     [ -n "$model" ] && [ -n "$batch" ] && [ -n "$ctx" ] || { echo "not model:batch:ctx: $1" >&2; return 1; }
     name="$model-b$batch-$ctx"
+}
+
+# decode_bench SPEC: decode_spec, then `bench` (the orthros bench --phase decode command of that shape, an array the
+# caller extends) run once plainly, 64 tokens a sample (OUT/<name>.json, its output in OUT/<name>.log); status 1,
+# with a message, where the spec is refused or the bench fails (ci/gpu-decode-profile.sh, ci/gpu-pm-sampling.sh)
+decode_bench() {
+    decode_spec "$1" || return 1
+    bench=("$BUILD/orthros" bench --model "preset:$model" --device cuda --arch orthros --phase decode --ctx "$ctx"
+        --batch "$batch" --force)
+    if ! "${bench[@]}" --decode-tokens 64 --reps 5 --max-reps 10 --timeout 10 --json "$OUT/$name.json" \
+        >"$OUT/$name.log" 2>&1; then
+        echo "$1: the bench failed (see $OUT/$name.log)" >&2
+        return 1
+    fi
 }

@@ -24,13 +24,7 @@ command -v ncu >/dev/null || { echo "ci/gpu-pm-sampling.sh: no ncu on this machi
 [ -x "$BUILD/orthros" ] || { echo "ci/gpu-pm-sampling.sh: no $BUILD/orthros (build first)" >&2; exit 1; }
 rc=0
 for spec in "$@"; do
-    decode_spec "$spec" || { rc=1; continue; }
-    bench=("$BUILD/orthros" bench --model "preset:$model" --device cuda --arch orthros --phase decode --ctx "$ctx"
-        --batch "$batch" --force)
-    if ! "${bench[@]}" --decode-tokens 64 --reps 5 --max-reps 10 --timeout 10 --json "$OUT/$name.json" \
-        >"$OUT/$name.log" 2>&1; then
-        echo "$spec: the bench failed (see $OUT/$name.log)" >&2; rc=1; continue
-    fi
+    decode_bench "$spec" || { rc=1; continue; }
     tmp=$(mktemp -d)
     # the replays after the first few (the capture's own and the warm-up ones), one graph a result
     if ncu --graph-profiling graph --cache-control none --clock-control none --nvtx \
