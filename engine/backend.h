@@ -180,8 +180,8 @@ struct orthros_backend {
     int (*norm_logits_argmax)(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x,
                               const void *norm_w, const void *W, int n, int V, int D, float eps);
     /* The same head when only the ids are wanted (a greedy step): logits is scratch, its contents after the call
-     * unspecified. NULL: model.c calls norm_logits_argmax. cuda: by default (ORTHROS_DECODE_HEAD8=0: off), at batch 1 to
-     * head_int8_rows the head read through an int8 copy with the exact argmax kept (kernels/head8.h), leaving
+     * unspecified. NULL: model.c calls norm_logits_argmax. cuda: by default (ORTHROS_DECODE_HEAD8=0: off), at batch 1
+     * to head_int8_rows the head read through an int8 copy with the exact argmax kept (kernels/head8.h), leaving
      * approximate logits in the scratch; else norm_logits_argmax. */
     int (*norm_argmax)(orthros_backend *be, int32_t *ids, float *logits, void *xn, const void *x, const void *norm_w,
                        const void *W, int n, int V, int D, float eps);

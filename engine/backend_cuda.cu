@@ -1027,10 +1027,10 @@ static int cuda_norm_qkv_rope_attn(orthros_backend *be, void *attn, void *qkv, v
     return rc ? rc : attn_run(c, p);
 }
 
-/* ORTHROS_DECODE_HEAD8 (the default; 0 turns it off): the ids of the head through its int8 copy (kernels/head8.h; no logits), made at the first
- * call for this W, which is never captured (a decode step runs uncaptured before its capture); 1 when it ran, 0
- * when it does not take the call (the caller runs the bf16 head; where the copy cannot be made, for want of memory,
- * from then on). */
+/* ORTHROS_DECODE_HEAD8 (the default; 0 turns it off): the ids of the head through its int8 copy (kernels/head8.h;
+ * no logits), made at the first call for this W, which is never captured (a decode step runs uncaptured before its
+ * capture); 1 when it ran, 0 when it does not take the call (the caller runs the bf16 head; where the copy cannot be
+ * made, for want of memory, from then on). */
 static int head8_run(cuda_impl *c, int32_t *ids, const void *x, const void *norm_w, const void *W, int n, int V, int D,
                      float eps, int *rc)
 {
@@ -1357,7 +1357,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
-    long head8_depth = 4, kvpf_mb = 0; /* head8: measured fastest at depth 4 with the integer screen (H100, 2026-12-05) */
+    long head8_depth = 4, kvpf_mb = 0; /* head8: fastest 4 deep with the integer screen (an H100, 2026-12-05) */
     if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
         (rc = env_whole("ORTHROS_DECODE_KVPF_MB", 0, 1024, "MiB", &kvpf_mb)))
         return rc;

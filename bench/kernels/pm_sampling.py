@@ -7,9 +7,10 @@ memory did) cannot.
 
 Two commands:
   dump REPORT.ncu-rep OUT.csv   (on the GPU machine: Nsight Compute's Python module `ncu_report`, from
-      NCU_PYTHON, the extras/python folder beside ncu or under /opt/nvidia/nsight-compute) every pmsampling:* series of every profiled result as rows
-      result,metric,index,t,value (t: the sample's timestamp as the report gives it, ns; the index where the report
-      gives none).
+      NCU_PYTHON, the extras/python folder beside ncu or under /opt/nvidia/nsight-compute) every PM sampling series
+      of every profiled result ("pmsampling:" names, or "UNIT.TriageCompute." ones in Nsight Compute 2025) and each
+      kernel's start and end (profiler__timestamp_workload_*) as rows result,metric,index,t,value (t: the sample's
+      timestamp, ns, as the report's correlation ids give it; series without them, and samples stamped 0, left out).
   summary SERIES.csv [--metric NAME] [--below PCT] [--cols N] [--layers N:P:F]   (anywhere; standard library
       only) per result, the DRAM series (the first of DRAM_METRICS present, or --metric), cut to the profiled
       kernels' span where the file has their timestamps: samples, span, interval, the mean; the share of the span in
