@@ -19,7 +19,7 @@ build=${BUILD:-}
 BUILD=${build:-build-gpu}
 [ $# -gt 0 ] || set -- llama3.2-1b:1:4k llama3.1-8b:1:4k
 interval=${ORTHROS_PM_INTERVAL:-1000}
-case "$interval" in '' | *[!0-9]*) echo "ci/gpu-pm-sampling.sh: ORTHROS_PM_INTERVAL must be a count of cycles" >&2; exit 2 ;; esac
+case "$interval" in '' | *[!0-9]*) echo "ci/gpu-pm-sampling.sh: ORTHROS_PM_INTERVAL must be a whole number (ncu's --pm-sampling-interval)" >&2; exit 2 ;; esac
 command -v ncu >/dev/null || { echo "ci/gpu-pm-sampling.sh: no ncu on this machine" >&2; exit 1; }
 [ -x "$BUILD/orthros" ] || { echo "ci/gpu-pm-sampling.sh: no $BUILD/orthros (build first)" >&2; exit 1; }
 rc=0

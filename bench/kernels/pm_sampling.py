@@ -211,7 +211,7 @@ def summary(path, metric, below, cols, layers):
             die("result %d: no %s series (DRAM series there: %s)" % (res, metric or "DRAM", have))
         samples = metrics[name]
         starts, ends = [t for t, _ in metrics.get(STARTS, [])], [t for t, _ in metrics.get(ENDS, [])]
-        span = ""
+        span, t0 = "", None
         if starts and ends:
             t0, t1 = min(starts), max(ends)
             samples = [s for s in samples if t0 <= s[0] <= t1]
@@ -225,7 +225,7 @@ def summary(path, metric, below, cols, layers):
             print("  " + line)
         if layers:
             print("  %-14s %10s %8s %8s" % ("launch", "window us", "mean %", "first %"))
-            for label, (us, mean, first) in windows(samples, min(starts), sorted(ends), layers):
+            for label, (us, mean, first) in windows(samples, t0, sorted(ends), layers):
                 print("  %-14s %10.2f %8s %8s" % (label, us, fmt(mean), fmt(first)))
 
 
