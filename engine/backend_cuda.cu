@@ -90,6 +90,7 @@ typedef struct {
                                     * (kernels/head8.h) */
     int head8_depth;               /* ORTHROS_HEAD8_DEPTH (2-4, unset 4): the screen's chunk steps in flight a lane */
     int head8_dp4a;                /* ORTHROS_HEAD8_DP4A (unset 1; 0: fp32 sums): the screen's integer form (head8.h) */
+    int head8_one;                 /* ORTHROS_HEAD8_ONE_LAUNCH (unset 0): the selection inside the screen's launch */
     size_t kvpf_cap;               /* ORTHROS_DECODE_KVPF_MB (0-1024 MiB, unset 0: off): at batch 1 the q/k/v product asks
                                     * the layer's K and V caches below the step's bound into L2 for the attention
                                     * after it, where each is at most this many bytes */
@@ -1053,6 +1054,7 @@ static int head8_run(cuda_impl *c, int32_t *ids, const void *x, const void *norm
     memset(&hp, 0, sizeof hp);
     hp.ids = ids, hp.logits = NULL, hp.x = x, hp.norm_w = norm_w, hp.eps = eps, hp.n = n;
     hp.num_sms = c->num_sms, hp.pdl = c->pdl || c->pdl_late, hp.depth = c->head8_depth, hp.dp4a = c->head8_dp4a;
+    hp.one_launch = c->head8_one;
     c->next_pdl = 0;
     *rc = orthros_head8_argmax(c->h8, &hp, c->stream);
     return 1;
@@ -1341,7 +1343,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
     c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0;
-    c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 1, c->head8_dp4a = 1;
+    c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 1, c->head8_dp4a = 1, c->head8_one = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
@@ -1351,6 +1353,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_DECODE_MLP", 2, &c->mlp)) ||
         (rc = env_digit("ORTHROS_DECODE_HEAD8", 1, &c->head8)) ||
         (rc = env_digit("ORTHROS_HEAD8_DP4A", 1, &c->head8_dp4a)) ||
+        (rc = env_digit("ORTHROS_HEAD8_ONE_LAUNCH", 1, &c->head8_one)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
@@ -1420,8 +1423,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
     if (used < sizeof info->kernels && c->head8 && (*modes & ORTHROS_DECODE_FUSED))
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8%s%s",
-                                 c->head8_dp4a ? " dp4a" : "", c->head8_depth == 3 ? " d3" : c->head8_depth == 4 ? " d4" : "");
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8%s%s%s",
+                                 c->head8_dp4a ? " dp4a" : "", c->head8_depth == 3 ? " d3" : c->head8_depth == 4 ? " d4" : "",
+                                 c->head8_one ? " one launch" : "");
     if (used < sizeof info->kernels && c->kvpf_cap && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", kv l2 %zuM", c->kvpf_cap >> 20);
     if (used < sizeof info->kernels && c->attn_pdl)

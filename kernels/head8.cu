@@ -45,10 +45,12 @@ struct orthros_head8 {
     unsigned *lb;               /* [MAX_ROWS] ordered floats; 0 (NaN's key, below all) between calls */
     unsigned long long *keys;   /* [MAX_ROWS] argmax keys; 0 between calls */
     unsigned *counts;           /* [MAX_ROWS] candidates of the last call */
-    unsigned *done;             /* the select kernel's block ticket; 0 between calls */
-    int per_sm[2][3][ORTHROS_HEAD8_MAX_ROWS + 1]; /* the screen's blocks an SM in form INT, at depth D (2-4), NR rows:
-                                                   * [INT][D - 2][NR] (0: not asked yet), the shared memory limit raised
-                                                   * when asked */
+    unsigned *done;             /* the selection's block ticket; 0 between calls */
+    unsigned *bar;              /* the one-launch form's grid barrier (arrivals); 0 between calls */
+    int sms;                    /* the device's SMs: the one-launch form's grid is resident at once */
+    int per_sm[2][2][3][ORTHROS_HEAD8_MAX_ROWS + 1]; /* the screen's blocks an SM in one launch or two (SEL), form INT,
+                                                      * at depth D (2-4), NR rows: [SEL][INT][D - 2][NR] (0: not asked
+                                                      * yet), the shared memory limit raised when asked */
     void *mem;                  /* one allocation for all of it */
 };
 
@@ -71,6 +73,7 @@ struct h8_args {
     __device__ unsigned *counts() const { return (unsigned *)(tail + 128); }
     __device__ unsigned *done() const { return (unsigned *)(tail + 192); }
     __device__ float *ex() const { return (float *)(tail + 256); }
+    __device__ unsigned *bar() const { return (unsigned *)(tail + 320); } /* the one-launch form's grid barrier */
 };
 static_assert(sizeof(h8_args) <= 128, "h8_args past 128 bytes");
 
@@ -267,13 +270,96 @@ template <int NR> static __device__ void h8_keep(const h8_args &a, const bf16 *x
     if ((int)threadIdx.x < a.n) a.ex()[threadIdx.x] = ex ? ex[threadIdx.x] : 0.0f;
 }
 
+/* The selection's bounds (after every block's screen): lbound[t] = L of input row t from the screen's ordered
+ * atomicMax (none: +inf, no candidate); ex (the select kernel's, NULL in the one launch, whose blocks have their own)
+ * the integer screen's ex_t as its block 0 left it (every block's are the same bits; 0 in the fp32 form). Every
+ * thread calls it; it ends with a barrier. */
+template <int NR, bool INT> static __device__ void h8_lbounds(const h8_args &a, float *lbound, float *ex)
+{
+    if (threadIdx.x < NR) {
+        const unsigned o = threadIdx.x < a.n ? __ldcg(a.lb() + threadIdx.x) : 0u;
+        lbound[threadIdx.x] = o ? unordered_float(o) : __int_as_float(0x7f800000);
+        if (ex) ex[threadIdx.x] = INT && threadIdx.x < a.n ? __ldcg(a.ex() + threadIdx.x) : 0.0f;
+    }
+    __syncthreads();
+}
+
+/* 32 rows of the selection, lane `lane`'s row j (live: j < V and one of the caller's rows; the loop around it is the
+ * warp's): every row whose upper bound approx_j + B_j is not below lbound[t] is a candidate (a row whose bound or value
+ * is not a number is one), read in bf16 by the whole warp (its logit in fp32, lane-strided, then a butterfly) and
+ * kept in best[t] if its key is the larger; with logits asked for, the candidates' exact logit and the others'
+ * approx_j are written. xs: the staged normed rows [NR][K] bf16. */
+template <int NR, bool INT>
+static __device__ __forceinline__ void h8_select_rows(const h8_args &a, const bf16 *xs, const float *xn, const float *ex,
+                                                      const float *lbound, int j, bool live, int lane,
+                                                      unsigned long long (&best)[NR], unsigned (&cnt)[NR])
+{
+    const int K = a.K, V = a.V;
+#pragma unroll
+    for (int t = 0; t < NR; t++) {
+        bool cand = false;
+        if (t < a.n && live) {
+            const float v = __ldcg(a.approx + (size_t)t * V + j);
+            cand = !(v + h8_bound<INT>(a, j, xn[t], ex[t]) < lbound[t]);
+            if (a.logits && !cand) a.logits[(size_t)t * V + j] = v;
+        }
+        unsigned m = __ballot_sync(0xffffffffu, cand);
+        cnt[t] += (unsigned)__popc(m);
+        while (m) {
+            const int jj = __shfl_sync(0xffffffffu, j, __ffs((int)m) - 1);
+            m &= m - 1u;
+            const uint4 *wr = (const uint4 *)(a.W + (size_t)jj * K), *xr = (const uint4 *)(xs + (size_t)t * K);
+            float sum = 0.0f;
+            for (int q = lane; q < K / 8; q += 32) {
+                const uint4 w = __ldg(wr + q), x = xr[q];
+                sum = fmaf(bf16x2_lo(w.x), bf16x2_lo(x.x), sum), sum = fmaf(bf16x2_hi(w.x), bf16x2_hi(x.x), sum);
+                sum = fmaf(bf16x2_lo(w.y), bf16x2_lo(x.y), sum), sum = fmaf(bf16x2_hi(w.y), bf16x2_hi(x.y), sum);
+                sum = fmaf(bf16x2_lo(w.z), bf16x2_lo(x.z), sum), sum = fmaf(bf16x2_hi(w.z), bf16x2_hi(x.z), sum);
+                sum = fmaf(bf16x2_lo(w.w), bf16x2_lo(x.w), sum), sum = fmaf(bf16x2_hi(w.w), bf16x2_hi(x.w), sum);
+            }
+            for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            if (lane == 0 && a.logits) a.logits[(size_t)t * V + jj] = sum;
+            const unsigned long long key = argmax_key(sum, jj);
+            best[t] = key > best[t] ? key : best[t];
+        }
+    }
+}
+
+/* The selection's end: each warp's best keys and counts into the step's scratch; the last block to finish turns the
+ * keys into ids and clears the scratch for the next call (the one-launch form's barrier word too: every block passed
+ * it before it took its ticket). Every thread calls it. */
+template <int NR> static __device__ void h8_select_end(const h8_args &a, const unsigned long long (&best)[NR],
+                                                       const unsigned (&cnt)[NR], int lane)
+{
+    __shared__ int last;
+    if (lane == 0)
+#pragma unroll
+        for (int t = 0; t < NR; t++) { /* rows past n found nothing */
+            if (best[t]) atomicMax(a.keys() + t, best[t]);
+            if (cnt[t]) atomicAdd(a.counts() + t, cnt[t]);
+        }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(a.done(), 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if ((int)threadIdx.x < a.n) {
+        const unsigned long long k = atomicExch(a.keys() + threadIdx.x, 0ull);
+        /* no key (every row NaN): index 0, as cpu_argmax gives */
+        a.ids[threadIdx.x] = k ? (int32_t)(0xffffffffu - (unsigned)(k & 0xffffffffull)) : 0;
+        a.lb()[threadIdx.x] = 0u;
+    }
+    if (threadIdx.x == 0) *a.done() = 0u, *a.bar() = 0u;
+}
+
 /* The screen. A warp's row groups (H8_R rows, TW H8_R apart) are one stream of chunk steps, a lane's 16 bytes of each
  * of the group's rows a step: D steps in flight across the groups' ends, so that a group's sums (the shuffles, the
  * stores, the bounds) run while the next group's first chunks arrive. Each lane sums its chunks in the same order
  * whatever D (the sums are the same bits). INT: the integer form (head8.h), its first D - 1 steps asked before the
  * input is staged and split, its int32 sums exact (any order gives the same bits), and each sum's approx_j and
  * bound worked out by one lane (r NR + t) rather than by all. */
-template <int NR, int D, bool INT>
+template <int NR, int D, bool INT, bool SEL>
 static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(const h8_args a)
 {
     extern __shared__ uint4 h8_smem[]; /* xs [NR][K] bf16; INT: then xq [NR][2][K] int8 */
@@ -429,80 +515,44 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
         for (int w = 0; w < H8_WARPS; w++) m = max(m, blb[w][threadIdx.x]);
         atomicMax(a.lb() + threadIdx.x, m);
     }
+    if constexpr (SEL) {
+        /* the selection in the same launch: once every block's bounds are in (a grid barrier; the grid is at most the
+         * blocks the SMs hold at once, so every block is resident once the kernel before has ended), each warp tests
+         * its own rows, whose approx_j it wrote (L2), against L, with the rows it staged */
+        __shared__ float lbound[NR];
+        grid_barrier_flat<true>(a.bar(), gridDim.x);
+        h8_lbounds<NR, INT>(a, lbound, NULL);
+        unsigned long long best[NR];
+        unsigned cnt[NR];
+#pragma unroll
+        for (int t = 0; t < NR; t++) best[t] = 0ull, cnt[t] = 0u;
+        /* the warp's rows: group g's H8_R rows at first + g TW H8_R, row e of them (e < groups H8_R) */
+        for (int e0 = 0; e0 < groups * H8_R; e0 += 32) {
+            const int e = e0 + lane, j = first + (e / H8_R) * TW * H8_R + e % H8_R;
+            h8_select_rows<NR, INT>(a, xs, xn, ex, lbound, j, e < groups * H8_R && j < V, lane, best, cnt);
+        }
+        h8_select_end<NR>(a, best, cnt, lane);
+    }
 }
 
 template <int NR, bool INT> static __global__ void __launch_bounds__(H8_THREADS) head8_select_kernel(const h8_args a)
 {
     extern __shared__ uint4 h8_smem[]; /* xs [NR][K] bf16 */
     __shared__ float xn[NR], rs[NR], lbound[NR], ex[NR];
-    __shared__ int last;
     bf16 *xs = (bf16 *)h8_smem;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, K = a.K, V = a.V;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, V = a.V;
     pdl_trigger();
     pdl_wait();
     h8_stage<NR>(a, xs, xn, rs);
-    if (threadIdx.x < NR) {
-        const unsigned o = threadIdx.x < a.n ? __ldcg(a.lb() + threadIdx.x) : 0u;
-        lbound[threadIdx.x] = o ? unordered_float(o) : __int_as_float(0x7f800000); /* none: +inf, no candidate */
-        ex[threadIdx.x] = INT && threadIdx.x < a.n ? __ldcg(a.ex() + threadIdx.x) : 0.0f; /* the screen's (its block 0's) */
-    }
-    __syncthreads();
+    h8_lbounds<NR, INT>(a, lbound, ex);
     unsigned long long best[NR];
     unsigned cnt[NR];
 #pragma unroll
     for (int t = 0; t < NR; t++) best[t] = 0ull, cnt[t] = 0u;
     const int TW = gridDim.x * H8_WARPS;
-    for (int j0 = (blockIdx.x * H8_WARPS + warp) * 32; j0 < V; j0 += TW * 32) {
-        const int j = j0 + lane;
-#pragma unroll
-        for (int t = 0; t < NR; t++) {
-            bool cand = false;
-            if (t < a.n && j < V) {
-                const float v = __ldcg(a.approx + (size_t)t * V + j);
-                /* not below: a row whose bound or value is not a number (a NaN or an infinity in W or x) is one */
-                cand = !(v + h8_bound<INT>(a, j, xn[t], ex[t]) < lbound[t]);
-                if (a.logits && !cand) a.logits[(size_t)t * V + j] = v;
-            }
-            unsigned m = __ballot_sync(0xffffffffu, cand);
-            cnt[t] += (unsigned)__popc(m);
-            while (m) {
-                const int jj = j0 + __ffs((int)m) - 1;
-                m &= m - 1u;
-                const uint4 *wr = (const uint4 *)(a.W + (size_t)jj * K), *xr = (const uint4 *)(xs + (size_t)t * K);
-                float sum = 0.0f;
-                for (int q = lane; q < K / 8; q += 32) {
-                    const uint4 w = __ldg(wr + q), x = xr[q];
-                    sum = fmaf(bf16x2_lo(w.x), bf16x2_lo(x.x), sum), sum = fmaf(bf16x2_hi(w.x), bf16x2_hi(x.x), sum);
-                    sum = fmaf(bf16x2_lo(w.y), bf16x2_lo(x.y), sum), sum = fmaf(bf16x2_hi(w.y), bf16x2_hi(x.y), sum);
-                    sum = fmaf(bf16x2_lo(w.z), bf16x2_lo(x.z), sum), sum = fmaf(bf16x2_hi(w.z), bf16x2_hi(x.z), sum);
-                    sum = fmaf(bf16x2_lo(w.w), bf16x2_lo(x.w), sum), sum = fmaf(bf16x2_hi(w.w), bf16x2_hi(x.w), sum);
-                }
-                for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-                if (lane == 0 && a.logits) a.logits[(size_t)t * V + jj] = sum;
-                const unsigned long long key = argmax_key(sum, jj);
-                best[t] = key > best[t] ? key : best[t];
-            }
-        }
-    }
-    if (lane == 0)
-#pragma unroll
-        for (int t = 0; t < NR; t++) { /* rows past n found nothing */
-            if (best[t]) atomicMax(a.keys() + t, best[t]);
-            if (cnt[t]) atomicAdd(a.counts() + t, cnt[t]);
-        }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(a.done(), 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    if ((int)threadIdx.x < a.n) {
-        const unsigned long long k = atomicExch(a.keys() + threadIdx.x, 0ull);
-        /* no key (every row NaN): index 0, as cpu_argmax gives */
-        a.ids[threadIdx.x] = k ? (int32_t)(0xffffffffu - (unsigned)(k & 0xffffffffull)) : 0;
-        a.lb()[threadIdx.x] = 0u;
-    }
-    if (threadIdx.x == 0) *a.done() = 0u;
+    for (int j0 = (blockIdx.x * H8_WARPS + warp) * 32; j0 < V; j0 += TW * 32)
+        h8_select_rows<NR, INT>(a, xs, xn, ex, lbound, j0 + lane, j0 + lane < V, lane, best, cnt);
+    h8_select_end<NR>(a, best, cnt, lane);
 }
 
 /* ---- host ---- */
@@ -537,9 +587,11 @@ int orthros_head8_create(orthros_head8 **out, const void *W, int V, int K, cudaS
     /* the step's scratch (h8_args::tail's offsets) */
     h->keys = (unsigned long long *)t;
     h->lb = (unsigned *)(t + 64), h->counts = (unsigned *)(t + 128), h->done = (unsigned *)(t + 192);
-    h->ex = (float *)(t + 256);
-    int rc = 0;
-    if ((e = cudaMemsetAsync(t, 0, tail, stream)) != cudaSuccess)
+    h->ex = (float *)(t + 256), h->bar = (unsigned *)(t + 320);
+    int rc = 0, dev = 0;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess || (e = cudaDeviceGetAttribute(&h->sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess)
+        rc = orthros_error(ORTHROS_EDEVICE, "head8: the device's SMs: %s", cudaGetErrorString(e));
+    if (!rc && (e = cudaMemsetAsync(t, 0, tail, stream)) != cudaSuccess)
         rc = orthros_error(ORTHROS_EDEVICE, "head8: cudaMemsetAsync: %s", cudaGetErrorString(e));
     if (!rc) {
         head8_quantize_kernel<<<V, H8_THREADS, 0, stream>>>((const bf16 *)W, K, h->q, h->s, h->c, h->d);
@@ -586,53 +638,62 @@ static int h8_launch(Kernel kernel, int blocks, size_t smem, int pdl, const h8_a
 static size_t h8_smem_bytes(int NR, int K, int dp4a) { return (size_t)NR * K * (dp4a ? 4 : 2); }
 #define H8_SMEM_MAX ((size_t)227 * 1024)
 
-template <int NR, int D, bool INT>
+template <int NR, int D, bool INT, bool SEL>
 static int h8_run(orthros_head8 *h, const h8_args &a, const orthros_head8_params *p, cudaStream_t stream)
 {
     const size_t smem = h8_smem_bytes(NR, h->K, INT), smem_b = h8_smem_bytes(NR, h->K, 0);
-    const int sms = p->num_sms > 0 ? p->num_sms : 132;
-    int *per_sm = &h->per_sm[INT][D - 2][NR];
+    /* the one launch's grid must be resident at once: the device's own count, never more */
+    const int sms = SEL ? (p->num_sms > 0 ? min(p->num_sms, h->sms) : h->sms) : p->num_sms > 0 ? p->num_sms : 132;
+    int *per_sm = &h->per_sm[SEL][INT][D - 2][NR];
     if (!*per_sm) { /* once a copy, form, NR and D: the limits raised (before the occupancy query, which needs it) */
         if (smem > 48 * 1024)
-            ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(head8_approx_kernel<NR, D, INT>,
+            ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(head8_approx_kernel<NR, D, INT, SEL>,
                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        if (smem_b > 48 * 1024)
+        if (!SEL && smem_b > 48 * 1024)
             ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(head8_select_kernel<NR, INT>,
                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_b));
-        ORTHROS_CUDA_CHECK(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, head8_approx_kernel<NR, D, INT>, H8_THREADS, smem));
+        ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, head8_approx_kernel<NR, D, INT, SEL>,
+                                                                         H8_THREADS, smem));
         if (*per_sm < 1)
             return orthros_error(ORTHROS_EDEVICE, "head8: no block of %zu B of shared memory fits on an SM", smem);
     }
     const int per = *per_sm;
     const int rows_a = (h->V + H8_R - 1) / H8_R, rows_b = (h->V + 31) / 32;
     const int ga = min(per * sms, (rows_a + H8_WARPS - 1) / H8_WARPS), gb = min(2 * sms, (rows_b + H8_WARPS - 1) / H8_WARPS);
-    int rc = h8_launch(head8_approx_kernel<NR, D, INT>, ga, smem, p->pdl, a, stream);
-    return rc ? rc : h8_launch(head8_select_kernel<NR, INT>, gb, smem_b, p->pdl, a, stream);
+    int rc = h8_launch(head8_approx_kernel<NR, D, INT, SEL>, ga, smem, p->pdl, a, stream);
+    if (rc || SEL) return rc;
+    return h8_launch(head8_select_kernel<NR, INT>, gb, smem_b, p->pdl, a, stream);
 }
 
-template <int NR, bool INT>
+template <int NR, bool INT, bool SEL>
 static int h8_run_depth(orthros_head8 *h, const h8_args &a, const orthros_head8_params *p, cudaStream_t stream)
 {
-    if (p->depth == 3) return h8_run<NR, 3, INT>(h, a, p, stream);
-    if (p->depth == 4) return h8_run<NR, 4, INT>(h, a, p, stream);
-    return h8_run<NR, 2, INT>(h, a, p, stream);
+    if (p->depth == 3) return h8_run<NR, 3, INT, SEL>(h, a, p, stream);
+    if (p->depth == 4) return h8_run<NR, 4, INT, SEL>(h, a, p, stream);
+    return h8_run<NR, 2, INT, SEL>(h, a, p, stream);
+}
+
+template <int NR, bool SEL>
+static int h8_run_sel(orthros_head8 *h, const h8_args &a, const orthros_head8_params *p, cudaStream_t stream)
+{
+    return h->last_dp4a ? h8_run_depth<NR, true, SEL>(h, a, p, stream) : h8_run_depth<NR, false, SEL>(h, a, p, stream);
 }
 
 template <int NR> static int h8_run_form(orthros_head8 *h, const h8_args &a, const orthros_head8_params *p, cudaStream_t stream)
 {
     h->last_dp4a = p->dp4a && h8_smem_bytes(NR, h->K, 1) <= H8_SMEM_MAX;
-    return h->last_dp4a ? h8_run_depth<NR, true>(h, a, p, stream) : h8_run_depth<NR, false>(h, a, p, stream);
+    return p->one_launch ? h8_run_sel<NR, true>(h, a, p, stream) : h8_run_sel<NR, false>(h, a, p, stream);
 }
 
 int orthros_head8_argmax(orthros_head8 *h, const orthros_head8_params *p, cudaStream_t stream)
 {
     if (!h || !p || !p->ids || !p->x || !p->norm_w || !orthros_head8_supported(p->n, h->V, h->K) ||
         ((uintptr_t)p->x | (uintptr_t)p->norm_w) % 16 || p->depth < 0 || p->depth == 1 || p->depth > 4 ||
-        (p->dp4a != 0 && p->dp4a != 1))
+        (p->dp4a != 0 && p->dp4a != 1) || (p->one_launch != 0 && p->one_launch != 1))
         return orthros_error(ORTHROS_EINVAL,
-                             "head8: n %d (1 to %d), depth %d (0, 2-4), dp4a %d (0 or 1), x and norm_w 16-byte aligned",
-                             p ? p->n : 0, ORTHROS_HEAD8_MAX_ROWS, p ? p->depth : 0, p ? p->dp4a : 0);
+                             "head8: n %d (1 to %d), depth %d (0, 2-4), dp4a %d and one_launch %d (0 or 1), x and norm_w "
+                             "16-byte aligned", p ? p->n : 0, ORTHROS_HEAD8_MAX_ROWS, p ? p->depth : 0, p ? p->dp4a : 0,
+                             p ? p->one_launch : 0);
     h8_args a;
     a.q = h->q, a.s = h->s, a.c = h->c, a.d = h->d, a.W = (const bf16 *)h->W, a.approx = h->approx, a.logits = p->logits;
     a.xst = h->xst, a.tail = (char *)h->keys, a.ids = p->ids;

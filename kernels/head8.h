@@ -5,7 +5,7 @@
  * and only those that can still hold the maximum are read in bf16:
  *   - prepared once (orthros_head8_create): q[j][k] = rint(W[j][k] / s_j), s_j = max_k |W[j][k]| / 127, and a bound
  *     c_j (head8_row_bound below) from the row's quantisation error e_j = W_j - s_j q_j and its norm;
- *   - a step, two launches: approx_j = s_j (q_j . x) over every row (V x K bytes: half of W) and, per input row, the
+ *   - a step, two launches (or one, orthros_head8_params.one_launch): approx_j = s_j (q_j . x) over every row (V x K bytes: half of W) and, per input row, the
  *     largest lower bound L = max_j (approx_j - B_j) with B_j = c_j ||x||_2; then every row whose
  *     upper bound approx_j + B_j reaches L is a candidate, its logit is computed from W in bf16 (fp32 sums), and ids
  *     is the argmax over the candidates (the lower index on ties, NaN lowest: cpu_argmax's order).
@@ -118,10 +118,12 @@ typedef struct {
     int pdl;              /* 1: both launches programmatic dependents of the kernel before each (sm_90) */
     int depth;            /* the screen's 16-byte chunk steps a lane has in flight, 2-4 (0: 2) */
     int dp4a;             /* 1: the integer screen (dp4a), where its shared memory fits; 0: the fp32 one */
+    int one_launch;       /* 1: the selection in the screen's launch, after a grid barrier (each warp tests the rows it
+                           * screened, with the input its block staged); 0: a second launch (ORTHROS_HEAD8_ONE_LAUNCH) */
 } orthros_head8_params;
 
 int orthros_head8_supported(int n, int V, int K);
-/* One head of a decode step (two launches on stream); capturable. */
+/* One head of a decode step (two launches on stream, or one with one_launch); capturable. */
 int orthros_head8_argmax(orthros_head8 *h, const orthros_head8_params *p, cudaStream_t stream);
 /* The candidates of the last call, per row (host [n]; synchronizes the stream): what the screen left to read. */
 int orthros_head8_last_candidates(orthros_head8 *h, int n, unsigned *counts, cudaStream_t stream);
