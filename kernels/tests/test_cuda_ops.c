@@ -36,6 +36,7 @@
 #include "step_probe.h"
 
 #define TOL_BF16 1e-4
+#define TOL_BF16_2R 6e-4 /* two bf16 roundings in a row, each of which may flip: 2 steps an element, 1.6% rms */
 #define TOL_F32 1e-8
 
 static orthros_backend *cpu, *gpu;
@@ -1388,7 +1389,11 @@ static void test_fused_products(int n, int M, int K)
         op_rc(cpu->norm_gemm_swiglu(cpu, out.c, xn.c, gu.c, x.c, w.c, W.c, n, M, K, eps), "norm_gemm_swiglu cpu");
         op_rc(gpu->norm_gemm_swiglu(gpu, out.g, xn.g, gu.g, x.g, w.g, W.g, n, M, K, eps), "norm_gemm_swiglu gpu");
         snprintf(name, sizeof name, "norm_gemm_swiglu n=%d F=%d K=%d call %d", n, M, K, call);
-        check(name, &out, TOL_BF16);
+        /* two roundings to bf16 (gate and up, then the product), each of whose inputs a sum of K products in
+         * another order may put on either side of a rounding boundary: an element may be 2 bf16 steps off (1.6%),
+         * which over a few outputs (F 3) is an nmse above TOL_BF16 (1.4e-4 at F 3, K 4104, seed 1796488889 on an
+         * H100); a wrong row, norm or activation is off by far more */
+        check(name, &out, TOL_BF16_2R);
         if (n <= ORTHROS_GEMV_MAX_ROWS) {
             pair_random(&resid, 57 + call, 1.0f, 0.0f);
             op_rc(cpu->gemm_add(cpu, resid.c, tmp.c, act.c, W.c, n, M, K), "gemm_add cpu");
