@@ -2347,19 +2347,31 @@ static void with_switch(const char *var, const char *val, void (*suite)(void))
     be->destroy(be);
 }
 
-/* ORTHROS_TEST_ONLY=SECTION runs one section: ops, full, linear, prefill5, read, prefill6, decode6, linear5,
- * decode7, prefill7, readprobe, linear7, window, stepprobe, gemv, decodebound, gemvnorm, gemvchain, decode8, attno,
- * qkvattn, head8, mlp, streamprobe (to rerun the last ones alone when an earlier one hangs). */
+/* ORTHROS_TEST_ONLY=SECTION runs one section: ops, gemmlt, full, linear, prefill5, read, prefill6, decode6, linear5,
+ * decode7, prefill7, readprobe, linear7, window, stepprobe, streamprobe, gemv, decodebound, gemvnorm, gemvearly,
+ * gemvchain, decode8, attno, qkvattn, head8, mlp (to rerun the last ones alone when an earlier one hangs). Each
+ * section run says when it starts, in seconds from the program's start: a run cut by a time limit shows where its
+ * time went. */
+static double t_start;
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 static int section(const char *name)
 {
     const char *only = getenv("ORTHROS_TEST_ONLY");
-    return !only || !*only || !strcmp(only, name);
+    const int run = !only || !*only || !strcmp(only, name);
+    if (run) printf("== section %s at %.1f s\n", name, now_s() - t_start);
+    return run;
 }
 
 int main(void)
 {
     /* Line-buffered even into a pipe: a run killed by a timeout (a hung kernel) keeps what it printed. */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    t_start = now_s();
     if (!orthros_cuda_available()) {
         printf("SKIP: no CUDA device\n");
         return 77;
@@ -2565,7 +2577,7 @@ int main(void)
             with_switch("ORTHROS_DECODE_MLP", mode == 1 ? "1" : "2", mlp_suite);
         }
 
-    printf("\n%d passed, %d failed\n", n_pass, n_fail);
+    printf("\n%d passed, %d failed in %.1f s\n", n_pass, n_fail, now_s() - t_start);
     gpu->destroy(gpu);
     cpu->destroy(cpu);
     return n_fail ? 1 : 0;
