@@ -17,7 +17,8 @@
  *   head8_select_kernel    the rows whose upper bound reaches it: a warp tests 32 rows at a time (a ballot) and reads
  *                          each candidate's bf16 row (its logit in fp32, lane-strided, then a butterfly), the best
  *                          key (argmax_key) by an atomicMax; the last block turns the keys into ids and clears the
- *                          step's scratch for the next call.
+ *                          step's scratch for the next call; or (one_launch, head8_approx_kernel's SEL) the same
+ *                          selection at the screen's end, after a grid barrier, each warp over the rows it screened.
  * The screen converts each int8 with a byte permute and an add (s8f), not I2F, whose 16 a clock an SM (4.2 G a
  * second on the H200's 132 SMs at 1.98 GHz) is below the 4.5 G int8 a second of the read ceiling (docs/kernels.md,
  * "The head through an int8 copy"). */

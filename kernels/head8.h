@@ -5,8 +5,9 @@
  * and only those that can still hold the maximum are read in bf16:
  *   - prepared once (orthros_head8_create): q[j][k] = rint(W[j][k] / s_j), s_j = max_k |W[j][k]| / 127, and a bound
  *     c_j (head8_row_bound below) from the row's quantisation error e_j = W_j - s_j q_j and its norm;
- *   - a step, two launches (or one, orthros_head8_params.one_launch): approx_j = s_j (q_j . x) over every row (V x K bytes: half of W) and, per input row, the
- *     largest lower bound L = max_j (approx_j - B_j) with B_j = c_j ||x||_2; then every row whose
+ *   - a step, two launches (or one, orthros_head8_params.one_launch): approx_j = s_j (q_j . x) over every row
+ *     (V x K bytes: half of W) and, per input row, the largest lower bound L = max_j (approx_j - B_j) with
+ *     B_j = c_j ||x||_2; then every row whose
  *     upper bound approx_j + B_j reaches L is a candidate, its logit is computed from W in bf16 (fp32 sums), and ids
  *     is the argmax over the candidates (the lower index on ties, NaN lowest: cpu_argmax's order).
  * The bound: |W_j . x - s_j q_j . x| = |e_j . x| <= ||e_j|| ||x|| (Cauchy-Schwarz), and each fp32 sum of K products
