@@ -13,6 +13,7 @@
 # bench/kernels/summary.py (every kernel version against SDPA flash and cuDNN of the same run, as ratios, the
 # copy / read / GEMM ceilings and the default kernel versions; also in OUTDIR/summary.txt), the end-to-end lines.
 # Usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S] [--decode MODES]
+#                 [--e2e-recipe]
 #   (run from the repository root; cJSON from .deps/cjson if present)
 #   --no-tests   skip ctest and memcheck (a later call of the same session, after a run that tested this tree)
 #   --skip S     skip the comma-separated steps S of: tests (ctest only), memcheck, bench, anchors, e2e (to split
@@ -22,6 +23,11 @@
 #   --recipe S   orthros bench --recipe reproduce-21.9x --cell-budget S into OUTDIR/recipe, resuming the files
 #                already there (a run of the same commit: bench refuses cells of other code); copy OUTDIR/recipe
 #                into data/results to keep it
+#   --e2e-recipe the end-to-end figures of a prompt then generated tokens: orthros bench --recipe e2e into
+#                OUTDIR/e2e-recipe (report.md: time to first token, per output token and total, P 32K / 128K, N 128 /
+#                1024, transformer against orthros), and `orthros generate` of 512 tokens on the 1B shape, its
+#                tokens a second in OUTDIR/generate.log. With --decode default,fused-graphs-nohead8 and --no-tests
+#                --skip bench,anchors,e2e: whole-model decode's figure set (docs/kernels.md), about 5 minutes
 #   --decode M   the decode modes side by side (docs/kernels.md, "Whole-model decode"): for each mode of M (all, or
 #                a comma-separated list of default (no switch set: the backend's default), default-lt (the default
 #                with ORTHROS_GEMM_LT=1: cuBLAS's products of 1-16 rows through cuBLASLt, tuned; not in "all"),
@@ -79,9 +85,9 @@
 # A device command is limited to 10 minutes: split a long session into calls with these switches.
 set -u -o pipefail
 
-OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S]}
+OUT=${1:?usage: ci/gpu.sh OUTDIR [--quick] [--no-tests] [--skip STEPS] [--gate] [--recipe BUDGET_S] [--decode MODES] [--e2e-recipe]}
 shift
-QUICK= TESTS=1 GATE=0 RECIPE= SKIP=, DECODE=
+QUICK= TESTS=1 GATE=0 RECIPE= SKIP=, DECODE= E2E_RECIPE=0
 # the modes --decode all runs (and the usage names, with fused-graphs-earlyN and -qkvbN)
 decode_modes=default,plain,graphs,graphs-gemv,fused-graphs,fused-graphs-pdl,fused-graphs-v1,fused-graphs-v2,fused-graphs-v3,fused-graphs-v4,fused-graphs-v5,fused-graphs-v6,fused-graphs-chain,fused-graphs-attn7,fused-graphs-attn8,fused-graphs-attno,fused-graphs-qkvattn,fused-graphs-opdl0,fused-graphs-opdl1,fused-graphs-opdl2,fused-graphs-opdl3,fused-graphs-apdl,fused-graphs-pdllate,fused-graphs-pdllate-apdl,fused-graphs-nopdllate,fused-graphs-pdllate2,fused-graphs-lead1,fused-graphs-lead2,fused-graphs-lead3,fused-graphs-fill1,fused-graphs-fill2,fused-graphs-fill3,fused-graphs-kw1,fused-graphs-kw2,fused-graphs-kw4,fused-graphs-mlp,fused-graphs-mlpring,fused-graphs-chainring,fused-graphs-l2pf,fused-graphs-l2pf-last,fused-graphs-l2pf32,fused-graphs-areg160,fused-graphs-balance0,fused-graphs-balance1
 while [ $# -gt 0 ]; do
@@ -93,6 +99,7 @@ while [ $# -gt 0 ]; do
             SKIP=",$2,"; shift 2 ;;
         --gate) GATE=1; shift ;;
         --recipe) [ $# -ge 2 ] || { echo "--recipe needs a budget in seconds" >&2; exit 2; }; RECIPE=$2; shift 2 ;;
+        --e2e-recipe) E2E_RECIPE=1; shift ;;
         --decode) [ $# -ge 2 ] || { echo "--decode needs modes: all or $decode_modes,fused-graphs-earlyN (N 0-63 without bit 4),fused-graphs-qkvbN (N 1-4096)" >&2; exit 2; }
             DECODE=$2; [ "$DECODE" = all ] && DECODE=$decode_modes
             case ",$DECODE," in *[!a-z0-9,-]*) echo "--decode: modes are ${decode_modes//,/, }, fused-graphs-earlyN (N 0-63 without bit 4), fused-graphs-qkvbN (N 1-4096)" >&2; exit 2 ;; esac
@@ -301,11 +308,18 @@ if [ -n "$DECODE" ]; then
     for f in decode_anchor decode_anchor_compiled; do [ -f "$OUT/$f.json" ] && anchor_json+=("$OUT/$f.json"); done
     python3 bench/kernels/decode_summary.py "$OUT/decode" ${anchor_json[@]+"${anchor_json[@]}"} >"$OUT/decode_summary.txt" 2>&1
 fi
+if [ $E2E_RECIPE = 1 ]; then
+    step e2e_recipe e2e-recipe.log "$BUILD/orthros" bench --recipe e2e --device cuda --reps 3 --max-reps 5 --timeout 20 \
+        --out-dir "$OUT/e2e-recipe"
+    # the token ids generated from 8 prompt tokens (dummy weights: their values say nothing; stderr has tokens/s)
+    step generate generate.log timeout -k 10 120 "$BUILD/orthros" generate --model preset:llama3.2-1b --arch orthros \
+        --tokens 1,2,3,4,5,6,7,8 --device cuda --max-new 512
+fi
 
 echo
 echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
-for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe \
+for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe e2e_recipe generate \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
     decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-head8d3 decode_fused-graphs-head8d4 decode_fused-graphs-head8i decode_fused-graphs-head8id3 decode_fused-graphs-head8id4 decode_fused-graphs-nohead8 decode_fused-graphs-head8one decode_fused-graphs-kvpf8 decode_fused-graphs-kvpf16 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-balance0 \
@@ -313,7 +327,7 @@ for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb*) echo "decode_$m" ;; esac; done) \
     decode_anchor \
     decode_anchor_compiled; do
-    case "$s" in decode_*) [ -n "${status[$s]:-}" ] || continue ;; esac
+    case "$s" in decode_* | e2e_recipe | generate) [ -n "${status[$s]:-}" ] || continue ;; esac
     printf '%-12s %s\n' "$s" "${status[$s]:-not run}"
 done
 # Register spills of the kernels this build compiled (ptxas -warn-spills; a fresh build lists every kernel).
@@ -337,7 +351,11 @@ fi
 [ -f "$OUT/e2e.log" ] && grep -E "^(arch|transformer|orthros|speedup)" "$OUT/e2e.log"
 # The decode modes side by side (--decode): each against the floor, the targets and PyTorch.
 [ -f "$OUT/decode_summary.txt" ] && { echo; cat "$OUT/decode_summary.txt"; }
+# --e2e-recipe: the speedups end to end and generate's rate
+[ -f "$OUT/e2e-recipe.log" ] && grep -E "^speedup|time to first token" "$OUT/e2e-recipe.log"
+[ -f "$OUT/generate.log" ] && grep -E "^orthros generate:" "$OUT/generate.log"
 fail=0
 for s in configure build ctest_gpu memcheck bench; do case "${status[$s]:-}" in "rc=0 "*|skipped*) ;; *) fail=1 ;; esac; done
+for s in e2e_recipe generate; do case "${status[$s]:-}" in "" | "rc=0 "*) ;; *) fail=1 ;; esac; done
 case "${status[gate]:-}" in "rc=1 "*) fail=1 ;; esac
 exit $fail
