@@ -43,6 +43,8 @@
 #                -head8i, -head8id3, -head8id4: its integer screen (ORTHROS_HEAD8_DP4A=1) 2, 3 or 4 deep,
 #                fused-graphs-nohead8: ORTHROS_DECODE_HEAD8=0 (the bf16 head), fused-graphs-head8one: the default's
 #                screen with the selection in its launch (ORTHROS_HEAD8_ONE_LAUNCH=1; none of the eight in "all");
+#                fused-graphs-attnearly: the attention's tile that holds the newest key asked before its dependency
+#                wait but for the rows q/k/v writes (ORTHROS_DECODE_ATTN_EARLY=1; not in "all");
 #                fused-graphs-kvpf8, -kvpf16: with
 #                ORTHROS_DECODE_KVPF_MB=8 or 16 (batch 1: the q/k/v product asks the layer's K and V caches, each
 #                up to that size, into L2 for the attention; not in "all");
@@ -212,7 +214,8 @@ if [ -n "$DECODE" ]; then
                            -u ORTHROS_GEMV_KW -u ORTHROS_GEMV_FILL -u ORTHROS_DECODE_PDL_LEAD
                            -u ORTHROS_GEMV_QKV_BLOCKS -u ORTHROS_ATTN_DECODE_REGS -u ORTHROS_GEMV_BALANCE
                            -u ORTHROS_DECODE_QKV_ATTN -u ORTHROS_DECODE_HEAD8 -u ORTHROS_HEAD8_DEPTH
-                           -u ORTHROS_HEAD8_DP4A -u ORTHROS_HEAD8_ONE_LAUNCH -u ORTHROS_DECODE_KVPF_MB) ;;
+                           -u ORTHROS_HEAD8_DP4A -u ORTHROS_HEAD8_ONE_LAUNCH -u ORTHROS_DECODE_KVPF_MB
+                           -u ORTHROS_DECODE_ATTN_EARLY) ;;
             # the default with cuBLAS's products of 1-16 rows through cuBLASLt, tuned per shape (batch 9-16's step)
             default-lt) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV ORTHROS_GEMM_LT=1) ;;
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;
@@ -234,6 +237,7 @@ if [ -n "$DECODE" ]; then
             fused-graphs-nohead8) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=0) ;;
             fused-graphs-head8one) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=1 ORTHROS_HEAD8_DEPTH=4
                                          ORTHROS_HEAD8_ONE_LAUNCH=1) ;;
+            fused-graphs-attnearly) envs=("${fused[@]}" ORTHROS_DECODE_ATTN_EARLY=1) ;;
             fused-graphs-head8d3 | fused-graphs-head8d4) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=0
                                                           ORTHROS_HEAD8_DEPTH="${mode#fused-graphs-head8d}") ;;
             fused-graphs-head8i) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=1 ORTHROS_HEAD8_DEPTH=2) ;;
@@ -321,7 +325,7 @@ echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe e2e_recipe generate \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
-    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-head8d3 decode_fused-graphs-head8d4 decode_fused-graphs-head8i decode_fused-graphs-head8id3 decode_fused-graphs-head8id4 decode_fused-graphs-nohead8 decode_fused-graphs-head8one decode_fused-graphs-kvpf8 decode_fused-graphs-kvpf16 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
+    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-head8d3 decode_fused-graphs-head8d4 decode_fused-graphs-head8i decode_fused-graphs-head8id3 decode_fused-graphs-head8id4 decode_fused-graphs-nohead8 decode_fused-graphs-head8one decode_fused-graphs-attnearly decode_fused-graphs-kvpf8 decode_fused-graphs-kvpf16 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-balance0 \
     decode_fused-graphs-balance1 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb*) echo "decode_$m" ;; esac; done) \

@@ -110,6 +110,8 @@ typedef struct {
     int attn_pdl;                  /* ORTHROS_DECODE_ATTN_PDL (unset: 1 on sm_90; 0 off): a decode attention (v8) a
                                     * programmatic dependent of the kernel before it (the q/k/v projection), its older
                                     * keys asked before the wait */
+    int attn_early;                /* ORTHROS_DECODE_ATTN_EARLY=1 (unset 0; with attn_pdl): the tile that holds the
+                                    * newest key has its older rows asked before the wait too */
     const void *hint_w;            /* the l2_next hint as given, whatever ORTHROS_DECODE_L2PF says (o_pdl 2) */
     size_t hint_bytes;
     void *ao_scratch;              /* orthros_attn_full_decode_o_scratch_bytes(), zeroed; grown outside captures */
@@ -661,6 +663,7 @@ static int attn_run(cuda_impl *c, orthros_attn_full_decode_params &p)
         p.work_bytes = c->work_cap;
         attn_o_hint(c, &p);
         p.pdl = c->attn_pdl && n == 1;
+        p.early_rows = p.pdl && c->attn_early;
         stamp_take(c, "attn", &p.stamps, &p.stamp_slot);
         return orthros_attn_full_decode_bf16(&p, c->stream);
     }
@@ -924,6 +927,7 @@ static int cuda_attn_decode_o(orthros_backend *be, void *resid, void *tmp, void 
             return rc;
         p.o_scratch = c->ao_scratch, p.o_scratch_bytes = c->ao_cap;
         p.pdl = c->attn_pdl;
+        p.early_rows = p.pdl && c->attn_early;
         return orthros_attn_full_decode_o_bf16(&p, c->stream);
     }
     p.o_w = NULL, p.o_resid = NULL, p.o_M = 0;
@@ -1343,8 +1347,10 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
     c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0;
+    c->attn_early = 0;
     c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 1, c->head8_dp4a = 1, c->head8_one = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
+        (rc = env_digit("ORTHROS_DECODE_ATTN_EARLY", 1, &c->attn_early)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LEAD", 3, &c->pdl_lead)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_O", 1, &c->attn_o)) ||
@@ -1384,6 +1390,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (c->chain_ring) c->chain = 1;
     if (c->mlp == 2 && !sm90) c->mlp = 1; /* the ring kernel is sm_90's */
     c->attn_pdl = c->attn_pdl && sm90;
+    c->attn_early = c->attn_early && c->attn_pdl;
     if (c->chain) c->attn_o = 0, c->mlp = 0; /* the chain records O and the MLP's products with the products after them */
     if (c->chain || c->attn_o) c->qkv_attn = 0; /* the chain records q/k/v; O's fused form is the other cluster kernel */
     c->pdl_late = sm90 && !c->chain && !c->pdl ? c->pdl_late : 0; /* ORTHROS_DECODE_PDL=1 keeps its early launches */
@@ -1429,7 +1436,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->kvpf_cap && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", kv l2 %zuM", c->kvpf_cap >> 20);
     if (used < sizeof info->kernels && c->attn_pdl)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl");
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn pdl%s",
+                                 c->attn_early ? " early" : "");
     if (used < sizeof info->kernels && c->pdl_late)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv pdl late%s",
                                  c->pdl_late == 2 ? " 2" : "");

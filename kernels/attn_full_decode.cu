@@ -694,11 +694,14 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     // (data/results/h200-2026-12-03-default43/attn-lean-37d2f01): 9-11% fewer instructions, v8 3% shorter alone.
     const size_t rs = (size_t)p.Hkv * D;
     const size_t col0 = ((size_t)b * p.cap * p.Hkv + h0 + cp_h) * D + cp_c * 8;
-    auto cp_stage = [&](int t) {
+    // Tile t's copies into its stage, then the thread's commit group (part 0); or only its rows below pos0, not
+    // committed (part 1: they join the group that part 2 commits), or only its rows at or above pos0, committed
+    // (part 2), each row's key formed on its own as for a first tile below key 0.
+    auto cp_stage = [&](int t, int part) {
         if (t < ntiles) {
             const int s = t % NST, ts = k_lo + (t0 + t) * BN;
             constexpr int UN = STAGE / 16 / (DEC6_WARPS * 32);
-            if (ts >= 0) {
+            if (ts >= 0 && part == 0) {
                 const size_t first = col0 + (size_t)(ts + cp_p0) * rs, step = (size_t)cp_step * rs;
                 const bf16 *kp = (const bf16 *)p.k_cache + first, *vp = (const bf16 *)p.v_cache + first;
 #pragma unroll
@@ -711,6 +714,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 #pragma unroll
                 for (int u = 0; u < UN; u++) {
                     const int r = cp_p0 + u * cp_step, key = ts + r;
+                    if (part == 1 ? key >= pos0 : part == 2 && key < pos0) continue;
                     const size_t off = col0 + (size_t)(key < 0 ? 0 : key) * rs;
                     const uint32_t dst = (uint32_t)(s * STAGE) + cp_dst + swz128(r, cp_c % 8);
                     cp_async16_s(sK + dst, (const bf16 *)p.k_cache + off, key < 0 ? 0 : 16);
@@ -718,7 +722,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
                 }
             }
         }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
+        if (part != 1) asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
     if (CL) {
         // Launched as a programmatic dependent of the kernel before it (p.pdl: the q/k/v projection, which writes
@@ -735,13 +739,19 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             dec8_qkv_start<D>(p, base, h0, nsplit);
             dec8_qkv<D>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, base, b, h0, nsplit, pos0);
         } else {
-            for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t);
+            for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t, 0);
+            // p.early_rows: the next tile (the one that holds pos0, the last split's last: splits end at pos0 + n)
+            // has its rows below pos0 asked before the wait too, so that after it only the rows the kernel before
+            // wrote are read (from L2); the tile stays one commit group
+            const bool early = p.early_rows && t < NST - 1 && t < ntiles;
+            if (early) cp_stage(t, 1);
             pdl_wait();
             stamps.waited();
+            if (early) cp_stage(t++, 2);
         }
-        for (; t < NST - 1; t++) cp_stage(t);
+        for (; t < NST - 1; t++) cp_stage(t, 0);
     } else if (CPA) {
-        for (int t = 0; t < NST - 1; t++) cp_stage(t);
+        for (int t = 0; t < NST - 1; t++) cp_stage(t, 0);
     }
 
     if (!CPA && warp == DEC6_WARPS) {
@@ -813,7 +823,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         if (CPA) {
             asm volatile("cp.async.wait_group %0;\n" ::"n"(NST - 2) : "memory");
             __syncthreads();  // stage t landed for every thread; every warp is done with stage t - 1
-            cp_stage(t + NST - 1);
+            cp_stage(t + NST - 1, 0);
             // p.l2_late: the next product's weights asked once this block's stream is all asked (its last stage)
             if (l2_late && t == max(0, ntiles - NST))
                 l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blk, nblk);

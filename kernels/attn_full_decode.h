@@ -42,6 +42,8 @@ typedef struct {
      * leaves its counters at 0). */
     int pdl;                /* v8: launched as a programmatic dependent of the stream's previous kernel (which may
                              * write q and the newest key and value: read after griddepcontrol.wait) */
+    int early_rows;         /* v8 with pdl: 1 asks the rows below pos0 of the tile that holds it before the wait too
+                             * (0: that tile wholly after it; ORTHROS_DECODE_ATTN_EARLY) */
     const void *o_w;
     void *o_resid;
     int o_M;

@@ -710,7 +710,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend *plain = NULL, *gemv = NULL, *pdl = NULL, *l2pf = NULL, *chain = NULL, *attn_o = NULL, *o_pdl = NULL,
                    *o_pdl3 = NULL, *attn_pdl = NULL, *mlp = NULL, *mlp_ring = NULL, *chain_ring = NULL,
                    *pdl_late = NULL, *pdl_late2 = NULL, *no_late = NULL, *pdl_lead = NULL, *head8 = NULL,
-                   *no_head8 = NULL, *head8_one = NULL, *kvpf = NULL;
+                   *no_head8 = NULL, *head8_one = NULL, *kvpf = NULL, *attn_early = NULL;
     unsetenv("ORTHROS_DECODE_GRAPHS");
     unsetenv("ORTHROS_DECODE_FUSED");
     unsetenv("ORTHROS_GEMV");
@@ -732,7 +732,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_DECODE_HEAD8", "2"}, {"ORTHROS_HEAD8_DP4A", "2"},
-                                  {"ORTHROS_HEAD8_ONE_LAUNCH", "2"},
+                                  {"ORTHROS_HEAD8_ONE_LAUNCH", "2"}, {"ORTHROS_DECODE_ATTN_EARLY", "2"},
                                   {"ORTHROS_DECODE_KVPF_MB", "1025"}, {"ORTHROS_DECODE_KVPF_MB", "-1"},
                                   {"ORTHROS_DECODE_KVPF_MB", "16M"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
@@ -786,6 +786,9 @@ static int cuda_models(int nspec, char **specs)
     if (!rc) rc = cuda_with("ORTHROS_DECODE_HEAD8", "0", &no_head8);
     /* the default's screen with the selection in its launch */
     if (!rc) rc = cuda_with("ORTHROS_HEAD8_ONE_LAUNCH", "1", &head8_one);
+    /* the attention's tile that holds the newest key asked before its wait, but for the rows the q/k/v product
+     * writes (read after it): a row read too early is a stale key or value, which these steps' tokens would show */
+    if (!rc) rc = cuda_with("ORTHROS_DECODE_ATTN_EARLY", "1", &attn_early);
     /* the q/k/v product asking the layer's K and V caches into L2 for the attention (batch 1) */
     if (!rc) rc = cuda_with("ORTHROS_DECODE_KVPF_MB", "16", &kvpf);
     /* the hints as evict_last, 64 MiB each: more than the step's products between two of them */
@@ -858,6 +861,9 @@ static int cuda_models(int nspec, char **specs)
                             {ORTHROS_DECODE_FUSED, head8_one, "fused + head8 one launch, ids only", 1},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, head8_one,
                              "fused + graphs + head8 one launch, ids only", 1},
+                            {ORTHROS_DECODE_FUSED, attn_early, "fused + attn early rows", 0},
+                            {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, attn_early, "fused + graphs + attn early rows",
+                             0},
                             {ORTHROS_DECODE_FUSED, kvpf, "fused + kv l2", 0},
                             {ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, kvpf, "fused + graphs + kv l2", 0},
                             {ORTHROS_DECODE_FUSED, no_late, "fused, no pdl late or attn_pdl", 0},
@@ -973,6 +979,7 @@ static int cuda_models(int nspec, char **specs)
     orthros_backend_free(no_head8);
     orthros_backend_free(head8_one);
     orthros_backend_free(kvpf);
+    orthros_backend_free(attn_early);
     orthros_backend_free(l2pf);
     orthros_backend_free(pdl);
     orthros_backend_free(gemv);
