@@ -11,16 +11,19 @@ Two commands:
       of every profiled result ("pmsampling:" names, or "UNIT.TriageCompute." ones in Nsight Compute 2025) and each
       kernel's start and end (profiler__timestamp_workload_*) as rows result,metric,index,t,value (t: the sample's
       timestamp, ns, as the report's correlation ids give it; series without them, and samples stamped 0, left out).
-  summary SERIES.csv [--metric NAME] [--below PCT] [--cols N] [--layers N:P:F]   (anywhere; standard library
+  summary SERIES.csv [--metric NAME] [--below PCT] [--cols N] [--layers N:P:F [--peak-tbps T]]   (anywhere; standard library
       only) per result, the DRAM series (the first of DRAM_METRICS present, or --metric), cut to the profiled
       kernels' span where the file has their timestamps: samples, span, interval, the mean; the share of the span in
       bands of % of peak; the stretches below PCT (default 50): how many, their total, the longest; a line of N
       columns (default 100), each the mean of its share of the span as a digit, 0 for under 10% of peak to 9 for
       90% and more; and with --layers (N layers of P launches after the first F), per launch of a layer the window
       from the launch before it ending to its own end (what it adds to the step): its mean length, the series' mean
-      in it and its first sample's, and each launch outside the layers alike.
+      in it and its first sample's, and each launch outside the layers alike; with --peak-tbps (the memory's peak in
+      TB/s, which the series' percentages are of: ~3.35 for an H100's HBM3, ~4.8 for an H200's HBM3e) also the MB
+      read in the window, mean x window x peak: which launch's window the bytes of another fell in.
 usage: python3 bench/kernels/pm_sampling.py dump REPORT.ncu-rep OUT.csv
-       python3 bench/kernels/pm_sampling.py summary SERIES.csv [--metric NAME] [--below PCT] [--cols N] [--layers N:P:F]"""
+       python3 bench/kernels/pm_sampling.py summary SERIES.csv [--metric NAME] [--below PCT] [--cols N] [--layers N:P:F]
+           [--peak-tbps T]"""
 import csv
 import glob
 import os
@@ -201,7 +204,7 @@ def fmt(v):
     return "-" if v is None else "%.1f" % v
 
 
-def summary(path, metric, below, cols, layers):
+def summary(path, metric, below, cols, layers, peak):
     series = read_series(path)
     for res in sorted(series):
         metrics = series[res]
@@ -224,19 +227,20 @@ def summary(path, metric, below, cols, layers):
         for line in summarize(samples, below, cols):
             print("  " + line)
         if layers:
-            print("  %-14s %10s %8s %8s" % ("launch", "window us", "mean %", "first %"))
+            print("  %-14s %10s %8s %8s%s" % ("launch", "window us", "mean %", "first %", "  read MB" if peak else ""))
             for label, (us, mean, first) in windows(samples, t0, sorted(ends), layers):
-                print("  %-14s %10.2f %8s %8s" % (label, us, fmt(mean), fmt(first)))
+                mb = "" if not peak else "  %7s" % ("-" if mean is None else "%.2f" % (mean / 100 * us * peak))
+                print("  %-14s %10.2f %8s %8s%s" % (label, us, fmt(mean), fmt(first), mb))
 
 
 def main(argv):
     if len(argv) == 3 and argv[0] == "dump":
         return dump(argv[1], argv[2])
     if len(argv) >= 2 and argv[0] == "summary":
-        metric, below, cols, layers, i = None, 50.0, 100, None, 2
+        metric, below, cols, layers, peak, i = None, 50.0, 100, None, None, 2
         while i < len(argv):
             a = argv[i]
-            if i + 1 >= len(argv) or a not in ("--metric", "--below", "--cols", "--layers"):
+            if i + 1 >= len(argv) or a not in ("--metric", "--below", "--cols", "--layers", "--peak-tbps"):
                 die("unknown or incomplete option %r (the usage is at the top of this file)" % a)
             v = argv[i + 1]
             try:
@@ -251,17 +255,23 @@ def main(argv):
                     below = float(v)
                     if not 0 < below <= 100:
                         raise ValueError
+                elif a == "--peak-tbps":
+                    peak = float(v)
+                    if not 0.1 <= peak <= 100:
+                        raise ValueError
                 else:
                     cols = int(v)
                     if not 0 <= cols <= 1000:
                         raise ValueError
             except ValueError:
-                die("%s %r: out of range (--below 0-100, --cols 0-1000, --layers N:P:F with N 1-1000, P 1-64, F 0-64)"
-                    % (a, v))
+                die("%s %r: out of range (--below 0-100, --cols 0-1000, --layers N:P:F with N 1-1000, P 1-64, F 0-64, "
+                    "--peak-tbps 0.1-100)" % (a, v))
             i += 2
-        return summary(argv[1], metric, below, cols, layers)
+        if peak and not layers:
+            die("--peak-tbps gives the windows of --layers their bytes: give --layers too")
+        return summary(argv[1], metric, below, cols, layers, peak)
     die("usage: pm_sampling.py dump REPORT.ncu-rep OUT.csv | summary SERIES.csv [--metric NAME] [--below PCT] "
-        "[--cols N] [--layers N:P:F]")
+        "[--cols N] [--layers N:P:F [--peak-tbps T]]")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 known (80% of peak but for three gaps at 5% of 2, 3.5 and 1 us), the bands, the stretches below 50% (count, total,
 the longest first, where they start), the timeline's digits, the metric chosen when several are present, --metric
 and --below; a step with its kernels' timestamps (the samples cut to their span, --layers' windows a launch of a
-layer and outside them); and malformed files and options refused. Standard library only."""
+layer and outside them, with --peak-tbps their MB); and malformed files and options refused. Standard library only."""
 import os
 import tempfile
 
@@ -82,6 +82,16 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rows.get("before 0") == ["4.00", "50.0", "50.0"] and rows.get("layer 1") == ["of", "2", "10.00", "10.0", "10.0"]
           and rows.get("layer 2") == ["of", "2", "10.00", "90.0", "90.0"] and rows.get("after 0") == ["10.00", "50.0", "50.0"],
           "per launch of a layer: the window, its mean, its first sample: %s" % rows)
+    rc, out = run("summary", timed, "--layers", "2:2:1", "--cols", "0", "--peak-tbps", "2")
+    rows = {l.split()[0] + " " + l.split()[1]: l.split()[2:] for l in out.splitlines()
+            if l.strip().startswith(("before", "layer", "after"))}
+    check(rc == 0 and "read MB" in out and rows.get("before 0") == ["4.00", "50.0", "50.0", "4.00"]
+          and rows.get("layer 1") == ["of", "2", "10.00", "10.0", "10.0", "2.00"]
+          and rows.get("layer 2") == ["of", "2", "10.00", "90.0", "90.0", "18.00"],
+          "--peak-tbps 2: each window's MB read, mean x window x peak (4 us at 50%%: 4 MB; 10 us at 10, 90%%: 2, 18): %s"
+          % rows)
+    rc, out = run("summary", timed, "--peak-tbps", "2")
+    check(rc != 0 and "give --layers too" in out, "--peak-tbps without --layers is refused")
     rc, out = run("summary", timed, "--layers", "3:2:1")
     check(rc != 0 and "7 launches, the file has 6" in out, "--layers asking more launches than ran is refused")
     rc, out = run("summary", good, "--layers", "1:1:0")
@@ -103,6 +113,7 @@ with tempfile.TemporaryDirectory() as tmp:
         check(rc != 0 and "pm_sampling.py:" in out and "Traceback" not in out, "refused: %s (%s)" % (what, out.strip()))
     for args in (["summary", good, "--below", "0"], ["summary", good, "--cols", "-1"], ["summary", good, "--bogus", "1"],
                  ["summary", good, "--layers", "2:5"], ["summary", good, "--layers", "0:5:1"],
+                 ["summary", good, "--layers", "1:1:0", "--peak-tbps", "0"], ["summary", good, "--peak-tbps", "x"],
                  ["summary", good, "--below"], ["summary", os.path.join(tmp, "none.csv")], ["dump", good], []):
         rc, out = run(*args)
         check(rc != 0 and "pm_sampling.py:" in out and "Traceback" not in out, "refused: %s" % " ".join(args[2:] or args))
