@@ -10,7 +10,8 @@
 #   build-gpu; SPEC: model:batch:ctx, default llama3.2-1b:1:4k llama3.1-8b:1:4k; ORTHROS_PM_INTERVAL: ncu's
 #   --pm-sampling-interval, default 1000 (samples 1.5 us apart on an H100); NCU_PYTHON: the folder of Nsight Compute's
 #   Python module where bench/kernels/pm_sampling.py does not find it; the environment passes through, so
-#   ORTHROS_DECODE_* switches sample those modes; a launch's share of a layer: pm_sampling.py summary --layers)
+#   ORTHROS_DECODE_* switches sample those modes; a launch's share of a layer: pm_sampling.py summary --layers, and
+#   the MB read in its window with --peak-tbps)
 set -u -o pipefail
 OUT=${1:?usage: ci/gpu-pm-sampling.sh OUTDIR [model:batch:ctx ...]}
 shift
