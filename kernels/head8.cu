@@ -643,8 +643,8 @@ template <int NR, int D, bool INT, bool SEL>
 static int h8_run(orthros_head8 *h, const h8_args &a, const orthros_head8_params *p, cudaStream_t stream)
 {
     const size_t smem = h8_smem_bytes(NR, h->K, INT), smem_b = h8_smem_bytes(NR, h->K, 0);
-    /* the one launch's grid must be resident at once: the device's own count, never more */
-    const int sms = SEL ? (p->num_sms > 0 ? min(p->num_sms, h->sms) : h->sms) : p->num_sms > 0 ? p->num_sms : 132;
+    /* the device's own SM count, never more (the one launch's grid must be resident at once) */
+    const int sms = p->num_sms > 0 ? min(p->num_sms, h->sms) : h->sms;
     int *per_sm = &h->per_sm[SEL][INT][D - 2][NR];
     if (!*per_sm) { /* once a copy, form, NR and D: the limits raised (before the occupancy query, which needs it) */
         if (smem > 48 * 1024)

@@ -115,7 +115,7 @@ typedef struct {
     const void *norm_w;   /* device [K] bf16: the rows are rmsnorm(x) * norm_w rounded to bf16 */
     float eps;
     int n;                /* 1 .. ORTHROS_HEAD8_MAX_ROWS */
-    int num_sms;          /* the device's SMs (0: 132) */
+    int num_sms;          /* the device's SMs (0: the count the copy read when it was made; never more than it) */
     int pdl;              /* 1: both launches programmatic dependents of the kernel before each (sm_90) */
     int depth;            /* the screen's 16-byte chunk steps a lane has in flight, 2-4 (0: 2) */
     int dp4a;             /* 1: the integer screen (dp4a), where its shared memory fits; 0: the fp32 one */
