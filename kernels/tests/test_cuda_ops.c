@@ -2551,7 +2551,7 @@ int main(void)
     /* The decode step's attention with O in v8's clusters (ORTHROS_DECODE_ATTN_O=1; passing on the H200 at d4033e6). */
     if (section("attno")) {
         with_switch("ORTHROS_DECODE_ATTN_O", "1", attn_o_suite);
-        setenv("ORTHROS_DECODE_ATTN_EARLY", "1", 1); /* and with the newest key's tile asked early (not yet run) */
+        setenv("ORTHROS_DECODE_ATTN_EARLY", "1", 1); /* and with the newest key's tile asked early (measured slower: opt-in) */
         with_switch("ORTHROS_DECODE_ATTN_O", "1", attn_o_suite);
         unsetenv("ORTHROS_DECODE_ATTN_EARLY");
     }
