@@ -3,8 +3,8 @@
 # ci/gpu-step-timeline.sh) as `. "$(dirname "$0")/gpu-common.sh"` once OUT is set: makes OUT (absolute from here
 # on), moves to the repository root (ROOT), sets BUILD (ORTHROS_GPU_BUILD, default build-gpu) and ARCHS
 # (ORTHROS_CUDA_ARCHS, default 90a), puts cJSON from .deps on the library path when present, and defines `step`,
-# which runs one step with its output teed to a log in $OUT and its result kept in the `status` array, and
-# `decode_spec` and `decode_bench` (below).
+# which runs one step with its output teed to a log in $OUT and its result kept in the `status` array,
+# `memcheck_sections` (ci/gpu.sh's memcheck step), and `decode_spec` and `decode_bench` (below).
 # The first argument is the output folder: one that starts with "-" is an option given first (--help among them).
 case "$OUT" in
     -*) echo "$(basename "$0"): the first argument is OUTDIR, the output folder, not an option ($OUT); the usage is in" \
@@ -32,6 +32,51 @@ step() { # step NAME LOGFILE CMD...: runs CMD, tees its output to OUT/LOGFILE, r
     local rc=${PIPESTATUS[0]}
     status[$name]="rc=$rc $((SECONDS - t0))s"
     return "$rc"
+}
+
+# memcheck_sections: compute-sanitizer memcheck over the GPU test program ($TESTBIN) one section at a time
+# (ORTHROS_TEST_ONLY; its quick cases, ORTHROS_TEST_QUICK: every kernel still runs), the sections of ORTHROS_MEMCHECK_SECTIONS (comma-separated; default
+# all, in the program's order: `test_cuda_ops --sections`) within ORTHROS_MEMCHECK_BUDGET seconds in all (default
+# 420). OUTDIR/memcheck.txt: a line a section (its exit status and seconds, or "not reached"); OUTDIR/memcheck.log:
+# the sanitizer's output. The step fails where a section reports a memory error (the sanitizer's exit 9) or fails
+# its checks; where the budget ends first its status says "incomplete" and names the sections cut or not reached
+# (ORTHROS_MEMCHECK_SECTIONS=... runs them in a later run).
+memcheck_sections() {
+    local budget=${ORTHROS_MEMCHECK_BUDGET:-420} t0=$SECONDS list s left ts rc n=0 clean=0 bad="" cut="" unreached=""
+    case "$budget" in "" | *[!0-9]* | ?????*) status[memcheck]="refused (ORTHROS_MEMCHECK_BUDGET is not seconds)"; return ;; esac
+    if [ -n "${ORTHROS_MEMCHECK_SECTIONS:-}" ]; then
+        case "$ORTHROS_MEMCHECK_SECTIONS" in *[!a-z0-9,]*)
+            status[memcheck]="refused (ORTHROS_MEMCHECK_SECTIONS: section names, comma-separated)"; return ;; esac
+        list=${ORTHROS_MEMCHECK_SECTIONS//,/ }
+    elif ! list=$("$TESTBIN" --sections) || [ -z "$list" ]; then
+        status[memcheck]="rc=1 (test_cuda_ops --sections failed)"; return
+    fi
+    : >"$OUT/memcheck.txt"
+    for s in $list; do
+        case "$s" in *[!a-z0-9]*) continue ;; windowpass) [ -z "${ORTHROS_MEMCHECK_SECTIONS:-}" ] && continue ;; esac
+        n=$((n + 1))
+        left=$((budget - (SECONDS - t0)))
+        if [ "$left" -lt 10 ]; then
+            unreached+=" $s"; echo "$s not reached" >>"$OUT/memcheck.txt"; continue
+        fi
+        ts=$SECONDS
+        echo "=== memcheck: section $s (at most $left s)" | tee -a "$OUT/memcheck.log"
+        env ORTHROS_TEST_QUICK=1 ORTHROS_TEST_ONLY="$s" timeout -k 10 "$left" compute-sanitizer --tool memcheck \
+            --error-exitcode 9 "$TESTBIN" >>"$OUT/memcheck.log" 2>&1
+        rc=$?
+        echo "$s rc=$rc $((SECONDS - ts))s" | tee -a "$OUT/memcheck.txt"
+        case $rc in 0) clean=$((clean + 1)) ;; 124 | 137) cut+=" $s" ;; *) bad+=" $s(rc=$rc)" ;; esac
+    done
+    local t=$((SECONDS - t0))
+    if [ -n "$bad" ]; then
+        status[memcheck]="rc=1 ${t}s: failed:$bad; $clean of $n sections clean${cut:+, cut at the budget:$cut}"
+        status[memcheck]+="${unreached:+, not reached:$unreached} (OUTDIR/memcheck.txt)"
+    elif [ -n "$cut$unreached" ]; then
+        status[memcheck]="incomplete ${t}s: $clean of $n sections clean${cut:+, cut at the budget:$cut}"
+        status[memcheck]+="${unreached:+, not reached:$unreached}"
+    else
+        status[memcheck]="rc=0 ${t}s: $clean of $n sections clean"
+    fi
 }
 
 # decode_spec SPEC: sets model, batch, ctx and name (model-bBATCH-ctx) from a model:batch:ctx argument; anything else

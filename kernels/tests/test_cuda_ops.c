@@ -2350,11 +2350,18 @@ static void with_switch(const char *var, const char *val, void (*suite)(void))
     be->destroy(be);
 }
 
-/* ORTHROS_TEST_ONLY=SECTION runs one section: ops, gemmlt, full, linear, prefill5, read, prefill6, decode6, linear5,
- * decode7, prefill7, readprobe, linear7, window, stepprobe, streamprobe, gemv, decodebound, gemvnorm, gemvearly,
- * gemvchain, decode8, attno, qkvattn, head8, mlp (to rerun the last ones alone when an earlier one hangs). Each
- * section run says when it starts, in seconds from the program's start: a run cut by a time limit shows where its
- * time went. */
+/* The sections, in the order main runs them. ORTHROS_TEST_ONLY=S1,S2,... runs those alone (to rerun the last ones when
+ * an earlier one hangs, or one at a time under compute-sanitizer: ci/gpu.sh's memcheck step); windowpass is the
+ * window section's first pass alone. `test_cuda_ops --sections` prints the names, one a line. Each section run says
+ * when it starts, in seconds from the program's start: a run cut by a time limit shows where its time went. */
+static const char *const section_names[] = {
+    "ops",       "gemmlt",  "full",      "linear",      "prefill5", "read",      "prefill6",  "decode6",
+    "linear5",   "decode7", "prefill7",  "readprobe",   "linear7",  "window",    "windowpass", "stepprobe",
+    "streamprobe", "gemv",  "decodebound", "gemvnorm",  "gemvearly", "gemvchain", "decode8",  "attno",
+    "qkvattn",   "head8",   "mlp",
+};
+#define N_SECTIONS ((int)(sizeof section_names / sizeof section_names[0]))
+
 static double t_start;
 static double now_s(void)
 {
@@ -2362,19 +2369,74 @@ static double now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+/* Whether the comma-separated list holds name as one of its items */
+static int list_has(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* ORTHROS_TEST_ONLY's items that name no section (a typo would otherwise run nothing and pass): 0, or 2 with a
+ * message naming the bad item and the sections. */
+static int check_only(const char *only)
+{
+    for (const char *p = only; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        int known = 0;
+        for (int i = 0; i < N_SECTIONS && !known; i++)
+            known = strlen(section_names[i]) == len && !strncmp(p, section_names[i], len);
+        if (!known) {
+            fprintf(stderr, "ORTHROS_TEST_ONLY: no section \"%.*s\"; the sections:", (int)(len > 64 ? 64 : len), p);
+            for (int i = 0; i < N_SECTIONS; i++) fprintf(stderr, " %s", section_names[i]);
+            fprintf(stderr, "\n");
+            return 2;
+        }
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* Whether section name runs, announcing it when it does */
 static int section(const char *name)
 {
+    int listed = 0;
+    for (int i = 0; i < N_SECTIONS; i++) listed |= !strcmp(section_names[i], name);
+    if (!listed) {
+        fprintf(stderr, "test_cuda_ops: section %s is not in section_names\n", name);
+        exit(2);
+    }
     const char *only = getenv("ORTHROS_TEST_ONLY");
-    const int run = !only || !*only || !strcmp(only, name);
+    const int run = !only || !*only || list_has(only, name);
     if (run) printf("== section %s at %.1f s\n", name, now_s() - t_start);
     return run;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     /* Line-buffered even into a pipe: a run killed by a timeout (a hung kernel) keeps what it printed. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     t_start = now_s();
+    if (argc == 2 && !strcmp(argv[1], "--sections")) {
+        for (int i = 0; i < N_SECTIONS; i++) printf("%s\n", section_names[i]);
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "usage: test_cuda_ops [--sections]  (ORTHROS_TEST_ONLY=S1,S2 runs those sections; "
+                        "ORTHROS_TEST_QUICK=1 the quick cases; ORTHROS_TEST_SEED=N replays a seed)\n");
+        return 2;
+    }
+    const char *only_env = getenv("ORTHROS_TEST_ONLY");
+    if (only_env && check_only(only_env)) return 2;
     if (!orthros_cuda_available()) {
         printf("SKIP: no CUDA device\n");
         return 77;
@@ -2430,8 +2492,7 @@ int main(void)
     /* The local window of a converted model's linear formula, every kept linear prefill version (passing on the H200
      * at e470e63); first the window pass alone, both versions (its v2, the default, written after that run: not yet
      * run). */
-    if (section("window") || (getenv("ORTHROS_TEST_ONLY") && !strcmp(getenv("ORTHROS_TEST_ONLY"), "windowpass")))
-        window_pass_suite();
+    if (section("window") || section("windowpass")) window_pass_suite();
     if (section("window")) window_suite(3, ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
     if (section("stepprobe")) test_step_probe();
     if (section("streamprobe")) test_stream_probe();
