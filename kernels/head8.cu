@@ -285,6 +285,16 @@ template <int NR, bool INT> static __device__ void h8_lbounds(const h8_args &a, 
     __syncthreads();
 }
 
+/* sum + the dot product of two rows of 8 bf16, in the order lo, hi of each pair */
+static __device__ __forceinline__ float dot_bf16x8(const uint4 w, const uint4 x, float sum)
+{
+    sum = fmaf(bf16x2_lo(w.x), bf16x2_lo(x.x), sum), sum = fmaf(bf16x2_hi(w.x), bf16x2_hi(x.x), sum);
+    sum = fmaf(bf16x2_lo(w.y), bf16x2_lo(x.y), sum), sum = fmaf(bf16x2_hi(w.y), bf16x2_hi(x.y), sum);
+    sum = fmaf(bf16x2_lo(w.z), bf16x2_lo(x.z), sum), sum = fmaf(bf16x2_hi(w.z), bf16x2_hi(x.z), sum);
+    sum = fmaf(bf16x2_lo(w.w), bf16x2_lo(x.w), sum), sum = fmaf(bf16x2_hi(w.w), bf16x2_hi(x.w), sum);
+    return sum;
+}
+
 /* 32 rows of the selection, lane `lane`'s row j (live: j < V and one of the caller's rows; the loop around it is the
  * warp's): every row whose upper bound approx_j + B_j is not below lbound[t] is a candidate (a row whose bound or value
  * is not a number is one), read in bf16 by the whole warp (its logit in fp32, lane-strided, then a butterfly) and
@@ -311,13 +321,15 @@ static __device__ __forceinline__ void h8_select_rows(const h8_args &a, const bf
             m &= m - 1u;
             const uint4 *wr = (const uint4 *)(a.W + (size_t)jj * K), *xr = (const uint4 *)(xs + (size_t)t * K);
             float sum = 0.0f;
-            for (int q = lane; q < K / 8; q += 32) {
-                const uint4 w = __ldg(wr + q), x = xr[q];
-                sum = fmaf(bf16x2_lo(w.x), bf16x2_lo(x.x), sum), sum = fmaf(bf16x2_hi(w.x), bf16x2_hi(x.x), sum);
-                sum = fmaf(bf16x2_lo(w.y), bf16x2_lo(x.y), sum), sum = fmaf(bf16x2_hi(w.y), bf16x2_hi(x.y), sum);
-                sum = fmaf(bf16x2_lo(w.z), bf16x2_lo(x.z), sum), sum = fmaf(bf16x2_hi(w.z), bf16x2_hi(x.z), sum);
-                sum = fmaf(bf16x2_lo(w.w), bf16x2_lo(x.w), sum), sum = fmaf(bf16x2_hi(w.w), bf16x2_hi(x.w), sum);
+            int q = lane;
+            for (; q + 96 < K / 8; q += 128) {
+                uint4 w[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) w[u] = __ldg(wr + q + 32 * u);
+#pragma unroll
+                for (int u = 0; u < 4; u++) sum = dot_bf16x8(w[u], xr[q + 32 * u], sum);
             }
+            for (; q < K / 8; q += 32) sum = dot_bf16x8(__ldg(wr + q), xr[q], sum);
             for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
             if (lane == 0 && a.logits) a.logits[(size_t)t * V + jj] = sum;
             const unsigned long long key = argmax_key(sum, jj);
