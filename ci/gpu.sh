@@ -336,7 +336,11 @@ for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8
 done
 # Register spills of the kernels this build compiled (ptxas -warn-spills; a fresh build lists every kernel).
 grep -h "Registers are spilled" "$OUT/build.log" 2>/dev/null | sort -u >"$OUT/spills.txt"
-echo "register spills: $(wc -l <"$OUT/spills.txt") kernel(s) (OUTDIR/spills.txt)"
+if grep -q "Building CUDA object" "$OUT/build.log" 2>/dev/null; then
+    echo "register spills: $(wc -l <"$OUT/spills.txt") kernel(s) (OUTDIR/spills.txt; of the CUDA files this build compiled)"
+else
+    echo "register spills: not known (this build compiled no CUDA file; a fresh build folder lists them)"
+fi
 grep -E "passed, .* failed" "$OUT/ctest.log" 2>/dev/null | tail -1
 # (ctest -V prefixes each line of a test's output with its number.)
 grep -E "^([0-9]+: )?(FAIL|SKIP)" "$OUT/ctest.log" 2>/dev/null | head -20
