@@ -38,6 +38,9 @@
 #define TOL_BF16 1e-4
 #define TOL_BF16_2R 6e-4 /* two bf16 roundings in a row, each of which may flip: 2 steps an element, 1.6% rms */
 #define TOL_F32 1e-8
+/* The host's loops over a tensor (random fill, poison, bf16 download, the comparison) run on the cpu's threads past
+ * this many elements: the decode sections' caches (up to 67M elements) made them most of the program's time. */
+#define HOST_PAR_MIN ((size_t)1 << 18)
 
 static orthros_backend *cpu, *gpu;
 static orthros_backend *gpu_gemv; /* a cuda backend created with ORTHROS_GEMV=1 (section gemv) */
@@ -93,6 +96,8 @@ static void pair_set(pair *t, const float *h)
 static void pair_random(pair *t, uint64_t salt, float scale, float bias)
 {
     float *h = malloc(t->n * sizeof(float));
+    if (!h) die("malloc");
+#pragma omp parallel for schedule(static) if (t->n > HOST_PAR_MIN)
     for (size_t i = 0; i < t->n; i++) {
         float v = bias + (2.0f * orthros_uniform(seed_base ^ (salt * 0x100000001B3ull), i) - 1.0f) * scale;
         h[i] = t->f32 ? v : bf16_round(v);
@@ -103,6 +108,7 @@ static void pair_random(pair *t, uint64_t salt, float scale, float bias)
 
 static void pair_poison(pair *t)
 {
+#pragma omp parallel for schedule(static) if (t->n > HOST_PAR_MIN)
     for (size_t i = 0; i < t->n; i++) t->c[i] = NAN;
     if (t->f32) {
         if (gpu->sync(gpu) || cudaMemset(t->g, 0xff, t->n * sizeof(float)) != cudaSuccess ||
@@ -121,7 +127,8 @@ static float *pair_get_gpu(const pair *t)
         if (gpu->download_f32(gpu, h, t->g, t->n)) die("download");
     } else {
         uint16_t *raw = malloc(t->n * 2);
-        if (cudaMemcpy(raw, t->g, t->n * 2, cudaMemcpyDeviceToHost) != cudaSuccess) die("cudaMemcpy");
+        if (!raw || cudaMemcpy(raw, t->g, t->n * 2, cudaMemcpyDeviceToHost) != cudaSuccess) die("cudaMemcpy");
+#pragma omp parallel for schedule(static) if (t->n > HOST_PAR_MIN)
         for (size_t i = 0; i < t->n; i++) h[i] = orthros_bf16_to_f32(raw[i]);
         free(raw);
     }
@@ -132,6 +139,8 @@ static void report(const char *name, const float *ref, const float *got, size_t 
 {
     double se = 0, sr = 0, max_abs = 0, max_ref = 0;
     int bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : se, sr) reduction(max : max_abs, max_ref) \
+    reduction(| : bad) if (n > HOST_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         if (isnan(got[i]) || isnan(ref[i]) || isinf(got[i])) {
             bad = 1;
