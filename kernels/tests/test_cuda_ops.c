@@ -39,7 +39,7 @@
 #define TOL_BF16_2R 6e-4 /* two bf16 roundings in a row, each of which may flip: 2 steps an element, 1.6% rms */
 #define TOL_F32 1e-8
 /* The host's loops over a tensor (random fill, poison, bf16 download, the comparison) run on the cpu's threads past
- * this many elements: the decode sections' caches (up to 67M elements) made them most of the program's time. */
+ * this many elements (the decode sections' caches hold up to 67M; those sections take most of the program's time). */
 #define HOST_PAR_MIN ((size_t)1 << 18)
 
 static orthros_backend *cpu, *gpu;
