@@ -45,7 +45,7 @@
 #                fused-graphs-nohead8: ORTHROS_DECODE_HEAD8=0 (the bf16 head), fused-graphs-head8one: the default's
 #                screen with the selection in its launch (ORTHROS_HEAD8_ONE_LAUNCH=1; none of the eight in "all");
 #                fused-graphs-attnearly: the attention's tile that holds the newest key asked before its dependency
-#                wait but for the rows q/k/v writes (ORTHROS_DECODE_ATTN_EARLY=1; not in "all");
+#                wait but for the rows q/k/v writes (ORTHROS_DECODE_ATTN_EARLY=1; measured slower; not in "all");
 #                fused-graphs-kvpf8, -kvpf16: with
 #                ORTHROS_DECODE_KVPF_MB=8 or 16 (batch 1: the q/k/v product asks the layer's K and V caches, each
 #                up to that size, into L2 for the attention; not in "all");
