@@ -177,7 +177,8 @@ static const char *stamp_gemv_kind(const cuda_impl *c, int epilogue)
 }
 
 /* Graph g's replay with its slots cleared first, then read back and appended to the file as one table: per launch
- * the blocks that recorded and the first and last block's start, wait, end (a block's end: its last warp's). */
+ * the blocks that recorded and the first and last block's start, wait, end (a block's end: its last warp's), then per
+ * phase its kernel marks (step_stamps.h) the first, the last and the mean over the blocks that marked it, or "- - -". */
 static int stamps_replay(cuda_impl *c, int g)
 {
     const int first = c->stamp_graph[g].first, n = c->stamp_graph[g].n;
@@ -204,30 +205,49 @@ static int stamps_replay(cuda_impl *c, int g)
         return orthros_error(ORTHROS_EIO, "ORTHROS_STEP_STAMPS: cannot open %s for appending", c->stamps_path);
     }
     fprintf(f, "# graph %d: %d launches, replay %d; ns from the first block's start of the step\n"
-               "# slot kind blocks start_first start_last wait_first wait_last end_first end_last\n",
+               "# slot kind blocks start_first start_last wait_first wait_last end_first end_last",
             g, n, STAMP_REPLAY);
+    for (int k = 0; k < ORTHROS_STAMP_PHASES; k++) fprintf(f, " p%d_first p%d_last p%d_mean", k, k, k);
+    fputc('\n', f);
     for (int i = 0; i < n; i++) {
-        unsigned long long v[NF] = {none, 0, none, 0, none, 0};
-        int blocks = 0;
+        enum { NP = ORTHROS_STAMP_PHASES, P0 = 2 + ORTHROS_STAMP_WARPS };
+        unsigned long long v[NF] = {none, 0, none, 0, none, 0}, pf[NP], pl[NP];
+        double psum[NP];
+        int blocks = 0, pn[NP];
+        for (int k = 0; k < NP; k++) pf[k] = none, pl[k] = 0, psum[k] = 0.0, pn[k] = 0;
         for (int b = 0; b < ORTHROS_STAMP_BLOCKS; b++) {
             const unsigned long long *r = h + (size_t)i * ORTHROS_STAMP_SLOT_WORDS + (size_t)b * ORTHROS_STAMP_FIELDS;
             if (!r[0]) continue;
             unsigned long long w = r[1] ? r[1] : r[0], end = 0;
-            for (int k = 2; k < ORTHROS_STAMP_FIELDS; k++) end = r[k] > end ? r[k] : end;
+            for (int k = 2; k < P0; k++) end = r[k] > end ? r[k] : end;
             if (!end) continue; /* a block still running when the step was read cannot be: skipped */
             const unsigned long long x[3] = {r[0], w, end};
             for (int k = 0; k < 3; k++) {
                 v[2 * k] = x[k] < v[2 * k] ? x[k] : v[2 * k];
                 v[2 * k + 1] = x[k] > v[2 * k + 1] ? x[k] : v[2 * k + 1];
             }
+            for (int k = 0; k < NP; k++) { /* a phase is marked between the block's wait and its end */
+                const unsigned long long ph = r[P0 + k];
+                if (!ph) continue;
+                pf[k] = ph < pf[k] ? ph : pf[k], pl[k] = ph > pl[k] ? ph : pl[k];
+                psum[k] += (double)(ph - t0), pn[k]++;
+            }
             blocks++;
         }
         if (!blocks) { /* a kernel that reads no clock ran this launch */
-            fprintf(f, "%d %s 0 - - - - - -\n", first + i, c->stamp_kind[first + i]);
+            fprintf(f, "%d %s 0 - - - - - -", first + i, c->stamp_kind[first + i]);
+            for (int k = 0; k < NP; k++) fputs(" - - -", f);
+            fputc('\n', f);
             continue;
         }
         fprintf(f, "%d %s %d", first + i, c->stamp_kind[first + i], blocks);
         for (int k = 0; k < NF; k++) fprintf(f, " %llu", v[k] - t0);
+        for (int k = 0; k < NP; k++) {
+            if (pn[k])
+                fprintf(f, " %llu %llu %.0f", pf[k] - t0, pl[k] - t0, psum[k] / pn[k]);
+            else
+                fputs(" - - -", f);
+        }
         fputc('\n', f);
     }
     free(h);

@@ -823,6 +823,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         if (CPA) {
             asm volatile("cp.async.wait_group %0;\n" ::"n"(NST - 2) : "memory");
             __syncthreads();  // stage t landed for every thread; every warp is done with stage t - 1
+            if (t == 0) stamps.phase(0); // (a stamped build: the first and the last stage in, step_stamps.h)
+            if (t == ntiles - 1) stamps.phase(1);
             cp_stage(t + NST - 1, 0);
             // p.l2_late: the next product's weights asked once this block's stream is all asked (its last stage)
             if (l2_late && t == max(0, ntiles - NST))
@@ -891,6 +893,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     lB += __shfl_xor_sync(0xffffffffu, lB, 2);
     if constexpr (CL) {
         float *sm = (float *)(smem_raw + (base - smem_addr(smem_raw)));
+        stamps.phase(2); // warp 0's sums done: the cluster's merge next
         dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit);
         if (p.o_w) dec8_o<D>(p, sm, b, kv, nsplit);
         return;

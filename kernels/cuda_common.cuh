@@ -159,6 +159,11 @@ struct step_stamps {
     {
         if (row && threadIdx.x == 0) row[1] = globaltimer_ns();
     }
+    /* phase k (< ORTHROS_STAMP_PHASES) reached, as thread 0 of the block sees it */
+    __device__ __forceinline__ void phase(int k)
+    {
+        if (row && threadIdx.x == 0) row[2 + ORTHROS_STAMP_WARPS + k] = globaltimer_ns();
+    }
     __device__ __forceinline__ ~step_stamps()
     {
         if (row && threadIdx.x % 32 == 0 && threadIdx.x / 32 < ORTHROS_STAMP_WARPS)
@@ -167,6 +172,7 @@ struct step_stamps {
 #else
     __device__ __forceinline__ step_stamps(unsigned long long *, int) {}
     __device__ __forceinline__ void waited() {}
+    __device__ __forceinline__ void phase(int) {}
 #endif
 };
 

@@ -13,16 +13,21 @@ gate_up, down, head) the mean over the step's layers of:
   tail   its last block's end less its first's (the blocks' uneven work, and the last round's latency).
 The first launch's "before" is the step's start (its own first block). Launches that read no clock (kernels other
 than v3's GEMV and v8's attention) are counted and left out, with the launch after them measured from the last stamped
-end. Standard library only.
+end. Tables whose rows go on with phases (a stamped build since 2026-12-05: per phase its kernel marks, the first
+block's, the last block's and the blocks' mean) add a table of the phases past the wait, mean us over the launches of
+a kind: for v8, p0 its first stage of keys and values landed, p1 its last stage landed, p2 its sums done (the
+cluster's merge follows, then the end). Standard library only.
 usage: python3 bench/kernels/step_timeline.py STAMPS.txt [--graph N] [--floor-us KIND=US ...]"""
 import sys
 
 FIELDS = ("start_first", "start_last", "wait_first", "wait_last", "end_first", "end_last")
+PHASES = 3  # kernels/step_stamps.h's ORTHROS_STAMP_PHASES: each phase first, last, mean
 ORDER = ("qkv", "attn", "o", "gate_up", "down", "mlp", "gemv", "head")
 
 
 def read(path):
-    """The graphs' tables: a list of (header, rows), rows (slot, kind, dict of FIELDS or None)."""
+    """The graphs' tables: a list of (header, rows), rows (slot, kind, dict of FIELDS or None); a dict has "phases",
+    a list of PHASES (first, last, mean) or None, where the row has phase columns."""
     try:
         with open(path, encoding="ascii") as f:
             lines = f.read().splitlines()
@@ -36,21 +41,26 @@ def read(path):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split()
-        if not graphs or len(parts) != 3 + len(FIELDS):
+        if not graphs or len(parts) not in (3 + len(FIELDS), 3 + len(FIELDS) + 3 * PHASES):
             raise SystemExit("step_timeline.py: %s:%d: not a stamps row: %r" % (path, n, line[:80]))
+        main, extra = parts[3:3 + len(FIELDS)], parts[3 + len(FIELDS):]
         try:
             slot, blocks = int(parts[0]), int(parts[2])
-            vals = None if parts[3:] == ["-"] * len(FIELDS) else [int(v) for v in parts[3:]]
+            vals = None if main == ["-"] * len(FIELDS) else [int(v) for v in main]
+            ph = [None if extra[3 * k:3 * k + 3] == ["-"] * 3 else tuple(int(x) for x in extra[3 * k:3 * k + 3])
+                  for k in range(len(extra) // 3)]
         except ValueError:
             raise SystemExit("step_timeline.py: %s:%d: not a stamps row: %r" % (path, n, line[:80]))
-        if (vals is None) != (blocks == 0) or blocks < 0:
+        if (vals is None) != (blocks == 0) or blocks < 0 or (vals is None and any(ph)):
             raise SystemExit("step_timeline.py: %s:%d: not a stamps row: %r" % (path, n, line[:80]))
         if vals is not None:
             v = dict(zip(FIELDS, vals))
             if (min(vals) < 0 or v["start_first"] > v["start_last"] or v["wait_first"] > v["wait_last"]
                     or v["wait_first"] < v["start_first"] or v["end_first"] < v["wait_first"]
-                    or v["end_first"] > v["end_last"] or v["end_last"] < v["wait_last"]):
+                    or v["end_first"] > v["end_last"] or v["end_last"] < v["wait_last"]
+                    or any(p and not (v["wait_first"] <= p[0] <= p[2] <= p[1] <= v["end_last"]) for p in ph)):
                 raise SystemExit("step_timeline.py: %s:%d: stamps out of order: %r" % (path, n, line[:80]))
+            v["phases"] = ph if extra else None
         graphs[-1][1].append((slot, parts[1], None if vals is None else v))
     if not graphs or not any(rows for _, rows in graphs):
         raise SystemExit("step_timeline.py: %s: no stamps table (ORTHROS_STEP_STAMPS of a stamped build writes one)"
@@ -127,6 +137,25 @@ def main(argv):
         if k in floors:
             extra = "   %6.2f  %10.2f" % (floors[k], mean[0] - floors[k])
         print("%-8s %4d %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f%s" % ((k, len(ls)) + tuple(mean) + (extra,)))
+    phased = [(kind, v) for _, kind, v in rows if v is not None and v["phases"] and any(v["phases"])]
+    if phased:
+        print("\nphases past the wait, mean us over the launches of a kind (mean: over its blocks; last: its last"
+              " block's; end: its last warp's)")
+        print("%-8s %4s" % ("kind", "n") + "".join(" %15s" % ("p%d mean/last" % k) for k in range(PHASES))
+              + " %8s" % "end")
+        for k in [k for k in kinds if any(pk == k for pk, _ in phased)]:
+            vs = [v for pk, v in phased if pk == k]
+            cols = []
+            for j in range(PHASES):
+                got = [v for v in vs if v["phases"][j]]
+                if not got:
+                    cols.append(" %15s" % "-")
+                    continue
+                mean = sum(v["phases"][j][2] - v["wait_first"] for v in got) / len(got) / 1e3
+                last = sum(v["phases"][j][1] - v["wait_first"] for v in got) / len(got) / 1e3
+                cols.append(" %15s" % ("%.2f / %.2f" % (mean, last)))
+            end = sum(v["end_last"] - v["wait_first"] for v in vs) / len(vs) / 1e3
+            print("%-8s %4d" % (k, len(vs)) + "".join(cols) + " %8.2f" % end)
     if layers:
         per = [l for l in launches if l[0] != "head"]
         print("\na layer: %.2f us (step), of which dep %.2f us (the boundaries) and body %.2f us"

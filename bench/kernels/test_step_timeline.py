@@ -2,7 +2,8 @@
 """step_timeline.py against a table the H200 wrote (data/results/h200-2026-12-04-timeline/, the 1B step at 4K: 81
 stamped launches, 16 layers) and against stamps tables made here: two layers of five launches and a head with known
 boundaries and bodies (the means and the sum checked to the ns), a launch that read no clock skipped with the next
-measured from the last stamped end, the longest graph picked, and malformed files refused. Standard library only."""
+measured from the last stamped end, the longest graph picked, the phases a kernel marks (their means past the wait),
+and malformed files refused. Standard library only."""
 import os
 import tempfile
 
@@ -99,4 +100,44 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc != 0 and "--graph takes a number" in out, "--graph x refused")
     rc, out = run(os.path.join(tmp, "missing.txt"))
     check(rc != 0 and "cannot read" in out, "a missing file refused")
+# phases (a stamped build's rows since 2026-12-05: per phase first, last, mean): two attention launches with three
+# phases each, a GEMV launch without any, an unstamped one; the old rows' files above still read
+PHEAD = HEAD.rstrip("\n") + " p0_first p0_last p0_mean p1_first p1_last p1_mean p2_first p2_last p2_mean\n"
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "p.txt")
+    rows = ["# graph 0: 5 launches, replay 16; ns\n", PHEAD,
+            # qkv: wait 0, end 4000; no phases
+            "0 qkv 200 0 10 0 20 3900 4000 - - - - - - - - -\n",
+            # attn: wait 4200 (first) .. 4300, end 9000; phases past the first wait: p0 mean 500 last 1000, p1 mean
+            # 1500 last 2000, p2 mean 2500 last 3000
+            "1 attn 72 4100 4150 4200 4300 8800 9000 4400 5200 4700 5300 6200 5700 6400 7200 6700\n",
+            "2 o 100 8500 8600 9100 9200 10000 10100 - - - - - - - - -\n",
+            "3 gate_up 0 - - - - - - - - - - - - - - -\n",
+            # attn again: wait 20000, end 26000; p0 mean 700 last 1200 (means 600 / 1100), p1 absent, p2 mean 3100
+            # last 4000 (means 2800 / 3500)
+            "4 attn 72 19900 19950 20000 20100 25800 26000 20300 21200 20700 - - - 21500 24000 23100\n"]
+    with open(path, "w") as f:
+        f.write("".join(rows))
+    rc, out = run(path)
+    check(rc == 0, "a table with phase columns is read (rc %d): %s" % (rc, out[-200:]))
+    line = [l.split() for l in out.splitlines() if l.split()[:2] == ["attn", "2"] and "/" in l]
+    check(line and line[0][2:] == ["0.60", "/", "1.10", "1.50", "/", "2.00", "2.80", "/", "3.50", "5.40"],
+          "attn's phases: p0 over both launches, p1 over the one that marked it, p2, the end (%r)" % line)
+    check(not any(l.split()[:1] == ["qkv"] and "/" in l for l in out.splitlines()),
+          "a kind without phases has no phase row")
+    check(any(l.split()[:2] == ["attn", "2"] and "/" not in l for l in out.splitlines()),
+          "the launch table is as before")
+    for bad, why in (
+            # a phase before the wait
+            (PHEAD + "1 attn 72 4100 4150 4200 4300 8800 9000 4000 5200 4700 - - - - - -\n", "stamps out of order"),
+            # a mean past the last
+            (PHEAD + "1 attn 72 4100 4150 4200 4300 8800 9000 4400 5200 5300 - - - - - -\n", "stamps out of order"),
+            # two of three phase fields
+            (PHEAD + "1 attn 72 4100 4150 4200 4300 8800 9000 4400 5200 - - - - - -\n", "not a stamps row"),
+            # phases on a launch that read no clock
+            (PHEAD + "3 gate_up 0 - - - - - - 1 2 1 - - - - - -\n", "not a stamps row")):
+        with open(path, "w") as f:
+            f.write("# graph 0: 1\n" + bad)
+        rc, out = run(path)
+        check(rc != 0 and why in out, "refused: %s (%r)" % (why, bad[-40:]))
 checks.finish()
