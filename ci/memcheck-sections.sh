@@ -59,14 +59,14 @@ run_case() {
 }
 run_case all-clean 'rc=0 *: 3 of 3 sections clean' ORTHROS_MEMCHECK_SECTIONS=ops,mlp,head8
 run_case error-and-cut 'rc=1 *: failed: leaky(rc=9); 1 of 5 sections clean, cut at the budget: slow, not reached: mlp head8 (OUTDIR/memcheck.txt)' \
-    ORTHROS_MEMCHECK_BUDGET=12
+    ORTHROS_MEMCHECK_BUDGET=15
 run_case cut 'incomplete *: 1 of 3 sections clean, cut at the budget: slow, not reached: mlp' \
-    ORTHROS_MEMCHECK_BUDGET=12 ORTHROS_MEMCHECK_SECTIONS=ops,slow,mlp
+    ORTHROS_MEMCHECK_BUDGET=15 ORTHROS_MEMCHECK_SECTIONS=ops,slow,mlp
 run_case bad-budget 'refused (ORTHROS_MEMCHECK_BUDGET is not seconds)' ORTHROS_MEMCHECK_BUDGET='5;ls'
 run_case bad-list 'refused (ORTHROS_MEMCHECK_SECTIONS: section names, comma-separated)' \
     'ORTHROS_MEMCHECK_SECTIONS=ops;touch x'
-want=$'ops rc=0 0s\nleaky rc=9 0s\nslow rc=124 12s\nmlp not reached\nhead8 not reached'
-got=$(sed 's/rc=124 1[23]s/rc=124 12s/' "$tmp/out-error-and-cut/memcheck.txt" 2>/dev/null)
+want=$'ops rc=0 Ns\nleaky rc=9 Ns\nslow rc=124 Ns\nmlp not reached\nhead8 not reached'
+got=$(sed 's/ [0-9]*s$/ Ns/' "$tmp/out-error-and-cut/memcheck.txt" 2>/dev/null) # (the seconds vary)
 if [ "$got" = "$want" ]; then ok "memcheck.txt: a line a section"; else bad "memcheck.txt: $(echo "$got" | tr '\n' ';')"; fi
 if grep -q "Invalid __global__ read" "$tmp/out-error-and-cut/memcheck.log" 2>/dev/null; then
     ok "memcheck.log keeps the sanitizer's output"
