@@ -3,8 +3,8 @@
 # 1. `test_cuda_ops --sections` names exactly the sections its source runs (section("...") calls), and
 #    ORTHROS_TEST_ONLY with a name that is no section is refused (exit 2) before the device is looked for;
 # 2. memcheck_sections (ci/gpu-common.sh) against a stand-in test program and sanitizer: a clean section, one with a
-#    memory error (the sanitizer's exit 9), one past the budget (cut), the ones after it (not reached), and the
-#    statuses and OUTDIR/memcheck.txt it leaves; refused budgets and section lists.
+#    memory error (the sanitizer's exit 9), one past the budget (cut), the ones after it (not reached), the default
+#    kernels' sections first, and the statuses and OUTDIR/memcheck.txt it leaves; refused budgets and section lists.
 # Usage: ci/memcheck-sections.sh SOURCE_DIR TEST_CUDA_OPS
 set -u
 root=${1:?usage: ci/memcheck-sections.sh SOURCE_DIR TEST_CUDA_OPS}
@@ -58,16 +58,16 @@ run_case() {
     case "$got" in $want) ok "$name: $got" ;; *) bad "$name: status \"$got\", wanted $want" ;; esac
 }
 run_case all-clean 'rc=0 *: 3 of 3 sections clean' ORTHROS_MEMCHECK_SECTIONS=ops,mlp,head8
-run_case error-and-cut 'rc=1 *: failed: leaky(rc=9); 1 of 5 sections clean, cut at the budget: slow, not reached: mlp head8 (OUTDIR/memcheck.txt)' \
+run_case error-and-cut 'rc=1 *: failed: leaky(rc=9); 2 of 5 sections clean, cut at the budget: slow, not reached: mlp (OUTDIR/memcheck.txt)' \
     ORTHROS_MEMCHECK_BUDGET=15
 run_case cut 'incomplete *: 1 of 3 sections clean, cut at the budget: slow, not reached: mlp' \
     ORTHROS_MEMCHECK_BUDGET=15 ORTHROS_MEMCHECK_SECTIONS=ops,slow,mlp
 run_case bad-budget 'refused (ORTHROS_MEMCHECK_BUDGET is not seconds)' ORTHROS_MEMCHECK_BUDGET='5;ls'
 run_case bad-list 'refused (ORTHROS_MEMCHECK_SECTIONS: section names, comma-separated)' \
     'ORTHROS_MEMCHECK_SECTIONS=ops;touch x'
-want=$'ops rc=0 Ns\nleaky rc=9 Ns\nslow rc=124 Ns\nmlp not reached\nhead8 not reached'
+want=$'ops rc=0 Ns\nhead8 rc=0 Ns\nleaky rc=9 Ns\nslow rc=124 Ns\nmlp not reached'
 got=$(sed 's/ [0-9]*s$/ Ns/' "$tmp/out-error-and-cut/memcheck.txt" 2>/dev/null) # (the seconds vary)
-if [ "$got" = "$want" ]; then ok "memcheck.txt: a line a section"; else bad "memcheck.txt: $(echo "$got" | tr '\n' ';')"; fi
+if [ "$got" = "$want" ]; then ok "memcheck.txt: a line a section, the default kernels' sections first"; else bad "memcheck.txt: $(echo "$got" | tr '\n' ';')"; fi
 if grep -q "Invalid __global__ read" "$tmp/out-error-and-cut/memcheck.log" 2>/dev/null; then
     ok "memcheck.log keeps the sanitizer's output"
 else
