@@ -39,8 +39,8 @@ step() { # step NAME LOGFILE CMD...: runs CMD, tees its output to OUT/LOGFILE, r
 # ORTHROS_MEMCHECK_SECTIONS (comma-separated; default all: `test_cuda_ops --sections`, those of the default kernels
 # first) within ORTHROS_MEMCHECK_BUDGET seconds in all (default 420). OUTDIR/memcheck.txt: a line a section (its exit
 # status and seconds, or "not reached"); OUTDIR/memcheck.log: the sanitizer's output. The step fails where a section
-# reports a memory error (the sanitizer's exit 9) or fails its checks; where the budget ends first its status says "incomplete" and names the sections cut or not reached
-# (ORTHROS_MEMCHECK_SECTIONS=... runs them in a later run).
+# reports a memory error (the sanitizer's exit 9) or fails its checks; where the budget ends first its status says
+# "incomplete" and names the sections cut or not reached (ORTHROS_MEMCHECK_SECTIONS=... runs them in a later run).
 memcheck_sections() {
     local budget=${ORTHROS_MEMCHECK_BUDGET:-420} t0=$SECONDS list s left ts rc n=0 clean=0 bad="" cut="" unreached=""
     case "$budget" in "" | *[!0-9]* | ?????*)
