@@ -2379,17 +2379,22 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The comma-separated list's item at *p, its length in *len, *p moved past it; NULL past the last item */
+static const char *list_item(const char **p, size_t *len)
+{
+    if (!**p) return NULL;
+    const char *s = *p, *e = strchr(s, ',');
+    *len = e ? (size_t)(e - s) : strlen(s);
+    *p = e ? e + 1 : s + *len;
+    return s;
+}
+
 /* Whether the comma-separated list holds name as one of its items */
 static int list_has(const char *list, const char *name)
 {
-    const size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        const size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n && !strncmp(p, name, n)) return 1;
-        if (!e) break;
-        p = e + 1;
-    }
+    size_t len;
+    for (const char *p = list, *s; (s = list_item(&p, &len));)
+        if (len == strlen(name) && !strncmp(s, name, len)) return 1;
     return 0;
 }
 
@@ -2397,20 +2402,17 @@ static int list_has(const char *list, const char *name)
  * message naming the bad item and the sections. */
 static int check_only(const char *only)
 {
-    for (const char *p = only; *p;) {
-        const char *e = strchr(p, ',');
-        const size_t len = e ? (size_t)(e - p) : strlen(p);
+    size_t len;
+    for (const char *p = only, *s; (s = list_item(&p, &len));) {
         int known = 0;
         for (int i = 0; i < N_SECTIONS && !known; i++)
-            known = strlen(section_names[i]) == len && !strncmp(p, section_names[i], len);
+            known = strlen(section_names[i]) == len && !strncmp(s, section_names[i], len);
         if (!known) {
-            fprintf(stderr, "ORTHROS_TEST_ONLY: no section \"%.*s\"; the sections:", (int)(len > 64 ? 64 : len), p);
+            fprintf(stderr, "ORTHROS_TEST_ONLY: no section \"%.*s\"; the sections:", (int)(len > 64 ? 64 : len), s);
             for (int i = 0; i < N_SECTIONS; i++) fprintf(stderr, " %s", section_names[i]);
             fprintf(stderr, "\n");
             return 2;
         }
-        if (!e) break;
-        p = e + 1;
     }
     return 0;
 }
