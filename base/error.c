@@ -1,5 +1,6 @@
 /* Error codes and the per-thread last-error message. */
 #define _POSIX_C_SOURCE 200809L
+#define ORTHROS_ERROR_IMPL /* the functions themselves, not the analyzer's model of them (orthros_base.h) */
 #include "orthros_base.h"
 
 #include <stdarg.h>

@@ -41,6 +41,12 @@ int orthros_error(int code, const char *fmt, ...) __attribute__((format(printf, 
 const char *orthros_last_error(void);
 /* Prepends "prefix: " to the recorded message (for adding the file name) and returns code. */
 int orthros_error_prefix(int code, const char *prefix);
+#if defined(__clang_analyzer__) && !defined(ORTHROS_ERROR_IMPL)
+/* The static analyzer (ci/analyze.sh) reads one file at a time: it is told here that both return their code, so
+ * that it does not follow paths where a failed call reads as success. */
+#define orthros_error(code, ...) (orthros_error((code), __VA_ARGS__), (code))
+#define orthros_error_prefix(code, prefix) (orthros_error_prefix((code), (prefix)), (code))
+#endif
 
 /* Opens a regular file read-only (a folder, a FIFO or a device is refused with a message naming it; a FIFO never
  * blocks the open) and returns its descriptor, its size in *size, or a negative code with the message. With exists

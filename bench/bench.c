@@ -610,8 +610,7 @@ static int sweep_group(sweep *s, const char *phase, int ctx, int batch, const in
             continue;
         }
         arm *a = &arms[n++];
-        memset(a, 0, sizeof *a);
-        a->arch = s->ax.archs[ia];
+        *a = (arm){.arch = s->ax.archs[ia]};
         orthros_bench_cell_init(&a->cell);
         snprintf(a->cell.arch, sizeof a->cell.arch, "%s", a->arch);
         snprintf(a->cell.phase, sizeof a->cell.phase, "%s", phase);
@@ -810,11 +809,12 @@ static int run_recipe_e2e(bench_opts *o, int argc, char **argv, int tokens_given
             snprintf(paths[np], sizeof paths[0], "%.1100s-n%d.json", base, N);
             list[np] = paths[np];
             if (!o->report_only && !status) {
-                o->mo.model = models[i];
-                o->decode_tokens = N;
-                o->json = paths[np];
+                bench_opts one = *o; /* this run's model and file, which live in this frame */
+                one.mo.model = models[i];
+                one.decode_tokens = N;
+                one.json = paths[np];
                 fprintf(stderr, "recipe e2e: %s, %d tokens decoded -> %s\n", models[i], N, paths[np]);
-                status = run_sweep(o, argc, argv);
+                status = run_sweep(&one, argc, argv);
             }
             np++;
         }
@@ -864,11 +864,12 @@ static int run_recipe(bench_opts *o, int argc, char **argv, int tokens_given)
     int status = 0;
     char run_path[1100];
     for (int i = 0; i < n_run && !o->report_only; i++) {
-        o->mo.model = models[i];
+        bench_opts one = *o; /* this run's model and file, which live in this frame */
+        one.mo.model = models[i];
         recipe_path(run_path, sizeof run_path, dir, models[i], o->mo.tp);
-        o->json = run_path;
+        one.json = run_path;
         fprintf(stderr, "recipe reproduce-21.9x: %s -> %s\n", models[i], run_path);
-        if ((status = run_sweep(o, argc, argv))) break;
+        if ((status = run_sweep(&one, argc, argv))) break;
     }
     snprintf(md, sizeof md, "%s/report.md", dir);
     int rc = orthros_bench_report(md, list, n_report, o->anchors);

@@ -4,13 +4,16 @@
 # warnings errors, as ci/test.sh does).
 # `ci/setup.sh --fuzz` instead installs clang-14 with libFuzzer (libclang-rt-14-dev) and its OpenMP, and builds
 # the libFuzzer harness into build-fuzz/ (fuzz/README.md); the default build never needs clang.
+# `ci/setup.sh --analyze` only installs what ci/analyze.sh needs (clang-14 and its scan-build, clang-tools-14).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fuzz=0
+fuzz=0 analyze=0
 [ "${1:-}" = "--fuzz" ] && fuzz=1
+[ "${1:-}" = "--analyze" ] && analyze=1
 pkgs=(gcc cmake make libcjson-dev gnuplot-nox)
 [ "$fuzz" = 1 ] && pkgs=(cmake make libcjson-dev clang-14 libclang-rt-14-dev libomp-14-dev)
+[ "$analyze" = 1 ] && pkgs=(gcc cmake make libcjson-dev clang-14 clang-tools-14)
 need=()
 for pkg in "${pkgs[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
@@ -22,6 +25,7 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+[ "$analyze" = 1 ] && exit 0
 if [ "$fuzz" = 1 ]; then
   CC=clang-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTHROS_CUDA=OFF -DORTHROS_LIBFUZZER=ON >/dev/null
   cmake --build build-fuzz -j"$(nproc)" --target orthros_libfuzzer orthros_fuzz

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The full test suite: builds (ci/setup.sh), runs every ctest test (GPU tests skip themselves without a GPU),
 # then rebuilds the CPU engine under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite again, then
-# fuzzes the input readers there for a bounded time (fuzz/README.md; ORTHROS_FUZZ_SECONDS, default 45).
+# fuzzes the input readers there for a bounded time (fuzz/README.md; ORTHROS_FUZZ_SECONDS, default 45), then runs
+# clang's static analyzer over the C code (ci/analyze.sh: no report outside the test programs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The CI builds treat warnings as errors (ORTHROS_WERROR; the first command of the README does not).
@@ -21,3 +22,4 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktra
 (cd build-asan && ctest --output-on-failure -j"$(nproc)" -L cpu -LE model)
 echo "== fuzzing the input readers under ASan + UBSan (build-asan/fuzz/orthros_fuzz, seed 1) =="
 build-asan/fuzz/orthros_fuzz --seconds "${ORTHROS_FUZZ_SECONDS:-45}" --seed 1 --crash-dir build-asan
+ci/analyze.sh

@@ -485,7 +485,7 @@ static void feature_map(float *f, const float *x, int d, orthros_fmap fmap, cons
         for (int j = 0; j < d; j++) f[j] = x[j] > 0.0f ? x[j] + 1.0f : expf(x[j]);
     } else if (fmap == ORTHROS_FMAP_RELU) {
         for (int j = 0; j < d; j++) f[j] = x[j] > 0.0f ? x[j] : 0.0f;
-    } else {
+    } else if (fmap == ORTHROS_FMAP_HEDGEHOG) {
         int half = F / 2;
         float mx = -INFINITY, mn = INFINITY;
         for (int c = 0; c < half; c++) {
@@ -521,6 +521,7 @@ static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, cons
 {
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = qkv_width(L), group = Hq / Hkv, F = L->feature_dim;
     int half = F / 2, win = L->local_window;
+    const orthros_fmap fmap = L->fmap;
     const float *kf_ring = L->fmap_after ? cfp(L->k_cache) : cfp(L->kraw_cache);
     int kf_cap = L->fmap_after ? L->cap : L->kraw_cap;
     if (win > 0 && (!L->k_cache || !L->v_cache || !kf_ring || L->cap < 1 || kf_cap < 1 || (!L->fmap_after && !L->q_rot)))
@@ -534,21 +535,24 @@ static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, cons
         for (int kv = 0; kv < Hkv; kv++) {
             float *S = L->S + ((size_t)b * Hkv + kv) * F * d;
             float *z = L->z + ((size_t)b * Hkv + kv) * F;
-            const float *wk = L->fmap == ORTHROS_FMAP_HEDGEHOG ? cfp(L->fmap_k) + (size_t)kv * d * half : NULL;
+            const float *wk = fmap == ORTHROS_FMAP_HEDGEHOG ? cfp(L->fmap_k) + (size_t)kv * d * half : NULL;
             float fk[CPU_MAX_FEATURE], fq[CPU_MAX_FEATURE];
             float accw[ATTN_GROUP_MAX * ORTHROS_MAX_HEAD_DIM], lw[ATTN_GROUP_MAX];
             for (int i = 0; i < n; i++) {
                 const float *row = cfp(qkv) + ((size_t)b * n + i) * W;
                 const float *k = row + (size_t)(Hq + kv) * d, *v = row + (size_t)(Hq + Hkv + kv) * d;
-                int p = pos[b] + i;
+                int p = pos[b] + i, enters = 1;
                 if (win > 0) {
                     /* The key of position p - W leaves the window and enters the state (none while p < W). */
                     int s = p - win;
-                    k = s < 0 ? NULL : kf_ring + (((size_t)b * kf_cap + (size_t)(s % kf_cap)) * Hkv + kv) * d;
-                    v = s < 0 ? NULL : cfp(L->v_cache) + (((size_t)b * L->cap + (size_t)(s % L->cap)) * Hkv + kv) * d;
+                    enters = s >= 0;
+                    if (enters) {
+                        k = kf_ring + (((size_t)b * kf_cap + (size_t)(s % kf_cap)) * Hkv + kv) * d;
+                        v = cfp(L->v_cache) + (((size_t)b * L->cap + (size_t)(s % L->cap)) * Hkv + kv) * d;
+                    }
                 }
-                if (k) {
-                    feature_map(fk, k, d, L->fmap, wk, F);
+                if (enters) {
+                    feature_map(fk, k, d, fmap, wk, F);
                     for (int f = 0; f < F; f++) {
                         z[f] += fk[f];
                         for (int j = 0; j < d; j++) S[(size_t)f * d + j] += fk[f] * v[j];
@@ -565,13 +569,13 @@ static int cpu_attn_linear(orthros_backend *be, void *out, const void *qkv, cons
                     }
                     for (int g = 0; g < G; g++) {
                         int h = h0 + g;
-                        const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? cfp(L->fmap_q) + (size_t)h * d * half : NULL;
+                        const float *wq = fmap == ORTHROS_FMAP_HEDGEHOG ? cfp(L->fmap_q) + (size_t)h * d * half : NULL;
                         float *o = fp(out) + (((size_t)b * n + i) * Hq + h) * d;
                         if (win > 0 && p < win) {
                             for (int j = 0; j < d; j++) o[j] = accw[(size_t)g * d + j] / lw[g];
                             continue;
                         }
-                        feature_map(fq, row + (size_t)h * d, d, L->fmap, wq, F);
+                        feature_map(fq, row + (size_t)h * d, d, fmap, wq, F);
                         float num[ORTHROS_MAX_HEAD_DIM] = {0};
                         float den = 0.0f;
                         for (int f = 0; f < F; f++) {

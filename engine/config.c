@@ -358,13 +358,13 @@ int orthros_arch_resolve(orthros_arch *arch, const orthros_model_config *cfg, co
         }
         const char *fm = NULL;
         if ((rc = json_str(oj, "feature_map", &fm))) goto fail;
-        if (fm && (rc = orthros_fmap_parse(fm, &arch->fmap))) {
+        if (fm && orthros_fmap_parse(fm, &arch->fmap)) {
             rc = orthros_error_prefix(ORTHROS_EFORMAT, "orthros.feature_map");
             goto fail;
         }
         const char *fr = NULL;
         if ((rc = json_str(oj, "feature_map_rope", &fr))) goto fail;
-        if (fr && (rc = orthros_fmap_rope_parse(fr, &arch->fmap_rope))) {
+        if (fr && orthros_fmap_rope_parse(fr, &arch->fmap_rope)) {
             rc = orthros_error_prefix(ORTHROS_EFORMAT, "orthros.feature_map_rope");
             goto fail;
         }

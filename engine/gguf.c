@@ -702,7 +702,7 @@ int orthros_gguf_rope_adjust(float *inv_freq, int half, const orthros_gguf *g)
         if (ff->type != ORTHROS_GGML_F32 || ff->ndim != 1 || ff->ne[0] != half)
             return orthros_error(ORTHROS_EFORMAT, "rope_freqs.weight must be F32 of shape [%d] (is %s, %lld elements)",
                                  half, orthros_ggml_type_name(ff->type), (long long)orthros_gguf_numel(ff));
-        float f[ORTHROS_MAX_HEAD_DIM / 2];
+        float f[ORTHROS_MAX_HEAD_DIM / 2] = {0};
         if ((rc = orthros_gguf_dequantize(f, ff))) return rc;
         for (int i = 0; i < half; i++) {
             /* An infinite factor makes the frequency 0 (that dimension never rotates); NaN compares false. */

@@ -45,6 +45,10 @@ typedef struct {
     tensor_part parts[3];
 } weight_slot;
 
+/* The most slots weight_slots() writes: the embedding, the final norm and the head, and 8 a layer. */
+static int weight_slots_max(const orthros_model *m) { return 8 * m->cfg.n_layers + 8; }
+
+/* The model's weight buffers as slots[0..n), n returned; never more than max (weight_slots_max(m) holds them all). */
 static int weight_slots(orthros_model *m, weight_slot *slots, int max)
 {
     const orthros_model_config *c = &m->cfg;
@@ -82,7 +86,7 @@ static int weight_slots(orthros_model *m, weight_slot *slots, int max)
         }
     }
 #undef SLOT
-    return n;
+    return n < max ? n : max;
 }
 
 /* Fills a rank's part of a preset tensor with the values the whole tensor has at those elements:
@@ -119,9 +123,9 @@ void orthros_model_free(orthros_model *m)
     orthros_tp_pool_free(m->pool);
     if (m->ar_buf) m->be->free(m->be, m->ar_buf);
     if (m->layers) {
-        weight_slot *slots = malloc(sizeof(weight_slot) * (size_t)(8 * m->cfg.n_layers + 8));
+        weight_slot *slots = malloc(sizeof(weight_slot) * (size_t)weight_slots_max(m));
         if (slots) {
-            int n = weight_slots(m, slots, 8 * m->cfg.n_layers + 8);
+            int n = weight_slots(m, slots, weight_slots_max(m));
             for (int i = 0; i < n; i++)
                 if (*slots[i].dst) m->be->free(m->be, *slots[i].dst);
             free(slots);
@@ -571,7 +575,7 @@ static int load_shard(orthros_model **out, orthros_backend *be, const char *spec
     }
     m->rope = (orthros_rope){m->hq, m->hkv, m->cfg.head_dim, m->inv_freq};
     m->layers = calloc((size_t)m->cfg.n_layers, sizeof *m->layers);
-    int max_slots = 8 * m->cfg.n_layers + 8;
+    int max_slots = weight_slots_max(m);
     slots = malloc(sizeof *slots * (size_t)max_slots);
     if (!m->layers || !slots) {
         rc = orthros_error(ORTHROS_ENOMEM, "out of host memory");

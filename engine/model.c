@@ -1058,7 +1058,7 @@ int orthros_generate_timed(orthros_session *s, const int32_t *prompt, int n, int
     if ((long)n + max_new - 1 > s->max_ctx)
         return orthros_error(ORTHROS_ERANGE, "prompt %d + %d new tokens exceed the context of %d", n, max_new,
                              s->max_ctx);
-    int32_t tok;
+    int32_t tok = -1; /* written by the prefill's last rank-0 shard */
     double t0 = now_s();
     TRY(orthros_prefill(s, 0, prompt, n, NULL, &tok));
     double t1 = now_s();

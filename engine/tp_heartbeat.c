@@ -92,7 +92,7 @@ static void *watch(void *arg)
         int pr = poll(&pf, 1, hb.interval_ms);
         if (pr > 0) {
             hb_packet p;
-            struct sockaddr_in from;
+            struct sockaddr_in from = {0};
             socklen_t fl = sizeof from;
             ssize_t n = recvfrom(hb.fd, &p, sizeof p, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
             /* Only this world's: the magic, the world size and port, a rank that makes sense, from its host. */

@@ -15,6 +15,7 @@
  * the control connections instead of NCCL (orthros_comm_allreduce_tcp_f32): the whole machinery, tested without
  * GPUs. */
 #define _GNU_SOURCE
+#define ORTHROS_TP_WORLD_IMPL /* the functions, not the analyzer's models of them (tp_world.h) */
 #include "tp.h"
 
 #include <arpa/inet.h>
@@ -463,13 +464,16 @@ const char *orthros_tp_env_world_size(void) { return env_first("WORLD_SIZE", "OM
 
 int orthros_tp_launch_check(int tp)
 {
-    int count = orthros_cuda_device_count(), rc = 0;
+    int rc = 0;
     if (!ORTHROS_HAVE_CUDA)
         rc = orthros_error(ORTHROS_EUNSUPPORTED, "this build has no CUDA backend (configure with nvcc on the PATH)");
     else if ((rc = orthros_nccl_load()))
         rc = needs_nccl(rc, tp);
-    else if (count < tp)
-        rc = orthros_error(ORTHROS_EINVAL, "--tp %d needs %d GPUs, %d found (one process per GPU)", tp, tp, count);
+    else {
+        int count = orthros_cuda_device_count();
+        if (count < tp)
+            rc = orthros_error(ORTHROS_EINVAL, "--tp %d needs %d GPUs, %d found (one process per GPU)", tp, tp, count);
+    }
     return rc;
 }
 

@@ -307,11 +307,11 @@ int orthros_cmd_make_model(int argc, char **argv)
     int rc;
     if (max_ctx) {
         int64_t v;
-        if ((rc = orthros_axis_parse_scalar(&v, max_ctx, 16, (int64_t)1 << 30)))
+        if (orthros_axis_parse_scalar(&v, max_ctx, 16, (int64_t)1 << 30))
             return orthros_cmd_usage(&c, "--max-context: %s", orthros_last_error());
         p.max_context = v;
     }
-    if ((rc = orthros_analytic_check(&p))) return orthros_cmd_usage(&c, "%s", orthros_last_error());
+    if (orthros_analytic_check(&p)) return orthros_cmd_usage(&c, "%s", orthros_last_error());
     if ((rc = orthros_analytic_write(out, &p))) return orthros_cmd_fail(cmd, rc);
     orthros_analytic_layout l;
     orthros_analytic_margins m;

@@ -272,12 +272,12 @@ int orthros_cmd_eval_ppl(int argc, char **argv)
     int64_t v;
     int rc;
     if (t.stride_arg) {
-        if ((rc = orthros_axis_parse_scalar(&v, t.stride_arg, 1, INT_MAX / 2)))
+        if (orthros_axis_parse_scalar(&v, t.stride_arg, 1, INT_MAX / 2))
             return orthros_cmd_usage(&c, "--stride: %s", orthros_last_error());
         t.stride = (int)v;
     }
     if (t.max_tokens_arg) {
-        if ((rc = orthros_axis_parse_scalar(&v, t.max_tokens_arg, 2, INT_MAX)))
+        if (orthros_axis_parse_scalar(&v, t.max_tokens_arg, 2, INT_MAX))
             return orthros_cmd_usage(&c, "--max-tokens: %s", orthros_last_error());
         t.max_tokens = v;
     }

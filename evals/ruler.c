@@ -195,14 +195,15 @@ static void plan_make(plan *p, const orthros_ruler_spec *spec, int x, uint64_t s
 static void haystack(sbuf *b, const plan *p, int units, int *needle_units)
 {
     const orthros_ruler_spec *sp = p->spec;
+    const int nn = p->n_needles;
     int at[ORTHROS_RULER_MAX_ANSWERS];
-    for (int i = 0; i < p->n_needles; i++) {
+    for (int i = 0; i < nn; i++) {
         at[i] = (int)(p->frac[i] * units + 0.5);
         at[i] = at[i] > units ? units : at[i];
         if (needle_units) needle_units[i] = at[i];
     }
     for (int u = 0, first = 1; u <= units; u++) {
-        for (int i = 0; i < p->n_needles; i++) {
+        for (int i = 0; i < nn; i++) {
             if (at[i] != u) continue;
             sb_printf(b, "%s", first ? "" : " ");
             if (sp->task == ORTHROS_RULER_NIAH)
@@ -222,7 +223,7 @@ static void haystack(sbuf *b, const plan *p, int units, int *needle_units)
 static int cwe_list(sbuf *b, const plan *p, int units)
 {
     int x = p->x, pool = n_words() - x, u = 1, F;
-    if (units < 3 * x) return 0;
+    if (x < 1 || x > units / 3) return 0; /* (x >= 1: orthros_ruler_x_range) */
     for (;;) {
         F = (3 * units / 10) / x;
         F = F < u + 2 ? u + 2 : F;

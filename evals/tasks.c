@@ -152,10 +152,11 @@ int orthros_niah_sample(orthros_eval_sample *s, const orthros_analytic_layout *l
 int orthros_mqar_sample(orthros_eval_sample *s, const orthros_analytic_layout *l, int pairs, int ctx, uint64_t seed)
 {
     memset(s, 0, sizeof *s);
+    const int n_keys = l->keys;
     if (pairs < 1) return orthros_error(ORTHROS_EINVAL, "pairs must be at least 1 (got %d)", pairs);
-    if (pairs > l->keys)
+    if (n_keys < 1 || pairs > n_keys)
         return orthros_error(ORTHROS_EINVAL, "%d pairs asked, but the model has only %d keys (make-model --keys)", pairs,
-                             l->keys);
+                             n_keys);
     if (ctx < orthros_mqar_min_ctx(pairs))
         return orthros_error(ORTHROS_EINVAL, "context %d is shorter than the %d tokens that %d pairs need (BOS, pairs, "
                              "QUERY, key)", ctx, orthros_mqar_min_ctx(pairs), pairs);
@@ -163,7 +164,7 @@ int orthros_mqar_sample(orthros_eval_sample *s, const orthros_analytic_layout *l
     if (rc) return rc;
     orthros_rng r = {seed};
     int keys[ORTHROS_ANALYTIC_MAX_KEYS], vals[ORTHROS_ANALYTIC_MAX_KEYS], ask[ORTHROS_ANALYTIC_MAX_KEYS], scratch[ORTHROS_ANALYTIC_MAX_KEYS];
-    orthros_rng_distinct(&r, keys, pairs, l->keys, scratch);
+    orthros_rng_distinct(&r, keys, pairs, n_keys, scratch);
     for (int i = 0; i < pairs; i++) vals[i] = orthros_rng_below(&r, l->values);
     orthros_rng_distinct(&r, ask, pairs, pairs, scratch);
     fill_haystack(s, l, &r, orthros_analytic_key(l, keys[ask[0]]));

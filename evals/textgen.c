@@ -41,7 +41,11 @@ static int append(int32_t **ids, int *n, int *cap, const orthros_tokenizer *tok,
     int k = 0, rc;
     if (!len) return 0;
     if ((rc = orthros_tokenizer_encode(tok, text, len, flags, &part, &k))) return rc;
-    if (*n + k > *cap) {
+    if (!k) { /* nothing to append (and memcpy may not be handed a null pointer, even for 0 bytes) */
+        free(part);
+        return 0;
+    }
+    if (*n + k > *cap || !*ids) {
         int c2 = (*n + k) * 2;
         int32_t *p = realloc(*ids, (size_t)c2 * sizeof *p);
         if (!p) {

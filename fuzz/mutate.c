@@ -66,7 +66,8 @@ static int buf_splice(buf *b, size_t at, size_t del, const void *ins, size_t n_i
     if (at > b->n) at = b->n;
     if (del > b->n - at) del = b->n - at;
     if (buf_reserve(b, b->n - del + n_ins)) return -1;
-    memmove(b->p + at + n_ins, b->p + at + del, b->n - at - del);
+    /* (an empty buffer may have no storage: memmove and memcpy are not handed its null pointer) */
+    if (b->n - at - del) memmove(b->p + at + n_ins, b->p + at + del, b->n - at - del);
     if (n_ins) memcpy(b->p + at, ins, n_ins);
     b->n = b->n - del + n_ins;
     return 0;
@@ -340,6 +341,9 @@ static void usage(FILE *f)
             ORTHROS_SOURCE_DIR);
 }
 
+/* The input being built, one for the process (the driver's exits on an error leave it to the system). */
+static buf input;
+
 int main(int argc, char **argv)
 {
     const char *target = "all", *root = ORTHROS_SOURCE_DIR, *corpus = NULL, *write_seeds = NULL;
@@ -417,7 +421,6 @@ int main(int argc, char **argv)
 
     double share = seconds / (last - first);
     unsigned long long total_runs = 0;
-    buf b = {0};
     for (int t = first; t < last; t++) {
         const orthros_fuzz_target *tg = &orthros_fuzz_targets[t];
         orthros_fuzz_corpus c = {0};
@@ -454,18 +457,21 @@ int main(int argc, char **argv)
         double t0 = now(), slowest = 0;
         for (uint64_t i = replay >= 0 ? (uint64_t)replay : 0;; i++) {
             if (replay >= 0 ? n == 1 : runs >= 0 ? n >= (unsigned long long)runs : now() - t0 >= share) break;
-            if (make_input(&b, &c, generated, seed, t, i, max_len)) {
+            if (make_input(&input, &c, generated, seed, t, i, max_len)) {
                 fprintf(stderr, "orthros_fuzz: out of memory\n");
                 return 1;
             }
             /* An exact-size copy, so that a read one byte past the input is an ASan report. */
-            uint8_t *in = malloc(b.n ? b.n : 1);
-            if (!in) return 1;
-            memcpy(in, b.p, b.n);
-            cur_index = i, cur_data = in, cur_size = b.n;
+            uint8_t *in = malloc(input.n ? input.n : 1);
+            if (!in) {
+                fprintf(stderr, "orthros_fuzz: out of memory\n");
+                return 1;
+            }
+            if (input.n) memcpy(in, input.p, input.n);
+            cur_index = i, cur_data = in, cur_size = input.n;
             double r0 = now();
             alarm((unsigned)(timeout_s + 0.999));
-            int rc = tg->run(in, b.n);
+            int rc = tg->run(in, input.n);
             alarm(0);
             if (now() - r0 > slowest) slowest = now() - r0;
             free(in);
@@ -483,7 +489,8 @@ int main(int argc, char **argv)
         total_runs += n;
         orthros_fuzz_corpus_free(&c);
     }
-    free(b.p);
+    free(input.p);
+    input = (buf){0};
     for (int i = 0; i < n_dict; i++) free(dict[i]);
     free(dict);
     free(dict_len);

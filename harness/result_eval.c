@@ -553,7 +553,7 @@ static int read_mc(orthros_eval_cell *c, orthros_jr *j, const cJSON *o, const cJ
     cJSON_ArrayForEach(q, rec)
     {
         enum { MAXC = ORTHROS_MC_MAX_CHOICES };
-        double ll[MAXC], norm[MAXC];
+        double ll[MAXC] = {0}, norm[MAXC] = {0};
         int64_t gold, pred, pred_norm, line, n_ctx, n_cont;
         int ok, ok_norm, k = 0;
         const cJSON *lls, *lens, *e, *greedy, *ctx_tok, *cont_tok, *id;
@@ -604,7 +604,7 @@ static int read_mc(orthros_eval_cell *c, orthros_jr *j, const cJSON *o, const cJ
                                    per_choice_ctx ? "winogrande: one a choice" : "one, shared");
         if (n_cont != n_choices)
             return orthros_jr_fail(&r, "cont_tokens", "%lld lengths for %d choices", (long long)n_cont, n_choices);
-        int64_t ctx_len[MAXC], len;
+        int64_t ctx_len[MAXC] = {0}, len;
         k = 0;
         cJSON_ArrayForEach(e, ctx_tok) ctx_len[k++] = (int64_t)e->valuedouble;
         k = 0;

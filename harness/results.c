@@ -1,6 +1,7 @@
 /* The shared part of result files: header, load with validation, atomic writes, and the field readers the
  * kind-specific readers (result_bench.c, result_eval.c) are built from. */
 #define _GNU_SOURCE
+#define ORTHROS_RESULTS_IMPL /* the functions, not the analyzer's models of them (results.h) */
 #include "results.h"
 #include "gpu_state.h"
 #include "keyset.h"
@@ -430,7 +431,7 @@ void orthros_sched_config_write(cJSON *o, const orthros_sched_config *s)
  * neither); one object per rank, in rank order. */
 static int read_ranks(orthros_result_header *h, orthros_jr *j, const cJSON *env)
 {
-    int64_t ws = 0, v;
+    int64_t ws = 0, v = -1;
     const cJSON *ranks, *o;
     int rc;
     if ((rc = orthros_jr_int(&ws, j, env, "world_size", 1, ORTHROS_RESULT_MAX_RANKS, 0)) ||
@@ -445,7 +446,7 @@ static int read_ranks(orthros_result_header *h, orthros_jr *j, const cJSON *env)
     cJSON_ArrayForEach(o, ranks)
     {
         size_t at_i = orthros_jr_push_index(j, i);
-        char host[256], kind[16], name[128], bus[64], uuid[64];
+        char host[256] = "", kind[16] = "", name[128], bus[64], uuid[64];
         if ((rc = orthros_jr_object(&o, j, o, NULL, 0)) ||
             (rc = orthros_jr_int(&v, j, o, "rank", 0, ORTHROS_RESULT_MAX_RANKS - 1, ORTHROS_JR_REQUIRED)))
             return rc;
@@ -503,10 +504,11 @@ int orthros_result_header_read(orthros_result_header *h, const cJSON *root, cons
         return rc;
     orthros_jr_pop(&j, at);
     at = orthros_jr_push_key(&j, "run");
+    v = 0; /* a file without a seed reads as seed 0, not as the schema version read into v above */
     if ((rc = orthros_jr_int(&v, &j, run, "seed", 0, INT64_MAX, 0))) return rc;
     h->seed = (uint64_t)v;
     orthros_jr_pop(&j, at);
-    at = orthros_jr_push_key(&j, "environment");
+    orthros_jr_push_key(&j, "environment"); /* kept to the end: read_ranks' messages name environment.ranks */
     if ((rc = orthros_jr_string(h->backend, sizeof h->backend, &j, env, "backend", 0)) ||
         (rc = orthros_jr_object(&dev, &j, env, "device", 0)))
         return rc;

@@ -147,6 +147,9 @@ size_t orthros_jr_push_index(orthros_jr *j, int i);
 void orthros_jr_pop(orthros_jr *j, size_t len);
 /* Records "FILE: PATH[.key]: MSG" and returns ORTHROS_EFORMAT. */
 int orthros_jr_fail(const orthros_jr *j, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#if defined(__clang_analyzer__) && !defined(ORTHROS_RESULTS_IMPL)
+#define orthros_jr_fail(j, key, ...) (orthros_jr_fail((j), (key), __VA_ARGS__), ORTHROS_EFORMAT) /* ci/analyze.sh */
+#endif
 /* An object (no key twice) / an array at key; *out NULL when absent and not required. */
 int orthros_jr_object(const cJSON **out, const orthros_jr *j, const cJSON *o, const char *key, int flags);
 int orthros_jr_array(const cJSON **out, const orthros_jr *j, const cJSON *o, const char *key, int flags);

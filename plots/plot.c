@@ -850,7 +850,7 @@ typedef struct {
 static int write_texts(const plot_ctx *c, const char *fig, const texts *t)
 {
     membuf m;
-    char clean[960], name[64];
+    char clean[960] = "", name[64]; /* (zero-filled for the analyzer: ci/analyze.sh) */
     int rc = mb_open(&m);
     if (rc) return rc;
     clean_text(clean, sizeof clean, t->caption);

@@ -277,6 +277,22 @@ static void load_refusals(void)
     CHECK(orthros_bench_file_read(&f, path, 0, NULL) == ORTHROS_EIO, "a missing file without missing_ok");
 }
 
+/* A header's optional fields read as their defaults when absent: a file without run.seed has seed 0 (it once read
+ * as the schema version, the integer read before it). */
+static void header_defaults(void)
+{
+    cJSON *root = bench_json();
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "run"), "seed");
+    const char *path = save_json("no-seed.json", root);
+    cJSON_Delete(root);
+    orthros_bench_file f;
+    int rc = orthros_bench_file_read(&f, path, 0, NULL);
+    CHECK(rc == 0, "a file without run.seed: %s", rc ? orthros_last_error() : "");
+    CHECK(rc || (f.hdr.seed == 0 && f.hdr.schema_version > 0), "a file without run.seed reads seed %llu (schema version %d)",
+          (unsigned long long)f.hdr.seed, f.hdr.schema_version);
+    if (!rc) orthros_bench_file_free(&f);
+}
+
 /* Writer -> reader -> writer gives the same document, which matches the schema. */
 static void round_trip(const char *src)
 {
@@ -1109,6 +1125,7 @@ int main(int argc, char **argv)
     bench_refusals();
     ranks_refusals();
     load_refusals();
+    header_defaults();
     round_trip(src);
     committed_files(src);
     committed_eval_files(src);
