@@ -786,7 +786,8 @@ static int encode_plain(const orthros_tokenizer *t, bpe_work *w, piece_list *pl,
     int rc;
     if (len == 0) return 0;
     if (len + 1 > *ccap || !*cbuf) {
-        if (len > SIZE_MAX / sizeof **cbuf - 1) return orthros_error(ORTHROS_ENOMEM, "a text of %zu bytes is too long to encode", len);
+        if (len > SIZE_MAX / sizeof **cbuf - 1)
+            return orthros_error(ORTHROS_ENOMEM, "a text of %zu bytes is too long to encode", len);
         uchar *b = realloc(*cbuf, (len + 1) * sizeof *b);
         if (!b) return orthros_error(ORTHROS_ENOMEM, "out of memory");
         *cbuf = b;
