@@ -16,6 +16,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,15 +279,20 @@ static size_t cur_size;
 static char crash_dir[4096] = ".";
 static double timeout_s = 60;
 
-/* Async-signal-safe enough for a dying process: open, write, close and a formatted line. */
+/* Async-signal-safe enough for a dying process: open, write and close (no stdio, no allocation) and a line formatted
+ * into a buffer on the stack. */
 static void save_current(const char *why)
 {
     char path[4400], msg[5000];
     snprintf(path, sizeof path, "%s/fuzz-%s-%s-%llu.bin", crash_dir, why, cur_target, (unsigned long long)cur_index);
-    FILE *f = fopen(path, "wb");
-    if (f) {
-        fwrite(cur_data, 1, cur_size, f);
-        fclose(f);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        for (size_t done = 0; done < cur_size;) {
+            ssize_t w = write(fd, cur_data + done, cur_size - done);
+            if (w <= 0) break;
+            done += (size_t)w;
+        }
+        close(fd);
     }
     int n = snprintf(msg, sizeof msg,
                      "orthros_fuzz: %s on input #%llu of target %s (seed %llu, %zu bytes), saved to %s\n"
