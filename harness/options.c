@@ -50,7 +50,9 @@ static void print_help(const orthros_cmd *c)
     for (int i = 0; i < c->n_opts; i++) {
         const orthros_opt *o = &c->opts[i];
         char left[64];
-        snprintf(left, sizeof left, "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+        /* a one-letter option shown as it is usually written (-o); the parser takes --o as well */
+        snprintf(left, sizeof left, "%s%s%s%s", o->name[1] ? "--" : "-", o->name, o->metavar ? " " : "",
+                 o->metavar ? o->metavar : "");
         printf("  %-28s %s\n", left, o->help);
     }
     printf("  %-28s %s\n", "--help", "show this help and exit");
