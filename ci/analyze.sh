@@ -6,7 +6,7 @@
 # (*/tests/) are analyzed and listed, not held to it: they stop at a failed check and leave their memory to the
 # system, and their loops over fixtures are beyond what the analyzer follows. ci/test.sh runs it.
 # What the analyzer cannot see it is told: ci/analyzer-models.h (forced into every file) says what cJSON's
-# predicates compute, and models beside the declarations of orthros_error, orthros_error_prefix, orthros_jr_fail and
+# predicates and lookups compute, and models beside the declarations of orthros_error, orthros_error_prefix, orthros_jr_fail and
 # orthros_tp_gather_status that each returns its failure code. A report that is wrong is answered in the code (a
 # value read once into a local, a check the analyzer can follow), never by turning a checker off.
 # Usage: ci/analyze.sh   (installs clang-14 and clang-tools-14 where missing: ci/setup.sh --analyze)

@@ -14,4 +14,8 @@
 #define cJSON_IsString(it) ORTHROS_CJSON_IS(it, cJSON_String)
 #define cJSON_IsArray(it) ORTHROS_CJSON_IS(it, cJSON_Array)
 #define cJSON_IsObject(it) ORTHROS_CJSON_IS(it, cJSON_Object)
+/* a lookup in no object finds nothing (the macro names itself: the call inside is the function's) */
+#define cJSON_GetObjectItem(o, k) ((o) ? cJSON_GetObjectItem((o), (k)) : NULL)
+#define cJSON_GetObjectItemCaseSensitive(o, k) ((o) ? cJSON_GetObjectItemCaseSensitive((o), (k)) : NULL)
+#define cJSON_GetArrayItem(a, i) ((a) ? cJSON_GetArrayItem((a), (i)) : NULL)
 #endif

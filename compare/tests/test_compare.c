@@ -296,6 +296,7 @@ int main(int argc, char **argv)
             const char *fb = save("drift-pooled-base.json", bench_file(&pb, "preset:tiny", -1));
             const char *fn = save("drift-pooled-new.json", bench_file(&pn, "preset:tiny", -1));
             rc = compare(&r, fb, fn, NULL, NULL);
+            CHECK(r, "pooled A/A with drift, seed %d: exit %d and no comparison", (int)seed, rc);
             if (r) fooled += count_verdict(r, "SLOW") + count_verdict(r, "FAST");
             cJSON_Delete(r);
         }

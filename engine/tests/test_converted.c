@@ -75,7 +75,10 @@ int main(int argc, char **argv)
     FILE *f = fopen(path, "rb");
     CHECK(f && fread(want, sizeof(float), per * (size_t)nc, f) == per * (size_t)nc, "read %s", path);
     if (f) fclose(f);
-    if (orthros_backend_cpu_create(&cpu)) return 1;
+    if (orthros_backend_cpu_create(&cpu)) {
+        free(tok), free(want);
+        return 1;
+    }
 
     double worst = 0;
     for (int c = 0; c < nc; c++) {

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     }
     struct stat sb;
     if (stat(BASE, &sb) != 0) {
-        if (getenv("CI") && strcmp(getenv("CI"), "false")) {
+        if (tu_under_ci()) {
             fprintf(stderr, "FAIL: %s is missing under CI (ci/test.sh runs ci/fetch-model.sh first)\n", BASE);
             return 1;
         }

@@ -50,7 +50,10 @@ int main(int argc, char **argv)
     int rc = orthros_backend_cpu_create(&be);
     if (!rc) rc = orthros_model_load(&m, be, dir, &ao, 0);
     CHECK(rc == 0, "load %s: %s", dir, orthros_last_error());
-    if (rc) return tu_finish();
+    if (rc) {
+        free(tokens), free(prompt), free(want);
+        return tu_finish();
+    }
     int V = orthros_model_get_config(m)->vocab;
 
     float *ref_logits = malloc(sizeof(float) * (size_t)n * (size_t)V), *got = malloc(sizeof(float) * (size_t)n * (size_t)V);
@@ -78,7 +81,7 @@ int main(int argc, char **argv)
         s = NULL;
     }
 
-    int32_t *gen = malloc(sizeof *gen * (size_t)ng);
+    int32_t *gen = calloc((size_t)ng + 1, sizeof *gen);
     rc = orthros_session_init(&s, m, 1, np + ng, 0);
     int count = rc ? rc : orthros_generate(s, prompt, np, ng, gen);
     CHECK(count == ng, "generated %d tokens, expected %d (%s)", count, ng, count < 0 ? orthros_last_error() : "");

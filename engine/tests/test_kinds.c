@@ -24,7 +24,7 @@ static void naive_phi(double *f, const double *x, int d, orthros_fmap fm, const 
         for (int j = 0; j < d; j++) f[j] = x[j] > 0 ? x[j] + 1.0 : exp(x[j]);
     } else if (fm == ORTHROS_FMAP_RELU) {
         for (int j = 0; j < d; j++) f[j] = x[j] > 0 ? x[j] : 0.0;
-    } else {
+    } else if (fm == ORTHROS_FMAP_HEDGEHOG) {
         int half = F / 2;
         double u[1024], sp = 0, sn = 0;
         for (int c = 0; c < half; c++) {
@@ -57,16 +57,17 @@ static void naive_linear(float *out, const float *qkv, const orthros_attn_layer 
 {
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = (Hq + 2 * Hkv) * d, F = L->feature_dim;
     int half = F / 2;
-    double fq[2048], fk[2048];
+    const orthros_fmap fmap = L->fmap;
+    double fq[2048] = {0}, fk[2048] = {0};
     for (int t = 0; t < n; t++)
         for (int h = 0; h < Hq; h++) {
             int kv = h / (Hq / Hkv);
-            const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_q + (size_t)h * d * half : NULL;
-            const float *wk = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_k + (size_t)kv * d * half : NULL;
-            naive_phi(fq, dvec(qkv + (size_t)t * W + (size_t)h * d, d), d, L->fmap, wq, F);
+            const float *wq = fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_q + (size_t)h * d * half : NULL;
+            const float *wk = fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_k + (size_t)kv * d * half : NULL;
+            naive_phi(fq, dvec(qkv + (size_t)t * W + (size_t)h * d, d), d, fmap, wq, F);
             double num[ORTHROS_MAX_HEAD_DIM] = {0}, den = 0;
             for (int s = 0; s <= t; s++) {
-                naive_phi(fk, dvec(qkv + (size_t)s * W + (size_t)(Hq + kv) * d, d), d, L->fmap, wk, F);
+                naive_phi(fk, dvec(qkv + (size_t)s * W + (size_t)(Hq + kv) * d, d), d, fmap, wk, F);
                 double a = 0;
                 for (int f = 0; f < F; f++) a += fq[f] * fk[f];
                 const float *v = qkv + (size_t)s * W + (size_t)(Hq + Hkv + kv) * d;
@@ -128,17 +129,18 @@ static void naive_linear_window(float *out, const float *qkv, const orthros_attn
 {
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, Wd = (Hq + 2 * Hkv) * d, F = L->feature_dim;
     int half = F / 2, win = L->local_window, after = L->fmap_after;
-    double *qr = malloc(sizeof(double) * (size_t)n * Hq * d), *kr = malloc(sizeof(double) * (size_t)n * Hkv * d);
-    double *phik = malloc(sizeof(double) * (size_t)n * Hkv * F), *sc = malloc(sizeof(double) * (size_t)n);
-    double fq[2048];
+    const orthros_fmap fmap = L->fmap;
+    double *qr = calloc((size_t)n * Hq * d, sizeof(double)), *kr = calloc((size_t)n * Hkv * d, sizeof(double));
+    double *phik = calloc((size_t)n * Hkv * F, sizeof(double)), *sc = calloc((size_t)n, sizeof(double));
+    double fq[2048] = {0};
     for (int t = 0; t < n; t++) {
         for (int h = 0; h < Hq; h++) naive_rope(qr + ((size_t)t * Hq + h) * d, qkv + (size_t)t * Wd + (size_t)h * d, inv_freq, d, t);
         for (int kv = 0; kv < Hkv; kv++) {
             const float *k = qkv + (size_t)t * Wd + (size_t)(Hq + kv) * d;
             double *r = kr + ((size_t)t * Hkv + kv) * d;
             naive_rope(r, k, inv_freq, d, t);
-            const float *wk = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_k + (size_t)kv * d * half : NULL;
-            naive_phi(phik + ((size_t)t * Hkv + kv) * F, after ? r : dvec(k, d), d, L->fmap, wk, F);
+            const float *wk = fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_k + (size_t)kv * d * half : NULL;
+            naive_phi(phik + ((size_t)t * Hkv + kv) * F, after ? r : dvec(k, d), d, fmap, wk, F);
         }
     }
     for (int t = 0; t < n; t++)
@@ -146,8 +148,8 @@ static void naive_linear_window(float *out, const float *qkv, const orthros_attn
             int kv = h / (Hq / Hkv), lo = win > 0 ? (t - win + 1 > 0 ? t - win + 1 : 0) : t + 1;
             int lin_end = win > 0 ? t - win : t; /* the linear term covers s <= lin_end */
             const double *q = qr + ((size_t)t * Hq + h) * d;
-            const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_q + (size_t)h * d * half : NULL;
-            naive_phi(fq, after ? q : dvec(qkv + (size_t)t * Wd + (size_t)h * d, d), d, L->fmap, wq, F);
+            const float *wq = fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_q + (size_t)h * d * half : NULL;
+            naive_phi(fq, after ? q : dvec(qkv + (size_t)t * Wd + (size_t)h * d, d), d, fmap, wq, F);
             double num[ORTHROS_MAX_HEAD_DIM] = {0}, den = 0, mx = -INFINITY;
             double gamma = gates ? gates[h] : 1.0;
             for (int s = lo; s <= t; s++) {
@@ -183,7 +185,7 @@ static void legacy_feature_map(float *f, const float *x, int d, orthros_fmap fma
         for (int j = 0; j < d; j++) f[j] = x[j] > 0.0f ? x[j] + 1.0f : expf(x[j]);
     } else if (fmap == ORTHROS_FMAP_RELU) {
         for (int j = 0; j < d; j++) f[j] = x[j] > 0.0f ? x[j] : 0.0f;
-    } else {
+    } else if (fmap == ORTHROS_FMAP_HEDGEHOG) {
         int half = F / 2;
         float mx = -INFINITY, mn = INFINITY;
         for (int c = 0; c < half; c++) {
@@ -214,25 +216,26 @@ static int legacy_linear_op(orthros_backend *be, void *out, const void *qkv_, co
     const float *qkv = qkv_;
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = (Hq + 2 * Hkv) * d, group = Hq / Hkv;
     int F = L->feature_dim, half = F / 2;
+    const orthros_fmap fmap = L->fmap;
     if (L->local_window || L->fmap_after) return orthros_error(ORTHROS_EINVAL, "the legacy op has no window");
     for (int b = 0; b < B; b++) {
         for (int kv = 0; kv < Hkv; kv++) {
             float *S = L->S + ((size_t)b * Hkv + kv) * F * d;
             float *z = L->z + ((size_t)b * Hkv + kv) * F;
-            const float *wk = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_k + (size_t)kv * d * half : NULL;
-            float fk[2048], fq[2048];
+            const float *wk = fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_k + (size_t)kv * d * half : NULL;
+            float fk[2048] = {0}, fq[2048] = {0};
             for (int i = 0; i < n; i++) {
                 const float *row = qkv + ((size_t)b * n + i) * W;
                 const float *k = row + (size_t)(Hq + kv) * d, *v = row + (size_t)(Hq + Hkv + kv) * d;
-                legacy_feature_map(fk, k, d, L->fmap, wk, F);
+                legacy_feature_map(fk, k, d, fmap, wk, F);
                 for (int f = 0; f < F; f++) {
                     z[f] += fk[f];
                     for (int j = 0; j < d; j++) S[(size_t)f * d + j] += fk[f] * v[j];
                 }
                 for (int g = 0; g < group; g++) {
                     int h = kv * group + g;
-                    const float *wq = L->fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_q + (size_t)h * d * half : NULL;
-                    legacy_feature_map(fq, row + (size_t)h * d, d, L->fmap, wq, F);
+                    const float *wq = fmap == ORTHROS_FMAP_HEDGEHOG ? (const float *)L->fmap_q + (size_t)h * d * half : NULL;
+                    legacy_feature_map(fq, row + (size_t)h * d, d, fmap, wq, F);
                     float num[ORTHROS_MAX_HEAD_DIM] = {0};
                     float den = 0.0f;
                     for (int f = 0; f < F; f++) {

@@ -302,7 +302,7 @@ static void test_processes(const char *dir)
     printf("%s: --tp 2 as processes gives the logits of --tp 2 as threads, bit for bit\n", dir);
     size_t lc = 0, ld = 0;
     char *dc = cli_logits(dir, a, 0, 1, &lc), *dd = cli_logits(dir, b, 1, 1, &ld);
-    CHECK(dc && dd && lc == ld && lc == la && !memcmp(dc, dd, lc) && memcmp(dc, da, lc),
+    CHECK(da && dc && dd && lc == ld && lc == la && !memcmp(dc, dd, lc) && memcmp(dc, da, lc),
           "with a local window, logits of ranks as processes differ from ranks as threads (or from no window)");
     printf("%s: the same with --local-window 3 --feature-map-rope after\n", dir);
     free(da), free(db), free(dc), free(dd);

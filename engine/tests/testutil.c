@@ -22,6 +22,12 @@ int tu_finish(void)
     return tu_failed ? 1 : 0;
 }
 
+int tu_under_ci(void)
+{
+    const char *ci = getenv("CI");
+    return ci && strcmp(ci, "false") != 0;
+}
+
 void tu_random(float *x, size_t n, uint64_t seed, float scale)
 {
     for (size_t i = 0; i < n; i++) x[i] = (2.0f * orthros_uniform(seed, i) - 1.0f) * scale;

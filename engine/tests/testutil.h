@@ -24,6 +24,9 @@ extern int tu_passed, tu_failed;
 
 /* Prints "N passed, N failed" and returns the exit status. */
 int tu_finish(void);
+/* Whether the tests run under CI (CI set, and not "false"): a test whose model or file is missing fails there and
+ * skips elsewhere. */
+int tu_under_ci(void);
 
 /* Fills x[n] with uniform values in [-scale, scale] from a seeded generator. */
 void tu_random(float *x, size_t n, uint64_t seed, float scale);

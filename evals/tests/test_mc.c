@@ -633,7 +633,7 @@ int main(int argc, char **argv)
     if (argc > 5) {
         FILE *f = fopen(argv[5], "rb");
         if (!f) {
-            if (getenv("CI") && strcmp(getenv("CI"), "false")) {
+            if (tu_under_ci()) {
                 fprintf(stderr, "FAIL: %s is missing under CI (ci/test.sh runs ci/fetch-model.sh first)\n", argv[5]);
                 return 1;
             }

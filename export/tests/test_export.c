@@ -307,7 +307,7 @@ static void test_smollm2(void)
     snprintf(refp, sizeof refp, "%s/data/text/smollm2-export.json", repo);
     struct stat sb;
     if (stat(gguf, &sb) != 0) {
-        int ci = getenv("CI") && strcmp(getenv("CI"), "false");
+        int ci = tu_under_ci();
         CHECK(!ci, "%s is missing under CI (ci/test.sh runs ci/fetch-model.sh first)", gguf);
         printf("SKIP SmolLM2 export: %s is missing (ci/fetch-model.sh fetches it)\n", gguf);
         return;
