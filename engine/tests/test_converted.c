@@ -66,9 +66,12 @@ int main(int argc, char **argv)
         return 1;
     }
     const cJSON *toks = cJSON_GetObjectItemCaseSensitive(ref, "tokens"), *cases = cJSON_GetObjectItemCaseSensitive(ref, "cases");
-    int n = cJSON_GetArraySize(toks), V = int_of(ref, "vocab"), nc = cJSON_GetArraySize(cases);
-    int32_t *tok = malloc(sizeof *tok * (size_t)n);
-    for (int i = 0; i < n; i++) tok[i] = (int32_t)cJSON_GetArrayItem(toks, i)->valuedouble;
+    int n = 0, V = int_of(ref, "vocab"), nc = cJSON_GetArraySize(cases);
+    int32_t *tok = tu_json_ints(toks, &n);
+    if (!tok) {
+        fprintf(stderr, "%s: tokens missing or malformed\n", path);
+        return 1;
+    }
     size_t per = (size_t)n * (size_t)V;
     float *want = malloc(sizeof(float) * per * (size_t)nc);
     snprintf(path, sizeof path, "%s/%s", dir, str_of(ref, "logits_file"));

@@ -15,15 +15,6 @@
 
 static const char *const BASE = ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
-/* The ints of a JSON array into a malloc'd array; *n its length. */
-static int32_t *ints_of(const cJSON *arr, int *n)
-{
-    *n = cJSON_GetArraySize(arr);
-    int32_t *v = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *v);
-    for (int i = 0; v && i < *n; i++) v[i] = cJSON_GetArrayItem(arr, i)->valueint;
-    return v;
-}
-
 /* The schedule of a case from its `args` (the orthros logits options it was made with). */
 static void case_opts(orthros_arch_opts *ao, const cJSON *args)
 {
@@ -64,7 +55,7 @@ int main(int argc, char **argv)
         case_opts(&ao, cJSON_GetObjectItem(c, "args"));
         const char *name = cJSON_GetObjectItem(c, "case")->valuestring;
         int n = 0, V = 0;
-        int32_t *ids = ints_of(cJSON_GetObjectItem(c, "prompt"), &n);
+        int32_t *ids = tu_json_ints(cJSON_GetObjectItem(c, "prompt"), &n);
         float *logits = tu_model_logits(be, argv[1], &ao, 0, NULL, ids, n, 0, &V);
         CHECK(logits != NULL, "%s, %d tokens: %s", name, n, orthros_last_error());
         double case_worst = 0;
@@ -74,12 +65,15 @@ int main(int argc, char **argv)
             if (!logits) break;
             int pos = cJSON_GetObjectItem(row, "position")->valueint;
             double scale = cJSON_GetObjectItem(row, "scale")->valuedouble;
-            const cJSON *rid = cJSON_GetObjectItem(row, "ids"), *rl = cJSON_GetObjectItem(row, "logits");
-            for (int k = 0; k < cJSON_GetArraySize(rid); k++) {
-                int id = cJSON_GetArrayItem(rid, k)->valueint;
-                double err = fabs(logits[(size_t)pos * (size_t)V + (size_t)id] - cJSON_GetArrayItem(rl, k)->valuedouble);
+            int nk = 0, nl = 0;
+            int32_t *rid = tu_json_ints(cJSON_GetObjectItem(row, "ids"), &nk);
+            double *rl = tu_json_nums(cJSON_GetObjectItem(row, "logits"), &nl);
+            CHECK(rid && rl && nk == nl, "%s: a row's ids and logits are not two arrays of one length", name);
+            for (int k = 0; rid && rl && k < nk && k < nl; k++) {
+                double err = fabs(logits[(size_t)pos * (size_t)V + (size_t)rid[k]] - rl[k]);
                 case_worst = fmax(case_worst, err / scale);
             }
+            free(rid), free(rl);
         }
         CHECK(case_worst <= tol, "%s, %d tokens: logits differ from convert/'s by %.2e of the row's scale (> %g)", name,
               n, case_worst, tol);
@@ -100,8 +94,8 @@ int main(int argc, char **argv)
     {
         if (rc) break;
         int n = 0, nw = 0;
-        int32_t *ids = ints_of(cJSON_GetObjectItem(g, "prompt"), &n);
-        int32_t *want = ints_of(cJSON_GetObjectItem(g, "generated"), &nw), *got = malloc((size_t)max_new * sizeof *got);
+        int32_t *ids = tu_json_ints(cJSON_GetObjectItem(g, "prompt"), &n);
+        int32_t *want = tu_json_ints(cJSON_GetObjectItem(g, "generated"), &nw), *got = malloc((size_t)max_new * sizeof *got);
         orthros_session *s = NULL;
         int count = -1;
         if (orthros_session_init(&s, m, 1, n + max_new, 0) == 0) count = orthros_generate(s, ids, n, max_new, got);

@@ -10,13 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int32_t *json_ints(const cJSON *arr, int *n)
-{
-    *n = cJSON_GetArraySize(arr);
-    int32_t *v = malloc(sizeof *v * (size_t)(*n ? *n : 1));
-    for (int i = 0; i < *n; i++) v[i] = (int32_t)cJSON_GetArrayItem(arr, i)->valuedouble;
-    return v;
-}
 
 int main(int argc, char **argv)
 {
@@ -35,11 +28,17 @@ int main(int argc, char **argv)
     cJSON *ref = cJSON_Parse(text);
     free(text);
     int n = 0, np = 0, ng = 0;
-    int32_t *tokens = json_ints(cJSON_GetObjectItem(ref, "tokens"), &n);
+    int32_t *tokens = tu_json_ints(cJSON_GetObjectItem(ref, "tokens"), &n);
     const cJSON *greedy = cJSON_GetObjectItem(ref, "greedy");
-    int32_t *prompt = json_ints(cJSON_GetObjectItem(greedy, "prompt"), &np);
-    int32_t *want = json_ints(cJSON_GetObjectItem(greedy, "generated"), &ng);
-    const char *lf = cJSON_GetObjectItem(ref, "logits_file")->valuestring;
+    int32_t *prompt = tu_json_ints(cJSON_GetObjectItem(greedy, "prompt"), &np);
+    int32_t *want = tu_json_ints(cJSON_GetObjectItem(greedy, "generated"), &ng);
+    const cJSON *lfj = cJSON_GetObjectItem(ref, "logits_file");
+    if (!tokens || !prompt || !want || !cJSON_IsString(lfj)) {
+        fprintf(stderr, "%s: tokens, greedy.prompt, greedy.generated or logits_file missing or malformed\n", path);
+        free(tokens), free(prompt), free(want);
+        return 1;
+    }
+    const char *lf = lfj->valuestring;
 
     orthros_backend *be = NULL;
     orthros_model *m = NULL;

@@ -256,10 +256,7 @@ static int32_t *ref_tokens(const char *dir, int *n)
     char path[4400];
     snprintf(path, sizeof path, "%s/ref.json", dir);
     cJSON *ref = tu_load_json(path);
-    const cJSON *toks = cJSON_GetObjectItem(ref, "tokens");
-    *n = cJSON_GetArraySize(toks);
-    int32_t *t = malloc(sizeof *t * (size_t)(*n > 0 ? *n : 1));
-    for (int i = 0; i < *n; i++) t[i] = cJSON_GetArrayItem(toks, i)->valueint;
+    int32_t *t = tu_json_ints(cJSON_GetObjectItem(ref, "tokens"), n);
     cJSON_Delete(ref);
     return t;
 }

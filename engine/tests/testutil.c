@@ -293,6 +293,42 @@ cJSON *tu_load_json(const char *path)
     return j;
 }
 
+/* The numbers of a JSON array into v (room for its size), or -1 when arr is not an array of numbers (whole ones with
+ * `whole`, within int32 then). */
+static int json_numbers(const cJSON *arr, int whole, int32_t *vi, double *vd, int cap)
+{
+    const cJSON *e;
+    int k = 0;
+    cJSON_ArrayForEach(e, arr)
+    {
+        if (k >= cap || !cJSON_IsNumber(e)) return -1;
+        double x = e->valuedouble;
+        if (whole && !(x == floor(x) && fabs(x) <= 2147483647.0)) return -1;
+        if (vi) vi[k] = (int32_t)x;
+        if (vd) vd[k] = x;
+        k++;
+    }
+    return k;
+}
+
+/* An int32 array (whole) or a double array of arr's numbers. */
+static void *json_array(const cJSON *arr, int whole, int *n)
+{
+    *n = 0;
+    int size = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
+    void *v = size >= 0 ? malloc((whole ? sizeof(int32_t) : sizeof(double)) * (size_t)(size > 0 ? size : 1)) : NULL;
+    int k = v ? json_numbers(arr, whole, whole ? v : NULL, whole ? NULL : v, size) : -1;
+    if (k < 0) {
+        free(v);
+        return NULL;
+    }
+    *n = k;
+    return v;
+}
+
+int32_t *tu_json_ints(const cJSON *arr, int *n) { return json_array(arr, 1, n); }
+double *tu_json_nums(const cJSON *arr, int *n) { return json_array(arr, 0, n); }
+
 int tu_spawn(char *const *argv, const char *log)
 {
     fflush(NULL); /* or the child's freopen would flush our buffered output a second time */

@@ -68,6 +68,10 @@ int tu_write_json(const char *path, const cJSON *root);
 char *tu_slurp(const char *path, size_t *len);
 /* A file parsed as JSON, or NULL. */
 cJSON *tu_load_json(const char *path);
+/* A reference file's JSON array of integers (of numbers) as a malloc'd array, *n its length; NULL (*n 0) when arr is
+ * not such an array, so that a test fails on a malformed reference instead of reading past it. */
+int32_t *tu_json_ints(const cJSON *arr, int *n);
+double *tu_json_nums(const cJSON *arr, int *n);
 /* Starts argv (argv[0] the program) with stdout and stderr into log; tu_run waits and returns its exit status
  * (128 + the signal when killed). */
 int tu_spawn(char *const *argv, const char *log);
