@@ -2,7 +2,7 @@
 # The full test suite: builds (ci/setup.sh), runs every ctest test (GPU tests skip themselves without a GPU),
 # then rebuilds the CPU engine under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite again, then
 # fuzzes the input readers there for a bounded time (fuzz/README.md; ORTHROS_FUZZ_SECONDS, default 45), then runs
-# clang's static analyzer over the C code (ci/analyze.sh: no report outside the test programs).
+# clang's static analyzer over the C code (ci/analyze.sh: no report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The CI builds treat warnings as errors (ORTHROS_WERROR; the first command of the README does not).

@@ -328,10 +328,12 @@ static void e2e_split(const char *dir, const char *log)
         const cJSON *smp = cJSON_GetObjectItem(m, "samples"), *tt = cJSON_GetObjectItem(m, "ttft_samples");
         if (phase && !strcmp(phase, "e2e")) {
             e2e++;
-            CHECK(tt && cJSON_GetArraySize(tt) == cJSON_GetArraySize(smp), "an e2e cell without a ttft per sample");
-            for (int i = 0; tt && i < cJSON_GetArraySize(tt); i++)
-                CHECK(cJSON_GetArrayItem(tt, i)->valuedouble <= cJSON_GetArrayItem(smp, i)->valuedouble,
-                      "a time to first token past its sample");
+            int nt = 0, ns = 0;
+            double *ttv = tu_json_nums(tt, &nt), *smv = tu_json_nums(smp, &ns);
+            CHECK(ttv && smv && nt == ns, "an e2e cell without a ttft per sample");
+            for (int i = 0; ttv && smv && i < nt && i < ns; i++)
+                CHECK(ttv[i] <= smv[i], "a time to first token past its sample");
+            free(ttv), free(smv);
             const cJSON *e = cJSON_GetObjectItem(m, "e2e");
             const char *keys[] = {"ttft_s", "tpot_s", "tpot_floor_s"};
             for (int k = 0; k < 3; k++)
@@ -394,7 +396,7 @@ int main(int argc, char **argv)
             CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(m, "samples")) >= 3, "a cell has fewer than --reps samples");
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "speedups"), "cells")) == 4,
               "expected 4 speedup cells");
-        CHECK(strlen(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "end_time")->valuestring) > 0, "no end time");
+        CHECK(strlen(tu_json_str(cJSON_GetObjectItem(r, "run"), "end_time")) > 0, "no end time");
     }
     printf("CI sweep: %ld s, %d cells measured\n", (long)(time(NULL) - t0), r ? count_measured(r) : 0);
     cJSON_Delete(r);
@@ -465,8 +467,8 @@ int main(int argc, char **argv)
         cJSON *c256 = cJSON_GetArrayItem(meas, 0), *c1024 = cJSON_GetArrayItem(meas, 1);
         CHECK(c256 && c1024 && cJSON_GetObjectItem(c1024, "ctx")->valueint == 1024, "unexpected cells");
         if (c256 && c1024) {
-            double f256 = cJSON_GetObjectItem(cJSON_GetObjectItem(c256, "cost"), "flops")->valuedouble;
-            double f1024 = cJSON_GetObjectItem(cJSON_GetObjectItem(c1024, "cost"), "flops")->valuedouble;
+            double f256 = tu_json_num(cJSON_GetObjectItem(c256, "cost"), "flops");
+            double f1024 = tu_json_num(cJSON_GetObjectItem(c1024, "cost"), "flops");
             cJSON_SetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(c256, "stats"), "median"), 100.0);
             cJSON_DeleteItemFromArray(meas, 1);
             tu_write_json(json, f);

@@ -211,6 +211,8 @@ static int fixture_to_gguf(const char *dir, const char *out, orthros_model_confi
         char name[160];
         int heads = 0;
         if (orthros_gguf_tensor_name(name, sizeof name, t->name, cfg, &heads)) continue;
+        CHECK(t->ndim == 1 || t->ndim == 2, "%s: a tensor of %d dimensions in a fixture", t->name, t->ndim);
+        if (t->ndim != 1 && t->ndim != 2) continue;
         int64_t ne[2] = {t->shape[t->ndim - 1], t->ndim == 2 ? t->shape[0] : 1};
         uint8_t *data = malloc(t->nbytes);
         if (heads) permute_rows(data, t->data, heads, cfg->head_dim, (size_t)ne[0] * orthros_dtype_size(t->dtype));
@@ -268,7 +270,7 @@ static void check_fixtures(void)
         char dir[4200], out[4400];
         snprintf(dir, sizeof dir, "%s/data/fixtures/%s", repo, names[f]);
         snprintf(out, sizeof out, "%s/%s.gguf", tmp, names[f]);
-        orthros_model_config cfg;
+        orthros_model_config cfg = {0};
         CHECK(fixture_to_gguf(dir, out, &cfg) == 0, "%s: cannot rewrite as GGUF", names[f]);
         int n = 0, v1 = 0, v2 = 0;
         int32_t *tokens = ref_tokens(dir, &n);

@@ -58,6 +58,7 @@ static void naive_linear(float *out, const float *qkv, const orthros_attn_layer 
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, W = (Hq + 2 * Hkv) * d, F = L->feature_dim;
     int half = F / 2;
     const orthros_fmap fmap = L->fmap;
+    if (Hkv < 1 || Hq < Hkv) return; /* (no layer the tests make) */
     double fq[2048] = {0}, fk[2048] = {0};
     for (int t = 0; t < n; t++)
         for (int h = 0; h < Hq; h++) {
@@ -130,6 +131,7 @@ static void naive_linear_window(float *out, const float *qkv, const orthros_attn
     int d = L->head_dim, Hq = L->n_heads, Hkv = L->n_kv_heads, Wd = (Hq + 2 * Hkv) * d, F = L->feature_dim;
     int half = F / 2, win = L->local_window, after = L->fmap_after;
     const orthros_fmap fmap = L->fmap;
+    if (Hkv < 1 || Hq < Hkv) return; /* (no layer the tests make) */
     double *qr = calloc((size_t)n * Hq * d, sizeof(double)), *kr = calloc((size_t)n * Hkv * d, sizeof(double));
     double *phik = calloc((size_t)n * Hkv * F, sizeof(double)), *sc = calloc((size_t)n, sizeof(double));
     double fq[2048] = {0};
@@ -436,7 +438,7 @@ static void test_rope_config_layouts(void)
                      "\"intermediate_size\": 64, \"vocab_size\": 32, \"rope_parameters\": {\"rope_theta\": 500000.0, "
                      "\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
                      "\"original_max_position_embeddings\": 64}}";
-    orthros_model_config a, b;
+    orthros_model_config a = {0}, b = {0};
     CHECK(orthros_config_parse(&a, classic) == 0 && orthros_config_parse(&b, v5) == 0, "parse rope layouts: %s",
           orthros_last_error());
     float fa[32], fb[32];

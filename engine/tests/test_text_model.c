@@ -83,13 +83,15 @@ int main(int argc, char **argv)
     {
         if (rc) break;
         const char *text = cJSON_GetObjectItem(p, "text")->valuestring;
-        const cJSON *want_ids = cJSON_GetObjectItem(p, "ids");
+        int n_want = 0;
+        int32_t *want_ids = tu_json_ints(cJSON_GetObjectItem(p, "ids"), &n_want);
         int32_t *ids = NULL, *gen = NULL;
         int n = 0;
         CHECK(orthros_tokenizer_encode(tok, text, strlen(text), ORTHROS_TOK_ADD_SPECIAL, &ids, &n) == 0, "encode");
-        int same = n == cJSON_GetArraySize(want_ids);
-        for (int i = 0; same && i < n; i++) same = ids[i] == cJSON_GetArrayItem(want_ids, i)->valueint;
-        CHECK(same, "\"%.30s\": our %d ids differ from HF's %d", text, n, cJSON_GetArraySize(want_ids));
+        int same = want_ids && n == n_want;
+        for (int i = 0; same && i < n; i++) same = ids[i] == want_ids[i];
+        CHECK(same, "\"%.30s\": our %d ids differ from HF's %d", text, n, n_want);
+        free(want_ids);
         const int V = 49152;
         float *logits = malloc((size_t)n * V * sizeof *logits);
         gen = malloc((size_t)max_new * sizeof *gen);
@@ -100,26 +102,30 @@ int main(int argc, char **argv)
         CHECK(rc == 0, "prefill: %s", orthros_last_error());
         double prompt_worst = 0;
         for (int pos = 0; !rc && pos < n; pos++) {
-            const cJSON *tid = cJSON_GetArrayItem(cJSON_GetObjectItem(p, "top_ids"), pos);
-            const cJSON *tl = cJSON_GetArrayItem(cJSON_GetObjectItem(p, "top_logits"), pos);
+            int nk = 0, nl = 0;
+            int32_t *tid = tu_json_ints(cJSON_GetArrayItem(cJSON_GetObjectItem(p, "top_ids"), pos), &nk);
+            double *tl = tu_json_nums(cJSON_GetArrayItem(cJSON_GetObjectItem(p, "top_logits"), pos), &nl);
+            CHECK(tid && tl && nk == topk && nl == topk, "\"%.30s\", position %d: not %d top ids and logits", text, pos,
+                  topk);
             double scale = 1.0;
-            for (int k = 0; k < topk; k++) scale = fmax(scale, fabs(cJSON_GetArrayItem(tl, k)->valuedouble));
-            for (int k = 0; k < topk; k++) {
-                int id = cJSON_GetArrayItem(tid, k)->valueint;
-                double err = fabs(logits[(size_t)pos * V + id] - cJSON_GetArrayItem(tl, k)->valuedouble) / scale;
+            for (int k = 0; tl && k < nl; k++) scale = fmax(scale, fabs(tl[k]));
+            for (int k = 0; tid && tl && k < nk && k < nl; k++) {
+                double err = fabs(logits[(size_t)pos * V + tid[k]] - tl[k]) / scale;
                 prompt_worst = fmax(prompt_worst, err);
             }
+            free(tid), free(tl);
         }
         CHECK(prompt_worst <= TOL, "\"%.30s\": top-%d logits differ from transformers by %.2e of the row's scale (> %g)",
               text, topk, prompt_worst, TOL);
         worst = fmax(worst, prompt_worst);
         if (!rc) orthros_session_reset(s);
         int count = rc ? 0 : orthros_generate(s, ids, n, max_new, gen);
-        const cJSON *want_gen = cJSON_GetObjectItem(p, "generated");
-        same = count == cJSON_GetArraySize(want_gen);
-        for (int i = 0; same && i < count; i++) same = gen[i] == cJSON_GetArrayItem(want_gen, i)->valueint;
-        CHECK(same, "\"%.30s\": greedy continuation differs from transformers' (%d vs %d tokens)", text, count,
-              cJSON_GetArraySize(want_gen));
+        int n_gen = 0;
+        int32_t *want_gen = tu_json_ints(cJSON_GetObjectItem(p, "generated"), &n_gen);
+        same = want_gen && count == n_gen;
+        for (int i = 0; same && i < count; i++) same = gen[i] == want_gen[i];
+        CHECK(same, "\"%.30s\": greedy continuation differs from transformers' (%d vs %d tokens)", text, count, n_gen);
+        free(want_gen);
         char *out = NULL;
         size_t olen = 0;
         if (count > 0 && !orthros_tokenizer_decode(tok, gen, count, ORTHROS_TOK_SKIP_SPECIAL | ORTHROS_TOK_LOSSY, &out, &olen))

@@ -329,6 +329,18 @@ static void *json_array(const cJSON *arr, int whole, int *n)
 int32_t *tu_json_ints(const cJSON *arr, int *n) { return json_array(arr, 1, n); }
 double *tu_json_nums(const cJSON *arr, int *n) { return json_array(arr, 0, n); }
 
+double tu_json_num(const cJSON *o, const char *key)
+{
+    const cJSON *v = o ? cJSON_GetObjectItem(o, key) : NULL;
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+const char *tu_json_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = o ? cJSON_GetObjectItem(o, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
 int tu_spawn(char *const *argv, const char *log)
 {
     fflush(NULL); /* or the child's freopen would flush our buffered output a second time */

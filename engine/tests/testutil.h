@@ -72,6 +72,9 @@ cJSON *tu_load_json(const char *path);
  * not such an array, so that a test fails on a malformed reference instead of reading past it. */
 int32_t *tu_json_ints(const cJSON *arr, int *n);
 double *tu_json_nums(const cJSON *arr, int *n);
+/* o's number at key, NaN when absent or not a number (so that a comparison with it fails); its string, "" then. */
+double tu_json_num(const cJSON *o, const char *key);
+const char *tu_json_str(const cJSON *o, const char *key);
 /* Starts argv (argv[0] the program) with stdout and stderr into log; tu_run waits and returns its exit status
  * (128 + the signal when killed). */
 int tu_spawn(char *const *argv, const char *log);

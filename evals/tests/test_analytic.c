@@ -84,7 +84,7 @@ static void test_scores(void)
     CHECK(worst_norm < 2e-3, "embedding rms off 1 by %g", worst_norm);
     /* k of every token once, then every key's q against them. */
     double q[HD], k[HD], min_match = INFINITY, max_other_fact = -INFINITY, max_nonfact = -INFINITY;
-    double *ks = malloc(sizeof(double) * HD * (size_t)l.vocab);
+    double *ks = calloc((size_t)l.vocab * HD, sizeof(double));
     if (!ks) goto done;
     for (int t = 0; t < l.vocab; t++) project(ks + (size_t)t * HD, wk, emb + (size_t)t * D);
     for (int a = 0; a < l.keys; a++) {
