@@ -63,6 +63,7 @@ memcheck_sections() {
     fi
     : >"$OUT/memcheck.txt"
     for s in $list; do
+        # (windowpass, the window section's first pass alone, runs within window: only when named)
         case "$s" in *[!a-z0-9]*) continue ;; windowpass) [ -z "${ORTHROS_MEMCHECK_SECTIONS:-}" ] && continue ;; esac
         n=$((n + 1))
         left=$((budget - (SECONDS - t0)))

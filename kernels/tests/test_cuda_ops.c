@@ -2389,12 +2389,15 @@ static const char *list_item(const char **p, size_t *len)
     return s;
 }
 
+/* Whether the item s[0..len) is name */
+static int item_is(const char *s, size_t len, const char *name) { return len == strlen(name) && !strncmp(s, name, len); }
+
 /* Whether the comma-separated list holds name as one of its items */
 static int list_has(const char *list, const char *name)
 {
     size_t len;
     for (const char *p = list, *s; (s = list_item(&p, &len));)
-        if (len == strlen(name) && !strncmp(s, name, len)) return 1;
+        if (item_is(s, len, name)) return 1;
     return 0;
 }
 
@@ -2405,8 +2408,7 @@ static int check_only(const char *only)
     size_t len;
     for (const char *p = only, *s; (s = list_item(&p, &len));) {
         int known = 0;
-        for (int i = 0; i < N_SECTIONS && !known; i++)
-            known = strlen(section_names[i]) == len && !strncmp(s, section_names[i], len);
+        for (int i = 0; i < N_SECTIONS && !known; i++) known = item_is(s, len, section_names[i]);
         if (!known) {
             fprintf(stderr, "ORTHROS_TEST_ONLY: no section \"%.*s\"; the sections:", (int)(len > 64 ? 64 : len), s);
             for (int i = 0; i < N_SECTIONS; i++) fprintf(stderr, " %s", section_names[i]);
