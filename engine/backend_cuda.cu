@@ -1277,8 +1277,6 @@ static int fill_info(orthros_device_info *info, int dev)
     return 0;
 }
 
-/* A kernel version from the environment variable env (digits alone, 1-99; unset or empty: 0, the module's default)
- * given to set, which refuses the versions its module does not keep; an error names the variable. */
 /* set(v) for the value v of the environment variable env; its refusal names the variable. */
 static int set_from_env_value(const char *env, int (*set)(int), int v)
 {
@@ -1291,6 +1289,8 @@ static int set_from_env_value(const char *env, int (*set)(int), int v)
     return 0;
 }
 
+/* A kernel version from the environment variable env (digits alone, 1-99; unset or empty: 0, the module's default)
+ * given to set, which refuses the versions its module does not keep; an error names the variable. */
 static int set_version_from_env(const char *env, int (*set)(int))
 {
     const char *text = getenv(env);
@@ -1359,7 +1359,8 @@ static int select_kernels(orthros_device_info *info)
  * the fewest blocks that keep them (orthros_gemv_set_balance), ", gemv balance N" where not the default;
  * ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the plan's) the q/k/v product's grid capped, its dependent launched
  * as it starts (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160
- * registers (orthros_attn_full_decode_set_regs), ", attn regs 160". */
+ * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_LEAN (0 or 1) v8's softmax in
+ * its lean form (orthros_attn_full_decode_set_lean), ", attn lean". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1386,6 +1387,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
+    int attn_lean = 0;
     long head8_depth = 4, kvpf_mb = 0; /* head8: fastest 4 deep with the integer screen (an H100, 2026-12-05) */
     if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
         (rc = env_whole("ORTHROS_DECODE_KVPF_MB", 0, 1024, "MiB", &kvpf_mb)))
@@ -1395,7 +1397,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if ((rc = env_whole("ORTHROS_GEMV_QKV_BLOCKS", 0, 4096, "blocks", &qkv_blocks)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_QKV_BLOCKS", orthros_gemv_set_qkv_blocks, (int)qkv_blocks)) ||
         (rc = env_whole("ORTHROS_ATTN_DECODE_REGS", 0, 160, "registers", &attn_regs)) ||
-        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_REGS", orthros_attn_full_decode_set_regs, (int)attn_regs)))
+        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_REGS", orthros_attn_full_decode_set_regs, (int)attn_regs)) ||
+        (rc = env_digit("ORTHROS_ATTN_DECODE_LEAN", 1, &attn_lean)) ||
+        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_LEAN", orthros_attn_full_decode_set_lean, attn_lean)))
         return rc;
     if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
@@ -1437,6 +1441,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %ld", qkv_blocks);
     if (used < sizeof info->kernels && attn_regs)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn regs %ld", attn_regs);
+    if (used < sizeof info->kernels && attn_lean)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn lean");
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

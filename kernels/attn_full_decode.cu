@@ -624,7 +624,7 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
  * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
  * dec8_merge instead of written out. */
-template <int D, bool CPA, bool CL, bool QKV = false>
+template <int D, bool CPA, bool CL, bool QKV = false, bool LEAN = false>
 static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &tmK, const CUtensorMap &tmV,
                                                             const orthros_attn_full_decode_params &p, int HB,
                                                             int split_len, int nsplit)
@@ -851,17 +851,38 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         }
         const int kbase = ts + j * KW + (lane % 4) * 2;
         float mxA = -INFINITY, mxB = -INFINITY;
+        if constexpr (LEAN) {
+            // v8's lean form (orthros_attn_full_decode_set_lean): the keys are masked only in a tile that holds one
+            // below 0 or past the first row's newest (pos0; a later row's newest is later still), the scale is
+            // applied inside the softmax (one FFMA an element) and exp2 is ex2.approx.ftz. Rows past `rows` (q of
+            // 0: scores 0 where unmasked) are never stored. A tile's test is the same for every warp of the block.
+            const bool edge = ts < 0 || ts + BN - 1 > pos0;
 #pragma unroll
-        for (int nt = 0; nt < KW / 8; nt++) {
+            for (int nt = 0; nt < KW / 8; nt++) {
+                if (edge) {
 #pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const int key = kbase + nt * 8 + (c & 1);
-                sc[nt][c] = (key < 0 || key > (c < 2 ? tA : tB)) ? -INFINITY : sc[nt][c] * sl2;
+                    for (int c = 0; c < 4; c++) {
+                        const int key = kbase + nt * 8 + (c & 1);
+                        if (key < 0 || key > (c < 2 ? tA : tB)) sc[nt][c] = -INFINITY;
+                    }
+                }
+                mxA = fmaxf(mxA, fmaxf(sc[nt][0], sc[nt][1]));
+                mxB = fmaxf(mxB, fmaxf(sc[nt][2], sc[nt][3]));
             }
-            mxA = fmaxf(mxA, fmaxf(sc[nt][0], sc[nt][1]));
-            mxB = fmaxf(mxB, fmaxf(sc[nt][2], sc[nt][3]));
+            warp_online_softmax_scaled(sc, o, mxA, mxB, sl2, mA, mB, lA, lB);
+        } else {
+#pragma unroll
+            for (int nt = 0; nt < KW / 8; nt++) {
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    const int key = kbase + nt * 8 + (c & 1);
+                    sc[nt][c] = (key < 0 || key > (c < 2 ? tA : tB)) ? -INFINITY : sc[nt][c] * sl2;
+                }
+                mxA = fmaxf(mxA, fmaxf(sc[nt][0], sc[nt][1]));
+                mxB = fmaxf(mxB, fmaxf(sc[nt][2], sc[nt][3]));
+            }
+            warp_online_softmax(sc, o, mxA, mxB, mA, mB, lA, lB);
         }
-        warp_online_softmax(sc, o, mxA, mxB, mA, mB, lA, lB);
         // O += P V: per 16 keys and pair of n8 d-tiles one ldmatrix.x4.trans.
 #pragma unroll
         for (int kk = 0; kk < KW / 16; kk++) {
@@ -905,23 +926,23 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 #endif
 }
 
-template <int D, bool CPA, bool CL = false, bool QKV = false>
+template <int D, bool CPA, bool CL = false, bool QKV = false, bool LEAN = false>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, CPA, CL, QKV>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, CPA, CL, QKV, LEAN>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8 held to 160 registers a thread (orthros_attn_full_decode_set_regs; 162 unheld at d 128, no spills at 160): a
  * block of 8 warps then takes 40960 registers, so that it fits on an SM beside one q/k/v product block of 96
  * registers a thread (24576), where the unheld block's 43008 does not. */
-template <int D>
+template <int D, bool LEAN>
 static __global__ void __maxnreg__(160)
     attn_decode_r160_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                             const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, true, true>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, true, true, false, LEAN>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
@@ -1136,11 +1157,19 @@ int orthros_attn_full_decode_force_splits(int nsplit)
 
 /* orthros_attn_full_decode_set_regs: 0, or 160 (attn_decode_r160_kernel) */
 static int dec8_regs = 0;
+static bool dec8_lean = false; /* orthros_attn_full_decode_set_lean */
 
 int orthros_attn_full_decode_set_regs(int regs)
 {
     if (regs != 0 && regs != 160) return orthros_error(ORTHROS_EINVAL, "decode attention: %d registers (0 or 160)", regs);
     dec8_regs = regs;
+    return 0;
+}
+
+int orthros_attn_full_decode_set_lean(int lean)
+{
+    if (lean != 0 && lean != 1) return orthros_error(ORTHROS_EINVAL, "decode attention: lean form %d (0 or 1)", lean);
+    dec8_lean = lean == 1;
     return 0;
 }
 
@@ -1182,10 +1211,12 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
 /* Set on every launch, as launch_dec6 does: the attributes belong to the current device. */
 typedef void (*dec8_kernel_fn)(CUtensorMap, CUtensorMap, orthros_attn_full_decode_params, int, int, int);
 
-/* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs) */
+/* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs); its softmax as written, or the
+ * lean form (orthros_attn_full_decode_set_lean) */
 template <int D> static dec8_kernel_fn dec8_kernel()
 {
-    return dec8_regs == 160 ? attn_decode_r160_kernel<D> : attn_decode_tma_kernel<D, true, true>;
+    if (dec8_lean) return dec8_regs == 160 ? attn_decode_r160_kernel<D, true> : attn_decode_tma_kernel<D, true, true, false, true>;
+    return dec8_regs == 160 ? attn_decode_r160_kernel<D, false> : attn_decode_tma_kernel<D, true, true>;
 }
 
 /* A v8 kernel's launch attributes: its dynamic shared memory and clusters past the portable size. */
@@ -1222,8 +1253,8 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], i
  * process; 0 where none fits). */
 static int dec8_max_clusters(int D, int cs, int *out)
 {
-    static int cache[2][2][DEC8_MAX_CLUSTER + 1];
-    int &c = cache[dec8_regs == 160][D == 64 ? 0 : 1][cs];
+    static int cache[2][2][2][DEC8_MAX_CLUSTER + 1];
+    int &c = cache[dec8_regs == 160][dec8_lean][D == 64 ? 0 : 1][cs];
     if (!c) {
         int rc = D == 64 ? dec8_attrs<64>() : dec8_attrs<128>();
         if (rc) return rc;

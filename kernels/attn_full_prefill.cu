@@ -163,13 +163,6 @@ template <int D> static int launch_mma(const orthros_attn_full_prefill_params *p
 
 /* ---- v2-v4: 32 rows per warp (two m16 tiles), 128 rows per block ---- */
 
-static __device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* Tile shapes of v2-v4: BN keys per K/V stage, NST stages, Q kept in registers or re-read from shared memory
  * every tile (v2's d 128 and v4, where the accumulators leave no room for it). */
 template <int D, int BN_, int NST_, bool QREG_> struct fa2_cfg {
@@ -332,13 +325,13 @@ static __global__ void __launch_bounds__(FA_WARPS * 32, 2) attn_prefill_mma2_ker
                 float mn = fmaxf(m[mt][h], mx);
                 // A row with every key masked so far keeps m = -inf; 0 as its reference gives exp2 = 0, not NaN.
                 float u = mn == -INFINITY ? 0.0f : mn * sl2;
-                float f = ex2(m[mt][h] * sl2 - u);
+                float f = ex2_ftz(m[mt][h] * sl2 - u);
                 m[mt][h] = mn;
                 float sum = 0.0f;
 #pragma unroll
                 for (int nt = 0; nt < BN / 8; nt++) {
-                    s[mt][nt][2 * h] = ex2(fmaf(s[mt][nt][2 * h], sl2, -u));
-                    s[mt][nt][2 * h + 1] = ex2(fmaf(s[mt][nt][2 * h + 1], sl2, -u));
+                    s[mt][nt][2 * h] = ex2_ftz(fmaf(s[mt][nt][2 * h], sl2, -u));
+                    s[mt][nt][2 * h + 1] = ex2_ftz(fmaf(s[mt][nt][2 * h + 1], sl2, -u));
                     sum += s[mt][nt][2 * h] + s[mt][nt][2 * h + 1];
                 }
                 l[mt][h] = l[mt][h] * f + sum;

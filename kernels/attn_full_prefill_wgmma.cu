@@ -130,13 +130,6 @@ template <int D, int NWG_ = 2> struct wg_cfg {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-static __device__ __forceinline__ float wg_ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 template <int D> static __device__ __forceinline__ void wgmma_rs(float (&o)[D / 2], const uint32_t (&a)[4], uint64_t db)
 {
     if constexpr (D == 64)
@@ -388,17 +381,17 @@ static __global__ void __launch_bounds__(wg_cfg<D, NWG_>::THREADS, 1)
             // mA * sl2 - uA into one FFMA, whose result is the rounding error of uA = mnA * sl2 (seen in the
             // SASS), not 0, so ex2 of it is in general not exactly 1 and the fA != 1 test nearly always fired.
             // (A row with every key masked so far has mA = mnA = -inf and o = l = 0: 1 is as good as 0 there.)
-            fA = mA == mnA ? 1.0f : wg_ex2(mA * sl2 - uA);
-            fB = mB == mnB ? 1.0f : wg_ex2(mB * sl2 - uB);
+            fA = mA == mnA ? 1.0f : ex2_ftz(mA * sl2 - uA);
+            fB = mB == mnB ? 1.0f : ex2_ftz(mB * sl2 - uB);
             mA = mnA;
             mB = mnB;
             float sA = 0.0f, sB = 0.0f;
 #pragma unroll
             for (int i = 0; i < BN / 2; i += 4) {
-                s[i] = wg_ex2(fmaf(s[i], sl2, -uA));
-                s[i + 1] = wg_ex2(fmaf(s[i + 1], sl2, -uA));
-                s[i + 2] = wg_ex2(fmaf(s[i + 2], sl2, -uB));
-                s[i + 3] = wg_ex2(fmaf(s[i + 3], sl2, -uB));
+                s[i] = ex2_ftz(fmaf(s[i], sl2, -uA));
+                s[i + 1] = ex2_ftz(fmaf(s[i + 1], sl2, -uA));
+                s[i + 2] = ex2_ftz(fmaf(s[i + 2], sl2, -uB));
+                s[i + 3] = ex2_ftz(fmaf(s[i + 3], sl2, -uB));
                 sA += s[i] + s[i + 1];
                 sB += s[i + 2] + s[i + 3];
             }

@@ -271,15 +271,6 @@ static __device__ __forceinline__ void lw2_load_rows(bf16 *slot, const bf16 *src
     }
 }
 
-/* 2^x by ex2.approx.ftz (the prefill kernels' ex2): one MUFU, no range handling (exp2f adds two FMUL, a compare
- * and a select an element); arguments here are <= 0, and -inf gives 0. */
-static __device__ __forceinline__ float lw2_ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* G = ceil((W + 15) / 16), a template parameter so that the key groups are unrolled without predicates. */
 template <int D, int G>
 static __global__ void __launch_bounds__(LW2_WARPS * 32, lw2_cfg<D>::BLOCKS)
@@ -409,8 +400,8 @@ static __global__ void __launch_bounds__(LW2_WARPS * 32, lw2_cfg<D>::BLOCKS)
             float *x0 = s[2 * gi], *x1 = s[2 * gi + 1];
 #pragma unroll
             for (int c = 0; c < 4; c++) {
-                x0[c] = lw2_ex2(fmaf(x0[c], sl2, c < 2 ? nmA : nmB));
-                x1[c] = lw2_ex2(fmaf(x1[c], sl2, c < 2 ? nmA : nmB));
+                x0[c] = ex2_ftz(fmaf(x0[c], sl2, c < 2 ? nmA : nmB));
+                x1[c] = ex2_ftz(fmaf(x1[c], sl2, c < 2 ? nmA : nmB));
             }
             lA += (x0[0] + x0[1]) + (x1[0] + x1[1]);
             lB += (x0[2] + x0[3]) + (x1[2] + x1[3]);

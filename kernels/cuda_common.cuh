@@ -330,6 +330,15 @@ static __device__ __forceinline__ void warp_qk(float (&s)[NT][4], const uint32_t
     }
 }
 
+/* 2^x by ex2.approx.ftz: one MUFU, no range handling (exp2f without -ftz adds a compare and two predicated FMUL
+ * for results below 2^-126, which these kernels round to 0 anyway); -inf gives 0. */
+static __device__ __forceinline__ float ex2_ftz(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* The online softmax over one tile of scores s (log2 units, masked keys -inf), given this thread's partial
  * row maxima mxA, mxB over it: the maxima are reduced over the 4 threads of a row, the running max m and sum
  * l move on, the accumulators o are rescaled, and s becomes exp2(s - m). A row with every key masked so far
@@ -362,6 +371,44 @@ static __device__ __forceinline__ void warp_online_softmax(float (&s)[NT][4], fl
         s[nt][1] = exp2f(s[nt][1] - uA);
         s[nt][2] = exp2f(s[nt][2] - uB);
         s[nt][3] = exp2f(s[nt][3] - uB);
+        lA += s[nt][0] + s[nt][1];
+        lB += s[nt][2] + s[nt][3];
+    }
+}
+
+/* warp_online_softmax over raw scores (dot products, masked keys -inf) with the scale applied inside: the row
+ * maxima of the raw scores times scale are the maxima of the scaled scores (scale > 0, and rounding keeps order),
+ * so m and l are those of warp_online_softmax over s * scale, and each p = 2^(s scale - m) is one FFMA into
+ * ex2.approx.ftz (warp_online_softmax: an FMUL when the scores are formed, an FADD, and exp2f's range handling). */
+template <int NT, int DT>
+static __device__ __forceinline__ void warp_online_softmax_scaled(float (&s)[NT][4], float (&o)[DT][4], float mxA,
+                                                                  float mxB, float scale, float &mA, float &mB,
+                                                                  float &lA, float &lB)
+{
+    mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 1));
+    mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 2));
+    mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 1));
+    mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 2));
+    const float mnA = fmaxf(mA, mxA * scale), mnB = fmaxf(mB, mxB * scale);
+    const float uA = mnA == -INFINITY ? 0.0f : mnA, uB = mnB == -INFINITY ? 0.0f : mnB;
+    const float fA = ex2_ftz(mA - uA), fB = ex2_ftz(mB - uB);
+    mA = mnA;
+    mB = mnB;
+    lA *= fA;
+    lB *= fB;
+#pragma unroll
+    for (int i = 0; i < DT; i++) {
+        o[i][0] *= fA;
+        o[i][1] *= fA;
+        o[i][2] *= fB;
+        o[i][3] *= fB;
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) {
+        s[nt][0] = ex2_ftz(fmaf(s[nt][0], scale, -uA));
+        s[nt][1] = ex2_ftz(fmaf(s[nt][1], scale, -uA));
+        s[nt][2] = ex2_ftz(fmaf(s[nt][2], scale, -uB));
+        s[nt][3] = ex2_ftz(fmaf(s[nt][3], scale, -uB));
         lA += s[nt][0] + s[nt][1];
         lB += s[nt][2] + s[nt][3];
     }

@@ -411,7 +411,7 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 
 /* Decode v8 (clusters merging each head's splits, no combine kernel) against v7 on one allocation (op
  * attn_full_decode_cluster; --only decode_cluster), and v8 held to 160 registers (regs=160). A v8 row names the
- * cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7 first) the two rows of a 1K
+ * cluster size it planned, or says that the call ran v7; lean=1: v8's softmax in its lean form. v8 first: in the first runs (v7 first) the two rows of a 1K
  * cache, where both calls run v7, differed by 17-24%, the second faster, so the order can favour the second. */
 static void bench_decode_cluster(int d, int B, int L)
 {
@@ -443,6 +443,12 @@ static void bench_decode_cluster(int d, int B, int L)
             t = time_op(run_attn, &a, samples);
             must(orthros_attn_full_decode_set_regs(0), "decode regs");
             snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d regs=160", B, L, d, ns);
+            record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
+            /* v8's softmax in its lean form (orthros_attn_full_decode_set_lean), the same call alone */
+            must(orthros_attn_full_decode_set_lean(1), "decode lean");
+            t = time_op(run_attn, &a, samples);
+            must(orthros_attn_full_decode_set_lean(0), "decode lean");
+            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d lean=1", B, L, d, ns);
             record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
         }
     }

@@ -11,6 +11,9 @@ import io
 import json
 import sys
 
+# bench_kernels' rows of v8 in another form (the last word of an attn_full_decode_cluster shape): a column each
+CLUSTER_FORMS = {"regs=160": " held to 160 registers", "lean=1": " with its lean softmax"}
+
 
 def load(path):
     try:
@@ -268,8 +271,8 @@ def report(bench, anchors):
         c = r.get("case")
         if r["op"] != "attn_full_decode_cluster" or not c:
             continue
-        w = r["shape"].split()  # B=1 cache=4096 Hq=32 Hkv=8 d=64 v8 ran v8 splits=9 [regs=160]
-        key = w[5] + (" held to 160 registers" if w[-1] == "regs=160" else "")
+        w = r["shape"].split()  # B=1 cache=4096 Hq=32 Hkv=8 d=64 v8 ran v8 splits=9 [regs=160 | lean=1]
+        key = w[5] + CLUSTER_FORMS.get(w[-1], "")
         clus.setdefault((int(c["head_dim"]), int(c["batch"]), int(c["ctx"])), {})[key] = (r["median_ms"], w[7], w[8])
     if clus:
         print()
@@ -280,10 +283,11 @@ def report(bench, anchors):
             if v8:
                 txt += f" (ran {v8[1]}, {v8[2]})"
             txt += f" = {v7[0] / v8[0]:.2f}x" if v7 and v8 else ""
-            held = e.get("v8 held to 160 registers")
-            if held:
-                txt += f"; v8 held to 160 registers {fmt_ms(held[0])}"
-                txt += f" (v8 / it {v8[0] / held[0]:.2f}x)" if v8 else ""
+            for form in CLUSTER_FORMS.values():
+                alt = e.get("v8" + form)
+                if alt:
+                    txt += f"; v8{form} {fmt_ms(alt[0])}"
+                    txt += f" (v8 / it {v8[0] / alt[0]:.2f}x)" if v8 else ""
             print(txt)
 
     # The read patterns of mem_read.cu (the ceiling reads with variant 0): which reaches the HBM's rate.

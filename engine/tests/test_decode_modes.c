@@ -730,6 +730,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_GEMV_BALANCE", "2"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
+                                  {"ORTHROS_ATTN_DECODE_LEAN", "2"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_DECODE_HEAD8", "2"}, {"ORTHROS_HEAD8_DP4A", "2"},
                                   {"ORTHROS_HEAD8_ONE_LAUNCH", "2"}, {"ORTHROS_DECODE_ATTN_EARLY", "2"},
@@ -935,6 +936,22 @@ static int cuda_models(int nspec, char **specs)
         }
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
+    }
+    /* v8's softmax in its lean form (ORTHROS_ATTN_DECODE_LEAN=1): process-wide, so the plain step's attention takes
+     * it too and this checks the step around it (test_cuda_ops' decode8 section checks its sums against the cpu's);
+     * a 2000-token prompt, so that v8's clusters take the call, at batch 1 and MAX_B. The next block's backend puts
+     * the form back (its environment has no switch). */
+    {
+        orthros_backend *lb = NULL;
+        if (cuda_with("ORTHROS_ATTN_DECODE_LEAN", "1", &lb)) {
+            CHECK(0, "cuda backend with ORTHROS_ATTN_DECODE_LEAN=1: %s", orthros_last_error());
+        } else {
+            CHECK(strstr(lb->info.kernels, "attn lean") != NULL, "ORTHROS_ATTN_DECODE_LEAN=1 named in \"%s\"",
+                  lb->info.kernels);
+            for (int B = 1; B <= MAX_B; B += MAX_B - 1)
+                fused_against_plain_len(plain, lb, "attn lean, 2000 tokens", B, 1, presets + 1, 2000);
+        }
+        orthros_backend_free(lb);
     }
     /* the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a backend's own switch): a
      * 2000-token prompt, so that v8's clusters take the call (at 250 keys v7 runs and the op is the two ops), the
