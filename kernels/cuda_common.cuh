@@ -339,21 +339,28 @@ static __device__ __forceinline__ float ex2_ftz(float x)
     return y;
 }
 
-/* The online softmax over one tile of scores s (log2 units, masked keys -inf), given this thread's partial
- * row maxima mxA, mxB over it: the maxima are reduced over the 4 threads of a row, the running max m and sum
- * l move on, the accumulators o are rescaled, and s becomes exp2(s - m). A row with every key masked so far
- * keeps m = -inf and uses 0 as its reference, so that exp2 gives 0, not NaN. */
-template <int NT, int DT>
-static __device__ __forceinline__ void warp_online_softmax(float (&s)[NT][4], float (&o)[DT][4], float mxA, float mxB,
-                                                           float &mA, float &mB, float &lA, float &lB)
+/* The online softmax over one tile of scores s (masked keys -inf), given this thread's partial row maxima mxA, mxB
+ * over it: the maxima are reduced over the 4 threads of a row, the running max m and sum l move on, the
+ * accumulators o are rescaled, and s becomes the tile's probabilities. A row with every key masked so far keeps
+ * m = -inf and uses 0 as its reference, so that exp2 gives 0, not NaN.
+ * LEAN false (warp_online_softmax): s in log2 units, scaled as formed, p = exp2f(s - m). LEAN true
+ * (warp_online_softmax_scaled): s raw dot products, the scale applied here: the row maxima of the raw scores times
+ * scale are the maxima of the scaled scores (scale > 0, and rounding keeps order), so m and l are those of the other
+ * form over s * scale, and each p = 2^(s scale - m) is one FFMA into ex2.approx.ftz (the other form: an FMUL when the
+ * scores are formed, an FADD, and exp2f's range handling). */
+template <bool LEAN, int NT, int DT>
+static __device__ __forceinline__ void warp_online_softmax_as(float (&s)[NT][4], float (&o)[DT][4], float mxA,
+                                                              float mxB, float scale, float &mA, float &mB, float &lA,
+                                                              float &lB)
 {
     mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 1));
     mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 2));
     mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 1));
     mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 2));
-    float mnA = fmaxf(mA, mxA), mnB = fmaxf(mB, mxB);
-    float uA = mnA == -INFINITY ? 0.0f : mnA, uB = mnB == -INFINITY ? 0.0f : mnB;
-    float fA = exp2f(mA - uA), fB = exp2f(mB - uB);
+    const float mnA = fmaxf(mA, LEAN ? mxA * scale : mxA), mnB = fmaxf(mB, LEAN ? mxB * scale : mxB);
+    const float uA = mnA == -INFINITY ? 0.0f : mnA, uB = mnB == -INFINITY ? 0.0f : mnB;
+    auto e2 = [](float x) { return LEAN ? ex2_ftz(x) : exp2f(x); };
+    const float fA = e2(mA - uA), fB = e2(mB - uB);
     mA = mnA;
     mB = mnB;
     lA *= fA;
@@ -367,51 +374,29 @@ static __device__ __forceinline__ void warp_online_softmax(float (&s)[NT][4], fl
     }
 #pragma unroll
     for (int nt = 0; nt < NT; nt++) {
-        s[nt][0] = exp2f(s[nt][0] - uA);
-        s[nt][1] = exp2f(s[nt][1] - uA);
-        s[nt][2] = exp2f(s[nt][2] - uB);
-        s[nt][3] = exp2f(s[nt][3] - uB);
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const float u = c < 2 ? uA : uB;
+            s[nt][c] = e2(LEAN ? fmaf(s[nt][c], scale, -u) : s[nt][c] - u);
+        }
         lA += s[nt][0] + s[nt][1];
         lB += s[nt][2] + s[nt][3];
     }
 }
 
-/* warp_online_softmax over raw scores (dot products, masked keys -inf) with the scale applied inside: the row
- * maxima of the raw scores times scale are the maxima of the scaled scores (scale > 0, and rounding keeps order),
- * so m and l are those of warp_online_softmax over s * scale, and each p = 2^(s scale - m) is one FFMA into
- * ex2.approx.ftz (warp_online_softmax: an FMUL when the scores are formed, an FADD, and exp2f's range handling). */
+template <int NT, int DT>
+static __device__ __forceinline__ void warp_online_softmax(float (&s)[NT][4], float (&o)[DT][4], float mxA, float mxB,
+                                                           float &mA, float &mB, float &lA, float &lB)
+{
+    warp_online_softmax_as<false>(s, o, mxA, mxB, 1.0f, mA, mB, lA, lB);
+}
+
 template <int NT, int DT>
 static __device__ __forceinline__ void warp_online_softmax_scaled(float (&s)[NT][4], float (&o)[DT][4], float mxA,
                                                                   float mxB, float scale, float &mA, float &mB,
                                                                   float &lA, float &lB)
 {
-    mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 1));
-    mxA = fmaxf(mxA, __shfl_xor_sync(0xffffffffu, mxA, 2));
-    mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 1));
-    mxB = fmaxf(mxB, __shfl_xor_sync(0xffffffffu, mxB, 2));
-    const float mnA = fmaxf(mA, mxA * scale), mnB = fmaxf(mB, mxB * scale);
-    const float uA = mnA == -INFINITY ? 0.0f : mnA, uB = mnB == -INFINITY ? 0.0f : mnB;
-    const float fA = ex2_ftz(mA - uA), fB = ex2_ftz(mB - uB);
-    mA = mnA;
-    mB = mnB;
-    lA *= fA;
-    lB *= fB;
-#pragma unroll
-    for (int i = 0; i < DT; i++) {
-        o[i][0] *= fA;
-        o[i][1] *= fA;
-        o[i][2] *= fB;
-        o[i][3] *= fB;
-    }
-#pragma unroll
-    for (int nt = 0; nt < NT; nt++) {
-        s[nt][0] = ex2_ftz(fmaf(s[nt][0], scale, -uA));
-        s[nt][1] = ex2_ftz(fmaf(s[nt][1], scale, -uA));
-        s[nt][2] = ex2_ftz(fmaf(s[nt][2], scale, -uB));
-        s[nt][3] = ex2_ftz(fmaf(s[nt][3], scale, -uB));
-        lA += s[nt][0] + s[nt][1];
-        lB += s[nt][2] + s[nt][3];
-    }
+    warp_online_softmax_as<true>(s, o, mxA, mxB, scale, mA, mB, lA, lB);
 }
 
 /* o[DT][4] += P V: the probabilities s (NT * 8 keys, re-packed as bf16 A fragments, no shared-memory round
