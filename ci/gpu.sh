@@ -330,8 +330,7 @@ for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
     decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-head8d3 decode_fused-graphs-head8d4 decode_fused-graphs-head8i decode_fused-graphs-head8id3 decode_fused-graphs-head8id4 decode_fused-graphs-nohead8 decode_fused-graphs-head8one decode_fused-graphs-attnearly decode_fused-graphs-kvpf8 decode_fused-graphs-kvpf16 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-alean \
-    decode_fused-graphs-balance0 \
-    decode_fused-graphs-balance1 \
+    decode_fused-graphs-balance0 decode_fused-graphs-balance1 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb*) echo "decode_$m" ;; esac; done) \
     decode_anchor \
     decode_anchor_compiled; do

@@ -410,9 +410,10 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 }
 
 /* Decode v8 (clusters merging each head's splits, no combine kernel) against v7 on one allocation (op
- * attn_full_decode_cluster; --only decode_cluster), and v8 held to 160 registers (regs=160). A v8 row names the
- * cluster size it planned, or says that the call ran v7; lean=1: v8's softmax in its lean form. v8 first: in the first runs (v7 first) the two rows of a 1K
- * cache, where both calls run v7, differed by 17-24%, the second faster, so the order can favour the second. */
+ * attn_full_decode_cluster; --only decode_cluster), v8 held to 160 registers (regs=160) and v8 with its lean softmax
+ * (lean=1). A v8 row names the cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7
+ * first) the two rows of a 1K cache, where both calls run v7, differed by 17-24%, the second faster, so the order can
+ * favour the second. */
 static void bench_decode_cluster(int d, int B, int L)
 {
     if (!want("attn_full_decode_cluster")) return;
