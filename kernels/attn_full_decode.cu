@@ -851,38 +851,25 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         }
         const int kbase = ts + j * KW + (lane % 4) * 2;
         float mxA = -INFINITY, mxB = -INFINITY;
-        if constexpr (LEAN) {
-            // v8's lean form (orthros_attn_full_decode_set_lean): the keys are masked only in a tile that holds one
-            // below 0 or past the first row's newest (pos0; a later row's newest is later still), the scale is
-            // applied inside the softmax (one FFMA an element) and exp2 is ex2.approx.ftz. Rows past `rows` (q of
-            // 0: scores 0 where unmasked) are never stored. A tile's test is the same for every warp of the block.
-            const bool edge = ts < 0 || ts + BN - 1 > pos0;
+        // The lean form (orthros_attn_full_decode_set_lean) masks keys only in a tile that holds one below 0 or past
+        // the first row's newest (pos0; a later row's newest is later still): the test is the block's, so no warp
+        // diverges. Rows past `rows` (q of 0: scores 0 where unmasked) are never stored. Its scores stay raw, the
+        // scale applied in the softmax (warp_online_softmax_as); as written, each unmasked score is scaled here.
+        const bool edge = !LEAN || ts < 0 || ts + BN - 1 > pos0;
 #pragma unroll
-            for (int nt = 0; nt < KW / 8; nt++) {
-                if (edge) {
-#pragma unroll
-                    for (int c = 0; c < 4; c++) {
-                        const int key = kbase + nt * 8 + (c & 1);
-                        if (key < 0 || key > (c < 2 ? tA : tB)) sc[nt][c] = -INFINITY;
-                    }
-                }
-                mxA = fmaxf(mxA, fmaxf(sc[nt][0], sc[nt][1]));
-                mxB = fmaxf(mxB, fmaxf(sc[nt][2], sc[nt][3]));
-            }
-            warp_online_softmax_scaled(sc, o, mxA, mxB, sl2, mA, mB, lA, lB);
-        } else {
-#pragma unroll
-            for (int nt = 0; nt < KW / 8; nt++) {
+        for (int nt = 0; nt < KW / 8; nt++) {
+            if (edge) {
 #pragma unroll
                 for (int c = 0; c < 4; c++) {
                     const int key = kbase + nt * 8 + (c & 1);
-                    sc[nt][c] = (key < 0 || key > (c < 2 ? tA : tB)) ? -INFINITY : sc[nt][c] * sl2;
+                    if (key < 0 || key > (c < 2 ? tA : tB)) sc[nt][c] = -INFINITY;
+                    else if (!LEAN) sc[nt][c] *= sl2;
                 }
-                mxA = fmaxf(mxA, fmaxf(sc[nt][0], sc[nt][1]));
-                mxB = fmaxf(mxB, fmaxf(sc[nt][2], sc[nt][3]));
             }
-            warp_online_softmax(sc, o, mxA, mxB, mA, mB, lA, lB);
+            mxA = fmaxf(mxA, fmaxf(sc[nt][0], sc[nt][1]));
+            mxB = fmaxf(mxB, fmaxf(sc[nt][2], sc[nt][3]));
         }
+        warp_online_softmax_as<LEAN>(sc, o, mxA, mxB, sl2, mA, mB, lA, lB);
         // O += P V: per 16 keys and pair of n8 d-tiles one ldmatrix.x4.trans.
 #pragma unroll
         for (int kk = 0; kk < KW / 16; kk++) {

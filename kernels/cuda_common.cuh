@@ -343,11 +343,11 @@ static __device__ __forceinline__ float ex2_ftz(float x)
  * over it: the maxima are reduced over the 4 threads of a row, the running max m and sum l move on, the
  * accumulators o are rescaled, and s becomes the tile's probabilities. A row with every key masked so far keeps
  * m = -inf and uses 0 as its reference, so that exp2 gives 0, not NaN.
- * LEAN false (warp_online_softmax): s in log2 units, scaled as formed, p = exp2f(s - m). LEAN true
- * (warp_online_softmax_scaled): s raw dot products, the scale applied here: the row maxima of the raw scores times
- * scale are the maxima of the scaled scores (scale > 0, and rounding keeps order), so m and l are those of the other
- * form over s * scale, and each p = 2^(s scale - m) is one FFMA into ex2.approx.ftz (the other form: an FMUL when the
- * scores are formed, an FADD, and exp2f's range handling). */
+ * LEAN false (warp_online_softmax): s in log2 units, scaled as formed, p = exp2f(s - m). LEAN true (v8's lean form):
+ * s raw dot products, the scale applied here: the row maxima of the raw scores times scale are the maxima of the
+ * scaled scores (scale > 0, and rounding keeps order), so m and l are those of the other form over s * scale, and each
+ * p = 2^(s scale - m) is one FFMA into ex2.approx.ftz (the other form: an FMUL when the scores are formed, an FADD, and
+ * exp2f's range handling). */
 template <bool LEAN, int NT, int DT>
 static __device__ __forceinline__ void warp_online_softmax_as(float (&s)[NT][4], float (&o)[DT][4], float mxA,
                                                               float mxB, float scale, float &mA, float &mB, float &lA,
@@ -389,14 +389,6 @@ static __device__ __forceinline__ void warp_online_softmax(float (&s)[NT][4], fl
                                                            float &mA, float &mB, float &lA, float &lB)
 {
     warp_online_softmax_as<false>(s, o, mxA, mxB, 1.0f, mA, mB, lA, lB);
-}
-
-template <int NT, int DT>
-static __device__ __forceinline__ void warp_online_softmax_scaled(float (&s)[NT][4], float (&o)[DT][4], float mxA,
-                                                                  float mxB, float scale, float &mA, float &mB,
-                                                                  float &lA, float &lB)
-{
-    warp_online_softmax_as<true>(s, o, mxA, mxB, scale, mA, mB, lA, lB);
 }
 
 /* o[DT][4] += P V: the probabilities s (NT * 8 keys, re-packed as bf16 A fragments, no shared-memory round

@@ -438,18 +438,19 @@ static void bench_decode_cluster(int d, int B, int L)
         snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v%d ran v%d splits=%d", B, L, d, v, ran, ns);
         bench_case bc = {"decode_cluster", d, L, B, L - 1, 0, ran, 0};
         record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
-        if (v == 8 && ran == 8) {
-            /* v8 held to 160 registers (orthros_attn_full_decode_set_regs), the same call alone */
-            must(orthros_attn_full_decode_set_regs(160), "decode regs");
+        /* v8 in its other forms, the same call alone: held to 160 registers (orthros_attn_full_decode_set_regs), its
+         * softmax in the lean form (orthros_attn_full_decode_set_lean); each set, timed, put back */
+        static const struct {
+            int (*set)(int);
+            int on;
+            const char *tag;
+        } forms[] = {{orthros_attn_full_decode_set_regs, 160, "regs=160"}, {orthros_attn_full_decode_set_lean, 1, "lean=1"}};
+        for (size_t f = 0; v == 8 && ran == 8 && f < sizeof forms / sizeof *forms; f++) {
+            must(forms[f].set(forms[f].on), "decode form");
             t = time_op(run_attn, &a, samples);
-            must(orthros_attn_full_decode_set_regs(0), "decode regs");
-            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d regs=160", B, L, d, ns);
-            record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
-            /* v8's softmax in its lean form (orthros_attn_full_decode_set_lean), the same call alone */
-            must(orthros_attn_full_decode_set_lean(1), "decode lean");
-            t = time_op(run_attn, &a, samples);
-            must(orthros_attn_full_decode_set_lean(0), "decode lean");
-            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d lean=1", B, L, d, ns);
+            must(forms[f].set(0), "decode form");
+            snprintf(shape, sizeof shape, "B=%d cache=%d Hq=32 Hkv=8 d=%d v8 ran v8 splits=%d %s", B, L, d, ns,
+                     forms[f].tag);
             record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
         }
     }

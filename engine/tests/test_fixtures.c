@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
