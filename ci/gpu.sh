@@ -72,8 +72,9 @@
 #                ... -early63: with ORTHROS_GEMV_EARLY=0 to 63 (bit 4 refused), v3's early loads, not in "all";
 #                fused-graphs-qkvb1 ... -qkvb4096: with ORTHROS_GEMV_QKV_BLOCKS=N, the q/k/v grid capped at N blocks
 #                and its dependent let launch as it starts, not in "all"; fused-graphs-areg160: with
-#                ORTHROS_ATTN_DECODE_REGS=160, v8 held to 160 registers; -qkvbN-areg160: both; fused-graphs-alean:
-#                with ORTHROS_ATTN_DECODE_LEAN=1, v8's softmax in its lean form (not in "all"); fused-graphs-balance0,
+#                ORTHROS_ATTN_DECODE_REGS=160, v8 held to 160 registers; -qkvbN-areg160: both; fused-graphs-alean,
+#                -nolean: with ORTHROS_ATTN_DECODE_LEAN=1 or 0, v8's softmax in its lean form (the default) or as
+#                written (not in "all"); fused-graphs-balance0,
 #                -balance1: with ORTHROS_GEMV_BALANCE=0 or 1, a product of more block rounds than block slots on the
 #                fewest blocks that keep its waves, every block the same rounds or one fewer)
 #                orthros decode of the 1B shape at batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1
@@ -273,6 +274,7 @@ if [ -n "$DECODE" ]; then
             # (past 4096 the backend refuses it, and the run says why); -areg160: v8 held to 160 registers too
             fused-graphs-areg160) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_REGS=160) ;;
             fused-graphs-alean) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_LEAN=1) ;;
+            fused-graphs-nolean) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_LEAN=0) ;;
             fused-graphs-balance[01]) envs=("${fused[@]}" ORTHROS_GEMV_BALANCE=${mode#fused-graphs-balance}) ;;
             fused-graphs-qkvb[1-9]*-areg160)
                 n=${mode#fused-graphs-qkvb}; n=${n%-areg160}
@@ -329,7 +331,7 @@ printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe e2e_recipe generate \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
     decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-head8d3 decode_fused-graphs-head8d4 decode_fused-graphs-head8i decode_fused-graphs-head8id3 decode_fused-graphs-head8id4 decode_fused-graphs-nohead8 decode_fused-graphs-head8one decode_fused-graphs-attnearly decode_fused-graphs-kvpf8 decode_fused-graphs-kvpf16 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
-    decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-alean \
+    decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-alean decode_fused-graphs-nolean \
     decode_fused-graphs-balance0 decode_fused-graphs-balance1 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb*) echo "decode_$m" ;; esac; done) \
     decode_anchor \

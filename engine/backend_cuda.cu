@@ -1359,8 +1359,9 @@ static int select_kernels(orthros_device_info *info)
  * the fewest blocks that keep them (orthros_gemv_set_balance), ", gemv balance N" where not the default;
  * ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the plan's) the q/k/v product's grid capped, its dependent launched
  * as it starts (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160
- * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_LEAN (0 or 1) v8's softmax in
- * its lean form (orthros_attn_full_decode_set_lean), ", attn lean". */
+ * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_LEAN (0 or 1; unset:
+ * ORTHROS_ATTN_DECODE_LEAN_DEFAULT) v8's softmax in its lean form or as written (orthros_attn_full_decode_set_lean),
+ * ", attn lean N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1387,7 +1388,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
-    int attn_lean = 0;
+    int attn_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT;
     long head8_depth = 4, kvpf_mb = 0; /* head8: fastest 4 deep with the integer screen (an H100, 2026-12-05) */
     if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
         (rc = env_whole("ORTHROS_DECODE_KVPF_MB", 0, 1024, "MiB", &kvpf_mb)))
@@ -1441,8 +1442,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %ld", qkv_blocks);
     if (used < sizeof info->kernels && attn_regs)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn regs %ld", attn_regs);
-    if (used < sizeof info->kernels && attn_lean)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn lean");
+    if (used < sizeof info->kernels && attn_lean != ORTHROS_ATTN_DECODE_LEAN_DEFAULT)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn lean %d", attn_lean);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

@@ -1144,7 +1144,7 @@ int orthros_attn_full_decode_force_splits(int nsplit)
 
 /* orthros_attn_full_decode_set_regs: 0, or 160 (attn_decode_r160_kernel) */
 static int dec8_regs = 0;
-static bool dec8_lean = false; /* orthros_attn_full_decode_set_lean */
+static bool dec8_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT == 1; /* orthros_attn_full_decode_set_lean */
 
 int orthros_attn_full_decode_set_regs(int regs)
 {

@@ -103,10 +103,13 @@ int orthros_attn_full_decode_force_splits(int nsplit);
 /* v8's kernel held to `regs` registers a thread: 160, or 0 (the default) the kernel as compiled unheld (162 at d 128).
  * Process-wide; anything else returns ORTHROS_EINVAL. The same sums: only the registers' allocation changes. */
 int orthros_attn_full_decode_set_regs(int regs);
-/* v8's softmax in its lean form (1) or as written (0, the default): keys masked only in the tiles that hold one below
- * 0 or past the newest, the scale folded into exp2's argument (one FFMA), exp2 as ex2.approx.ftz. The same maxima
- * and the same merge; each probability rounded once where the form as written rounds twice, so results move in their
- * last bits. Process-wide; anything but 0 or 1 returns ORTHROS_EINVAL. */
+/* v8's softmax in its lean form (1, ORTHROS_ATTN_DECODE_LEAN_DEFAULT) or as written (0): keys masked only in the
+ * tiles that hold one below 0 or past the newest, the scale folded into exp2's argument (one FFMA), exp2 as
+ * ex2.approx.ftz. The same maxima and the same merge; each probability rounded once where the form as written rounds
+ * twice, so results move in their last bits. The default since it measured 1.1% off the 1B 128K step on an H100 and
+ * no change elsewhere (docs/kernels.md, "v8's lean softmax"). Process-wide; anything but 0 or 1 returns
+ * ORTHROS_EINVAL. */
+#define ORTHROS_ATTN_DECODE_LEAN_DEFAULT 1
 int orthros_attn_full_decode_set_lean(int lean);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */

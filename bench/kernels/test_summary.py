@@ -53,17 +53,21 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and "  d64 B1 4K: v7 0.013, v8 0.011 (ran v8, splits=9) = 1.14x; v8 held to 160 registers 0.006 "
           "(v8 / it 2.00x)" in out.splitlines(), "v8 held to 160 registers: a column beside v8 (%s)" % err.strip())
 
-    # and a row of v8's lean softmax (lean=1): a column of its own too, both kept
-    row = json.loads(json.dumps(row))
-    row["shape"] = row["shape"].replace(" regs=160", " lean=1")
-    row["stats"]["median"] = row["stats"]["median"] * 2.0
-    held["measurements"].append(row)
-    with open(path, "w") as f:
-        json.dump(held, f)
-    rc, out, err = run(path)
-    check(rc == 0 and "  d64 B1 4K: v7 0.013, v8 0.011 (ran v8, splits=9) = 1.14x; v8 held to 160 registers 0.006 "
-          "(v8 / it 2.00x); v8 with its lean softmax 0.011 (v8 / it 1.00x)" in out.splitlines(),
-          "v8 with its lean softmax: a column beside v8 and the held one (%s)" % err.strip())
+    # and a row of v8's softmax as written (lean=0, the lean form the default), then one of an older file's lean
+    # softmax (lean=1): a column each, all kept, in that order
+    for tag, scale in ((" lean=0", 2.0), (" lean=1", 0.5)):
+        row = json.loads(json.dumps(row))
+        row["shape"] = row["shape"].replace(" regs=160", "").replace(" lean=0", "") + tag
+        row["stats"]["median"] = row["stats"]["median"] * scale
+        held["measurements"].append(row)
+        with open(path, "w") as f:
+            json.dump(held, f)
+        rc, out, err = run(path)
+        want = ("  d64 B1 4K: v7 0.013, v8 0.011 (ran v8, splits=9) = 1.14x; v8 held to 160 registers 0.006 "
+                "(v8 / it 2.00x); v8 with its softmax as written 0.011 (v8 / it 1.00x)")
+        want += "" if tag == " lean=0" else "; v8 with its lean softmax 0.006 (v8 / it 2.00x)"
+        check(rc == 0 and want in out.splitlines(), "v8%s: a column beside v8 and the held one (%s: %s)"
+              % (tag, err.strip(), [l for l in out.splitlines() if l.startswith("  d64 B1 4K")]))
 
     def refused(doc, what, *extra):
         path = os.path.join(tmp, "b.json")

@@ -701,16 +701,17 @@ static int cuda_with(const char *var, const char *val, orthros_backend **out)
     return rc;
 }
 
-/* A backend made with the switch env=1, named `tag` in its kernels line, against the plain step: a 2000-token prompt,
+/* A backend made with the switch env=value, named `tag` in its kernels line, against the plain step: a 2000-token prompt,
  * so that v8's clusters take the call (at 250 keys v7 runs, and an op fused into v8 runs as the two ops), the fused
  * step under graphs and uncaptured at batch 1 and MAX_B. */
-static void v8_switch_against_plain(orthros_backend *plain, const char *env, const char *tag, const char *const shapes[2])
+static void v8_switch_against_plain(orthros_backend *plain, const char *env, const char *value, const char *tag,
+                                    const char *const shapes[2])
 {
     orthros_backend *be = NULL;
-    if (cuda_with(env, "1", &be)) {
-        CHECK(0, "cuda backend with %s=1: %s", env, orthros_last_error());
+    if (cuda_with(env, value, &be)) {
+        CHECK(0, "cuda backend with %s=%s: %s", env, value, orthros_last_error());
     } else {
-        CHECK(strstr(be->info.kernels, tag) != NULL, "%s=1 named in \"%s\"", env, be->info.kernels);
+        CHECK(strstr(be->info.kernels, tag) != NULL, "%s=%s named in \"%s\"", env, value, be->info.kernels);
         char label[96];
         snprintf(label, sizeof label, "%s, 2000 tokens", tag);
         for (int B = 1; B <= MAX_B; B += MAX_B - 1) fused_against_plain_len(plain, be, label, B, 1, shapes, 2000);
@@ -954,12 +955,12 @@ static int cuda_models(int nspec, char **specs)
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
     }
-    /* v8's softmax in its lean form (ORTHROS_ATTN_DECODE_LEAN=1): process-wide, so the plain step's attention takes
-     * it too and this checks the step around it (test_cuda_ops' decode8 section checks its sums against the cpu's).
-     * Then the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a backend's own switch),
-     * whose backend puts the lean form back (its environment has no switch). */
-    v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_LEAN", "attn lean", presets + 1);
-    v8_switch_against_plain(plain, "ORTHROS_DECODE_QKV_ATTN", "qkv+attn", presets + 1);
+    /* v8's softmax as written (ORTHROS_ATTN_DECODE_LEAN=0; the lean form is the default): process-wide, so the plain
+     * step's attention takes it too and this checks the step around it (test_cuda_ops' decode8 section checks its
+     * sums against the cpu's). Then the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a
+     * backend's own switch), whose backend puts the default form back (its environment has no switch). */
+    v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_LEAN", "0", "attn lean 0", presets + 1);
+    v8_switch_against_plain(plain, "ORTHROS_DECODE_QKV_ATTN", "1", "qkv+attn", presets + 1);
     /* the grid balanced or not (ORTHROS_GEMV_BALANCE 0 and 1, process-wide, as the KW is): the fused step under graphs
      * against the plain step at batch 1 and MAX_B */
     for (int on = 0; on <= 1; on++) {

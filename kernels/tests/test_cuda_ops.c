@@ -2617,18 +2617,19 @@ int main(int argc, char **argv)
         if (orthros_attn_full_decode_set_regs(160)) die("decode regs");
         decode_v6(8);
         if (orthros_attn_full_decode_set_regs(0)) die("decode regs");
-        /* again with its softmax in the lean form (orthros_attn_full_decode_set_lean: masks on the edge tiles only,
-         * the scale in one FFMA, ex2.approx.ftz), and without ORTHROS_TEST_QUICK held to 160 registers too (the same
-         * body; only the registers' allocation differs) */
-        printf("-- decode v8 again with its lean softmax\n");
-        if (orthros_attn_full_decode_set_lean(1)) die("decode lean");
+        /* again with its softmax as written (orthros_attn_full_decode_set_lean(0): every tile masked, the scores
+         * scaled, exp2f; the lean form, the default, ran above), and without ORTHROS_TEST_QUICK held to 160 registers
+         * too (the same body; only the registers' allocation differs) */
+        printf("-- decode v8 again with its softmax as written (lean 0)\n");
+        if (orthros_attn_full_decode_set_lean(0)) die("decode lean");
         decode_v6(8);
         if (!quick) {
             if (orthros_attn_full_decode_set_regs(160)) die("decode regs");
-            printf("-- decode v8 again with its lean softmax, held to 160 registers\n");
+            printf("-- decode v8 again with its softmax as written, held to 160 registers\n");
             decode_v6(8);
         }
-        if (orthros_attn_full_decode_set_regs(0) || orthros_attn_full_decode_set_lean(0)) die("decode regs");
+        if (orthros_attn_full_decode_set_regs(0) || orthros_attn_full_decode_set_lean(ORTHROS_ATTN_DECODE_LEAN_DEFAULT))
+            die("decode regs");
         /* again with the tile that holds the newest key asked before the dependency wait (ORTHROS_DECODE_ATTN_EARLY=1:
          * its rows below pos0 before, the rest after; not yet run on a GPU) */
         printf("-- decode v8 again with ORTHROS_DECODE_ATTN_EARLY=1\n");
