@@ -415,7 +415,8 @@ static __device__ __forceinline__ void store_warp_partial(float *po, float *pml,
 
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
-                                  float mA, float mB, float lA, float lB, int b, int kv, int nsplit);
+                                  float mA, float mB, float lA, float lB, int b, int kv, int nsplit,
+                                  step_stamps &stamps);
 template <int D>
 static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *sm, int b, int kv, int nsplit);
 
@@ -902,7 +903,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     if constexpr (CL) {
         float *sm = (float *)(smem_raw + (base - smem_addr(smem_raw)));
         stamps.phase(2); // warp 0's sums done: the cluster's merge next
-        dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit);
+        dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit, stamps);
         if (p.o_w) dec8_o<D>(p, sm, b, kv, nsplit);
         return;
     }
@@ -941,7 +942,8 @@ static __global__ void __maxnreg__(160)
  * the others have read it. The sums are those of the combine kernel (weights exp2(m - M), output acc / L). */
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
-                                  float mA, float mB, float lA, float lB, int b, int kv, int nsplit)
+                                  float mA, float mB, float lA, float lB, int b, int kv, int nsplit,
+                                  step_stamps &stamps)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int T = DEC6_WARPS * 32, MAXC = DEC8_MAX_CLUSTER;
@@ -965,8 +967,10 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         bo[e] = acc;
         if (e % D == 0) *(float2 *)(bml + r * 2) = make_float2(M, L);
     }
+    stamps.phase(3); // (a stamped build: the block's partial merged, past the cluster's barrier, its share stored)
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     cluster.sync();
+    stamps.phase(4);
     const int rank = (int)cluster.block_rank();
     const int W = p.Hq * D;
     bf16 *out = (bf16 *)p.out + (size_t)b * p.n * W;
@@ -995,6 +999,7 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = y;
         if (p.o_w) S.hv[e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */
     }
+    stamps.phase(5);
     cluster.sync();
 #endif
 }

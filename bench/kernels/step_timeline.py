@@ -16,18 +16,20 @@ than v3's GEMV and v8's attention) are counted and left out, with the launch aft
 end. Tables whose rows go on with phases (a stamped build since 2026-12-05: per phase its kernel marks, the first
 block's, the last block's and the blocks' mean) add a table of the phases past the wait, mean us over the launches of
 a kind: for v8, p0 its first stage of keys and values landed, p1 its last stage landed, p2 its sums done (the
-cluster's merge follows, then the end). Standard library only.
+cluster's merge follows, then the end); since 2026-12-06 the merge's steps too, as thread 0 sees them: p3 the block's
+warps' partials merged, p4 past the cluster's first barrier, p5 the block's share of the head merged and stored (the
+second barrier follows, then the end). Files of three phases and of six read alike. Standard library only.
 usage: python3 bench/kernels/step_timeline.py STAMPS.txt [--graph N] [--floor-us KIND=US ...]"""
 import sys
 
 FIELDS = ("start_first", "start_last", "wait_first", "wait_last", "end_first", "end_last")
-PHASES = 3  # kernels/step_stamps.h's ORTHROS_STAMP_PHASES: each phase first, last, mean
+MAX_PHASES = 16  # kernels/step_stamps.h's ORTHROS_STAMP_PHASES (3 until 2026-12-06, 6 since): first, last, mean
 ORDER = ("qkv", "attn", "o", "gate_up", "down", "mlp", "gemv", "head")
 
 
 def read(path):
     """The graphs' tables: a list of (header, rows), rows (slot, kind, dict of FIELDS or None); a dict has "phases",
-    a list of PHASES (first, last, mean) or None, where the row has phase columns."""
+    a list of the row's phases' (first, last, mean) or None, where the row has phase columns."""
     try:
         with open(path, encoding="ascii") as f:
             lines = f.read().splitlines()
@@ -41,7 +43,8 @@ def read(path):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split()
-        if not graphs or len(parts) not in (3 + len(FIELDS), 3 + len(FIELDS) + 3 * PHASES):
+        nx = len(parts) - 3 - len(FIELDS)
+        if not graphs or nx < 0 or nx % 3 or nx > 3 * MAX_PHASES:
             raise SystemExit("step_timeline.py: %s:%d: not a stamps row: %r" % (path, n, line[:80]))
         main, extra = parts[3:3 + len(FIELDS)], parts[3 + len(FIELDS):]
         try:
@@ -141,13 +144,14 @@ def main(argv):
     if phased:
         print("\nphases past the wait, mean us over the launches of a kind (mean: over its blocks; last: its last"
               " block's; end: its last warp's)")
-        print("%-8s %4s" % ("kind", "n") + "".join(" %15s" % ("p%d mean/last" % k) for k in range(PHASES))
+        nph = max(len(v["phases"]) for _, v in phased)
+        print("%-8s %4s" % ("kind", "n") + "".join(" %15s" % ("p%d mean/last" % k) for k in range(nph))
               + " %8s" % "end")
         for k in [k for k in kinds if any(pk == k for pk, _ in phased)]:
             vs = [v for pk, v in phased if pk == k]
             cols = []
-            for j in range(PHASES):
-                got = [v for v in vs if v["phases"][j]]
+            for j in range(nph):
+                got = [v for v in vs if j < len(v["phases"]) and v["phases"][j]]
                 if not got:
                     cols.append(" %15s" % "-")
                     continue

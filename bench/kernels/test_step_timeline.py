@@ -140,4 +140,22 @@ with tempfile.TemporaryDirectory() as tmp:
             f.write("# graph 0: 1\n" + bad)
         rc, out = run(path)
         check(rc != 0 and why in out, "refused: %s (%r)" % (why, bad[-40:]))
+# six phases (a stamped build since 2026-12-06: the merge's steps p3-p5 after the sums): read, a column each; a row
+# of seven phase fields (two of three for the last) refused
+PHEAD6 = PHEAD.rstrip("\n") + " p3_first p3_last p3_mean p4_first p4_last p4_mean p5_first p5_last p5_mean\n"
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "p6.txt")
+    # attn: wait 4200, end 9000; p3 mean 3500 last 4000, p4 mean 4000 last 4500, p5 mean 4200 last 4700 past the wait
+    row = "1 attn 72 4100 4150 4200 4300 8800 9000 4400 5200 4700 5300 6200 5700 6400 7200 6700"
+    with open(path, "w") as f:
+        f.write("# graph 0: 1 launch\n" + PHEAD6 + row + " 7400 8200 7700 7900 8700 8200 8100 8900 8400\n")
+    rc, out = run(path)
+    line = [l.split() for l in out.splitlines() if l.split()[:2] == ["attn", "1"] and "/" in l]
+    check(rc == 0 and "p5 mean/last" in out and line and line[0][2:] == [
+        "0.50", "/", "1.00", "1.50", "/", "2.00", "2.50", "/", "3.00", "3.50", "/", "4.00", "4.00", "/", "4.50",
+        "4.20", "/", "4.70", "4.80"], "six phases: a column each, then the end (%r)" % line)
+    with open(path, "w") as f:
+        f.write("# graph 0: 1 launch\n" + PHEAD6 + row + " 7400 8200 7700 7900 8700 8200 8100 8900\n")
+    rc, out = run(path)
+    check(rc != 0 and "not a stamps row" in out, "a phase of two fields refused")
 checks.finish()
