@@ -1361,7 +1361,8 @@ static int select_kernels(orthros_device_info *info)
  * as it starts (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160
  * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_LEAN (0 or 1; unset:
  * ORTHROS_ATTN_DECODE_LEAN_DEFAULT) v8's softmax in its lean form or as written (orthros_attn_full_decode_set_lean),
- * ", attn lean N" where not the default. */
+ * ", attn lean N" where not the default; ORTHROS_ATTN_DECODE_PUSH (0 or 1) v8's merge pushed to each cluster's rank 0
+ * (orthros_attn_full_decode_set_push), ", attn push". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1388,7 +1389,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
-    int attn_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT;
+    int attn_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT, attn_push = 0;
     long head8_depth = 4, kvpf_mb = 0; /* head8: fastest 4 deep with the integer screen (an H100, 2026-12-05) */
     if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
         (rc = env_whole("ORTHROS_DECODE_KVPF_MB", 0, 1024, "MiB", &kvpf_mb)))
@@ -1400,7 +1401,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_whole("ORTHROS_ATTN_DECODE_REGS", 0, 160, "registers", &attn_regs)) ||
         (rc = set_from_env_value("ORTHROS_ATTN_DECODE_REGS", orthros_attn_full_decode_set_regs, (int)attn_regs)) ||
         (rc = env_digit("ORTHROS_ATTN_DECODE_LEAN", 1, &attn_lean)) ||
-        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_LEAN", orthros_attn_full_decode_set_lean, attn_lean)))
+        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_LEAN", orthros_attn_full_decode_set_lean, attn_lean)) ||
+        (rc = env_digit("ORTHROS_ATTN_DECODE_PUSH", 1, &attn_push)) ||
+        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_PUSH", orthros_attn_full_decode_set_push, attn_push)))
         return rc;
     if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
@@ -1444,6 +1447,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn regs %ld", attn_regs);
     if (used < sizeof info->kernels && attn_lean != ORTHROS_ATTN_DECODE_LEAN_DEFAULT)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn lean %d", attn_lean);
+    if (used < sizeof info->kernels && attn_push)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn push");
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

@@ -416,12 +416,17 @@ static __device__ __forceinline__ void store_warp_partial(float *po, float *pml,
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit,
-                                  step_stamps &stamps);
+                                  float *slots, step_stamps &stamps);
 template <int D>
 static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *sm, int b, int kv, int nsplit);
 
 /* v8's largest cluster: 16 blocks (the non-portable maximum of sm_90). */
 #define DEC8_MAX_CLUSTER 16
+/* The pushed merge's slots in rank 0's shared memory past the ring (orthros_attn_full_decode_set_push): a block's
+ * merged partial, rows x (D + 2) floats (its outputs, then each row's max and sum), for up to 16 blocks of 4 rows
+ * at head dim 128; 256 bytes past the ring's barriers. */
+#define DEC8_PUSH_BYTES (16 * 4 * (128 + 2) * 4)
+#define DEC8_PUSH_OFFSET 256
 /* o_scratch: the counters [B][DEC8_MAX_CLUSTER] (padded to 256 bytes), then the partials [B][Hkv][o_M] fp32. */
 static __host__ __device__ __forceinline__ size_t dec8_o_count_bytes(int B)
 {
@@ -680,6 +685,9 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
+    // The pushed merge writes into rank 0's shared memory, which is there once rank 0 has started: every block
+    // arrives here and waits before its first write (dec8_merge), long after.
+    if (CL && p.merge_push) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 
     // v7: thread i copies the 16-byte column (head h0 + cp_h, chunk cp_c) of the stage's positions
     // cp_p0 + u * cp_step, u = 0..7 (a stage is BN positions x HB * D / 8 chunks = 2048 chunks, 8 per thread).
@@ -902,8 +910,9 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     lB += __shfl_xor_sync(0xffffffffu, lB, 2);
     if constexpr (CL) {
         float *sm = (float *)(smem_raw + (base - smem_addr(smem_raw)));
+        float *slots = (float *)(smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + DEC8_PUSH_OFFSET);
         stamps.phase(2); // warp 0's sums done: the cluster's merge next
-        dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit, stamps);
+        dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit, slots, stamps);
         if (p.o_w) dec8_o<D>(p, sm, b, kv, nsplit);
         return;
     }
@@ -943,16 +952,26 @@ static __global__ void __maxnreg__(160)
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit,
-                                  step_stamps &stamps)
+                                  float *slots, step_stamps &stamps)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int T = DEC6_WARPS * 32, MAXC = DEC8_MAX_CLUSTER;
     const int g = p.Hq / p.Hkv, rows = p.n * g, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const dec8_smem<D> S(sm);
     float *wo = S.wo, *wml = S.wml, *bo = S.bo, *bml = S.bml;
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const int rank = (int)cluster.block_rank();
+    const int W = p.Hq * D;
+    bf16 *out = (bf16 *)p.out + (size_t)b * p.n * W;
+    const int SL = rows * (D + 2); // a pushed slot: rows x D outputs, then rows x (max, sum)
     __syncthreads();
     store_warp_partial<D>(wo + warp * DEC_ROWS * D, wml + warp * DEC_ROWS * 2, o, mA, mB, lA, lB, rows, lane);
     __syncthreads();
+    if (p.merge_push) {
+        // pushed: this block's merged partial into its slot of rank 0's memory, once every block has started
+        asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+        bo = cluster.map_shared_rank(slots + rank * SL, 0), bml = bo + rows * D;
+    }
     for (int e = threadIdx.x; e < rows * D; e += T) {
         const int r = e / D;
         float M = -INFINITY, acc = 0.0f, L = 0.0f;
@@ -968,12 +987,28 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         if (e % D == 0) *(float2 *)(bml + r * 2) = make_float2(M, L);
     }
     stamps.phase(3); // (a stamped build: the block's partial merged, past the cluster's barrier, its share stored)
-    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    if (p.merge_push) {
+        // the stores above made visible to rank 0 as this block arrives; the others are done
+        asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+        if (rank != 0) return;
+        asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+        stamps.phase(4);
+        for (int e = threadIdx.x; e < rows * D; e += T) {
+            const int r = e / D;
+            float M = -INFINITY, acc = 0.0f, L = 0.0f;
+            for (int s = 0; s < nsplit; s++) M = fmaxf(M, slots[s * SL + rows * D + r * 2]);
+            for (int s = 0; s < nsplit; s++) {
+                const float m = slots[s * SL + rows * D + r * 2], wt = m == -INFINITY ? 0.0f : exp2f(m - M);
+                acc += wt * slots[s * SL + e];
+                L += wt * slots[s * SL + rows * D + r * 2 + 1];
+            }
+            out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
+        }
+        stamps.phase(5);
+        return;
+    }
     cluster.sync();
     stamps.phase(4);
-    const int rank = (int)cluster.block_rank();
-    const int W = p.Hq * D;
-    bf16 *out = (bf16 *)p.out + (size_t)b * p.n * W;
     for (int e = rank * T + threadIdx.x; e < rows * D; e += nsplit * T) {
         const int r = e / D;
         float2 ml[MAXC];
@@ -1150,6 +1185,7 @@ int orthros_attn_full_decode_force_splits(int nsplit)
 /* orthros_attn_full_decode_set_regs: 0, or 160 (attn_decode_r160_kernel) */
 static int dec8_regs = 0;
 static bool dec8_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT == 1; /* orthros_attn_full_decode_set_lean */
+static bool dec8_push = false; /* orthros_attn_full_decode_set_push */
 
 int orthros_attn_full_decode_set_regs(int regs)
 {
@@ -1162,6 +1198,13 @@ int orthros_attn_full_decode_set_lean(int lean)
 {
     if (lean != 0 && lean != 1) return orthros_error(ORTHROS_EINVAL, "decode attention: lean form %d (0 or 1)", lean);
     dec8_lean = lean == 1;
+    return 0;
+}
+
+int orthros_attn_full_decode_set_push(int push)
+{
+    if (push != 0 && push != 1) return orthros_error(ORTHROS_EINVAL, "decode attention: merge push %d (0 or 1)", push);
+    dec8_push = push == 1;
     return 0;
 }
 
@@ -1219,17 +1262,25 @@ static int dec8_attrs_of(dec8_kernel_fn fn, size_t smem)
     return 0;
 }
 
-template <int D> static int dec8_attrs() { return dec8_attrs_of(dec8_kernel<D>(), dec6_cfg<D>::SMEM); }
+/* v8's dynamic shared memory: the ring, and with the pushed merge its slots past it */
+static size_t dec8_smem_bytes(int D, bool push)
+{
+    return (D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM) + (push ? DEC8_PUSH_OFFSET + DEC8_PUSH_BYTES : 0);
+}
+static_assert(dec6_cfg<128>::SMEM + DEC8_PUSH_OFFSET + DEC8_PUSH_BYTES <= 227 * 1024, "v8's push slots do not fit");
+static_assert(dec6_cfg<64>::SMEM + DEC8_PUSH_OFFSET + DEC8_PUSH_BYTES <= 227 * 1024, "v8's push slots do not fit");
+
+template <int D> static int dec8_attrs() { return dec8_attrs_of(dec8_kernel<D>(), dec8_smem_bytes(D, dec8_push)); }
 
 static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], int D, int cs, int Hkv, int B, int pdl,
-                        cudaStream_t stream)
+                        cudaStream_t stream, bool push = false)
 {
     *cfg = cudaLaunchConfig_t{};
     at[0] = cudaLaunchAttribute{};
     at[1] = cudaLaunchAttribute{};
     cfg->gridDim = dim3((unsigned)cs, (unsigned)Hkv, (unsigned)B);
     cfg->blockDim = dim3(DEC6_WARPS * 32);
-    cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
+    cfg->dynamicSmemBytes = dec8_smem_bytes(D, push);
     cfg->stream = stream;
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = (unsigned)cs;
@@ -1245,14 +1296,14 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], i
  * process; 0 where none fits). */
 static int dec8_max_clusters(int D, int cs, int *out)
 {
-    static int cache[2][2][2][DEC8_MAX_CLUSTER + 1];
-    int &c = cache[dec8_regs == 160][dec8_lean][D == 64 ? 0 : 1][cs];
+    static int cache[2][2][2][2][DEC8_MAX_CLUSTER + 1];
+    int &c = cache[dec8_regs == 160][dec8_lean][dec8_push][D == 64 ? 0 : 1][cs];
     if (!c) {
         int rc = D == 64 ? dec8_attrs<64>() : dec8_attrs<128>();
         if (rc) return rc;
         cudaLaunchConfig_t cfg;
         cudaLaunchAttribute at[2];
-        dec8_config(&cfg, at, D, cs, 1, 1, 0, 0);
+        dec8_config(&cfg, at, D, cs, 1, 1, 0, 0, dec8_push); /* the slots' memory counted where they may be used */
         int n = 0;
         const void *fn = D == 64 ? (const void *)dec8_kernel<64>() : (const void *)dec8_kernel<128>();
         ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, fn, &cfg));
@@ -1294,9 +1345,12 @@ template <int D>
 static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, int nsplit, cudaStream_t stream,
                        bool QKV = false)
 {
+    // the pushed merge where its slots hold the call's partials (not with O or q/k/v fused: those pull)
+    const bool push = dec8_push && !QKV && !p->o_w &&
+                      (size_t)p->n * (p->Hq / p->Hkv) * (D + 2) * sizeof(float) * nsplit <= DEC8_PUSH_BYTES;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
-    dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream);
+    dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream, push);
     dec8_kernel_fn fn = dec8_kernel<D>();
     if (QKV) {
         fn = attn_decode_tma_kernel<D, true, true, true>;
@@ -1307,7 +1361,9 @@ static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, 
     CUtensorMap tk, tv;
     memset(&tk, 0, sizeof tk);
     memset(&tv, 0, sizeof tv);
-    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, tk, tv, *p, 1, split_len, nsplit));
+    orthros_attn_full_decode_params q = *p;
+    q.merge_push = push ? 1 : 0;
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, tk, tv, q, 1, split_len, nsplit));
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_tma_kernel (v8)");
     return 0;
 }

@@ -61,6 +61,8 @@ typedef struct {
     float qkv_inv_freq[64];
     unsigned long long *stamps; /* gemv.h's fields: a stamped build's clock readings (v8's clusters alone) */
     int stamp_slot;
+    int merge_push;             /* set by v8's launcher alone (callers leave it 0): 1 where the call's blocks push
+                                 * their partials to the cluster's rank 0 (orthros_attn_full_decode_set_push) */
 } orthros_attn_full_decode_params;
 
 /* 1 when the split-K kernel takes this shape: head_dim 64 or 128 and n * Hq / Hkv <= 16 rows per kv head. */
@@ -111,6 +113,16 @@ int orthros_attn_full_decode_set_regs(int regs);
  * ORTHROS_EINVAL. */
 #define ORTHROS_ATTN_DECODE_LEAN_DEFAULT 1
 int orthros_attn_full_decode_set_lean(int lean);
+/* v8's merge of a head's splits: pulled (0, the default) or pushed (1). Pulled: each block merges its warps'
+ * partials into its own shared memory, a cluster barrier, rank 0 reads the cluster's partials from distributed
+ * shared memory and writes the head's output, a second barrier (the others' memory stays until it has read). Pushed:
+ * each block stores its merged partial into a slot of rank 0's shared memory past the ring (all blocks having
+ * started: a barrier arrived at the kernel's start and waited for here), arrives on the cluster's barrier with
+ * release semantics and exits; rank 0 waits for it and merges the slots from its own memory. One barrier and no
+ * reads across SMs on the path; the same sums in the same order. Calls whose partials do not fit the slots (more
+ * than 16 x 4 rows of head dim 128: n * Hq / Hkv rows at nsplit blocks) and v8 with O or q/k/v fused pull.
+ * Process-wide; anything but 0 or 1 returns ORTHROS_EINVAL. */
+int orthros_attn_full_decode_set_push(int push);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
 int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit);

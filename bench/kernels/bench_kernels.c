@@ -410,8 +410,8 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 }
 
 /* Decode v8 (clusters merging each head's splits, no combine kernel) against v7 on one allocation (op
- * attn_full_decode_cluster; --only decode_cluster), v8 held to 160 registers (regs=160) and v8 with its softmax as
- * written (lean=0; the lean form is the default). A v8 row names the cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7
+ * attn_full_decode_cluster; --only decode_cluster), v8 held to 160 registers (regs=160), v8 with its softmax as
+ * written (lean=0; the lean form is the default) and v8 with its merge pushed to rank 0 (push=1). A v8 row names the cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7
  * first) the two rows of a 1K cache, where both calls run v7, differed by 17-24%, the second faster, so the order can
  * favour the second. */
 static void bench_decode_cluster(int d, int B, int L)
@@ -439,13 +439,15 @@ static void bench_decode_cluster(int d, int B, int L)
         bench_case bc = {"decode_cluster", d, L, B, L - 1, 0, ran, 0};
         record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
         /* v8 in its other forms, the same call alone: held to 160 registers (orthros_attn_full_decode_set_regs), its
-         * softmax as written (orthros_attn_full_decode_set_lean); each set, timed, put back to its default */
+         * softmax as written (orthros_attn_full_decode_set_lean), its merge pushed (orthros_attn_full_decode_set_push);
+         * each set, timed, put back to its default */
         static const struct {
             int (*set)(int);
             int on, dflt;
             const char *tag;
         } forms[] = {{orthros_attn_full_decode_set_regs, 160, 0, "regs=160"},
-                     {orthros_attn_full_decode_set_lean, 0, ORTHROS_ATTN_DECODE_LEAN_DEFAULT, "lean=0"}};
+                     {orthros_attn_full_decode_set_lean, 0, ORTHROS_ATTN_DECODE_LEAN_DEFAULT, "lean=0"},
+                     {orthros_attn_full_decode_set_push, 1, 0, "push=1"}};
         for (size_t f = 0; v == 8 && ran == 8 && f < sizeof forms / sizeof *forms; f++) {
             must(forms[f].set(forms[f].on), "decode form");
             t = time_op(run_attn, &a, samples);

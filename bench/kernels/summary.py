@@ -14,7 +14,7 @@ import sys
 # bench_kernels' rows of v8 in another form (the last word of an attn_full_decode_cluster shape): a column each;
 # lean=1 in files from before the lean softmax was the default
 CLUSTER_FORMS = {"regs=160": " held to 160 registers", "lean=0": " with its softmax as written",
-                 "lean=1": " with its lean softmax"}
+                 "lean=1": " with its lean softmax", "push=1": " with its merge pushed"}
 
 
 def load(path):
@@ -273,7 +273,7 @@ def report(bench, anchors):
         c = r.get("case")
         if r["op"] != "attn_full_decode_cluster" or not c:
             continue
-        w = r["shape"].split()  # B=1 cache=4096 Hq=32 Hkv=8 d=64 v8 ran v8 splits=9 [regs=160 | lean=0 | lean=1]
+        w = r["shape"].split()  # B=1 cache=4096 Hq=32 Hkv=8 d=64 v8 ran v8 splits=9 [regs=160 | lean=0 | lean=1 | push=1]
         key = w[5] + CLUSTER_FORMS.get(w[-1], "")
         clus.setdefault((int(c["head_dim"]), int(c["batch"]), int(c["ctx"])), {})[key] = (r["median_ms"], w[7], w[8])
     if clus:

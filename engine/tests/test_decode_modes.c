@@ -748,7 +748,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_GEMV_BALANCE", "2"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
-                                  {"ORTHROS_ATTN_DECODE_LEAN", "2"},
+                                  {"ORTHROS_ATTN_DECODE_LEAN", "2"}, {"ORTHROS_ATTN_DECODE_PUSH", "2"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_DECODE_HEAD8", "2"}, {"ORTHROS_HEAD8_DP4A", "2"},
                                   {"ORTHROS_HEAD8_ONE_LAUNCH", "2"}, {"ORTHROS_DECODE_ATTN_EARLY", "2"},
@@ -955,11 +955,12 @@ static int cuda_models(int nspec, char **specs)
         unsetenv("ORTHROS_ATTN_DECODE_REGS");
         orthros_backend_free(qb);
     }
-    /* v8's softmax as written (ORTHROS_ATTN_DECODE_LEAN=0; the lean form is the default): process-wide, so the plain
-     * step's attention takes it too and this checks the step around it (test_cuda_ops' decode8 section checks its
-     * sums against the cpu's). Then the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a
+    /* v8's softmax as written (ORTHROS_ATTN_DECODE_LEAN=0; the lean form is the default), then its merge pushed to
+     * rank 0 (ORTHROS_ATTN_DECODE_PUSH=1): process-wide, so the plain step's attention takes each too and this checks
+     * the step around it (test_cuda_ops' decode8 section checks its sums against the cpu's). Then the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a
      * backend's own switch), whose backend puts the default form back (its environment has no switch). */
     v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_LEAN", "0", "attn lean 0", presets + 1);
+    v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_PUSH", "1", "attn push", presets + 1);
     v8_switch_against_plain(plain, "ORTHROS_DECODE_QKV_ATTN", "1", "qkv+attn", presets + 1);
     /* the grid balanced or not (ORTHROS_GEMV_BALANCE 0 and 1, process-wide, as the KW is): the fused step under graphs
      * against the plain step at batch 1 and MAX_B */

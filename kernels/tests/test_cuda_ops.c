@@ -2630,6 +2630,12 @@ int main(int argc, char **argv)
         }
         if (orthros_attn_full_decode_set_regs(0) || orthros_attn_full_decode_set_lean(ORTHROS_ATTN_DECODE_LEAN_DEFAULT))
             die("decode regs");
+        /* again with the merge pushed to each cluster's rank 0 (orthros_attn_full_decode_set_push; the calls of more
+         * rows than its slots hold, multi-row sequences at head dim 128, pull as before) */
+        printf("-- decode v8 again with its merge pushed to rank 0\n");
+        if (orthros_attn_full_decode_set_push(1)) die("decode push");
+        decode_v6(8);
+        if (orthros_attn_full_decode_set_push(0)) die("decode push");
         /* again with the tile that holds the newest key asked before the dependency wait (ORTHROS_DECODE_ATTN_EARLY=1:
          * its rows below pos0 before, the rest after; not yet run on a GPU) */
         printf("-- decode v8 again with ORTHROS_DECODE_ATTN_EARLY=1\n");
