@@ -1002,7 +1002,8 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
                 acc += wt * slots[s * SL + e];
                 L += wt * slots[s * SL + rows * D + r * 2 + 1];
             }
-            out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
+            const bf16 y = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
+            out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = y;
         }
         stamps.phase(5);
         return;

@@ -411,9 +411,9 @@ static void bench_decode_splits(int d, int B, int L, const int *ns, int nn)
 
 /* Decode v8 (clusters merging each head's splits, no combine kernel) against v7 on one allocation (op
  * attn_full_decode_cluster; --only decode_cluster), v8 held to 160 registers (regs=160), v8 with its softmax as
- * written (lean=0; the lean form is the default) and v8 with its merge pushed to rank 0 (push=1). A v8 row names the cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7
- * first) the two rows of a 1K cache, where both calls run v7, differed by 17-24%, the second faster, so the order can
- * favour the second. */
+ * written (lean=0; the lean form is the default) and v8 with its merge pushed to rank 0 (push=1). A v8 row names the
+ * cluster size it planned, or says that the call ran v7. v8 first: in the first runs (v7 first) the two rows of a 1K
+ * cache, where both calls run v7, differed by 17-24%, the second faster, so the order can favour the second. */
 static void bench_decode_cluster(int d, int B, int L)
 {
     if (!want("attn_full_decode_cluster")) return;

@@ -273,7 +273,7 @@ def report(bench, anchors):
         c = r.get("case")
         if r["op"] != "attn_full_decode_cluster" or not c:
             continue
-        w = r["shape"].split()  # B=1 cache=4096 Hq=32 Hkv=8 d=64 v8 ran v8 splits=9 [regs=160 | lean=0 | lean=1 | push=1]
+        w = r["shape"].split()  # B=1 cache=4096 Hq=32 Hkv=8 d=64 v8 ran v8 splits=9 [regs=160 | lean=0 | push=1 ...]
         key = w[5] + CLUSTER_FORMS.get(w[-1], "")
         clus.setdefault((int(c["head_dim"]), int(c["batch"]), int(c["ctx"])), {})[key] = (r["median_ms"], w[7], w[8])
     if clus:

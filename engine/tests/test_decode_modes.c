@@ -701,9 +701,9 @@ static int cuda_with(const char *var, const char *val, orthros_backend **out)
     return rc;
 }
 
-/* A backend made with the switch env=value, named `tag` in its kernels line, against the plain step: a 2000-token prompt,
- * so that v8's clusters take the call (at 250 keys v7 runs, and an op fused into v8 runs as the two ops), the fused
- * step under graphs and uncaptured at batch 1 and MAX_B. */
+/* A backend made with the switch env=value, named `tag` in its kernels line, against the plain step: a 2000-token
+ * prompt, so that v8's clusters take the call (at 250 keys v7 runs, and an op fused into v8 runs as the two ops), the
+ * fused step under graphs and uncaptured at batch 1 and MAX_B. */
 static void v8_switch_against_plain(orthros_backend *plain, const char *env, const char *value, const char *tag,
                                     const char *const shapes[2])
 {
@@ -957,8 +957,9 @@ static int cuda_models(int nspec, char **specs)
     }
     /* v8's softmax as written (ORTHROS_ATTN_DECODE_LEAN=0; the lean form is the default), then its merge pushed to
      * rank 0 (ORTHROS_ATTN_DECODE_PUSH=1): process-wide, so the plain step's attention takes each too and this checks
-     * the step around it (test_cuda_ops' decode8 section checks its sums against the cpu's). Then the q/k/v projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a
-     * backend's own switch), whose backend puts the default form back (its environment has no switch). */
+     * the step around it (test_cuda_ops' decode8 section checks its sums against the cpu's). Then the q/k/v
+     * projection in the attention's clusters (ORTHROS_DECODE_QKV_ATTN=1, a backend's own switch), whose backend puts
+     * the default forms back (its environment has neither switch). */
     v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_LEAN", "0", "attn lean 0", presets + 1);
     v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_PUSH", "1", "attn push", presets + 1);
     v8_switch_against_plain(plain, "ORTHROS_DECODE_QKV_ATTN", "1", "qkv+attn", presets + 1);
