@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU scripts given an option where their first argument, OUTDIR, goes (`ci/gpu.sh --help`): each must refuse with
-# exit 2 and a message, before touching a GPU, and create no folder named after the option. A ctest test (label
-# cpu; no GPU needed). Usage: ci/gpu-args.sh [SOURCE_DIR]
+# exit 2 and a message, before touching a GPU, and create no folder named after the option; and ci/gpu-ab.sh given a
+# switch that is not ORTHROS_NAME=NUMBER, refused before its build. A ctest test (label cpu; no GPU needed).
+# Usage: ci/gpu-args.sh [SOURCE_DIR]
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 tmp=$(mktemp -d) || exit 2
@@ -9,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 2
 fail=0
 for script in gpu.sh gpu-tp.sh gpu-text.sh gpu-convert.sh gpu-kernel-source.sh gpu-step-timeline.sh \
-    gpu-decode-profile.sh gpu-pm-sampling.sh; do
+    gpu-decode-profile.sh gpu-pm-sampling.sh gpu-ab.sh; do
     for arg in --help -x; do
         out=$(timeout 60 bash "$root/ci/$script" "$arg" 2>&1)
         rc=$?
@@ -20,5 +21,16 @@ for script in gpu.sh gpu-tp.sh gpu-text.sh gpu-convert.sh gpu-kernel-source.sh g
             echo "ok   ci/$script $arg: refused (exit 2)"
         fi
     done
+done
+# ci/gpu-ab.sh's switch: an ORTHROS_ name and a number, else refused (exit 2) before its build
+for sw in "" PATH=1 ORTHROS_X=1x ORTHROS_x=1 "ORTHROS_X=1;true" ORTHROS_X=123456; do
+    out=$(timeout 60 bash "$root/ci/gpu-ab.sh" "$tmp/ab" "$sw" 2>&1)
+    rc=$?
+    if [ "$rc" -ne 2 ] || [ -e "$tmp/ab/build.log" ]; then
+        echo "FAIL ci/gpu-ab.sh OUT '$sw': exit $rc; it said: $out"
+        fail=1
+    else
+        echo "ok   ci/gpu-ab.sh OUT '$sw': refused (exit 2)"
+    fi
 done
 exit $fail
