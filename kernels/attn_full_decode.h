@@ -119,8 +119,8 @@ int orthros_attn_full_decode_set_lean(int lean);
  * each block stores its merged partial into a slot of rank 0's shared memory past the ring (all blocks having
  * started: a barrier arrived at the kernel's start and waited for here), arrives on the cluster's barrier with
  * release semantics and exits; rank 0 waits for it and merges the slots from its own memory. One barrier and no
- * reads across SMs on the path; the same sums in the same order. Calls whose partials do not fit the slots (more
- * than 16 x 4 rows of head dim 128: n * Hq / Hkv rows at nsplit blocks) and v8 with O or q/k/v fused pull.
+ * reads across SMs on the path; the same sums in the same order. Calls whose partials do not fit the slots (n Hq /
+ * Hkv rows x (d + 2) floats x nsplit blocks over 16 x 4 x 130 floats) and v8 with O or q/k/v fused pull.
  * Process-wide; anything but 0 or 1 returns ORTHROS_EINVAL. */
 int orthros_attn_full_decode_set_push(int push);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)

@@ -2630,8 +2630,8 @@ int main(int argc, char **argv)
         }
         if (orthros_attn_full_decode_set_regs(0) || orthros_attn_full_decode_set_lean(ORTHROS_ATTN_DECODE_LEAN_DEFAULT))
             die("decode regs");
-        /* again with the merge pushed to each cluster's rank 0 (orthros_attn_full_decode_set_push; the calls of more
-         * rows than its slots hold, multi-row sequences at head dim 128, pull as before) */
+        /* again with the merge pushed to each cluster's rank 0 (orthros_attn_full_decode_set_push; the calls whose
+         * partials its slots do not hold, multi-row sequences on large clusters, pull as before) */
         printf("-- decode v8 again with its merge pushed to rank 0\n");
         if (orthros_attn_full_decode_set_push(1)) die("decode push");
         decode_v6(8);
