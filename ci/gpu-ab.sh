@@ -32,14 +32,9 @@ for round in a1 b1 b2 a2; do
     case $round in a*) envs=(-u "$VAR") ;; *) envs=("$VAR=$VAL") ;; esac
     for spec in "$@"; do
         decode_spec "$spec"
-        f="$OUT/$name-$round"
-        rm -f -- "$f.json"
-        if ! env "${envs[@]}" "$BUILD/orthros" bench --model "preset:$model" --device cuda --arch orthros \
-            --phase decode --ctx "$ctx" --batch "$batch" --force --decode-tokens 64 --reps 5 --max-reps 10 \
-            --timeout 10 --json "$f.json" >"$f.log" 2>&1; then
-            echo "$spec, round $round: the bench failed (see $f.log)" >&2; rc=1; continue
-        fi
-        echo "$round $spec: $(grep -m1 'a step against' "$f.log")"
+        rm -f -- "$OUT/$name-$round.json" # a failed round leaves no file of an earlier run for the table
+        decode_bench "$spec" "$round" "${envs[@]}" || { rc=1; continue; }
+        echo "$round $spec: $(grep -m1 'a step against' "$OUT/$name-$round.log")"
     done
 done
 python3 bench/kernels/decode_ab.py "$OUT" "$VAR=$VAL" | tee "$OUT/ab.txt" || rc=1

@@ -99,16 +99,19 @@ decode_spec() {
     name="$model-b$batch-$ctx"
 }
 
-# decode_bench SPEC: decode_spec, then `bench` (the orthros bench --phase decode command of that shape, an array the
-# caller extends) run once plainly, 64 tokens a sample (OUT/<name>.json, its output in OUT/<name>.log); status 1,
-# with a message, where the spec is refused or the bench fails (ci/gpu-decode-profile.sh, ci/gpu-pm-sampling.sh)
+# decode_bench SPEC [TAG [ENV-ARG ...]]: decode_spec, then `bench` (the orthros bench --phase decode command of that
+# shape, an array the caller extends) run once plainly, 64 tokens a sample, through env with the ENV-ARGs (VAR=VALUE,
+# -u VAR) where given (OUT/<name>.json, or OUT/<name>-TAG.json with a TAG; its output in the .log beside it); status
+# 1, with a message, where the spec is refused or the bench fails (ci/gpu-decode-profile.sh, ci/gpu-pm-sampling.sh,
+# ci/gpu-ab.sh)
 decode_bench() {
     decode_spec "$1" || return 1
+    local f="$OUT/$name${2:+-$2}"
     bench=("$BUILD/orthros" bench --model "preset:$model" --device cuda --arch orthros --phase decode --ctx "$ctx"
         --batch "$batch" --force)
-    if ! "${bench[@]}" --decode-tokens 64 --reps 5 --max-reps 10 --timeout 10 --json "$OUT/$name.json" \
-        >"$OUT/$name.log" 2>&1; then
-        echo "$1: the bench failed (see $OUT/$name.log)" >&2
+    if ! env "${@:3}" "${bench[@]}" --decode-tokens 64 --reps 5 --max-reps 10 --timeout 10 --json "$f.json" \
+        >"$f.log" 2>&1; then
+        echo "$1: the bench failed (see $f.log)" >&2
         return 1
     fi
 }

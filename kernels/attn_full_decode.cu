@@ -964,10 +964,11 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
     const int W = p.Hq * D;
     bf16 *out = (bf16 *)p.out + (size_t)b * p.n * W;
     const int SL = rows * (D + 2); // a pushed slot: rows x D outputs, then rows x (max, sum)
+    const bool push = p.merge_push;
     __syncthreads();
     store_warp_partial<D>(wo + warp * DEC_ROWS * D, wml + warp * DEC_ROWS * 2, o, mA, mB, lA, lB, rows, lane);
     __syncthreads();
-    if (p.merge_push) {
+    if (push) {
         // pushed: this block's merged partial into its slot of rank 0's memory, once every block has started
         asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
         bo = cluster.map_shared_rank(slots + rank * SL, 0), bml = bo + rows * D;
@@ -987,38 +988,27 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         if (e % D == 0) *(float2 *)(bml + r * 2) = make_float2(M, L);
     }
     stamps.phase(3); // (a stamped build: the block's partial merged, past the cluster's barrier, its share stored)
-    if (p.merge_push) {
+    if (push) {
         // the stores above made visible to rank 0 as this block arrives; the others are done
         asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
         if (rank != 0) return;
         asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-        stamps.phase(4);
-        for (int e = threadIdx.x; e < rows * D; e += T) {
-            const int r = e / D;
-            float M = -INFINITY, acc = 0.0f, L = 0.0f;
-            for (int s = 0; s < nsplit; s++) M = fmaxf(M, slots[s * SL + rows * D + r * 2]);
-            for (int s = 0; s < nsplit; s++) {
-                const float m = slots[s * SL + rows * D + r * 2], wt = m == -INFINITY ? 0.0f : exp2f(m - M);
-                acc += wt * slots[s * SL + e];
-                L += wt * slots[s * SL + rows * D + r * 2 + 1];
-            }
-            const bf16 y = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
-            out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = y;
-        }
-        stamps.phase(5);
-        return;
+    } else {
+        cluster.sync();
     }
-    cluster.sync();
     stamps.phase(4);
-    for (int e = rank * T + threadIdx.x; e < rows * D; e += nsplit * T) {
+    // The head's outputs from the cluster's partials, in split order: pulled, each rank a share of the elements read
+    // across the cluster; pushed, rank 0 all of them from its own slots.
+    for (int e = push ? threadIdx.x : rank * T + threadIdx.x; e < rows * D; e += push ? T : nsplit * T) {
         const int r = e / D;
         float2 ml[MAXC];
         float x[MAXC];
 #pragma unroll
         for (int s = 0; s < MAXC; s++)
             if (s < nsplit) {
-                ml[s] = *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
-                x[s] = *cluster.map_shared_rank(bo + e, s);
+                ml[s] = push ? *(const float2 *)(slots + s * SL + rows * D + r * 2)
+                             : *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
+                x[s] = push ? slots[s * SL + e] : *cluster.map_shared_rank(bo + e, s);
             }
         float M = -INFINITY, acc = 0.0f, L = 0.0f;
 #pragma unroll
@@ -1036,7 +1026,7 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         if (p.o_w) S.hv[e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */
     }
     stamps.phase(5);
-    cluster.sync();
+    if (!push) cluster.sync();
 #endif
 }
 
