@@ -422,11 +422,12 @@ static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *s
 
 /* v8's largest cluster: 16 blocks (the non-portable maximum of sm_90). */
 #define DEC8_MAX_CLUSTER 16
-/* The pushed merge's slots in rank 0's shared memory past the ring (orthros_attn_full_decode_set_push): a block's
- * merged partial, rows x (D + 2) floats (its outputs, then each row's max and sum), for up to 16 blocks of 4 rows
- * at head dim 128; 256 bytes past the ring's barriers. */
+/* The pushed merge's slots in rank 0's shared memory (orthros_attn_full_decode_set_push): a block's merged partial,
+ * rows x (D + 2) floats (its outputs, then each row's max and sum), for up to 16 blocks of 4 rows at head dim 128.
+ * They lie in the ring, past what dec8_smem puts there (dec8_smem::SLOTS), so that the pushed form takes no more
+ * shared memory than the pulled one: a block of more would take the SM's largest carveout and leave the products
+ * after it a smaller L1 (slots past the ring, 7cd0a70, made the step slower). */
 #define DEC8_PUSH_BYTES (16 * 4 * (128 + 2) * 4)
-#define DEC8_PUSH_OFFSET 256
 /* o_scratch: the counters [B][DEC8_MAX_CLUSTER] (padded to 256 bytes), then the partials [B][Hkv][o_M] fp32. */
 static __host__ __device__ __forceinline__ size_t dec8_o_count_bytes(int B)
 {
@@ -440,12 +441,18 @@ static __host__ __device__ __forceinline__ size_t dec8_o_count_bytes(int B)
 template <int D> struct dec8_smem {
     float *wo, *wml, *bo, *bml, *hv, *xo;
     int *last;
+    /* floats from sm to the pushed merge's slots: past everything above, 256-byte aligned */
+    static constexpr int SLOTS = (DEC6_WARPS * DEC_ROWS * (D + 2) + DEC_ROWS * (3 * D + 2) + 1 + 63) / 64 * 64;
     __device__ __forceinline__ explicit dec8_smem(float *sm)
     {
         wo = sm, wml = wo + DEC6_WARPS * DEC_ROWS * D, bo = wml + DEC6_WARPS * DEC_ROWS * 2, bml = bo + DEC_ROWS * D;
         hv = bml + DEC_ROWS * 2, xo = hv + DEC_ROWS * D, last = (int *)(xo + DEC_ROWS * D);
     }
 };
+static_assert(dec8_smem<64>::SLOTS * 4 + DEC8_PUSH_BYTES <= 2 * dec6_cfg<64>::NST * dec6_cfg<64>::STAGE,
+              "v8's push slots do not fit in the ring");
+static_assert(dec8_smem<128>::SLOTS * 4 + DEC8_PUSH_BYTES <= 2 * dec6_cfg<128>::NST * dec6_cfg<128>::STAGE,
+              "v8's push slots do not fit in the ring");
 
 /* v8 with the O product: the block's rows of O (a 1 / nsplit share of o_M, rank = blockIdx.x) and this kv head's
  * columns (its g query heads' g d), which the block reads after the attention. */
@@ -685,9 +692,6 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    // The pushed merge writes into rank 0's shared memory, which is there once rank 0 has started: every block
-    // arrives here and waits before its first write (dec8_merge), long after.
-    if (CL && p.merge_push) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 
     // v7: thread i copies the 16-byte column (head h0 + cp_h, chunk cp_c) of the stage's positions
     // cp_p0 + u * cp_step, u = 0..7 (a stage is BN positions x HB * D / 8 chunks = 2048 chunks, 8 per thread).
@@ -910,7 +914,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     lB += __shfl_xor_sync(0xffffffffu, lB, 2);
     if constexpr (CL) {
         float *sm = (float *)(smem_raw + (base - smem_addr(smem_raw)));
-        float *slots = (float *)(smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + DEC8_PUSH_OFFSET);
+        float *slots = sm + dec8_smem<D>::SLOTS;
         stamps.phase(2); // warp 0's sums done: the cluster's merge next
         dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit, slots, stamps);
         if (p.o_w) dec8_o<D>(p, sm, b, kv, nsplit);
@@ -948,7 +952,10 @@ static __global__ void __maxnreg__(160)
  * nsplit blocks of this (sequence, kv head), synchronises, and rank r reads every rank's merged partial through
  * distributed shared memory for its share of the head's rows x d outputs (elements r T .. r T + T - 1, then
  * every nsplit T-th) and writes them as bf16; a second cluster barrier keeps each block's shared memory until
- * the others have read it. The sums are those of the combine kernel (weights exp2(m - M), output acc / L). */
+ * the others have read it. The sums are those of the combine kernel (weights exp2(m - M), output acc / L).
+ * Pushed (p.merge_push): the block's merged partial goes into its slot of rank 0's shared memory instead (after a
+ * barrier that says every block's ring is free, arrived before the warps' merge), and rank 0 alone forms the head's
+ * outputs from its slots once every block has arrived again; the others exit. */
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit,
@@ -966,10 +973,13 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
     const int SL = rows * (D + 2); // a pushed slot: rows x D outputs, then rows x (max, sum)
     const bool push = p.merge_push;
     __syncthreads();
+    // Pushed: the ring's reads and copies are done in this block, so the others may write into its slots (in the
+    // ring) once every block has arrived here; the wait is after this block's own merge of its warps.
+    if (push) asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory");
     store_warp_partial<D>(wo + warp * DEC_ROWS * D, wml + warp * DEC_ROWS * 2, o, mA, mB, lA, lB, rows, lane);
     __syncthreads();
     if (push) {
-        // pushed: this block's merged partial into its slot of rank 0's memory, once every block has started
+        // pushed: this block's merged partial into its slot of rank 0's memory, once every block's ring is free
         asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
         bo = cluster.map_shared_rank(slots + rank * SL, 0), bml = bo + rows * D;
     }
@@ -1253,25 +1263,20 @@ static int dec8_attrs_of(dec8_kernel_fn fn, size_t smem)
     return 0;
 }
 
-/* v8's dynamic shared memory: the ring, and with the pushed merge its slots past it */
-static size_t dec8_smem_bytes(int D, bool push)
-{
-    return (D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM) + (push ? DEC8_PUSH_OFFSET + DEC8_PUSH_BYTES : 0);
-}
-static_assert(dec6_cfg<128>::SMEM + DEC8_PUSH_OFFSET + DEC8_PUSH_BYTES <= 227 * 1024, "v8's push slots do not fit");
-static_assert(dec6_cfg<64>::SMEM + DEC8_PUSH_OFFSET + DEC8_PUSH_BYTES <= 227 * 1024, "v8's push slots do not fit");
+/* v8's dynamic shared memory: the ring (the pushed merge's slots lie in it) */
+static size_t dec8_smem_bytes(int D) { return D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM; }
 
-template <int D> static int dec8_attrs() { return dec8_attrs_of(dec8_kernel<D>(), dec8_smem_bytes(D, dec8_push)); }
+template <int D> static int dec8_attrs() { return dec8_attrs_of(dec8_kernel<D>(), dec8_smem_bytes(D)); }
 
 static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], int D, int cs, int Hkv, int B, int pdl,
-                        cudaStream_t stream, bool push = false)
+                        cudaStream_t stream)
 {
     *cfg = cudaLaunchConfig_t{};
     at[0] = cudaLaunchAttribute{};
     at[1] = cudaLaunchAttribute{};
     cfg->gridDim = dim3((unsigned)cs, (unsigned)Hkv, (unsigned)B);
     cfg->blockDim = dim3(DEC6_WARPS * 32);
-    cfg->dynamicSmemBytes = dec8_smem_bytes(D, push);
+    cfg->dynamicSmemBytes = dec8_smem_bytes(D);
     cfg->stream = stream;
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = (unsigned)cs;
@@ -1287,14 +1292,14 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], i
  * process; 0 where none fits). */
 static int dec8_max_clusters(int D, int cs, int *out)
 {
-    static int cache[2][2][2][2][DEC8_MAX_CLUSTER + 1];
-    int &c = cache[dec8_regs == 160][dec8_lean][dec8_push][D == 64 ? 0 : 1][cs];
+    static int cache[2][2][2][DEC8_MAX_CLUSTER + 1];
+    int &c = cache[dec8_regs == 160][dec8_lean][D == 64 ? 0 : 1][cs];
     if (!c) {
         int rc = D == 64 ? dec8_attrs<64>() : dec8_attrs<128>();
         if (rc) return rc;
         cudaLaunchConfig_t cfg;
         cudaLaunchAttribute at[2];
-        dec8_config(&cfg, at, D, cs, 1, 1, 0, 0, dec8_push); /* the slots' memory counted where they may be used */
+        dec8_config(&cfg, at, D, cs, 1, 1, 0, 0);
         int n = 0;
         const void *fn = D == 64 ? (const void *)dec8_kernel<64>() : (const void *)dec8_kernel<128>();
         ORTHROS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, fn, &cfg));
@@ -1341,7 +1346,7 @@ static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, 
                       (size_t)p->n * (p->Hq / p->Hkv) * (D + 2) * sizeof(float) * nsplit <= DEC8_PUSH_BYTES;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
-    dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream, push);
+    dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream);
     dec8_kernel_fn fn = dec8_kernel<D>();
     if (QKV) {
         fn = attn_decode_tma_kernel<D, true, true, true>;

@@ -114,12 +114,13 @@ int orthros_attn_full_decode_set_regs(int regs);
 #define ORTHROS_ATTN_DECODE_LEAN_DEFAULT 1
 int orthros_attn_full_decode_set_lean(int lean);
 /* v8's merge of a head's splits: pulled (0, the default) or pushed (1). Pulled: each block merges its warps'
- * partials into its own shared memory, a cluster barrier, rank 0 reads the cluster's partials from distributed
- * shared memory and writes the head's output, a second barrier (the others' memory stays until it has read). Pushed:
- * each block stores its merged partial into a slot of rank 0's shared memory past the ring (all blocks having
- * started: a barrier arrived at the kernel's start and waited for here), arrives on the cluster's barrier with
- * release semantics and exits; rank 0 waits for it and merges the slots from its own memory. One barrier and no
- * reads across SMs on the path; the same sums in the same order. Calls whose partials do not fit the slots (n Hq /
+ * partials into its own shared memory, a cluster barrier, each rank reads its share of the cluster's partials
+ * from distributed shared memory and writes that share of the head's output, a second barrier (each block's memory
+ * stays until the others have read it). Pushed: each block arrives on the cluster's barrier once its ring is free,
+ * merges its warps' partials, waits (every ring free), stores its merged partial into a slot of rank 0's shared
+ * memory (in rank 0's ring, past the warps' partials: no more shared memory than pulled), arrives with release
+ * semantics and exits; rank 0 waits for it and merges the slots from its own memory. No reads across SMs, and the
+ * others do not wait for rank 0; the same sums in the same order. Calls whose partials do not fit the slots (n Hq /
  * Hkv rows x (d + 2) floats x nsplit blocks over 16 x 4 x 130 floats) and v8 with O or q/k/v fused pull.
  * Process-wide; anything but 0 or 1 returns ORTHROS_EINVAL. */
 int orthros_attn_full_decode_set_push(int push);
