@@ -121,8 +121,9 @@ int orthros_attn_full_decode_set_lean(int lean);
  * memory (in rank 0's ring, past the warps' partials: no more shared memory than pulled), arrives with release
  * semantics and exits; rank 0 waits for it and merges the slots from its own memory. No reads across SMs, and the
  * others do not wait for rank 0; the same sums in the same order. Calls whose partials do not fit the slots (n Hq /
- * Hkv rows x (d + 2) floats x nsplit blocks over 16 x 4 x 130 floats) and v8 with O or q/k/v fused pull.
- * Process-wide; anything but 0 or 1 returns ORTHROS_EINVAL. */
+ * Hkv rows x (d + 2) floats x nsplit blocks over 16 x 4 x 130 floats) and v8 with O or q/k/v fused pull. Measured
+ * no faster than pulled in the step (docs/kernels.md, "v8's merge pushed to rank 0"). Process-wide; anything but 0
+ * or 1 returns ORTHROS_EINVAL. */
 int orthros_attn_full_decode_set_push(int push);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
