@@ -75,7 +75,9 @@
 #                ORTHROS_ATTN_DECODE_REGS=160, v8 held to 160 registers; -qkvbN-areg160: both; fused-graphs-alean,
 #                -nolean: with ORTHROS_ATTN_DECODE_LEAN=1 or 0, v8's softmax in its lean form (the default) or as
 #                written (not in "all"); fused-graphs-apush: with ORTHROS_ATTN_DECODE_PUSH=1, v8's merge pushed to
-#                each cluster's rank 0 (not in "all"); fused-graphs-balance0,
+#                each cluster's rank 0 (not in "all"); fused-graphs-carve0 ... -carve100: with
+#                ORTHROS_GEMV_CARVEOUT=N, gemv.cu's launches asking N% of L1 as shared memory (0: the largest L1;
+#                not in "all"); fused-graphs-balance0,
 #                -balance1: with ORTHROS_GEMV_BALANCE=0 or 1, a product of more block rounds than block slots on the
 #                fewest blocks that keep its waves, every block the same rounds or one fewer)
 #                orthros decode of the 1B shape at batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1
@@ -216,7 +218,7 @@ if [ -n "$DECODE" ]; then
                            -u ORTHROS_DECODE_CHAIN -u ORTHROS_DECODE_CHAIN_RING -u ORTHROS_ATTN_DECODE_VERSION
                            -u ORTHROS_GEMV_KW -u ORTHROS_GEMV_FILL -u ORTHROS_DECODE_PDL_LEAD
                            -u ORTHROS_GEMV_QKV_BLOCKS -u ORTHROS_ATTN_DECODE_REGS -u ORTHROS_ATTN_DECODE_LEAN
-                           -u ORTHROS_ATTN_DECODE_PUSH -u ORTHROS_GEMV_BALANCE
+                           -u ORTHROS_ATTN_DECODE_PUSH -u ORTHROS_GEMV_BALANCE -u ORTHROS_GEMV_CARVEOUT
                            -u ORTHROS_DECODE_QKV_ATTN -u ORTHROS_DECODE_HEAD8 -u ORTHROS_HEAD8_DEPTH
                            -u ORTHROS_HEAD8_DP4A -u ORTHROS_HEAD8_ONE_LAUNCH -u ORTHROS_DECODE_KVPF_MB
                            -u ORTHROS_DECODE_ATTN_EARLY) ;;
@@ -277,6 +279,8 @@ if [ -n "$DECODE" ]; then
             fused-graphs-alean) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_LEAN=1) ;;
             fused-graphs-nolean) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_LEAN=0) ;;
             fused-graphs-apush) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_PUSH=1) ;;
+            fused-graphs-carve[0-9] | fused-graphs-carve[1-9][0-9] | fused-graphs-carve100)
+                envs=("${fused[@]}" ORTHROS_GEMV_CARVEOUT="${mode#fused-graphs-carve}") ;;
             fused-graphs-balance[01]) envs=("${fused[@]}" ORTHROS_GEMV_BALANCE=${mode#fused-graphs-balance}) ;;
             fused-graphs-qkvb[1-9]*-areg160)
                 n=${mode#fused-graphs-qkvb}; n=${n%-areg160}

@@ -745,7 +745,8 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_O_PDL", "4"}, {"ORTHROS_DECODE_ATTN_PDL", "x"},
                                   {"ORTHROS_DECODE_PDL_LATE", "3"}, {"ORTHROS_GEMV_KW", "3"},
                                   {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
-                                  {"ORTHROS_GEMV_BALANCE", "2"},
+                                  {"ORTHROS_GEMV_BALANCE", "2"}, {"ORTHROS_GEMV_CARVEOUT", "101"},
+                                  {"ORTHROS_GEMV_CARVEOUT", "-1"}, {"ORTHROS_GEMV_CARVEOUT", "50%"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
                                   {"ORTHROS_ATTN_DECODE_LEAN", "2"}, {"ORTHROS_ATTN_DECODE_PUSH", "2"},
@@ -975,6 +976,9 @@ static int cuda_models(int nspec, char **specs)
         }
         orthros_backend_free(bb);
     }
+    /* the products asking the largest L1 after v8's blocks (ORTHROS_GEMV_CARVEOUT=0, a launch attribute kept by the
+     * graphs; process-wide, so later backends made without it put the driver's choice back) */
+    v8_switch_against_plain(plain, "ORTHROS_GEMV_CARVEOUT", "0", "gemv carveout 0", presets + 1);
     orthros_backend_free(chain);
     orthros_backend_free(chain_ring);
     orthros_backend_free(attn_o);
