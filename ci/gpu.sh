@@ -76,8 +76,8 @@
 #                -nolean: with ORTHROS_ATTN_DECODE_LEAN=1 or 0, v8's softmax in its lean form (the default) or as
 #                written (not in "all"); fused-graphs-apush: with ORTHROS_ATTN_DECODE_PUSH=1, v8's merge pushed to
 #                each cluster's rank 0 (not in "all"); fused-graphs-carve0 ... -carve100: with
-#                ORTHROS_GEMV_CARVEOUT=N, gemv.cu's launches asking N% of L1 as shared memory (0: the largest L1;
-#                not in "all"); fused-graphs-balance0,
+#                ORTHROS_GEMV_CARVEOUT=N, gemv.cu's launches asking N% of the largest shared memory (0: the
+#                largest L1; 85: the decode attention's split; not in "all"); fused-graphs-balance0,
 #                -balance1: with ORTHROS_GEMV_BALANCE=0 or 1, a product of more block rounds than block slots on the
 #                fewest blocks that keep its waves, every block the same rounds or one fewer)
 #                orthros decode of the 1B shape at batch 1 (4K, 128K) and 16 (4K, 32K) and of the 8B shape at batch 1

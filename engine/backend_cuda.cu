@@ -1357,8 +1357,8 @@ static int select_kernels(orthros_device_info *info)
  * ORTHROS_GEMV_FILL_DEFAULT) how v3's plan chooses its slices a group (orthros_gemv_set_fill), ", gemv fill N" where
  * not the default; ORTHROS_GEMV_BALANCE (0 or 1; unset: ORTHROS_GEMV_BALANCE_DEFAULT) a product of several waves on
  * the fewest blocks that keep them (orthros_gemv_set_balance), ", gemv balance N" where not the default;
- * ORTHROS_GEMV_CARVEOUT (0-100; unset: none asked) the preferred shared-memory carveout of gemv.cu's launches, percent
- * (orthros_gemv_set_carveout), ", gemv carveout N";
+ * ORTHROS_GEMV_CARVEOUT (0-100; unset: none asked) the preferred shared-memory carveout of gemv.cu's launches, a
+ * percent of the largest shared memory (orthros_gemv_set_carveout), ", gemv carveout N";
  * ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the plan's) the q/k/v product's grid capped, its dependent launched
  * as it starts (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160
  * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_LEAN (0 or 1; unset:

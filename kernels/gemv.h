@@ -141,11 +141,10 @@ int orthros_gemv_set_qkv_blocks(int n);
 #define ORTHROS_GEMV_BALANCE_DEFAULT 0
 int orthros_gemv_set_balance(int on);
 /* The preferred shared-memory carveout of every launch of orthros_gemv_bf16 and the fused products, process-wide:
- * -1 (the default) none asked, the driver's choice; 0-100 the percent of the SM's L1 / shared memory asked as shared
- * memory (a launch attribute, kept by graph capture; the driver takes more where a block needs it). 0 asks the
- * largest L1: after the decode attention's ~193 KB blocks an SM stays at its carveout (60 KB of L1 on sm_90) unless a
- * kernel asks otherwise, and the products read their inputs and the residual through L1 (docs/kernels.md, "The
- * products' carveout"). The same sums. ORTHROS_EINVAL otherwise. */
+ * -1 (the default) none asked, the driver's choice; 0-100 the percent of the device's largest shared memory asked
+ * (228 KB on sm_90; rounded up to a split the SM has, and more where a block needs it; a launch attribute, kept by
+ * graph capture). 0 asks the largest L1, 85 the decode attention's 196 KB split. Measured: 0 is 3.5-4.9% slower
+ * (docs/kernels.md, "The products' carveout"). The same sums. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_carveout(int percent);
 int orthros_gemv_carveout(void);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,

@@ -22,7 +22,7 @@ fused-graphs-kw1, -kw2, -kw4: with ORTHROS_GEMV_KW=1, 2 or 4; fused-graphs-qkvbN
 fused-graphs-areg160: with ORTHROS_ATTN_DECODE_REGS=160 (-qkvbN-areg160: both); fused-graphs-alean, -nolean: with
 ORTHROS_ATTN_DECODE_LEAN=1 or 0, v8's softmax in its lean form (the default since 2026-12-06) or as written;
 fused-graphs-apush: with ORTHROS_ATTN_DECODE_PUSH=1, v8's merge pushed to each cluster's rank 0;
-fused-graphs-carveN: with ORTHROS_GEMV_CARVEOUT=N, gemv.cu's launches asking N% of L1 as shared memory;
+fused-graphs-carveN: with ORTHROS_GEMV_CARVEOUT=N, gemv.cu's launches asking N% of the largest shared memory;
 fused-graphs-mlp, -mlpring: with
 ORTHROS_DECODE_MLP=1 or 2; fused-graphs-chainring: with
 ORTHROS_DECODE_CHAIN_RING=1; fused-graphs-earlyN: with ORTHROS_GEMV_EARLY=N (gemv.h: what bit 4 meant before it was
