@@ -1453,8 +1453,6 @@ int orthros_gemv_set_carveout(int percent)
     return 0;
 }
 
-int orthros_gemv_carveout(void) { return gemv_carveout; }
-
 /* launch: a launch's own grid, to which orthros_gemv_set_qkv_blocks and orthros_gemv_set_balance apply (false: the
  * chain's product, whose grid the chain plans) */
 static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version, bool launch = true)
