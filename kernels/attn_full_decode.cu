@@ -416,7 +416,7 @@ static __device__ __forceinline__ void store_warp_partial(float *po, float *pml,
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit,
-                                  float *slots, step_stamps &stamps);
+                                  step_stamps &stamps);
 template <int D>
 static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *sm, int b, int kv, int nsplit);
 
@@ -437,16 +437,17 @@ static __host__ __device__ __forceinline__ size_t dec8_o_count_bytes(int B)
 /* v8's use of the ring's shared memory once the attention is done (sm: its 1024-byte aligned base), in floats: the
  * 8 warps' partials wo [8][16][D] and their (m, l) wml [8][16][2], the block's merged partial bo [16][D] and bml
  * [16][2] (dec8_merge); with the O product, the head's outputs this rank merged, hv [16 D], the whole head's
- * gathered, xo [16 D], and the block's "last to arrive" flag (dec8_o). */
+ * gathered, xo [16 D], and the block's "last to arrive" flag (dec8_o); past them, 256-byte aligned, the pushed
+ * merge's slots (DEC8_PUSH_BYTES). */
 template <int D> struct dec8_smem {
-    float *wo, *wml, *bo, *bml, *hv, *xo;
+    float *wo, *wml, *bo, *bml, *hv, *xo, *slots;
     int *last;
     /* floats from sm to the pushed merge's slots: past everything above, 256-byte aligned */
     static constexpr int SLOTS = (DEC6_WARPS * DEC_ROWS * (D + 2) + DEC_ROWS * (3 * D + 2) + 1 + 63) / 64 * 64;
     __device__ __forceinline__ explicit dec8_smem(float *sm)
     {
         wo = sm, wml = wo + DEC6_WARPS * DEC_ROWS * D, bo = wml + DEC6_WARPS * DEC_ROWS * 2, bml = bo + DEC_ROWS * D;
-        hv = bml + DEC_ROWS * 2, xo = hv + DEC_ROWS * D, last = (int *)(xo + DEC_ROWS * D);
+        hv = bml + DEC_ROWS * 2, xo = hv + DEC_ROWS * D, last = (int *)(xo + DEC_ROWS * D), slots = sm + SLOTS;
     }
 };
 static_assert(dec8_smem<64>::SLOTS * 4 + DEC8_PUSH_BYTES <= 2 * dec6_cfg<64>::NST * dec6_cfg<64>::STAGE,
@@ -914,9 +915,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     lB += __shfl_xor_sync(0xffffffffu, lB, 2);
     if constexpr (CL) {
         float *sm = (float *)(smem_raw + (base - smem_addr(smem_raw)));
-        float *slots = sm + dec8_smem<D>::SLOTS;
         stamps.phase(2); // warp 0's sums done: the cluster's merge next
-        dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit, slots, stamps);
+        dec8_merge<D>(p, sm, o, mA, mB, lA, lB, b, kv, nsplit, stamps);
         if (p.o_w) dec8_o<D>(p, sm, b, kv, nsplit);
         return;
     }
@@ -959,13 +959,13 @@ static __global__ void __maxnreg__(160)
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit,
-                                  float *slots, step_stamps &stamps)
+                                  step_stamps &stamps)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int T = DEC6_WARPS * 32, MAXC = DEC8_MAX_CLUSTER;
     const int g = p.Hq / p.Hkv, rows = p.n * g, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const dec8_smem<D> S(sm);
-    float *wo = S.wo, *wml = S.wml, *bo = S.bo, *bml = S.bml;
+    float *wo = S.wo, *wml = S.wml, *bo = S.bo, *bml = S.bml, *slots = S.slots;
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int rank = (int)cluster.block_rank();
     const int W = p.Hq * D;
@@ -1263,10 +1263,7 @@ static int dec8_attrs_of(dec8_kernel_fn fn, size_t smem)
     return 0;
 }
 
-/* v8's dynamic shared memory: the ring (the pushed merge's slots lie in it) */
-static size_t dec8_smem_bytes(int D) { return D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM; }
-
-template <int D> static int dec8_attrs() { return dec8_attrs_of(dec8_kernel<D>(), dec8_smem_bytes(D)); }
+template <int D> static int dec8_attrs() { return dec8_attrs_of(dec8_kernel<D>(), dec6_cfg<D>::SMEM); }
 
 static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], int D, int cs, int Hkv, int B, int pdl,
                         cudaStream_t stream)
@@ -1276,7 +1273,7 @@ static void dec8_config(cudaLaunchConfig_t *cfg, cudaLaunchAttribute (&at)[2], i
     at[1] = cudaLaunchAttribute{};
     cfg->gridDim = dim3((unsigned)cs, (unsigned)Hkv, (unsigned)B);
     cfg->blockDim = dim3(DEC6_WARPS * 32);
-    cfg->dynamicSmemBytes = dec8_smem_bytes(D);
+    cfg->dynamicSmemBytes = D == 64 ? dec6_cfg<64>::SMEM : dec6_cfg<128>::SMEM;
     cfg->stream = stream;
     at[0].id = cudaLaunchAttributeClusterDimension;
     at[0].val.clusterDim.x = (unsigned)cs;
