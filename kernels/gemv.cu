@@ -112,7 +112,6 @@ struct gemv_plan {
     int kst;     /* v6: k-blocks a stage */
     int form;    /* v6: GEMV6_TMA (a stage as a TMA box, read by ldmatrix), GEMV6_BULK (a 1-d bulk copy a row,
                   * ORTHROS_GEMV6_BULK) or GEMV6_WGMMA (TMA boxes read by wgmma, ORTHROS_GEMV6_WGMMA) */
-    int deep;    /* v1: its deep stream (gemv_kernel's DEEP; ORTHROS_GEMV1_DEEP=1, batch 9-16) */
 };
 
 /* The weight rows of a block: tile row i is row m0 + i, or for SWIGLU gate row m0 + i (i < MT / 2) and up row
@@ -513,18 +512,11 @@ static __device__ bool tile_finish(const orthros_gemv_params &p, const gemv_plan
     return true;
 }
 
-/* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. DEEP (v1's
- * deep stream, ORTHROS_GEMV1_DEEP=1, batch 9-16; implies XS, the input staged with or without a norm): U = 4 k-blocks
- * of weights in flight a warp at two n-tiles instead of 2 (the input read from shared memory as each k-block's mmas
- * run, not held beside the weights, which is what held U to 2), and each lane's two pieces of a row at k 8c and
- * 32 + 8c (a load instruction's four lanes of a row ask 64 contiguous bytes, two whole sectors; v1's 16c and 16c + 8
- * ask half of each sector twice), its staged rows 64 bytes past a multiple of 128 apart so that the reads of two rows
- * meet no bank twice. */
-template <int NT, bool XS, bool DEEP = false>
+/* NT n-tiles of 8 input rows (1: n <= 8, 2: n <= 16); XS: the input (normed) staged in shared memory. */
+template <int NT, bool XS>
 static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orthros_gemv_params p, const gemv_plan pl)
 {
-    static_assert(!DEEP || XS, "the deep stream reads the staged input");
-    constexpr int U = DEEP ? 4 : NT == 1 ? 4 : 2;
+    constexpr int U = NT == 1 ? 4 : 2;
     extern __shared__ __align__(16) unsigned char smem_x[]; /* XS: [n][pl.xs bytes] */
     __shared__ float red[GEMV_WARPS][16][17];
     __shared__ float tile[GEMV_MAX_TILE_ROWS * 17];         /* [MT][17]: the block's sums, column j = input row j */
@@ -569,62 +561,32 @@ static __global__ void __launch_bounds__(GEMV_THREADS, 2) gemv_kernel(const orth
     for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
     if (active) {
         const int WS = pl.WS;
-        if constexpr (DEEP) {
-            for (int kb0 = kb_lo + sl; kb0 < kb_hi; kb0 += WS * U) {
-                uint4 wv[U][4];
+        for (int kb0 = kb_lo + sl; kb0 < kb_hi; kb0 += WS * U) {
+            uint4 wv[U][4], xv[U][NT][2];
 #pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int kb = kb0 + u * WS, ka = kb * 64 + c * 8, kc = ka + 32;
-                    const bool in = kb < kb_hi, lo = in && ka < K, hi = in && kc < K;
-                    wv[u][0] = ld_weights(wA + ka, okA && lo);
-                    wv[u][1] = ld_weights(wA + kc, okA && hi);
-                    wv[u][2] = ld_weights(wB + ka, okB && lo);
-                    wv[u][3] = ld_weights(wB + kc, okB && hi);
-                }
+            for (int u = 0; u < U; u++) {
+                const int kb = kb0 + u * WS, k0 = kb * 64 + c * 16;
+                const bool in = kb < kb_hi, lo = in && k0 < K, hi = in && k0 + 8 < K;
+                wv[u][0] = ld_weights(wA + k0, okA && lo);
+                wv[u][1] = ld_weights(wA + k0 + 8, okA && hi);
+                wv[u][2] = ld_weights(wB + k0, okB && lo);
+                wv[u][3] = ld_weights(wB + k0 + 8, okB && hi);
 #pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int kb = kb0 + u * WS;
-                    uint4 xv[NT][2];
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++) {
-                        const int j = g + nt * 8;
-                        const unsigned char *xs =
-                            smem_x + (size_t)j * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 8) * 2;
-                        xv[nt][0] = lds_input(xs, j < n && kb < kb_hi);
-                        xv[nt][1] = lds_input(xs + 64, j < n && kb < kb_hi);
-                    }
-                    kblock_mma<NT>(acc, wv[u], xv);
-                }
-            }
-        } else {
-            for (int kb0 = kb_lo + sl; kb0 < kb_hi; kb0 += WS * U) {
-                uint4 wv[U][4], xv[U][NT][2];
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int kb = kb0 + u * WS, k0 = kb * 64 + c * 16;
-                    const bool in = kb < kb_hi, lo = in && k0 < K, hi = in && k0 + 8 < K;
-                    wv[u][0] = ld_weights(wA + k0, okA && lo);
-                    wv[u][1] = ld_weights(wA + k0 + 8, okA && hi);
-                    wv[u][2] = ld_weights(wB + k0, okB && lo);
-                    wv[u][3] = ld_weights(wB + k0 + 8, okB && hi);
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++) {
-                        const int j = g + nt * 8;
-                        if constexpr (XS) {
-                            const unsigned char *xs =
-                                smem_x + (size_t)j * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 16) * 2;
-                            xv[u][nt][0] = lds_input(xs, j < n && in);
-                            xv[u][nt][1] = lds_input(xs + 16, j < n && in);
-                        } else {
-                            const bf16 *xr = X + (size_t)(j < n ? j : 0) * K + k0;
-                            xv[u][nt][0] = ld_input(xr, j < n && lo);
-                            xv[u][nt][1] = ld_input(xr + 8, j < n && hi);
-                        }
+                for (int nt = 0; nt < NT; nt++) {
+                    const int j = g + nt * 8;
+                    if constexpr (XS) {
+                        const unsigned char *xs = smem_x + (size_t)j * pl.xs + (size_t)((kb - kb_lo) * 64 + c * 16) * 2;
+                        xv[u][nt][0] = lds_input(xs, j < n && in);
+                        xv[u][nt][1] = lds_input(xs + 16, j < n && in);
+                    } else {
+                        const bf16 *xr = X + (size_t)(j < n ? j : 0) * K + k0;
+                        xv[u][nt][0] = ld_input(xr, j < n && lo);
+                        xv[u][nt][1] = ld_input(xr + 8, j < n && hi);
                     }
                 }
-#pragma unroll
-                for (int u = 0; u < U; u++) kblock_mma<NT>(acc, wv[u], xv[u]);
             }
+#pragma unroll
+            for (int u = 0; u < U; u++) kblock_mma<NT>(acc, wv[u], xv[u]);
         }
         store_fragment<NT>(red, acc);
     }
@@ -2466,28 +2428,12 @@ static int row_tiles(const orthros_gemv_params *p, int MT)
     return ceil_div(p->M, MT);
 }
 
-/* v1's deep stream (gemv_kernel's DEEP) asked: ORTHROS_GEMV1_DEEP=1; it takes calls of batch 9-16. */
-static bool gemv1_deep(const orthros_gemv_params *p)
-{
-    const char *e = getenv("ORTHROS_GEMV1_DEEP");
-    return p->n > 8 && e && !strcmp(e, "1");
-}
-
-/* The deep stream's staged input of a block at most: two blocks an SM with their static shared memory (v1's 96 KB
- * would leave room for one). */
-#define GEMV1_DEEP_XS_MAX_BYTES (80 * 1024)
-
 /* The plan of a call (host): rows per block by epilogue (a whole head for ROPE, gate and up halves for SWIGLU, 128
  * rows for ARGMAX so that few blocks take the atomics), K split while the row blocks are fewer than two per SM and
- * each warp keeps U k-blocks, and (with norm_w, or deep: v1's deep stream, which always stages the input) further
- * until the staged input fits. */
-static int make_plan(const orthros_gemv_params *p, gemv_plan *pl, bool deep = false)
+ * each warp keeps U k-blocks, and (with norm_w) further until the staged input fits. */
+static int make_plan(const orthros_gemv_params *p, gemv_plan *pl)
 {
-    const int NT = p->n <= 8 ? 1 : 2, U = deep ? 4 : NT == 1 ? 4 : 2, cols = NT * 8;
-    const bool staged = deep || p->norm_w;
-    const size_t xs_max = deep ? GEMV1_DEEP_XS_MAX_BYTES : GEMV_XS_MAX_BYTES;
-    const int skew = deep ? 64 : 16; /* consecutive rows start in other banks (v1's pieces 32 bytes a lane, deep's 16) */
-    pl->deep = deep;
+    const int NT = p->n <= 8 ? 1 : 2, U = NT == 1 ? 4 : 2, cols = NT * 8;
     int TM;
     switch (p->epilogue) {
     case ORTHROS_GEMV_ROPE: TM = p->d / 16; break;
@@ -2506,20 +2452,20 @@ static int make_plan(const orthros_gemv_params *p, gemv_plan *pl, bool deep = fa
         KS = KS < most ? KS : most < 1 ? 1 : most;
         KS = KS < 32 ? KS : 32;
     }
-    if (staged) {
+    if (p->norm_w) {
         /* the fewest splits whose k-range of the n input rows fits in shared memory */
         int need = 1;
-        while (need < nkb && (size_t)p->n * ((size_t)ceil_div(nkb, need) * 128 + skew) > xs_max) need++;
+        while (need < nkb && (size_t)p->n * ((size_t)ceil_div(nkb, need) * 128 + 16) > GEMV_XS_MAX_BYTES) need++;
         KS = KS > need ? KS : need;
     }
     for (; KS >= 1; KS--) {
         pl->kbs = ceil_div(nkb, KS);
         pl->KS = ceil_div(nkb, pl->kbs);
-        pl->xs = staged ? pl->kbs * 128 + skew : 0;
+        pl->xs = p->norm_w ? pl->kbs * 128 + 16 : 0; /* +16: consecutive rows start in other banks */
         pl->smem = (size_t)p->n * (size_t)pl->xs;
         const int split_ok = pl->KS == 1 || (pl->nblk <= GEMV_TICKETS && (size_t)pl->nblk * pl->KS * pl->MT * cols *
                                                                               sizeof(float) <= GEMV_PARTIAL_BYTES);
-        if (split_ok && pl->smem <= xs_max) return 0;
+        if (split_ok && pl->smem <= GEMV_XS_MAX_BYTES) return 0;
     }
     return ORTHROS_EUNSUPPORTED;
 }
@@ -2732,11 +2678,10 @@ int orthros_gemv_supported(const orthros_gemv_params *p)
     return make_plan(p, &pl) == 0 || choose_plan(p, &pl2, &pl) == 6; /* v6 also takes calls v1 cannot */
 }
 
-template <int NT, bool XS, bool DEEP = false>
-static int launch(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
+template <int NT, bool XS> static int launch(const orthros_gemv_params *p, const gemv_plan *pl, cudaStream_t stream)
 {
     static bool attr = false; /* the shared-memory limit, raised once per instantiation */
-    return launch_gemv(gemv_kernel<NT, XS, DEEP>, XS ? &attr : NULL, GEMV_XS_MAX_BYTES,
+    return launch_gemv(gemv_kernel<NT, XS>, XS ? &attr : NULL, GEMV_XS_MAX_BYTES,
                        dim3((unsigned)pl->nblk, (unsigned)pl->KS), p, pl, pl->smem, stream);
 }
 
@@ -2780,7 +2725,6 @@ static int choose_plan(const orthros_gemv_params *p, gemv2_plan *pl2, gemv_plan 
     if (version >= 2 && make_plan2(p, pl2, version < 4 ? version : 3) == 0) return 2;
     if (version == 5 && make_plan5(p, pl) == 0) return 5;
     if (version == 6 && make_plan6(p, pl) == 0) return 6;
-    if (gemv1_deep(p) && make_plan(p, pl, true) == 0) return 1; /* else v1's own plan */
     const int rc = make_plan(p, pl);
     return rc ? rc : 1;
 }
@@ -2825,8 +2769,8 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap)
         return 0;
     }
     if (kind != 1) return ORTHROS_EUNSUPPORTED;
-    snprintf(buf, cap, "v1: %d rows a block, %d blocks x %d K splits of %d k-blocks, %zu B staged%s", pl.MT, pl.nblk,
-             pl.KS, pl.kbs, pl.smem, pl.deep ? ", the deep stream" : "");
+    snprintf(buf, cap, "v1: %d rows a block, %d blocks x %d K splits of %d k-blocks, %zu B staged", pl.MT, pl.nblk,
+             pl.KS, pl.kbs, pl.smem);
     return 0;
 }
 
@@ -2857,7 +2801,6 @@ int orthros_gemv_bf16(const orthros_gemv_params *p, cudaStream_t stream)
     if (kind == 6) return launch6(p, &pl, stream);
     if (kind != 1) return orthros_error(kind, "gemv: no plan for n %d, M %d, K %d", p->n, p->M, p->K);
     const bool xs = p->norm_w != NULL;
-    if (pl.deep) return launch<2, true, true>(p, &pl, stream);
     if (p->n <= 8) return xs ? launch<1, true>(p, &pl, stream) : launch<1, false>(p, &pl, stream);
     return xs ? launch<2, true>(p, &pl, stream) : launch<2, false>(p, &pl, stream);
 }

@@ -865,8 +865,7 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
      * with version 2 (v3's kernel at batch 1-4, another plan), with version 4 (v3's groups pipelined, batch 1-4) and
      * with version 5 (v1's tiles through a ring of cp.async slots, batch 9-16: not timed below 9, where it is v3)
      * and with version 6 (v5's tiles from TMA stages, batch 9-16 likewise; fused-v6wg: its stages read by wgmma,
-     * ORTHROS_GEMV6_WGMMA=1, set around its cells; fused-v1deep: version 1's deep stream, ORTHROS_GEMV1_DEEP=1, batch
-     * 9-16 likewise), beside the default (version 3, gemv_version 0); fused-head8: the
+     * ORTHROS_GEMV6_WGMMA=1, set around its cells), beside the default (version 3, gemv_version 0); fused-head8: the
      * head alone at batch 1-4 through a backend made with ORTHROS_DECODE_HEAD8=1 (its int8 copy, kernels/head8.h; the
      * bf16 head's bytes are the cell's, so its floor is the bf16 head's), left out of the step's sums */
     const struct {
@@ -878,7 +877,7 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
               {"fused", be, 0, NULL},      {"fused-pdl", pdl_be, 0, NULL}, {"fused-v1", be, 1, NULL},
               {"fused-v2", be, 2, NULL},   {"fused-v4", be, 4, NULL},    {"fused-v5", be, 5, NULL},
               {"fused-v6", be, 6, NULL},   {"fused-v6wg", be, 6, "ORTHROS_GEMV6_WGMMA"},
-              {"fused-head8", h8_be, 0, NULL}, {"fused-v1deep", be, 1, "ORTHROS_GEMV1_DEEP"}};
+              {"fused-head8", h8_be, 0, NULL}};
     enum { NK = sizeof ks / sizeof *ks };
     double sum[NK] = {0}, floor_s = 0;
     int known = !gemv_kind, known_proj = !gemv_proj;
@@ -888,8 +887,7 @@ static void bench_gemv_model(orthros_backend *gemv_be, orthros_backend *pdl_be, 
     if (!known_proj) must(orthros_error(ORTHROS_EINVAL, "--gemv-proj %s: no such projection", gemv_proj), "gemv proj");
     for (int k = 0; k < NK; k++)
         for (int i = 0; i < 5; i++) {
-            const int from9 = ks[k].gemv_version >= 5 || (ks[k].env && !strcmp(ks[k].env, "ORTHROS_GEMV1_DEEP"));
-            if (from9 && n <= 8) continue;
+            if (ks[k].gemv_version >= 5 && n <= 8) continue;
             const int head8 = ks[k].b == h8_be;
             if (head8 && (strcmp(ps[i].proj, "head") || n > 4)) continue;
             if (k > 0 && gemv_kind && strcmp(gemv_kind, ks[k].kind)) continue;

@@ -2583,13 +2583,6 @@ int main(int argc, char **argv)
             unsetenv("ORTHROS_GEMV6_ROWS");
             unsetenv("ORTHROS_GEMV6_WGMMA");
         }
-        /* version 1's deep stream at batch 9-16 (ORTHROS_GEMV1_DEEP=1: U 4 at two n-tiles, whole sectors a load, the
-         * input always staged; v1's own plan where the deep one does not fit) */
-        printf("-- the gemv section again with gemv.cu's version 1, its deep stream (ORTHROS_GEMV1_DEEP=1)\n");
-        setenv("ORTHROS_GEMV1_DEEP", "1", 1);
-        if (orthros_gemv_set_version(1)) die("gemv version 1");
-        gemv_suite();
-        unsetenv("ORTHROS_GEMV1_DEEP");
         if (orthros_gemv_set_version(0) || orthros_gemv_set_ring_slots(0)) die("gemv version");
         gpu_gemv->destroy(gpu_gemv);
         /* again with every GEMV launch a programmatic dependent one (ORTHROS_DECODE_PDL=1): the fused ops through a

@@ -191,23 +191,6 @@ int main(void)
         s = plan(5, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* v1's plan refuses it, and so v5 */
         CHECK(rc == ORTHROS_EUNSUPPORTED, "v5 8B head: rc %d \"%s\"", rc, s);
     }
-    /* v1's deep stream (ORTHROS_GEMV1_DEEP=1, batch 9-16): U 4 (so at most nkb / (WS x 4) splits), the input always
-     * staged, 64 bytes of skew a row, within 80 KB; none at batch 8; v1's own plan where the deep one fails */
-    setenv("ORTHROS_GEMV1_DEEP", "1", 1);
-    s = plan(1, ORTHROS_GEMV_ADD, 16, 2048, 2048, 0, 0, &rc); /* 1B O: raw input staged, 2 splits (U 4 at 4 slices) */
-    CHECK(rc == 0 && strstr(s, "v1: 32 rows a block, 64 blocks x 2 K splits of 16 k-blocks, 33792 B staged, the deep"),
-          "v1 deep 1B o \"%s\"", s);
-    s = plan(1, ORTHROS_GEMV_ADD, 16, 2048, 8192, 0, 0, &rc); /* 1B down: 5 splits for the SMs, 4 would fit */
-    CHECK(rc == 0 && strstr(s, "64 blocks x 5 K splits of 26 k-blocks, 54272 B staged, the deep stream"),
-          "v1 deep 1B down \"%s\"", s);
-    s = plan(3, ORTHROS_GEMV_ROPE, 12, 3072, 2048, 64, 1, &rc); /* at the default version, batch 12: a head a block */
-    CHECK(rc == 0 && strstr(s, "v1: 64 rows a block, 48 blocks x") && strstr(s, "the deep stream"),
-          "v1 deep 1B qkv \"%s\"", s);
-    s = plan(1, ORTHROS_GEMV_ADD, 8, 2048, 2048, 0, 0, &rc);
-    CHECK(rc == 0 && starts(s, "v1:") && !strstr(s, "deep"), "v1 deep at batch 8 \"%s\"", s);
-    s = plan(1, ORTHROS_GEMV_ARGMAX, 16, 128256, 4096, 0, 1, &rc); /* 8B head: neither plan fits */
-    CHECK(rc == ORTHROS_EUNSUPPORTED, "v1 deep 8B head: rc %d \"%s\"", rc, s);
-    unsetenv("ORTHROS_GEMV1_DEEP");
     /* v5 (batch 9-16): v1's row tiles (32 rows for SWIGLU), KS splits of K times as many blocks a split as fill one
      * block an SM, the split with the least time for the busiest block (its tiles' bytes and a fixed cost a tile), the
      * staged input and the rings within 200 KB */
