@@ -1358,8 +1358,7 @@ static int select_kernels(orthros_device_info *info)
  * not the default; ORTHROS_GEMV_BALANCE (0 or 1; unset: ORTHROS_GEMV_BALANCE_DEFAULT) a product of several waves on
  * the fewest blocks that keep them (orthros_gemv_set_balance), ", gemv balance N" where not the default;
  * ORTHROS_GEMV_CARVEOUT (0-100; unset: none asked) the preferred shared-memory carveout of gemv.cu's launches, a
- * percent of the largest shared memory (orthros_gemv_set_carveout), ", gemv carveout N"; ORTHROS_GEMV_QKV_CARVEOUT
- * (0-100; unset: as the others) the q/k/v product's alone (orthros_gemv_set_qkv_carveout), ", qkv carveout N";
+ * percent of the largest shared memory (orthros_gemv_set_carveout), ", gemv carveout N";
  * ORTHROS_GEMV_QKV_BLOCKS (0-4096; unset or 0: the plan's) the q/k/v product's grid capped, its dependent launched
  * as it starts (orthros_gemv_set_qkv_blocks), ", qkv blocks N"; ORTHROS_ATTN_DECODE_REGS (0 or 160) v8 held to 160
  * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_LEAN (0 or 1; unset:
@@ -1392,7 +1391,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int early = ORTHROS_GEMV_EARLY_DEFAULT, kw = 0, fill = ORTHROS_GEMV_FILL_DEFAULT;
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
-    long carveout = -1, qkv_carveout = -1;
+    long carveout = -1;
     int attn_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT, attn_push = 0;
     long head8_depth = 4, kvpf_mb = 0; /* head8: fastest 4 deep with the integer screen (an H100, 2026-12-05) */
     if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
@@ -1418,9 +1417,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_GEMV_BALANCE", 1, &balance)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_BALANCE", orthros_gemv_set_balance, balance)) ||
         (rc = env_whole("ORTHROS_GEMV_CARVEOUT", 0, 100, "percent", &carveout)) ||
-        (rc = set_from_env_value("ORTHROS_GEMV_CARVEOUT", orthros_gemv_set_carveout, (int)carveout)) ||
-        (rc = env_whole("ORTHROS_GEMV_QKV_CARVEOUT", 0, 100, "percent", &qkv_carveout)) ||
-        (rc = set_from_env_value("ORTHROS_GEMV_QKV_CARVEOUT", orthros_gemv_set_qkv_carveout, (int)qkv_carveout)))
+        (rc = set_from_env_value("ORTHROS_GEMV_CARVEOUT", orthros_gemv_set_carveout, (int)carveout)))
         return rc;
     c->chain_ring = c->chain_ring && sm90; /* the ring chain is sm_90's */
     if (c->chain_ring) c->chain = 1;
@@ -1451,8 +1448,6 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv balance %d", balance);
     if (used < sizeof info->kernels && runs && carveout >= 0)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", gemv carveout %ld", carveout);
-    if (used < sizeof info->kernels && runs && qkv_carveout >= 0)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv carveout %ld", qkv_carveout);
     if (used < sizeof info->kernels && runs && qkv_blocks)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", qkv blocks %ld", qkv_blocks);
     if (used < sizeof info->kernels && attn_regs)

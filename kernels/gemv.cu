@@ -1443,22 +1443,13 @@ int orthros_gemv_set_balance(int on)
     return 0;
 }
 
-static int gemv_carveout = -1;     /* orthros_gemv_set_carveout */
-static int gemv_carveout_qkv = -1; /* orthros_gemv_set_qkv_carveout */
+static int gemv_carveout = -1; /* orthros_gemv_set_carveout */
 
 int orthros_gemv_set_carveout(int percent)
 {
     if (percent < -1 || percent > 100)
         return orthros_error(ORTHROS_EINVAL, "gemv: carveout %d (-1, or a percent from 0 to 100)", percent);
     gemv_carveout = percent;
-    return 0;
-}
-
-int orthros_gemv_set_qkv_carveout(int percent)
-{
-    if (percent < -1 || percent > 100)
-        return orthros_error(ORTHROS_EINVAL, "gemv: q/k/v carveout %d (-1, or a percent from 0 to 100)", percent);
-    gemv_carveout_qkv = percent;
     return 0;
 }
 
@@ -1510,8 +1501,7 @@ static int make_plan2(const orthros_gemv_params *p, gemv2_plan *pl, int version,
 
 /* One launch of a gemv kernel: its shared-memory limit raised to xs_max once (attr: the caller's flag, NULL when the
  * kernel stages nothing), then a plain launch or, with p->pdl, a programmatic dependent of the stream's previous
- * kernel (kept as such by graph capture), with the carveout orthros_gemv_set_carveout asks where it asks one (for a
- * q/k/v product, ROPE, orthros_gemv_set_qkv_carveout's where that asks one). */
+ * kernel (kept as such by graph capture), with the carveout orthros_gemv_set_carveout asks where it asks one. */
 template <class Plan>
 static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, int xs_max, dim3 grid,
                        const orthros_gemv_params *p, const Plan *pl, size_t smem, cudaStream_t stream,
@@ -1521,8 +1511,7 @@ static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, in
         ORTHROS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, xs_max));
         *attr = true;
     }
-    const int carveout = p->epilogue == ORTHROS_GEMV_ROPE && gemv_carveout_qkv >= 0 ? gemv_carveout_qkv : gemv_carveout;
-    if (p->pdl || carveout >= 0) {
+    if (p->pdl || gemv_carveout >= 0) {
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute at[2] = {};
         unsigned na = 0;
@@ -1530,9 +1519,9 @@ static int launch_gemv(void (*kernel)(orthros_gemv_params, Plan), bool *attr, in
             at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
             at[na++].val.programmaticStreamSerializationAllowed = 1;
         }
-        if (carveout >= 0) {
+        if (gemv_carveout >= 0) {
             at[na].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
-            at[na++].val.sharedMemCarveout = (unsigned)carveout;
+            at[na++].val.sharedMemCarveout = (unsigned)gemv_carveout;
         }
         cfg.gridDim = grid, cfg.blockDim = dim3(threads), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
         cfg.attrs = at, cfg.numAttrs = na;

@@ -146,10 +146,6 @@ int orthros_gemv_set_balance(int on);
  * graph capture). 0 asks the largest L1, 85 the decode attention's 196 KB split. Measured: 0 is 3.5-4.9% slower
  * (docs/kernels.md, "The products' carveout"). The same sums. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_carveout(int percent);
-/* The same for the q/k/v product alone (the ROPE epilogue), over orthros_gemv_set_carveout's where it is not -1: 85
- * asks the decode attention's own split of the SMs that run q/k/v, where the attention's blocks land as q/k/v's
- * leave (docs/kernels.md, "The products' carveout"). ORTHROS_EINVAL outside -1..100. */
-int orthros_gemv_set_qkv_carveout(int percent);
 /* v5's ring slots a warp: 4, 6 or 8 (0: ORTHROS_GEMV5_STAGES if set, else the most that fit beside the staged input,
  * chosen per call); process-wide. ORTHROS_EINVAL otherwise. */
 int orthros_gemv_set_ring_slots(int s);

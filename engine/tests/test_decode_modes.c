@@ -747,7 +747,6 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_GEMV_KW", "8"}, {"ORTHROS_GEMV_FILL", "0"}, {"ORTHROS_GEMV_FILL", "4"},
                                   {"ORTHROS_GEMV_BALANCE", "2"}, {"ORTHROS_GEMV_CARVEOUT", "101"},
                                   {"ORTHROS_GEMV_CARVEOUT", "-1"}, {"ORTHROS_GEMV_CARVEOUT", "50%"},
-                                  {"ORTHROS_GEMV_QKV_CARVEOUT", "101"}, {"ORTHROS_GEMV_QKV_CARVEOUT", "8 5"},
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
                                   {"ORTHROS_ATTN_DECODE_LEAN", "2"}, {"ORTHROS_ATTN_DECODE_PUSH", "2"},
@@ -980,8 +979,6 @@ static int cuda_models(int nspec, char **specs)
     /* the products asking the largest L1 after v8's blocks (ORTHROS_GEMV_CARVEOUT=0, a launch attribute kept by the
      * graphs; process-wide, so later backends made without it put the driver's choice back) */
     v8_switch_against_plain(plain, "ORTHROS_GEMV_CARVEOUT", "0", "gemv carveout 0", presets + 1);
-    /* the q/k/v product alone asking the attention's split (ORTHROS_GEMV_QKV_CARVEOUT=85) */
-    v8_switch_against_plain(plain, "ORTHROS_GEMV_QKV_CARVEOUT", "85", "qkv carveout 85", presets + 1);
     orthros_backend_free(chain);
     orthros_backend_free(chain_ring);
     orthros_backend_free(attn_o);
