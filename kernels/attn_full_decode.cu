@@ -971,6 +971,28 @@ static __device__ __forceinline__ void dec8_combine(const float2 (&ml)[MAXC], co
     for (int i = 0; i < V; i++) y[i] = L > 0.0f ? acc[i] / L : 0.0f;
 }
 
+/* A float (V 1) or float2 (V 2) of rank `rank`'s shared memory at the address a has in this block's (a shared::cluster
+ * load: mapa, then ld.shared::cluster, where a generic load through cluster.map_shared_rank may be slower), 0 where
+ * pred is false (the address then rank 0's, not read): no branch, so that a thread's loads issue back to back. asm
+ * volatile keeps them in program order after the cluster barrier (also volatile). */
+template <int V>
+static __device__ __forceinline__ void ld_dsmem(float (&v)[V], uint32_t a, int rank, bool pred)
+{
+    static_assert(V == 1 || V == 2, "ld_dsmem: a float or a float2");
+    uint32_t ra;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(a), "r"(pred ? rank : 0));
+    if constexpr (V == 1)
+        asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\tmov.b32 %0, 0;\n\t"
+                     "@q ld.shared::cluster.f32 %0, [%1];\n\t}\n"
+                     : "=f"(v[0])
+                     : "r"(ra), "r"((int)pred));
+    else
+        asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %3, 0;\n\tmov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\t"
+                     "@q ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n\t}\n"
+                     : "=f"(v[0]), "=f"(v[1])
+                     : "r"(ra), "r"((int)pred));
+}
+
 /* The rank of a v8 cluster that forms the head's output element e in dec8_merge's pulled form (the elements dealt
  * round-robin), from which dec8_o gathers it. */
 static __device__ __forceinline__ int dec8_owner(int e, int nsplit) { return e % nsplit; }
@@ -1044,13 +1066,19 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         const int r = e / D;
         float2 ml[MAXC];
         float x[MAXC][1];
+        if (push) {
 #pragma unroll
-        for (int s = 0; s < MAXC; s++)
-            if (s < nsplit) {
-                ml[s] = push ? *(const float2 *)(slots + s * SL + rows * D + r * 2)
-                             : *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
-                x[s][0] = push ? slots[s * SL + e] : *cluster.map_shared_rank(bo + e, s);
+            for (int s = 0; s < MAXC; s++)
+                if (s < nsplit) ml[s] = *(const float2 *)(slots + s * SL + rows * D + r * 2), x[s][0] = slots[s * SL + e];
+        } else {
+#pragma unroll
+            for (int s = 0; s < MAXC; s++) {
+                float m2[2];
+                ld_dsmem<2>(m2, smem_addr(bml + r * 2), s, s < nsplit);
+                ld_dsmem<1>(x[s], smem_addr(bo + e), s, s < nsplit);
+                ml[s] = make_float2(m2[0], m2[1]);
             }
+        }
         float y[1];
         dec8_combine<MAXC, 1>(ml, x, nsplit, y);
         const bf16 yb = __float2bfloat16(y[0]);
