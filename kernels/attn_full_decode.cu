@@ -946,63 +946,12 @@ static __global__ void __maxnreg__(160)
     attn_decode_tma_body<D, true, true, false, LEAN>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
-/* The combine of the cluster's nsplit partials of V consecutive outputs of one row (ml: each split's row max and
- * sum, x: its V partial outputs), in split order: weights exp2(m - M), output acc / L (the combine kernel's sums);
- * 0 where no split saw a key. */
-template <int MAXC, int V>
-static __device__ __forceinline__ void dec8_combine(const float2 (&ml)[MAXC], const float (&x)[MAXC][V], int nsplit,
-                                                    float (&y)[V])
-{
-    float M = -INFINITY, L = 0.0f, acc[V];
-#pragma unroll
-    for (int i = 0; i < V; i++) acc[i] = 0.0f;
-#pragma unroll
-    for (int s = 0; s < MAXC; s++)
-        if (s < nsplit) M = fmaxf(M, ml[s].x);
-#pragma unroll
-    for (int s = 0; s < MAXC; s++)
-        if (s < nsplit) {
-            const float wt = ml[s].x == -INFINITY ? 0.0f : exp2f(ml[s].x - M);
-#pragma unroll
-            for (int i = 0; i < V; i++) acc[i] += wt * x[s][i];
-            L += wt * ml[s].y;
-        }
-#pragma unroll
-    for (int i = 0; i < V; i++) y[i] = L > 0.0f ? acc[i] / L : 0.0f;
-}
-
-/* A float (V 1) or float2 (V 2) of rank `rank`'s shared memory at the address a has in this block's (a shared::cluster
- * load: mapa, then ld.shared::cluster, where a generic load through cluster.map_shared_rank may be slower), 0 where
- * pred is false (the address then rank 0's, not read): no branch, so that a thread's loads issue back to back. asm
- * volatile keeps them in program order after the cluster barrier (also volatile). */
-template <int V>
-static __device__ __forceinline__ void ld_dsmem(float (&v)[V], uint32_t a, int rank, bool pred)
-{
-    static_assert(V == 1 || V == 2, "ld_dsmem: a float or a float2");
-    uint32_t ra;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(ra) : "r"(a), "r"(pred ? rank : 0));
-    if constexpr (V == 1)
-        asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\tmov.b32 %0, 0;\n\t"
-                     "@q ld.shared::cluster.f32 %0, [%1];\n\t}\n"
-                     : "=f"(v[0])
-                     : "r"(ra), "r"((int)pred));
-    else
-        asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %3, 0;\n\tmov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\t"
-                     "@q ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n\t}\n"
-                     : "=f"(v[0]), "=f"(v[1])
-                     : "r"(ra), "r"((int)pred));
-}
-
-/* The rank of a v8 cluster that forms the head's output element e in dec8_merge's pulled form (the elements dealt
- * round-robin), from which dec8_o gathers it. */
-static __device__ __forceinline__ int dec8_owner(int e, int nsplit) { return e % nsplit; }
-
 /* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
  * the warps' partials go to shared memory (the ring's space, free once every copy landed and every read is done)
  * and the block merges them into one, row by row (max of the warps' m, then the weighted sums); the cluster, the
  * nsplit blocks of this (sequence, kv head), synchronises, and rank r reads every rank's merged partial through
- * distributed shared memory for its share of the head's rows x d outputs (the elements e with e % nsplit == r,
- * dec8_owner) and writes them as bf16; a second cluster barrier keeps each block's shared memory until
+ * distributed shared memory for its share of the head's rows x d outputs (elements r T .. r T + T - 1, then
+ * every nsplit T-th) and writes them as bf16; a second cluster barrier keeps each block's shared memory until
  * the others have read it. The sums are those of the combine kernel (weights exp2(m - M), output acc / L).
  * Pushed (p.merge_push): the block's merged partial goes into its slot of rank 0's shared memory instead (after a
  * barrier that says every block's ring is free, arrived before the warps' merge), and rank 0 alone forms the head's
@@ -1058,32 +1007,33 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         cluster.sync();
     }
     stamps.phase(4);
-    // The head's outputs from the cluster's partials, in split order: pulled, the elements dealt round-robin over the
-    // ranks (element e to rank e % nsplit, dec8_owner; at 1B 256 elements on 9 ranks, 28 or 29 a rank, where blocks
-    // of T a rank left all of them to rank 0), each read across the cluster; pushed, rank 0 all of them from its own
-    // slots.
-    for (int e = push ? threadIdx.x : rank + nsplit * threadIdx.x; e < rows * D; e += push ? T : nsplit * T) {
+    // The head's outputs from the cluster's partials, in split order: pulled, each rank a share of the elements read
+    // across the cluster; pushed, rank 0 all of them from its own slots.
+    for (int e = push ? threadIdx.x : rank * T + threadIdx.x; e < rows * D; e += push ? T : nsplit * T) {
         const int r = e / D;
         float2 ml[MAXC];
-        float x[MAXC][1];
-        if (push) {
+        float x[MAXC];
 #pragma unroll
-            for (int s = 0; s < MAXC; s++)
-                if (s < nsplit) ml[s] = *(const float2 *)(slots + s * SL + rows * D + r * 2), x[s][0] = slots[s * SL + e];
-        } else {
-#pragma unroll
-            for (int s = 0; s < MAXC; s++) {
-                float m2[2];
-                ld_dsmem<2>(m2, smem_addr(bml + r * 2), s, s < nsplit);
-                ld_dsmem<1>(x[s], smem_addr(bo + e), s, s < nsplit);
-                ml[s] = make_float2(m2[0], m2[1]);
+        for (int s = 0; s < MAXC; s++)
+            if (s < nsplit) {
+                ml[s] = push ? *(const float2 *)(slots + s * SL + rows * D + r * 2)
+                             : *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
+                x[s] = push ? slots[s * SL + e] : *cluster.map_shared_rank(bo + e, s);
             }
-        }
-        float y[1];
-        dec8_combine<MAXC, 1>(ml, x, nsplit, y);
-        const bf16 yb = __float2bfloat16(y[0]);
-        out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = yb;
-        if (p.o_w) S.hv[e] = __bfloat162float(yb); /* for dec8_o: the head's outputs as rounded */
+        float M = -INFINITY, acc = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int s = 0; s < MAXC; s++)
+            if (s < nsplit) M = fmaxf(M, ml[s].x);
+#pragma unroll
+        for (int s = 0; s < MAXC; s++)
+            if (s < nsplit) {
+                const float wt = ml[s].x == -INFINITY ? 0.0f : exp2f(ml[s].x - M);
+                acc += wt * x[s];
+                L += wt * ml[s].y;
+            }
+        const bf16 y = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
+        out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = y;
+        if (p.o_w) S.hv[e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */
     }
     stamps.phase(5);
     if (!push) cluster.sync();
@@ -1091,7 +1041,7 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
 }
 
 /* v8's O product, after dec8_merge (p.n == 1, so the head's rows are its g query heads): every block gathers the
- * g d outputs of its kv head from the ranks that merged them (element e from rank dec8_owner(e)), multiplies
+ * g d outputs of its kv head from the ranks that merged them (element e from rank (e / T) % nsplit), multiplies
  * its rows of O (dec8_o_rows) by them over this head's g d columns (a warp R rows at a time, a lane's 16-byte
  * chunks, fp32 sums, a butterfly per row), and stores the sums in o_scratch's partials [B][Hkv][o_M]. The last of
  * the Hkv blocks of one rank to arrive (a counter per (sequence, rank), the threadfence-reduction pattern) adds
@@ -1109,7 +1059,7 @@ static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *s
     int *last = S.last;
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int rank = (int)cluster.block_rank();
-    for (int e = threadIdx.x; e < Wk; e += T) xo[e] = *cluster.map_shared_rank(hv + e, dec8_owner(e, nsplit));
+    for (int e = threadIdx.x; e < Wk; e += T) xo[e] = *cluster.map_shared_rank(hv + e, (e / T) % nsplit);
     cluster.sync(); /* every block has its copy: the owners' shared memory may go */
 
     const dec8_o_rows rs(M, nsplit, rank);
