@@ -28,7 +28,9 @@ ORTHROS_DECODE_MLP=1 or 2; fused-graphs-chainring: with
 ORTHROS_DECODE_CHAIN_RING=1; fused-graphs-earlyN: with ORTHROS_GEMV_EARLY=N (gemv.h: what bit 4 meant before it was
 removed, in the early7 files of data/results/h200-2026-12-03-gemv-early/first-98e3739); default: no switch set, the
 backend's own choice), against
-the floor (the bytes a step reads over the run's read ceiling, floor_s in each cell), the issue's targets, the
+the floor (the bytes a step reads over the run's read ceiling, floor_s in each cell), the issue's targets (its ms
+bounds were set on the H200: where the files name another card, each is read as the fraction of the floor it is on
+the H200, and a line says so), the
 predictions written before the run, and the PyTorch anchor of bench/kernels/decode_anchor.py as a ratio (PyTorch time /
 ours: above 1.00x ours is faster). Standard library only.
 usage: python3 bench/kernels/decode_summary.py [--floor-rule lowest|first] DECODE_DIR [DECODE_ANCHOR.json ...]
@@ -68,9 +70,11 @@ MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-gra
          "fused-graphs-early1", "fused-graphs-early3", "fused-graphs-early7", "fused-graphs-early9",
          "fused-graphs-early11", "fused-graphs-early19", "fused-graphs-early43"]
 NAME = re.compile(r"^(.+)-b([0-9]+)-([a-z0-9][a-z0-9-]*)$")  # <model>-b<batch>-<mode>
-# The issue's targets: an upper bound in ms per step, or a lower bound on the fraction of the floor.
-TARGETS = {("llama3.2-1b", 1, 4096): ("ms", 0.75), ("llama3.2-1b", 1, 131072): ("ms", 1.8),
-           ("llama3.1-8b", 1, 4096): ("floor", 0.85)}
+# The issue's targets: an upper bound in ms per step, or a lower bound on the fraction of the floor. The ms bounds
+# were set on the H200; each carries the fraction of the floor it is there (0.75 ms at 1B 4K: the issue's own 75%;
+# 1.8 ms at 1B 128K: the H200's floor of 1.487 ms over 1.8, docs/kernels.md), by which a run on another card is read.
+TARGETS = {("llama3.2-1b", 1, 4096): ("ms", 0.75, 0.75), ("llama3.2-1b", 1, 131072): ("ms", 1.8, 1.487 / 1.8),
+           ("llama3.1-8b", 1, 4096): ("floor", 0.85, 0.85)}
 # docs/kernels.md, "Whole-model decode": the predicted ms per step of the best mode (fused+graphs), written before
 # any of it ran.
 PREDICTED = {("llama3.2-1b", 1, 4096): 0.78, ("llama3.2-1b", 1, 131072): 1.85, ("llama3.1-8b", 1, 4096): 4.30,
@@ -96,7 +100,8 @@ def positive_number(v):
 
 
 def decode_cells(f):
-    """The kernels string and the decode cells [(batch, ctx, median ms, floor ms or None)] of an orthros bench result
+    """The kernels string, the card's name ("" where the file has none) and the decode cells [(batch, ctx, median ms,
+    floor ms or None)] of an orthros bench result
     file; ValueError where the file does not have that shape."""
     if not isinstance(f, dict) or not isinstance(f.get("measurements", []), list):
         raise ValueError("not an orthros bench result file (no measurements list)")
@@ -105,6 +110,9 @@ def decode_cells(f):
     kernels = dev.get("kernels", "") if isinstance(dev, dict) else ""
     if not isinstance(kernels, str):
         raise ValueError("environment.device.kernels is not a string")
+    card = dev.get("name", "") if isinstance(dev, dict) else ""
+    if not isinstance(card, str):
+        raise ValueError("environment.device.name is not a string")
     out = []
     for m in f.get("measurements", []):
         if not isinstance(m, dict) or m.get("phase") != "decode" or "stats" not in m:
@@ -116,7 +124,7 @@ def decode_cells(f):
         if floor is not None and not positive_number(floor):
             raise ValueError("a decode measurement whose floor_s is not a positive number")
         out.append((m["batch"], m["ctx"], med * 1e3, floor * 1e3 if floor else None))
-    return kernels, out
+    return kernels, card, out
 
 
 def anchor_cases(a):
@@ -146,6 +154,7 @@ def main():
         return 2
     cells = {}  # (model, batch, ctx) -> {mode: (ms, floor_ms)}
     kernels = {}
+    cards = set()
     for path in sorted(glob.glob(os.path.join(args[0], "*.json"))):
         name = NAME.match(os.path.basename(path)[:-5])
         if not name:
@@ -155,10 +164,11 @@ def main():
         if f is None:
             return 1
         try:
-            kernels[mode], found = decode_cells(f)
+            kernels[mode], card, found = decode_cells(f)
         except ValueError as e:
             print(f"decode_summary: {path}: {e}", file=sys.stderr)
             return 1
+        cards.add(card)
         for b, ctx, ms, floor in found:
             cells.setdefault((model, b, ctx), {})[mode] = (ms, floor)
     anchors = {}  # the faster PyTorch step of the anchor files given (eager ops in a graph; torch.compile in a graph)
@@ -181,6 +191,8 @@ def main():
         print("decode modes: no result files in " + args[0])
         return 1
     ceiling = "the read ceiling" if rule == "first" else "the highest read ceiling of the modes' invocations"
+    # files without a card's name are the H200's (every run before the name was written was)
+    on_h200 = all(not c or "H200" in c for c in cards)
     print("decode step, ms per step of the batch (orthros; transformer decodes the same way), each mode against the "
           f"floor (bytes a step reads over {ceiling}) and PyTorch (a CUDA graph by hand, decode_anchor.py):")
     # the modes with result files: in MODES' order, then any other by name
@@ -208,8 +220,10 @@ def main():
         ratio = f"{pt / best:.2f}x" if pt and best else "-"
         tgt = TARGETS.get(key)
         if tgt and best:
-            ok = best <= tgt[1] if tgt[0] == "ms" else (floor and floor / best >= tgt[1])
-            want = f"<= {tgt[1]:.2f} ms" if tgt[0] == "ms" else f">= {100 * tgt[1]:.0f}% floor"
+            if tgt[0] == "ms" and on_h200:
+                ok, want = best <= tgt[1], f"<= {tgt[1]:.2f} ms"
+            else:
+                ok, want = floor and floor / best >= tgt[2], f">= {100 * tgt[2]:.0f}% floor"
             target = f"{want} {'met' if ok else 'MISSED'}"
         else:
             target = "-"
@@ -222,6 +236,10 @@ def main():
           "ms per step written in docs/kernels.md before the run; the fused modes take the fused step at batch 1-8 "
           "only, the cuda backend's fused_max_rows: at batch 16 they run the plain ops under graphs, except in runs made "
           "before that limit, such as data/results/h200-2026-12-01-decode-modes)")
+    if not on_h200:
+        print("(the card: " + ", ".join(sorted(c for c in cards if c)) + "; the ms targets were set on the H200, so "
+              "here each is read as the fraction of the floor it is there: 0.75 ms at 1B 4K 75%, 1.8 ms at 1B 128K "
+              f"{100 * 1.487 / 1.8:.0f}%)")
     return 0
 
 

@@ -140,6 +140,30 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and r[-3:-1] == ["ms", "met"], "a step of 0.7 ms at 1B 4K meets the target")
     check(r[4:9] == ["0.700", "81%", "nan", "nan", "-"], "no anchors given: PyTorch nan, no ratio")
 
+    # on another card the ms targets (set on the H200) are read as the fraction of the floor they are there: a 1B 4K
+    # step of 1.0 ms against a floor of 0.76 (76%) meets the 75% on an H100, and misses 0.75 ms on an H200
+    other = json.loads(json.dumps(good))
+    for m in other["measurements"]:
+        if m.get("phase") == "decode" and m["ctx"] == 4096:
+            m["stats"]["median"], m["floor_s"] = 1.0e-3, 0.76e-3
+    for card, want in (("NVIDIA H100 80GB HBM3", [">=", "75%", "floor", "met"]),
+                       ("NVIDIA H200", ["<=", "0.75", "ms", "MISSED"])):
+        other["environment"]["device"]["name"] = card
+        with open(os.path.join(d, "llama3.2-1b-b1-default.json"), "w") as f:
+            json.dump(other, f)
+        rc, out, err = run(d)
+        r = row(out, "1B B1 4K")
+        check(rc == 0 and r[-5:-1] == want, "1B 4K at 76%% of the floor, 1.0 ms, %s: %s (%s)"
+              % (card, " ".join(want), " ".join(r[-5:-1])))
+        check(("the ms targets were set on the H200" in out) == ("H200" not in card), "the card's line only off the H200")
+    other["environment"]["device"]["name"] = 7
+    with open(os.path.join(d, "llama3.2-1b-b1-default.json"), "w") as f:
+        json.dump(other, f)
+    rc, out, err = run(d)
+    check(rc == 1 and out == "" and "device.name" in err, "a card's name that is not a string: refused")
+    with open(os.path.join(d, "llama3.2-1b-b1-default.json"), "w") as f:
+        json.dump(fast, f)
+
     bad = json.loads(json.dumps(good))
     bad["measurements"][0]["batch"] = "1; rm -rf /"
     bad_path = os.path.join(d, "llama3.2-1b-b1-fused-graphs-attn7.json")
