@@ -54,7 +54,7 @@ def main():
             if f is None:
                 sys.exit(1)
             try:
-                k, cells = decode_cells(f)
+                k, _card, cells = decode_cells(f)
             except ValueError as e:
                 fail("%s: %s" % (got[r], e))
             if len(cells) != 1:
