@@ -1364,7 +1364,8 @@ static int select_kernels(orthros_device_info *info)
  * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_LEAN (0 or 1; unset:
  * ORTHROS_ATTN_DECODE_LEAN_DEFAULT) v8's softmax in its lean form or as written (orthros_attn_full_decode_set_lean),
  * ", attn lean N" where not the default; ORTHROS_ATTN_DECODE_PUSH (0 or 1) v8's merge pushed to each cluster's rank 0
- * (orthros_attn_full_decode_set_push), ", attn push". */
+ * (orthros_attn_full_decode_set_push), ", attn push"; ORTHROS_ATTN_DECODE_RELAXED (0 or 1) v8's barriers that only keep
+ * shared memory alive arriving relaxed (orthros_attn_full_decode_set_relaxed), ", attn relaxed". */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1392,7 +1393,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
     long carveout = -1;
-    int attn_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT, attn_push = 0;
+    int attn_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT, attn_push = 0, attn_relaxed = 0;
     long head8_depth = 4, kvpf_mb = 0; /* head8: fastest 4 deep with the integer screen (an H100, 2026-12-05) */
     if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
         (rc = env_whole("ORTHROS_DECODE_KVPF_MB", 0, 1024, "MiB", &kvpf_mb)))
@@ -1406,7 +1407,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_ATTN_DECODE_LEAN", 1, &attn_lean)) ||
         (rc = set_from_env_value("ORTHROS_ATTN_DECODE_LEAN", orthros_attn_full_decode_set_lean, attn_lean)) ||
         (rc = env_digit("ORTHROS_ATTN_DECODE_PUSH", 1, &attn_push)) ||
-        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_PUSH", orthros_attn_full_decode_set_push, attn_push)))
+        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_PUSH", orthros_attn_full_decode_set_push, attn_push)) ||
+        (rc = env_digit("ORTHROS_ATTN_DECODE_RELAXED", 1, &attn_relaxed)) ||
+        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_RELAXED", orthros_attn_full_decode_set_relaxed, attn_relaxed)))
         return rc;
     if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
@@ -1456,6 +1459,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn lean %d", attn_lean);
     if (used < sizeof info->kernels && attn_push)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn push");
+    if (used < sizeof info->kernels && attn_relaxed)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn relaxed");
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

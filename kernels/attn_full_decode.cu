@@ -946,6 +946,13 @@ static __global__ void __maxnreg__(160)
     attn_decode_tma_body<D, true, true, false, LEAN>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
+/* A cluster barrier whose arrival orders nothing (barrier.cluster.arrive.relaxed, then the wait): for a barrier that
+ * only keeps a block's shared memory alive until the cluster's other blocks have read it. */
+static __device__ __forceinline__ void cluster_arrive_relaxed_wait()
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+
 /* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
  * the warps' partials go to shared memory (the ring's space, free once every copy landed and every read is done)
  * and the block merges them into one, row by row (max of the warps' m, then the weighted sums); the cluster, the
@@ -1036,7 +1043,14 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         if (p.o_w) S.hv[e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */
     }
     stamps.phase(5);
-    if (!push) cluster.sync();
+    // The second barrier only keeps each block's shared memory until the others have read it (their reads' values
+    // are used above, so those reads are done): p.end_relaxed arrives without the release (the SASS of cluster.sync's
+    // arrive is MEMBAR.ALL.GPU, which waits for this thread's stores of the outputs to be visible to the whole GPU);
+    // with the O product after it, dec8_o reads hv across the cluster, so the release stays.
+    if (!push) {
+        if (p.end_relaxed && !p.o_w) cluster_arrive_relaxed_wait();
+        else cluster.sync();
+    }
 #endif
 }
 
@@ -1060,7 +1074,9 @@ static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *s
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int rank = (int)cluster.block_rank();
     for (int e = threadIdx.x; e < Wk; e += T) xo[e] = *cluster.map_shared_rank(hv + e, (e / T) % nsplit);
-    cluster.sync(); /* every block has its copy: the owners' shared memory may go */
+    /* every block has its copy (the loads' values are stored above): the owners' shared memory may go */
+    if (p.end_relaxed) cluster_arrive_relaxed_wait();
+    else cluster.sync();
 
     const dec8_o_rows rs(M, nsplit, rank);
     unsigned *count = (unsigned *)p.o_scratch + b * DEC8_MAX_CLUSTER + rank;
@@ -1187,6 +1203,7 @@ int orthros_attn_full_decode_force_splits(int nsplit)
 static int dec8_regs = 0;
 static bool dec8_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT == 1; /* orthros_attn_full_decode_set_lean */
 static bool dec8_push = false; /* orthros_attn_full_decode_set_push */
+static bool dec8_end_relaxed = false; /* orthros_attn_full_decode_set_relaxed */
 
 int orthros_attn_full_decode_set_regs(int regs)
 {
@@ -1206,6 +1223,13 @@ int orthros_attn_full_decode_set_push(int push)
 {
     if (push != 0 && push != 1) return orthros_error(ORTHROS_EINVAL, "decode attention: merge push %d (0 or 1)", push);
     dec8_push = push == 1;
+    return 0;
+}
+
+int orthros_attn_full_decode_set_relaxed(int on)
+{
+    if (on != 0 && on != 1) return orthros_error(ORTHROS_EINVAL, "decode attention: relaxed end barrier %d (0 or 1)", on);
+    dec8_end_relaxed = on == 1;
     return 0;
 }
 
@@ -1356,6 +1380,7 @@ static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, 
     memset(&tv, 0, sizeof tv);
     orthros_attn_full_decode_params q = *p;
     q.merge_push = push ? 1 : 0;
+    q.end_relaxed = dec8_end_relaxed ? 1 : 0;
     ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, fn, tk, tv, q, 1, split_len, nsplit));
     ORTHROS_CUDA_LAUNCH_CHECK("attn_decode_tma_kernel (v8)");
     return 0;

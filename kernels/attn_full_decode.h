@@ -63,6 +63,8 @@ typedef struct {
     int stamp_slot;
     int merge_push;             /* set by v8's launcher alone (callers leave it 0): 1 where the call's blocks push
                                  * their partials to the cluster's rank 0 (orthros_attn_full_decode_set_push) */
+    int end_relaxed;            /* set by v8's launcher alone (callers leave it 0): 1 where the cluster barriers that
+                                 * only keep shared memory alive arrive relaxed (orthros_attn_full_decode_set_relaxed) */
 } orthros_attn_full_decode_params;
 
 /* 1 when the split-K kernel takes this shape: head_dim 64 or 128 and n * Hq / Hkv <= 16 rows per kv head. */
@@ -125,6 +127,13 @@ int orthros_attn_full_decode_set_lean(int lean);
  * no faster than pulled in the step (docs/kernels.md, "v8's merge pushed to rank 0"). Process-wide; anything but 0
  * or 1 returns ORTHROS_EINVAL. */
 int orthros_attn_full_decode_set_push(int push);
+/* v8's cluster barriers that only keep a block's shared memory alive until the others have read it (the pulled
+ * merge's second, unless the O product follows and reads the outputs across the cluster; dec8_o's after its gather)
+ * arrive relaxed (barrier.cluster.arrive.relaxed) instead of with cluster.sync's release, whose SASS is MEMBAR.ALL.GPU
+ * and so waits for the thread's stores of the outputs to be visible GPU-wide before the barrier can complete. The
+ * same sums, the same bits. Process-wide; anything but 0 or 1 returns ORTHROS_EINVAL. docs/kernels.md, "v8's end
+ * barrier relaxed". */
+int orthros_attn_full_decode_set_relaxed(int on);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */
 int orthros_attn_full_decode_plan(const orthros_attn_full_decode_params *p, int *version, int *nsplit);

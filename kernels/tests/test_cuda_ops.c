@@ -2636,6 +2636,12 @@ int main(int argc, char **argv)
         if (orthros_attn_full_decode_set_push(1)) die("decode push");
         decode_v6(8);
         if (orthros_attn_full_decode_set_push(0)) die("decode push");
+        /* again with the barriers that only keep shared memory alive arriving relaxed
+         * (orthros_attn_full_decode_set_relaxed; not yet run on a GPU) */
+        printf("-- decode v8 again with its end barrier relaxed\n");
+        if (orthros_attn_full_decode_set_relaxed(1)) die("decode relaxed");
+        decode_v6(8);
+        if (orthros_attn_full_decode_set_relaxed(0)) die("decode relaxed");
         /* again with the tile that holds the newest key asked before the dependency wait (ORTHROS_DECODE_ATTN_EARLY=1:
          * its rows below pos0 before, the rest after; not yet run on a GPU) */
         printf("-- decode v8 again with ORTHROS_DECODE_ATTN_EARLY=1\n");
