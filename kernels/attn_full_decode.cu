@@ -1074,9 +1074,14 @@ static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *s
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int rank = (int)cluster.block_rank();
     for (int e = threadIdx.x; e < Wk; e += T) xo[e] = *cluster.map_shared_rank(hv + e, (e / T) % nsplit);
-    /* every block has its copy (the loads' values are stored above): the owners' shared memory may go */
-    if (p.end_relaxed) cluster_arrive_relaxed_wait();
-    else cluster.sync();
+    /* every block has its copy (the loads' values are stored above): the owners' shared memory may go. Relaxed, the
+     * block barrier first orders the copy's stores for the block's other threads, which the product below reads. */
+    if (p.end_relaxed) {
+        __syncthreads();
+        cluster_arrive_relaxed_wait();
+    } else {
+        cluster.sync();
+    }
 
     const dec8_o_rows rs(M, nsplit, rank);
     unsigned *count = (unsigned *)p.o_scratch + b * DEC8_MAX_CLUSTER + rank;
