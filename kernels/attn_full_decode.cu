@@ -1233,7 +1233,8 @@ int orthros_attn_full_decode_set_push(int push)
 
 int orthros_attn_full_decode_set_relaxed(int on)
 {
-    if (on != 0 && on != 1) return orthros_error(ORTHROS_EINVAL, "decode attention: relaxed end barrier %d (0 or 1)", on);
+    if (on != 0 && on != 1)
+        return orthros_error(ORTHROS_EINVAL, "decode attention: relaxed end barrier %d (0 or 1)", on);
     dec8_end_relaxed = on == 1;
     return 0;
 }

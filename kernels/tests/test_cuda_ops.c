@@ -2653,6 +2653,12 @@ int main(int argc, char **argv)
         setenv("ORTHROS_DECODE_ATTN_EARLY", "1", 1); /* and with the newest key's tile asked early (measured slower: opt-in) */
         with_switch("ORTHROS_DECODE_ATTN_O", "1", attn_o_suite);
         unsetenv("ORTHROS_DECODE_ATTN_EARLY");
+        /* and with v8's barriers that only keep shared memory alive relaxed (dec8_o's after its gather; the backend
+         * sets it from the environment as it is made; not yet run on a GPU) */
+        setenv("ORTHROS_ATTN_DECODE_RELAXED", "1", 1);
+        with_switch("ORTHROS_DECODE_ATTN_O", "1", attn_o_suite);
+        unsetenv("ORTHROS_ATTN_DECODE_RELAXED");
+        if (orthros_attn_full_decode_set_relaxed(0)) die("decode relaxed"); /* process-wide: back for what follows */
     }
     /* The decode step's q/k/v projection and attention in one launch (ORTHROS_DECODE_QKV_ATTN=1; passing on the H200
      * at d17a3c7). */
