@@ -9,6 +9,8 @@
  * their floor), the 8B 3.486 (87%); the tensor-core consumers slower than the FMA ones. */
 #include "step_probe.h"
 
+#include <cooperative_groups.h>
+
 #include "cuda_common.cuh"
 #include "ring.cuh"
 #include "tma.cuh"
@@ -91,6 +93,115 @@ extern "C" int orthros_probe_barrier(unsigned *words, unsigned *sync, unsigned *
     void *args[] = {&words, &sync, &errors, &rounds};
     ORTHROS_CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)kernel, dim3((unsigned)blocks),
                                                    dim3(PROBE_THREADS), args, 0, stream));
+    return 0;
+}
+
+/* ---- the cluster probe (step_probe.h) ---- */
+/* The SM's clock, in program order with the volatile loads and stores around it. */
+static __device__ __forceinline__ long long cp_clock()
+{
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;\n" : "=l"(t)::"memory");
+    return t;
+}
+static __device__ __forceinline__ unsigned cp_ld_local(uint32_t a)
+{
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
+    return v;
+}
+static __device__ __forceinline__ unsigned cp_ld_remote(uint32_t a)
+{
+    unsigned v;
+    asm volatile("ld.shared::cluster.u32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
+    return v;
+}
+/* The loaded value stored (so that the clock read after it waits for the load to land: a warp issues in order). */
+static __device__ __forceinline__ void cp_use(uint32_t sink, unsigned v)
+{
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(sink), "r"(v) : "memory");
+}
+
+static __global__ void __launch_bounds__(PROBE_THREADS)
+    cluster_probe_kernel(unsigned long long *cycles, unsigned *errors, int rounds)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ unsigned word, sink;
+    cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
+    const unsigned rank = cl.block_rank(), n = cl.num_blocks(), next = (rank + 1) % n;
+    if (threadIdx.x == 0) word = rank + 1u;
+    cl.sync();
+    const uint32_t local = smem_addr(&word), snk = smem_addr(&sink);
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(next));
+    unsigned long long acc[ORTHROS_CLUSTER_PROBE_SEGMENTS] = {};
+    unsigned bad = 0;
+    for (int r = 0; r < rounds; r++) {
+        long long t0 = cp_clock();
+        cl.sync();                                   /* 0: cluster.sync (arrive.release, wait.acquire) */
+        long long t1 = cp_clock();
+        unsigned v = cp_ld_local(local);             /* 1: the first own shared load after it */
+        cp_use(snk, v);
+        long long t2 = cp_clock();
+        bad += v != rank + 1u;
+        cl.sync();
+        long long t3 = cp_clock();
+        v = cp_ld_remote(remote);                    /* 2: the first remote load after a cluster.sync */
+        cp_use(snk, v);
+        long long t4 = cp_clock();
+        bad += v != next + 1u;
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;\n" ::: "memory");
+        long long t5 = cp_clock();                   /* 3: arrive.relaxed, then the wait */
+        v = cp_ld_local(local);                      /* 4: the first own shared load after that */
+        cp_use(snk, v);
+        long long t6 = cp_clock();
+        __syncthreads();
+        long long t7 = cp_clock();
+        v = cp_ld_local(local);                      /* 5: an own shared load after a block barrier alone */
+        cp_use(snk, v);
+        long long t8 = cp_clock();
+        v = cp_ld_remote(remote);                    /* 6: a remote load with no barrier just before it */
+        cp_use(snk, v);
+        long long t9 = cp_clock();
+        bad += v != next + 1u;
+        const long long d[ORTHROS_CLUSTER_PROBE_SEGMENTS] = {t1 - t0, t2 - t1, t4 - t3, t5 - t4, t6 - t5, t8 - t7,
+                                                             t9 - t8};
+#pragma unroll
+        for (int k = 0; k < ORTHROS_CLUSTER_PROBE_SEGMENTS; k++) acc[k] += (unsigned long long)d[k];
+    }
+    cl.sync(); /* the last remote reads done before any block's shared memory goes */
+    if (threadIdx.x == 0) {
+        for (int k = 0; k < ORTHROS_CLUSTER_PROBE_SEGMENTS; k++) atomicAdd(cycles + k, acc[k]);
+        if (bad) atomicAdd(errors, bad);
+    }
+#endif
+}
+
+extern "C" int orthros_probe_cluster(unsigned long long *cycles, unsigned *errors, int clusters, int size, int rounds,
+                                     cudaStream_t stream)
+{
+    if (!cycles || !errors || clusters < 1 || size < 2 || size > 16 || rounds < 1)
+        return orthros_error(ORTHROS_EINVAL, "probe cluster: %d clusters of %d blocks, %d rounds (2-16 blocks)",
+                             clusters, size, rounds);
+    int dev = 0, major = 0;
+    ORTHROS_CUDA_CHECK(cudaGetDevice(&dev));
+    ORTHROS_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    if (major < 9) return orthros_error(ORTHROS_EUNSUPPORTED, "probe cluster: thread-block clusters need sm_90");
+    if (size > 8)
+        ORTHROS_CUDA_CHECK(
+            cudaFuncSetAttribute((const void *)cluster_probe_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1] = {};
+    cfg.gridDim = dim3((unsigned)(clusters * size));
+    cfg.blockDim = dim3(PROBE_THREADS);
+    cfg.stream = stream;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = (unsigned)size;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    ORTHROS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_probe_kernel, cycles, errors, rounds));
     return 0;
 }
 

@@ -10,7 +10,8 @@
  * Timing: each sample is K back-to-back launches between two stream syncs, read on the host clock, divided
  * by K (K is chosen so that a sample lasts a few ms, which drowns the sync); 3 warm-up samples, then 7
  * timed ones; the median is reported and every sample kept in the JSON. The step probes (op step_probe: a kernel
- * boundary, a grid barrier) are timed on CUDA events of their own stream instead, 20 launches a sample.
+ * boundary, a grid barrier) are timed on CUDA events of their own stream instead, 20 launches a sample; the cluster
+ * probe (op cluster_probe) on the SM's clock inside its kernel, printed only.
  * Usage: bench_kernels [out.json] [--quick] [--only OP] [--gemv-kind KIND] [--gemv-proj PROJ]  (--only: just the ops
  * whose name contains OP; --gemv-kind: of the gemv cells' kinds just cuBLAS, the reference, and KIND, e.g. fused-v6;
  * --gemv-proj: of the projections just PROJ, qkv, o, gate_up, down or head: with both, a profiler's first launches of
@@ -1411,6 +1412,47 @@ static void bench_step_probe(int sms)
     cudaStreamDestroy(st);
 }
 
+/* The cluster probe (step_probe.h): v8's cluster shape at batch 1 (8 clusters of 9 blocks) and one of 2, 2000 rounds;
+ * each segment's mean cycles a block and round, and in ns at the device's clock. Printed, not recorded (cycles from
+ * the SM's own clock, not a time of the run's kind). */
+static void bench_cluster_probe(void)
+{
+    if (!want("cluster_probe")) return;
+    static const char *what[ORTHROS_CLUSTER_PROBE_SEGMENTS] = {
+        "cluster.sync", "own load after it", "remote load after cluster.sync", "arrive.relaxed + wait",
+        "own load after that", "own load after __syncthreads", "remote load, no barrier before"};
+    unsigned long long *cyc = NULL, h[ORTHROS_CLUSTER_PROBE_SEGMENTS];
+    unsigned *err = NULL, errors = 0;
+    int dev = 0, khz = 0;
+    cuda_must(cudaGetDevice(&dev), "device");
+    cuda_must(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev), "clock");
+    cuda_must(cudaMalloc((void **)&cyc, sizeof h), "alloc");
+    cuda_must(cudaMalloc((void **)&err, sizeof errors), "alloc");
+    const int shapes[][2] = {{8, 9}, {8, 2}}, rounds = 2000;
+    for (int i = 0; i < 2; i++) {
+        const int clusters = shapes[i][0], size = shapes[i][1];
+        cuda_must(cudaMemset(cyc, 0, sizeof h), "memset");
+        cuda_must(cudaMemset(err, 0, sizeof errors), "memset");
+        const int rc = orthros_probe_cluster(cyc, err, clusters, size, rounds, 0);
+        if (rc == ORTHROS_EUNSUPPORTED) {
+            printf("cluster_probe: %s\n", orthros_last_error());
+            break;
+        }
+        must(rc, "probe cluster");
+        cuda_must(cudaDeviceSynchronize(), "sync");
+        cuda_must(cudaMemcpy(h, cyc, sizeof h, cudaMemcpyDeviceToHost), "copy");
+        cuda_must(cudaMemcpy(&errors, err, sizeof errors, cudaMemcpyDeviceToHost), "copy");
+        if (errors) must(orthros_error(ORTHROS_EDEVICE, "probe cluster: %u loads read a wrong word", errors), "probe");
+        const double n = (double)clusters * size * rounds;
+        printf("%-22s %d clusters of %d, %d rounds, cycles a block and round (ns at %d MHz):\n", "cluster_probe",
+               clusters, size, rounds, khz / 1000);
+        for (int k = 0; k < ORTHROS_CLUSTER_PROBE_SEGMENTS; k++)
+            printf("%-22s   %-34s %8.1f (%7.1f ns)\n", "", what[k], h[k] / n, h[k] / n / (khz * 1e-6));
+    }
+    cudaFree(cyc);
+    cudaFree(err);
+}
+
 int main(int argc, char **argv)
 {
     const char *json_path = NULL;
@@ -1575,6 +1617,7 @@ int main(int argc, char **argv)
 
     bench_step_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
     bench_stream_probe(be->info.sm_count > 0 ? be->info.sm_count : 132);
+    bench_cluster_probe();
     /* the ring chain's diagnosis: not with --quick (the perf gate's rounds) unless asked for by name */
     if (!quick || only) bench_ring_chain(be->info.sm_count > 0 ? be->info.sm_count : 132);
     if (!quick || only) bench_fused_parts(be->info.sm_count > 0 ? be->info.sm_count : 132);

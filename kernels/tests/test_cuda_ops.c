@@ -2136,6 +2136,62 @@ static void decode_bound_suite(void)
     }
 }
 
+/* The cluster probe against what its loads must read (step_probe.h): every block's own word rank + 1 and the next
+ * rank's next + 1, every segment's cycles counted; clusters of 2, 8 (the portable most) and 9 and 16 (v8's sizes,
+ * non-portable). */
+static void test_cluster_probe(void)
+{
+    unsigned long long *cyc = NULL;
+    unsigned *err = NULL;
+    if (cudaMalloc((void **)&cyc, ORTHROS_CLUSTER_PROBE_SEGMENTS * sizeof *cyc) != cudaSuccess ||
+        cudaMalloc((void **)&err, sizeof *err) != cudaSuccess)
+        die("cluster probe alloc");
+    const int cases[][3] = {{2, 3, 1}, {8, 5, 7}, {9, 8, 20}, {16, 2, 3}}; /* size, clusters, rounds */
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int size = cases[i][0], clusters = cases[i][1], rounds = cases[i][2];
+        char name[160];
+        snprintf(name, sizeof name, "probe cluster, %d clusters of %d, %d rounds: loads read their words (exact)",
+                 clusters, size, rounds);
+        unsigned long long h[ORTHROS_CLUSTER_PROBE_SEGMENTS];
+        unsigned errors = 0;
+        if (cudaMemset(cyc, 0, sizeof h) != cudaSuccess || cudaMemset(err, 0, sizeof *err) != cudaSuccess)
+            die("cluster probe memset");
+        const int rc = orthros_probe_cluster(cyc, err, clusters, size, rounds, 0);
+        if (rc == ORTHROS_EUNSUPPORTED) {
+            printf("SKIP %s: %s\n", name, orthros_last_error());
+            continue;
+        }
+        if (rc || cudaDeviceSynchronize() != cudaSuccess ||
+            cudaMemcpy(h, cyc, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess ||
+            cudaMemcpy(&errors, err, sizeof errors, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            op_rc(rc ? rc : ORTHROS_EDEVICE, name);
+            continue;
+        }
+        int empty = 0;
+        for (int k = 0; k < ORTHROS_CLUSTER_PROBE_SEGMENTS; k++) empty += h[k] == 0;
+        float z = 0.0f, w = (float)errors, e = (float)empty;
+        report(name, &z, &w, 1, 0);
+        snprintf(name, sizeof name, "probe cluster, %d clusters of %d: every segment counted", clusters, size);
+        report(name, &z, &e, 1, 0);
+    }
+    cudaFree(cyc);
+    cudaFree(err);
+    /* refused before any launch: no words, 17 blocks, 1 block */
+    unsigned long long fake_c = 0;
+    unsigned fake_e = 0;
+    const int bad[3] = {orthros_probe_cluster(NULL, NULL, 1, 2, 1, 0),
+                        orthros_probe_cluster(&fake_c, &fake_e, 1, 17, 1, 0),
+                        orthros_probe_cluster(&fake_c, &fake_e, 1, 1, 1, 0)};
+    for (int i = 0; i < 3; i++) {
+        if (bad[i] != ORTHROS_EINVAL) {
+            printf("FAIL probe cluster: bad arguments %d not refused (rc %d)\n", i, bad[i]);
+            n_fail++;
+        } else {
+            n_pass++;
+        }
+    }
+}
+
 /* The step probes against the counts they must leave (step_probe.h): a chain of n kernels adds n to every block's
  * word; a barrier kernel of r rounds sees every block's word at each round, leaves them at r, the arrival count at
  * 0 and the generation advanced by 2 r (the flat barrier: the count at 2 r blocks, the generation 0). */
@@ -2366,7 +2422,7 @@ static void with_switch(const char *var, const char *val, void (*suite)(void))
 static const char *const section_names[] = {
     "ops",       "gemmlt",  "full",      "linear",      "prefill5", "read",      "prefill6",  "decode6",
     "linear5",   "decode7", "prefill7",  "readprobe",   "linear7",  "window",    "windowpass", "stepprobe",
-    "streamprobe", "gemv",  "decodebound", "gemvnorm",  "gemvearly", "gemvchain", "decode8",  "attno",
+    "streamprobe", "clusterprobe", "gemv",  "decodebound", "gemvnorm",  "gemvearly", "gemvchain", "decode8",  "attno",
     "qkvattn",   "head8",   "mlp",
 };
 #define N_SECTIONS ((int)(sizeof section_names / sizeof section_names[0]))
@@ -2509,6 +2565,8 @@ int main(int argc, char **argv)
     if (section("window")) window_suite(3, ORTHROS_ATTN_LINEAR_PREFILL_LATEST);
     if (section("stepprobe")) test_step_probe();
     if (section("streamprobe")) test_stream_probe();
+    /* The cluster probe (written 2026-12-06, not yet run on a GPU). */
+    if (section("clusterprobe")) test_cluster_probe();
     /* The whole-model decode work (docs/kernels.md, "Whole-model decode"; passing on the H200 at 3ba2852): the
      * GEMV kernel through ORTHROS_GEMV and the fused decode ops, then the decode kernels planned for a bound. */
     if (section("gemv")) {
