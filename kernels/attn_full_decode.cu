@@ -946,13 +946,6 @@ static __global__ void __maxnreg__(160)
     attn_decode_tma_body<D, true, true, false, LEAN>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
-/* A cluster barrier whose arrival orders nothing (barrier.cluster.arrive.relaxed, then the wait): for a barrier that
- * only keeps a block's shared memory alive until the cluster's other blocks have read it. */
-static __device__ __forceinline__ void cluster_arrive_relaxed_wait()
-{
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;\n" ::: "memory");
-}
-
 /* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
  * the warps' partials go to shared memory (the ring's space, free once every copy landed and every read is done)
  * and the block merges them into one, row by row (max of the warps' m, then the weighted sums); the cluster, the

@@ -176,6 +176,13 @@ struct step_stamps {
 #endif
 };
 
+/* A cluster barrier whose arrival orders nothing (barrier.cluster.arrive.relaxed, then the wait): for a barrier that
+ * only keeps a block's shared memory alive until the cluster's other blocks have read it (sm_90). */
+static __device__ __forceinline__ void cluster_arrive_relaxed_wait()
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+
 /* A load with acquire semantics at GPU scope (past L1): what a grid barrier's waiters poll. */
 static __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *p)
 {

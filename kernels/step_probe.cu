@@ -150,7 +150,7 @@ static __global__ void __launch_bounds__(PROBE_THREADS)
         cp_use(snk, v);
         long long t4 = cp_clock();
         bad += v != next + 1u;
-        asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;\n" ::: "memory");
+        cluster_arrive_relaxed_wait();
         long long t5 = cp_clock();                   /* 3: arrive.relaxed, then the wait */
         v = cp_ld_local(local);                      /* 4: the first own shared load after that */
         cp_use(snk, v);
