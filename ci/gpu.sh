@@ -75,8 +75,9 @@
 #                ORTHROS_ATTN_DECODE_REGS=160, v8 held to 160 registers; -qkvbN-areg160: both; fused-graphs-alean,
 #                -nolean: with ORTHROS_ATTN_DECODE_LEAN=1 or 0, v8's softmax in its lean form (the default) or as
 #                written (not in "all"); fused-graphs-apush: with ORTHROS_ATTN_DECODE_PUSH=1, v8's merge pushed to
-#                each cluster's rank 0 (not in "all"); fused-graphs-arelax: with ORTHROS_ATTN_DECODE_RELAXED=1, v8's
-#                barriers that only keep shared memory alive arriving relaxed (not in "all");
+#                each cluster's rank 0 (not in "all"); fused-graphs-arelax, -norelax: with
+#                ORTHROS_ATTN_DECODE_RELAXED=1 or 0, v8's barriers that only keep shared memory alive arriving relaxed
+#                (the default) or with cluster.sync's release (not in "all");
 #                fused-graphs-carve0 ... -carve100: with
 #                ORTHROS_GEMV_CARVEOUT=N, gemv.cu's launches asking N% of the largest shared memory (0: the
 #                largest L1; 85: the decode attention's split; not in "all"); fused-graphs-balance0,
@@ -283,6 +284,7 @@ if [ -n "$DECODE" ]; then
             fused-graphs-nolean) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_LEAN=0) ;;
             fused-graphs-apush) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_PUSH=1) ;;
             fused-graphs-arelax) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_RELAXED=1) ;;
+            fused-graphs-norelax) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_RELAXED=0) ;;
             fused-graphs-carve[0-9] | fused-graphs-carve[1-9][0-9] | fused-graphs-carve100)
                 envs=("${fused[@]}" ORTHROS_GEMV_CARVEOUT="${mode#fused-graphs-carve}") ;;
             fused-graphs-balance[01]) envs=("${fused[@]}" ORTHROS_GEMV_BALANCE=${mode#fused-graphs-balance}) ;;
@@ -341,7 +343,7 @@ printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe e2e_recipe generate \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
     decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-head8d3 decode_fused-graphs-head8d4 decode_fused-graphs-head8i decode_fused-graphs-head8id3 decode_fused-graphs-head8id4 decode_fused-graphs-nohead8 decode_fused-graphs-head8one decode_fused-graphs-attnearly decode_fused-graphs-kvpf8 decode_fused-graphs-kvpf16 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
-    decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-alean decode_fused-graphs-nolean decode_fused-graphs-apush decode_fused-graphs-arelax \
+    decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-alean decode_fused-graphs-nolean decode_fused-graphs-apush decode_fused-graphs-arelax decode_fused-graphs-norelax \
     decode_fused-graphs-balance0 decode_fused-graphs-balance1 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb* | fused-graphs-carve*) echo "decode_$m" ;; esac; done) \
     decode_anchor \

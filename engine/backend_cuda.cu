@@ -1364,8 +1364,9 @@ static int select_kernels(orthros_device_info *info)
  * registers (orthros_attn_full_decode_set_regs), ", attn regs 160"; ORTHROS_ATTN_DECODE_LEAN (0 or 1; unset:
  * ORTHROS_ATTN_DECODE_LEAN_DEFAULT) v8's softmax in its lean form or as written (orthros_attn_full_decode_set_lean),
  * ", attn lean N" where not the default; ORTHROS_ATTN_DECODE_PUSH (0 or 1) v8's merge pushed to each cluster's rank 0
- * (orthros_attn_full_decode_set_push), ", attn push"; ORTHROS_ATTN_DECODE_RELAXED (0 or 1) v8's barriers that only keep
- * shared memory alive arriving relaxed (orthros_attn_full_decode_set_relaxed), ", attn relaxed". */
+ * (orthros_attn_full_decode_set_push), ", attn push"; ORTHROS_ATTN_DECODE_RELAXED (0 or 1; unset:
+ * ORTHROS_ATTN_DECODE_RELAXED_DEFAULT) v8's barriers that only keep shared memory alive arriving relaxed or with
+ * cluster.sync's release (orthros_attn_full_decode_set_relaxed), ", attn relaxed N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1393,7 +1394,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     int balance = ORTHROS_GEMV_BALANCE_DEFAULT;
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
     long carveout = -1;
-    int attn_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT, attn_push = 0, attn_relaxed = 0;
+    int attn_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT, attn_push = 0, attn_relaxed = ORTHROS_ATTN_DECODE_RELAXED_DEFAULT;
     long head8_depth = 4, kvpf_mb = 0; /* head8: fastest 4 deep with the integer screen (an H100, 2026-12-05) */
     if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
         (rc = env_whole("ORTHROS_DECODE_KVPF_MB", 0, 1024, "MiB", &kvpf_mb)))
@@ -1459,8 +1460,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn lean %d", attn_lean);
     if (used < sizeof info->kernels && attn_push)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn push");
-    if (used < sizeof info->kernels && attn_relaxed)
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn relaxed");
+    if (used < sizeof info->kernels && attn_relaxed != ORTHROS_ATTN_DECODE_RELAXED_DEFAULT)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn relaxed %d", attn_relaxed);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

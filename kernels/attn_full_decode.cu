@@ -1201,7 +1201,7 @@ int orthros_attn_full_decode_force_splits(int nsplit)
 static int dec8_regs = 0;
 static bool dec8_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT == 1; /* orthros_attn_full_decode_set_lean */
 static bool dec8_push = false; /* orthros_attn_full_decode_set_push */
-static bool dec8_end_relaxed = false; /* orthros_attn_full_decode_set_relaxed */
+static bool dec8_end_relaxed = ORTHROS_ATTN_DECODE_RELAXED_DEFAULT == 1; /* orthros_attn_full_decode_set_relaxed */
 
 int orthros_attn_full_decode_set_regs(int regs)
 {

@@ -129,10 +129,13 @@ int orthros_attn_full_decode_set_lean(int lean);
 int orthros_attn_full_decode_set_push(int push);
 /* v8's cluster barriers that only keep a block's shared memory alive until the others have read it (the pulled
  * merge's second, unless the O product follows and reads the outputs across the cluster; dec8_o's after its gather)
- * arrive relaxed (barrier.cluster.arrive.relaxed) instead of with cluster.sync's release, whose SASS is MEMBAR.ALL.GPU
- * and so waits for the thread's stores of the outputs to be visible GPU-wide before the barrier can complete. The
- * same sums, the same bits. Process-wide; anything but 0 or 1 returns ORTHROS_EINVAL. docs/kernels.md, "v8's end
- * barrier relaxed". */
+ * arrive relaxed (1, ORTHROS_ATTN_DECODE_RELAXED_DEFAULT: barrier.cluster.arrive.relaxed, then the wait) or with
+ * cluster.sync's release (0), whose SASS is MEMBAR.ALL.GPU and so waits for the thread's stores of the outputs to be
+ * visible GPU-wide before the barrier can complete (~450 ns a barrier in a cluster of 9 on an H100: the cluster
+ * probe). The same sums, the same bits. The default since it measured 0.65% off the 1B 4K step and 0.42% off the 8B
+ * 4K one on an H100 (docs/kernels.md, "v8's end barrier relaxed"). Process-wide; anything but 0 or 1 returns
+ * ORTHROS_EINVAL. */
+#define ORTHROS_ATTN_DECODE_RELAXED_DEFAULT 1
 int orthros_attn_full_decode_set_relaxed(int on);
 /* The kernel version a call with these parameters runs under the process's settings (v8 may run 7, 6-8 may run 4)
  * and its split count (for v8 the cluster size), as orthros_attn_full_decode_bf16 would plan it. */

@@ -441,7 +441,7 @@ static void bench_decode_cluster(int d, int B, int L)
         record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
         /* v8 in its other forms, the same call alone: held to 160 registers (orthros_attn_full_decode_set_regs), its
          * softmax as written (orthros_attn_full_decode_set_lean), its merge pushed (orthros_attn_full_decode_set_push),
-         * its end barrier relaxed (orthros_attn_full_decode_set_relaxed); each set, timed, put back to its default */
+         * its end barrier with cluster.sync's release (orthros_attn_full_decode_set_relaxed); each set, timed, put back to its default */
         static const struct {
             int (*set)(int);
             int on, dflt;
@@ -449,7 +449,7 @@ static void bench_decode_cluster(int d, int B, int L)
         } forms[] = {{orthros_attn_full_decode_set_regs, 160, 0, "regs=160"},
                      {orthros_attn_full_decode_set_lean, 0, ORTHROS_ATTN_DECODE_LEAN_DEFAULT, "lean=0"},
                      {orthros_attn_full_decode_set_push, 1, 0, "push=1"},
-                     {orthros_attn_full_decode_set_relaxed, 1, 0, "relaxed=1"}};
+                     {orthros_attn_full_decode_set_relaxed, 0, ORTHROS_ATTN_DECODE_RELAXED_DEFAULT, "relaxed=0"}};
         for (size_t f = 0; v == 8 && ran == 8 && f < sizeof forms / sizeof *forms; f++) {
             must(forms[f].set(forms[f].on), "decode form");
             t = time_op(run_attn, &a, samples);

@@ -22,7 +22,8 @@ fused-graphs-kw1, -kw2, -kw4: with ORTHROS_GEMV_KW=1, 2 or 4; fused-graphs-qkvbN
 fused-graphs-areg160: with ORTHROS_ATTN_DECODE_REGS=160 (-qkvbN-areg160: both); fused-graphs-alean, -nolean: with
 ORTHROS_ATTN_DECODE_LEAN=1 or 0, v8's softmax in its lean form (the default since 2026-12-06) or as written;
 fused-graphs-apush: with ORTHROS_ATTN_DECODE_PUSH=1, v8's merge pushed to each cluster's rank 0;
-fused-graphs-arelax: with ORTHROS_ATTN_DECODE_RELAXED=1, v8's barriers that only keep shared memory alive relaxed;
+fused-graphs-arelax, -norelax: with ORTHROS_ATTN_DECODE_RELAXED=1 or 0, v8's barriers that only keep shared memory
+alive relaxed (the default since 2026-12-06) or with cluster.sync's release;
 fused-graphs-carveN: with ORTHROS_GEMV_CARVEOUT=N, gemv.cu's launches asking N% of the largest shared memory;
 fused-graphs-mlp, -mlpring: with
 ORTHROS_DECODE_MLP=1 or 2; fused-graphs-chainring: with
@@ -59,7 +60,7 @@ MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-gra
          "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-v4", "fused-graphs-v5", "fused-graphs-v5s4",
          "fused-graphs-v5s8", "fused-graphs-v6", "fused-graphs-v6wg", "fused-graphs-head8",
          "fused-graphs-head8d3", "fused-graphs-head8d4", "fused-graphs-head8i", "fused-graphs-head8id3",
-         "fused-graphs-head8id4", "fused-graphs-nohead8", "fused-graphs-head8one", "fused-graphs-attnearly", "fused-graphs-alean", "fused-graphs-nolean", "fused-graphs-apush", "fused-graphs-arelax", "fused-graphs-carve0", "fused-graphs-kvpf8", "fused-graphs-kvpf16", "fused-graphs-chain", "fused-graphs-attn7", "fused-graphs-attn8",
+         "fused-graphs-head8id4", "fused-graphs-nohead8", "fused-graphs-head8one", "fused-graphs-attnearly", "fused-graphs-alean", "fused-graphs-nolean", "fused-graphs-apush", "fused-graphs-arelax", "fused-graphs-norelax", "fused-graphs-carve0", "fused-graphs-kvpf8", "fused-graphs-kvpf16", "fused-graphs-chain", "fused-graphs-attn7", "fused-graphs-attn8",
          "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl1", "fused-graphs-opdl2",
          "fused-graphs-opdl3",
          "fused-graphs-apdl", "fused-graphs-pdllate", "fused-graphs-pdllate-apdl", "fused-graphs-nopdllate",

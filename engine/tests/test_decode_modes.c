@@ -964,8 +964,9 @@ static int cuda_models(int nspec, char **specs)
      * the default forms back (its environment has neither switch). */
     v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_LEAN", "0", "attn lean 0", presets + 1);
     v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_PUSH", "1", "attn push", presets + 1);
-    /* v8's end barrier relaxed (ORTHROS_ATTN_DECODE_RELAXED=1; process-wide likewise) */
-    v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_RELAXED", "1", "attn relaxed", presets + 1);
+    /* v8's end barrier with cluster.sync's release (ORTHROS_ATTN_DECODE_RELAXED=0; relaxed is the default;
+     * process-wide likewise) */
+    v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_RELAXED", "0", "attn relaxed 0", presets + 1);
     v8_switch_against_plain(plain, "ORTHROS_DECODE_QKV_ATTN", "1", "qkv+attn", presets + 1);
     /* the grid balanced or not (ORTHROS_GEMV_BALANCE 0 and 1, process-wide, as the KW is): the fused step under graphs
      * against the plain step at batch 1 and MAX_B */
