@@ -956,6 +956,32 @@ static __global__ void __maxnreg__(160)
  * Pushed (p.merge_push): the block's merged partial goes into its slot of rank 0's shared memory instead (after a
  * barrier that says every block's ring is free, arrived before the warps' merge), and rank 0 alone forms the head's
  * outputs from its slots once every block has arrived again; the others exit. */
+/* The merge of n <= N partials (running max m, sum l, output x each; a partial with m = -inf is empty) in index
+ * order: acc = sum wt x, L = sum wt l with wt = 2^(m - M), M the largest m (returned). Branch-free (the entries past n
+ * count as empty, wt by ex2.approx.ftz: an empty partial's m - M is -inf and its weight 0, M taken as 0 where all are
+ * empty), so that the N weights' MUFUs issue back to back: the form with `m == -inf ? 0 : exp2f(m - M)` under
+ * `if (s < n)` compiled to a branch and exp2f's range handling an entry, the entries one after another on the same
+ * registers (SASS of v8 at 1B, instructions 3233-3456). */
+template <int N>
+static __device__ __forceinline__ float merge_weighted(float (&m)[N], const float (&l)[N], const float (&x)[N], int n,
+                                                       float &acc, float &L)
+{
+    float M = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < N; s++) {
+        if (s >= n) m[s] = -INFINITY;
+        M = fmaxf(M, m[s]);
+    }
+    const float Ms = M == -INFINITY ? 0.0f : M;
+    acc = 0.0f, L = 0.0f;
+#pragma unroll
+    for (int s = 0; s < N; s++) {
+        const float wt = ex2_ftz(m[s] - Ms);
+        if (s < n) acc = fmaf(wt, x[s], acc), L = fmaf(wt, l[s], L);
+    }
+    return M;
+}
+
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit,
@@ -985,15 +1011,14 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
     }
     for (int e = threadIdx.x; e < rows * D; e += T) {
         const int r = e / D;
-        float M = -INFINITY, acc = 0.0f, L = 0.0f;
-#pragma unroll
-        for (int w = 0; w < DEC6_WARPS; w++) M = fmaxf(M, wml[(w * DEC_ROWS + r) * 2]);
+        float m[DEC6_WARPS], l[DEC6_WARPS], x[DEC6_WARPS];
 #pragma unroll
         for (int w = 0; w < DEC6_WARPS; w++) {
-            const float m = wml[(w * DEC_ROWS + r) * 2], wt = m == -INFINITY ? 0.0f : exp2f(m - M);
-            acc += wt * wo[w * DEC_ROWS * D + e];
-            L += wt * wml[(w * DEC_ROWS + r) * 2 + 1];
+            const float2 ml = *(const float2 *)(wml + (w * DEC_ROWS + r) * 2);
+            m[w] = ml.x, l[w] = ml.y, x[w] = wo[w * DEC_ROWS * D + e];
         }
+        float acc, L;
+        const float M = merge_weighted<DEC6_WARPS>(m, l, x, DEC6_WARPS, acc, L);
         bo[e] = acc;
         if (e % D == 0) *(float2 *)(bml + r * 2) = make_float2(M, L);
     }
@@ -1011,26 +1036,16 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
     // across the cluster; pushed, rank 0 all of them from its own slots.
     for (int e = push ? threadIdx.x : rank * T + threadIdx.x; e < rows * D; e += push ? T : nsplit * T) {
         const int r = e / D;
-        float2 ml[MAXC];
-        float x[MAXC];
+        float m[MAXC], l[MAXC], x[MAXC];
 #pragma unroll
         for (int s = 0; s < MAXC; s++)
             if (s < nsplit) {
-                ml[s] = push ? *(const float2 *)(slots + s * SL + rows * D + r * 2)
-                             : *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
-                x[s] = push ? slots[s * SL + e] : *cluster.map_shared_rank(bo + e, s);
+                const float2 ml = push ? *(const float2 *)(slots + s * SL + rows * D + r * 2)
+                                       : *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
+                m[s] = ml.x, l[s] = ml.y, x[s] = push ? slots[s * SL + e] : *cluster.map_shared_rank(bo + e, s);
             }
-        float M = -INFINITY, acc = 0.0f, L = 0.0f;
-#pragma unroll
-        for (int s = 0; s < MAXC; s++)
-            if (s < nsplit) M = fmaxf(M, ml[s].x);
-#pragma unroll
-        for (int s = 0; s < MAXC; s++)
-            if (s < nsplit) {
-                const float wt = ml[s].x == -INFINITY ? 0.0f : exp2f(ml[s].x - M);
-                acc += wt * x[s];
-                L += wt * ml[s].y;
-            }
+        float acc, L;
+        merge_weighted<MAXC>(m, l, x, nsplit, acc, L);
         const bf16 y = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
         out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = y;
         if (p.o_w) S.hv[e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */

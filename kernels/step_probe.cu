@@ -164,8 +164,16 @@ static __global__ void __launch_bounds__(PROBE_THREADS)
         cp_use(snk, v);
         long long t9 = cp_clock();
         bad += v != next + 1u;
-        const long long d[ORTHROS_CLUSTER_PROBE_SEGMENTS] = {t1 - t0, t2 - t1, t4 - t3, t5 - t4, t6 - t5, t8 - t7,
-                                                             t9 - t8};
+        /* 7: the release as a fence before a relaxed arrival (the PTX model's release pattern), then the wait */
+        asm volatile("fence.acq_rel.cluster;\n" ::: "memory");
+        cluster_arrive_relaxed_wait();
+        long long t10 = cp_clock();
+        v = cp_ld_remote(remote);                    /* 8: the first remote load after that */
+        cp_use(snk, v);
+        long long t11 = cp_clock();
+        bad += v != next + 1u;
+        const long long d[ORTHROS_CLUSTER_PROBE_SEGMENTS] = {t1 - t0, t2 - t1, t4 - t3, t5 - t4,  t6 - t5,
+                                                             t8 - t7, t9 - t8, t10 - t9, t11 - t10};
 #pragma unroll
         for (int k = 0; k < ORTHROS_CLUSTER_PROBE_SEGMENTS; k++) acc[k] += (unsigned long long)d[k];
     }
