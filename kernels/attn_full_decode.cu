@@ -423,11 +423,18 @@ static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *s
 /* v8's largest cluster: 16 blocks (the non-portable maximum of sm_90). */
 #define DEC8_MAX_CLUSTER 16
 /* The pushed merge's slots in rank 0's shared memory (orthros_attn_full_decode_set_push): a block's merged partial,
- * rows x (D + 2) floats (its outputs, then each row's max and sum), for up to 16 blocks of 4 rows at head dim 128.
+ * rows x D floats of outputs, then each row's max and sum (dec8_push_slot), for up to 16 blocks of 4 rows at head
+ * dim 128.
  * They lie in the ring, past what dec8_smem puts there (dec8_smem::SLOTS), so that the pushed form takes no more
  * shared memory than the pulled one: a block of more would take the SM's largest carveout and leave the products
  * after it a smaller L1 (slots past the ring, 7cd0a70, made the step slower). */
 #define DEC8_PUSH_BYTES (16 * 4 * (128 + 2) * 4)
+/* A pushed slot's floats for `rows` rows at head dim d: the outputs, then the (max, sum) pairs padded to 16 bytes, so
+ * that every slot starts 16-byte aligned for the merge's 4-wide loads and stores. */
+static __host__ __device__ __forceinline__ int dec8_push_slot(int rows, int d)
+{
+    return rows * d + (rows * 2 + 3) / 4 * 4;
+}
 /* o_scratch: the counters [B][DEC8_MAX_CLUSTER] (padded to 256 bytes), then the partials [B][Hkv][o_M] fp32. */
 static __host__ __device__ __forceinline__ size_t dec8_o_count_bytes(int B)
 {
@@ -956,15 +963,16 @@ static __global__ void __maxnreg__(160)
  * Pushed (p.merge_push): the block's merged partial goes into its slot of rank 0's shared memory instead (after a
  * barrier that says every block's ring is free, arrived before the warps' merge), and rank 0 alone forms the head's
  * outputs from its slots once every block has arrived again; the others exit. */
-/* The merge of n <= N partials (running max m, sum l, output x each; a partial with m = -inf is empty) in index
+/* The merge of n <= N partials (running max m, sum l, V outputs x each; a partial with m = -inf is empty) in index
  * order: acc = sum wt x, L = sum wt l with wt = 2^(m - M), M the largest m (returned). Branch-free (the entries past n
  * count as empty, wt by ex2.approx.ftz: an empty partial's m - M is -inf and its weight 0, M taken as 0 where all are
- * empty), so that the N weights' MUFUs issue back to back: the form with `m == -inf ? 0 : exp2f(m - M)` under
- * `if (s < n)` compiled to a branch and exp2f's range handling an entry, the entries one after another on the same
- * registers (SASS of v8 at 1B, instructions 3233-3456). */
-template <int N>
-static __device__ __forceinline__ float merge_weighted(float (&m)[N], const float (&l)[N], const float (&x)[N], int n,
-                                                       float &acc, float &L)
+ * empty), so that the N weights' MUFUs issue back to back, and one weight serves V outputs of the row: the form with
+ * `m == -inf ? 0 : exp2f(m - M)` under `if (s < n)`, an output a thread, compiled to a branch and exp2f's range
+ * handling an entry, the entries one after another on the same registers (SASS of v8 at 1B, instructions
+ * 3233-3456). */
+template <int N, int V>
+static __device__ __forceinline__ float merge_weighted(float (&m)[N], const float (&l)[N], const float (&x)[N][V],
+                                                       int n, float (&acc)[V], float &L)
 {
     float M = -INFINITY;
 #pragma unroll
@@ -973,11 +981,17 @@ static __device__ __forceinline__ float merge_weighted(float (&m)[N], const floa
         M = fmaxf(M, m[s]);
     }
     const float Ms = M == -INFINITY ? 0.0f : M;
-    acc = 0.0f, L = 0.0f;
+    L = 0.0f;
+#pragma unroll
+    for (int v = 0; v < V; v++) acc[v] = 0.0f;
 #pragma unroll
     for (int s = 0; s < N; s++) {
         const float wt = ex2_ftz(m[s] - Ms);
-        if (s < n) acc = fmaf(wt, x[s], acc), L = fmaf(wt, l[s], L);
+        if (s < n) {
+#pragma unroll
+            for (int v = 0; v < V; v++) acc[v] = fmaf(wt, x[s][v], acc[v]);
+            L = fmaf(wt, l[s], L);
+        }
     }
     return M;
 }
@@ -996,7 +1010,7 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
     const int rank = (int)cluster.block_rank();
     const int W = p.Hq * D;
     bf16 *out = (bf16 *)p.out + (size_t)b * p.n * W;
-    const int SL = rows * (D + 2); // a pushed slot: rows x D outputs, then rows x (max, sum)
+    const int SL = dec8_push_slot(rows, D); // a pushed slot: rows x D outputs, then rows x (max, sum), 16-byte whole
     const bool push = p.merge_push;
     __syncthreads();
     // Pushed: the ring's reads and copies are done in this block, so the others may write into its slots (in the
@@ -1009,17 +1023,19 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
         bo = cluster.map_shared_rank(slots + rank * SL, 0), bml = bo + rows * D;
     }
-    for (int e = threadIdx.x; e < rows * D; e += T) {
+    // four outputs a thread (a row's d is a multiple of 4: one row, one set of weights, 16-byte loads and stores)
+    for (int e = threadIdx.x * 4; e < rows * D; e += T * 4) {
         const int r = e / D;
-        float m[DEC6_WARPS], l[DEC6_WARPS], x[DEC6_WARPS];
+        float m[DEC6_WARPS], l[DEC6_WARPS], x[DEC6_WARPS][4];
 #pragma unroll
         for (int w = 0; w < DEC6_WARPS; w++) {
             const float2 ml = *(const float2 *)(wml + (w * DEC_ROWS + r) * 2);
-            m[w] = ml.x, l[w] = ml.y, x[w] = wo[w * DEC_ROWS * D + e];
+            const float4 v = *(const float4 *)(wo + w * DEC_ROWS * D + e);
+            m[w] = ml.x, l[w] = ml.y, x[w][0] = v.x, x[w][1] = v.y, x[w][2] = v.z, x[w][3] = v.w;
         }
-        float acc, L;
-        const float M = merge_weighted<DEC6_WARPS>(m, l, x, DEC6_WARPS, acc, L);
-        bo[e] = acc;
+        float acc[4], L;
+        const float M = merge_weighted<DEC6_WARPS, 4>(m, l, x, DEC6_WARPS, acc, L);
+        *(float4 *)(bo + e) = make_float4(acc[0], acc[1], acc[2], acc[3]);
         if (e % D == 0) *(float2 *)(bml + r * 2) = make_float2(M, L);
     }
     stamps.phase(3); // (a stamped build: the block's partial merged, past the cluster's barrier, its share stored)
@@ -1032,23 +1048,30 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         cluster.sync();
     }
     stamps.phase(4);
-    // The head's outputs from the cluster's partials, in split order: pulled, each rank a share of the elements read
-    // across the cluster; pushed, rank 0 all of them from its own slots.
-    for (int e = push ? threadIdx.x : rank * T + threadIdx.x; e < rows * D; e += push ? T : nsplit * T) {
+    // The head's outputs from the cluster's partials, in split order, four a thread: pulled, each rank a share of
+    // them read across the cluster (outputs 4 (r T .. r T + T - 1), then every 4 nsplit T-th); pushed, rank 0 all of
+    // them from its own slots.
+    for (int e = (push ? threadIdx.x : rank * T + threadIdx.x) * 4; e < rows * D; e += (push ? T : nsplit * T) * 4) {
         const int r = e / D;
-        float m[MAXC], l[MAXC], x[MAXC];
+        float m[MAXC], l[MAXC], x[MAXC][4];
 #pragma unroll
         for (int s = 0; s < MAXC; s++)
             if (s < nsplit) {
                 const float2 ml = push ? *(const float2 *)(slots + s * SL + rows * D + r * 2)
                                        : *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
-                m[s] = ml.x, l[s] = ml.y, x[s] = push ? slots[s * SL + e] : *cluster.map_shared_rank(bo + e, s);
+                const float4 v = push ? *(const float4 *)(slots + s * SL + e)
+                                      : *(const float4 *)cluster.map_shared_rank(bo + e, s);
+                m[s] = ml.x, l[s] = ml.y, x[s][0] = v.x, x[s][1] = v.y, x[s][2] = v.z, x[s][3] = v.w;
             }
-        float acc, L;
-        merge_weighted<MAXC>(m, l, x, nsplit, acc, L);
-        const bf16 y = __float2bfloat16(L > 0.0f ? acc / L : 0.0f);
-        out[(size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D] = y;
-        if (p.o_w) S.hv[e] = __bfloat162float(y); /* for dec8_o: the head's outputs as rounded */
+        float acc[4], L;
+        merge_weighted<MAXC, 4>(m, l, x, nsplit, acc, L);
+        bf16 y[4];
+#pragma unroll
+        for (int v = 0; v < 4; v++) y[v] = __float2bfloat16(L > 0.0f ? acc[v] / L : 0.0f);
+        *(uint2 *)(out + (size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D) = *(const uint2 *)y;
+        if (p.o_w) /* for dec8_o: the head's outputs as rounded */
+            *(float4 *)(S.hv + e) = make_float4(__bfloat162float(y[0]), __bfloat162float(y[1]),
+                                                __bfloat162float(y[2]), __bfloat162float(y[3]));
     }
     stamps.phase(5);
     // The second barrier only keeps each block's shared memory until the others have read it (their reads' values
@@ -1063,7 +1086,7 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
 }
 
 /* v8's O product, after dec8_merge (p.n == 1, so the head's rows are its g query heads): every block gathers the
- * g d outputs of its kv head from the ranks that merged them (element e from rank (e / T) % nsplit), multiplies
+ * g d outputs of its kv head from the ranks that merged them (element e from rank (e / 4T) % nsplit), multiplies
  * its rows of O (dec8_o_rows) by them over this head's g d columns (a warp R rows at a time, a lane's 16-byte
  * chunks, fp32 sums, a butterfly per row), and stores the sums in o_scratch's partials [B][Hkv][o_M]. The last of
  * the Hkv blocks of one rank to arrive (a counter per (sequence, rank), the threadfence-reduction pattern) adds
@@ -1081,7 +1104,7 @@ static __device__ void dec8_o(const orthros_attn_full_decode_params &p, float *s
     int *last = S.last;
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     const int rank = (int)cluster.block_rank();
-    for (int e = threadIdx.x; e < Wk; e += T) xo[e] = *cluster.map_shared_rank(hv + e, (e / T) % nsplit);
+    for (int e = threadIdx.x; e < Wk; e += T) xo[e] = *cluster.map_shared_rank(hv + e, (e / (4 * T)) % nsplit);
     /* every block has its copy (the loads' values are stored above): the owners' shared memory may go. Relaxed, the
      * block barrier first orders the copy's stores for the block's other threads, which the product below reads. */
     if (p.end_relaxed) {
@@ -1378,7 +1401,7 @@ static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, 
 {
     // the pushed merge where its slots hold the call's partials (not with O or q/k/v fused: those pull)
     const bool push = dec8_push && !QKV && !p->o_w &&
-                      (size_t)p->n * (p->Hq / p->Hkv) * (D + 2) * sizeof(float) * nsplit <= DEC8_PUSH_BYTES;
+                      (size_t)dec8_push_slot(p->n * (p->Hq / p->Hkv), D) * sizeof(float) * nsplit <= DEC8_PUSH_BYTES;
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
     dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream);
