@@ -1421,7 +1421,8 @@ static void bench_cluster_probe(void)
     static const char *what[ORTHROS_CLUSTER_PROBE_SEGMENTS] = {
         "cluster.sync", "own load after it", "remote load after cluster.sync", "arrive.relaxed + wait",
         "own load after that", "own load after __syncthreads", "remote load, no barrier before",
-        "fence.acq_rel.cluster + relaxed", "remote load after that"};
+        "fence.acq_rel.cluster + relaxed", "remote load after that",
+        "gather's loads, every rank", "the same from own memory"};
     unsigned long long *cyc = NULL, h[ORTHROS_CLUSTER_PROBE_SEGMENTS];
     unsigned *err = NULL, errors = 0;
     int dev = 0, khz = 0;
