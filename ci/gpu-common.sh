@@ -4,7 +4,7 @@
 # on), moves to the repository root (ROOT), sets BUILD (ORTHROS_GPU_BUILD, default build-gpu) and ARCHS
 # (ORTHROS_CUDA_ARCHS, default 90a), puts cJSON from .deps on the library path when present, and defines `step`,
 # which runs one step with its output teed to a log in $OUT and its result kept in the `status` array,
-# `memcheck_sections` (ci/gpu.sh's memcheck step), and `decode_spec` and `decode_bench` (below).
+# `memcheck_sections` (ci/gpu.sh's memcheck step), `decode_spec` and `decode_bench`, and `run_commit` (below).
 # The first argument is the output folder: one that starts with "-" is an option given first (--help among them).
 case "$OUT" in
     -*) echo "$(basename "$0"): the first argument is OUTDIR, the output folder, not an option ($OUT); the usage is in" \
@@ -114,4 +114,13 @@ decode_bench() {
         echo "$1: the bench failed (see $f.log)" >&2
         return 1
     fi
+}
+
+# The commit a run measures, for env.txt: ORTHROS_GIT_COMMIT where it is set and hex (what the build stamps into the
+# results, CMakeLists.txt: a copy of the tree whose .git lags names its commit so), else git's HEAD.
+run_commit() {
+    case "${ORTHROS_GIT_COMMIT:-}" in
+        "" | *[!0-9a-f]*) git rev-parse HEAD 2>/dev/null || true ;;
+        *) echo "$ORTHROS_GIT_COMMIT (ORTHROS_GIT_COMMIT; git's HEAD $(git rev-parse --short HEAD 2>/dev/null))" ;;
+    esac
 }

@@ -53,7 +53,7 @@ fi
     nvidia-smi topo -m 2>&1
     echo "-- NCCL: $NCCL_DIR"
     nvcc --version 2>&1 | tail -2
-    git rev-parse HEAD 2>/dev/null || true
+    run_commit
 } | tee "$OUT/env.txt"
 GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "$GPUS" -lt "$TP" ]; then

@@ -126,7 +126,7 @@ skipped() { case "$SKIP" in *",$1,"*) return 0 ;; esac; return 1; }
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv 2>&1
     nvcc --version 2>&1 | tail -2
     cmake --version | head -1
-    git rev-parse HEAD 2>/dev/null || true
+    run_commit
 } | tee "$OUT/env.txt"
 
 # Warnings are errors here as in ci/test.sh (ORTHROS_WERROR=OFF for a toolchain that warns where CI's does not).
