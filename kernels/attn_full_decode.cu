@@ -1012,12 +1012,6 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
     bf16 *out = (bf16 *)p.out + (size_t)b * p.n * W;
     const int SL = dec8_push_slot(rows, D); // a pushed slot: rows x D outputs, then rows x (max, sum), 16-byte whole
     const bool push = p.merge_push;
-    // Staged (pulled, where the cluster's partials fit this block's slots): this rank's share of every rank's partial
-    // is copied into its own slots before it merges (see below). The same condition in every block of the cluster.
-    const bool staged = !push && nsplit * SL * (int)sizeof(float) <= DEC8_PUSH_BYTES;
-    // Staged, the second barrier's arrival moves up to the end of the copies (relaxed; the wait stays at the end),
-    // so that the other ranks need not wait for this one's merge; not with O after it (dec8_o reads hv remotely).
-    const bool early_arrive = staged && p.end_relaxed && !p.o_w;
     __syncthreads();
     // Pushed: the ring's reads and copies are done in this block, so the others may write into its slots (in the
     // ring) once every block has arrived here; the wait is after this block's own merge of its warps.
@@ -1054,49 +1048,19 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
         cluster.sync();
     }
     stamps.phase(4);
-    if (staged) {
-        // This rank's share of the outputs (quads q = k nsplit T + rank T + t, t < T, as the merge below deals them)
-        // from every rank's partial into slot s of its own memory, and every rank's (max, sum) pairs: the pairs
-        // (rank, quad) dealt over the block's threads, every load issued before any store, so that a thread waits
-        // for one or two trips across the cluster; a thread merging its quad from nsplit ranks itself waited for
-        // about one trip a rank (the cluster probe's gather segment: ~95 ns a load a thread).
-        const int nq = rows * D / 4, span = nsplit * T;
-        const int SC = nq / span * T + min(max(nq % span - rank * T, 0), T); // this rank's quads
-        constexpr int U = (DEC8_PUSH_BYTES / 16 + T - 1) / T;               // pairs a thread at most
-        if (SC > 0) {
-            float4 cp[U];
-            float2 cm = make_float2(0.0f, 0.0f);
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int i = threadIdx.x + u * T, s = i / SC, j = i % SC, q = j / T * span + rank * T + j % T;
-                if (i < nsplit * SC) cp[u] = *(const float4 *)cluster.map_shared_rank(bo + q * 4, s);
-            }
-            const int ms = threadIdx.x / rows, mr = threadIdx.x % rows;
-            if (threadIdx.x < nsplit * rows) cm = *(const float2 *)cluster.map_shared_rank(bml + mr * 2, ms);
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int i = threadIdx.x + u * T, s = i / SC, j = i % SC, q = j / T * span + rank * T + j % T;
-                if (i < nsplit * SC) *(float4 *)(slots + s * SL + q * 4) = cp[u];
-            }
-            if (threadIdx.x < nsplit * rows) *(float2 *)(slots + ms * SL + rows * D + mr * 2) = cm;
-        }
-        __syncthreads(); // (the copies' loads are done: their values are stored)
-        if (early_arrive) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-    }
     // The head's outputs from the cluster's partials, in split order, four a thread: pulled, each rank a share of
-    // them (outputs 4 (r T .. r T + T - 1), then every 4 nsplit T-th), read from its slots where staged, else across
-    // the cluster; pushed, rank 0 all of them from its own slots.
-    const bool local = push || staged;
+    // them read across the cluster (outputs 4 (r T .. r T + T - 1), then every 4 nsplit T-th); pushed, rank 0 all of
+    // them from its own slots.
     for (int e = (push ? threadIdx.x : rank * T + threadIdx.x) * 4; e < rows * D; e += (push ? T : nsplit * T) * 4) {
         const int r = e / D;
         float m[MAXC], l[MAXC], x[MAXC][4];
 #pragma unroll
         for (int s = 0; s < MAXC; s++)
             if (s < nsplit) {
-                const float2 ml = local ? *(const float2 *)(slots + s * SL + rows * D + r * 2)
-                                        : *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
-                const float4 v = local ? *(const float4 *)(slots + s * SL + e)
-                                       : *(const float4 *)cluster.map_shared_rank(bo + e, s);
+                const float2 ml = push ? *(const float2 *)(slots + s * SL + rows * D + r * 2)
+                                       : *(const float2 *)cluster.map_shared_rank(bml + r * 2, s);
+                const float4 v = push ? *(const float4 *)(slots + s * SL + e)
+                                      : *(const float4 *)cluster.map_shared_rank(bo + e, s);
                 m[s] = ml.x, l[s] = ml.y, x[s][0] = v.x, x[s][1] = v.y, x[s][2] = v.z, x[s][3] = v.w;
             }
         float acc[4], L;
@@ -1115,8 +1079,7 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
     // arrive is MEMBAR.ALL.GPU, which waits for this thread's stores of the outputs to be visible to the whole GPU);
     // with the O product after it, dec8_o reads hv across the cluster, so the release stays.
     if (!push) {
-        if (early_arrive) asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
-        else if (p.end_relaxed && !p.o_w) cluster_arrive_relaxed_wait();
+        if (p.end_relaxed && !p.o_w) cluster_arrive_relaxed_wait();
         else cluster.sync();
     }
 #endif
