@@ -178,40 +178,32 @@ static __global__ void __launch_bounds__(PROBE_THREADS)
         long long t11 = cp_clock();
         bad += v != next + 1u;
         /* 9: the gather's loads: every thread a 16-byte and an 8-byte load from each rank of the cluster, all
-         * issued before any is used, then a block barrier (every rank at once: n times the traffic v8's rank 0 has) */
+         * issued before any is used, then a block barrier (every rank at once: n times the traffic v8's rank 0 has);
+         * 10: the same loads from the block's own memory (16 offsets), then the block barrier */
+        auto gather = [&](bool remote) {
+            float4 x[16];
+            float2 ml[16];
+#pragma unroll
+            for (int q = 0; q < 16; q++)
+                if (q < (int)n) {
+                    x[q] = remote ? *cl.map_shared_rank(&part[threadIdx.x], (unsigned)q)
+                                  : part[(threadIdx.x + 16u * q) % PROBE_THREADS];
+                    ml[q] = remote ? *cl.map_shared_rank(&pml[threadIdx.x % 16], (unsigned)q) : pml[q];
+                }
+            float sum = 0.0f;
+#pragma unroll
+            for (int q = 0; q < 16; q++)
+                if (q < (int)n) sum += x[q].x + ml[q].y;
+            cp_use(snk, __float_as_uint(sum));
+            __syncthreads();
+            return sum;
+        };
         __syncthreads();
         long long t12 = cp_clock();
-        float4 x[16];
-        float2 ml[16];
-#pragma unroll
-        for (int q = 0; q < 16; q++)
-            if (q < (int)n) {
-                x[q] = *cl.map_shared_rank(&part[threadIdx.x], (unsigned)q);
-                ml[q] = *cl.map_shared_rank(&pml[threadIdx.x % 16], (unsigned)q);
-            }
-        float sum = 0.0f;
-#pragma unroll
-        for (int q = 0; q < 16; q++)
-            if (q < (int)n) sum += x[q].x + ml[q].y;
-        cp_use(snk, __float_as_uint(sum));
-        __syncthreads();
+        bad += gather(true) != (float)(n * (n + 1u)); /* sum over the ranks q of 2 (q + 1) */
         long long t13 = cp_clock();
-        bad += sum != (float)(n * (n + 1u)); /* sum over the ranks q of 2 (q + 1) */
-        /* 10: the same loads from the block's own memory (16 offsets), then the block barrier */
-#pragma unroll
-        for (int q = 0; q < 16; q++)
-            if (q < (int)n) {
-                x[q] = part[(threadIdx.x + 16u * q) % PROBE_THREADS];
-                ml[q] = pml[q];
-            }
-        sum = 0.0f;
-#pragma unroll
-        for (int q = 0; q < 16; q++)
-            if (q < (int)n) sum += x[q].x + ml[q].y;
-        cp_use(snk, __float_as_uint(sum));
-        __syncthreads();
+        bad += gather(false) != 2.0f * rv * (float)n;
         long long t14 = cp_clock();
-        bad += sum != 2.0f * rv * (float)n;
         const long long d[ORTHROS_CLUSTER_PROBE_SEGMENTS] = {t1 - t0,   t2 - t1,   t4 - t3,   t5 - t4,
                                                              t6 - t5,   t8 - t7,   t9 - t8,   t10 - t9,
                                                              t11 - t10, t13 - t12, t14 - t13};
