@@ -953,16 +953,6 @@ static __global__ void __maxnreg__(160)
     attn_decode_tma_body<D, true, true, false, LEAN>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
-/* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
- * the warps' partials go to shared memory (the ring's space, free once every copy landed and every read is done)
- * and the block merges them into one, row by row (max of the warps' m, then the weighted sums); the cluster, the
- * nsplit blocks of this (sequence, kv head), synchronises, and rank r reads every rank's merged partial through
- * distributed shared memory for its share of the head's rows x d outputs (elements r T .. r T + T - 1, then
- * every nsplit T-th) and writes them as bf16; a second cluster barrier keeps each block's shared memory until
- * the others have read it. The sums are those of the combine kernel (weights exp2(m - M), output acc / L).
- * Pushed (p.merge_push): the block's merged partial goes into its slot of rank 0's shared memory instead (after a
- * barrier that says every block's ring is free, arrived before the warps' merge), and rank 0 alone forms the head's
- * outputs from its slots once every block has arrived again; the others exit. */
 /* The merge of n <= N partials (running max m, sum l, V outputs x each; a partial with m = -inf is empty) in index
  * order: acc = sum wt x, L = sum wt l with wt = 2^(m - M), M the largest m (returned). Branch-free (the entries past n
  * count as empty, wt by ex2.approx.ftz: an empty partial's m - M is -inf and its weight 0, M taken as 0 where all are
@@ -996,6 +986,17 @@ static __device__ __forceinline__ float merge_weighted(float (&m)[N], const floa
     return M;
 }
 
+/* v8's merge, at the end of a block of one kv head (8 warps, each with its own partial of the split's keys):
+ * the warps' partials go to shared memory (the ring's space, free once every copy landed and every read is done)
+ * and the block merges them into one, row by row (max of the warps' m, then the weighted sums); the cluster, the
+ * nsplit blocks of this (sequence, kv head), synchronises, and rank r reads every rank's merged partial through
+ * distributed shared memory for its share of the head's rows x d outputs (four a thread: elements 4 (r T .. r T +
+ * T - 1), then every 4 nsplit T-th) and writes them as bf16; a second cluster barrier keeps each block's shared
+ * memory until the others have read it. The sums are those of the combine kernel (weights 2^(m - M), output acc /
+ * L), the weights by ex2.approx.ftz (merge_weighted).
+ * Pushed (p.merge_push): the block's merged partial goes into its slot of rank 0's shared memory instead (after a
+ * barrier that says every block's ring is free, arrived before the warps' merge), and rank 0 alone forms the head's
+ * outputs from its slots once every block has arrived again; the others exit. */
 template <int D>
 static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, float *sm, const float (&o)[D / 8][4],
                                   float mA, float mB, float lA, float lB, int b, int kv, int nsplit,
@@ -1065,7 +1066,7 @@ static __device__ void dec8_merge(const orthros_attn_full_decode_params &p, floa
             }
         float acc[4], L;
         merge_weighted<MAXC, 4>(m, l, x, nsplit, acc, L);
-        bf16 y[4];
+        alignas(8) bf16 y[4];
 #pragma unroll
         for (int v = 0; v < 4; v++) y[v] = __float2bfloat16(L > 0.0f ? acc[v] / L : 0.0f);
         *(uint2 *)(out + (size_t)(r / g) * W + (size_t)(kv * g + r % g) * D + e % D) = *(const uint2 *)y;

@@ -441,7 +441,8 @@ static void bench_decode_cluster(int d, int B, int L)
         record_case("attn_full_decode_cluster", shape, &bc, 1, flops, bytes, t, samples);
         /* v8 in its other forms, the same call alone: held to 160 registers (orthros_attn_full_decode_set_regs), its
          * softmax as written (orthros_attn_full_decode_set_lean), its merge pushed (orthros_attn_full_decode_set_push),
-         * its end barrier with cluster.sync's release (orthros_attn_full_decode_set_relaxed); each set, timed, put back to its default */
+         * its end barrier with cluster.sync's release (orthros_attn_full_decode_set_relaxed); each set, timed, put
+         * back to its default */
         static const struct {
             int (*set)(int);
             int on, dflt;
