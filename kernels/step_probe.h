@@ -89,12 +89,15 @@ int orthros_probe_stream(const orthros_stream_product *list, orthros_stream_prod
  * and the wait (a release as a fence: the PTX model's release pattern); 8 the first remote load after that (each
  * load's value stored before the clock is read, so that the reading waits for it); 9 v8's gather's loads (every
  * thread a 16-byte and an 8-byte load from each rank, all issued before any is used, every rank at once) and a
- * block barrier; 10 the same loads from the block's own memory. cycles[k] (ORTHROS_CLUSTER_PROBE_SEGMENTS words,
- * zeroed by the caller) gains segment k's cycles summed over the blocks and rounds. CPU reference: every block writes
- * rank + 1 into its word and its partial's floats before the rounds, so each load must read the rank's own + 1 or
- * the next rank's + 1, and the gather's sums 2 (1 + ... + n) (remote) or 2 n (rank + 1) (own): *errors (zeroed by
- * the caller) counts thread 0's loads and sums that do not. ORTHROS_EUNSUPPORTED below sm_90. */
+ * block barrier; 10 the same loads from the block's own memory. cycles (ORTHROS_CLUSTER_PROBE_WORDS words, zeroed by
+ * the caller): cycles[k] gains segment k's cycles summed over the blocks and the rounds after the first,
+ * cycles[ORTHROS_CLUSTER_PROBE_SEGMENTS + k] its cycles in the first round summed over the blocks (the segment's code
+ * then runs for the first time in the launch: its fetch into the SM's instruction caches is in it). CPU reference:
+ * every block writes rank + 1 into its word and its partial's floats before the rounds, so each load must read the
+ * rank's own + 1 or the next rank's + 1, and the gather's sums 2 (1 + ... + n) (remote) or 2 n (rank + 1) (own):
+ * *errors (zeroed by the caller) counts thread 0's loads and sums that do not. ORTHROS_EUNSUPPORTED below sm_90. */
 #define ORTHROS_CLUSTER_PROBE_SEGMENTS 11
+#define ORTHROS_CLUSTER_PROBE_WORDS (2 * ORTHROS_CLUSTER_PROBE_SEGMENTS)
 int orthros_probe_cluster(unsigned long long *cycles, unsigned *errors, int clusters, int size, int rounds,
                           cudaStream_t stream);
 

@@ -1414,8 +1414,9 @@ static void bench_step_probe(int sms)
 }
 
 /* The cluster probe (step_probe.h): v8's cluster shape at batch 1 (8 clusters of 9 blocks) and one of 2, 2000 rounds;
- * each segment's mean cycles a block and round, and in ns at the device's clock. Printed, not recorded (cycles from
- * the SM's own clock, not a time of the run's kind). */
+ * each segment's mean cycles a block and round after the first, and a block's in the first round (its code cold), in
+ * ns at the device's clock too. Printed, not recorded (cycles from the SM's own clock, not a time of the run's
+ * kind). */
 static void bench_cluster_probe(void)
 {
     if (!want("cluster_probe")) return;
@@ -1424,7 +1425,7 @@ static void bench_cluster_probe(void)
         "own load after that", "own load after __syncthreads", "remote load, no barrier before",
         "fence.acq_rel.cluster + relaxed", "remote load after that",
         "gather's loads, every rank", "the same from own memory"};
-    unsigned long long *cyc = NULL, h[ORTHROS_CLUSTER_PROBE_SEGMENTS];
+    unsigned long long *cyc = NULL, h[ORTHROS_CLUSTER_PROBE_WORDS];
     unsigned *err = NULL, errors = 0;
     int dev = 0, khz = 0;
     cuda_must(cudaGetDevice(&dev), "device");
@@ -1446,11 +1447,15 @@ static void bench_cluster_probe(void)
         cuda_must(cudaMemcpy(h, cyc, sizeof h, cudaMemcpyDeviceToHost), "copy");
         cuda_must(cudaMemcpy(&errors, err, sizeof errors, cudaMemcpyDeviceToHost), "copy");
         if (errors) must(orthros_error(ORTHROS_EDEVICE, "probe cluster: %u loads read a wrong word", errors), "probe");
-        const double n = (double)clusters * size * rounds;
-        printf("%-22s %d clusters of %d, %d rounds, cycles a block and round (ns at %d MHz):\n", "cluster_probe",
-               clusters, size, rounds, khz / 1000);
-        for (int k = 0; k < ORTHROS_CLUSTER_PROBE_SEGMENTS; k++)
-            printf("%-22s   %-34s %8.1f (%7.1f ns)\n", "", what[k], h[k] / n, h[k] / n / (khz * 1e-6));
+        const double blocks = (double)clusters * size, n = blocks * (rounds - 1);
+        printf("%-22s %d clusters of %d, %d rounds, cycles a block and round after the first (ns at %d MHz), then "
+               "the first round's (the code cold):\n",
+               "cluster_probe", clusters, size, rounds, khz / 1000);
+        for (int k = 0; k < ORTHROS_CLUSTER_PROBE_SEGMENTS; k++) {
+            const double w = h[k] / n, f = h[ORTHROS_CLUSTER_PROBE_SEGMENTS + k] / blocks;
+            printf("%-22s   %-34s %8.1f (%7.1f ns)  first %8.1f (%7.1f ns)\n", "", what[k], w, w / (khz * 1e-6), f,
+                   f / (khz * 1e-6));
+        }
     }
     cudaFree(cyc);
     cudaFree(err);
