@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU scripts given an option where their first argument, OUTDIR, goes (`ci/gpu.sh --help`): each must refuse with
 # exit 2 and a message, before touching a GPU, and create no folder named after the option; and ci/gpu-ab.sh given a
-# switch that is not ORTHROS_NAME=NUMBER, refused before its build. A ctest test (label cpu; no GPU needed).
+# switch that is not ORTHROS_NAME=NUMBER nor base=DIR of ci/ab-base.sh, or a round count other than 4 or 8, refused
+# before its build. A ctest test (label cpu; no GPU needed).
 # Usage: ci/gpu-args.sh [SOURCE_DIR]
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -33,4 +34,24 @@ for sw in "" PATH=1 ORTHROS_X=1x ORTHROS_x=1 "ORTHROS_X=1;true" ORTHROS_X=123456
         echo "ok   ci/gpu-ab.sh OUT '$sw': refused (exit 2)"
     fi
 done
+# ci/gpu-ab.sh's base=DIR: a folder inside the repository that holds ci/ab-base.sh's AB-BASE, else refused (exit 2)
+# before its build; and ORTHROS_AB_ROUNDS other than 4 or 8
+for sw in base= base=/tmp base=../x base=a/../b "base=x;y" base=.git base=no-such-folder; do
+    out=$(timeout 60 bash "$root/ci/gpu-ab.sh" "$tmp/ab" "$sw" 2>&1)
+    rc=$?
+    if [ "$rc" -ne 2 ] || [ -e "$tmp/ab/build.log" ] || [ -e "$tmp/ab/build-base.log" ]; then
+        echo "FAIL ci/gpu-ab.sh OUT '$sw': exit $rc; it said: $out"
+        fail=1
+    else
+        echo "ok   ci/gpu-ab.sh OUT '$sw': refused (exit 2)"
+    fi
+done
+out=$(ORTHROS_AB_ROUNDS=5 timeout 60 bash "$root/ci/gpu-ab.sh" "$tmp/ab" ORTHROS_X=1 2>&1)
+rc=$?
+if [ "$rc" -ne 2 ] || [ -e "$tmp/ab/build.log" ]; then
+    echo "FAIL ci/gpu-ab.sh with ORTHROS_AB_ROUNDS=5: exit $rc; it said: $out"
+    fail=1
+else
+    echo "ok   ci/gpu-ab.sh with ORTHROS_AB_ROUNDS=5: refused (exit 2)"
+fi
 exit $fail

@@ -4,7 +4,8 @@
 # on), moves to the repository root (ROOT), sets BUILD (ORTHROS_GPU_BUILD, default build-gpu) and ARCHS
 # (ORTHROS_CUDA_ARCHS, default 90a), puts cJSON from .deps on the library path when present, and defines `step`,
 # which runs one step with its output teed to a log in $OUT and its result kept in the `status` array,
-# `memcheck_sections` (ci/gpu.sh's memcheck step), `decode_spec` and `decode_bench`, and `run_commit` (below).
+# `memcheck_sections` (ci/gpu.sh's memcheck step), `decode_spec` and `decode_bench`, `run_commit` and `ab_base_tree`
+# (below).
 # The first argument is the output folder: one that starts with "-" is an option given first (--help among them).
 case "$OUT" in
     -*) echo "$(basename "$0"): the first argument is OUTDIR, the output folder, not an option ($OUT); the usage is in" \
@@ -123,4 +124,43 @@ run_commit() {
         "" | *[!0-9a-f]*) git rev-parse HEAD 2>/dev/null || true ;;
         *) echo "$ORTHROS_GIT_COMMIT (ORTHROS_GIT_COMMIT; git's HEAD $(git rev-parse --short HEAD 2>/dev/null))" ;;
     esac
+}
+
+# ab_base_tree DIR DEST: the tree of ci/ab-base.sh's base (DIR, inside the repository: its AB-BASE manifest and
+# tree/): the working tree copied to DEST (no build folders, .git, .deps, .cache or DIR), DIR's files laid over it
+# and the files REF has not removed. Prints REF's short sha. A manifest line that is not "ref SHA", "file PATH" or
+# "delete PATH" with a plain relative path, or a file it names that DIR lacks, is refused (status 2) before DEST is
+# written.
+ab_base_tree() {
+    local dir=$1 dest=$2 kind path ref="" n=0
+    local -a files=() deletes=()
+    [ -f "$dir/AB-BASE" ] || { echo "$dir: no AB-BASE (ci/ab-base.sh REF $dir writes it)" >&2; return 2; }
+    while read -r kind path; do
+        n=$((n + 1))
+        case "$kind:$path" in
+            ref:*) case "$path" in *[!0-9a-f]* | "") echo "$dir/AB-BASE:$n: not a sha: '$path'" >&2; return 2 ;; esac
+                   ref=$path; continue ;;
+            file:* | delete:*) ;;
+            *) echo "$dir/AB-BASE:$n: not a manifest line: '$kind'" >&2; return 2 ;;
+        esac
+        case "$path" in
+            "" | /* | ../* | */../* | *[!A-Za-z0-9._/+-]*) echo "$dir/AB-BASE:$n: not a plain path: '$path'" >&2
+                                                          return 2 ;;
+        esac
+        if [ "$kind" = file ]; then
+            [ -f "$dir/tree/$path" ] || { echo "$dir: AB-BASE names $path, tree/ lacks it" >&2; return 2; }
+            files+=("$path")
+        else
+            deletes+=("$path")
+        fi
+    done <"$dir/AB-BASE"
+    [ -n "$ref" ] || { echo "$dir/AB-BASE: no ref line" >&2; return 2; }
+    rm -rf -- "$dest" && mkdir -p -- "$dest" || return 1
+    tar --exclude='./build*' --exclude=./.git --exclude=./.deps --exclude=./.cache --exclude="./$dir" -cf - . |
+        tar -xf - -C "$dest" || return 1
+    for path in "${deletes[@]}"; do rm -f -- "$dest/$path"; done
+    for path in "${files[@]}"; do
+        mkdir -p -- "$dest/$(dirname -- "$path")" && cp -- "$dir/tree/$path" "$dest/$path" || return 1
+    done
+    echo "${ref:0:7}"
 }

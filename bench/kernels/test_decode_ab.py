@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """decode_ab.py (ci/gpu-ab.sh's table) on rounds made from a committed H100 decode result (the 1B step at batch 1,
-data/results/h100-2026-12-06-lean/run2-79aa2a8): a switch faster beyond both spreads, one within them, and rounds or
-files that are not what ci/gpu-ab.sh writes refused by name. Standard library only."""
+data/results/h100-2026-12-06-lean/run2-79aa2a8): a switch faster beyond both spreads, one within them, eight rounds
+against a base build, and rounds, labels or files that are not what ci/gpu-ab.sh writes refused by name. Standard
+library only."""
 import copy
 import json
 import os
@@ -79,6 +80,24 @@ with tempfile.TemporaryDirectory() as d:
     bad["measurements"][0]["stats"]["median"] = -1
     write(d, "llama3.2-1b-b1-4k-b2.json", bad)
     refused("without a positive batch, ctx and stats.median", d, "ORTHROS_ATTN_DECODE_PUSH=1")
+with tempfile.TemporaryDirectory() as d:
+    # eight rounds (ORTHROS_AB_ROUNDS=8) against a base build: each side's mean and its largest less its smallest
+    for r, ms in (("a1", 1.0400), ("b1", 1.0300), ("b2", 1.0302), ("a2", 1.0410), ("a3", 1.0405), ("b3", 1.0298),
+                  ("b4", 1.0301), ("a4", 1.0399)):
+        write(d, "llama3.2-1b-b1-4k-%s.json" % r, cell(4096, ms, "attn_decode v8"))
+    rc, out, err = checks.run(TOOL, d, "base=4a022ad")
+    check(rc == 0 and "against the base build 4a022ad" in out and "a1 b1 b2 a2 a3 b3 b4 a4" in out,
+          "eight rounds against a base build read (rc %d: %s)" % (rc, err.strip()))
+    check(line(out, "llama3.2-1b-b1-4k")[9:] == ["-0.99%", "0.11%", "0.04%", "faster"],
+          "eight rounds: b against a, the spreads max - min, faster (%r)" % line(out, "llama3.2-1b-b1-4k"))
+    refused("not a switch VAR=VALUE nor base=SHA", d, "base=HEAD")
+    refused("not a switch VAR=VALUE nor base=SHA", d, "base=4a022ad; ls")
+    os.remove(os.path.join(d, "llama3.2-1b-b1-4k-b4.json"))
+    refused("llama3.2-1b-b1-4k: no round b4", d, "base=4a022ad")
+    for r, ms in (("a1", 2.4), ("b1", 2.4), ("b2", 2.4), ("a2", 2.4)):
+        write(d, "llama3.2-1b-b1-128k-%s.json" % r, cell(131072, ms, "attn_decode v8"))
+    write(d, "llama3.2-1b-b1-4k-b4.json", cell(4096, 1.03, "attn_decode v8"))
+    refused("llama3.2-1b-b1-4k: 8 rounds where the other shapes have 4", d, "base=4a022ad")
 with tempfile.TemporaryDirectory() as d:
     refused("no <shape>-<round>.json files", d, "ORTHROS_ATTN_DECODE_PUSH=1")
     refused("cannot read", os.path.join(d, "missing"), "ORTHROS_ATTN_DECODE_PUSH=1")
