@@ -35,8 +35,9 @@ expect "an untracked file named for removal" grep -qx "delete kernels/d.cu" .ab-
 expect "docs left out" bash -c '! grep -q docs .ab-base/AB-BASE'
 expect "an unchanged file left out" bash -c '! grep -q k.cu .ab-base/AB-BASE'
 # the base tree, as ci/gpu-ab.sh makes it on the GPU machine (gpu-common.sh moves to its own root: back here after)
+# shellcheck disable=SC2034 # (gpu-common.sh reads OUT)
 OUT=$tmp/out
-# shellcheck source=ci/gpu-common.sh
+# shellcheck source=/dev/null
 . "$root/ci/gpu-common.sh"
 cd "$repo" || exit 2
 short=$(ab_base_tree .ab-base "$tmp/base")
