@@ -23,35 +23,22 @@ for script in gpu.sh gpu-tp.sh gpu-text.sh gpu-convert.sh gpu-kernel-source.sh g
         fi
     done
 done
-# ci/gpu-ab.sh's switch: an ORTHROS_ name and a number, else refused (exit 2) before its build
-for sw in "" PATH=1 ORTHROS_X=1x ORTHROS_x=1 "ORTHROS_X=1;true" ORTHROS_X=123456; do
-    out=$(timeout 60 bash "$root/ci/gpu-ab.sh" "$tmp/ab" "$sw" 2>&1)
-    rc=$?
-    if [ "$rc" -ne 2 ] || [ -e "$tmp/ab/build.log" ]; then
-        echo "FAIL ci/gpu-ab.sh OUT '$sw': exit $rc; it said: $out"
-        fail=1
-    else
-        echo "ok   ci/gpu-ab.sh OUT '$sw': refused (exit 2)"
-    fi
-done
-# ci/gpu-ab.sh's base=DIR: a folder inside the repository that holds ci/ab-base.sh's AB-BASE, else refused (exit 2)
-# before its build; and ORTHROS_AB_ROUNDS other than 4 or 8
-for sw in base= base=/tmp base=../x base=a/../b "base=x;y" base=.git base=no-such-folder; do
-    out=$(timeout 60 bash "$root/ci/gpu-ab.sh" "$tmp/ab" "$sw" 2>&1)
+# ci/gpu-ab.sh refuses (exit 2, before its build) a switch that is not an ORTHROS_ name and a number, a base=DIR
+# that is not a folder inside the repository holding ci/ab-base.sh's AB-BASE, and ORTHROS_AB_ROUNDS other than 4 or 8
+ab_refused() { # ROUNDS ARG
+    local out rc
+    out=$(ORTHROS_AB_ROUNDS=$1 timeout 60 bash "$root/ci/gpu-ab.sh" "$tmp/ab" "$2" 2>&1)
     rc=$?
     if [ "$rc" -ne 2 ] || [ -e "$tmp/ab/build.log" ] || [ -e "$tmp/ab/build-base.log" ]; then
-        echo "FAIL ci/gpu-ab.sh OUT '$sw': exit $rc; it said: $out"
+        echo "FAIL ci/gpu-ab.sh OUT '$2' (ORTHROS_AB_ROUNDS=$1): exit $rc; it said: $out"
         fail=1
     else
-        echo "ok   ci/gpu-ab.sh OUT '$sw': refused (exit 2)"
+        echo "ok   ci/gpu-ab.sh OUT '$2' (ORTHROS_AB_ROUNDS=$1): refused (exit 2)"
     fi
+}
+for sw in "" PATH=1 ORTHROS_X=1x ORTHROS_x=1 "ORTHROS_X=1;true" ORTHROS_X=123456 base= base=/tmp base=../x \
+    base=a/../b "base=x;y" base=.git base=no-such-folder; do
+    ab_refused 4 "$sw"
 done
-out=$(ORTHROS_AB_ROUNDS=5 timeout 60 bash "$root/ci/gpu-ab.sh" "$tmp/ab" ORTHROS_X=1 2>&1)
-rc=$?
-if [ "$rc" -ne 2 ] || [ -e "$tmp/ab/build.log" ]; then
-    echo "FAIL ci/gpu-ab.sh with ORTHROS_AB_ROUNDS=5: exit $rc; it said: $out"
-    fail=1
-else
-    echo "ok   ci/gpu-ab.sh with ORTHROS_AB_ROUNDS=5: refused (exit 2)"
-fi
+ab_refused 5 ORTHROS_X=1
 exit $fail
