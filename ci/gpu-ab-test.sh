@@ -3,7 +3,8 @@
 # stand-ins (cmake makes BUILD/orthros; orthros bench writes a decode result cut from a committed H100 file, its
 # median 1.000 ms, 0.990 ms where the binary is the tree's and the switch ORTHROS_AB_TEST=1 or the base mode makes it
 # so). Checks: a switch's rounds a1 b1 b2 a2, and a base=DIR run (ci/ab-base.sh's folder) in eight rounds, each with
-# its table (b 1% faster beyond both spreads, the label), the base tree built from REF's bytes and the tree's own.
+# its table (b 1% faster beyond both spreads, the label), the base tree built from REF's bytes and stamped with REF's
+# commit, the tree's own.
 # A ctest test (label cpu; python3). Usage: ci/gpu-ab-test.sh [SOURCE_DIR]
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -53,7 +54,8 @@ while [ $# -gt 0 ]; do
     shift
 done
 mkdir -p "$build" && cp "$src/src/orthros.in" "$build/orthros" && cp "$src/src/speed" "$build/speed" &&
-    cp "$src/template.json" "$build/template.json" && chmod +x "$build/orthros"
+    cp "$src/template.json" "$build/template.json" && chmod +x "$build/orthros" &&
+    echo "${ORTHROS_GIT_COMMIT:-unset}" >"$build/commit"
 EOF
 chmod +x "$tmp/bin/cmake"
 cd "$repo" || exit 2
@@ -78,6 +80,7 @@ row=$(grep '^llama3.2-1b-b1-4k ' "$tmp/base/ab.txt" 2>/dev/null)
 expect "a base's eight rounds ran (rc $rc: $(echo "$out" | tail -2 | tr '\n' ' '))" [ "$rc" -eq 0 ]
 expect "the base tree holds REF's bytes" grep -qx slow build-gpu-base/src/src/speed
 expect "the tree's own build is the tree's" grep -qx fast build-gpu/speed
+expect "the base built as REF's commit" grep -qx "${ref:0:7}" build-gpu-base/build/commit
 expect "its table: a 1.0000 four times, b 0.9900 four times, faster ($row)" \
     [ "$(echo "$row" | awk '{print $2, $3, $4, $5, $6, $7, $8, $9, $10, $NF}')" = \
         "1.0000 0.9900 0.9900 1.0000 1.0000 0.9900 0.9900 1.0000 -1.00% faster" ]

@@ -56,7 +56,8 @@ if [ -n "$BASE_DIR" ]; then
     BASE_BUILD=$BUILD-base/build
     ref=$(ab_base_tree "$BASE_DIR" "$BUILD-base/src") || exit 2
     LABEL="base=$ref"
-    configure_build "$BUILD-base/src" "$BASE_BUILD" "$OUT/build-base.log" ||
+    # the base's results name its commit, not the tree's (CMakeLists.txt stamps ORTHROS_GIT_COMMIT)
+    (export ORTHROS_GIT_COMMIT=$ref; configure_build "$BUILD-base/src" "$BASE_BUILD" "$OUT/build-base.log") ||
         { echo "ci/gpu-ab.sh: the base's build failed (see $OUT/build-base.log)" >&2; exit 1; }
 fi
 configure_build . "$BUILD" "$OUT/build.log" ||
