@@ -61,13 +61,19 @@ refused "no REF" bash "$root/ci/ab-base.sh"
 refused "an absolute folder" bash "$root/ci/ab-base.sh" "$ref" /tmp/x
 refused "a folder above the repository" bash "$root/ci/ab-base.sh" "$ref" ../x
 refused "a folder with a shell character" bash "$root/ci/ab-base.sh" "$ref" 'x;y'
+refused "the repository's parent" bash "$root/ci/ab-base.sh" "$ref" ..
+refused "a folder ending in .." bash "$root/ci/ab-base.sh" "$ref" kernels/..
+refused "the repository itself" bash "$root/ci/ab-base.sh" "$ref" .
+refused ".git" bash "$root/ci/ab-base.sh" "$ref" .git
+expect "the tree still there after them" bash -c '[ -f kernels/a.cu ] && [ -d .git ]'
 echo s >"kernels/with space.cu"
 refused "a changed path with a space" bash "$root/ci/ab-base.sh" "$ref" .ab-other
 expect "nothing written for it" [ ! -e .ab-other ]
 rm -f "kernels/with space.cu"
 # manifests that are not ci/ab-base.sh's
 for line in "ref $ref|run kernels/a.cu" "ref $ref|file ../etc/passwd" "ref $ref|file kernels/none.cu" \
-    "ref XYZ" "file kernels/a.cu" "ref $ref|delete /etc/passwd"; do
+    "ref XYZ" "file kernels/a.cu" "ref $ref|delete /etc/passwd" "ref $ref|delete kernels/.." \
+    "ref $ref|file kernels//a.cu"; do
     mkdir -p .ab-bad/tree/kernels && cp kernels/a.cu .ab-bad/tree/kernels/a.cu
     printf '%s\n' "${line//|/$'\n'}" >.ab-bad/AB-BASE
     refused "the manifest '$line'" ab_base_tree .ab-bad "$tmp/bad"

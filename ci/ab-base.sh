@@ -5,10 +5,12 @@
 #   DIR/AB-BASE       "ref <REF's full sha>", then a line "file PATH" for each file laid over the tree (DIR/tree/PATH,
 #                     REF's bytes) and "delete PATH" for each file the tree has and REF has not (new, untracked too)
 #   DIR/tree/PATH     REF's version of PATH
-# Only what a build reads: data/, docs/ and *.md files are left out. Paths other than letters, digits and ._/+- are
-# refused (exit 2) before DIR is written; so is a REF that names no commit. Carry DIR with the run (a GPU machine
-# copies only the working tree). Usage: ci/ab-base.sh REF [DIR]; run inside the repository.
+# Only what a build reads: data/, docs/ and *.md files are left out. Paths other than plain relative ones of letters,
+# digits and ._/+- (ci/paths.sh) are refused (exit 2) before DIR is written, and so is a REF that names no commit.
+# Carry DIR with the run (a GPU machine copies only the working tree). Usage: ci/ab-base.sh REF [DIR]; run inside the
+# repository.
 set -u -o pipefail
+. "$(dirname "$0")/paths.sh"
 REF=${1:-}
 DIR=${2:-.ab-base}
 case "$REF" in
@@ -17,21 +19,16 @@ case "$REF" in
 esac
 top=$(git rev-parse --show-toplevel 2>/dev/null) || { echo "ci/ab-base.sh: not inside a git repository" >&2; exit 2; }
 cd "$top" || exit 2
-case "$DIR" in
-    /* | ../* | */../* | *[!A-Za-z0-9._/-]* | . | .git | .git/*)
-        echo "ci/ab-base.sh: DIR must be a folder inside the repository, letters, digits and ._/- alone: '$DIR'" >&2
-        exit 2 ;;
-esac
+base_dir "$DIR" || {
+    echo "ci/ab-base.sh: DIR must be a folder inside the repository, letters, digits and ._/+- alone: '$DIR'" >&2
+    exit 2
+}
 sha=$(git rev-parse --verify --quiet "$REF^{commit}") || { echo "ci/ab-base.sh: no commit '$REF'" >&2; exit 2; }
 [ -z "$(git ls-files -- "$DIR")" ] || { echo "ci/ab-base.sh: $DIR holds tracked files" >&2; exit 2; }
 keep=(-- . ':(exclude)data' ':(exclude)docs' ':(exclude)*.md' ":(exclude)$DIR")
 files=() deletes=()
 while IFS=$'\t' read -r st path; do
-    case "$path" in
-        "" | /* | ../* | */../* | *[!A-Za-z0-9._/+-]*)
-            echo "ci/ab-base.sh: a path this script does not copy: '$path'" >&2
-            exit 2 ;;
-    esac
+    plain_relpath "$path" || { echo "ci/ab-base.sh: a path this script does not copy: '$path'" >&2; exit 2; }
     case "$st" in
         A) deletes+=("$path") ;;     # in the tree, not at REF
         M | D | T) files+=("$path") ;; # at REF: its bytes laid over the tree
@@ -39,9 +36,7 @@ while IFS=$'\t' read -r st path; do
     esac
 done < <(git diff --no-renames --name-status "$sha" "${keep[@]}")
 while IFS= read -r path; do
-    case "$path" in
-        "" | *[!A-Za-z0-9._/+-]*) echo "ci/ab-base.sh: a path this script does not copy: '$path'" >&2; exit 2 ;;
-    esac
+    plain_relpath "$path" || { echo "ci/ab-base.sh: a path this script does not copy: '$path'" >&2; exit 2; }
     deletes+=("$path")
 done < <(git ls-files --others --exclude-standard "${keep[@]}")
 rm -rf -- "$DIR"

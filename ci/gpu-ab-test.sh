@@ -18,7 +18,7 @@ expect() { # DESCRIPTION CONDITION...
 }
 repo=$tmp/repo
 mkdir -p "$repo/ci" "$repo/bench/kernels" "$repo/src" "$tmp/bin" || exit 2
-cp "$root/ci/gpu-ab.sh" "$root/ci/gpu-common.sh" "$root/ci/ab-base.sh" "$repo/ci/" &&
+cp "$root/ci/gpu-ab.sh" "$root/ci/gpu-common.sh" "$root/ci/ab-base.sh" "$root/ci/paths.sh" "$repo/ci/" &&
     cp "$root/bench/kernels/decode_ab.py" "$root/bench/kernels/decode_summary.py" "$repo/bench/kernels/" || exit 2
 python3 - "$root/data/results/h100-2026-12-06-lean/run2-79aa2a8/decode/llama3.2-1b-b1-default.json" \
     "$repo/template.json" <<'EOF' || exit 2

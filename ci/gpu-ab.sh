@@ -27,11 +27,8 @@ case "$SW" in
         ;;
     base=*)
         BASE_DIR=${SW#base=}
-        case "$BASE_DIR" in
-            "" | /* | ../* | */../* | *[!A-Za-z0-9._/-]* | . | .git | .git/*)
-                echo "ci/gpu-ab.sh: base=DIR, a folder inside the repository (ci/ab-base.sh): '$BASE_DIR'" >&2
-                exit 2 ;;
-        esac
+        base_dir "$BASE_DIR" ||
+            { echo "ci/gpu-ab.sh: base=DIR, a folder inside the repository (ci/ab-base.sh): '$BASE_DIR'" >&2; exit 2; }
         [ -f "$BASE_DIR/AB-BASE" ] || { echo "ci/gpu-ab.sh: $BASE_DIR: no AB-BASE (ci/ab-base.sh REF $BASE_DIR)" >&2
                                         exit 2; }
         ;;

@@ -37,7 +37,7 @@ ab_refused() { # ROUNDS ARG
     fi
 }
 for sw in "" PATH=1 ORTHROS_X=1x ORTHROS_x=1 "ORTHROS_X=1;true" ORTHROS_X=123456 base= base=/tmp base=../x \
-    base=a/../b "base=x;y" base=.git base=no-such-folder; do
+    base=a/../b base=.. base=kernels/.. base=. "base=x;y" base=.git base=.git/x base=no-such-folder; do
     ab_refused 4 "$sw"
 done
 ab_refused 5 ORTHROS_X=1

@@ -126,6 +126,8 @@ run_commit() {
     esac
 }
 
+. "$ROOT/ci/paths.sh" # plain_relpath and base_dir
+
 # ab_base_tree DIR DEST: the tree of ci/ab-base.sh's base (DIR, inside the repository: its AB-BASE manifest and
 # tree/): the working tree copied to DEST (no build folders, .git, .deps, .cache or DIR), DIR's files laid over it
 # and the files REF has not removed. Prints REF's short sha. A manifest line that is not "ref SHA", "file PATH" or
@@ -143,10 +145,7 @@ ab_base_tree() {
             file:* | delete:*) ;;
             *) echo "$dir/AB-BASE:$n: not a manifest line: '$kind'" >&2; return 2 ;;
         esac
-        case "$path" in
-            "" | /* | ../* | */../* | *[!A-Za-z0-9._/+-]*) echo "$dir/AB-BASE:$n: not a plain path: '$path'" >&2
-                                                          return 2 ;;
-        esac
+        plain_relpath "$path" || { echo "$dir/AB-BASE:$n: not a plain path: '$path'" >&2; return 2; }
         if [ "$kind" = file ]; then
             [ -f "$dir/tree/$path" ] || { echo "$dir: AB-BASE names $path, tree/ lacks it" >&2; return 2; }
             files+=("$path")
