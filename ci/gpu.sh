@@ -77,7 +77,9 @@
 #                written (not in "all"); fused-graphs-apush: with ORTHROS_ATTN_DECODE_PUSH=1, v8's merge pushed to
 #                each cluster's rank 0 (not in "all"); fused-graphs-arelax, -norelax: with
 #                ORTHROS_ATTN_DECODE_RELAXED=1 or 0, v8's barriers that only keep shared memory alive arriving relaxed
-#                (the default) or with cluster.sync's release (not in "all");
+#                (the default) or with cluster.sync's release (not in "all"); fused-graphs-claim1 ...
+#                -claim999999: with ORTHROS_ATTN_DECODE_CLAIM=N, v8's tiles claimed a stage in calls of N keys or more
+#                (not in "all");
 #                fused-graphs-carve0 ... -carve100: with
 #                ORTHROS_GEMV_CARVEOUT=N, gemv.cu's launches asking N% of the largest shared memory (0: the
 #                largest L1; 85: the decode attention's split; not in "all"); fused-graphs-balance0,
@@ -222,7 +224,7 @@ if [ -n "$DECODE" ]; then
                            -u ORTHROS_GEMV_KW -u ORTHROS_GEMV_FILL -u ORTHROS_DECODE_PDL_LEAD
                            -u ORTHROS_GEMV_QKV_BLOCKS -u ORTHROS_ATTN_DECODE_REGS -u ORTHROS_ATTN_DECODE_LEAN
                            -u ORTHROS_ATTN_DECODE_PUSH -u ORTHROS_ATTN_DECODE_RELAXED -u ORTHROS_GEMV_BALANCE
-                           -u ORTHROS_GEMV_CARVEOUT
+                           -u ORTHROS_GEMV_CARVEOUT -u ORTHROS_ATTN_DECODE_CLAIM
                            -u ORTHROS_DECODE_QKV_ATTN -u ORTHROS_DECODE_HEAD8 -u ORTHROS_HEAD8_DEPTH
                            -u ORTHROS_HEAD8_DP4A -u ORTHROS_HEAD8_ONE_LAUNCH -u ORTHROS_DECODE_KVPF_MB
                            -u ORTHROS_DECODE_ATTN_EARLY) ;;
@@ -285,6 +287,10 @@ if [ -n "$DECODE" ]; then
             fused-graphs-apush) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_PUSH=1) ;;
             fused-graphs-arelax) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_RELAXED=1) ;;
             fused-graphs-norelax) envs=("${fused[@]}" ORTHROS_ATTN_DECODE_RELAXED=0) ;;
+            fused-graphs-claim[1-9] | fused-graphs-claim[1-9][0-9] | fused-graphs-claim[1-9][0-9][0-9] | \
+                fused-graphs-claim[1-9][0-9][0-9][0-9] | fused-graphs-claim[1-9][0-9][0-9][0-9][0-9] | \
+                fused-graphs-claim[1-9][0-9][0-9][0-9][0-9][0-9])
+                envs=("${fused[@]}" ORTHROS_ATTN_DECODE_CLAIM="${mode#fused-graphs-claim}") ;;
             fused-graphs-carve[0-9] | fused-graphs-carve[1-9][0-9] | fused-graphs-carve100)
                 envs=("${fused[@]}" ORTHROS_GEMV_CARVEOUT="${mode#fused-graphs-carve}") ;;
             fused-graphs-balance[01]) envs=("${fused[@]}" ORTHROS_GEMV_BALANCE=${mode#fused-graphs-balance}) ;;
@@ -345,7 +351,7 @@ for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8
     decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-head8d3 decode_fused-graphs-head8d4 decode_fused-graphs-head8i decode_fused-graphs-head8id3 decode_fused-graphs-head8id4 decode_fused-graphs-nohead8 decode_fused-graphs-head8one decode_fused-graphs-attnearly decode_fused-graphs-kvpf8 decode_fused-graphs-kvpf16 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-alean decode_fused-graphs-nolean decode_fused-graphs-apush decode_fused-graphs-arelax decode_fused-graphs-norelax \
     decode_fused-graphs-balance0 decode_fused-graphs-balance1 \
-    $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb* | fused-graphs-carve*) echo "decode_$m" ;; esac; done) \
+    $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb* | fused-graphs-carve* | fused-graphs-claim*) echo "decode_$m" ;; esac; done) \
     decode_anchor \
     decode_anchor_compiled; do
     case "$s" in decode_* | e2e_recipe | generate) [ -n "${status[$s]:-}" ] || continue ;; esac

@@ -1366,7 +1366,9 @@ static int select_kernels(orthros_device_info *info)
  * ", attn lean N" where not the default; ORTHROS_ATTN_DECODE_PUSH (0 or 1) v8's merge pushed to each cluster's rank 0
  * (orthros_attn_full_decode_set_push), ", attn push"; ORTHROS_ATTN_DECODE_RELAXED (0 or 1; unset:
  * ORTHROS_ATTN_DECODE_RELAXED_DEFAULT) v8's barriers that only keep shared memory alive arriving relaxed or with
- * cluster.sync's release (orthros_attn_full_decode_set_relaxed), ", attn relaxed N" where not the default. */
+ * cluster.sync's release (orthros_attn_full_decode_set_relaxed), ", attn relaxed N" where not the default;
+ * ORTHROS_ATTN_DECODE_CLAIM (keys; unset: ORTHROS_ATTN_DECODE_CLAIM_DEFAULT, 0 never) v8's tiles claimed a stage in
+ * calls of at least that many keys (orthros_attn_full_decode_set_claim), ", attn claim N" where not the default. */
 static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *modes)
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
@@ -1395,6 +1397,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     long qkv_blocks = 0, attn_regs = 0; /* the setters refuse what their ranges let through (registers: 0 or 160) */
     long carveout = -1;
     int attn_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT, attn_push = 0, attn_relaxed = ORTHROS_ATTN_DECODE_RELAXED_DEFAULT;
+    long attn_claim = ORTHROS_ATTN_DECODE_CLAIM_DEFAULT;
     long head8_depth = 4, kvpf_mb = 0; /* head8: fastest 4 deep with the integer screen (an H100, 2026-12-05) */
     if ((rc = env_whole("ORTHROS_HEAD8_DEPTH", 2, 4, "chunk steps", &head8_depth)) ||
         (rc = env_whole("ORTHROS_DECODE_KVPF_MB", 0, 1024, "MiB", &kvpf_mb)))
@@ -1410,7 +1413,9 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_ATTN_DECODE_PUSH", 1, &attn_push)) ||
         (rc = set_from_env_value("ORTHROS_ATTN_DECODE_PUSH", orthros_attn_full_decode_set_push, attn_push)) ||
         (rc = env_digit("ORTHROS_ATTN_DECODE_RELAXED", 1, &attn_relaxed)) ||
-        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_RELAXED", orthros_attn_full_decode_set_relaxed, attn_relaxed)))
+        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_RELAXED", orthros_attn_full_decode_set_relaxed, attn_relaxed)) ||
+        (rc = env_whole("ORTHROS_ATTN_DECODE_CLAIM", 0, 1L << 30, "keys", &attn_claim)) ||
+        (rc = set_from_env_value("ORTHROS_ATTN_DECODE_CLAIM", orthros_attn_full_decode_set_claim, (int)attn_claim)))
         return rc;
     if ((rc = env_digit("ORTHROS_GEMV_EARLY", 63, &early)) ||
         (rc = set_from_env_value("ORTHROS_GEMV_EARLY", orthros_gemv_set_early, early)) ||
@@ -1462,6 +1467,8 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn push");
     if (used < sizeof info->kernels && attn_relaxed != ORTHROS_ATTN_DECODE_RELAXED_DEFAULT)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn relaxed %d", attn_relaxed);
+    if (used < sizeof info->kernels && attn_claim != ORTHROS_ATTN_DECODE_CLAIM_DEFAULT)
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", attn claim %ld", attn_claim);
     if (used < sizeof info->kernels && c->l2pf)
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", l2pf%d %zuM", c->l2pf,
                                  c->l2pf_cap >> 20);

@@ -645,7 +645,7 @@ static __device__ void dec8_qkv(const orthros_attn_full_decode_params &p, unsign
  * with 16-byte cp.async (no L2 hint), two stages ahead, a block barrier per stage. v8 (CL, with CPA and HB = 1):
  * the same, launched as clusters of the nsplit blocks of one (sequence, kv head), the partials merged by
  * dec8_merge instead of written out. */
-template <int D, bool CPA, bool CL, bool QKV = false, bool LEAN = false>
+template <int D, bool CPA, bool CL, bool QKV = false, bool LEAN = false, bool CLAIM = false>
 static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &tmK, const CUtensorMap &tmV,
                                                             const orthros_attn_full_decode_params &p, int HB,
                                                             int split_len, int nsplit)
@@ -691,6 +691,28 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     const int t0 = k_lo < 0 ? (-k_lo) / BN : 0;
     const int ntiles = max(0, split_len / BN - t0);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    // v8 with claims (CLAIM, orthros_attn_full_decode_set_claim): the head's T tiles, oldest first, tile u covering
+    // the BN keys [end - (T - u) BN, end - (T - u - 1) BN) (end = pos0 + n; the oldest may start below key 0), are
+    // not split evenly: block r takes tiles r NST .. r NST + NST - 1 for its first NST stages, then each later stage
+    // claims the next tile from a counter in rank 0's shared memory (nsplit NST at the start), so that a block whose
+    // stream runs faster takes more tiles and the cluster's blocks end their streams together. Thread 0 claims stage
+    // t + NST's tile as stage t starts (a remote atomic, its latency behind stage t's sums) and stores it in a ring
+    // of 2 NST slots before the barrier of stage t + 1, where stage t + NST's copies are asked. A block stops at its
+    // first stage claimed past the last tile (its claims only grow). The sums are the same online softmax over
+    // other sets of keys a block: not the same bits from one call to the next.
+    static_assert(!CLAIM || (CPA && CL), "claims are v8's (cp.async, clusters)");
+    int *claim_sm = nullptr; // CLAIM: the slots [2 NST], then the counter (rank 0's)
+    if constexpr (CLAIM) {
+        __shared__ int claim_words[2 * NST + 1];
+        claim_sm = claim_words;
+    }
+    const int end = pos0 + p.n, T = CLAIM ? (end + BN - 1) / BN : 0;
+    auto tile_of = [&](int t) { // CLAIM: stage t's tile, T where it has none
+        const int u = t < NST ? split * NST + t : claim_sm[t % (2 * NST)];
+        return u < T ? u : T;
+    };
+    auto has = [&](int t) { return CLAIM ? tile_of(t) < T : t < ntiles; };
+    auto ts_of = [&](int t) { return CLAIM ? end - (T - tile_of(t)) * BN : k_lo + (t0 + t) * BN; };
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < NST; s++) {
@@ -698,8 +720,11 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             mbar_init(empty(s), DEC6_WARPS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        if (CLAIM && split == 0) claim_sm[2 * NST] = nsplit * NST;
     }
     __syncthreads();
+    // CLAIM: rank 0's counter set before any block claims (the wait is at the first stage, which lands long after)
+    if constexpr (CLAIM) asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 
     // v7: thread i copies the 16-byte column (head h0 + cp_h, chunk cp_c) of the stage's positions
     // cp_p0 + u * cp_step, u = 0..7 (a stage is BN positions x HB * D / 8 chunks = 2048 chunks, 8 per thread).
@@ -719,8 +744,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     // committed (part 1: they join the group that part 2 commits), or only its rows at or above pos0, committed
     // (part 2), each row's key formed on its own as for a first tile below key 0.
     auto cp_stage = [&](int t, int part) {
-        if (t < ntiles) {
-            const int s = t % NST, ts = k_lo + (t0 + t) * BN;
+        if (has(t)) {
+            const int s = t % NST, ts = ts_of(t);
             constexpr int UN = STAGE / 16 / (DEC6_WARPS * 32);
             if (ts >= 0 && part == 0) {
                 const size_t first = col0 + (size_t)(ts + cp_p0) * rs, step = (size_t)cp_step * rs;
@@ -760,11 +785,11 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             dec8_qkv_start<D>(p, base, h0, nsplit);
             dec8_qkv<D>(p, smem_raw + (base - smem_addr(smem_raw)) + 2 * NST * STAGE + 256, base, b, h0, nsplit, pos0);
         } else {
-            for (; t < NST - 1 && k_lo + (t0 + t) * BN + BN <= pos0; t++) cp_stage(t, 0);
+            for (; t < NST - 1 && ts_of(t) + BN <= pos0; t++) cp_stage(t, 0);
             // p.early_rows: the next tile (the one that holds pos0, the last split's last: splits end at pos0 + n)
             // has its rows below pos0 asked before the wait too, so that after it only the rows the kernel before
             // wrote are read (from L2); the tile stays one commit group
-            const bool early = p.early_rows && t < NST - 1 && t < ntiles;
+            const bool early = p.early_rows && t < NST - 1 && has(t);
             if (early) cp_stage(t, 1);
             pdl_wait();
             stamps.waited();
@@ -839,20 +864,28 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f;
     // This warp's rows of a region: keys j KW + ...; a region is one (head, 64-column chunk) of BN rows.
     const int region = BN * 128;
-    for (int t = 0; t < ntiles; t++) {
-        const int s = t % NST, ts = k_lo + (t0 + t) * BN;
+    for (int t = 0; CLAIM || t < ntiles; t++) {
+        const int s = t % NST;
+        unsigned claimed = 0;
         if (CPA) {
             asm volatile("cp.async.wait_group %0;\n" ::"n"(NST - 2) : "memory");
             __syncthreads();  // stage t landed for every thread; every warp is done with stage t - 1
+            if constexpr (CLAIM) {
+                if (t == 0) asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+                if (!has(t)) break; // block-uniform: every thread read the same slot
+                if (threadIdx.x == 0)
+                    claimed = atomicAdd(cooperative_groups::this_cluster().map_shared_rank(claim_sm + 2 * NST, 0), 1);
+            }
             if (t == 0) stamps.phase(0); // (a stamped build: the first and the last stage in, step_stamps.h)
-            if (t == ntiles - 1) stamps.phase(1);
+            if (!has(t + 1)) stamps.phase(1);
             cp_stage(t + NST - 1, 0);
             // p.l2_late: the next product's weights asked once this block's stream is all asked (its last stage)
-            if (l2_late && t == max(0, ntiles - NST))
+            if (l2_late && (CLAIM ? !has(t + NST - 1) && (t == 0 || has(t + NST - 2)) : t == max(0, ntiles - NST)))
                 l2_prefetch_share(p.l2_next, p.l2_next_bytes, p.l2_policy, blk, nblk);
         } else {
             mbar_wait(full(s), (uint32_t)(t / NST) & 1u);
         }
+        const int ts = ts_of(t);
         const uint32_t kb = sK + (uint32_t)(s * STAGE + h * NC * region), vb = sV + (uint32_t)(s * STAGE + h * NC * region);
         float sc[KW / 8][4];
 #pragma unroll
@@ -912,6 +945,8 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
             __syncwarp();
             if (lane == 0) mbar_arrive(empty(s));
         }
+        // CLAIM: stage t + NST's tile, for the copies that stage t + 1 asks (its slot's last reader was stage t - NST)
+        if (CLAIM && threadIdx.x == 0) claim_sm[(t + NST) % (2 * NST)] = (int)claimed;
     }
     if (CPA) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 
@@ -934,23 +969,23 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
 #endif
 }
 
-template <int D, bool CPA, bool CL = false, bool QKV = false, bool LEAN = false>
+template <int D, bool CPA, bool CL = false, bool QKV = false, bool LEAN = false, bool CLAIM = false>
 static __global__ void __launch_bounds__(dec6_cfg<D>::THREADS, 1)
     attn_decode_tma_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                            const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, CPA, CL, QKV, LEAN>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, CPA, CL, QKV, LEAN, CLAIM>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* v8 held to 160 registers a thread (orthros_attn_full_decode_set_regs; 162 unheld at d 128, no spills at 160): a
  * block of 8 warps then takes 40960 registers, so that it fits on an SM beside one q/k/v product block of 96
  * registers a thread (24576), where the unheld block's 43008 does not. */
-template <int D, bool LEAN>
+template <int D, bool LEAN, bool CLAIM = false>
 static __global__ void __maxnreg__(160)
     attn_decode_r160_kernel(const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                             const orthros_attn_full_decode_params p, int HB, int split_len, int nsplit)
 {
-    attn_decode_tma_body<D, true, true, false, LEAN>(tmK, tmV, p, HB, split_len, nsplit);
+    attn_decode_tma_body<D, true, true, false, LEAN, CLAIM>(tmK, tmV, p, HB, split_len, nsplit);
 }
 
 /* The merge of n <= N partials (running max m, sum l, V outputs x each; a partial with m = -inf is empty) in index
@@ -1241,6 +1276,7 @@ static int dec8_regs = 0;
 static bool dec8_lean = ORTHROS_ATTN_DECODE_LEAN_DEFAULT == 1; /* orthros_attn_full_decode_set_lean */
 static bool dec8_push = false; /* orthros_attn_full_decode_set_push */
 static bool dec8_end_relaxed = ORTHROS_ATTN_DECODE_RELAXED_DEFAULT == 1; /* orthros_attn_full_decode_set_relaxed */
+static int dec8_claim_keys = ORTHROS_ATTN_DECODE_CLAIM_DEFAULT; /* orthros_attn_full_decode_set_claim */
 
 int orthros_attn_full_decode_set_regs(int regs)
 {
@@ -1268,6 +1304,14 @@ int orthros_attn_full_decode_set_relaxed(int on)
     if (on != 0 && on != 1)
         return orthros_error(ORTHROS_EINVAL, "decode attention: relaxed end barrier %d (0 or 1)", on);
     dec8_end_relaxed = on == 1;
+    return 0;
+}
+
+int orthros_attn_full_decode_set_claim(int min_keys)
+{
+    if (min_keys < 0)
+        return orthros_error(ORTHROS_EINVAL, "decode attention: claims from %d keys (0: never, else a bound)", min_keys);
+    dec8_claim_keys = min_keys;
     return 0;
 }
 
@@ -1310,11 +1354,19 @@ static int launch_dec6(const orthros_attn_full_decode_params *p, int split_len, 
 typedef void (*dec8_kernel_fn)(CUtensorMap, CUtensorMap, orthros_attn_full_decode_params, int, int, int);
 
 /* v8's kernel: unheld, or held to 160 registers (orthros_attn_full_decode_set_regs); its softmax as written, or the
- * lean form (orthros_attn_full_decode_set_lean) */
-template <int D> static dec8_kernel_fn dec8_kernel()
+ * lean form (orthros_attn_full_decode_set_lean); its tiles split evenly, or claimed (claim: the lean form's only) */
+template <int D> static dec8_kernel_fn dec8_kernel(bool claim = false)
 {
+    if (dec8_lean && claim)
+        return dec8_regs == 160 ? attn_decode_r160_kernel<D, true, true> : attn_decode_tma_kernel<D, true, true, false, true, true>;
     if (dec8_lean) return dec8_regs == 160 ? attn_decode_r160_kernel<D, true> : attn_decode_tma_kernel<D, true, true, false, true>;
     return dec8_regs == 160 ? attn_decode_r160_kernel<D, false> : attn_decode_tma_kernel<D, true, true>;
+}
+
+/* Whether a v8 call of these parameters claims its tiles (orthros_attn_full_decode_set_claim; not with q/k/v fused) */
+static bool dec8_claims(const orthros_attn_full_decode_params *p, bool QKV)
+{
+    return dec8_claim_keys > 0 && dec8_lean && !QKV && p->max_keys >= dec8_claim_keys;
 }
 
 /* A v8 kernel's launch attributes: its dynamic shared memory and clusters past the portable size. */
@@ -1406,7 +1458,7 @@ static int launch_dec8(const orthros_attn_full_decode_params *p, int split_len, 
     cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[2];
     dec8_config(&cfg, at, D, nsplit, p->Hkv, p->B, p->pdl, stream);
-    dec8_kernel_fn fn = dec8_kernel<D>();
+    dec8_kernel_fn fn = dec8_kernel<D>(dec8_claims(p, QKV));
     if (QKV) {
         fn = attn_decode_tma_kernel<D, true, true, true>;
         cfg.dynamicSmemBytes += dec8_qkv_extra(p->qkv_K, p->Hq / p->Hkv, D, nsplit);

@@ -750,7 +750,8 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_PDL_LEAD", "4"}, {"ORTHROS_GEMV_QKV_BLOCKS", "4097"},
                                   {"ORTHROS_GEMV_QKV_BLOCKS", "12x"}, {"ORTHROS_ATTN_DECODE_REGS", "128"},
                                   {"ORTHROS_ATTN_DECODE_LEAN", "2"}, {"ORTHROS_ATTN_DECODE_PUSH", "2"},
-                                  {"ORTHROS_ATTN_DECODE_RELAXED", "2"},
+                                  {"ORTHROS_ATTN_DECODE_RELAXED", "2"}, {"ORTHROS_ATTN_DECODE_CLAIM", "-1"},
+                                  {"ORTHROS_ATTN_DECODE_CLAIM", "4k"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_DECODE_HEAD8", "2"}, {"ORTHROS_HEAD8_DP4A", "2"},
                                   {"ORTHROS_HEAD8_ONE_LAUNCH", "2"}, {"ORTHROS_DECODE_ATTN_EARLY", "2"},
@@ -967,6 +968,8 @@ static int cuda_models(int nspec, char **specs)
     /* v8's end barrier with cluster.sync's release (ORTHROS_ATTN_DECODE_RELAXED=0; relaxed is the default;
      * process-wide likewise) */
     v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_RELAXED", "0", "attn relaxed 0", presets + 1);
+    /* v8's tiles claimed a stage in every call (ORTHROS_ATTN_DECODE_CLAIM=1; off by default; process-wide likewise) */
+    v8_switch_against_plain(plain, "ORTHROS_ATTN_DECODE_CLAIM", "1", "attn claim 1", presets + 1);
     v8_switch_against_plain(plain, "ORTHROS_DECODE_QKV_ATTN", "1", "qkv+attn", presets + 1);
     /* the grid balanced or not (ORTHROS_GEMV_BALANCE 0 and 1, process-wide, as the KW is): the fused step under graphs
      * against the plain step at batch 1 and MAX_B */

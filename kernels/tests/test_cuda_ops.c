@@ -2703,6 +2703,19 @@ int main(int argc, char **argv)
         if (orthros_attn_full_decode_set_relaxed(0)) die("decode relaxed");
         decode_v6(8);
         if (orthros_attn_full_decode_set_relaxed(ORTHROS_ATTN_DECODE_RELAXED_DEFAULT)) die("decode relaxed");
+        /* again with every call's tiles claimed a stage (orthros_attn_full_decode_set_claim(1): from 1 key; off by
+         * default): the same sums over other keys a block, checked against the cpu's as every v8 call is; a negative
+         * bound refused */
+        printf("-- decode v8 again with its tiles claimed (claim from 1 key)\n");
+        if (orthros_attn_full_decode_set_claim(1)) die("decode claim");
+        decode_v6(8);
+        if (orthros_attn_full_decode_set_claim(ORTHROS_ATTN_DECODE_CLAIM_DEFAULT)) die("decode claim");
+        if (orthros_attn_full_decode_set_claim(-1) != ORTHROS_EINVAL) {
+            printf("FAIL decode claim: -1 was not refused\n");
+            n_fail++;
+        } else {
+            n_pass++;
+        }
         /* again with the tile that holds the newest key asked before the dependency wait (ORTHROS_DECODE_ATTN_EARLY=1:
          * its rows below pos0 before, the rest after; passing on an H100 at d8213cf, measured slower: opt-in) */
         printf("-- decode v8 again with ORTHROS_DECODE_ATTN_EARLY=1\n");
@@ -2721,6 +2734,11 @@ int main(int argc, char **argv)
         unsetenv("ORTHROS_ATTN_DECODE_RELAXED");
         if (orthros_attn_full_decode_set_relaxed(ORTHROS_ATTN_DECODE_RELAXED_DEFAULT)) /* process-wide: back */
             die("decode relaxed");
+        /* and with v8's tiles claimed a stage (ORTHROS_ATTN_DECODE_CLAIM=1: every call; off by default) */
+        setenv("ORTHROS_ATTN_DECODE_CLAIM", "1", 1);
+        with_switch("ORTHROS_DECODE_ATTN_O", "1", attn_o_suite);
+        unsetenv("ORTHROS_ATTN_DECODE_CLAIM");
+        if (orthros_attn_full_decode_set_claim(ORTHROS_ATTN_DECODE_CLAIM_DEFAULT)) die("decode claim");
     }
     /* The decode step's q/k/v projection and attention in one launch (ORTHROS_DECODE_QKV_ATTN=1; passing on the H200
      * at d17a3c7). */
