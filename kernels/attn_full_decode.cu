@@ -693,13 +693,14 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     // v8 with claims (CLAIM, orthros_attn_full_decode_set_claim): the head's T tiles, oldest first, tile u covering
     // the BN keys [end - (T - u) BN, end - (T - u - 1) BN) (end = pos0 + n; the oldest may start below key 0), are
-    // not split evenly: block r takes tiles r NST .. r NST + NST - 1 for its first NST stages, then each later stage
-    // claims the next tile from a counter in rank 0's shared memory (nsplit NST at the start), so that a block whose
-    // stream runs faster takes more tiles and the cluster's blocks end their streams together. Thread 0 claims stage
-    // t + NST's tile as stage t starts (a remote atomic, its latency behind stage t's sums) and stores it in a ring
-    // of 2 NST slots before the barrier of stage t + 1, where stage t + NST's copies are asked. A block stops at its
-    // first stage claimed past the last tile (its claims only grow). The sums are the same online softmax over
-    // other sets of keys a block: not the same bits from one call to the next.
+    // not split evenly: block r takes tiles r, r + nsplit, ... for its first NST stages (dealt round, so that a short
+    // cache's few tiles still reach every block), then each later stage claims the next tile from a counter in rank
+    // 0's shared memory (nsplit NST at the start), so that a block whose stream runs faster takes more tiles and the
+    // cluster's blocks end their streams together. Thread 0 claims stage t + NST's tile as stage t starts (a remote
+    // atomic, its latency behind stage t's sums) and stores it in a ring of 2 NST slots before the barrier of stage
+    // t + 1, where stage t + NST's copies are asked. A block stops at its first stage claimed past the last tile (its
+    // tiles only grow). The sums are the same online softmax over other sets of keys a block: not the same bits
+    // from one call to the next.
     static_assert(!CLAIM || (CPA && CL), "claims are v8's (cp.async, clusters)");
     int *claim_sm = nullptr; // CLAIM: the slots [2 NST], then the counter (rank 0's)
     if constexpr (CLAIM) {
@@ -708,7 +709,7 @@ static __device__ __forceinline__ void attn_decode_tma_body(const CUtensorMap &t
     }
     const int end = pos0 + p.n, T = CLAIM ? (end + BN - 1) / BN : 0;
     auto tile_of = [&](int t) { // CLAIM: stage t's tile, T where it has none
-        const int u = t < NST ? split * NST + t : claim_sm[t % (2 * NST)];
+        const int u = t < NST ? t * nsplit + split : claim_sm[t % (2 * NST)];
         return u < T ? u : T;
     };
     auto has = [&](int t) { return CLAIM ? tile_of(t) < T : t < ntiles; };
