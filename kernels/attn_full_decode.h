@@ -137,12 +137,13 @@ int orthros_attn_full_decode_set_push(int push);
  * ORTHROS_EINVAL. */
 #define ORTHROS_ATTN_DECODE_RELAXED_DEFAULT 1
 int orthros_attn_full_decode_set_relaxed(int on);
-/* v8's tiles claimed (min_keys > 0: every v8 call whose keys bound, max_keys, is at least min_keys, in v8's lean form;
- * 0, ORTHROS_ATTN_DECODE_CLAIM_DEFAULT: never): a cluster's blocks take NST tiles each, then claim the next tile of
- * the head a stage from a counter in rank 0's shared memory, so that the blocks whose streams run faster take more
- * and the cluster's streams end together (the timeline's blocks end up to ~5 us apart in a 128K call evenly split).
- * The same online softmax over another set of keys a block: the bits may differ from one call to the next (within
- * the sums' rounding), where the even split gives the same bits every call. Process-wide; a negative count returns
+/* v8's tiles claimed (min_keys > 0: every v8 call whose keys bound, max_keys, is at least min_keys, in v8's lean form,
+ * the default, and not with q/k/v fused; with the lean form off no call claims; 0, ORTHROS_ATTN_DECODE_CLAIM_DEFAULT:
+ * never): a cluster's blocks take NST tiles each, dealt round, then claim the head's next tile a stage from a counter
+ * in rank 0's shared memory, so that the blocks whose streams run faster take more and the cluster's streams end
+ * together (evenly split, the stamped 1B 128K step's blocks end 15.5 us apart on an H100, 2.5 on the H200). The same
+ * online softmax over another set of keys a block: the bits may differ from one call to the next (within the sums'
+ * rounding), where the even split gives the same bits every call. Process-wide; a negative count returns
  * ORTHROS_EINVAL. */
 #define ORTHROS_ATTN_DECODE_CLAIM_DEFAULT 0
 int orthros_attn_full_decode_set_claim(int min_keys);
