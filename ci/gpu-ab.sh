@@ -9,8 +9,8 @@
 # (OUT/<model>-b<batch>-<ctx>-<round>.json and .log), and writes OUT/ab.txt (bench/kernels/decode_ab.py: each shape's
 # medians, b against a and each side's own spread, so that a difference inside the rounds' spread is not read as a
 # gain; the kernels line of each side, which names the switch where the backend took it). VAR is one of the backend's
-# ORTHROS_ switches and VALUE a number, DIR a folder inside the repository that ci/ab-base.sh wrote; anything else is
-# refused before the build. Exit 0 when every round ran.
+# ORTHROS_ switches and VALUE a number (at most 10 digits), DIR a folder inside the repository that ci/ab-base.sh
+# wrote; anything else is refused before the build. Exit 0 when every round ran.
 set -u -o pipefail
 OUT=${1:?usage: ci/gpu-ab.sh OUTDIR VAR=VALUE|base=DIR [model:batch:ctx ...]}
 shift
@@ -22,7 +22,7 @@ case "$SW" in
         VAR=${SW%%=*} VAL=${SW#*=}
         case "$VAR" in *[!A-Z0-9_]*) echo "ci/gpu-ab.sh: not a switch's name: '$VAR'" >&2; exit 2 ;; esac
         case "$VAL" in
-            "" | *[!0-9]* | ?????*) echo "ci/gpu-ab.sh: $VAR's value is not a number: '$VAL'" >&2; exit 2 ;;
+            "" | *[!0-9]* | ???????????*) echo "ci/gpu-ab.sh: $VAR's value is not a number of at most 10 digits: '$VAL'" >&2; exit 2 ;;
         esac
         ;;
     base=*)

@@ -36,7 +36,7 @@ ab_refused() { # ROUNDS ARG
         echo "ok   ci/gpu-ab.sh OUT '$2' (ORTHROS_AB_ROUNDS=$1): refused (exit 2)"
     fi
 }
-for sw in "" PATH=1 ORTHROS_X=1x ORTHROS_x=1 "ORTHROS_X=1;true" ORTHROS_X=123456 base= base=/tmp base=../x \
+for sw in "" PATH=1 ORTHROS_X=1x ORTHROS_x=1 "ORTHROS_X=1;true" ORTHROS_X=12345678901 base= base=/tmp base=../x \
     base=a/../b base=.. base=kernels/.. base=. "base=x;y" base=.git base=.git/x base=no-such-folder; do
     ab_refused 4 "$sw"
 done
