@@ -47,13 +47,9 @@ static struct {
     struct timespec last[ORTHROS_TP_MAX_WORLD];
 } hb;
 
-int orthros_tp_heartbeat_timeout(void)
+int orthros_tp_heartbeat_timeout(int *seconds)
 {
-    const char *t = getenv("ORTHROS_TP_HEARTBEAT");
-    if (!t || !*t) return 60;
-    char *end;
-    long v = strtol(t, &end, 10);
-    return *end || v < 0 || v > 86400 ? 60 : (int)v;
+    return orthros_tp_env_seconds("ORTHROS_TP_HEARTBEAT", 0, 86400, 60, seconds);
 }
 
 static long ms_since(const struct timespec *t)
@@ -140,7 +136,8 @@ int orthros_tp_die_with_launcher(void)
 
 int orthros_tp_heartbeat_start(int rank, int world, const char *addr, int port, const int *socks)
 {
-    int timeout = orthros_tp_heartbeat_timeout();
+    int timeout, rc = orthros_tp_heartbeat_timeout(&timeout);
+    if (rc) return rc;
     if (world < 2 || timeout == 0) return 0;
     memset(&hb, 0, sizeof hb);
     hb.rank = rank, hb.world = world, hb.port = port;

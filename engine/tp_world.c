@@ -119,12 +119,22 @@ static void set_timeout(int fd, int seconds)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* commands are small and latency counts */
 }
 
-static int timeout_seconds(void)
+int orthros_tp_env_seconds(const char *name, int lo, int hi, int dflt, int *out)
 {
-    const char *t = getenv("ORTHROS_TP_TIMEOUT");
-    long v = t && *t ? strtol(t, NULL, 10) : 0;
-    return v > 0 && v < 86400 ? (int)v : 300;
+    const char *t = getenv(name);
+    *out = dflt;
+    if (!t || !*t) return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(t, &end, 10);
+    if (*end || errno || t[0] < '0' || t[0] > '9' || v < lo || v > hi)
+        return orthros_error(ORTHROS_EINVAL, "%s=%.40s: a whole number of seconds, %d-%d", name, t, lo, hi);
+    *out = (int)v;
+    return 0;
 }
+
+/* ORTHROS_TP_TIMEOUT: the bootstrap's wait for the other ranks (1-86400 s, default 300) */
+static int timeout_seconds(int *out) { return orthros_tp_env_seconds("ORTHROS_TP_TIMEOUT", 1, 86400, 300, out); }
 
 int orthros_tp_send(orthros_tp_cmd *cmd, const void *payload)
 {
@@ -255,7 +265,9 @@ static int env_read(tp_env *e)
     if (own && (parse_nonneg(own, 65535, &e->port) || e->port < 1))
         return orthros_error(ORTHROS_EINVAL, "ORTHROS_TP_PORT=%s is not a port", own);
     if (e->port > 65535) return orthros_error(ORTHROS_EINVAL, "MASTER_PORT=%s leaves no port for orthros", mp);
-    return 0;
+    /* the two timeouts, read again where they are used: refused here, on every rank before any connects */
+    int seconds, rc = timeout_seconds(&seconds);
+    return rc ? rc : orthros_tp_heartbeat_timeout(&seconds);
 }
 
 /* ---- the bootstrap: rank 0 listens, the others connect; NCCL's unique id goes out over these connections ---- */
@@ -289,9 +301,10 @@ static int listen_on(int port)
 
 static int accept_ranks(const tp_env *e)
 {
-    int lfd = listen_on(e->port), to = timeout_seconds();
+    int to, rc = timeout_seconds(&to);
+    if (rc) return rc;
+    int lfd = listen_on(e->port);
     if (lfd < 0) return lfd;
-    int rc = 0;
     for (int k = 1; k < e->world && !rc; k++) {
         struct pollfd p = {lfd, POLLIN, 0};
         int pr;
@@ -333,7 +346,11 @@ static int connect_rank0(const tp_env *e, const orthros_device_info *info)
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int gr = getaddrinfo(e->addr, port, &hints, &res);
     if (gr) return orthros_error(ORTHROS_EIO, "MASTER_ADDR=%s: %s", e->addr, gai_strerror(gr));
-    int to = timeout_seconds(), fd = -1, err = 0;
+    int to, fd = -1, err = 0;
+    if ((err = timeout_seconds(&to))) {
+        freeaddrinfo(res);
+        return err;
+    }
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) { /* rank 0 may not be listening yet */

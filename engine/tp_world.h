@@ -92,7 +92,10 @@ int orthros_tp_join(int tp, int cpu, int *rank, orthros_backend **be);
  * for ever. socks: rank 0's control connections (the hosts its peers' datagrams must come from). The timeout is
  * ORTHROS_TP_HEARTBEAT seconds (default 60, 0: off). orthros_tp_join starts it. */
 int orthros_tp_heartbeat_start(int rank, int world, const char *addr, int port, const int *socks);
-int orthros_tp_heartbeat_timeout(void);
+int orthros_tp_heartbeat_timeout(int *seconds); /* into *seconds; ORTHROS_EINVAL for a value out of range */
+/* A whole number of seconds from lo to hi in the environment variable `name` into *out (dflt where unset or empty);
+ * anything else is refused, naming the variable. */
+int orthros_tp_env_seconds(const char *name, int lo, int hi, int dflt, int *out);
 /* A rank started by orthros's own launcher (ORTHROS_TP_LAUNCHER_PID in its environment, set by ranks/ranks.c) dies
  * with it (PR_SET_PDEATHSIG, SIGKILL): killing the launcher leaves no rank running. An error when the launcher is
  * already gone. orthros_tp_join calls it. */

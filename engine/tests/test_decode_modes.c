@@ -736,8 +736,8 @@ static int cuda_models(int nspec, char **specs)
     int rc = orthros_backend_cuda_create(&plain);
     if (!rc) rc = cuda_with("ORTHROS_GEMV", "1", &gemv);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL", "1", &pdl);
-    /* ORTHROS_DECODE_L2PF: 0-2, the cap 1-1024 MiB, ORTHROS_GEMV_EARLY 0-63 without bit 4, anything else refused
-     * naming the variable */
+    /* ORTHROS_DECODE_L2PF: 0-2, the cap 1-1024 MiB, ORTHROS_GEMV_EARLY 0-63 without bit 4, v5's and v6's variables
+     * their listed values, anything else refused naming the variable */
     const char *const bad[][2] = {{"ORTHROS_DECODE_L2PF", "3"}, {"ORTHROS_DECODE_L2PF", "1x"},
                                   {"ORTHROS_DECODE_L2PF_MB", "0"}, {"ORTHROS_DECODE_L2PF_MB", "2048"},
                                   {"ORTHROS_DECODE_CHAIN", "2"}, {"ORTHROS_DECODE_ATTN_O", "2"},
@@ -758,7 +758,10 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_DECODE_KVPF_MB", "1025"}, {"ORTHROS_DECODE_KVPF_MB", "-1"},
                                   {"ORTHROS_DECODE_KVPF_MB", "16M"},
                                   {"ORTHROS_GEMV_EARLY", "4"}, {"ORTHROS_GEMV_EARLY", "64"},
-                                  {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"}};
+                                  {"ORTHROS_GEMV_EARLY", "07"}, {"ORTHROS_GEMV_EARLY", "1x"},
+                                  {"ORTHROS_GEMV5_STAGES", "5"}, {"ORTHROS_GEMV6_ROWS", "48"},
+                                  {"ORTHROS_GEMV6_STAGE_KB", "32k"}, {"ORTHROS_GEMV6_WGMMA", "yes"},
+                                  {"ORTHROS_GEMV6_BULK", "2"}};
     for (size_t i = 0; !rc && i < sizeof bad / sizeof *bad; i++) {
         orthros_backend *be = NULL;
         int r = cuda_with(bad[i][0], bad[i][1], &be);

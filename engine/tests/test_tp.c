@@ -383,24 +383,32 @@ static void expect_load_error(const char *spec, int tp, const char *want1, const
     printf("%s --tp %d: %s\n", spec, tp, e);
 }
 
-/* Runs the CLI with extra environment; exactly one stderr line holding `want`, the exit status `want_status`. */
-static void expect_cli(const char *label, char *const argv[], const char *env, const char *want, int want_status)
+/* Runs the CLI with extra environment; `nlines` stderr lines (one, or a line a rank), each holding `want`, and the
+ * exit status `want_status`. */
+static void expect_cli_lines(const char *label, char *const argv[], const char *env, const char *want, int want_status,
+                             int nlines)
 {
     char *dir = tu_tempdir(), errpath[4200];
     snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
     int st = tu_run_capture(argv, env, NULL, errpath);
     size_t len = 0;
     char *err = tu_slurp(errpath, &len);
-    int lines = 0;
+    int lines = 0, found = 0;
     for (size_t i = 0; err && i < len; i++) lines += err[i] == '\n';
+    for (const char *p = err; p && (p = strstr(p, want)); p += strlen(want)) found++;
     CHECK(st == want_status, "%s: exit %d, want %d", label, st, want_status);
-    CHECK(err && lines == 1 && strstr(err, want), "%s: stderr \"%s\" is not one line with \"%s\"", label,
-          err ? err : "", want);
+    CHECK(err && lines == nlines && found == nlines, "%s: stderr \"%s\" is not %d line(s) with \"%s\"", label,
+          err ? err : "", nlines, want);
     printf("%-36s -> %s", label, err && *err ? err : "(nothing)\n");
     free(err);
     unlink(errpath);
     rmdir(dir);
     free(dir);
+}
+
+static void expect_cli(const char *label, char *const argv[], const char *env, const char *want, int want_status)
+{
+    expect_cli_lines(label, argv, env, want, want_status, 1);
 }
 
 static void test_errors(const char *kv4)
@@ -423,6 +431,15 @@ static void test_errors(const char *kv4)
     expect_cli("--tp 4, 2 kv heads", lo, NULL, "4 is larger than the model's 2 kv heads", 1);
     lo[11] = "2";
     expect_cli("--device cpu under WORLD_SIZE=2", lo, "WORLD_SIZE=2", "thread of one process", 2);
+    /* the ranks' timeouts out of range or not numbers: every rank refuses before any connects, naming the variable */
+    setenv("ORTHROS_TP_PROCESSES", "1", 1);
+    expect_cli_lines("ORTHROS_TP_TIMEOUT=5m", lo, "ORTHROS_TP_TIMEOUT=5m",
+                     "ORTHROS_TP_TIMEOUT=5m: a whole number of seconds, 1-86400", 1, 2);
+    expect_cli_lines("ORTHROS_TP_TIMEOUT=0", lo, "ORTHROS_TP_TIMEOUT=0", "ORTHROS_TP_TIMEOUT=0: a whole number of seconds",
+                     1, 2);
+    expect_cli_lines("ORTHROS_TP_HEARTBEAT=-1", lo, "ORTHROS_TP_HEARTBEAT=-1",
+                     "ORTHROS_TP_HEARTBEAT=-1: a whole number of seconds, 0-86400", 1, 2);
+    unsetenv("ORTHROS_TP_PROCESSES");
     if (!orthros_cuda_available()) {
         /* The cuda launch is refused before any process starts: no CUDA build, no NCCL, or too few GPUs. */
         lo[9] = "cuda";
