@@ -13,8 +13,8 @@ src=$(find base bench cli compare engine evals export harness kernels plots rank
 doc=$(awk '/^## Environment$/ { on = 1; next } /^## / { on = 0 } on' docs/reference.md |
       grep -oE '^\| `ORTHROS_[A-Z0-9_]+`' | grep -oE 'ORTHROS_[A-Z0-9_]+' | sort -u)
 if [ -z "$src" ] || [ -z "$doc" ]; then
-    echo "FAIL env-doc: found no variables in the sources ($(echo "$src" | grep -c .)) or no rows in docs/reference.md's" \
-         "Environment section ($(echo "$doc" | grep -c .))"
+    echo "FAIL env-doc: found no variables in the sources ($(echo "$src" | grep -c .)) or no rows in" \
+         "docs/reference.md's Environment section ($(echo "$doc" | grep -c .))"
     exit 1
 fi
 fail=0

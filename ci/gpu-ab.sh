@@ -22,7 +22,8 @@ case "$SW" in
         VAR=${SW%%=*} VAL=${SW#*=}
         case "$VAR" in *[!A-Z0-9_]*) echo "ci/gpu-ab.sh: not a switch's name: '$VAR'" >&2; exit 2 ;; esac
         case "$VAL" in
-            "" | *[!0-9]* | ???????????*) echo "ci/gpu-ab.sh: $VAR's value is not a number of at most 10 digits: '$VAL'" >&2; exit 2 ;;
+            "" | *[!0-9]* | ???????????*)
+                echo "ci/gpu-ab.sh: $VAR's value is not a number of at most 10 digits: '$VAL'" >&2; exit 2 ;;
         esac
         ;;
     base=*)
