@@ -20,15 +20,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* generate's JSON line without its "timing" (which differs from run to run): the ids and text, to compare. */
-static char *generated_line(const char *log)
-{
-    char *line = tu_line_starting(log, "{\"generated\"");
-    char *t = line ? strstr(line, ",\"timing\"") : NULL;
-    if (t) strcpy(t, "}");
-    return line;
-}
-
 #define TOL 1e-5
 
 static orthros_backend *cpu;
@@ -314,7 +305,7 @@ static void test_processes(const char *dir)
                    "--device", "cpu", "--tp", "2", NULL};
     snprintf(log, sizeof log, "%s/threads.log", tmp);
     CHECK(tu_run(gen, log) == 0, "generate --tp 2");
-    char *want = generated_line(log);
+    char *want = tu_generated_line(log);
     setenv("ORTHROS_TP_PROCESSES", "1", 1);
     setenv("WORLD_SIZE", "2", 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
@@ -326,7 +317,7 @@ static void test_processes(const char *dir)
     snprintf(log, sizeof log, "%s/rank0.log", tmp);
     int st0 = tu_run(gen, log), st1 = -1;
     waitpid(r1, &st1, 0);
-    char *got = generated_line(log);
+    char *got = tu_generated_line(log);
     CHECK(st0 == 0 && WIFEXITED(st1) && WEXITSTATUS(st1) == 0, "torchrun-style ranks: exit %d and %d", st0,
           WIFEXITED(st1) ? WEXITSTATUS(st1) : -1);
     CHECK(want && got && !strcmp(want, got), "torchrun-style ranks generate %s, in-process ranks %s", got ? got : "",

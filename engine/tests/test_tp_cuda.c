@@ -18,15 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* generate's JSON line without its "timing" (which differs from run to run): the ids and text, to compare. */
-static char *generated_line(const char *log)
-{
-    char *line = tu_line_starting(log, "{\"generated\"");
-    char *t = line ? strstr(line, ",\"timing\"") : NULL;
-    if (t) strcpy(t, "}");
-    return line;
-}
-
 static const char *bin;
 static char *tmp;
 
@@ -106,7 +97,7 @@ static char *generate(const char *dir, int tp, int world1)
     int st = tu_run(argv, log);
     unsetenv("WORLD_SIZE");
     unsetenv("RANK");
-    char *line = generated_line(log);
+    char *line = tu_generated_line(log);
     CHECK(st == 0 && line, "generate --tp %d%s: exit %d (log %s)", tp, world1 ? " (WORLD_SIZE=1)" : "", st, log);
     return line;
 }

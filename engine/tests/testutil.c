@@ -395,6 +395,14 @@ char *tu_line_starting(const char *path, const char *prefix)
     return line;
 }
 
+char *tu_generated_line(const char *log)
+{
+    char *line = tu_line_starting(log, "{\"generated\"");
+    char *t = line ? strstr(line, ",\"timing\"") : NULL;
+    if (t) strcpy(t, "}");
+    return line;
+}
+
 void tu_logit_agreement(const float *ref, const float *got, int rows, int V, int *agree, double *max_err, double *range)
 {
     double err = 0, lo = INFINITY, hi = -INFINITY;

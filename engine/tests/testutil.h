@@ -92,6 +92,9 @@ int tu_run_capture(char *const *argv, const char *env, const char *out_path, con
 extern unsigned tu_child_alarm;
 /* The first line of a file that starts with `prefix` (malloc'd, without its newline), or NULL. */
 char *tu_line_starting(const char *path, const char *prefix);
+/* `orthros generate`'s JSON line in a log without its "timing" (which differs from run to run): the ids and the text,
+ * to compare (malloc'd), or NULL. */
+char *tu_generated_line(const char *log);
 
 /* Per row of [rows][V] logits: how many rows' argmax agree, the largest |ref - got| (infinite on a NaN) and the
  * range of ref. */
