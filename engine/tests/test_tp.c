@@ -374,7 +374,8 @@ static void expect_load_error(const char *spec, int tp, const char *want1, const
     printf("%s --tp %d: %s\n", spec, tp, e);
 }
 
-/* Runs the CLI with extra environment; `nlines` stderr lines (one, or a line a rank), each holding `want`, and the
+/* Runs the CLI with extra environment; one to `nlines` stderr lines, each holding `want` (a line a rank where each
+ * rank refuses: the launcher stops the others once one has failed, so a rank may be gone before its line), and the
  * exit status `want_status`. */
 static void expect_cli_lines(const char *label, char *const argv[], const char *env, const char *want, int want_status,
                              int nlines)
@@ -388,8 +389,8 @@ static void expect_cli_lines(const char *label, char *const argv[], const char *
     for (size_t i = 0; err && i < len; i++) lines += err[i] == '\n';
     for (const char *p = err; p && (p = strstr(p, want)); p += strlen(want)) found++;
     CHECK(st == want_status, "%s: exit %d, want %d", label, st, want_status);
-    CHECK(err && lines == nlines && found == nlines, "%s: stderr \"%s\" is not %d line(s) with \"%s\"", label,
-          err ? err : "", nlines, want);
+    CHECK(err && lines >= 1 && lines <= nlines && found == lines, "%s: stderr \"%s\" is not 1-%d line(s) with \"%s\"",
+          label, err ? err : "", nlines, want);
     printf("%-36s -> %s", label, err && *err ? err : "(nothing)\n");
     free(err);
     unlink(errpath);
@@ -422,7 +423,7 @@ static void test_errors(const char *kv4)
     expect_cli("--tp 4, 2 kv heads", lo, NULL, "4 is larger than the model's 2 kv heads", 1);
     lo[11] = "2";
     expect_cli("--device cpu under WORLD_SIZE=2", lo, "WORLD_SIZE=2", "thread of one process", 2);
-    /* the ranks' timeouts out of range or not numbers: every rank refuses before any connects, naming the variable */
+    /* the ranks' timeouts out of range or not numbers: each rank refuses before any connects, naming the variable */
     setenv("ORTHROS_TP_PROCESSES", "1", 1);
     expect_cli_lines("ORTHROS_TP_TIMEOUT=5m", lo, "ORTHROS_TP_TIMEOUT=5m",
                      "ORTHROS_TP_TIMEOUT=5m: a whole number of seconds, 1-86400", 1, 2);
