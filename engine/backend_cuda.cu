@@ -1147,35 +1147,6 @@ static int env_whole(const char *name, long lo, long hi, const char *unit, long 
     return 0;
 }
 
-/* gemv.cu's variables for its versions 5 and 6, which it reads as it plans (ORTHROS_GEMV5_STAGES 4, 6 or 8;
- * ORTHROS_GEMV6_ROWS 32, 64 or 128; ORTHROS_GEMV6_STAGE_KB 4, 8, 16, 32 or 64; ORTHROS_GEMV6_WGMMA and
- * ORTHROS_GEMV6_BULK 0 or 1): checked here, as the backend is made, so that a value gemv.cu would pass over is refused
- * naming the variable. */
-static int check_gemv_env(void)
-{
-    static const struct {
-        const char *name;
-        int n, ok[5];
-    } v[] = {{"ORTHROS_GEMV5_STAGES", 3, {4, 6, 8}},
-             {"ORTHROS_GEMV6_ROWS", 3, {32, 64, 128}},
-             {"ORTHROS_GEMV6_STAGE_KB", 5, {4, 8, 16, 32, 64}},
-             {"ORTHROS_GEMV6_WGMMA", 2, {0, 1}},
-             {"ORTHROS_GEMV6_BULK", 2, {0, 1}}};
-    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
-        const char *t = getenv(v[i].name);
-        if (!t || !*t) continue;
-        char list[64] = "", one[16];
-        int found = 0;
-        for (int j = 0; j < v[i].n; j++) {
-            snprintf(one, sizeof one, "%d", v[i].ok[j]);
-            found |= !strcmp(t, one);
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", one);
-        }
-        if (!found) return orthros_error(ORTHROS_EINVAL, "%s=%.40s: one of %s", v[i].name, t, list);
-    }
-    return 0;
-}
-
 static int select_l2pf(cuda_impl *c)
 {
     long mb = 16;
@@ -1402,7 +1373,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
 {
     int rc = orthros_decode_env(ORTHROS_DECODE_FUSED | ORTHROS_DECODE_GRAPHS, modes, &c->gemv, &c->pdl, &c->chain);
     if (rc || (rc = set_version_from_env("ORTHROS_GEMV_VERSION", orthros_gemv_set_version))) return rc;
-    if ((rc = check_gemv_env()) || (rc = select_l2pf(c))) return rc;
+    if ((rc = orthros_gemv_check_env()) || (rc = select_l2pf(c))) return rc;
     const int sm90 = orthros_cuda_sm90_available() ? 1 : 0;
     c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0;
     c->attn_early = 0;

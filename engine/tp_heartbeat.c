@@ -6,7 +6,8 @@
  * the launcher (or torchrun, mpirun) then ends the rest. The datagrams go to rank 0's own port number (UDP, beside
  * its TCP listener), so a launch needs no further configuration; where UDP cannot pass, a peer never heard from is
  * never watched (the control connections still report a rank that exits). ORTHROS_TP_HEARTBEAT sets the timeout
- * in seconds (default 60; 0 turns the watch off).
+ * in seconds (default 60; 0 turns the watch off; read and checked by orthros_tp_join with the rest of the world's
+ * environment).
  *
  * The first contact is made before the world runs: rank 0 returns from orthros_tp_heartbeat_start only once it has
  * heard from every rank and sent each one a datagram (or HB_FIRST_MS have passed). Without it a rank stopped in
@@ -46,11 +47,6 @@ static struct {
     int greeted[ORTHROS_TP_MAX_WORLD]; /* rank 0: a datagram was sent to the rank (read by the starting thread) */
     struct timespec last[ORTHROS_TP_MAX_WORLD];
 } hb;
-
-int orthros_tp_heartbeat_timeout(int *seconds)
-{
-    return orthros_tp_env_seconds("ORTHROS_TP_HEARTBEAT", 0, 86400, 60, seconds);
-}
 
 static long ms_since(const struct timespec *t)
 {
@@ -134,10 +130,8 @@ int orthros_tp_die_with_launcher(void)
     return 0;
 }
 
-int orthros_tp_heartbeat_start(int rank, int world, const char *addr, int port, const int *socks)
+int orthros_tp_heartbeat_start(int rank, int world, const char *addr, int port, const int *socks, int timeout)
 {
-    int timeout, rc = orthros_tp_heartbeat_timeout(&timeout);
-    if (rc) return rc;
     if (world < 2 || timeout == 0) return 0;
     memset(&hb, 0, sizeof hb);
     hb.rank = rank, hb.world = world, hb.port = port;

@@ -119,23 +119,6 @@ static void set_timeout(int fd, int seconds)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* commands are small and latency counts */
 }
 
-int orthros_tp_env_seconds(const char *name, int lo, int hi, int dflt, int *out)
-{
-    const char *t = getenv(name);
-    *out = dflt;
-    if (!t || !*t) return 0;
-    char *end;
-    errno = 0;
-    long v = strtol(t, &end, 10);
-    if (*end || errno || t[0] < '0' || t[0] > '9' || v < lo || v > hi)
-        return orthros_error(ORTHROS_EINVAL, "%s=%.40s: a whole number of seconds, %d-%d", name, t, lo, hi);
-    *out = (int)v;
-    return 0;
-}
-
-/* ORTHROS_TP_TIMEOUT: the bootstrap's wait for the other ranks (1-86400 s, default 300) */
-static int timeout_seconds(int *out) { return orthros_tp_env_seconds("ORTHROS_TP_TIMEOUT", 1, 86400, 300, out); }
-
 int orthros_tp_send(orthros_tp_cmd *cmd, const void *payload)
 {
     if (!world.active || world.comm.rank != 0) return 0;
@@ -218,6 +201,8 @@ typedef struct {
     int rank, world, local_rank;
     const char *addr;
     int port;
+    int timeout_s;   /* ORTHROS_TP_TIMEOUT: the bootstrap's wait for the other ranks (1-86400, default 300) */
+    int heartbeat_s; /* ORTHROS_TP_HEARTBEAT: a peer's silence that ends the run (0-86400, default 60; 0 off) */
 } tp_env;
 
 static const char *env_first(const char *a, const char *b)
@@ -235,6 +220,17 @@ static int parse_nonneg(const char *s, long max, int *out)
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < 0 || v > max) return -1;
     *out = (int)v;
+    return 0;
+}
+
+/* A whole number of seconds from lo to hi, digits alone, in the environment variable `name` into *out (dflt where
+ * unset or empty); anything else is refused, naming the variable. */
+static int env_seconds(const char *name, int lo, int hi, int dflt, int *out)
+{
+    const char *t = getenv(name);
+    *out = dflt;
+    if (t && *t && (t[0] < '0' || t[0] > '9' || parse_nonneg(t, hi, out) || *out < lo))
+        return orthros_error(ORTHROS_EINVAL, "%s=%.40s: a whole number of seconds, %d-%d", name, t, lo, hi);
     return 0;
 }
 
@@ -265,9 +261,9 @@ static int env_read(tp_env *e)
     if (own && (parse_nonneg(own, 65535, &e->port) || e->port < 1))
         return orthros_error(ORTHROS_EINVAL, "ORTHROS_TP_PORT=%s is not a port", own);
     if (e->port > 65535) return orthros_error(ORTHROS_EINVAL, "MASTER_PORT=%s leaves no port for orthros", mp);
-    /* the two timeouts, read again where they are used: refused here, on every rank before any connects */
-    int seconds, rc = timeout_seconds(&seconds);
-    return rc ? rc : orthros_tp_heartbeat_timeout(&seconds);
+    /* the two timeouts: refused here, on every rank before any connects */
+    int rc = env_seconds("ORTHROS_TP_TIMEOUT", 1, 86400, 300, &e->timeout_s);
+    return rc ? rc : env_seconds("ORTHROS_TP_HEARTBEAT", 0, 86400, 60, &e->heartbeat_s);
 }
 
 /* ---- the bootstrap: rank 0 listens, the others connect; NCCL's unique id goes out over these connections ---- */
@@ -301,9 +297,7 @@ static int listen_on(int port)
 
 static int accept_ranks(const tp_env *e)
 {
-    int to, rc = timeout_seconds(&to);
-    if (rc) return rc;
-    int lfd = listen_on(e->port);
+    int lfd = listen_on(e->port), to = e->timeout_s, rc = 0;
     if (lfd < 0) return lfd;
     for (int k = 1; k < e->world && !rc; k++) {
         struct pollfd p = {lfd, POLLIN, 0};
@@ -346,11 +340,7 @@ static int connect_rank0(const tp_env *e, const orthros_device_info *info)
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int gr = getaddrinfo(e->addr, port, &hints, &res);
     if (gr) return orthros_error(ORTHROS_EIO, "MASTER_ADDR=%s: %s", e->addr, gai_strerror(gr));
-    int to, fd = -1, err = 0;
-    if ((err = timeout_seconds(&to))) {
-        freeaddrinfo(res);
-        return err;
-    }
+    int to = e->timeout_s, fd = -1, err = 0;
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) { /* rank 0 may not be listening yet */
@@ -442,7 +432,9 @@ static int join_world(const tp_env *e, int cpu, orthros_backend **be)
     world.active = 1;
     if (e->rank == 0) atexit(world_shutdown);
     /* A stopped or vanished peer ends the run (tp_heartbeat.c), since no receive here may time out. */
-    if (e->world > 1 && (rc = orthros_tp_heartbeat_start(e->rank, e->world, e->addr, e->port, world.socks))) return rc;
+    if (e->world > 1 &&
+        (rc = orthros_tp_heartbeat_start(e->rank, e->world, e->addr, e->port, world.socks, e->heartbeat_s)))
+        return rc;
     return 0;
 }
 

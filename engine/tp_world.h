@@ -89,13 +89,9 @@ int orthros_tp_join(int tp, int cpu, int *rank, orthros_backend **be);
 /* A thread that sends a UDP heartbeat every second (or timeout / 6) to its peers (rank 0 to every rank, the others
  * to rank 0, at MASTER_ADDR on rank 0's port number) and ends this process, with one line and status 1, when a
  * peer it has heard from is silent for the timeout: a stopped or vanished rank ends the run instead of blocking it
- * for ever. socks: rank 0's control connections (the hosts its peers' datagrams must come from). The timeout is
- * ORTHROS_TP_HEARTBEAT seconds (default 60, 0: off). orthros_tp_join starts it. */
-int orthros_tp_heartbeat_start(int rank, int world, const char *addr, int port, const int *socks);
-int orthros_tp_heartbeat_timeout(int *seconds); /* into *seconds; ORTHROS_EINVAL for a value out of range */
-/* A whole number of seconds from lo to hi in the environment variable `name` into *out (dflt where unset or empty);
- * anything else is refused, naming the variable. */
-int orthros_tp_env_seconds(const char *name, int lo, int hi, int dflt, int *out);
+ * for ever. socks: rank 0's control connections (the hosts its peers' datagrams must come from). timeout: seconds,
+ * 0 off (ORTHROS_TP_HEARTBEAT, which orthros_tp_join reads, default 60). orthros_tp_join starts it. */
+int orthros_tp_heartbeat_start(int rank, int world, const char *addr, int port, const int *socks, int timeout);
 /* A rank started by orthros's own launcher (ORTHROS_TP_LAUNCHER_PID in its environment, set by ranks/ranks.c) dies
  * with it (PR_SET_PDEATHSIG, SIGKILL): killing the launcher leaves no rank running. An error when the launcher is
  * already gone. orthros_tp_join calls it. */

@@ -2481,12 +2481,51 @@ int orthros_gemv_set_ring_slots(int s)
     return 0;
 }
 
+/* The variables of versions 5 and 6, read as each call plans, and the values each takes (orthros_gemv_check_env) */
+enum { GEMV_ENV_V5_STAGES, GEMV_ENV_V6_ROWS, GEMV_ENV_V6_STAGE_KB, GEMV_ENV_V6_WGMMA, GEMV_ENV_V6_BULK, GEMV_ENV_N };
+static const struct {
+    const char *name;
+    int n, ok[5];
+} gemv_env_vars[GEMV_ENV_N] = {{"ORTHROS_GEMV5_STAGES", 3, {4, 6, 8}},
+                               {"ORTHROS_GEMV6_ROWS", 3, {32, 64, 128}},
+                               {"ORTHROS_GEMV6_STAGE_KB", 5, {4, 8, 16, 32, 64}},
+                               {"ORTHROS_GEMV6_WGMMA", 2, {0, 1}},
+                               {"ORTHROS_GEMV6_BULK", 2, {0, 1}}};
+
+/* 1 and *v the value where variable i holds one of its values (digits as written); else 0 and *v 0 */
+static int gemv_env(int i, int *v)
+{
+    const char *t = getenv(gemv_env_vars[i].name);
+    char one[16];
+    *v = 0;
+    for (int j = 0; t && j < gemv_env_vars[i].n; j++) {
+        snprintf(one, sizeof one, "%d", gemv_env_vars[i].ok[j]);
+        if (!strcmp(t, one)) return *v = gemv_env_vars[i].ok[j], 1;
+    }
+    return 0;
+}
+
+int orthros_gemv_check_env(void)
+{
+    for (int i = 0; i < GEMV_ENV_N; i++) {
+        const char *t = getenv(gemv_env_vars[i].name);
+        int v;
+        if (!t || !*t || gemv_env(i, &v)) continue;
+        char list[64] = "";
+        for (int j = 0; j < gemv_env_vars[i].n; j++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", j ? ", " : "", gemv_env_vars[i].ok[j]);
+        return orthros_error(ORTHROS_EINVAL, "%s=%.40s: one of %s", gemv_env_vars[i].name, t, list);
+    }
+    return 0;
+}
+
 /* 0: the plan's choice (the most that fit beside the staged input) */
 static int gemv5_stages(void)
 {
+    int v;
     if (gemv5_slots_set) return gemv5_slots_set;
-    const char *e = getenv("ORTHROS_GEMV5_STAGES");
-    return e && (!strcmp(e, "4") || !strcmp(e, "6") || !strcmp(e, "8")) ? atoi(e) : 0;
+    gemv_env(GEMV_ENV_V5_STAGES, &v);
+    return v;
 }
 
 /* v5's plan (host): v1's row tiles (make_plan's TM; 32 rows for SWIGLU, so that the tiles spread evenly over the
@@ -2535,27 +2574,28 @@ static int make_plan5(const orthros_gemv_params *p, gemv_plan *pl)
 /* v6's rows a tile where the epilogue leaves the choice: ORTHROS_GEMV6_ROWS (32, 64 or 128), else 0, the plan's. */
 static int gemv6_rows(void)
 {
-    const char *e = getenv("ORTHROS_GEMV6_ROWS");
-    return e && (!strcmp(e, "32") || !strcmp(e, "64") || !strcmp(e, "128")) ? atoi(e) : 0;
+    int v;
+    gemv_env(GEMV_ENV_V6_ROWS, &v);
+    return v;
 }
 
 /* v6's bytes a stage: ORTHROS_GEMV6_STAGE_KB (4, 8, 16, 32 or 64) KB, else 32 KB (H200, af925dd: the batch-16 step's
  * products 1.279 / 7.162 ms at 1B / 8B with 32 KB, 1.568 / 8.005 with 16, 1.287 / 7.814 with 64). */
 static int gemv6_stage_bytes(void)
 {
-    const char *e = getenv("ORTHROS_GEMV6_STAGE_KB");
-    const int kb = e ? atoi(e) : 0;
-    return (kb == 4 || kb == 8 || kb == 16 || kb == 32 || kb == 64) && e[strspn(e, "0123456789")] == '\0' ? kb << 10
-                                                                                                   : 32 << 10;
+    int kb;
+    return (gemv_env(GEMV_ENV_V6_STAGE_KB, &kb) ? kb : 32) << 10;
 }
 
 /* v6's form: ORTHROS_GEMV6_WGMMA=1, the TMA boxes read by wgmma (sm_90a); else ORTHROS_GEMV6_BULK=1, the stages
  * as bulk copies a row (where K is a multiple of 64); else TMA boxes read by ldmatrix. */
 static int gemv6_form(int K)
 {
-    const char *w = getenv("ORTHROS_GEMV6_WGMMA"), *b = getenv("ORTHROS_GEMV6_BULK");
-    if (w && !strcmp(w, "1")) return GEMV6_WGMMA;
-    return b && !strcmp(b, "1") && K % 64 == 0 ? GEMV6_BULK : GEMV6_TMA;
+    int w, b;
+    gemv_env(GEMV_ENV_V6_WGMMA, &w);
+    gemv_env(GEMV_ENV_V6_BULK, &b);
+    if (w == 1) return GEMV6_WGMMA;
+    return b == 1 && K % 64 == 0 ? GEMV6_BULK : GEMV6_TMA;
 }
 
 /* v6's k-blocks a stage at MT rows a tile: as many as make up the target bytes (1 to 8), where K is a multiple of 64

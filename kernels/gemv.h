@@ -104,6 +104,12 @@ int orthros_gemv_describe(const orthros_gemv_params *p, char *buf, size_t cap);
  * into a ring of the block's stages and read with ldmatrix (sm_90; v1 where there is a device and it is not). */
 int orthros_gemv_set_version(int v);
 int orthros_gemv_version(void);
+/* The variables that versions 5 and 6 read as each call plans: ORTHROS_GEMV5_STAGES (4, 6 or 8: v5's ring slots a
+ * warp), ORTHROS_GEMV6_ROWS (32, 64 or 128: v6's rows a tile), ORTHROS_GEMV6_STAGE_KB (4, 8, 16, 32 or 64: v6's bytes
+ * a stage; unset 32), ORTHROS_GEMV6_WGMMA and ORTHROS_GEMV6_BULK (0 or 1: v6's form); unset or empty, the plan's
+ * choice. ORTHROS_EINVAL naming the variable where one holds another value (the backend checks them as it is made;
+ * the plans would pass such a value over). */
+int orthros_gemv_check_env(void);
 /* v3's epilogue operands loaded early and its first round's L2 hint left out, at batch 1 (process-wide; the same bits
  * either way but for 32), a mask: 1 ADD's residual read as each group starts (not after its sums); 2 ROPE's position read once
  * and each pair's cosine and sine formed while the group's first round is in flight; 8 without a dependent launch the
