@@ -156,7 +156,9 @@ int orthros_fuzz_seeds_eval_file(orthros_fuzz_corpus *c, const char *root)
 
 int orthros_fuzz_seeds_anchor_file(orthros_fuzz_corpus *c, const char *root)
 {
-    static const char *const f[] = {"data/results/h200-2026-11-29b/anchors.json"};
+    /* anchors.py's SDPA cases and decode_anchor.py's whole decode steps */
+    static const char *const f[] = {"data/results/h200-2026-11-29b/anchors.json",
+                                    "data/results/h200-2026-12-06-merge4/figures-4a022ad/decode_anchor_compiled.json"};
     return add_files(c, root, f, sizeof f / sizeof *f);
 }
 

@@ -828,6 +828,7 @@ static int anchor_cmp(const void *a, const void *b)
     const orthros_anchor_case *x = *(const orthros_anchor_case *const *)a, *y = *(const orthros_anchor_case *const *)b;
     int c = strcmp(x->op, y->op);
     if (!c) c = strcmp(x->backend, y->backend);
+    if (!c) c = strcmp(x->model, y->model);
     if (!c) c = x->head_dim != y->head_dim ? (x->head_dim < y->head_dim ? -1 : 1) : 0;
     if (!c) c = x->ctx != y->ctx ? (x->ctx < y->ctx ? -1 : 1) : 0;
     if (!c) c = x->batch != y->batch ? (x->batch < y->batch ? -1 : 1) : 0;
@@ -847,15 +848,16 @@ static int cmp_double(const void *a, const void *b)
 static int anchor_check(const orthros_anchor_file *f, orthros_jr *j, const cJSON *root)
 {
     static const char *const ceilings[] = {"gemm_tflops", "copy_tbps", "read_tbps"};
-    int rc;
+    int rc, steps = f->steps > 0;
     double v;
     char torch[64];
-    for (size_t i = 0; i < sizeof ceilings / sizeof *ceilings; i++)
+    for (size_t i = 0; !steps && i < sizeof ceilings / sizeof *ceilings; i++)
         if ((rc = orthros_jr_num(&v, j, root, ceilings[i], 0, BIG, ORTHROS_JR_POSITIVE))) return rc;
     const cJSON *cudnn = cJSON_GetObjectItemCaseSensitive(root, "cudnn");
     int64_t iv;
     if (cudnn && !cJSON_IsNull(cudnn) && (rc = orthros_jr_int(&iv, j, root, "cudnn", 0, INT_MAX, 0))) return rc;
     if ((rc = orthros_jr_string(torch, sizeof torch, j, root, "torch", 0))) return rc;
+    const char *samples_key = steps ? "samples" : "samples_s";
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases"), *e;
     size_t at = orthros_jr_push_key(j, "cases");
     int i = 0;
@@ -863,28 +865,34 @@ static int anchor_check(const orthros_anchor_file *f, orthros_jr *j, const cJSON
     {
         const orthros_anchor_case *c = &f->cases[i];
         size_t at2 = orthros_jr_push_index(j, i++);
-        if (strcmp(c->op, "prefill") && strcmp(c->op, "decode"))
+        if (!steps && strcmp(c->op, "prefill") && strcmp(c->op, "decode"))
             return orthros_jr_fail(j, "op", "\"%s\" is not prefill or decode", c->op);
         if (!c->backend[0] || strspn(c->backend, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(c->backend))
             return orthros_jr_fail(j, "backend", "\"%s\" is not a backend's name (lowercase letters, digits, _ and -)",
                                    c->backend);
+        if (steps && (!c->model[0] || strspn(c->model, "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(c->model)))
+            return orthros_jr_fail(j, "model", "\"%s\" is not a model shape's name (lowercase letters, digits, '.', _ "
+                                   "and -)", c->model);
         int prefill = !strcmp(c->op, "prefill");
-        if (prefill ? !isnan(c->tbps) : !isnan(c->tflops))
+        if (!steps && (prefill ? !isnan(c->tbps) : !isnan(c->tflops)))
             return orthros_jr_fail(j, prefill ? "tbps" : "tflops", "given for a %s case", c->op);
+        if (steps && (rc = orthros_jr_num(&v, j, e, "wall_s", 0, BIG, 0))) return rc;
         double *s = NULL;
         size_t n = 0;
-        if ((rc = orthros_jr_positive_array(&s, &n, j, e, "samples_s", 0))) return rc;
+        if ((rc = orthros_jr_positive_array(&s, &n, j, e, samples_key, steps ? ORTHROS_JR_REQUIRED : 0))) return rc;
         if (s && n == 0) {
             free(s);
-            return orthros_jr_fail(j, "samples_s", "empty");
+            return orthros_jr_fail(j, samples_key, "empty");
         }
         if (s) {
-            /* anchors.py's median: the middle of the sorted samples (the upper one of an even count). */
+            /* anchors.py's and decode_anchor.py's median: the middle of the sorted samples (the upper one of an
+             * even count). */
             qsort(s, n, sizeof *s, cmp_double);
             double med = s[n / 2];
             free(s);
             if (fabs(med - c->median_s) > 1e-12 * med)
-                return orthros_jr_fail(j, "median_s", "%.17g is not the median of samples_s (%.17g)", c->median_s, med);
+                return orthros_jr_fail(j, "median_s", "%.17g is not the median of %s (%.17g)", c->median_s, samples_key,
+                                       med);
         }
         orthros_jr_pop(j, at2);
     }
@@ -906,6 +914,8 @@ static int anchor_check(const orthros_anchor_file *f, orthros_jr *j, const cJSON
         const orthros_anchor_case *c = &f->cases[dup];
         orthros_jr_push_key(j, "cases");
         orthros_jr_push_index(j, (int)dup);
+        if (steps)
+            return orthros_jr_fail(j, NULL, "the case %s ctx %d batch %d appears twice", c->model, c->ctx, c->batch);
         return orthros_jr_fail(j, NULL, "the case %s %s head_dim %d ctx %d batch %d appears twice", c->op, c->backend,
                                c->head_dim, c->ctx, c->batch);
     }
@@ -926,6 +936,18 @@ int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, con
     snprintf(f->device_name, sizeof f->device_name, "%s", h.device_name);
     const cJSON *torch = cJSON_GetObjectItem(root, "torch");
     if (cJSON_IsString(torch)) snprintf(f->torch, sizeof f->torch, "%s", torch->valuestring);
+    /* decode_anchor.py's files: its "method" and "steps" at the top, cases of whole decode steps of a model shape,
+     * eager or compiled by the file's "compiled" */
+    int compiled = 0;
+    if (cJSON_GetObjectItemCaseSensitive(root, "steps") || cJSON_GetObjectItemCaseSensitive(root, "method")) {
+        char method[512];
+        int64_t steps = 0;
+        if ((rc = orthros_jr_int(&steps, &j, root, "steps", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_string(method, sizeof method, &j, root, "method", ORTHROS_JR_REQUIRED)) ||
+            (rc = orthros_jr_bool(&compiled, &j, root, "compiled", ORTHROS_JR_REQUIRED)))
+            return rc;
+        f->steps = (int)steps;
+    }
     if ((rc = orthros_jr_array(&cases, &j, root, "cases", ORTHROS_JR_REQUIRED))) return rc;
     size_t n = (size_t)cJSON_GetArraySize(cases);
     f->cases = calloc(n ? n : 1, sizeof *f->cases);
@@ -942,7 +964,17 @@ int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, con
             rc = orthros_jr_fail(&j, NULL, "not an object");
             goto fail;
         }
-        if ((rc = orthros_jr_string(c->op, sizeof c->op, &j, e, "op", ORTHROS_JR_REQUIRED)) ||
+        if (f->steps) {
+            /* a whole decode step: the model shape, batch and cache depth, its median over the samples */
+            snprintf(c->op, sizeof c->op, "step");
+            snprintf(c->backend, sizeof c->backend, "%s", compiled ? "compiled" : "graph");
+            hq = hkv = 0;
+            if ((rc = orthros_jr_string(c->model, sizeof c->model, &j, e, "model", ORTHROS_JR_REQUIRED)) ||
+                (rc = orthros_jr_int(&ctx, &j, e, "ctx", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+                (rc = orthros_jr_int(&batch, &j, e, "batch", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||
+                (rc = orthros_jr_num(&c->median_s, &j, e, "median_s", 0, BIG, ORTHROS_JR_REQUIRED | ORTHROS_JR_POSITIVE)))
+                goto fail;
+        } else if ((rc = orthros_jr_string(c->op, sizeof c->op, &j, e, "op", ORTHROS_JR_REQUIRED)) ||
             (rc = orthros_jr_string(c->backend, sizeof c->backend, &j, e, "backend", ORTHROS_JR_REQUIRED)) ||
             (rc = orthros_jr_int(&hd, &j, e, "head_dim", 1, 4096, ORTHROS_JR_REQUIRED)) ||
             (rc = orthros_jr_int(&ctx, &j, e, "ctx", 1, INT_MAX, ORTHROS_JR_REQUIRED)) ||

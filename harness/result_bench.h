@@ -151,13 +151,14 @@ const char *orthros_bench_model_label(const orthros_bench_file *f);
 int orthros_bench_config_check_same(const orthros_bench_config *a, const char *a_name, const orthros_bench_config *b,
                                     const char *b_name);
 
-/* ---- PyTorch SDPA anchor files (bench/kernels/anchors.py) ---- */
+/* ---- PyTorch anchor files: SDPA (bench/kernels/anchors.py) and whole decode steps (bench/kernels/decode_anchor.py) ---- */
 
 typedef struct {
-    char op[16];          /* prefill or decode */
-    char backend[16];     /* flash, cudnn, ... */
-    int head_dim, ctx, batch, hq, hkv;
-    double median_s;
+    char op[16];          /* prefill or decode (one layer's SDPA), or step (a whole model's decode step) */
+    char backend[16];     /* flash, cudnn, ... (SDPA); graph or compiled (a step: eager or torch.compile, as a CUDA graph) */
+    char model[32];       /* a step's model shape (llama3.2-1b, ...); "" for SDPA */
+    int head_dim, ctx, batch, hq, hkv; /* a step: head_dim, hq and hkv 0; ctx the cache depth */
+    double median_s;      /* a step: the time of one step of the batch */
     double tflops, tbps;  /* NAN where not given */
 } orthros_anchor_case;
 
@@ -166,6 +167,7 @@ typedef struct {
     size_t n;
     char device_name[128];
     char torch[64]; /* the PyTorch version that measured them, as the file gives it ("" when not given) */
+    int steps;      /* decode_anchor.py's files: the replays a sample times (its cases are steps); 0 for SDPA files */
 } orthros_anchor_file;
 
 int orthros_anchor_file_from_json(orthros_anchor_file *f, const cJSON *root, const char *name);

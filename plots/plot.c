@@ -45,7 +45,7 @@ extern char **environ;
 
 const char *const orthros_plot_figure_names[ORTHROS_PLOT_FIGURES] = {
     "prefill_latency", "speedup", "decode_latency", "throughput", "attention_op", "niah", "mqar",
-    "ruler_niah",      "ruler_vt", "ruler_cwe",      "ppl",        "recall"};
+    "ruler_niah",      "ruler_vt", "ruler_cwe",      "ppl",        "recall",     "decode_step"};
 
 /* ---- series ---- */
 
@@ -1663,9 +1663,195 @@ done:
     return rc;
 }
 
+/* ---- the whole decode step against its floor and PyTorch ---- */
+
+/* A shape of the decode_step figure: the model's preset name (or its file's name), batch and cache depth; its floor
+ * (the lowest of the inputs' cells of the shape: the bytes a step reads over the run's read ceiling). */
+typedef struct {
+    char model[64];
+    int batch, ctx, order; /* order: the model's first appearance among the inputs */
+    double floor;
+} step_shape;
+
+static const char *step_model(const char *model) { return !strncmp(model, "preset:", 7) ? model + 7 : base_name(model); }
+
+static int cmp_step_shape(const void *a, const void *b)
+{
+    const step_shape *x = a, *y = b;
+    if (x->order != y->order) return x->order < y->order ? -1 : 1;
+    if (x->batch != y->batch) return x->batch < y->batch ? -1 : 1;
+    return x->ctx < y->ctx ? -1 : x->ctx > y->ctx;
+}
+
+/* The shape's index, or -1. */
+static int step_shape_find(const step_shape *sh, int n, const char *model, int batch, int ctx)
+{
+    for (int i = 0; i < n; i++)
+        if (sh[i].batch == batch && sh[i].ctx == ctx && !strcmp(sh[i].model, model)) return i;
+    return -1;
+}
+
+/* The decode step of each shape (model, batch, cache depth) in the bench files' decode cells that state their floor,
+ * a category each on a log axis of ms a step of the batch: the floor as a dashed bar, a series per configuration
+ * of ours (as fig_latency names them, the model and batch being the categories) and one per PyTorch anchor file of
+ * bench/kernels/decode_anchor.py (its cases of the same shapes), each point with a note above it: ours the
+ * fraction of the floor it reaches, an anchor its time over ours (when one configuration of ours ran the shape). */
+#define STEP_SHAPES 32
+static int fig_decode_step(figure *f)
+{
+    const plot_ctx *c = f->c;
+    step_shape sh[STEP_SHAPES];
+    char models[STEP_SHAPES][64], anchors[400] = "";
+    int nsh = 0, nmod = 0, rc = 0, n_anchor = 0, left_out = 0;
+    collect col = {0};
+    /* The shapes: every measured decode cell with a floor. */
+    for (size_t i = 0; i < c->n; i++) {
+        const input *in = &c->in[i];
+        if (!is_model_bench(in)) continue;
+        char model[64];
+        clean_text(model, sizeof model, step_model(in->r.bench.cfg.model));
+        for (size_t k = 0; k < in->r.bench.n_cells; k++) {
+            const orthros_bench_cell *m = &in->r.bench.cells[k];
+            if (strcmp(m->phase, "decode") || m->state != ORTHROS_CELL_MEASURED || !(m->floor_s > 0)) continue;
+            int s = step_shape_find(sh, nsh, model, m->batch, m->ctx);
+            if (s < 0) {
+                if (nsh == STEP_SHAPES) {
+                    snprintf(f->refused, sizeof f->refused, "more than %d shapes (model, batch, cache depth) of decode "
+                             "cells with a floor; plot fewer files at a time", STEP_SHAPES);
+                    return 0;
+                }
+                int o = 0;
+                while (o < nmod && strcmp(models[o], model)) o++;
+                if (o == nmod) snprintf(models[nmod++], sizeof models[0], "%s", model);
+                s = nsh++;
+                snprintf(sh[s].model, sizeof sh[s].model, "%s", model);
+                sh[s].batch = m->batch, sh[s].ctx = m->ctx, sh[s].order = o, sh[s].floor = m->floor_s;
+            }
+            sh[s].floor = fmin(sh[s].floor, m->floor_s);
+        }
+    }
+    if (!nsh) {
+        f->why = "no decode cells with a floor (the bytes a step reads over the read ceiling) in the bench files";
+        return 0;
+    }
+    qsort(sh, (size_t)nsh, sizeof *sh, cmp_step_shape);
+    /* Ours: one series per configuration, the model and batch left out of its key (they are the categories). */
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        const input *in = &c->in[i];
+        if (!is_model_bench(in)) continue;
+        char model[64];
+        clean_text(model, sizeof model, step_model(in->r.bench.cfg.model));
+        for (size_t k = 0; k < in->r.bench.n_cells && !rc; k++) {
+            const orthros_bench_cell *m = &in->r.bench.cells[k];
+            if (strcmp(m->phase, "decode") || m->state != ORTHROS_CELL_MEASURED || !(m->floor_s > 0)) continue;
+            run_key key;
+            run_key_of(&key, in, m->arch, -1, "decode");
+            key.v[K_MODEL][0] = '\0';
+            point q = cell_point(m);
+            q.x = step_shape_find(sh, nsh, model, m->batch, m->ctx);
+            rc = collect_add(&col, &key, m->arch, m->arch, "decode", in->r.bench.cfg.tp, 0, q, in->name);
+        }
+    }
+    if (!rc) collect_finish(&col);
+    if (rc || (rc = collect_series(f, &col)) || f->refused[0]) goto done;
+    size_t n_ours = f->data.n;
+    /* The anchors: a series per file, grey, of its cases whose shape is among ours. */
+    static const char *const grays[] = {"#555555", "#999999", "#333333", "#b5b5b5"};
+    for (size_t i = 0; i < c->n && !rc; i++) {
+        const input *in = &c->in[i];
+        if (in->r.kind != ORTHROS_RESULT_ANCHORS || !in->r.anchors.steps) continue;
+        char lab[LABEL_MAX], dev[128], torch[64];
+        clean_text(dev, sizeof dev, in->r.anchors.device_name[0] ? in->r.anchors.device_name : "unknown device");
+        clean_text(torch, sizeof torch, in->r.anchors.torch);
+        int compiled = in->r.anchors.n && !strcmp(in->r.anchors.cases[0].backend, "compiled");
+        snprintf(lab, sizeof lab, "PyTorch %s, %.60s", compiled ? "torch.compile + CUDA graph" : "eager + CUDA graph", dev);
+        size_t before = f->data.n;
+        series *s = series_get(&f->data, lab, grays[(compiled ? 0 : 1) + 2 * (n_anchor / 2 % 2)], 1, compiled ? 9 : 8);
+        if (!s) {
+            rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+            break;
+        }
+        if (f->data.n > before && f->data.n > MAX_SERIES) {
+            snprintf(f->refused, sizeof f->refused, "more than %d series: plot fewer anchor files at a time", MAX_SERIES);
+            goto done;
+        }
+        s->lw = 1.5, s->ps = 1.4;
+        for (size_t k = 0; k < in->r.anchors.n && !rc; k++) {
+            const orthros_anchor_case *a = &in->r.anchors.cases[k];
+            int at = step_shape_find(sh, nsh, a->model, a->batch, a->ctx);
+            if (at < 0) {
+                left_out++;
+                continue;
+            }
+            rc = series_add(s, (point){at, a->median_s, a->median_s, a->median_s, 0});
+            if (rc == 1) {
+                fprintf(stderr, "plot: %s: \"%s\" has two cases of %s batch %d ctx %d (the second from %s); the first is "
+                                "drawn\n", f->name, s->label, a->model, a->batch, a->ctx, in->name);
+                rc = 0;
+            }
+        }
+        if (!n_anchor++) snprintf(anchors, sizeof anchors, "anchors: PyTorch %s, bench/kernels/decode_anchor.py", torch);
+    }
+    if (rc) goto done;
+    /* The data: index 0 the shapes, then the series, each point with its note; the series spread across the
+     * category. */
+    double lo = INFINITY, hi = 0;
+    if ((rc = mb_open(&f->dat))) goto done;
+    fprintf(f->dat.f, "# decode_step: index 0 the shapes (x floor_s name), then one block per series (x median_s "
+                      "ci95_lo_s ci95_hi_s note)\n# Written by orthros plot from result files.\n");
+    fprintf(f->dat.f, "\"floor\" x floor_s shape\n");
+    for (int i = 0; i < nsh; i++) {
+        char ctx[32];
+        len_label(ctx, sizeof ctx, sh[i].ctx);
+        fprintf(f->dat.f, "%d %.9g \"%s b%d %s\"\n", i, sh[i].floor, sh[i].model, sh[i].batch, ctx);
+        lo = fmin(lo, sh[i].floor), hi = fmax(hi, sh[i].floor);
+    }
+    const size_t S = f->data.n;
+    for (size_t j = 0; j < S; j++) {
+        series *s = &f->data.s[j];
+        qsort(s->p, s->n, sizeof *s->p, cmp_point);
+        fprintf(f->dat.f, "\n\n\"%s\" x median_s ci95_lo_s ci95_hi_s note\n", s->label);
+        double off = S > 1 ? ((double)j - (double)(S - 1) / 2) * (0.6 / (double)(S - 1)) : 0;
+        for (size_t k = 0; k < s->n; k++) {
+            const point *q = &s->p[k];
+            int at = (int)q->x;
+            char note[32] = "";
+            if (j < n_ours) {
+                snprintf(note, sizeof note, "%.0f%%", 100 * sh[at].floor / q->y);
+            } else if (n_ours) {
+                /* over ours, where one configuration of ours ran the shape */
+                const point *ours = NULL;
+                int count = 0;
+                for (size_t o = 0; o < n_ours; o++)
+                    for (size_t m = 0; m < f->data.s[o].n; m++)
+                        if ((int)f->data.s[o].p[m].x == at) ours = &f->data.s[o].p[m], count++;
+                if (count == 1) snprintf(note, sizeof note, "%.2fx", q->y / ours->y);
+            }
+            fprintf(f->dat.f, "%.4f %.9g %.9g %.9g \"%s\"\n", at + off, q->y, q->lo, q->hi, note);
+            lo = fmin(lo, fmin(q->y, q->lo)), hi = fmax(hi, fmax(q->y, q->hi));
+        }
+    }
+    pre_styles(&f->p, &f->data, 44);
+    pre_set(&f->p, "nshape = %d", nsh);
+    pre_logtics(&f->p, "yt", "yr", lo * 1e3, hi * 1e3 * 1.3, "%g");
+    char what[600];
+    snprintf(what, sizeof what, "ms a step of the batch; ours: median with its bootstrap 95%% interval, the %% of the "
+             "floor it reaches above it%s%s%s", n_anchor ? "; PyTorch: its median, its time over ours above it" : "",
+             anchors[0] ? "; " : "", anchors);
+    if (left_out)
+        snprintf(what + strlen(what), sizeof what - strlen(what), "; %d anchor case%s of shapes not among ours left out",
+                 left_out, left_out == 1 ? "" : "s");
+    collect_caption(f, &col, what);
+    f->w = 1300, f->h = 680;
+done:
+    collect_free(&col);
+    return rc;
+}
+
 static const figure_fn figure_fns[ORTHROS_PLOT_FIGURES] = {fig_prefill, fig_speedup, fig_decode, fig_throughput,
                                                            fig_attention_op, fig_heatmap, fig_heatmap, fig_heatmap,
-                                                           fig_heatmap, fig_heatmap, fig_ppl, fig_recall};
+                                                           fig_heatmap, fig_heatmap, fig_ppl, fig_recall,
+                                                           fig_decode_step};
 
 int orthros_plot_run(orthros_plot_counts *counts, const char *const *paths, size_t n, const orthros_plot_opts *o)
 {
@@ -1737,8 +1923,8 @@ int orthros_cmd_plot(int argc, char **argv)
     orthros_cmd_init(&c, cmd,
                      "orthros plot RESULT.json... --out DIR: figures from result files only, through gnuplot.\n"
                      "Inputs are recognised by content: bench files (orthros bench), kernel bench files (bench_kernels),\n"
-                     "eval files (orthros eval: NIAH, MQAR, RULER, recall and perplexity cells) and PyTorch SDPA anchor\n"
-                     "files (bench/kernels/anchors.py); each is validated first. Runs are never mixed: a series (or panel)\n"
+                     "eval files (orthros eval: NIAH, MQAR, RULER, recall and perplexity cells) and PyTorch anchor files\n"
+                     "(bench/kernels/anchors.py's SDPA, decode_anchor.py's decode steps); each is validated first. Runs are never mixed: a series (or panel)\n"
                      "per configuration, named by what differs between the inputs (model, text, tail, window, tp, device,\n"
                      "commit, ...); what they share goes to the caption.\n"
                      "Figures, each as DIR/NAME.png, .svg or .pdf with its data in DIR/NAME.dat and texts in DIR/NAME.txt:\n"
@@ -1755,6 +1941,8 @@ int orthros_cmd_plot(int argc, char **argv)
                      "  ruler_cwe        common-words heatmaps, words x length, partial score\n"
                      "  ppl              perplexity vs window length, bootstrap 95% bars\n"
                      "  recall           recall accuracy per configuration, Wilson 95% bars\n"
+                     "  decode_step      the decode step per shape (model, batch, cache depth) against its floor and\n"
+                     "                   the PyTorch decode-step anchors\n"
                      "A figure whose data is absent from the inputs is skipped (--verbose names it).",
                      ORTHROS_CMD_MAX_POS);
     orthros_cmd_add(&c, "out", ORTHROS_OPT_STR, &o.out_dir, "DIR", "output folder, created when absent (required)");

@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 /* Figures, in the order they are made; each is written as OUT/NAME.png, .svg or .pdf. */
-#define ORTHROS_PLOT_FIGURES 12
+#define ORTHROS_PLOT_FIGURES 13
 extern const char *const orthros_plot_figure_names[ORTHROS_PLOT_FIGURES];
 
 /* Output formats, as bits of orthros_plot_opts.formats: 1 png, 2 svg, 4 pdf. */

@@ -524,26 +524,15 @@ static void many_cells(const char *src)
     printf("100k bench cells + 1 repeated: refused in %.2f s (reading and validating included)\n", dt);
 }
 
-/* SDPA anchor files: every field anchors.py writes checked (they were taken as they were). */
-static void anchor_refusals(const char *src)
+/* One field of an anchor file changed (or added), the file refused with `want` in its message. */
+typedef struct {
+    const char *label, *key, *json, *want;
+    int top; /* the key at the top of the file, else in its first case */
+} anchor_mutation;
+
+static void anchor_mutations(const char *path, const anchor_mutation *cases, size_t n)
 {
-    char path[4300];
-    snprintf(path, sizeof path, "%s/data/results/h200-2026-12-01/anchors.json", src);
-    struct {
-        const char *label, *key, *json, *want;
-        int top;
-    } cases[] = {
-        {"an op neither prefill nor decode", "op", "\"train\"", "cases[0].op: \"train\" is not prefill or decode", 0},
-        {"a backend with a space", "backend", "\"flash attn\"", "cases[0].backend: \"flash attn\" is not a backend's name", 0},
-        {"a median not the samples'", "median_s", "1", "cases[0].median_s: 1 is not the median of samples_s", 0},
-        {"a negative sample", "samples_s", "[0.1, -1]", "cases[0].samples_s: item 1 is not a positive finite number", 0},
-        {"no samples", "samples_s", "[]", "cases[0].samples_s: empty", 0},
-        {"a prefill case with tbps", "tbps", "4.2", "cases[0].tbps: given for a prefill case", 0},
-        {"a string batch", "batch", "\"1\"", "cases[0].batch: not a number", 0},
-        {"a ceiling that is text", "gemm_tflops", "\"fast\"", "gemm_tflops: not a number", 1},
-        {"a negative cudnn version", "cudnn", "-3", "cudnn: -3 is not an integer", 1},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    for (size_t i = 0; i < n; i++) {
         cJSON *r = tu_load_json(path);
         CHECK(r != NULL, "cannot load %s", path);
         if (!r) return;
@@ -559,20 +548,76 @@ static void anchor_refusals(const char *src)
         if (!rc) orthros_anchor_file_free(&a);
         printf("%-44s -> %s\n", cases[i].label, orthros_last_error());
     }
-    /* A case twice: the later one is named. */
+}
+
+/* The file with its case `dup` appended again: refused, naming the later one (`what` its words). */
+static void anchor_twice(const char *path, int dup, const char *what)
+{
     cJSON *r = tu_load_json(path);
+    CHECK(r != NULL, "cannot load %s", path);
+    if (!r) return;
     cJSON *cs = cJSON_GetObjectItem(r, "cases");
     int n = cJSON_GetArraySize(cs);
-    cJSON_AddItemToArray(cs, cJSON_Duplicate(cJSON_GetArrayItem(cs, 3), 1));
+    cJSON_AddItemToArray(cs, cJSON_Duplicate(cJSON_GetArrayItem(cs, dup), 1));
     const char *m = save_json("anchors-mutated.json", r);
     cJSON_Delete(r);
     orthros_anchor_file a;
-    char want[64];
-    snprintf(want, sizeof want, "cases[%d]: the case prefill", n);
+    char want[128];
+    snprintf(want, sizeof want, "cases[%d]: the case %s", n, what);
     int rc = orthros_anchor_file_read(&a, m);
     CHECK(rc == ORTHROS_EFORMAT && strstr(orthros_last_error(), want) && strstr(orthros_last_error(), "appears twice"),
           "a case twice: %s", rc ? orthros_last_error() : "accepted");
     printf("%-44s -> %s\n", "a case twice", orthros_last_error());
+}
+
+/* SDPA anchor files: every field anchors.py writes checked (they were taken as they were). */
+static void anchor_refusals(const char *src)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/data/results/h200-2026-12-01/anchors.json", src);
+    static const anchor_mutation cases[] = {
+        {"an op neither prefill nor decode", "op", "\"train\"", "cases[0].op: \"train\" is not prefill or decode", 0},
+        {"a backend with a space", "backend", "\"flash attn\"", "cases[0].backend: \"flash attn\" is not a backend's name", 0},
+        {"a median not the samples'", "median_s", "1", "cases[0].median_s: 1 is not the median of samples_s", 0},
+        {"a negative sample", "samples_s", "[0.1, -1]", "cases[0].samples_s: item 1 is not a positive finite number", 0},
+        {"no samples", "samples_s", "[]", "cases[0].samples_s: empty", 0},
+        {"a prefill case with tbps", "tbps", "4.2", "cases[0].tbps: given for a prefill case", 0},
+        {"a string batch", "batch", "\"1\"", "cases[0].batch: not a number", 0},
+        {"a ceiling that is text", "gemm_tflops", "\"fast\"", "gemm_tflops: not a number", 1},
+        {"a negative cudnn version", "cudnn", "-3", "cudnn: -3 is not an integer", 1},
+    };
+    anchor_mutations(path, cases, sizeof cases / sizeof *cases);
+    anchor_twice(path, 3, "prefill");
+}
+
+/* decode_anchor.py's files (whole decode steps): the committed one reads as steps of its shapes, and every field it
+ * writes is checked. */
+static void decode_anchor_refusals(const char *src)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/data/results/h200-2026-12-06-merge4/figures-4a022ad/decode_anchor_compiled.json", src);
+    orthros_anchor_file a;
+    int rc = orthros_anchor_file_read(&a, path);
+    CHECK(rc == 0 && a.steps == 64 && a.n == 3 && !strcmp(a.cases[0].op, "step") && !strcmp(a.cases[0].backend, "compiled") &&
+              !strcmp(a.cases[0].model, "llama3.2-1b") && a.cases[0].batch == 1 && a.cases[0].ctx == 4096 &&
+              fabs(a.cases[0].median_s - 0.0012430050373077393) < 1e-15 && !strcmp(a.device_name, "NVIDIA H200"),
+          "the committed decode anchor file does not read as its three steps: %s", rc ? orthros_last_error() : "misread");
+    if (!rc) orthros_anchor_file_free(&a);
+    static const anchor_mutation cases[] = {
+        {"a step: no steps", "steps", "null", "steps: not a number", 1},
+        {"a step: 0 steps", "steps", "0", "steps: 0 is not an integer", 1},
+        {"a step: compiled as text", "compiled", "\"yes\"", "compiled: not true or false", 1},
+        {"a step: a model with a space", "model", "\"llama 1b\"", "cases[0].model: \"llama 1b\" is not a model shape's name", 0},
+        {"a step: a model too long", "model", "\"llama3.2-1b-llama3.2-1b-llama3.2-1b\"", "cases[0].model", 0},
+        {"a step: no batch", "batch", "null", "cases[0].batch", 0},
+        {"a step: a cache depth of 0", "ctx", "0", "cases[0].ctx: 0 is not an integer", 0},
+        {"a step: a median not the samples'", "median_s", "0.5", "cases[0].median_s: 0.5 is not the median of samples", 0},
+        {"a step: a negative sample", "samples", "[0.001, -1]", "cases[0].samples: item 1 is not a positive finite number", 0},
+        {"a step: no samples", "samples", "[]", "cases[0].samples: empty", 0},
+        {"a step: a negative wall time", "wall_s", "-1", "cases[0].wall_s", 0},
+    };
+    anchor_mutations(path, cases, sizeof cases / sizeof *cases);
+    anchor_twice(path, 1, "llama3.2-1b ctx 131072 batch 1");
 }
 
 static void eval_refusals(const char *src)
@@ -1131,6 +1176,7 @@ int main(int argc, char **argv)
     committed_eval_files(src);
     eval_refusals(src);
     anchor_refusals(src);
+    decode_anchor_refusals(src);
     many_cells(src);
     text_eval_cells(src);
     keep_cells();

@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 /* The figures, as orthros plot names them. */
-#define N_FIGURES 7
-static const char *const figures[N_FIGURES] = {"prefill_latency", "speedup",   "decode_latency", "throughput",
-                                               "attention_op",    "niah",      "mqar"};
+#define N_FIGURES 8
+static const char *const figures[N_FIGURES] = {"prefill_latency", "speedup", "decode_latency", "throughput",
+                                               "attention_op",    "niah",    "mqar",           "decode_step"};
 
 static const char *bin, *scripts;
 static char dir[4096], results[4200]; /* results: the source tree's data/results */
@@ -350,6 +350,33 @@ static void committed_results(void)
           dat ? dat : "(none)");
     free(dat);
 
+    /* The decode step against its floor and PyTorch (an H200 run's default mode at batch 1 and 16, both models, and
+     * decode_anchor.py's files eager and compiled): a category per shape with its floor, ours one series across
+     * the models and batches with the % of the floor it reaches, each anchor a series with its time over ours. */
+    const char *dec = "h200-2026-12-04-pdllate/figures-7c0efcb";
+    snprintf(a, sizeof a, "%s/%s/decode/llama3.2-1b-b1-default.json", results, dec);
+    snprintf(b, sizeof b, "%s/%s/decode/llama3.2-1b-b16-default.json", results, dec);
+    snprintf(c, sizeof c, "%s/%s/decode/llama3.1-8b-b1-default.json", results, dec);
+    snprintf(d, sizeof d, "%s/%s/decode_anchor.json", results, dec);
+    snprintf(e, sizeof e, "%s/%s/decode_anchor_compiled.json", results, dec);
+    char *m6[] = {(char *)bin, "plot", a, b, c, d, e, "--out", out, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(m6, log) == 0 && !log_has(log, "gnuplot warned"), "plot of the decode files and anchors (log %s)", log);
+    dat = fig_file(out, "decode_step", "dat");
+    const char *ours = dat ? strstr(dat, "\n\"orthros\" x median_s") : NULL;
+    const char *eager = dat ? strstr(dat, "\"PyTorch eager + CUDA graph, NVIDIA H200\"") : NULL;
+    const char *comp = dat ? strstr(dat, "\"PyTorch torch.compile + CUDA graph, NVIDIA H200\"") : NULL;
+    CHECK(dat && strstr(dat, "\n0 0.000590972523 \"llama3.2-1b b1 4K\"\n1 0.00153424052 \"llama3.2-1b b1 128K\"\n") &&
+              strstr(dat, "\"llama3.1-8b b1 4K\"") && !strstr(dat, "llama3.1-8b b16") && ours && eager && comp &&
+              strstr(ours, " 0.000874629259 0.000873022497 0.000875127971 \"68%\"") &&
+              strstr(comp, " 0.00124635804 0.00124635804 0.00124635804 \"1.43x\"") && strstr(eager, "\"2.70x\""),
+          "decode_step.dat does not hold the shapes with their floors, ours at 68%% of the 1B 4K floor and the compiled "
+          "anchor 1.43x ours: %s", dat ? dat : "(none)");
+    free(dat);
+    txt = fig_file(out, "decode_step", "txt");
+    CHECK(txt && strstr(txt, "anchors: PyTorch 2.11.0+cu130") && strstr(txt, "commit 7c0efcb") && !strstr(txt, "model "),
+          "the decode_step caption lacks the anchors or the commit, or names a model: %s", txt ? txt : "(none)");
+    free(txt);
+
     /* Too many configurations for one figure: refused, naming what differs (models here); the rest is drawn. */
     snprintf(a, sizeof a, "%s/smollm2-h200-2026-12-01/ppl-check-cpu.json", results);
     cJSON *base = tu_load_json(a);
@@ -460,7 +487,7 @@ int main(int argc, char **argv)
     char *p3[] = {(char *)bin, "plot", niah_only, "--out", out3, "--scripts", (char *)scripts, NULL};
     rc = tu_run(p3, log);
     CHECK(rc == 0, "plot of a NIAH-only eval file exited %d", rc);
-    CHECK(!log_has(log, "skipped") && log_has(log, "11 without data in these files (--verbose names them)"),
+    CHECK(!log_has(log, "skipped") && log_has(log, "12 without data in these files (--verbose names them)"),
           "skipped figures are listed without --verbose");
     char *p3v[] = {(char *)bin, "plot", niah_only, "--out", out3, "--scripts", (char *)scripts, "--verbose", NULL};
     rc = tu_run(p3v, log);
