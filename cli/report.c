@@ -60,7 +60,8 @@ int orthros_cmd_report(int argc, char **argv)
                      "speedups), eval files (mc and recall: lm-eval's results table; ruler: RULER's pivot, architecture x "
                      "length with the average; the other tasks: the per-cell table of their command) and PyTorch anchor "
                      "files (SDPA of bench/kernels/anchors.py, decode steps of decode_anchor.py). Every file is "
-                     "validated first; one that does not match its schema is refused, naming the file and the field.\n  orthros report FILE... [-o text|md|csv|jsonl|json] [--table-out FILE]",
+                     "validated first; one that does not match its schema is refused, naming the file and the field.\n"
+                     "  orthros report FILE... [-o text|md|csv|jsonl|json] [--table-out FILE]",
                      2);
     orthros_cmd_add(&c, "o", ORTHROS_OPT_STR, &format, "FMT", "table format: text|md|csv|jsonl|json (default text)");
     orthros_cmd_add(&c, "table-out", ORTHROS_OPT_STR, &table_out, "FILE", "write the tables to FILE instead of stdout");

@@ -844,7 +844,9 @@ static int cmp_double(const void *a, const void *b)
 /* What anchors.py writes beyond the fields the figures use, checked as strictly (they were taken as they were):
  * the run's ceilings and versions at the top; in each case an op of prefill or decode, a backend named by a plain
  * word, the samples positive with median_s their median, the throughput of the op's kind (tflops for prefill, tbps
- * for decode); and no case twice (sorted, so that a long file costs n log n). */
+ * for decode); and no case twice (sorted, so that a long file costs n log n). decode_anchor.py's files (f->steps):
+ * no ceilings; each case's model shape a plain name, its samples ("samples") positive with median_s their median,
+ * its wall time not negative; no (model, ctx, batch) twice. */
 static int anchor_check(const orthros_anchor_file *f, orthros_jr *j, const cJSON *root)
 {
     static const char *const ceilings[] = {"gemm_tflops", "copy_tbps", "read_tbps"};
