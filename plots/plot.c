@@ -1752,8 +1752,9 @@ static int fig_decode_step(figure *f)
             rc = collect_add(&col, &key, m->arch, m->arch, "decode", in->r.bench.cfg.tp, 0, q, in->name);
         }
     }
-    if (!rc) collect_finish(&col);
-    if (rc || (rc = collect_series(f, &col)) || f->refused[0]) goto done;
+    if (rc || !col.n) goto done; /* (every shape came from a cell collected here: col.n > 0) */
+    collect_finish(&col);
+    if ((rc = collect_series(f, &col)) || f->refused[0]) goto done;
     size_t n_ours = f->data.n;
     /* The anchors: a series per file, grey, of its cases whose shape is among ours. */
     static const char *const grays[] = {"#555555", "#999999", "#333333", "#b5b5b5"};
