@@ -90,7 +90,8 @@
 #                OUTDIR/decode/<model>-b<batch>-<mode>.json; the PyTorch anchor (bench/kernels/decode_anchor.py, a
 #                CUDA graph by hand) into OUTDIR/decode_anchor.json, and through torch.compile for the batch-1 targets
 #                into OUTDIR/decode_anchor_compiled.json; bench/kernels/decode_summary.py sets them side by
-#                side against the floor and the targets (OUTDIR/decode_summary.txt). Every mode is about a
+#                side against the floor and the targets (OUTDIR/decode_summary.txt), and where gnuplot is,
+#                orthros plot draws them (OUTDIR/decode/figs: decode_step, decode_latency). Every mode is about a
 #                minute on an H200, the anchor 30 s and its compiled form 3 minutes: over 10-minute calls, split the
 #                modes (the summary reads every file in OUTDIR/decode, and each anchor runs once, when its file is
 #                missing); DECODE_SPECS (space-separated model:batch:ctxs, e.g. "llama3.2-1b:1:4k,128k") runs
@@ -334,6 +335,13 @@ if [ -n "$DECODE" ]; then
     anchor_json=()
     for f in decode_anchor decode_anchor_compiled; do [ -f "$OUT/$f.json" ] && anchor_json+=("$OUT/$f.json"); done
     python3 bench/kernels/decode_summary.py "$OUT/decode" ${anchor_json[@]+"${anchor_json[@]}"} >"$OUT/decode_summary.txt" 2>&1
+    # the same as figures (orthros plot: decode_step, each shape against its floor and the anchors), where gnuplot is
+    if command -v "${ORTHROS_GNUPLOT:-gnuplot}" >/dev/null 2>&1; then
+        step decode_figs decode-figs.log "$BUILD/orthros" plot "$OUT"/decode/*.json ${anchor_json[@]+"${anchor_json[@]}"} \
+            --out "$OUT/decode/figs"
+    else
+        status[decode_figs]="skipped (no gnuplot: orthros plot OUTDIR/decode/*.json OUTDIR/decode_anchor*.json draws them)"
+    fi
 fi
 if [ $E2E_RECIPE = 1 ]; then
     step e2e_recipe e2e-recipe.log "$BUILD/orthros" bench --recipe e2e --device cuda --reps 3 --max-reps 5 --timeout 20 \
@@ -353,7 +361,7 @@ for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8
     decode_fused-graphs-balance0 decode_fused-graphs-balance1 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb* | fused-graphs-carve* | fused-graphs-claim*) echo "decode_$m" ;; esac; done) \
     decode_anchor \
-    decode_anchor_compiled; do
+    decode_anchor_compiled decode_figs; do
     case "$s" in decode_* | e2e_recipe | generate) [ -n "${status[$s]:-}" ] || continue ;; esac
     printf '%-12s %s\n' "$s" "${status[$s]:-not run}"
 done

@@ -1843,7 +1843,7 @@ static int fig_decode_step(figure *f)
         snprintf(what + strlen(what), sizeof what - strlen(what), "; %d anchor case%s of shapes not among ours left out",
                  left_out, left_out == 1 ? "" : "s");
     collect_caption(f, &col, what);
-    f->w = 1300, f->h = 680;
+    f->h = 680; /* (the width grows with the key, as a line figure's) */
 done:
     collect_free(&col);
     return rc;
