@@ -122,7 +122,7 @@ typedef struct {
     int clock_mhz, mem_clock_mhz;
     int driver_version, runtime_version; /* as cudaDriverGetVersion / cudaRuntimeGetVersion report them */
     int cc_major, cc_minor;
-    char kernels[96];        /* cuda: the numbered attention kernel versions in use; empty on cpu */
+    char kernels[256];       /* cuda: the kernel versions and decode switches in use; empty on cpu */
     char pci_bus_id[32];     /* cuda: the GPU's PCI address (as NVML and nvidia-smi name it); empty on cpu */
     char uuid[48];           /* cuda: the GPU's UUID as nvidia-smi writes it (GPU-8-4-4-4-12 hex); empty on cpu */
     char kind[8];            /* the backend: cpu or cuda */

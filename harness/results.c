@@ -360,7 +360,7 @@ int orthros_result_same_code(const orthros_result_header *hdr, const cJSON *old,
     const char *k_old = env_device_str(old, "kernels"), *k_now = env_device_str(now, "kernels");
     if (strcmp(k_old, k_now))
         return orthros_error(ORTHROS_EINVAL, "%s was measured with the kernels \"%s\", this run uses \"%s\" (the "
-                             "ORTHROS_*_VERSION settings differ)", path, k_old, k_now);
+                             "ORTHROS_ kernel and decode settings differ)", path, k_old, k_now);
     return 0;
 }
 

@@ -261,8 +261,10 @@ static const char *const facet_names[K_N] = {"model", "text", "token count", "or
 static const char *const facet_prefix[K_N] = {"model ", "", "", "orthros ", "swa ", "hybrid: ", "", "", "", "", "", "",
                                               "", "kernels ", ""};
 
+/* A facet's text in a run key, at most: the kernel versions and decode switches of a cuda run are the longest. */
+#define KEY_MAX 256
 typedef struct {
-    char v[K_N][128]; /* "" where the facet does not apply (the swa window of a transformer) */
+    char v[K_N][KEY_MAX]; /* "" where the facet does not apply (the swa window of a transformer) */
 } run_key;
 
 static const char *ordinal(int n)
@@ -330,7 +332,7 @@ static void run_key_of(run_key *k, const input *in, const char *arch, int batch,
     const cJSON *kern = cJSON_GetObjectItem(cJSON_GetObjectItem(env, "device"), "kernels");
     if (bench && cJSON_IsString(kern) && kern->valuestring[0]) {
         /* "attn_prefill v7, attn_decode v7, linear_prefill v7" -> "prefill v7, decode v7, linear_prefill v7" */
-        char t[128], *o = k->v[K_KERNELS];
+        char t[KEY_MAX], *o = k->v[K_KERNELS];
         clean_text(t, sizeof t, kern->valuestring);
         size_t j = 0;
         for (const char *p = t; *p && j + 1 < sizeof k->v[K_KERNELS]; p++) {
@@ -360,6 +362,7 @@ typedef struct {
     run_key *k;
     size_t nk, capk;
     int varying[K_N];      /* 1: the facet takes two or more values among the keys; 2: left out */
+    char kernels_shared[KEY_MAX]; /* where the kernel versions vary: the items of their lists every key has */
 } collect;
 
 static void collect_free(collect *c)
@@ -404,12 +407,12 @@ static int collect_add(collect *c, const run_key *k, const char *head, const cha
 static void model_labels(collect *c)
 {
     enum { MAXM = 64 };
-    char full[MAXM][128], lab[MAXM][128];
+    char full[MAXM][KEY_MAX], lab[MAXM][KEY_MAX];
     size_t nm = 0;
     for (size_t i = 0; i < c->nk && nm < MAXM; i++) {
         size_t j = 0;
         while (j < nm && strcmp(full[j], c->k[i].v[K_MODEL])) j++;
-        if (j == nm) memcpy(full[nm++], c->k[i].v[K_MODEL], 128);
+        if (j == nm) memcpy(full[nm++], c->k[i].v[K_MODEL], KEY_MAX);
     }
     for (size_t j = 0; j < nm; j++) {
         const char *m = full[j];
@@ -440,7 +443,7 @@ static void model_labels(collect *c)
     for (size_t i = 0; i < c->nk; i++)
         for (size_t j = 0; j < nm; j++)
             if (!strcmp(c->k[i].v[K_MODEL], full[j])) {
-                memcpy(c->k[i].v[K_MODEL], lab[j], 128);
+                memcpy(c->k[i].v[K_MODEL], lab[j], KEY_MAX);
                 break;
             }
 }
@@ -453,6 +456,44 @@ static int cmp_raw(const void *a, const void *b)
     ax = ax < 0 ? 99 : ax, ay = ay < 0 ? 99 : ay;
     if (ax != ay) return ax < ay ? -1 : 1;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Whether the ", "-separated list holds the item of len bytes at item. */
+static int list_has(const char *list, const char *item, size_t len)
+{
+    for (const char *p = list; *p;) {
+        const char *e = strstr(p, ", ");
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == len && !strncmp(p, item, len)) return 1;
+        if (!e) break;
+        p = e + 2;
+    }
+    return 0;
+}
+
+/* Where the kernel versions vary among the keys, each key keeps the items of its list (", "-separated) that not
+ * every key has, so that a series is named by what sets it apart ("o pdl1", not the whole list of one mode); the
+ * items every key has go to the caption. Keys that differed still differ: only items common to all are taken out. */
+static void kernels_differences(collect *c)
+{
+    char(*own)[KEY_MAX] = calloc(c->nk ? c->nk : 1, sizeof *own);
+    if (!own) return; /* the whole lists then */
+    c->kernels_shared[0] = '\0';
+    for (size_t i = 0; i < c->nk; i++)
+        for (const char *p = c->k[i].v[K_KERNELS]; *p;) {
+            const char *e = strstr(p, ", ");
+            size_t l = e ? (size_t)(e - p) : strlen(p), o = 0;
+            while (o < c->nk && list_has(c->k[o].v[K_KERNELS], p, l)) o++;
+            char *dst = o < c->nk ? own[i] : i == 0 ? c->kernels_shared : NULL;
+            if (dst) {
+                size_t u = strlen(dst);
+                snprintf(dst + u, KEY_MAX - u, "%s%.*s", u ? ", " : "", (int)l, p);
+            }
+            if (!e) break;
+            p = e + 2;
+        }
+    for (size_t i = 0; i < c->nk; i++) memcpy(c->k[i].v[K_KERNELS], own[i], KEY_MAX);
+    free(own);
 }
 
 /* After the last collect_add: points in architecture order, model labels and which facets vary. */
@@ -473,6 +514,7 @@ static void collect_finish(collect *c)
     /* Kernel versions follow the commit: where the commit differs, it names the series and the versions are left
      * out (of the labels and the caption alike). */
     if (c->varying[K_COMMIT]) c->varying[K_KERNELS] = 2;
+    if (c->varying[K_KERNELS] == 1) kernels_differences(c);
 }
 
 /* ", llama3.1-8b, tp 2": the facets of key ki that vary among the figure's keys. */
@@ -493,6 +535,12 @@ static void key_caption(char *out, size_t n, const collect *c)
 {
     out[0] = '\0';
     for (int f = 0; f < K_N; f++) {
+        if (f == K_KERNELS && c->varying[f] == 1 && c->kernels_shared[0]) {
+            /* the kernel versions the series share; each one's own are in its name */
+            size_t used = strlen(out);
+            snprintf(out + used, n - used, "%s%s%s", used ? "; " : "", facet_prefix[f], c->kernels_shared);
+            continue;
+        }
         if (c->varying[f]) continue;
         const char *v = NULL;
         for (size_t i = 0; i < c->nk && !v; i++)

@@ -377,6 +377,19 @@ static void committed_results(void)
           "the decode_step caption lacks the anchors or the commit, or names a model: %s", txt ? txt : "(none)");
     free(txt);
 
+    /* Two decode modes of one commit: each series named by the kernel items that set it apart (here what the run's
+     * truncated lists end with), the items both share in the caption. */
+    snprintf(a, sizeof a, "%s/%s/decode/llama3.2-1b-b1-default.json", results, dec);
+    snprintf(b, sizeof b, "%s/%s/decode/llama3.2-1b-b1-fused-graphs-opdl1.json", results, dec);
+    char *m7[] = {(char *)bin, "plot", a, b, "--out", out, "--scripts", (char *)scripts, NULL};
+    CHECK(tu_run(m7, log) == 0 && !log_has(log, "gnuplot warned"), "plot of two decode modes (log %s)", log);
+    dat = fig_file(out, "decode_latency", "dat"), txt = fig_file(out, "decode_latency", "txt");
+    CHECK(dat && strstr(dat, "\"orthros, decode fu\"") && strstr(dat, "\"orthros, o pdl1, d\"") && txt &&
+              strstr(txt, "kernels prefill v7, decode v8, linear_prefill v7, gemv v3, attn pdl, gemv pdl late;"),
+          "two modes' series are not named by the kernel items that differ, with the shared ones in the caption: %s %s",
+          dat ? dat : "(none)", txt ? txt : "(none)");
+    free(dat), free(txt);
+
     /* Too many configurations for one figure: refused, naming what differs (models here); the rest is drawn. */
     snprintf(a, sizeof a, "%s/smollm2-h200-2026-12-01/ppl-check-cpu.json", results);
     cJSON *base = tu_load_json(a);
