@@ -734,6 +734,11 @@ static int cuda_models(int nspec, char **specs)
     unsetenv("ORTHROS_GEMV");
     unsetenv("ORTHROS_DECODE_PDL");
     int rc = orthros_backend_cuda_create(&plain);
+    /* the kernels line whole: its last item, the default's decode modes, in it (cut at 95 characters, the line lost
+     * the switches past them) */
+    if (!rc)
+        CHECK(strstr(plain->info.kernels, ", decode fused+graphs") != NULL, "the default's kernels line lacks its decode "
+              "modes: \"%s\"", plain->info.kernels);
     if (!rc) rc = cuda_with("ORTHROS_GEMV", "1", &gemv);
     if (!rc) rc = cuda_with("ORTHROS_DECODE_PDL", "1", &pdl);
     /* ORTHROS_DECODE_L2PF: 0-2, the cap 1-1024 MiB, ORTHROS_GEMV_EARLY 0-63 without bit 4, v5's and v6's variables
