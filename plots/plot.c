@@ -1740,7 +1740,7 @@ static int step_shape_find(const step_shape *sh, int n, const char *model, int b
 }
 
 /* The decode step of each shape (model, batch, cache depth) in the bench files' decode cells that state their floor,
- * a category each on a log axis of ms a step of the batch: the floor as a dashed bar, a series per configuration
+ * a category each on a log axis of ms a step of the batch: the floor as a bar across it, a series per configuration
  * of ours (as fig_latency names them, the model and batch being the categories) and one per PyTorch anchor file of
  * bench/kernels/decode_anchor.py (its cases of the same shapes), each point with a note above it: ours the
  * fraction of the floor it reaches, an anchor its time over ours (when one configuration of ours ran the shape). */
@@ -1973,9 +1973,9 @@ int orthros_cmd_plot(int argc, char **argv)
                      "orthros plot RESULT.json... --out DIR: figures from result files only, through gnuplot.\n"
                      "Inputs are recognised by content: bench files (orthros bench), kernel bench files (bench_kernels),\n"
                      "eval files (orthros eval: NIAH, MQAR, RULER, recall and perplexity cells) and PyTorch anchor files\n"
-                     "(bench/kernels/anchors.py's SDPA, decode_anchor.py's decode steps); each is validated first. Runs are never mixed: a series (or panel)\n"
-                     "per configuration, named by what differs between the inputs (model, text, tail, window, tp, device,\n"
-                     "commit, ...); what they share goes to the caption.\n"
+                     "(bench/kernels/anchors.py's SDPA, decode_anchor.py's decode steps); each is validated first. Runs\n"
+                     "are never mixed: a series (or panel) per configuration, named by what differs between the inputs\n"
+                     "(model, text, tail, window, tp, device, kernels, commit, ...); what they share goes to the caption.\n"
                      "Figures, each as DIR/NAME.png, .svg or .pdf with its data in DIR/NAME.dat and texts in DIR/NAME.txt:\n"
                      "  prefill_latency  model prefill time vs context length, log-log, per architecture\n"
                      "  speedup          speedup over transformer vs length, 95% band (the 21.9x line when in reach)\n"
