@@ -1041,7 +1041,8 @@ static void collect_caption(figure *f, const collect *c, const char *what)
 {
     char shared[700];
     key_caption(shared, sizeof shared, c);
-    snprintf(f->t.caption, sizeof f->t.caption, "%s%s%s", what, what[0] && shared[0] ? "; " : "", shared);
+    /* (at most 440 + 2 + 450 characters: write_texts draws four lines of 150) */
+    snprintf(f->t.caption, sizeof f->t.caption, "%.440s%s%.450s", what, what[0] && shared[0] ? "; " : "", shared);
 }
 
 /* ---- line figures of bench files ---- */
