@@ -1718,7 +1718,7 @@ done:
  * (the lowest of the inputs' cells of the shape: the bytes a step reads over the run's read ceiling). */
 typedef struct {
     char model[64];
-    int batch, ctx, order; /* order: the model's first appearance among the inputs */
+    int batch, ctx, order, id; /* order: the model's first appearance among the inputs; id: the shape's as first seen */
     double floor;
 } step_shape;
 
@@ -1753,38 +1753,8 @@ static int fig_decode_step(figure *f)
     char models[STEP_SHAPES][64], anchors[400] = "";
     int nsh = 0, nmod = 0, rc = 0, n_anchor = 0, left_out = 0;
     collect col = {0};
-    /* The shapes: every measured decode cell with a floor. */
-    for (size_t i = 0; i < c->n; i++) {
-        const input *in = &c->in[i];
-        if (!is_model_bench(in)) continue;
-        char model[64];
-        clean_text(model, sizeof model, step_model(in->r.bench.cfg.model));
-        for (size_t k = 0; k < in->r.bench.n_cells; k++) {
-            const orthros_bench_cell *m = &in->r.bench.cells[k];
-            if (strcmp(m->phase, "decode") || m->state != ORTHROS_CELL_MEASURED || !(m->floor_s > 0)) continue;
-            int s = step_shape_find(sh, nsh, model, m->batch, m->ctx);
-            if (s < 0) {
-                if (nsh == STEP_SHAPES) {
-                    snprintf(f->refused, sizeof f->refused, "more than %d shapes (model, batch, cache depth) of decode "
-                             "cells with a floor; plot fewer files at a time", STEP_SHAPES);
-                    return 0;
-                }
-                int o = 0;
-                while (o < nmod && strcmp(models[o], model)) o++;
-                if (o == nmod) snprintf(models[nmod++], sizeof models[0], "%s", model);
-                s = nsh++;
-                snprintf(sh[s].model, sizeof sh[s].model, "%s", model);
-                sh[s].batch = m->batch, sh[s].ctx = m->ctx, sh[s].order = o, sh[s].floor = m->floor_s;
-            }
-            sh[s].floor = fmin(sh[s].floor, m->floor_s);
-        }
-    }
-    if (!nsh) {
-        f->why = "no decode cells with a floor (the bytes a step reads over the read ceiling) in the bench files";
-        return 0;
-    }
-    qsort(sh, (size_t)nsh, sizeof *sh, cmp_step_shape);
-    /* Ours: one series per configuration, the model and batch left out of its key (they are the categories). */
+    /* Every measured decode cell with a floor: its shape (a category, numbered as it first comes) and its point, in
+     * a series per configuration of ours whose key leaves the model and batch out (they are the categories). */
     for (size_t i = 0; i < c->n && !rc; i++) {
         const input *in = &c->in[i];
         if (!is_model_bench(in)) continue;
@@ -1793,15 +1763,39 @@ static int fig_decode_step(figure *f)
         for (size_t k = 0; k < in->r.bench.n_cells && !rc; k++) {
             const orthros_bench_cell *m = &in->r.bench.cells[k];
             if (strcmp(m->phase, "decode") || m->state != ORTHROS_CELL_MEASURED || !(m->floor_s > 0)) continue;
+            int s = step_shape_find(sh, nsh, model, m->batch, m->ctx);
+            if (s < 0) {
+                if (nsh == STEP_SHAPES) {
+                    snprintf(f->refused, sizeof f->refused, "more than %d shapes (model, batch, cache depth) of decode "
+                             "cells with a floor; plot fewer files at a time", STEP_SHAPES);
+                    goto done;
+                }
+                int o = 0;
+                while (o < nmod && strcmp(models[o], model)) o++;
+                if (o == nmod) snprintf(models[nmod++], sizeof models[0], "%s", model);
+                s = nsh++;
+                snprintf(sh[s].model, sizeof sh[s].model, "%s", model);
+                sh[s].batch = m->batch, sh[s].ctx = m->ctx, sh[s].order = o, sh[s].id = s, sh[s].floor = m->floor_s;
+            }
+            sh[s].floor = fmin(sh[s].floor, m->floor_s);
             run_key key;
             run_key_of(&key, in, m->arch, -1, "decode");
             key.v[K_MODEL][0] = '\0';
             point q = cell_point(m);
-            q.x = step_shape_find(sh, nsh, model, m->batch, m->ctx);
+            q.x = s;
             rc = collect_add(&col, &key, m->arch, m->arch, "decode", in->r.bench.cfg.tp, 0, q, in->name);
         }
     }
-    if (rc || !col.n) goto done; /* (every shape came from a cell collected here: col.n > 0) */
+    if (rc) goto done;
+    if (!col.n) {
+        f->why = "no decode cells with a floor (the bytes a step reads over the read ceiling) in the bench files";
+        goto done;
+    }
+    /* the categories in order (model as first seen, batch, depth), each point moved with its own */
+    int place[STEP_SHAPES];
+    qsort(sh, (size_t)nsh, sizeof *sh, cmp_step_shape);
+    for (int i = 0; i < nsh; i++) place[sh[i].id] = i;
+    for (size_t i = 0; i < col.n; i++) col.r[i].p.x = place[(int)col.r[i].p.x];
     collect_finish(&col);
     if ((rc = collect_series(f, &col)) || f->refused[0]) goto done;
     size_t n_ours = f->data.n;
@@ -1815,23 +1809,27 @@ static int fig_decode_step(figure *f)
         clean_text(torch, sizeof torch, in->r.anchors.torch);
         int compiled = in->r.anchors.n && !strcmp(in->r.anchors.cases[0].backend, "compiled");
         snprintf(lab, sizeof lab, "PyTorch %s, %.60s", compiled ? "torch.compile + CUDA graph" : "eager + CUDA graph", dev);
-        size_t before = f->data.n;
-        series *s = series_get(&f->data, lab, grays[(compiled ? 0 : 1) + 2 * (n_anchor / 2 % 2)], 1, compiled ? 9 : 8);
-        if (!s) {
-            rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
-            break;
-        }
-        if (f->data.n > before && f->data.n > MAX_SERIES) {
-            snprintf(f->refused, sizeof f->refused, "more than %d series: plot fewer anchor files at a time", MAX_SERIES);
-            goto done;
-        }
-        s->lw = 1.5, s->ps = 1.4;
+        series *s = NULL; /* made at the file's first case of a shape among ours: no series without points */
         for (size_t k = 0; k < in->r.anchors.n && !rc; k++) {
             const orthros_anchor_case *a = &in->r.anchors.cases[k];
             int at = step_shape_find(sh, nsh, a->model, a->batch, a->ctx);
             if (at < 0) {
                 left_out++;
                 continue;
+            }
+            if (!s) {
+                size_t before = f->data.n;
+                s = series_get(&f->data, lab, grays[(compiled ? 0 : 1) + 2 * (n_anchor / 2 % 2)], 1, compiled ? 9 : 8);
+                if (!s) {
+                    rc = orthros_error(ORTHROS_ENOMEM, "out of memory");
+                    break;
+                }
+                if (f->data.n > before && f->data.n > MAX_SERIES) {
+                    snprintf(f->refused, sizeof f->refused, "more than %d series: plot fewer anchor files at a time",
+                             MAX_SERIES);
+                    goto done;
+                }
+                s->lw = 1.5, s->ps = 1.4;
             }
             rc = series_add(s, (point){at, a->median_s, a->median_s, a->median_s, 0});
             if (rc == 1) {
@@ -1840,6 +1838,7 @@ static int fig_decode_step(figure *f)
                 rc = 0;
             }
         }
+        if (!s) continue;
         if (!n_anchor++) snprintf(anchors, sizeof anchors, "anchors: PyTorch %s, bench/kernels/decode_anchor.py", torch);
     }
     if (rc) goto done;
