@@ -30,7 +30,7 @@ def main():
         return 2
     out, switch = sys.argv[1], sys.argv[2]
     base = re.fullmatch(r"base=([0-9a-f]{7,40})", switch)
-    if not base and not re.fullmatch(r"ORTHROS_[A-Z0-9_]+=[0-9]{1,4}", switch):
+    if not base and not re.fullmatch(r"ORTHROS_[A-Z0-9_]+=[0-9]{1,10}", switch):
         fail("not a switch VAR=VALUE nor base=SHA: %r" % switch[:80])
     try:
         names = sorted(os.listdir(out))

@@ -61,6 +61,10 @@ with tempfile.TemporaryDirectory() as d:
     rounds(d, "llama3.2-1b-b1-4k", 4096, 1.0400, 1.0600, 1.0610, 1.0401)
     rc, out, err = checks.run(TOOL, d, "ORTHROS_ATTN_DECODE_PUSH=1")
     check(rc == 0 and line(out, "llama3.2-1b-b1-4k")[-1] == "slower", "slower beyond both spreads")
+    # a value of up to 10 digits, as ci/gpu-ab.sh takes (ORTHROS_ATTN_DECODE_CLAIM=32768 was refused at 4)
+    rc, out, err = checks.run(TOOL, d, "ORTHROS_ATTN_DECODE_CLAIM=2147483647")
+    check(rc == 0 and "ORTHROS_ATTN_DECODE_CLAIM=2147483647 against the default" in out,
+          "a switch's value of 10 digits read (rc %d: %s)" % (rc, err.strip()))
 
     def refused(why, *args):
         rc, out, err = checks.run(TOOL, *args)
@@ -68,6 +72,7 @@ with tempfile.TemporaryDirectory() as d:
 
     refused("not a switch", d, "PATH=1")
     refused("not a switch", d, "ORTHROS_X=1; rm -rf /")
+    refused("not a switch", d, "ORTHROS_X=12345678901")
     refused("usage", d)
     os.remove(os.path.join(d, "llama3.2-1b-b1-4k-b2.json"))
     refused("llama3.2-1b-b1-4k: no round b2", d, "ORTHROS_ATTN_DECODE_PUSH=1")
