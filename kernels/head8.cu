@@ -412,8 +412,15 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
     for (int r = 0; r < H8_R; r++)
 #pragma unroll
         for (int t = 0; t < NR; t++) acc[r][t] = 0.0f, ah[r][t] = 0, al[r][t] = 0;
-    for (int s = 0; s < steps; s++) {
-        h8_load_step(buf[D - 1], a, first, TW, ipg, steps, s + D - 1, lane);
+    /* The ring of D steps is indexed by the step mod D, the loop unrolled by D so that every index is a constant:
+     * step s + D - 1's loads go into the slot step s - 1 left, and no register is copied from one slot to the next
+     * (a copy of a slot whose load is in flight waits for it, which would leave one step in flight a warp). */
+    for (int s0 = 0; s0 < steps; s0 += D)
+#pragma unroll
+    for (int u = 0; u < D; u++) {
+        const int s = s0 + u;
+        if (s >= steps) break;
+        h8_load_step(buf[(u + D - 1) % D], a, first, TW, ipg, steps, s + D - 1, lane);
         const int g = s / ipg, i = lane + 32 * (s - g * ipg);
         if (s - g * ipg == 0 && g + 1 < groups) /* the warp's next rows asked into L2 as it starts these */
             for (int r = 0; r < H8_R; r++) {
@@ -430,7 +437,7 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
             }
 #pragma unroll
             for (int r = 0; r < H8_R; r++) {
-                const uint4 w = buf[0][r];
+                const uint4 w = buf[u][r];
 #pragma unroll
                 for (int t = 0; t < NR; t++) {
                     ah[r][t] = __dp4a((int)w.x, (int)xh[t].x, ah[r][t]), al[r][t] = __dp4a((int)w.x, (int)xl[t].x, al[r][t]);
@@ -451,7 +458,7 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
                 }
 #pragma unroll
                 for (int r = 0; r < H8_R; r++) {
-                    const uint4 &w4 = buf[0][r];
+                    const uint4 &w4 = buf[u][r];
                     const uint32_t w = (b == 0 ? w4.x : b == 1 ? w4.y : b == 2 ? w4.z : w4.w) ^ 0x80808080u;
                     const float f0 = s8f(w, 0), f1 = s8f(w, 1), f2 = s8f(w, 2), f3 = s8f(w, 3);
 #pragma unroll
@@ -459,10 +466,6 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
                         acc[r][t] = fmaf(f3, xv[t][3], fmaf(f2, xv[t][2], fmaf(f1, xv[t][1], fmaf(f0, xv[t][0], acc[r][t]))));
                 }
             }
-#pragma unroll
-        for (int d = 0; d < D - 1; d++)
-#pragma unroll
-            for (int r = 0; r < H8_R; r++) buf[d][r] = buf[d + 1][r];
         if (s - g * ipg < ipg - 1) continue;
         /* the group's last step: its sums, while the next group's first D - 1 steps are in flight */
         const int j0 = first + g * TW * H8_R;
