@@ -34,12 +34,10 @@ fig $F/figs $F/llama3.2-1b-{n128,n1024}.json
 F=$R/h200-2026-12-04-pdllate/figures-7c0efcb/e2e
 fig $F/figs $F/llama3.2-1b-{n128,n1024}.json
 # the decode step against its floor and PyTorch (decode_step), with the decode files' other figures
-F=$R/h200-2026-12-04-pdllate/figures-7c0efcb
-fig $F/decode/figs $F/decode/llama3.2-1b-b{1,16}-default.json $F/decode/llama3.1-8b-b{1,16}-default.json \
-    $F/decode_anchor{,_compiled}.json
-F=$R/h200-2026-12-06c-default/figures-b00169d
-fig $F/decode/figs $F/decode/llama3.2-1b-b{1,16}-default.json $F/decode/llama3.1-8b-b{1,16}-default.json \
-    $F/decode_anchor{,_compiled}.json
+for F in $R/h200-2026-12-04-pdllate/figures-7c0efcb $R/h200-2026-12-06c-default/figures-b00169d; do
+  fig $F/decode/figs $F/decode/llama3.2-1b-b{1,16}-default.json $F/decode/llama3.1-8b-b{1,16}-default.json \
+      $F/decode_anchor{,_compiled}.json
+done
 G=$R/smollm2-converted-h200-2026-12-01/grid
 fig $R/smollm2-converted-h200-2026-12-01/figures $G/{base,control,conv,conv-tail16,conv-tail64,conv-hybrid}-ppl-kjv.json \
     $G/{base,control,conv,conv-hybrid}-recall.json $G/*-niah-*.json $G/*-vt.json $G/*-cwe.json
