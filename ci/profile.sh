@@ -10,7 +10,9 @@
 #                 kernel of whole-model decode steps (`orthros bench --phase decode` of PROFILE_MODEL, default
 #                 preset:llama3.2-1b, at PROFILE_CTX, default 4k, and PROFILE_BATCH, default 1; inside the NVTX range
 #                 "decode"), with the decode modes of the environment (ORTHROS_DECODE_GRAPHS, _FUSED, _PDL,
-#                 ORTHROS_GEMV): which kernels of a step take its time, against the step's time in a plain run
+#                 ORTHROS_GEMV): which kernels of a step take its time, against the step's time in a plain run;
+#                 or head8: the greedy head through its int8 copy alone (its screen and select kernels, kernels/head8.cu;
+#                 `bench_kernels --only gemv --gemv-kind fused-head8 --gemv-proj head`, the 1B and 8B heads at batch 1-4)
 #   KERNEL_REGEX  which kernels to profile (ncu -k regex:...; default: the op's own kernels)
 #   LAUNCHES      how many launches to profile (default 24; decode_step 400, two steps or more)
 set -u -o pipefail
@@ -22,6 +24,7 @@ case "$OP" in # the op's own kernels (not the ceilings' copy and GEMM that every
     attn_linear_prefill) DEFAULT_REGEX='lin_|featurize' ;;
     attn_linear_decode) DEFAULT_REGEX='linear|lin_' ;;
     decode_step) DEFAULT_REGEX='.' ;;
+    head8) DEFAULT_REGEX='head8_(approx|select)' ;;
     *) echo "profile: unknown op $OP" >&2; exit 2 ;;
 esac
 REGEX=${3:-$DEFAULT_REGEX}
@@ -42,6 +45,9 @@ if [ "$OP" = decode_step ]; then
         --ctx "${PROFILE_CTX:-4k}" --batch "${PROFILE_BATCH:-1}" --decode-tokens 8 --reps 1 --max-reps 1
         --json "$OUT/$OP-bench.json" --force)
     FILTER=(--nvtx --nvtx-include "decode/")
+elif [ "$OP" = head8 ]; then
+    RUN=("$PROG" "$OUT/$OP-bench.json" --quick --only gemv --gemv-kind fused-head8 --gemv-proj head)
+    FILTER=()
 else
     RUN=("$PROG" "$OUT/$OP-bench.json" --quick --only "$OP")
     FILTER=()
