@@ -69,6 +69,7 @@ struct h8_args {
     const bf16 *x, *norm_w;
     float eps;
     int n, V, K;
+    int next_pf; /* 1: each warp asks its next group's rows into L2 as it starts a group (orthros_head8_params) */
     __device__ unsigned long long *keys() const { return (unsigned long long *)tail; }
     __device__ unsigned *lb() const { return (unsigned *)(tail + 64); }
     __device__ unsigned *counts() const { return (unsigned *)(tail + 128); }
@@ -422,7 +423,7 @@ static __global__ void __launch_bounds__(H8_THREADS, 2) head8_approx_kernel(cons
         if (s >= steps) break;
         h8_load_step(buf[(u + D - 1) % D], a, first, TW, ipg, steps, s + D - 1, lane);
         const int g = s / ipg, i = lane + 32 * (s - g * ipg);
-        if (s - g * ipg == 0 && g + 1 < groups) /* the warp's next rows asked into L2 as it starts these */
+        if (a.next_pf && s - g * ipg == 0 && g + 1 < groups) /* the warp's next rows asked into L2 as it starts these */
             for (int r = 0; r < H8_R; r++) {
                 const int8_t *nr = a.q + (size_t)min(first + (g + 1) * TW * H8_R + r, V - 1) * K;
                 for (int c = lane; c < C; c += 32) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(nr + 16 * (size_t)c));
@@ -705,15 +706,17 @@ int orthros_head8_argmax(orthros_head8 *h, const orthros_head8_params *p, cudaSt
 {
     if (!h || !p || !p->ids || !p->x || !p->norm_w || !orthros_head8_supported(p->n, h->V, h->K) ||
         ((uintptr_t)p->x | (uintptr_t)p->norm_w) % 16 || p->depth < 0 || p->depth == 1 || p->depth > 4 ||
-        (p->dp4a != 0 && p->dp4a != 1) || (p->one_launch != 0 && p->one_launch != 1))
+        (p->dp4a != 0 && p->dp4a != 1) || (p->one_launch != 0 && p->one_launch != 1) ||
+        (p->no_next_pf != 0 && p->no_next_pf != 1))
         return orthros_error(ORTHROS_EINVAL,
-                             "head8: n %d (1 to %d), depth %d (0, 2-4), dp4a %d and one_launch %d (0 or 1), x and norm_w "
-                             "16-byte aligned", p ? p->n : 0, ORTHROS_HEAD8_MAX_ROWS, p ? p->depth : 0, p ? p->dp4a : 0,
-                             p ? p->one_launch : 0);
+                             "head8: n %d (1 to %d), depth %d (0, 2-4), dp4a %d, one_launch %d and no_next_pf %d (0 or 1), "
+                             "x and norm_w 16-byte aligned", p ? p->n : 0, ORTHROS_HEAD8_MAX_ROWS, p ? p->depth : 0,
+                             p ? p->dp4a : 0, p ? p->one_launch : 0, p ? p->no_next_pf : 0);
     h8_args a;
     a.q = h->q, a.s = h->s, a.c = h->c, a.d = h->d, a.W = (const bf16 *)h->W, a.approx = h->approx, a.logits = p->logits;
     a.xst = h->xst, a.tail = (char *)h->keys, a.ids = p->ids;
     a.x = (const bf16 *)p->x, a.norm_w = (const bf16 *)p->norm_w, a.eps = p->eps, a.n = p->n, a.V = h->V, a.K = h->K;
+    a.next_pf = !p->no_next_pf;
     if (p->n == 1) return h8_run_form<1>(h, a, p, stream);
     if (p->n == 2) return h8_run_form<2>(h, a, p, stream);
     return h8_run_form<4>(h, a, p, stream);

@@ -121,6 +121,8 @@ typedef struct {
     int dp4a;             /* 1: the integer screen (dp4a), where its shared memory fits; 0: the fp32 one */
     int one_launch;       /* 1: the selection in the screen's launch, after a grid barrier (each warp tests the rows it
                            * screened, with the input its block staged); 0: a second launch (ORTHROS_HEAD8_ONE_LAUNCH) */
+    int no_next_pf;       /* 1: a warp does not ask its next rows into L2 as it starts a group of rows (0, the default:
+                           * it does; ORTHROS_HEAD8_NEXT_PF=0); the ids are the same either way */
 } orthros_head8_params;
 
 int orthros_head8_supported(int n, int V, int K);

@@ -1612,13 +1612,15 @@ static void head8_direct(int n, int V, int K, int lift)
     unsigned counts[ORTHROS_HEAD8_MAX_ROWS] = {0};
     /* the fp32 form at the default depth twice (the scratch the first call leaves must serve the second), then
      * depths 3 and 4; the integer form at 2, 3 and 4; then in one launch (the selection after a grid barrier), each
-     * form twice (the barrier's word must be left at 0 for the next call) */
+     * form twice (the barrier's word must be left at 0 for the next call); then the integer form 4 deep and the fp32
+     * one in one launch without the warps' next rows asked into L2 (no_next_pf) */
     static const struct {
-        int depth, dp4a, one;
-    } calls[] = {{0, 0, 0}, {0, 0, 0}, {3, 0, 0}, {4, 0, 0}, {0, 1, 0}, {3, 1, 0}, {4, 1, 0},
-                 {0, 0, 1}, {0, 0, 1}, {4, 1, 1}, {4, 1, 1}};
+        int depth, dp4a, one, nopf;
+    } calls[] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {3, 0, 0, 0}, {4, 0, 0, 0}, {0, 1, 0, 0}, {3, 1, 0, 0}, {4, 1, 0, 0},
+                 {0, 0, 1, 0}, {0, 0, 1, 0}, {4, 1, 1, 0}, {4, 1, 1, 0}, {4, 1, 0, 1}, {0, 0, 1, 1}};
     for (int call = 0; call < (int)(sizeof calls / sizeof *calls); call++) {
         hp.depth = calls[call].depth, hp.dp4a = calls[call].dp4a, hp.one_launch = calls[call].one;
+        hp.no_next_pf = calls[call].nopf;
         float exg[ORTHROS_HEAD8_MAX_ROWS];
         int form = -1;
         if (orthros_head8_argmax(h, &hp, 0) || orthros_head8_last_candidates(h, n, counts, 0) ||
@@ -1657,9 +1659,9 @@ static void head8_direct(int n, int V, int K, int lift)
                    "%d staged x off, %d approx off, ex %.6g (reference %.6g)\n", n, V, K, r, call,
                    form ? "integer" : "fp32", g, want, counts[r], cnt, xbad, abad, (double)exg[r], (double)exr);
         }
-        snprintf(name, sizeof name, "head8 step n=%d V=%d K=%d%s call %d depth %d %s%s: ids, candidates, approx", n, V, K,
-                 lift ? " (a tie on top)" : "", call, hp.depth, hp.dp4a ? "integer" : "fp32",
-                 hp.one_launch ? " one launch" : "");
+        snprintf(name, sizeof name, "head8 step n=%d V=%d K=%d%s call %d depth %d %s%s%s: ids, candidates, approx", n, V,
+                 K, lift ? " (a tie on top)" : "", call, hp.depth, hp.dp4a ? "integer" : "fp32",
+                 hp.one_launch ? " one launch" : "", hp.no_next_pf ? " no next pf" : "");
         const float fw = (float)n, fo = (float)ok;
         report(name, &fw, &fo, 1, 0);
     }
@@ -2750,17 +2752,20 @@ int main(int argc, char **argv)
         head8_direct(3, 1000, 1040, 0);
         head8_direct(4, 517, 16, 0);
         head8_direct(2, 2000, 2048, 1);
-        static const char *const forms[][3] = {{"0", "2", "0"}, {"0", "4", "0"}, {"1", "4", "0"}, {"1", "2", "0"},
-                                               {"1", "4", "1"}, {"0", "2", "1"}}; /* dp4a, depth, one launch */
-        for (int f = 0; f < 6; f++) {
+        static const char *const forms[][4] = {{"0", "2", "0", "1"}, {"0", "4", "0", "1"}, {"1", "4", "0", "1"},
+                                               {"1", "2", "0", "1"}, {"1", "4", "1", "1"}, {"0", "2", "1", "1"},
+                                               {"1", "4", "0", "0"}}; /* dp4a, depth, one launch, next rows into L2 */
+        for (int f = 0; f < 7; f++) {
             setenv("ORTHROS_HEAD8_DP4A", forms[f][0], 1);
             setenv("ORTHROS_HEAD8_DEPTH", forms[f][1], 1);
             setenv("ORTHROS_HEAD8_ONE_LAUNCH", forms[f][2], 1);
+            setenv("ORTHROS_HEAD8_NEXT_PF", forms[f][3], 1);
             with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
         }
         unsetenv("ORTHROS_HEAD8_DP4A");
         unsetenv("ORTHROS_HEAD8_DEPTH");
         unsetenv("ORTHROS_HEAD8_ONE_LAUNCH");
+        unsetenv("ORTHROS_HEAD8_NEXT_PF");
         with_switch("ORTHROS_DECODE_HEAD8", "0", head8_suite); /* norm_argmax through the bf16 head */
     }
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
