@@ -228,7 +228,7 @@ if [ -n "$DECODE" ]; then
                            -u ORTHROS_GEMV_CARVEOUT -u ORTHROS_ATTN_DECODE_CLAIM
                            -u ORTHROS_DECODE_QKV_ATTN -u ORTHROS_DECODE_HEAD8 -u ORTHROS_HEAD8_DEPTH
                            -u ORTHROS_HEAD8_DP4A -u ORTHROS_HEAD8_ONE_LAUNCH -u ORTHROS_DECODE_KVPF_MB
-                           -u ORTHROS_DECODE_ATTN_EARLY -u ORTHROS_HEAD8_NEXT_PF) ;;
+                           -u ORTHROS_DECODE_ATTN_EARLY -u ORTHROS_HEAD8_NEXT_PF -u ORTHROS_HEAD8_EVEN) ;;
             # the default with cuBLAS's products of 1-16 rows through cuBLASLt, tuned per shape (batch 9-16's step)
             default-lt) envs=(-u ORTHROS_DECODE_GRAPHS -u ORTHROS_DECODE_FUSED -u ORTHROS_GEMV ORTHROS_GEMM_LT=1) ;;
             plain) envs=(ORTHROS_DECODE_GRAPHS=0 ORTHROS_DECODE_FUSED=0 ORTHROS_GEMV=0) ;;

@@ -93,6 +93,8 @@ typedef struct {
     int head8_one;                 /* ORTHROS_HEAD8_ONE_LAUNCH (unset 0): the selection inside the screen's launch */
     int head8_next_pf;             /* ORTHROS_HEAD8_NEXT_PF (unset 1; 0: not): the screen's warps ask their next rows
                                     * into L2 as they start a group */
+    int head8_even;                /* ORTHROS_HEAD8_EVEN (unset 0): the screen's grid cut so that its last round of
+                                    * row groups is (nearly) full */
     size_t kvpf_cap;               /* ORTHROS_DECODE_KVPF_MB (0-1024 MiB, unset 0: off): at batch 1 the q/k/v product asks
                                     * the layer's K and V caches below the step's bound into L2 for the attention
                                     * after it, where each is at most this many bytes */
@@ -1080,7 +1082,7 @@ static int head8_run(cuda_impl *c, int32_t *ids, const void *x, const void *norm
     memset(&hp, 0, sizeof hp);
     hp.ids = ids, hp.logits = NULL, hp.x = x, hp.norm_w = norm_w, hp.eps = eps, hp.n = n;
     hp.num_sms = c->num_sms, hp.pdl = c->pdl || c->pdl_late, hp.depth = c->head8_depth, hp.dp4a = c->head8_dp4a;
-    hp.one_launch = c->head8_one, hp.no_next_pf = !c->head8_next_pf;
+    hp.one_launch = c->head8_one, hp.no_next_pf = !c->head8_next_pf, hp.even = c->head8_even;
     c->next_pdl = 0;
     *rc = orthros_head8_argmax(c->h8, &hp, c->stream);
     return 1;
@@ -1380,7 +1382,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     c->attn_o = 0, c->qkv_attn = 0, c->o_pdl = -1, c->attn_pdl = sm90, c->mlp = 0, c->chain_ring = 0;
     c->attn_early = 0;
     c->pdl_late = sm90, c->pdl_lead = 0, c->head8 = 1, c->head8_dp4a = 1, c->head8_one = 0;
-    c->head8_next_pf = 1;
+    c->head8_next_pf = 1, c->head8_even = 0;
     if ((rc = env_digit("ORTHROS_DECODE_ATTN_PDL", 1, &c->attn_pdl)) ||
         (rc = env_digit("ORTHROS_DECODE_ATTN_EARLY", 1, &c->attn_early)) ||
         (rc = env_digit("ORTHROS_DECODE_PDL_LATE", 2, &c->pdl_late)) ||
@@ -1393,6 +1395,7 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
         (rc = env_digit("ORTHROS_HEAD8_DP4A", 1, &c->head8_dp4a)) ||
         (rc = env_digit("ORTHROS_HEAD8_ONE_LAUNCH", 1, &c->head8_one)) ||
         (rc = env_digit("ORTHROS_HEAD8_NEXT_PF", 1, &c->head8_next_pf)) ||
+        (rc = env_digit("ORTHROS_HEAD8_EVEN", 1, &c->head8_even)) ||
         (rc = env_digit("ORTHROS_DECODE_CHAIN_RING", 1, &c->chain_ring)) ||
         (rc = env_digit("ORTHROS_GEMM_LT", 1, &c->gemm_lt)))
         return rc;
@@ -1486,9 +1489,10 @@ static int select_decode(cuda_impl *c, orthros_device_info *info, unsigned *mode
     if (used < sizeof info->kernels && c->mlp && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", mlp%s", c->mlp == 2 ? " ring" : "");
     if (used < sizeof info->kernels && c->head8 && (*modes & ORTHROS_DECODE_FUSED))
-        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8%s%s%s%s",
+        used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", head int8%s%s%s%s%s",
                                  c->head8_dp4a ? " dp4a" : "", c->head8_depth == 3 ? " d3" : c->head8_depth == 4 ? " d4" : "",
-                                 c->head8_one ? " one launch" : "", c->head8_next_pf ? "" : " no next pf");
+                                 c->head8_one ? " one launch" : "", c->head8_next_pf ? "" : " no next pf",
+                                 c->head8_even ? " even" : "");
     if (used < sizeof info->kernels && c->kvpf_cap && (*modes & ORTHROS_DECODE_FUSED))
         used += (size_t)snprintf(info->kernels + used, sizeof info->kernels - used, ", kv l2 %zuM", c->kvpf_cap >> 20);
     if (used < sizeof info->kernels && c->attn_pdl)

@@ -676,7 +676,14 @@ static int h8_run(orthros_head8 *h, const h8_args &a, const orthros_head8_params
     }
     const int per = *per_sm;
     const int rows_a = (h->V + H8_R - 1) / H8_R, rows_b = (h->V + 31) / 32;
-    const int ga = min(per * sms, (rows_a + H8_WARPS - 1) / H8_WARPS), gb = min(2 * sms, (rows_b + H8_WARPS - 1) / H8_WARPS);
+    int ga = min(per * sms, (rows_a + H8_WARPS - 1) / H8_WARPS);
+    const int gb = min(2 * sms, (rows_b + H8_WARPS - 1) / H8_WARPS);
+    if (p->even) { /* the rounds of row groups the full grid takes, over the fewest blocks that take them: V 128256 is
+                    * 32064 groups, 16 rounds over 264 blocks' 2112 warps (the last a fifth full), or 251 blocks' 2008
+                    * (the last 97% full) */
+        const int rounds = (rows_a + ga * H8_WARPS - 1) / (ga * H8_WARPS);
+        ga = (rows_a + rounds * H8_WARPS - 1) / (rounds * H8_WARPS);
+    }
     int rc = h8_launch(head8_approx_kernel<NR, D, INT, SEL>, ga, smem, p->pdl, a, stream);
     if (rc || SEL) return rc;
     return h8_launch(head8_select_kernel<NR, INT>, gb, smem_b, p->pdl, a, stream);
@@ -707,11 +714,12 @@ int orthros_head8_argmax(orthros_head8 *h, const orthros_head8_params *p, cudaSt
     if (!h || !p || !p->ids || !p->x || !p->norm_w || !orthros_head8_supported(p->n, h->V, h->K) ||
         ((uintptr_t)p->x | (uintptr_t)p->norm_w) % 16 || p->depth < 0 || p->depth == 1 || p->depth > 4 ||
         (p->dp4a != 0 && p->dp4a != 1) || (p->one_launch != 0 && p->one_launch != 1) ||
-        (p->no_next_pf != 0 && p->no_next_pf != 1))
+        (p->no_next_pf != 0 && p->no_next_pf != 1) || (p->even != 0 && p->even != 1))
         return orthros_error(ORTHROS_EINVAL,
-                             "head8: n %d (1 to %d), depth %d (0, 2-4), dp4a %d, one_launch %d and no_next_pf %d (0 or 1), "
-                             "x and norm_w 16-byte aligned", p ? p->n : 0, ORTHROS_HEAD8_MAX_ROWS, p ? p->depth : 0,
-                             p ? p->dp4a : 0, p ? p->one_launch : 0, p ? p->no_next_pf : 0);
+                             "head8: n %d (1 to %d), depth %d (0, 2-4), dp4a %d, one_launch %d, no_next_pf %d and even %d "
+                             "(0 or 1), x and norm_w 16-byte aligned", p ? p->n : 0, ORTHROS_HEAD8_MAX_ROWS,
+                             p ? p->depth : 0, p ? p->dp4a : 0, p ? p->one_launch : 0, p ? p->no_next_pf : 0,
+                             p ? p->even : 0);
     h8_args a;
     a.q = h->q, a.s = h->s, a.c = h->c, a.d = h->d, a.W = (const bf16 *)h->W, a.approx = h->approx, a.logits = p->logits;
     a.xst = h->xst, a.tail = (char *)h->keys, a.ids = p->ids;

@@ -123,6 +123,8 @@ typedef struct {
                            * screened, with the input its block staged); 0: a second launch (ORTHROS_HEAD8_ONE_LAUNCH) */
     int no_next_pf;       /* 1: a warp does not ask its next rows into L2 as it starts a group of rows (0, the default:
                            * it does; ORTHROS_HEAD8_NEXT_PF=0); the ids are the same either way */
+    int even;             /* 1: the screen's grid cut to the fewest blocks that take its rounds of row groups, so that
+                           * the last round is (nearly) full (ORTHROS_HEAD8_EVEN=1); 0: the blocks the SMs hold */
 } orthros_head8_params;
 
 int orthros_head8_supported(int n, int V, int K);

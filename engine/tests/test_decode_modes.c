@@ -759,7 +759,7 @@ static int cuda_models(int nspec, char **specs)
                                   {"ORTHROS_ATTN_DECODE_CLAIM", "4k"},
                                   {"ORTHROS_DECODE_MLP", "3"}, {"ORTHROS_DECODE_CHAIN_RING", "2"},
                                   {"ORTHROS_DECODE_HEAD8", "2"}, {"ORTHROS_HEAD8_DP4A", "2"},
-                                  {"ORTHROS_HEAD8_ONE_LAUNCH", "2"}, {"ORTHROS_HEAD8_NEXT_PF", "2"},
+                                  {"ORTHROS_HEAD8_ONE_LAUNCH", "2"}, {"ORTHROS_HEAD8_NEXT_PF", "2"}, {"ORTHROS_HEAD8_EVEN", "2"},
                                   {"ORTHROS_DECODE_ATTN_EARLY", "2"},
                                   {"ORTHROS_DECODE_KVPF_MB", "1025"}, {"ORTHROS_DECODE_KVPF_MB", "-1"},
                                   {"ORTHROS_DECODE_KVPF_MB", "16M"},

@@ -1613,14 +1613,17 @@ static void head8_direct(int n, int V, int K, int lift)
     /* the fp32 form at the default depth twice (the scratch the first call leaves must serve the second), then
      * depths 3 and 4; the integer form at 2, 3 and 4; then in one launch (the selection after a grid barrier), each
      * form twice (the barrier's word must be left at 0 for the next call); then the integer form 4 deep and the fp32
-     * one in one launch without the warps' next rows asked into L2 (no_next_pf) */
+     * one in one launch without the warps' next rows asked into L2 (no_next_pf), and on the grid cut to whole rounds
+     * (even; num_sms 20 in the last two, whose 40 blocks' rounds cut to 32 blocks at V 3001 and 2000) */
     static const struct {
-        int depth, dp4a, one, nopf;
-    } calls[] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {3, 0, 0, 0}, {4, 0, 0, 0}, {0, 1, 0, 0}, {3, 1, 0, 0}, {4, 1, 0, 0},
-                 {0, 0, 1, 0}, {0, 0, 1, 0}, {4, 1, 1, 0}, {4, 1, 1, 0}, {4, 1, 0, 1}, {0, 0, 1, 1}};
+        int depth, dp4a, one, nopf, even, sms;
+    } calls[] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, {3, 0, 0, 0, 0, 0}, {4, 0, 0, 0, 0, 0}, {0, 1, 0, 0, 0, 0},
+                 {3, 1, 0, 0, 0, 0}, {4, 1, 0, 0, 0, 0}, {0, 0, 1, 0, 0, 0}, {0, 0, 1, 0, 0, 0}, {4, 1, 1, 0, 0, 0},
+                 {4, 1, 1, 0, 0, 0}, {4, 1, 0, 1, 0, 0}, {0, 0, 1, 1, 0, 0}, {4, 1, 0, 0, 1, 0}, {4, 1, 0, 0, 1, 20},
+                 {0, 0, 1, 0, 1, 20}};
     for (int call = 0; call < (int)(sizeof calls / sizeof *calls); call++) {
         hp.depth = calls[call].depth, hp.dp4a = calls[call].dp4a, hp.one_launch = calls[call].one;
-        hp.no_next_pf = calls[call].nopf;
+        hp.no_next_pf = calls[call].nopf, hp.even = calls[call].even, hp.num_sms = calls[call].sms;
         float exg[ORTHROS_HEAD8_MAX_ROWS];
         int form = -1;
         if (orthros_head8_argmax(h, &hp, 0) || orthros_head8_last_candidates(h, n, counts, 0) ||
@@ -1659,9 +1662,10 @@ static void head8_direct(int n, int V, int K, int lift)
                    "%d staged x off, %d approx off, ex %.6g (reference %.6g)\n", n, V, K, r, call,
                    form ? "integer" : "fp32", g, want, counts[r], cnt, xbad, abad, (double)exg[r], (double)exr);
         }
-        snprintf(name, sizeof name, "head8 step n=%d V=%d K=%d%s call %d depth %d %s%s%s: ids, candidates, approx", n, V,
-                 K, lift ? " (a tie on top)" : "", call, hp.depth, hp.dp4a ? "integer" : "fp32",
-                 hp.one_launch ? " one launch" : "", hp.no_next_pf ? " no next pf" : "");
+        snprintf(name, sizeof name, "head8 step n=%d V=%d K=%d%s call %d depth %d %s%s%s%s sms %d: ids, candidates, approx",
+                 n, V, K, lift ? " (a tie on top)" : "", call, hp.depth, hp.dp4a ? "integer" : "fp32",
+                 hp.one_launch ? " one launch" : "", hp.no_next_pf ? " no next pf" : "", hp.even ? " even" : "",
+                 hp.num_sms);
         const float fw = (float)n, fo = (float)ok;
         report(name, &fw, &fo, 1, 0);
     }
@@ -2752,20 +2756,18 @@ int main(int argc, char **argv)
         head8_direct(3, 1000, 1040, 0);
         head8_direct(4, 517, 16, 0);
         head8_direct(2, 2000, 2048, 1);
-        static const char *const forms[][4] = {{"0", "2", "0", "1"}, {"0", "4", "0", "1"}, {"1", "4", "0", "1"},
-                                               {"1", "2", "0", "1"}, {"1", "4", "1", "1"}, {"0", "2", "1", "1"},
-                                               {"1", "4", "0", "0"}}; /* dp4a, depth, one launch, next rows into L2 */
-        for (int f = 0; f < 7; f++) {
-            setenv("ORTHROS_HEAD8_DP4A", forms[f][0], 1);
-            setenv("ORTHROS_HEAD8_DEPTH", forms[f][1], 1);
-            setenv("ORTHROS_HEAD8_ONE_LAUNCH", forms[f][2], 1);
-            setenv("ORTHROS_HEAD8_NEXT_PF", forms[f][3], 1);
+        /* dp4a, depth, one launch, next rows into L2, the grid cut to whole rounds */
+        static const char *const forms[][5] = {{"0", "2", "0", "1", "0"}, {"0", "4", "0", "1", "0"},
+                                               {"1", "4", "0", "1", "0"}, {"1", "2", "0", "1", "0"},
+                                               {"1", "4", "1", "1", "0"}, {"0", "2", "1", "1", "0"},
+                                               {"1", "4", "0", "0", "0"}, {"1", "4", "0", "1", "1"}};
+        static const char *const vars[5] = {"ORTHROS_HEAD8_DP4A", "ORTHROS_HEAD8_DEPTH", "ORTHROS_HEAD8_ONE_LAUNCH",
+                                            "ORTHROS_HEAD8_NEXT_PF", "ORTHROS_HEAD8_EVEN"};
+        for (int f = 0; f < (int)(sizeof forms / sizeof *forms); f++) {
+            for (int v = 0; v < 5; v++) setenv(vars[v], forms[f][v], 1);
             with_switch("ORTHROS_DECODE_HEAD8", "1", head8_suite);
         }
-        unsetenv("ORTHROS_HEAD8_DP4A");
-        unsetenv("ORTHROS_HEAD8_DEPTH");
-        unsetenv("ORTHROS_HEAD8_ONE_LAUNCH");
-        unsetenv("ORTHROS_HEAD8_NEXT_PF");
+        for (int v = 0; v < 5; v++) unsetenv(vars[v]);
         with_switch("ORTHROS_DECODE_HEAD8", "0", head8_suite); /* norm_argmax through the bf16 head */
     }
     /* The decode step's MLP in one launch (ORTHROS_DECODE_MLP=1; passing on the H200 at eeab839). */
