@@ -44,6 +44,8 @@
 #                -head8i, -head8id3, -head8id4: its integer screen (ORTHROS_HEAD8_DP4A=1) 2, 3 or 4 deep,
 #                fused-graphs-nohead8: ORTHROS_DECODE_HEAD8=0 (the bf16 head), fused-graphs-head8one: the default's
 #                screen with the selection in its launch (ORTHROS_HEAD8_ONE_LAUNCH=1; none of the eight in "all");
+#                fused-graphs-head8nopf, -head8even: the default's screen without its warps' next rows asked into L2
+#                (ORTHROS_HEAD8_NEXT_PF=0), or on its grid cut to whole rounds (ORTHROS_HEAD8_EVEN=1; not in "all");
 #                fused-graphs-attnearly: the attention's tile that holds the newest key asked before its dependency
 #                wait but for the rows q/k/v writes (ORTHROS_DECODE_ATTN_EARLY=1; measured slower; not in "all");
 #                fused-graphs-kvpf8, -kvpf16: with
@@ -251,6 +253,8 @@ if [ -n "$DECODE" ]; then
             fused-graphs-head8one) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=1 ORTHROS_HEAD8_DEPTH=4
                                          ORTHROS_HEAD8_ONE_LAUNCH=1) ;;
             fused-graphs-attnearly) envs=("${fused[@]}" ORTHROS_DECODE_ATTN_EARLY=1) ;;
+            fused-graphs-head8nopf) envs=("${fused[@]}" ORTHROS_HEAD8_NEXT_PF=0) ;;
+            fused-graphs-head8even) envs=("${fused[@]}" ORTHROS_HEAD8_EVEN=1) ;;
             fused-graphs-head8d3 | fused-graphs-head8d4) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=0
                                                           ORTHROS_HEAD8_DEPTH="${mode#fused-graphs-head8d}") ;;
             fused-graphs-head8i) envs=("${fused[@]}" ORTHROS_DECODE_HEAD8=1 ORTHROS_HEAD8_DP4A=1 ORTHROS_HEAD8_DEPTH=2) ;;
@@ -356,7 +360,7 @@ echo "==== summary ($OUT) ===="
 printf '%-12s %s\n' step result
 for s in configure build build_all ctest_gpu memcheck bench anchors e2e_1b e2e_8b e2e_window gate recipe e2e_recipe generate \
     decode_default decode_default-lt decode_plain decode_graphs decode_graphs-gemv decode_fused-graphs decode_fused-graphs-pdl \
-    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-head8d3 decode_fused-graphs-head8d4 decode_fused-graphs-head8i decode_fused-graphs-head8id3 decode_fused-graphs-head8id4 decode_fused-graphs-nohead8 decode_fused-graphs-head8one decode_fused-graphs-attnearly decode_fused-graphs-kvpf8 decode_fused-graphs-kvpf16 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
+    decode_fused-graphs-v1 decode_fused-graphs-v2 decode_fused-graphs-v3 decode_fused-graphs-v4 decode_fused-graphs-v5 decode_fused-graphs-v5s4 decode_fused-graphs-v5s8 decode_fused-graphs-v6 decode_fused-graphs-v6bulk decode_fused-graphs-v6wg decode_fused-graphs-head8 decode_fused-graphs-head8d3 decode_fused-graphs-head8d4 decode_fused-graphs-head8i decode_fused-graphs-head8id3 decode_fused-graphs-head8id4 decode_fused-graphs-nohead8 decode_fused-graphs-head8one decode_fused-graphs-head8nopf decode_fused-graphs-head8even decode_fused-graphs-attnearly decode_fused-graphs-kvpf8 decode_fused-graphs-kvpf16 decode_fused-graphs-chain decode_fused-graphs-attn7 decode_fused-graphs-attn8 decode_fused-graphs-attno decode_fused-graphs-qkvattn decode_fused-graphs-opdl0 decode_fused-graphs-opdl1 decode_fused-graphs-opdl2 decode_fused-graphs-opdl3 decode_fused-graphs-apdl decode_fused-graphs-pdllate decode_fused-graphs-pdllate-apdl decode_fused-graphs-nopdllate decode_fused-graphs-pdllate2 decode_fused-graphs-lead1 decode_fused-graphs-lead2 decode_fused-graphs-lead3 decode_fused-graphs-fill1 decode_fused-graphs-fill2 decode_fused-graphs-fill3 decode_fused-graphs-kw1 decode_fused-graphs-kw2 decode_fused-graphs-kw4 decode_fused-graphs-mlp decode_fused-graphs-mlpring decode_fused-graphs-chainring decode_fused-graphs-l2pf \
     decode_fused-graphs-l2pf-last decode_fused-graphs-l2pf32 decode_fused-graphs-areg160 decode_fused-graphs-alean decode_fused-graphs-nolean decode_fused-graphs-apush decode_fused-graphs-arelax decode_fused-graphs-norelax \
     decode_fused-graphs-balance0 decode_fused-graphs-balance1 \
     $(for m in ${DECODE//,/ }; do case $m in fused-graphs-early* | fused-graphs-qkvb* | fused-graphs-carve* | fused-graphs-claim*) echo "decode_$m" ;; esac; done) \

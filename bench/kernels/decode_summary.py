@@ -8,7 +8,9 @@ fused+graphs+pdl: and ORTHROS_DECODE_PDL=1, every GEMV a programmatic dependent 
 fused-graphs-head8: with ORTHROS_DECODE_HEAD8=1 (the head through an int8 copy, the default since 1035a1c in its
 integer screen 4 deep; here its fp32 screen 2 deep; -head8d3, -head8d4: 3 or 4 steps deep, -head8i, -head8id3,
 -head8id4: its integer screen, ORTHROS_HEAD8_DP4A=1, 2, 3 or 4 deep, -nohead8: ORTHROS_DECODE_HEAD8=0, the bf16 head;
--head8one: the default's screen with the selection in its launch, ORTHROS_HEAD8_ONE_LAUNCH=1); fused-graphs-attnearly:
+-head8one: the default's screen with the selection in its launch, ORTHROS_HEAD8_ONE_LAUNCH=1; -head8nopf: without its
+warps' next rows asked into L2, ORTHROS_HEAD8_NEXT_PF=0; -head8even: its grid cut to whole rounds, ORTHROS_HEAD8_EVEN=1);
+fused-graphs-attnearly:
 with ORTHROS_DECODE_ATTN_EARLY=1 (the attention's newest tile asked before its wait but for q/k/v's rows); fused-graphs-kvpf8, -kvpf16: with ORTHROS_DECODE_KVPF_MB=8 or 16 (the layer's K and V
 caches asked into L2 by the q/k/v product); fused-graphs-chain: with
 ORTHROS_DECODE_CHAIN=1; fused-graphs-attn7, -attn8: with ORTHROS_ATTN_DECODE_VERSION=7 or 8; fused-graphs-attno: with
@@ -60,7 +62,8 @@ MODES = ["default", "plain", "graphs", "graphs-gemv", "fused-graphs", "fused-gra
          "fused-graphs-v2", "fused-graphs-v3", "fused-graphs-v4", "fused-graphs-v5", "fused-graphs-v5s4",
          "fused-graphs-v5s8", "fused-graphs-v6", "fused-graphs-v6wg", "fused-graphs-head8",
          "fused-graphs-head8d3", "fused-graphs-head8d4", "fused-graphs-head8i", "fused-graphs-head8id3",
-         "fused-graphs-head8id4", "fused-graphs-nohead8", "fused-graphs-head8one", "fused-graphs-attnearly", "fused-graphs-alean", "fused-graphs-nolean", "fused-graphs-apush", "fused-graphs-arelax", "fused-graphs-norelax", "fused-graphs-carve0", "fused-graphs-kvpf8", "fused-graphs-kvpf16", "fused-graphs-chain", "fused-graphs-attn7", "fused-graphs-attn8",
+         "fused-graphs-head8id4", "fused-graphs-nohead8", "fused-graphs-head8one", "fused-graphs-head8nopf",
+         "fused-graphs-head8even", "fused-graphs-attnearly", "fused-graphs-alean", "fused-graphs-nolean", "fused-graphs-apush", "fused-graphs-arelax", "fused-graphs-norelax", "fused-graphs-carve0", "fused-graphs-kvpf8", "fused-graphs-kvpf16", "fused-graphs-chain", "fused-graphs-attn7", "fused-graphs-attn8",
          "fused-graphs-attno", "fused-graphs-opdl0", "fused-graphs-opdl", "fused-graphs-opdl1", "fused-graphs-opdl2",
          "fused-graphs-opdl3",
          "fused-graphs-apdl", "fused-graphs-pdllate", "fused-graphs-pdllate-apdl", "fused-graphs-nopdllate",
