@@ -8,7 +8,8 @@
  *                          to bf16, as every other head kernel does) and their norms ||x||; a warp takes R = 4 rows of
  *                          q at a time, each lane 16-byte chunks of them, the warp's groups of R rows one stream of
  *                          steps with D (2-4, ORTHROS_HEAD8_DEPTH) steps of R chunks in flight across the groups' ends
- *                          (the warp's next R rows asked into L2 as it starts these, its first ones before its wait),
+ *                          (the warp's next R rows asked into L2 as it starts these unless no_next_pf, its first ones
+ *                          before its wait; with even, the grid cut so that its last round of groups is nearly full),
  *                          each int8 converted once and multiplied into the n rows' fp32 sums, approx_j =
  *                          s_j (q_j . x); or (the integer form, INT) the staged rows split into two int8 vectors
  *                          (h8_split) and four int8 products a dp4a into int32 sums, approx_j from them
